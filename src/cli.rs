@@ -1,0 +1,91 @@
+//! The command line: every flag in one place (clap derive). Values stay raw strings here; they are
+//! validated once into types by the commands, so that every failure is reported the same way
+//! (exit code, JSON).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Restore one exact commit into a sandbox and push its work back, fast-forward only.
+///
+/// Installed on PATH as `git-session`, git also runs it as `git session …`.
+#[derive(Debug, Parser)]
+#[command(name = "git-session", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The work tree [env: SESSION_DIR; default: the current directory]
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Print exactly one JSON object on stdout (success or failure)
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// Only errors on stderr
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Restore the tree of TIP_SHA on the session branch into the work tree
+    Restore(RestoreArgs),
+}
+
+impl Command {
+    /// The command's name as the JSON output spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Restore(_) => "restore",
+        }
+    }
+}
+
+/// Where a restore takes the tree from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum From {
+    /// Fetch the commit over git's smart HTTP (protocol v2)
+    Git,
+    /// Extract a tar.gz archive of the commit
+    Archive,
+}
+
+/// `restore` flags. Without flags everything comes from the environment.
+#[derive(Debug, clap::Args)]
+pub struct RestoreArgs {
+    /// Smart-HTTP(S) URL to read from, without credentials [env: READ_URL_FILE, READ_URL]
+    #[arg(long, value_name = "URL")]
+    pub read_url: Option<String>,
+
+    /// Smart-HTTP(S) URL to push to, without credentials [env: PUSH_URL_FILE, PUSH_URL]
+    #[arg(long, value_name = "URL")]
+    pub push_url: Option<String>,
+
+    /// The session branch, e.g. sessions/4f1c… (refs/heads/… accepted)
+    #[arg(long, env = "SESSION_BRANCH", value_name = "BRANCH")]
+    pub session_branch: Option<String>,
+
+    /// The full 40-hex-digit id of the commit to restore
+    #[arg(long, env = "TIP_SHA", value_name = "SHA")]
+    pub tip_sha: Option<String>,
+
+    /// Commits of history to fetch (0: the whole history)
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub depth: u32,
+
+    /// Overwrite files the commit tracks in a non-empty directory (others are left in place)
+    #[arg(long)]
+    pub force: bool,
+
+    /// Where to take the tree from [default: archive when an archive source is given, else git]
+    #[arg(long, value_enum, value_name = "SOURCE")]
+    pub from: Option<From>,
+}

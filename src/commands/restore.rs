@@ -1,0 +1,72 @@
+//! `git-session restore`: validate the inputs (before any network I/O), then run the restore.
+
+use serde_json::{Value, json};
+
+use crate::cli::{From, RestoreArgs};
+use crate::error::{Error, Result};
+use crate::inputs;
+use crate::output::Success;
+use crate::restore::{RestoreOptions, restore_git};
+
+/// Run `restore` in `dir` (already resolved from `-C`/`SESSION_DIR`).
+///
+/// # Errors
+/// See [`restore_git`]; usage errors (exit 2) for invalid or missing inputs come first.
+pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
+    let tip = inputs::tip(args.tip_sha.as_deref())?;
+    let branch = inputs::branch(args.session_branch.as_deref())?;
+    let push = inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?;
+    let read = inputs::url(args.read_url.as_deref(), "READ_URL", "READ_URL_FILE")?;
+    if args.from == Some(From::Archive) {
+        return Err(Error::Usage(
+            "restore --from archive is not available in this build yet".into(),
+        ));
+    }
+    let read = read.ok_or_else(|| {
+        Error::Usage("READ_URL is not set (or READ_URL_FILE, or pass --read-url)".into())
+    })?;
+    let opts = RestoreOptions {
+        dir,
+        branch,
+        tip,
+        read,
+        push,
+        depth: (args.depth > 0).then_some(args.depth),
+        force: args.force,
+    };
+    let report = restore_git(&opts)?;
+    let lease_text = if report.lease.is_zero() {
+        "new branch".to_owned()
+    } else {
+        report.lease.to_string()
+    };
+    let human = if report.noop {
+        format!(
+            "{} already holds session {} at {}; nothing to do",
+            opts.dir.display(),
+            report.branch,
+            report.tip
+        )
+    } else {
+        format!(
+            "restored {} at {} into {} ({} files; lease: {lease_text})",
+            report.branch,
+            report.tip,
+            opts.dir.display(),
+            report.files
+        )
+    };
+    let mut fields = serde_json::Map::new();
+    fields.insert("tip".into(), json!(report.tip));
+    fields.insert("lease".into(), json!(report.lease));
+    fields.insert("source".into(), Value::String(report.source.as_str().into()));
+    fields.insert("noop".into(), Value::Bool(report.noop));
+    fields.insert("files".into(), json!(report.files));
+    Ok(Success {
+        command: "restore",
+        branch: report.branch.to_string(),
+        warnings: report.warnings,
+        fields,
+        human,
+    })
+}

@@ -1,0 +1,144 @@
+//! Writing and reading the plain-file parts of a git dir that restore creates: layout, `config`,
+//! loose refs, `HEAD`, `shallow` (gitrepository-layout(5)).
+//!
+//! Written directly rather than through `gix::init` so that nothing but what git needs appears, and
+//! nothing from user or system config (templates, hooks) is copied in (SPEC rule 8).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::session::write_atomic;
+use crate::types::{FullSha, SessionBranch};
+
+/// The remote settings restore writes: credential-free URLs only.
+pub struct OriginConfig<'a> {
+    /// The credential-free fetch URL (`remote.origin.url`).
+    pub url: Option<&'a str>,
+    /// The credential-free push URL (`remote.origin.pushurl`), when different from `url`.
+    pub push_url: Option<&'a str>,
+    /// The session branch: the only one `origin` fetches, and the upstream of the local branch.
+    pub branch: &'a SessionBranch,
+}
+
+/// Quote a config value or subsection name as git-config(1) reads it: in double quotes, with `"`
+/// and `\` escaped. Callers pass values without newlines (URLs and ref names cannot hold them).
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// Create the layout of a fresh non-bare git dir at `git_dir` (`HEAD` → the session branch, unborn).
+///
+/// # Errors
+/// [`Error::Internal`] on I/O failure.
+pub fn init(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
+    for sub in ["objects/pack", "objects/info", "refs/heads", "refs/tags", "info"] {
+        std::fs::create_dir_all(git_dir.join(sub))
+            .map_err(|e| Error::io(format!("creating {}", git_dir.join(sub).display()), e))?;
+    }
+    write_atomic(
+        &git_dir.join("HEAD"),
+        format!("ref: {}\n", origin.branch.full_ref()).as_bytes(),
+    )?;
+    write_atomic(&git_dir.join("config"), config_text(origin).as_bytes())?;
+    Ok(())
+}
+
+fn config_text(origin: &OriginConfig<'_>) -> String {
+    let b = origin.branch;
+    let mut c = String::from(
+        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+    );
+    if let Some(url) = origin.url {
+        let _ = write!(c, "[remote \"origin\"]\n\turl = {}\n", quote(url));
+        if let Some(push) = origin.push_url.filter(|p| *p != url) {
+            let _ = writeln!(c, "\tpushurl = {}", quote(push));
+        }
+        let _ = writeln!(
+            c,
+            "\tfetch = {}\n\ttagOpt = --no-tags",
+            quote(&format!("+{}:{}", b.full_ref(), b.tracking_ref()))
+        );
+        let _ = write!(
+            c,
+            "[branch {}]\n\tremote = origin\n\tmerge = {}\n",
+            quote(b.as_str()),
+            quote(&b.full_ref())
+        );
+    }
+    c
+}
+
+/// Write the loose ref `name` (e.g. `refs/heads/x`) to point at `id`.
+///
+/// # Errors
+/// [`Error::Internal`] on I/O failure.
+pub fn write_ref(git_dir: &Path, name: &str, id: FullSha) -> Result<()> {
+    let path = git_dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
+    }
+    write_atomic(&path, format!("{id}\n").as_bytes())
+}
+
+/// Write `shallow` with the given commits (gitrepository-layout(5) "shallow"); none removes it.
+///
+/// # Errors
+/// [`Error::Internal`] on I/O failure.
+pub fn write_shallow(git_dir: &Path, ids: &[gix::ObjectId]) -> Result<()> {
+    let path = git_dir.join("shallow");
+    if ids.is_empty() {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::io(format!("removing {}", path.display()), e))
+            }
+            _ => Ok(()),
+        };
+    }
+    let mut sorted: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+    sorted.sort();
+    sorted.dedup();
+    write_atomic(&path, (sorted.join("\n") + "\n").as_bytes())
+}
+
+/// Whether `descendant` is `ancestor` or has it in its history, walking parents through the local
+/// object database (missing parents — a shallow boundary — end the walk).
+///
+/// # Errors
+/// [`Error::Internal`] when an object cannot be read.
+pub fn descends_from(
+    repo: &gix::Repository,
+    descendant: gix::ObjectId,
+    ancestor: gix::ObjectId,
+) -> Result<bool> {
+    let mut seen = std::collections::HashSet::new();
+    let mut queue = vec![descendant];
+    let mut buf = Vec::new();
+    while let Some(id) = queue.pop() {
+        if id == ancestor {
+            return Ok(true);
+        }
+        if !seen.insert(id) {
+            continue;
+        }
+        let Ok(Some(data)) = gix::objs::Find::try_find(&repo.objects, &id, &mut buf) else {
+            continue;
+        };
+        if data.kind != gix::objs::Kind::Commit {
+            continue;
+        }
+        let commit = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1);
+        queue.extend(commit.parent_ids());
+    }
+    Ok(false)
+}

@@ -1,0 +1,278 @@
+//! The HTTP client shared by every data flow: TLS roots, timeouts, bounded retries, status mapping.
+//!
+//! Follows the SPEC's "Network behaviour": connect timeout 10 s, a read that stalls 60 s fails,
+//! transient failures (connect errors, resets, timeouts, HTTP 5xx/429) retried up to 4 attempts with
+//! exponential backoff and jitter within about 60 s; 4xx not retried, except one retry after a 401
+//! when a `_FILE` held the URL (re-read first).
+//!
+//! Test knobs (environment): `GIT_SESSION_RETRY_BASE_MS` (first backoff delay, default 1000),
+//! `GIT_SESSION_READ_TIMEOUT_MS` (default 60000), `GIT_SESSION_CONNECT_TIMEOUT_MS` (default 10000).
+//!
+//! # Security
+//! Requests carry credentials only as a sensitive `Authorization` header built from
+//! [`RemoteUrl::authorization`]; the URLs given to reqwest carry no userinfo, and reqwest errors are
+//! stripped of their URL before they become messages.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use backon::{BlockingRetryable as _, ExponentialBuilder};
+use reqwest::StatusCode;
+use reqwest::blocking::{Client, Response};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::error::{Error, Result};
+use crate::types::RemoteUrl;
+
+/// Where a URL comes from: a value fixed for the process, or a `_FILE` re-read at every use so that a
+/// backend can rotate short-lived URLs.
+#[derive(Debug, Clone)]
+pub enum UrlSource {
+    /// A URL from a flag or a plain environment variable.
+    Fixed(RemoteUrl),
+    /// A file holding the URL (`READ_URL_FILE`, `PUSH_URL_FILE`), named by its variable for messages.
+    File {
+        /// The file's path.
+        path: PathBuf,
+        /// The variable that named it, e.g. `READ_URL_FILE`.
+        var: &'static str,
+    },
+}
+
+impl UrlSource {
+    /// The URL now: the fixed one, or the file's content parsed afresh.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when the file cannot be read or does not hold a valid URL.
+    pub fn load(&self) -> Result<RemoteUrl> {
+        match self {
+            UrlSource::Fixed(url) => Ok(url.clone()),
+            UrlSource::File { path, var } => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Error::Usage(format!("cannot read {var} ({}): {e}", path.display()))
+                })?;
+                RemoteUrl::parse(text.trim())
+                    .map_err(|e| Error::Usage(format!("{var} does not hold a valid URL: {e}")))
+            }
+        }
+    }
+
+    fn rereadable(&self) -> bool {
+        matches!(self, UrlSource::File { .. })
+    }
+}
+
+/// One HTTP client for the whole process, with the retry policy.
+pub struct Http {
+    client: Client,
+    retry: ExponentialBuilder,
+    succeeded_once: AtomicBool,
+}
+
+/// A request to a smart-HTTP endpoint below the repository URL.
+pub struct Request<'a> {
+    /// The endpoint below the repository, e.g. `info/refs?service=git-upload-pack`.
+    pub endpoint: &'a str,
+    /// Extra headers (`Git-Protocol`, `Content-Type`, `Accept`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The POST body; `None` sends a GET.
+    pub body: Option<Vec<u8>>,
+}
+
+impl Http {
+    /// Build the client: rustls with the ring provider, roots from `SSL_CERT_FILE`/`SSL_CERT_DIR` or the
+    /// system store, bundled Mozilla roots when neither has any; proxies from `HTTPS_PROXY`/`NO_PROXY`.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the TLS configuration or client cannot be built.
+    pub fn new() -> Result<Self> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut roots = rustls::RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        for cert in native.certs {
+            let _ = roots.add(cert);
+        }
+        if roots.is_empty() {
+            tracing::debug!("no system CA roots found; using the bundled Mozilla roots");
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::internal("TLS configuration", e))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+
+        let ms = |var: &str, default: u64| {
+            Duration::from_millis(
+                std::env::var(var)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(default),
+            )
+        };
+        let builder = reqwest::ClientBuilder::new()
+            .connect_timeout(ms("GIT_SESSION_CONNECT_TIMEOUT_MS", 10_000))
+            .user_agent(concat!("git/2.47-compatible git-session/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
+            .tls_backend_preconfigured(tls);
+        // The blocking client applies this to the wait for the response head and to every single
+        // read of the body: a read that stalls this long fails (async `read_timeout` needs a runtime
+        // on the reading thread, which the blocking body does not have).
+        let client = reqwest::blocking::ClientBuilder::from(builder)
+            .timeout(ms("GIT_SESSION_READ_TIMEOUT_MS", 60_000))
+            .build()
+            .map_err(|e| Error::internal("building the HTTP client", e.without_url()))?;
+        let base = ms("GIT_SESSION_RETRY_BASE_MS", 1_000);
+        let retry = ExponentialBuilder::default()
+            .with_min_delay(base)
+            .with_max_delay(base * 16)
+            .with_factor(2.0)
+            .with_max_times(3)
+            .with_total_delay(Some(Duration::from_secs(60)))
+            .with_jitter();
+        Ok(Http {
+            client,
+            retry,
+            succeeded_once: AtomicBool::new(false),
+        })
+    }
+
+    /// Run `op` against the URL from `source` with the SPEC's bounded retries: transient failures
+    /// ([`Error::is_transient`]) are retried; a 401 is retried once after re-reading a `_FILE`.
+    /// `op` should do the whole exchange (send and consume the body) so a cut stream is retried too.
+    ///
+    /// # Errors
+    /// The last attempt's error.
+    pub fn with_retries<T>(
+        &self,
+        source: &UrlSource,
+        what: &str,
+        mut op: impl FnMut(&RemoteUrl) -> Result<T>,
+    ) -> Result<T> {
+        let mut reread_after_401 = source.rereadable();
+        let attempt = || -> Result<T> {
+            let url = source.load()?;
+            match op(&url) {
+                Err(Error::Auth(msg)) if reread_after_401 && msg.contains("HTTP 401") => {
+                    reread_after_401 = false;
+                    tracing::info!("{what}: HTTP 401; re-reading the URL file once");
+                    let url = source.load()?;
+                    op(&url)
+                }
+                other => other,
+            }
+        };
+        let mut attempts = 1;
+        let out = attempt
+            .retry(self.retry)
+            .sleep(std::thread::sleep)
+            .when(Error::is_transient)
+            .notify(|err, delay| {
+                attempts += 1;
+                tracing::warn!("{what} failed ({err}); retrying in {delay:.1?}");
+            })
+            .call();
+        match out {
+            Err(Error::Network(msg)) if attempts > 1 => Err(Error::Network(format!(
+                "{msg} (gave up after {attempts} attempts)"
+            ))),
+            other => other,
+        }
+    }
+
+    /// Send one request and return the response if its status is 2xx.
+    ///
+    /// # Errors
+    /// See [`Http::check_status`]; connect errors, timeouts and resets are [`Error::Network`].
+    pub fn send(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Response> {
+        let target = url.endpoint(req.endpoint);
+        let mut headers = HeaderMap::new();
+        for (k, v) in req.headers {
+            headers.insert(k, v);
+        }
+        if let Some(auth) = url.authorization() {
+            headers.insert(reqwest::header::AUTHORIZATION, auth);
+        }
+        let builder = match req.body {
+            Some(body) => self.client.post(target).body(body),
+            None => self.client.get(target),
+        };
+        tracing::debug!(
+            "{} {url}/{}",
+            if builder_is_post(&headers) { "POST" } else { "GET" },
+            req.endpoint.split('?').next().unwrap_or_default()
+        );
+        let resp = builder
+            .headers(headers)
+            .send()
+            .map_err(|e| transport_error(url, e))?;
+        self.check_status(url, resp)
+    }
+
+    /// Map an HTTP status to the SPEC's exit codes: 2xx passes; 401/403 → [`Error::Auth`];
+    /// 404 → [`Error::NotFound`]; 5xx and 429 → [`Error::Network`] (retried); other statuses →
+    /// [`Error::Network`] without retry semantics changing (they are reported, not retried forever).
+    ///
+    /// # Errors
+    /// As above.
+    pub fn check_status(&self, url: &RemoteUrl, resp: Response) -> Result<Response> {
+        let status = resp.status();
+        if status.is_success() {
+            self.succeeded_once.store(true, Ordering::Relaxed);
+            return Ok(resp);
+        }
+        Err(match status {
+            StatusCode::UNAUTHORIZED => {
+                let expired = if self.succeeded_once.load(Ordering::Relaxed) {
+                    " after earlier requests succeeded: the URL has likely expired and must be re-minted"
+                } else if url.has_credentials() {
+                    " — the URL may have expired; mint a new one"
+                } else {
+                    ": the URL carries no credentials; the remote requires them"
+                };
+                Error::Auth(format!("credentials rejected by {url} (HTTP 401){expired}"))
+            }
+            StatusCode::FORBIDDEN => Error::Auth(format!(
+                "access denied by {url} (HTTP 403): the URL lacks the permission for this operation, or has expired"
+            )),
+            StatusCode::NOT_FOUND => Error::NotFound(format!(
+                "repository not found at {url} (HTTP 404)"
+            )),
+            s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+                Error::Network(format!("{url} answered HTTP {s}"))
+            }
+            s => Error::Network(format!("{url} answered HTTP {s}")),
+        })
+    }
+}
+
+fn builder_is_post(headers: &HeaderMap) -> bool {
+    headers.contains_key(reqwest::header::CONTENT_TYPE)
+}
+
+/// Turn a reqwest error into a message without the URL (and so without any query secret).
+pub fn transport_error(url: &RemoteUrl, err: reqwest::Error) -> Error {
+    let kind = if err.is_timeout() {
+        "timed out"
+    } else if err.is_connect() {
+        "could not connect"
+    } else {
+        "transfer failed"
+    };
+    let mut msg = format!("{kind}: {url}");
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&err);
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    Error::Network(msg)
+}
+
+/// Map an I/O error that happened while reading a response body.
+pub fn body_error(url: &RemoteUrl, err: std::io::Error) -> Error {
+    Error::Network(format!("the transfer from {url} broke off: {err}"))
+}

@@ -1,0 +1,86 @@
+//! Session inputs from flags and the environment (SPEC "Inputs"), parsed once into types.
+//!
+//! Precedence: a flag, then `X_FILE`, then `X`. A URL with credentials on the command line is
+//! refused (argv is visible to every process in the sandbox).
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::http::UrlSource;
+use crate::types::{FullSha, RemoteUrl, SessionBranch};
+
+fn env_nonempty(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.is_empty())
+}
+
+/// Resolve a URL from `flag`, `<var>_FILE` or `<var>`; `Ok(None)` when none is set.
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2) for a credentialed URL on argv, an unreadable `_FILE`, or an invalid URL.
+pub fn url(flag: Option<&str>, var: &'static str, file_var: &'static str) -> Result<Option<UrlSource>> {
+    let flag_name = format!("--{}", var.to_ascii_lowercase().replace('_', "-"));
+    if let Some(raw) = flag {
+        let url = RemoteUrl::parse(raw).map_err(|e| Error::Usage(format!("{flag_name}: {e}")))?;
+        if url.has_credentials() {
+            return Err(Error::Usage(format!(
+                "{flag_name} carries credentials, which the command line would show to every process in the sandbox: \
+                 put the URL in {var} or {file_var} instead"
+            )));
+        }
+        return Ok(Some(UrlSource::Fixed(url)));
+    }
+    if let Some(path) = env_nonempty(file_var) {
+        let source = UrlSource::File {
+            path: PathBuf::from(path),
+            var: file_var,
+        };
+        source.load()?;
+        return Ok(Some(source));
+    }
+    if let Some(raw) = env_nonempty(var) {
+        let url = RemoteUrl::parse(&raw).map_err(|e| Error::Usage(format!("{var}: {e}")))?;
+        return Ok(Some(UrlSource::Fixed(url)));
+    }
+    Ok(None)
+}
+
+/// Parse the session branch from a flag or `SESSION_BRANCH` (clap already merged the two).
+///
+/// # Errors
+/// [`Error::Usage`] when missing or invalid.
+pub fn branch(value: Option<&str>) -> Result<SessionBranch> {
+    let raw = value.ok_or_else(|| {
+        Error::Usage("SESSION_BRANCH is not set (or pass --session-branch)".into())
+    })?;
+    raw.parse().map_err(|e| Error::Usage(format!("{e}")))
+}
+
+/// Parse `TIP_SHA` from a flag or the environment.
+///
+/// # Errors
+/// [`Error::Usage`] when missing, not a full SHA-1 id, or SHA-256 (SPEC rule 1).
+pub fn tip(value: Option<&str>) -> Result<FullSha> {
+    let raw = value.ok_or_else(|| Error::Usage("TIP_SHA is not set (or pass --tip-sha)".into()))?;
+    raw.parse().map_err(|e| Error::Usage(format!("TIP_SHA: {e}")))
+}
+
+/// The work tree: `-C DIR`, else `SESSION_DIR`, else the current directory.
+///
+/// # Errors
+/// [`Error::Internal`] when the current directory cannot be read.
+pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
+    let dir = match flag {
+        Some(d) => d.to_path_buf(),
+        None => match env_nonempty("SESSION_DIR") {
+            Some(d) => PathBuf::from(d),
+            None => std::env::current_dir().map_err(|e| Error::io("reading the current directory", e))?,
+        },
+    };
+    if dir.is_absolute() {
+        Ok(dir)
+    } else {
+        Ok(std::env::current_dir()
+            .map_err(|e| Error::io("reading the current directory", e))?
+            .join(dir))
+    }
+}

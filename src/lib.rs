@@ -1,0 +1,63 @@
+//! git-session: restore one exact commit into a sandbox and push its work back, fast-forward only.
+//!
+//! The product contract is `SPEC.md` (shared with the backend). This crate is the sandbox side of the
+//! handoff: `restore` (git over smart HTTP protocol v2, or a tar.gz archive), `save`, `push`, `status`.
+//!
+//! Layout: [`cli`] (flags), [`inputs`] (flags and environment into [`types`]), [`commands`] (one file per
+//! command), [`restore`] (the restore data flow), [`http`] (client, retries), [`error`] (the one error
+//! type and the exit codes), [`output`] (the only printing).
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod failpoint;
+pub mod gitdir;
+pub mod http;
+pub mod inputs;
+pub mod output;
+pub mod restore;
+pub mod session;
+pub mod types;
+
+use cli::{Cli, Command};
+pub use error::{Error, Result};
+
+/// Run a parsed command line; returns the process exit code (0–9).
+pub fn run(cli: Cli) -> u8 {
+    init_logging(cli.verbose, cli.quiet);
+    let command = cli.command.name();
+    let result = inputs::session_dir(cli.dir.as_deref()).and_then(|dir| match &cli.command {
+        Command::Restore(args) => commands::restore::run(args, dir),
+    });
+    match result {
+        Ok(success) => {
+            output::success(cli.json, cli.quiet, success);
+            0
+        }
+        Err(err) => {
+            output::failure(cli.json, command, &err);
+            err.exit_code()
+        }
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "git_session=info,warn",
+        (false, _) => "git_session=debug,info",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
+        .try_init();
+}

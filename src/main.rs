@@ -1,0 +1,33 @@
+//! The `git-session` binary: parse, run, exit with the SPEC's code. A panic exits 1, never 101.
+
+use clap::Parser as _;
+
+fn main() -> std::process::ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!("error: internal error (a bug in git-session): {msg}");
+    }));
+    let json = std::env::args().any(|a| a == "--json");
+    let cli = match git_session::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            use clap::error::ErrorKind;
+            if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) || !json {
+                let _ = err.print();
+                return std::process::ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+            }
+            let e = git_session::Error::Usage(err.kind().to_string());
+            git_session::output::failure(true, "", &e);
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match std::panic::catch_unwind(|| git_session::run(cli)) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(_) => std::process::ExitCode::from(1),
+    }
+}

@@ -1,0 +1,155 @@
+//! Check out a commit's tree into the work tree and write the index, so `git status` is clean.
+//!
+//! The index is built from the tree with git's path protections on (`.git` in any spelling, `..`,
+//! `/` in names, NTFS and HFS aliases such as `GIT~1`: SPEC rule 7 for tree entries), before any file
+//! is written. Files are written in parallel by `gix_worktree_state::checkout`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::error::{Error, Result};
+use crate::failpoint;
+
+/// Path protections applied to every tree entry: all of git's (`core.protectNTFS`, `core.protectHFS`,
+/// Windows device names), whatever the platform, so a tree is judged the same everywhere.
+pub fn protections() -> gix::validate::path::component::Options {
+    gix::validate::path::component::Options {
+        protect_windows: true,
+        protect_hfs: true,
+        protect_ntfs: true,
+    }
+}
+
+/// Build the index of `tree` from `repo`'s objects, refusing unsafe entry names.
+///
+/// # Errors
+/// [`Error::Integrity`] (exit 6) for an entry named `.git` in any spelling, `..`, or holding `/`,
+/// or a tree that cannot be read.
+pub fn index_from_tree(repo: &gix::Repository, tree: gix::ObjectId) -> Result<gix::index::File> {
+    let state = gix::index::State::from_tree(&tree, &repo.objects, protections()).map_err(|e| {
+        Error::Integrity(format!(
+            "the commit's tree holds an unsafe or unreadable entry, nothing was written: {}",
+            chain(&e)
+        ))
+    })?;
+    Ok(gix::index::File::from_state(state, repo.index_path()))
+}
+
+/// Write the files of `index` into `workdir`. `overwrite` lets existing files the commit tracks be
+/// replaced (`--force`, or resuming an interrupted restore); `empty` says the target held nothing.
+///
+/// Failpoint `mid-checkout` aborts once half of the blobs were read.
+///
+/// # Errors
+/// [`Error::Conflict`] when a file is in the way and `overwrite` is false; [`Error::Internal`] on
+/// other I/O failures.
+pub fn checkout(
+    repo: &gix::Repository,
+    index: &mut gix::index::File,
+    workdir: &Path,
+    overwrite: bool,
+    empty: bool,
+) -> Result<usize> {
+    let mut opts = repo
+        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
+        .map_err(|e| Error::internal("preparing the checkout", chain(&e)))?;
+    opts.destination_is_initially_empty = empty;
+    opts.overwrite_existing = overwrite;
+    opts.validate = protections();
+    opts.thread_limit = None;
+    opts.keep_going = false;
+    let files = gix::progress::Discard;
+    let bytes = gix::progress::Discard;
+    let interrupt = AtomicBool::new(false);
+    let objects = repo
+        .objects
+        .clone()
+        .into_arc()
+        .map_err(|e| Error::internal("opening the object database", chain(&e)))?;
+    let total = index.entries().len();
+    let outcome = if failpoint::armed("mid-checkout") {
+        let find = AbortAfter {
+            inner: objects,
+            seen: Arc::new(AtomicUsize::new(0)),
+            limit: total / 2,
+        };
+        gix::worktree::state::checkout(index, workdir, find, &files, &bytes, &interrupt, opts)
+    } else {
+        gix::worktree::state::checkout(index, workdir, objects, &files, &bytes, &interrupt, opts)
+    }
+    .map_err(|e| {
+        let msg = chain(&e);
+        if msg.contains("exists") || msg.contains("File exists") {
+            Error::Conflict(format!("a file is in the way of the checkout: {msg}"))
+        } else {
+            Error::internal("checking out the tree", msg)
+        }
+    })?;
+    if !outcome.collisions.is_empty() {
+        let paths: Vec<String> = outcome
+            .collisions
+            .iter()
+            .take(5)
+            .map(|c| c.path.to_string())
+            .collect();
+        return Err(Error::Integrity(format!(
+            "the commit's tree has paths that collide on this filesystem: {}",
+            paths.join(", ")
+        )));
+    }
+    if let Some(first) = outcome.errors.first() {
+        return Err(Error::Internal(format!(
+            "could not write {}: {}",
+            first.path,
+            first.error
+        )));
+    }
+    Ok(total)
+}
+
+/// Write the index file.
+///
+/// # Errors
+/// [`Error::Internal`] on I/O failure.
+pub fn write_index(index: &mut gix::index::File) -> Result<()> {
+    index
+        .write(gix::index::write::Options::default())
+        .map_err(|e| Error::internal("writing the index", chain(&e)))
+}
+
+/// Render an error with its sources, like `a: b: c`.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        source = s.source();
+    }
+    msg
+}
+
+/// An object finder that aborts the process after `limit` lookups: the `mid-checkout` failpoint.
+#[derive(Clone)]
+struct AbortAfter<F> {
+    inner: F,
+    seen: Arc<AtomicUsize>,
+    limit: usize,
+}
+
+impl<F: gix::objs::Find> gix::objs::Find for AbortAfter<F> {
+    fn try_find<'a>(
+        &self,
+        id: &gix::oid,
+        buffer: &'a mut Vec<u8>,
+    ) -> gix::Result<Option<gix::objs::Data<'a>>> {
+        if self.seen.fetch_add(1, Ordering::SeqCst) >= self.limit {
+            failpoint::hit("mid-checkout");
+        }
+        self.inner.try_find(id, buffer)
+    }
+}

@@ -1,0 +1,374 @@
+//! A smart-HTTP protocol v2 upload-pack client: one ref looked up, one commit fetched.
+//!
+//! Follows git's `gitprotocol-http` ("Smart Clients": `GET $GIT_URL/info/refs?service=git-upload-pack`
+//! with `Git-Protocol: version=2`, then `POST $GIT_URL/git-upload-pack`) and `gitprotocol-v2`
+//! (`ls-refs` with `ref-prefix`, `fetch` with `want`, `deepen`, `done`; response sections
+//! `shallow-info` and `packfile` with side-band). Pkt-lines are read and written with gix-packetline;
+//! the pack is indexed as it streams in by gix-pack's `Bundle::write_to_directory`.
+
+use std::io::{BufRead, Read};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use gix_packetline::PacketLineRef;
+use gix_packetline::blocking_io::{StreamingPeekableIter, encode};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+
+use crate::error::{Error, Result};
+use crate::http::{Http, Request, body_error};
+use crate::types::{FullSha, RemoteUrl, SessionBranch};
+
+const AGENT: &str = concat!("git-session/", env!("CARGO_PKG_VERSION"));
+
+/// The capabilities a protocol v2 server advertised (`gitprotocol-v2` "Capability Advertisement").
+#[derive(Debug, Clone, Default)]
+pub struct Capabilities {
+    lines: Vec<String>,
+}
+
+impl Capabilities {
+    /// The value of capability `name` (`""` for a bare capability), if advertised.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.lines.iter().find_map(|l| match l.split_once('=') {
+            Some((k, v)) if k == name => Some(v),
+            None if l == name => Some(""),
+            _ => None,
+        })
+    }
+
+    /// Whether the `fetch` command supports the feature `feature` (e.g. `shallow`).
+    pub fn fetch_supports(&self, feature: &str) -> bool {
+        self.get("fetch")
+            .is_some_and(|v| v.split(' ').any(|f| f == feature))
+    }
+}
+
+fn v2_headers(post: bool) -> Vec<(HeaderName, HeaderValue)> {
+    let mut h = vec![(
+        HeaderName::from_static("git-protocol"),
+        HeaderValue::from_static("version=2"),
+    )];
+    if post {
+        h.push((
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-git-upload-pack-request"),
+        ));
+        h.push((
+            ACCEPT,
+            HeaderValue::from_static("application/x-git-upload-pack-result"),
+        ));
+    }
+    h
+}
+
+fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
+    Error::Protocol(format!("malformed pkt-line from {url}: {e}"))
+}
+
+/// Read data lines until a flush (or a delimiter if `stop_at_delim`), mapping `ERR` lines.
+fn read_section<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    while let Some(line) = lines.read_line() {
+        let line = line
+            .map_err(|e| body_error(url, e))?
+            .map_err(|e| pkt_err(url, e))?;
+        if let Some(err) = line.check_error() {
+            return Err(upload_pack_error(url, &String::from_utf8_lossy(err.0)));
+        }
+        match line.as_slice() {
+            Some(data) => out.push(data.strip_suffix(b"\n").unwrap_or(data).to_vec()),
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
+fn upload_pack_error(url: &RemoteUrl, msg: &str) -> Error {
+    let msg = msg.trim();
+    if msg.contains("not our ref") || msg.contains("no such remote ref") {
+        Error::NotFound(format!(
+            "commit not found on the remote {url} (upload-pack: {msg}): check TIP_SHA"
+        ))
+    } else {
+        Error::Protocol(format!("{url} reported an error: {msg}"))
+    }
+}
+
+/// Step 1: the capability advertisement. Requires protocol v2 and SHA-1.
+///
+/// # Errors
+/// [`Error::Network`] (exit 5) for a server without protocol v2 or one that is not smart HTTP;
+/// [`Error::Usage`] (exit 2) for `object-format=sha256`; HTTP errors as [`Http::check_status`].
+pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
+    let resp = http.send(
+        url,
+        Request {
+            endpoint: "info/refs?service=git-upload-pack",
+            headers: v2_headers(false),
+            body: None,
+        },
+    )?;
+    let ctype = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    if ctype != "application/x-git-upload-pack-advertisement" {
+        return Err(Error::Protocol(format!(
+            "{url} is not a smart-HTTP git server (Content-Type '{ctype}')"
+        )));
+    }
+    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    let mut first = read_section(url, &mut lines)?;
+    if first.first().is_some_and(|l| l.starts_with(b"# service=")) {
+        lines.reset();
+        first = read_section(url, &mut lines)?;
+    }
+    let mut it = first.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned());
+    match it.next() {
+        Some(v) if v == "version 2" => {}
+        _ => {
+            return Err(Error::Protocol(format!(
+                "{url} does not speak git protocol v2 (it answered with protocol v0/v1); \
+                 git-session needs v2 to fetch one commit by id (git ≥ 2.18 with protocol.version=2)"
+            )));
+        }
+    }
+    let caps = Capabilities { lines: it.collect() };
+    if let Some(fmt) = caps.get("object-format")
+        && fmt != "sha1"
+    {
+        return Err(Error::Usage(format!(
+            "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
+        )));
+    }
+    Ok(caps)
+}
+
+fn command_body(caps: &Capabilities, command: &str, args: &[String]) -> Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(256);
+    let io = |e| Error::io("encoding a pkt-line", e);
+    encode::text_to_write(format!("command={command}").as_bytes(), &mut body).map_err(io)?;
+    if caps.get("agent").is_some() {
+        encode::text_to_write(format!("agent={AGENT}").as_bytes(), &mut body).map_err(io)?;
+    }
+    if caps.get("object-format").is_some() {
+        encode::text_to_write(b"object-format=sha1", &mut body).map_err(io)?;
+    }
+    encode::delim_to_write(&mut body).map_err(io)?;
+    for a in args {
+        encode::text_to_write(a.as_bytes(), &mut body).map_err(io)?;
+    }
+    encode::flush_to_write(&mut body).map_err(io)?;
+    Ok(body)
+}
+
+/// Step 2: where the session branch is on the remote, asking for that one ref only
+/// (`ls-refs` with `ref-prefix refs/heads/<branch>`, then an exact match).
+///
+/// Returns `None` when the remote has no such branch.
+///
+/// # Errors
+/// HTTP and protocol errors as in [`handshake`].
+pub fn ls_ref(
+    http: &Http,
+    url: &RemoteUrl,
+    caps: &Capabilities,
+    branch: &SessionBranch,
+) -> Result<Option<FullSha>> {
+    let full = branch.full_ref();
+    let body = command_body(caps, "ls-refs", &[format!("ref-prefix {full}")])?;
+    let resp = http.send(
+        url,
+        Request {
+            endpoint: "git-upload-pack",
+            headers: v2_headers(true),
+            body: Some(body),
+        },
+    )?;
+    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    for line in read_section(url, &mut lines)? {
+        let mut parts = line.split(|b| *b == b' ');
+        let (Some(oid), Some(name)) = (parts.next(), parts.next()) else {
+            return Err(pkt_err(url, "ls-refs line without a ref name"));
+        };
+        if name == full.as_bytes() {
+            let id = FullSha::from_wire(oid)
+                .ok_or_else(|| pkt_err(url, "ls-refs line with a malformed object id"))?;
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+/// What a fetch brought.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The commits the server marked `shallow` (their parents were not sent).
+    pub shallow: Vec<gix::ObjectId>,
+    /// The pack's data file, or `None` if the server sent no pack.
+    pub pack_path: Option<std::path::PathBuf>,
+    /// The number of objects the pack held.
+    pub objects: u32,
+}
+
+/// Step 3: fetch `want` (and its history up to `depth` commits, `None` for all) into `pack_dir`,
+/// no tags, no other refs, and index the pack as it streams in.
+///
+/// # Errors
+/// [`Error::NotFound`] (exit 8) when the server does not have the commit; [`Error::Network`] for a
+/// broken stream (retryable) or a side-band error; [`Error::Integrity`] for a corrupt pack.
+pub fn fetch_pack(
+    http: &Http,
+    url: &RemoteUrl,
+    caps: &Capabilities,
+    want: FullSha,
+    depth: Option<u32>,
+    pack_dir: &Path,
+    interrupt: &AtomicBool,
+) -> Result<Fetched> {
+    let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
+    if let Some(depth) = depth {
+        if !caps.fetch_supports("shallow") {
+            return Err(Error::Protocol(format!(
+                "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
+            )));
+        }
+        args.push(format!("deepen {depth}"));
+    }
+    args.push(format!("want {want}"));
+    args.push("done".to_owned());
+    let body = command_body(caps, "fetch", &args)?;
+    let resp = http.send(
+        url,
+        Request {
+            endpoint: "git-upload-pack",
+            headers: v2_headers(true),
+            body: Some(body),
+        },
+    )?;
+    let cut = std::sync::Arc::new(AtomicBool::new(false));
+    let body = CutDetector {
+        inner: resp,
+        cut: cut.clone(),
+    };
+    let mut lines = StreamingPeekableIter::new(
+        body,
+        &[PacketLineRef::Flush, PacketLineRef::Delimiter],
+        false,
+    );
+    let mut shallow = Vec::new();
+    loop {
+        let name = match lines.read_line() {
+            Some(line) => {
+                let line = line
+                    .map_err(|e| body_error(url, e))?
+                    .map_err(|e| pkt_err(url, e))?;
+                if let Some(err) = line.check_error() {
+                    return Err(upload_pack_error(url, &String::from_utf8_lossy(err.0)));
+                }
+                line.as_slice().map(|d| d.strip_suffix(b"\n").unwrap_or(d).to_vec())
+            }
+            None => None,
+        };
+        let Some(name) = name else {
+            return Err(Error::Network(format!(
+                "{url} ended the fetch response without a pack"
+            )));
+        };
+        match name.as_slice() {
+            b"packfile" => break,
+            b"shallow-info" => {
+                for l in read_section(url, &mut lines)? {
+                    if let Some(hex) = l.strip_prefix(b"shallow ") {
+                        let id = FullSha::from_wire(hex)
+                            .ok_or_else(|| pkt_err(url, "malformed shallow line"))?;
+                        shallow.push(id.id());
+                    }
+                }
+                lines.reset();
+            }
+            b"acknowledgments" | b"wanted-refs" => {
+                read_section(url, &mut lines)?;
+                lines.reset();
+            }
+            other => {
+                return Err(pkt_err(
+                    url,
+                    format!("unknown section '{}'", String::from_utf8_lossy(other)),
+                ));
+            }
+        }
+    }
+    lines.reset_with(&[PacketLineRef::Flush]);
+    let mut remote_error: Option<String> = None;
+    let outcome = {
+        let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
+            let text = String::from_utf8_lossy(text).trim().to_owned();
+            if is_err {
+                remote_error = Some(text);
+                std::ops::ControlFlow::Break(())
+            } else {
+                tracing::debug!("remote: {text}");
+                std::ops::ControlFlow::Continue(())
+            }
+        });
+        let mut progress = gix::progress::Discard;
+        let res = gix::odb::pack::Bundle::write_to_directory(
+            &mut reader as &mut dyn BufRead,
+            Some(pack_dir),
+            &mut progress,
+            interrupt,
+            None::<gix::objs::find::Never>,
+            gix::hash::Kind::Sha1,
+            gix::odb::pack::bundle::write::Options {
+                thread_limit: None,
+                iteration_mode: gix::odb::pack::data::input::Mode::Verify,
+                index_version: Default::default(),
+                alloc_limit_bytes: None,
+                compression: gix::zlib::Compression::BEST_SPEED,
+            },
+        );
+        drop(reader);
+        res
+    };
+    if let Some(msg) = remote_error {
+        return Err(upload_pack_error(url, &msg));
+    }
+    let outcome = outcome.map_err(|e| {
+        if cut.load(std::sync::atomic::Ordering::Relaxed) {
+            Error::Network(format!("the pack transfer from {url} broke off: {e}"))
+        } else {
+            Error::Integrity(format!("the pack from {url} is corrupt: {e}"))
+        }
+    })?;
+    if let Some(keep) = &outcome.keep_path {
+        let _ = std::fs::remove_file(keep);
+    }
+    Ok(Fetched {
+        shallow,
+        pack_path: outcome.data_path,
+        objects: outcome.index.num_objects,
+    })
+}
+
+/// Records whether the response body failed or ended early, so that a pack error caused by a cut
+/// connection is retried as a network failure rather than reported as corruption.
+struct CutDetector<R> {
+    inner: R,
+    cut: std::sync::Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for CutDetector<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let res = self.inner.read(buf);
+        if matches!(res, Err(_) | Ok(0)) && !buf.is_empty() {
+            self.cut.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        res
+    }
+}

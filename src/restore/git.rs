@@ -1,0 +1,152 @@
+//! The git path of `restore`: look up the session branch (the lease), fetch exactly `TIP_SHA`, verify
+//! it, check it out, configure `origin`, record the session.
+
+use std::os::unix::ffi::OsStrExt as _;
+use std::sync::atomic::AtomicBool;
+
+use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, fetch, owner, plan, publish};
+use crate::error::{Error, Result};
+use crate::gitdir::{self, OriginConfig};
+use crate::http::Http;
+use crate::session::{SessionRecord, Source, now_rfc3339};
+use crate::types::FullSha;
+
+/// Restore `opts.tip` from `opts.read` over smart HTTP protocol v2 into `opts.dir`.
+///
+/// # Errors
+/// Usage (2) for another session's tree or a SHA-256 remote; auth (4); network (5); integrity (6)
+/// for a wrong object or an unsafe tree entry; conflict (7) for content in the way; not found (8).
+#[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
+pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
+    let plan = match plan(opts, Source::Git)? {
+        Ok(plan) => plan,
+        Err(noop) => return Ok(noop),
+    };
+    let http = Http::new()?;
+
+    // The lease: where the session branch is now, asked as one ref.
+    let (caps, remote_tip) = http.with_retries(&opts.read, "looking up the session branch", |url| {
+        let caps = fetch::handshake(&http, url)?;
+        let tip = fetch::ls_ref(&http, url, &caps, &opts.branch)?;
+        Ok((caps, tip))
+    })?;
+    let mut warnings = Vec::new();
+    let lease = match remote_tip {
+        None => FullSha::zero(),
+        Some(t) if t == opts.tip => opts.tip,
+        Some(other) => {
+            warnings.push(format!(
+                "the remote branch '{}' is at {other}, not at TIP_SHA {}: the backend handed out a stale tip; \
+                 the tree of {} is restored, but a push from it will be refused (exit 3)",
+                opts.branch, opts.tip, opts.tip
+            ));
+            opts.tip
+        }
+    };
+
+    let staging = begin_staging(opts)?;
+    let read_url = opts.read.load()?;
+    let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
+    let read_public = read_url.public();
+    let push_public = push_url.as_ref().map(|u| u.public());
+    let written_any = std::cell::Cell::new(false);
+    let result = (|| -> Result<RestoreReport> {
+        gitdir::init(
+            &staging,
+            &OriginConfig {
+                url: Some(&read_public),
+                push_url: push_public.as_deref(),
+                branch: &opts.branch,
+            },
+        )?;
+        let interrupt = AtomicBool::new(false);
+        let pack_dir = staging.join("objects/pack");
+        let fetched = http.with_retries(&opts.read, "fetching the commit", |url| {
+            fetch::fetch_pack(&http, url, &caps, opts.tip, opts.depth, &pack_dir, &interrupt)
+        })?;
+        tracing::info!("received {} objects", fetched.objects);
+        crate::failpoint::hit("after-fetch");
+
+        let repo = super::open_repo(&staging)?;
+        let tree = verify_commit(&repo, opts.tip)?;
+        gitdir::write_shallow(&staging, &fetched.shallow)?;
+        gitdir::write_ref(&staging, &opts.branch.full_ref(), opts.tip)?;
+        if lease == opts.tip {
+            gitdir::write_ref(&staging, &opts.branch.tracking_ref(), opts.tip)?;
+        }
+
+        let mut index = checkout::index_from_tree(&repo, tree)?;
+        written_any.set(true);
+        let files = checkout::checkout(&repo, &mut index, &opts.dir, plan.overwrite, plan.empty)?;
+        if let Some(owner) = owner::owner_to_match(&opts.dir, &staging) {
+            owner::chown_checkout(&opts.dir, &index, owner)?;
+            refresh_stat(&opts.dir, &mut index)?;
+        }
+        checkout::write_index(&mut index)?;
+
+        let record = SessionRecord {
+            version: 1,
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease,
+            source: Source::Git,
+            restored_at: now_rfc3339(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            read_url: Some(read_public.clone()),
+            push_url: push_public.clone(),
+            depth: opts.depth,
+        };
+        if let Some(owner) = owner::owner_to_match(&opts.dir, &staging) {
+            record.write(&staging)?;
+            owner::chown_tree(&staging, owner)?;
+        }
+        publish(opts, &staging, &record)?;
+        Ok(RestoreReport {
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease,
+            source: Source::Git,
+            noop: false,
+            files,
+            warnings: std::mem::take(&mut warnings),
+        })
+    })();
+    if result.is_err() && !written_any.get() {
+        abandon(&staging);
+    }
+    result
+}
+
+/// Check that `tip` arrived and is a commit; return its tree.
+fn verify_commit(repo: &gix::Repository, tip: FullSha) -> Result<gix::ObjectId> {
+    let mut buf = Vec::new();
+    let data = gix::objs::Find::try_find(&repo.objects, &tip.id(), &mut buf)
+        .map_err(|e| Error::Integrity(format!("cannot read {tip} from the received pack: {e}")))?
+        .ok_or_else(|| {
+            Error::Integrity(format!("the remote's pack does not contain commit {tip}"))
+        })?;
+    if data.kind != gix::objs::Kind::Commit {
+        return Err(Error::Integrity(format!(
+            "{tip} is a {}, not a commit: TIP_SHA must name a commit",
+            data.kind
+        )));
+    }
+    gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+        .tree_id()
+        .map_err(|e| Error::Integrity(format!("commit {tip} is malformed: {e}")))
+}
+
+/// Refresh the index's stat data after an ownership change (which moves ctime), so that `git status`
+/// does not re-hash every file.
+fn refresh_stat(workdir: &std::path::Path, index: &mut gix::index::File) -> Result<()> {
+    let (entries, path_backing) = index.entries_mut_and_pathbacking();
+    for entry in entries {
+        let rel = std::path::Path::new(std::ffi::OsStr::from_bytes(entry.path_in(path_backing)));
+        let path = workdir.join(rel);
+        let meta = gix::index::fs::Metadata::from_path_no_follow(&path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        entry.stat = gix::index::entry::Stat::from_fs(&meta)
+            .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
+    }
+    Ok(())
+}

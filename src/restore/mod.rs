@@ -1,0 +1,275 @@
+//! `restore`: put the tree of one exact commit into the session directory (SPEC "Commands",
+//! rules 1, 2, 6, 8, 9).
+//!
+//! Every restore works the same way, whatever the source:
+//! 1. inspect the target: a finished restore of this session is a no-op; another session's tree is
+//!    exit 2; another repository or other content is exit 7 unless `--force`;
+//! 2. build the git dir in a staging folder inside the target (`.git-session-restore/`), with an
+//!    intent file naming the branch and commit;
+//! 3. fill it (`fetch`), check the tree out, write the index;
+//! 4. write the session record, then rename the staging folder to `.git`: only a finished restore
+//!    has a `.git`. A kill before that leaves the staging folder, which the next run (same branch and
+//!    commit) discards and redoes, overwriting the files it had written.
+
+pub mod checkout;
+pub mod fetch;
+mod git;
+mod owner;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::http::UrlSource;
+use crate::session::{SessionRecord, Source};
+use crate::types::{FullSha, SessionBranch};
+
+pub use git::restore_git;
+
+/// The staging folder's name inside the target.
+pub const STAGING_DIR: &str = ".git-session-restore";
+const INTENT_FILE: &str = "git-session-intent.json";
+
+/// What to restore, and where: everything validated.
+#[derive(Debug)]
+pub struct RestoreOptions {
+    /// The work tree (created if missing).
+    pub dir: PathBuf,
+    /// The session branch.
+    pub branch: SessionBranch,
+    /// The commit to restore.
+    pub tip: FullSha,
+    /// Where to read from.
+    pub read: UrlSource,
+    /// Where pushes go, if known (only its credential-free form is written).
+    pub push: Option<UrlSource>,
+    /// History depth; `None` fetches the whole history.
+    pub depth: Option<u32>,
+    /// Overwrite files the commit tracks; leave other files in place.
+    pub force: bool,
+}
+
+/// The result of a restore.
+#[derive(Debug)]
+pub struct RestoreReport {
+    /// The session branch.
+    pub branch: SessionBranch,
+    /// The commit restored.
+    pub tip: FullSha,
+    /// The recorded lease.
+    pub lease: FullSha,
+    /// Where the tree came from.
+    pub source: Source,
+    /// `true` when the tree already held this session and nothing was touched.
+    pub noop: bool,
+    /// Files written.
+    pub files: usize,
+    /// Warnings for the user (also in the JSON output).
+    pub warnings: Vec<String>,
+}
+
+/// What the staging folder says about the restore that created it.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct Intent {
+    branch: SessionBranch,
+    tip: FullSha,
+}
+
+/// The state of the target directory before a restore.
+enum Target {
+    /// Missing or empty.
+    Empty,
+    /// A finished restore with this record.
+    Session(Box<SessionRecord>),
+    /// An interrupted restore of this intent.
+    Interrupted(Intent),
+    /// A `.git` that restore did not write.
+    ForeignRepository,
+    /// Other files (a few names for the message).
+    Occupied(Vec<String>),
+}
+
+fn inspect(dir: &Path) -> Result<Target> {
+    let git_dir = dir.join(".git");
+    if git_dir.exists() {
+        return Ok(match SessionRecord::read(&git_dir)? {
+            Some(record) => Target::Session(Box::new(record)),
+            None => Target::ForeignRepository,
+        });
+    }
+    let intent_path = dir.join(STAGING_DIR).join(INTENT_FILE);
+    if let Ok(bytes) = std::fs::read(&intent_path)
+        && let Ok(intent) = serde_json::from_slice::<Intent>(&bytes)
+    {
+        return Ok(Target::Interrupted(intent));
+    }
+    let entries = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Empty),
+        Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // A staging folder without a readable intent was cut before it was written: ours, empty.
+        if name == STAGING_DIR {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    Ok(if names.is_empty() {
+        Target::Empty
+    } else {
+        Target::Occupied(names)
+    })
+}
+
+/// How restore may write into the target, decided from its state.
+struct Plan {
+    /// Files the commit tracks may be overwritten.
+    overwrite: bool,
+    /// The target held nothing (faster checkout).
+    empty: bool,
+}
+
+/// Decide what to do with the target, or finish early: `Ok(Err(report))` is a no-op success.
+fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Plan, RestoreReport>> {
+    match inspect(&opts.dir)? {
+        Target::Empty => Ok(Ok(Plan {
+            overwrite: opts.force,
+            empty: true,
+        })),
+        Target::Session(record) => {
+            if record.branch != opts.branch {
+                return Err(Error::Usage(format!(
+                    "{} belongs to another session (branch '{}', not '{}'): restore into an empty directory",
+                    opts.dir.display(),
+                    record.branch,
+                    opts.branch
+                )));
+            }
+            if holds_tip(&opts.dir, &record, opts.tip)? {
+                return Ok(Err(RestoreReport {
+                    branch: record.branch.clone(),
+                    tip: opts.tip,
+                    lease: record.lease,
+                    source: record.source,
+                    noop: true,
+                    files: 0,
+                    warnings: Vec::new(),
+                }));
+            }
+            Err(Error::Conflict(format!(
+                "{} already holds session '{}' at a commit that does not descend from {}: \
+                 nothing was changed (move the tree aside to restore afresh)",
+                opts.dir.display(),
+                record.branch,
+                opts.tip
+            )))
+        }
+        Target::Interrupted(intent) => {
+            if intent.branch == opts.branch && intent.tip == opts.tip || opts.force {
+                tracing::info!("resuming an interrupted restore of {}", intent.tip);
+                Ok(Ok(Plan {
+                    overwrite: true,
+                    empty: false,
+                }))
+            } else {
+                Err(Error::Conflict(format!(
+                    "{} holds an interrupted restore of '{}' at {}: rerun that restore, or pass --force",
+                    opts.dir.display(),
+                    intent.branch,
+                    intent.tip
+                )))
+            }
+        }
+        Target::ForeignRepository => Err(Error::Conflict(format!(
+            "{} already holds a git repository that git-session did not restore: nothing was changed",
+            opts.dir.display()
+        ))),
+        Target::Occupied(names) => {
+            if opts.force {
+                let _ = source;
+                Ok(Ok(Plan {
+                    overwrite: true,
+                    empty: false,
+                }))
+            } else {
+                let shown: Vec<_> = names.iter().take(5).cloned().collect();
+                Err(Error::Conflict(format!(
+                    "{} is not empty ({}{}): restore would mix the commit with other content; \
+                     pass --force to overwrite the files the commit tracks and keep the others",
+                    opts.dir.display(),
+                    shown.join(", "),
+                    if names.len() > 5 { ", …" } else { "" }
+                )))
+            }
+        }
+    }
+}
+
+/// Whether the finished restore in `dir` has `HEAD` at `tip` or descending from it.
+fn holds_tip(dir: &Path, record: &SessionRecord, tip: FullSha) -> Result<bool> {
+    if record.tip == tip && record.source == Source::Archive {
+        // An archive restore has no history yet: the record is the proof.
+        return Ok(true);
+    }
+    let repo = open_repo(&dir.join(".git"))?;
+    let Ok(head) = repo.head_id() else {
+        return Ok(record.tip == tip);
+    };
+    crate::gitdir::descends_from(&repo, head.detach(), tip.id())
+}
+
+/// Open a repository with nothing from user or system configuration (SPEC rule 8).
+///
+/// # Errors
+/// [`Error::Internal`] when the git dir cannot be opened.
+pub fn open_repo(git_dir: &Path) -> Result<gix::Repository> {
+    gix::open_opts(git_dir, gix::open::Options::isolated())
+        .map_err(|e| Error::internal(format!("opening {}", git_dir.display()), checkout::chain(&e)))
+}
+
+/// Create (or recreate) the staging folder with its intent file.
+fn begin_staging(opts: &RestoreOptions) -> Result<PathBuf> {
+    std::fs::create_dir_all(&opts.dir)
+        .map_err(|e| Error::io(format!("creating {}", opts.dir.display()), e))?;
+    let staging = opts.dir.join(STAGING_DIR);
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .map_err(|e| Error::io(format!("removing the stale {}", staging.display()), e))?;
+    }
+    std::fs::create_dir(&staging)
+        .map_err(|e| Error::io(format!("creating {}", staging.display()), e))?;
+    let intent = Intent {
+        branch: opts.branch.clone(),
+        tip: opts.tip,
+    };
+    let bytes = serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
+    crate::session::write_atomic(&staging.join(INTENT_FILE), &bytes)?;
+    crate::failpoint::hit("after-staging");
+    Ok(staging)
+}
+
+/// Write the record and move the staging folder to `.git`: the restore is finished.
+fn publish(opts: &RestoreOptions, staging: &Path, record: &SessionRecord) -> Result<()> {
+    crate::failpoint::hit("before-record");
+    record.write(staging)?;
+    let _ = std::fs::remove_file(staging.join(INTENT_FILE));
+    let git_dir = opts.dir.join(".git");
+    std::fs::rename(staging, &git_dir)
+        .map_err(|e| Error::io(format!("moving {} into place", git_dir.display()), e))?;
+    crate::session::sync_dir(&opts.dir);
+    crate::failpoint::hit("after-publish");
+    Ok(())
+}
+
+/// Remove the staging folder after a failure that was not a kill (best effort).
+fn abandon(staging: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(staging) {
+        tracing::warn!("could not remove {}: {e}", staging.display());
+    }
+}

@@ -1,0 +1,132 @@
+//! The session record: what restore wrote into the git dir, and what `save`, `push` and `status`
+//! work from afterwards (SPEC "The recorded tip (the lease)").
+//!
+//! Stored as JSON at `.git/git-session.json`, written atomically (temporary file, fsync, rename).
+//! Its presence marks a finished restore: it is written last.
+//!
+//! # Security
+//! Holds credential-free URLs only ([`RemoteUrl::public`](crate::types::RemoteUrl::public)).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::types::{FullSha, SessionBranch};
+
+/// The file name of the record inside the git dir.
+pub const RECORD_FILE: &str = "git-session.json";
+
+/// Where the tree came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// Fetched over git's smart HTTP.
+    Git,
+    /// Extracted from a tar.gz archive.
+    Archive,
+}
+
+impl Source {
+    /// `"git"` or `"archive"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Source::Git => "git",
+            Source::Archive => "archive",
+        }
+    }
+}
+
+/// The session record (format version 1).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Format version, currently `1`.
+    pub version: u32,
+    /// The session branch (short name).
+    pub branch: SessionBranch,
+    /// The commit restored (`TIP_SHA`).
+    pub tip: FullSha,
+    /// The value the remote branch must have when this sandbox pushes; the zero id when the branch
+    /// did not exist on the remote.
+    pub lease: FullSha,
+    /// Where the tree came from.
+    pub source: Source,
+    /// When the restore finished, RFC 3339 UTC.
+    pub restored_at: String,
+    /// The git-session version that wrote the record.
+    pub tool_version: String,
+    /// The credential-free read URL, if known.
+    #[serde(default)]
+    pub read_url: Option<String>,
+    /// The credential-free push URL, if known.
+    #[serde(default)]
+    pub push_url: Option<String>,
+    /// The history depth fetched (`None`: the whole history).
+    #[serde(default)]
+    pub depth: Option<u32>,
+}
+
+impl SessionRecord {
+    /// The record's path inside `git_dir`.
+    pub fn path(git_dir: &Path) -> PathBuf {
+        git_dir.join(RECORD_FILE)
+    }
+
+    /// Read the record from `git_dir`, `Ok(None)` when there is none.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] for unreadable or malformed records.
+    pub fn read(git_dir: &Path) -> Result<Option<Self>> {
+        let path = Self::path(git_dir);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                Error::Internal(format!(
+                    "the session record {} is malformed: {e}",
+                    path.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+        }
+    }
+
+    /// Write the record into `git_dir` atomically.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] on I/O failure; the previous record (if any) is left intact.
+    pub fn write(&self, git_dir: &Path) -> Result<()> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| Error::internal("encoding the session record", e))?;
+        write_atomic(&Self::path(git_dir), &json)
+    }
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory, fsync it, rename it into
+/// place, and fsync the directory.
+///
+/// # Errors
+/// [`Error::Internal`] on I/O failure.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| Error::io(format!("creating a temporary file in {}", dir.display()), e))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io(format!("renaming into {}", path.display()), e.error))?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// fsync a directory so a rename inside it is durable (best effort: some filesystems refuse).
+pub fn sync_dir(dir: &Path) {
+    if let Ok(f) = std::fs::File::open(dir) {
+        let _ = f.sync_all();
+    }
+}
+
+/// The current time as RFC 3339 UTC with seconds.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,9 @@
+//! Session inputs parsed once into types, so the contract's rules cannot be skipped.
+
+mod branch;
+mod sha;
+mod url;
+
+pub use branch::{BranchError, SessionBranch};
+pub use sha::{FullSha, ShaError};
+pub use url::{Credentials, RemoteUrl, Secret, UrlError};

@@ -1,0 +1,214 @@
+//! [`RemoteUrl`]: a smart-HTTP(S) repository URL whose credentials never show.
+
+use std::fmt;
+
+use base64::Engine as _;
+
+/// A secret string (a token or password). Its `Debug` and `Display` print `<redacted>`, and its
+/// bytes are overwritten when it is dropped.
+///
+/// # Security
+/// The only ways to the value are [`Secret::expose`] and the encodings in [`RemoteUrl::authorization`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret itself. Call only to put it on the wire or compare it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        // SAFETY-free zeroing: replace every byte through a safe API, then keep the length at zero.
+        let zeros = "\0".repeat(self.0.len());
+        self.0.replace_range(.., &zeros);
+        self.0.clear();
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// The userinfo of a URL, percent-decoded.
+#[derive(Clone)]
+pub struct Credentials {
+    /// The user name (often a fixed word like `t` or `x-access-token`, sometimes the token itself).
+    pub username: Secret,
+    /// The password or token; empty when the URL had `user@` only.
+    pub password: Secret,
+}
+
+/// A smart-HTTP(S) repository URL (`http://` or `https://`), split into a credential-free base and
+/// optional [`Credentials`] taken from its userinfo.
+///
+/// `Display` and `Debug` show the credential-free URL only (no userinfo, no query string, which some
+/// backends use for signatures). This is also the form written to `.git/config`.
+///
+/// # Security
+/// Credentials leave this type only as an `Authorization` header value marked sensitive, or through
+/// [`RemoteUrl::credentials`] for the credential helper and the secret scan.
+#[derive(Clone)]
+pub struct RemoteUrl {
+    base: url::Url,
+    credentials: Option<Credentials>,
+}
+
+/// Why a string is not a usable repository URL. Never contains the input (it may hold a token).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    /// Not parseable as a URL.
+    #[error("not a valid URL ({0})")]
+    Parse(String),
+    /// A scheme other than http or https.
+    #[error("unsupported URL scheme '{0}': only smart HTTP(S) remotes (http://, https://) are supported")]
+    Scheme(String),
+    /// No host.
+    #[error("the URL has no host")]
+    NoHost,
+}
+
+impl RemoteUrl {
+    /// Parse `s`, separating its userinfo.
+    ///
+    /// # Errors
+    /// [`UrlError`] for unparseable input, a scheme other than http/https, or a missing host; the error
+    /// never repeats the input.
+    pub fn parse(s: &str) -> Result<Self, UrlError> {
+        let mut url = url::Url::parse(s.trim()).map_err(|e| UrlError::Parse(e.to_string()))?;
+        match url.scheme() {
+            "http" | "https" => {}
+            other => return Err(UrlError::Scheme(other.chars().take(20).collect())),
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(UrlError::NoHost);
+        }
+        let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
+        let credentials = if !url.username().is_empty() || url.password().is_some() {
+            Some(Credentials {
+                username: Secret(decode(url.username())),
+                password: Secret(decode(url.password().unwrap_or(""))),
+            })
+        } else {
+            None
+        };
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        url.set_fragment(None);
+        let trimmed = url.path().trim_end_matches('/').to_owned();
+        url.set_path(&trimmed);
+        Ok(RemoteUrl { base: url, credentials })
+    }
+
+    /// Whether the URL carried userinfo.
+    pub fn has_credentials(&self) -> bool {
+        self.credentials.is_some()
+    }
+
+    /// The credentials from the URL's userinfo, if any.
+    pub fn credentials(&self) -> Option<&Credentials> {
+        self.credentials.as_ref()
+    }
+
+    /// The URL of a smart-HTTP endpoint below the repository, e.g. `info/refs?service=git-upload-pack`
+    /// or `git-upload-pack` (gitprotocol-http "Smart Clients"). Carries no userinfo; keeps the query.
+    pub fn endpoint(&self, suffix: &str) -> url::Url {
+        let (path, query) = suffix.split_once('?').unwrap_or((suffix, ""));
+        let mut url = self.base.clone();
+        url.set_path(&format!("{}/{}", self.base.path(), path));
+        let mut q: Vec<String> = self.base.query().map(|q| vec![q.to_owned()]).unwrap_or_default();
+        if !query.is_empty() {
+            q.push(query.to_owned());
+        }
+        url.set_query((!q.is_empty()).then(|| q.join("&")).as_deref());
+        url
+    }
+
+    /// The credential-free URL as a string, without query: what `.git/config` and messages show.
+    pub fn public(&self) -> String {
+        let mut url = self.base.clone();
+        url.set_query(None);
+        url.to_string()
+    }
+
+    /// `scheme`, `host` and `path` (no leading slash) as git's credential protocol names them.
+    pub fn credential_parts(&self) -> (String, String, String) {
+        let host = match self.base.port() {
+            Some(p) => format!("{}:{p}", self.base.host_str().unwrap_or_default()),
+            None => self.base.host_str().unwrap_or_default().to_owned(),
+        };
+        (
+            self.base.scheme().to_owned(),
+            host,
+            self.base.path().trim_start_matches('/').to_owned(),
+        )
+    }
+
+    /// The `Authorization: Basic …` header value for the URL's userinfo, marked sensitive so that
+    /// HTTP libraries never log it.
+    pub fn authorization(&self) -> Option<reqwest::header::HeaderValue> {
+        let c = self.credentials.as_ref()?;
+        let raw = format!("{}:{}", c.username.expose(), c.password.expose());
+        let encoded = base64::engine::general_purpose::STANDARD.encode(raw.as_bytes());
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Basic {encoded}")).ok()?;
+        value.set_sensitive(true);
+        Some(value)
+    }
+
+    /// Whether two URLs name the same host and path (used to pair `READ_URL` with `PUSH_URL`).
+    pub fn same_repository(&self, other: &RemoteUrl) -> bool {
+        self.public() == other.public()
+    }
+}
+
+impl fmt::Display for RemoteUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.public())
+    }
+}
+
+impl fmt::Debug for RemoteUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteUrl")
+            .field("url", &self.public())
+            .field("credentials", &self.credentials.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_never_shows() {
+        let u = RemoteUrl::parse("https://t:s3cr%40t@example.com:8443/org/repo.git/?sig=zzz").unwrap();
+        for shown in [u.to_string(), format!("{u:?}"), u.public()] {
+            assert!(!shown.contains("s3cr"), "{shown}");
+            assert!(!shown.contains("zzz"), "{shown}");
+        }
+        assert_eq!(u.public(), "https://example.com:8443/org/repo.git");
+        assert_eq!(u.credentials().unwrap().password.expose(), "s3cr@t");
+        assert_eq!(
+            u.endpoint("info/refs?service=git-upload-pack").as_str(),
+            "https://example.com:8443/org/repo.git/info/refs?sig=zzz&service=git-upload-pack"
+        );
+    }
+
+    #[test]
+    fn refuses_other_schemes_without_echo() {
+        let e = RemoteUrl::parse("ssh://tok@host/x").unwrap_err();
+        assert!(!e.to_string().contains("tok"));
+        assert!(RemoteUrl::parse("not a url").is_err());
+    }
+}

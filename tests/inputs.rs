@@ -1,0 +1,1 @@
+//! Bad input is refused with exit 2 before any network I/O.

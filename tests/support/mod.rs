@@ -1,0 +1,246 @@
+//! Test harness: an isolated environment (temporary HOME, empty global and system git config),
+//! the git CLI as the judge, fixture repositories, and the `git-session` binary run as a user would.
+//!
+//! Every run of the binary is checked for the test token (plain, Basic-header base64, %-encoded) in
+//! its stdout and stderr: a leak fails whichever test caused it.
+
+#![allow(dead_code)]
+
+pub mod server;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use base64::Engine as _;
+
+pub use server::{GitServer, TestCa};
+
+/// The token the test server requires. Distinctive, so a grep finds every leak.
+pub const TOKEN: &str = "tok3n-Sekr1t+/=Zq";
+/// The Basic user name that goes with it.
+pub const USER: &str = "t";
+
+/// The encodings in which the token must never appear.
+pub fn token_forms() -> Vec<String> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    vec![
+        TOKEN.to_owned(),
+        b64.encode(format!("{USER}:{TOKEN}")),
+        b64.encode(TOKEN),
+        pct(TOKEN),
+    ]
+}
+
+/// Percent-encode every non-alphanumeric byte.
+pub fn pct(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The userinfo that carries the token in a URL.
+pub fn userinfo() -> String {
+    format!("{USER}:{}", pct(TOKEN))
+}
+
+/// Assert that `text` holds none of the token's forms.
+pub fn assert_no_secret(what: &str, text: &[u8]) {
+    let text = String::from_utf8_lossy(text);
+    for form in token_forms() {
+        assert!(!text.contains(&form), "{what} contains the token ({form}):\n{text}");
+    }
+}
+
+/// A temporary, isolated world: HOME, git config, a server root with bare repositories.
+pub struct World {
+    /// Everything lives below this.
+    pub tmp: tempfile::TempDir,
+}
+
+/// The result of running the binary.
+pub struct Run {
+    /// Exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    /// The single JSON object on stdout.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON object ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// Assert the exit code, showing the output on failure.
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "unexpected exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+impl World {
+    /// A fresh world.
+    pub fn new() -> Self {
+        let tmp = tempfile::Builder::new().prefix("gs-test-").tempdir().unwrap();
+        for d in ["home", "srv", "work"] {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+        }
+        std::fs::write(tmp.path().join("home/.gitconfig"), "").unwrap();
+        std::fs::write(tmp.path().join("gitconfig-system"), "").unwrap();
+        World { tmp }
+    }
+
+    /// The root the server serves.
+    pub fn srv(&self) -> PathBuf {
+        self.tmp.path().join("srv")
+    }
+
+    /// A path below the world's work folder.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.tmp.path().join("work").join(rel)
+    }
+
+    /// The isolated environment for children (git and git-session).
+    pub fn env(&self) -> Vec<(String, String)> {
+        let home = self.tmp.path().join("home");
+        vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), home.display().to_string()),
+            ("GIT_CONFIG_GLOBAL".into(), home.join(".gitconfig").display().to_string()),
+            (
+                "GIT_CONFIG_SYSTEM".into(),
+                self.tmp.path().join("gitconfig-system").display().to_string(),
+            ),
+            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
+            ("GIT_TERMINAL_PROMPT".into(), "0".into()),
+            ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
+            ("LC_ALL".into(), "C".into()),
+            ("GIT_AUTHOR_NAME".into(), "Test Author".into()),
+            ("GIT_AUTHOR_EMAIL".into(), "author@example.com".into()),
+            ("GIT_COMMITTER_NAME".into(), "Test Committer".into()),
+            ("GIT_COMMITTER_EMAIL".into(), "committer@example.com".into()),
+            ("GIT_AUTHOR_DATE".into(), "2026-01-01T00:00:00Z".into()),
+            ("GIT_COMMITTER_DATE".into(), "2026-01-01T00:00:00Z".into()),
+        ]
+    }
+
+    /// Run `git` in `dir` with the isolated environment; panics on failure.
+    #[track_caller]
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.git_output(dir, args);
+        assert!(
+            out.status.success(),
+            "git {args:?} failed in {}:\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+    }
+
+    /// Run `git` and return its raw output.
+    pub fn git_output(&self, dir: &Path, args: &[&str]) -> Output {
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .envs(self.env())
+            .output()
+            .unwrap()
+    }
+
+    /// Create the bare repository `srv/<name>` holding one commit per entry of `commits`
+    /// (each a list of `(path, content)`; content `None` deletes), on branch `main`.
+    /// Returns the commit ids in order.
+    pub fn repo(&self, name: &str, commits: &[&[(&str, Option<&str>)]]) -> Vec<String> {
+        let bare = self.srv().join(name);
+        let scratch = self.tmp.path().join(format!("scratch-{name}"));
+        std::fs::create_dir_all(&scratch).unwrap();
+        self.git(&scratch, &["init", "-q", "-b", "main"]);
+        let mut ids = Vec::new();
+        for (i, files) in commits.iter().enumerate() {
+            for (path, content) in files.iter() {
+                let p = scratch.join(path);
+                match content {
+                    Some(c) => {
+                        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                        std::fs::write(&p, c).unwrap();
+                    }
+                    None => {
+                        let _ = std::fs::remove_file(&p);
+                    }
+                }
+            }
+            self.git(&scratch, &["add", "-A"]);
+            self.git(&scratch, &["commit", "-q", "--allow-empty", "-m", &format!("commit {i}")]);
+            ids.push(self.git(&scratch, &["rev-parse", "HEAD"]));
+        }
+        self.git(
+            self.tmp.path(),
+            &["clone", "-q", "--bare", scratch.to_str().unwrap(), bare.to_str().unwrap()],
+        );
+        self.git(&bare, &["config", "http.receivepack", "true"]);
+        self.git(&bare, &["config", "uploadpack.allowAnySHA1InWant", "false"]);
+        ids
+    }
+
+    /// Run the binary in `cwd` with the isolated environment plus `vars`, and check its output for
+    /// secrets.
+    pub fn run(&self, cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        std::fs::create_dir_all(cwd).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .envs(self.env())
+            .env("GIT_SESSION_RETRY_BASE_MS", "5")
+            .envs(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .output()
+            .unwrap();
+        assert_no_secret("stdout", &out.stdout);
+        assert_no_secret("stderr", &out.stderr);
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// Every file below `dir` (not following symlinks), for secret scans.
+pub fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

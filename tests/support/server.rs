@@ -1,0 +1,422 @@
+//! A real git smart-HTTP server for tests, demos and benchmarks: `git http-backend` (CGI) behind a
+//! small hyper server on 127.0.0.1, with optional Basic token auth, TLS with a test CA, a request log,
+//! and fault injection (fail the first k requests, drop protocol v2, refuse chunked bodies).
+//!
+//! Shared by the integration tests (`tests/support`), `examples/serve.rs` (demo, bench).
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response, StatusCode};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+/// One request the server answered.
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    /// `GET` or `POST`.
+    pub method: String,
+    /// The path below the server root, e.g. `/repo.git/info/refs`.
+    pub path: String,
+    /// The query string.
+    pub query: String,
+    /// The status sent.
+    pub status: u16,
+    /// The `Git-Protocol` header, if any.
+    pub git_protocol: Option<String>,
+    /// The request body's size.
+    pub body_len: usize,
+    /// Whether the request body came chunked.
+    pub chunked: bool,
+}
+
+/// Fault injection and auth, changeable while the server runs.
+#[derive(Default)]
+pub struct Knobs {
+    /// Requests still to fail with 503 before answering normally.
+    pub fail_next: AtomicUsize,
+    /// Ignore `Git-Protocol` (behave like a v0-only server).
+    pub v0_only: AtomicBool,
+    /// Answer chunked POSTs with 411 Length Required.
+    pub refuse_chunked: AtomicBool,
+    /// Requests still to answer with 401 even with a good token.
+    pub unauthorized_next: AtomicUsize,
+}
+
+struct State {
+    root: PathBuf,
+    token: Option<String>,
+    knobs: Arc<Knobs>,
+    log: Mutex<Vec<LogEntry>>,
+    home: PathBuf,
+}
+
+/// TLS material made with a fresh test CA.
+pub struct TestCa {
+    /// The CA certificate, PEM (for `SSL_CERT_FILE`).
+    pub ca_pem: String,
+    /// The server's chain, DER.
+    pub chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// The server's key, DER.
+    pub key: rustls::pki_types::PrivateKeyDer<'static>,
+}
+
+impl TestCa {
+    /// A CA and a leaf for `localhost` and `127.0.0.1` signed by it.
+    pub fn new() -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, KeyUsagePurpose};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "git-session test CA");
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+        let leaf_key = KeyPair::generate().unwrap();
+        let leaf_params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        let leaf = leaf_params.signed_by(&leaf_key, &ca).unwrap();
+        TestCa {
+            ca_pem: ca.pem(),
+            chain: vec![leaf.der().clone(), ca.der().clone()],
+            key: rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        }
+    }
+}
+
+/// A running server; stopped when dropped.
+pub struct GitServer {
+    /// The listening address.
+    pub addr: SocketAddr,
+    /// `http` or `https`.
+    pub scheme: &'static str,
+    /// Fault injection.
+    pub knobs: Arc<Knobs>,
+    state: Arc<State>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl GitServer {
+    /// Serve the bare repositories under `root` over plain HTTP.
+    pub fn start(root: &Path, token: Option<&str>) -> Self {
+        Self::start_with(root, token, None, 0)
+    }
+
+    /// Serve over HTTPS with the given test CA's leaf.
+    pub fn start_tls(root: &Path, token: Option<&str>, ca: &TestCa) -> Self {
+        Self::start_with(root, token, Some(ca), 0)
+    }
+
+    /// Serve on `port` (0: any free port), over TLS if `ca` is given.
+    pub fn start_with(root: &Path, token: Option<&str>, ca: Option<&TestCa>, port: u16) -> Self {
+        let home = root.join(".server-home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join(".gitconfig"), "").unwrap();
+        let knobs = Arc::new(Knobs::default());
+        let state = Arc::new(State {
+            root: root.to_path_buf(),
+            token: token.map(str::to_owned),
+            knobs: knobs.clone(),
+            log: Mutex::new(Vec::new()),
+            home,
+        });
+        let tls = ca.map(|ca| {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(ca.chain.clone(), ca.key.clone_key())
+            .unwrap();
+            tokio_rustls::TlsAcceptor::from(Arc::new(cfg))
+        });
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let st = state.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    tokio::select! {
+                        _ = &mut rx => break,
+                        accepted = listener.accept() => {
+                            let Ok((stream, _)) = accepted else { continue };
+                            let st = st.clone();
+                            let tls = tls.clone();
+                            tokio::spawn(async move {
+                                let svc = hyper::service::service_fn(move |req| handle(st.clone(), req));
+                                let builder = hyper::server::conn::http1::Builder::new();
+                                match tls {
+                                    Some(acceptor) => {
+                                        if let Ok(s) = acceptor.accept(stream).await {
+                                            let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(s), svc).await;
+                                        }
+                                    }
+                                    None => {
+                                        let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), svc).await;
+                                    }
+                                }
+                            });
+                        }
+                    }
+                }
+            });
+            rt.shutdown_background();
+        });
+        GitServer {
+            addr,
+            scheme: if ca.is_some() { "https" } else { "http" },
+            knobs,
+            state,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// The URL of repository `name` (e.g. `repo.git`), with `userinfo` (e.g. `t:TOKEN`) if given.
+    pub fn url(&self, name: &str, userinfo: Option<&str>) -> String {
+        let host = if self.scheme == "https" {
+            format!("localhost:{}", self.addr.port())
+        } else {
+            self.addr.to_string()
+        };
+        match userinfo {
+            Some(u) => format!("{}://{u}@{host}/{name}", self.scheme),
+            None => format!("{}://{host}/{name}", self.scheme),
+        }
+    }
+
+    /// Every request answered so far.
+    pub fn log(&self) -> Vec<LogEntry> {
+        self.state.log.lock().unwrap().clone()
+    }
+
+    /// Forget the request log.
+    pub fn clear_log(&self) {
+        self.state.log.lock().unwrap().clear();
+    }
+}
+
+impl Drop for GitServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+fn full(status: StatusCode, text: &str) -> Response<Body> {
+    let mut r = Response::new(
+        Full::new(Bytes::from(text.to_owned()))
+            .map_err(|never: Infallible| match never {})
+            .boxed(),
+    );
+    *r.status_mut() = status;
+    r
+}
+
+fn authorized(state: &State, req: &Request<Incoming>) -> bool {
+    let Some(token) = &state.token else {
+        return true;
+    };
+    let Some(value) = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let Some(b64) = value.strip_prefix("Basic ") else {
+        return false;
+    };
+    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(b64) else {
+        return false;
+    };
+    let decoded = String::from_utf8_lossy(&decoded).into_owned();
+    let (user, pass) = decoded.split_once(':').unwrap_or((&decoded, ""));
+    pass == token || (pass.is_empty() && user == token)
+}
+
+async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let git_protocol = req
+        .headers()
+        .get("git-protocol")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let chunked = req
+        .headers()
+        .get(hyper::header::TRANSFER_ENCODING)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"chunked"));
+    let mut entry = LogEntry {
+        method: method.clone(),
+        path: path.clone(),
+        query: query.clone(),
+        status: 0,
+        git_protocol: git_protocol.clone(),
+        body_len: 0,
+        chunked,
+    };
+    let respond = |state: &State, mut entry: LogEntry, resp: Response<Body>| {
+        entry.status = resp.status().as_u16();
+        state.log.lock().unwrap().push(entry);
+        Ok(resp)
+    };
+
+    if state
+        .knobs
+        .fail_next
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+    {
+        return respond(&state, entry, full(StatusCode::SERVICE_UNAVAILABLE, "injected failure\n"));
+    }
+    let forced_401 = state
+        .knobs
+        .unauthorized_next
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if forced_401 || !authorized(&state, &req) {
+        let mut r = full(StatusCode::UNAUTHORIZED, "authentication required\n");
+        r.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Basic realm=\"git\""),
+        );
+        return respond(&state, entry, r);
+    }
+    if method == "POST" && chunked && state.knobs.refuse_chunked.load(Ordering::SeqCst) {
+        return respond(&state, entry, full(StatusCode::LENGTH_REQUIRED, "length required\n"));
+    }
+    let content_type = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let content_encoding = req
+        .headers()
+        .get(hyper::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return respond(&state, entry, full(StatusCode::BAD_REQUEST, "bad body\n")),
+    };
+    entry.body_len = body.len();
+
+    let mut env: HashMap<&str, String> = HashMap::new();
+    env.insert("GIT_PROJECT_ROOT", state.root.display().to_string());
+    env.insert("GIT_HTTP_EXPORT_ALL", "1".into());
+    env.insert("PATH_INFO", path.clone());
+    env.insert("QUERY_STRING", query.clone());
+    env.insert("REQUEST_METHOD", method.clone());
+    env.insert("CONTENT_TYPE", content_type);
+    env.insert("CONTENT_LENGTH", body.len().to_string());
+    env.insert("REMOTE_USER", "tester".into());
+    env.insert("REMOTE_ADDR", "127.0.0.1".into());
+    env.insert("HOME", state.home.display().to_string());
+    env.insert("GIT_CONFIG_NOSYSTEM", "1".into());
+    env.insert("GIT_HTTP_MAX_REQUEST_BUFFER", "1000M".into());
+    if !content_encoding.is_empty() {
+        env.insert("HTTP_CONTENT_ENCODING", content_encoding);
+    }
+    if let Some(p) = git_protocol.filter(|_| !state.knobs.v0_only.load(Ordering::SeqCst)) {
+        env.insert("GIT_PROTOCOL", p);
+    }
+    let mut cmd = tokio::process::Command::new("git");
+    cmd.arg("http-backend")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return respond(
+                &state,
+                entry,
+                full(StatusCode::INTERNAL_SERVER_ERROR, &format!("spawn: {e}\n")),
+            );
+        }
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::spawn(async move {
+        let _ = stdin.write_all(&body).await;
+        let _ = stdin.shutdown().await;
+    });
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut status = StatusCode::OK;
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).await.unwrap_or(0) == 0 {
+            break;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            let v = v.trim().to_owned();
+            if k.eq_ignore_ascii_case("status") {
+                let code = v.split(' ').next().and_then(|c| c.parse().ok()).unwrap_or(500);
+                status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            } else {
+                headers.push((k.to_owned(), v));
+            }
+        }
+    }
+    let stream = futures_util::stream::unfold((stdout, child), |(mut out, child)| async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        match out.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(Frame::data(Bytes::from(buf))), (out, child)))
+            }
+            Err(e) => Some((Err(e), (out, child))),
+        }
+    });
+    let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    *resp.status_mut() = status;
+    for (k, v) in headers {
+        if let (Ok(k), Ok(v)) = (
+            hyper::header::HeaderName::from_bytes(k.as_bytes()),
+            hyper::header::HeaderValue::from_str(&v),
+        ) {
+            resp.headers_mut().append(k, v);
+        }
+    }
+    respond(&state, entry, resp)
+}

@@ -1,0 +1,7 @@
+//! Integration tests: the `git-session` binary against a real `git http-backend` on 127.0.0.1,
+//! results judged by the git CLI.
+
+mod support;
+
+mod inputs;
+mod restore_git;
