@@ -37,6 +37,8 @@ pub struct LogEntry {
     pub body_len: usize,
     /// Whether the request body came chunked.
     pub chunked: bool,
+    /// The request body when it is small (protocol requests), else empty.
+    pub body: Vec<u8>,
 }
 
 /// Fault injection and auth, changeable while the server runs.
@@ -283,6 +285,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         git_protocol: git_protocol.clone(),
         body_len: 0,
         chunked,
+        body: Vec::new(),
     };
     let respond = |state: &State, mut entry: LogEntry, resp: Response<Body>| {
         entry.status = resp.status().as_u16();
@@ -331,6 +334,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         Err(_) => return respond(&state, entry, full(StatusCode::BAD_REQUEST, "bad body\n")),
     };
     entry.body_len = body.len();
+    if body.len() <= 64 * 1024 {
+        entry.body = body.to_vec();
+    }
 
     let mut env: HashMap<&str, String> = HashMap::new();
     env.insert("GIT_PROJECT_ROOT", state.root.display().to_string());
