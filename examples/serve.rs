@@ -9,7 +9,10 @@ mod server;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let root = std::path::PathBuf::from(args.next().expect("usage: serve ROOT [--port N] [--token T] [--tls CA_PEM_OUT]"));
+    let root = std::path::PathBuf::from(
+        args.next()
+            .expect("usage: serve ROOT [--port N] [--token T] [--tls CA_PEM_OUT]"),
+    );
     let (mut port, mut token, mut tls_out) = (0u16, None, None);
     while let Some(a) = args.next() {
         match a.as_str() {

@@ -19,4 +19,3 @@ pub fn hit(name: &str) {
         std::process::abort();
     }
 }
-

@@ -41,7 +41,13 @@ fn quote(s: &str) -> String {
 /// # Errors
 /// [`Error::Internal`] on I/O failure.
 pub fn init(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
-    for sub in ["objects/pack", "objects/info", "refs/heads", "refs/tags", "info"] {
+    for sub in [
+        "objects/pack",
+        "objects/info",
+        "refs/heads",
+        "refs/tags",
+        "info",
+    ] {
         std::fs::create_dir_all(git_dir.join(sub))
             .map_err(|e| Error::io(format!("creating {}", git_dir.join(sub).display()), e))?;
     }

@@ -116,7 +116,10 @@ impl Http {
         };
         let builder = reqwest::ClientBuilder::new()
             .connect_timeout(ms("GIT_SESSION_CONNECT_TIMEOUT_MS", 10_000))
-            .user_agent(concat!("git/2.47-compatible git-session/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!(
+                "git/2.47-compatible git-session/",
+                env!("CARGO_PKG_VERSION")
+            ))
             .redirect(reqwest::redirect::Policy::none())
             .tls_backend_preconfigured(tls);
         // The blocking client applies this to the wait for the response head and to every single
@@ -203,7 +206,11 @@ impl Http {
         };
         tracing::debug!(
             "{} {url}/{}",
-            if builder_is_post(&headers) { "POST" } else { "GET" },
+            if builder_is_post(&headers) {
+                "POST"
+            } else {
+                "GET"
+            },
             req.endpoint.split('?').next().unwrap_or_default()
         );
         let resp = builder
@@ -239,9 +246,9 @@ impl Http {
             StatusCode::FORBIDDEN => Error::Auth(format!(
                 "access denied by {url} (HTTP 403): the URL lacks the permission for this operation, or has expired"
             )),
-            StatusCode::NOT_FOUND => Error::NotFound(format!(
-                "repository not found at {url} (HTTP 404)"
-            )),
+            StatusCode::NOT_FOUND => {
+                Error::NotFound(format!("repository not found at {url} (HTTP 404)"))
+            }
             s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
                 Error::Network(format!("{url} answered HTTP {s}"))
             }

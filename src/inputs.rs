@@ -17,7 +17,11 @@ fn env_nonempty(var: &str) -> Option<String> {
 ///
 /// # Errors
 /// [`Error::Usage`] (exit 2) for a credentialed URL on argv, an unreadable `_FILE`, or an invalid URL.
-pub fn url(flag: Option<&str>, var: &'static str, file_var: &'static str) -> Result<Option<UrlSource>> {
+pub fn url(
+    flag: Option<&str>,
+    var: &'static str,
+    file_var: &'static str,
+) -> Result<Option<UrlSource>> {
     let flag_name = format!("--{}", var.to_ascii_lowercase().replace('_', "-"));
     if let Some(raw) = flag {
         let url = RemoteUrl::parse(raw).map_err(|e| Error::Usage(format!("{flag_name}: {e}")))?;
@@ -61,7 +65,8 @@ pub fn branch(value: Option<&str>) -> Result<SessionBranch> {
 /// [`Error::Usage`] when missing, not a full SHA-1 id, or SHA-256 (SPEC rule 1).
 pub fn tip(value: Option<&str>) -> Result<FullSha> {
     let raw = value.ok_or_else(|| Error::Usage("TIP_SHA is not set (or pass --tip-sha)".into()))?;
-    raw.parse().map_err(|e| Error::Usage(format!("TIP_SHA: {e}")))
+    raw.parse()
+        .map_err(|e| Error::Usage(format!("TIP_SHA: {e}")))
 }
 
 /// The work tree: `-C DIR`, else `SESSION_DIR`, else the current directory.
@@ -73,7 +78,8 @@ pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
         Some(d) => d.to_path_buf(),
         None => match env_nonempty("SESSION_DIR") {
             Some(d) => PathBuf::from(d),
-            None => std::env::current_dir().map_err(|e| Error::io("reading the current directory", e))?,
+            None => std::env::current_dir()
+                .map_err(|e| Error::io("reading the current directory", e))?,
         },
     };
     if dir.is_absolute() {

@@ -17,7 +17,13 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             use clap::error::ErrorKind;
-            if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) || !json {
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) || !json
+            {
                 let _ = err.print();
                 return std::process::ExitCode::from(if err.use_stderr() { 2 } else { 0 });
             }

@@ -96,7 +96,8 @@ impl SessionRecord {
     /// # Errors
     /// [`Error::Internal`] on I/O failure; the previous record (if any) is left intact.
     pub fn write(&self, git_dir: &Path) -> Result<()> {
-        let json = serde_json::to_vec_pretty(self).map_err(|e| Error::internal("encoding the session record", e))?;
+        let json = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::internal("encoding the session record", e))?;
         write_atomic(&Self::path(git_dir), &json)
     }
 }

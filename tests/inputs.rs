@@ -1,1 +1,226 @@
-//! Bad input is refused with exit 2 before any network I/O.
+//! Bad input is refused with exit 2 before any network I/O, with a message that says why.
+
+use crate::support::{GitServer, World, userinfo};
+
+const GOOD_SHA: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
+
+fn server(w: &World) -> GitServer {
+    w.repo("repo.git", &[&[("a.txt", Some("a\n"))]]);
+    GitServer::start(&w.srv(), Some(crate::support::TOKEN))
+}
+
+#[test]
+fn refuses_every_kind_of_non_full_sha_without_a_request() {
+    let w = World::new();
+    let srv = server(&w);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let cases: &[(String, &str)] = &[
+        ("3f2a9c5".into(), "abbreviated object id (7 hex digits)"),
+        (
+            GOOD_SHA[..39].into(),
+            "abbreviated object id (39 hex digits)",
+        ),
+        ("HEAD".into(), "revision expression"),
+        ("main".into(), "branch or tag name"),
+        ("v1.0".into(), "branch or tag name"),
+        ("abc^".into(), "revision expression"),
+        ("g".repeat(40), "40 characters but is not hexadecimal"),
+        (format!("{GOOD_SHA}\n"), "surrounding whitespace"),
+        (format!(" {GOOD_SHA}"), "surrounding whitespace"),
+        (format!("\u{feff}{GOOD_SHA}"), "byte-order mark"),
+        ("a".repeat(64), "SHA-256 repositories are not supported yet"),
+        ("0".repeat(40), "zero object id"),
+        (String::new(), "the object id is empty"),
+    ];
+    for (sha, reason) in cases {
+        let dir = w.path("sandbox");
+        let run = w.run(
+            &dir,
+            &["restore", "--json"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", "sessions/a"),
+                ("TIP_SHA", sha),
+            ],
+        );
+        run.assert_code(2);
+        let j = run.json();
+        assert_eq!(j["ok"], false);
+        assert_eq!(j["exit_code"], 2);
+        assert_eq!(j["error"]["kind"], "usage");
+        let msg = j["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(reason),
+            "{sha:?}: message {msg:?} lacks {reason:?}"
+        );
+        assert!(
+            srv.log().is_empty(),
+            "{sha:?} caused requests: {:?}",
+            srv.log()
+        );
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "{sha:?} wrote into the target"
+        );
+    }
+}
+
+#[test]
+fn upper_case_sha_is_normalised() {
+    let w = World::new();
+    let ids = w.repo("repo.git", &[&[("a.txt", Some("a\n"))]]);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("sandbox");
+    let run = w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL", &srv.url("repo.git", None)),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[0].to_uppercase()),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], ids[0].as_str());
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), ids[0]);
+}
+
+#[test]
+fn branch_names_follow_git_check_ref_format() {
+    let w = World::new();
+    let srv = server(&w);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let bad = [
+        "a..b",
+        "-x",
+        "x.lock",
+        "refs/heads/../x",
+        "a b",
+        "a@{b",
+        "a~1",
+        "a:b",
+        "a\\b",
+        "a/",
+        ".hidden",
+        "HEAD",
+    ];
+    for name in bad {
+        let short = name.strip_prefix("refs/heads/").unwrap_or(name);
+        let git = w.git_output(w.tmp.path(), &["check-ref-format", "--branch", short]);
+        assert!(
+            !git.status.success(),
+            "git accepts {name:?}, the test is wrong"
+        );
+        let run = w.run(
+            &w.path("sandbox"),
+            &["restore"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", name),
+                ("TIP_SHA", GOOD_SHA),
+            ],
+        );
+        run.assert_code(2);
+        assert!(
+            run.stderr.contains("invalid session branch name"),
+            "{name:?}: {}",
+            run.stderr
+        );
+    }
+    assert!(srv.log().is_empty());
+    // Names git accepts are accepted, and refs/heads/ is normalised away.
+    for name in ["sessions/4f1c", "refs/heads/sessions/x", "a.b-c_d/e"] {
+        let short = name.strip_prefix("refs/heads/").unwrap_or(name);
+        w.git(w.tmp.path(), &["check-ref-format", "--branch", short]);
+        let ids = w.git(&w.srv().join("repo.git"), &["rev-parse", "main"]);
+        let dir = w.path(&format!("ok-{}", short.replace('/', "_")));
+        w.run(
+            &dir,
+            &["restore"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", name),
+                ("TIP_SHA", &ids),
+            ],
+        )
+        .assert_code(0);
+        assert_eq!(
+            w.git(&dir, &["symbolic-ref", "HEAD"]),
+            format!("refs/heads/{short}")
+        );
+    }
+}
+
+#[test]
+fn credentials_on_argv_are_refused() {
+    let w = World::new();
+    let srv = server(&w);
+    let run = w.run(
+        &w.path("sandbox"),
+        &[
+            "restore",
+            "--json",
+            "--read-url",
+            &srv.url("repo.git", Some(&userinfo())),
+            "--session-branch",
+            "s",
+            "--tip-sha",
+            GOOD_SHA,
+        ],
+        &[],
+    );
+    run.assert_code(2);
+    assert!(
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("carries credentials")
+    );
+    assert!(srv.log().is_empty());
+}
+
+#[test]
+fn missing_variables_are_named() {
+    let w = World::new();
+    let dir = w.path("sandbox");
+    let run = w.run(
+        &dir,
+        &["restore"],
+        &[("SESSION_BRANCH", "s"), ("TIP_SHA", GOOD_SHA)],
+    );
+    run.assert_code(2);
+    assert!(run.stderr.contains("READ_URL is not set"), "{}", run.stderr);
+    let run = w.run(
+        &dir,
+        &["restore"],
+        &[
+            ("READ_URL", "http://127.0.0.1:1/r.git"),
+            ("TIP_SHA", GOOD_SHA),
+        ],
+    );
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("SESSION_BRANCH is not set"),
+        "{}",
+        run.stderr
+    );
+    let run = w.run(
+        &dir,
+        &["restore"],
+        &[
+            ("READ_URL", "ftp://h/r.git"),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", GOOD_SHA),
+        ],
+    );
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("unsupported URL scheme"),
+        "{}",
+        run.stderr
+    );
+    let run = w.run(&dir, &["restore", "--json", "--no-such-flag"], &[]);
+    run.assert_code(2);
+    assert_eq!(run.json()["error"]["kind"], "usage");
+}

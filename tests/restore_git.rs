@@ -1,34 +1,932 @@
-//! `restore` over git: the happy path, the lease, reruns, conflicts, faults.
+//! `restore` over git: the happy path, the lease, reruns, conflicts, faults, crashes, secrets.
 
-use crate::support::{GitServer, World, userinfo};
+use std::path::Path;
+
+use crate::support::{GitServer, Run, TOKEN, TestCa, World, all_files, assert_no_secret, userinfo};
+
+/// A repository with three commits on `main`: nested folders, an executable, a symlink, a file
+/// removed in the last commit, and 24 files so that a mid-checkout kill lands mid-way.
+fn fixture(w: &World) -> Vec<String> {
+    let mut many: Vec<(String, Option<String>)> = (0..24)
+        .map(|i| (format!("many/f{i:02}.txt"), Some(format!("file {i}\n"))))
+        .collect();
+    many.push(("README.md".into(), Some("one\n".into())));
+    let first: Vec<(&str, Option<&str>)> = many
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_deref()))
+        .collect();
+    w.repo(
+        "repo.git",
+        &[
+            &first,
+            &[
+                ("README.md", Some("two\n")),
+                ("bin/run.sh", Some("#!/bin/sh\necho hi\n")),
+                ("src/deep/er/lib.rs", Some("fn a() {}\n")),
+                ("link-to-readme", Some("->README.md")),
+                ("gone.txt", Some("bye\n")),
+            ],
+            &[("README.md", Some("three\n")), ("gone.txt", None)],
+        ],
+    )
+}
+
+fn restore(
+    w: &World,
+    dir: &Path,
+    url: &str,
+    branch: &str,
+    sha: &str,
+    extra: &[(&str, &str)],
+) -> Run {
+    let mut vars = vec![
+        ("READ_URL", url),
+        ("SESSION_BRANCH", branch),
+        ("TIP_SHA", sha),
+    ];
+    vars.extend_from_slice(extra);
+    w.run(dir, &["restore", "--json"], &vars)
+}
+
+/// The checks every finished git restore must pass, judged by the git CLI.
+fn assert_restored(w: &World, dir: &Path, branch: &str, sha: &str) {
+    assert_eq!(w.git(dir, &["rev-parse", "HEAD"]), sha);
+    assert_eq!(
+        w.git(dir, &["symbolic-ref", "HEAD"]),
+        format!("refs/heads/{branch}")
+    );
+    assert_eq!(
+        w.git(dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    w.git(dir, &["fsck", "--no-progress"]);
+    // The work tree equals the commit's tree exactly: no file missing, none extra.
+    let listed = w.git(dir, &["ls-files"]);
+    let want = w.git(dir, &["ls-tree", "-r", "--name-only", sha]);
+    assert_eq!(listed, want);
+    assert!(
+        !dir.join(restore_staging()).exists(),
+        "staging folder left behind"
+    );
+}
+
+fn restore_staging() -> &'static str {
+    ".git-session-restore"
+}
 
 #[test]
 fn restores_a_non_tip_commit_exactly() {
     let w = World::new();
-    let ids = w.repo(
-        "repo.git",
-        &[
-            &[("README.md", Some("one\n")), ("src/lib.rs", Some("fn a() {}\n"))],
-            &[("README.md", Some("two\n")), ("bin/run.sh", Some("#!/bin/sh\necho hi\n"))],
-            &[("README.md", Some("three\n"))],
-        ],
-    );
-    let srv = GitServer::start(&w.srv(), Some(crate::support::TOKEN));
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
     let dir = w.path("sandbox");
     let url = srv.url("repo.git", Some(&userinfo()));
-    let run = w.run(
-        &dir,
-        &["restore", "--json"],
-        &[("READ_URL", &url), ("SESSION_BRANCH", "sessions/abc"), ("TIP_SHA", &ids[1])],
-    );
+    let run = restore(&w, &dir, &url, "sessions/abc", &ids[1], &[]);
     run.assert_code(0);
     let j = run.json();
     assert_eq!(j["ok"], true);
+    assert_eq!(j["command"], "restore");
+    assert_eq!(j["branch"], "sessions/abc");
     assert_eq!(j["tip"], ids[1].as_str());
+    assert_eq!(j["source"], "git");
     assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
+    assert_eq!(j["warnings"], serde_json::json!([]));
+    assert_restored(&w, &dir, "sessions/abc", &ids[1]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("gone.txt")).unwrap(),
+        "bye\n"
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(dir.join("bin/run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "exec bit lost");
+    assert_eq!(
+        std::fs::read_link(dir.join("link-to-readme")).unwrap(),
+        Path::new("README.md")
+    );
+    // Depth 1 by default: one commit, marked shallow.
+    assert_eq!(w.git(&dir, &["rev-list", "--count", "HEAD"]), "1");
+    assert_eq!(
+        w.git(&dir, &["rev-parse", "--is-shallow-repository"]),
+        "true"
+    );
+    // Exactly that commit: no tags, no other branches.
+    assert_eq!(
+        w.git(&dir, &["for-each-ref", "--format=%(refname)"]),
+        "refs/heads/sessions/abc"
+    );
+}
+
+#[test]
+fn configures_origin_without_secrets_and_with_upstream() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let bare = w.srv().join("repo.git");
+    w.git(&bare, &["branch", "sessions/up", &ids[2]]);
+    w.git(&bare, &["tag", "v1", &ids[0]]);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let dir = w.path("sandbox");
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let push = srv.url(
+        "repo.git",
+        Some(&format!("p:{}", crate::support::pct(TOKEN))),
+    );
+    restore(
+        &w,
+        &dir,
+        &url,
+        "sessions/up",
+        &ids[2],
+        &[("PUSH_URL", &push)],
+    )
+    .assert_code(0);
+    let public = srv.url("repo.git", None);
+    assert_eq!(w.git(&dir, &["config", "remote.origin.url"]), public);
+    let cfg = w.git(&dir, &["config", "--list", "--local"]);
+    assert_no_secret(".git/config", cfg.as_bytes());
+    assert!(!cfg.contains("@127.0.0.1"), "userinfo in config:\n{cfg}");
+    assert_eq!(
+        w.git(&dir, &["config", "--get-all", "remote.origin.fetch"]),
+        "+refs/heads/sessions/up:refs/remotes/origin/sessions/up"
+    );
+    assert_eq!(
+        w.git(&dir, &["config", "remote.origin.tagOpt"]),
+        "--no-tags"
+    );
+    assert_eq!(
+        w.git(&dir, &["rev-parse", "--abbrev-ref", "@{upstream}"]),
+        "origin/sessions/up"
+    );
+    assert!(
+        w.git(&dir, &["status", "-sb"])
+            .starts_with("## sessions/up...origin/sessions/up")
+    );
+    // Plain git works with the configured remote (credentials passed through the environment).
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{TOKEN}", crate::support::USER));
+    let out = std::process::Command::new("git")
+        .args(["fetch", "-q", "origin"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(w.env())
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "http.extraHeader")
+        .env(
+            "GIT_CONFIG_VALUE_0",
+            format!("Authorization: Basic {basic}"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(w.git(&dir, &["rev-parse", "origin/sessions/up"]), ids[2]);
+    assert_eq!(w.git(&dir, &["tag", "--list"]), "", "tags were fetched");
+}
+
+#[test]
+fn lease_is_zero_tip_or_tip_with_warning() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let bare = w.srv().join("repo.git");
+    w.git(&bare, &["branch", "sessions/at-tip", &ids[1]]);
+    w.git(&bare, &["branch", "sessions/moved", &ids[2]]);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+
+    let j = restore(&w, &w.path("a"), &url, "sessions/new", &ids[1], &[]).json();
+    assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
+    let j = restore(&w, &w.path("b"), &url, "sessions/at-tip", &ids[1], &[]).json();
+    assert_eq!(j["lease"], ids[1].as_str());
+    let run = restore(&w, &w.path("c"), &url, "sessions/moved", &ids[1], &[]);
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["lease"], ids[1].as_str());
+    let warning = j["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains(&ids[2]) && warning.contains("stale"),
+        "{warning}"
+    );
+    assert_restored(&w, &w.path("c"), "sessions/moved", &ids[1]);
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.path("c/.git/git-session.json")).unwrap()).unwrap();
+    assert_eq!(record["lease"], ids[1].as_str());
+    assert_eq!(record["tip"], ids[1].as_str());
+    assert_eq!(record["branch"], "sessions/moved");
+    assert_eq!(record["source"], "git");
+}
+
+#[test]
+fn asks_for_one_ref_and_one_commit_over_protocol_v2() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let bare = w.srv().join("repo.git");
+    for i in 0..50 {
+        w.git(&bare, &["branch", &format!("other/{i}"), &ids[0]]);
+    }
+    w.git(&bare, &["branch", "sessions/me-too", &ids[0]]);
+    let srv = GitServer::start(&w.srv(), None);
+    restore(
+        &w,
+        &w.path("s"),
+        &srv.url("repo.git", None),
+        "sessions/me",
+        &ids[1],
+        &[],
+    )
+    .assert_code(0);
+    let log = srv.log();
+    assert_eq!(log.len(), 3, "{log:#?}");
+    assert!(
+        log.iter()
+            .all(|e| e.git_protocol.as_deref() == Some("version=2"))
+    );
+    let ls = String::from_utf8_lossy(&log[1].body);
+    assert!(
+        ls.contains("command=ls-refs") && ls.contains("ref-prefix refs/heads/sessions/me\n"),
+        "{ls}"
+    );
+    assert_eq!(ls.matches("ref-prefix").count(), 1, "{ls}");
+    let fetch = String::from_utf8_lossy(&log[2].body);
+    assert!(fetch.contains("command=fetch"), "{fetch}");
+    assert!(fetch.contains(&format!("want {}\n", ids[1])), "{fetch}");
+    assert_eq!(fetch.matches("want ").count(), 1, "{fetch}");
+    assert!(fetch.contains("deepen 1\n"), "{fetch}");
+    assert!(!fetch.contains("include-tag"), "{fetch}");
+    // A branch that merely shares the prefix is not taken for the session branch.
+    assert_eq!(
+        w.git(
+            &w.path("s"),
+            &["config", "--get", "branch.sessions/me.merge"]
+        ),
+        "refs/heads/sessions/me"
+    );
+}
+
+#[test]
+fn depth_n_fetches_n_commits() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    w.run(
+        &dir,
+        &["restore", "--depth", "2"],
+        &[
+            ("READ_URL", &srv.url("repo.git", None)),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[2]),
+        ],
+    )
+    .assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-list", "--count", "HEAD"]), "2");
+    assert_restored(&w, &dir, "s", &ids[2]);
+    let dir = w.path("full");
+    w.run(
+        &dir,
+        &["restore", "--depth", "0"],
+        &[
+            ("READ_URL", &srv.url("repo.git", None)),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[2]),
+        ],
+    )
+    .assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-list", "--count", "HEAD"]), "3");
+    assert_eq!(
+        w.git(&dir, &["rev-parse", "--is-shallow-repository"]),
+        "false"
+    );
+}
+
+#[test]
+fn rerun_on_the_same_session_is_a_no_op_that_touches_nothing() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("s");
+    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    std::fs::write(dir.join("README.md"), "local edit\n").unwrap();
+    std::fs::write(dir.join("untracked.txt"), "mine\n").unwrap();
+    let record_before = std::fs::read(dir.join(".git/git-session.json")).unwrap();
+    srv.clear_log();
+    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["noop"], true);
+    assert!(srv.log().is_empty(), "a no-op rerun made requests");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "local edit\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("untracked.txt")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(
+        std::fs::read(dir.join(".git/git-session.json")).unwrap(),
+        record_before
+    );
+    // After a local commit, HEAD descends from TIP_SHA: still a no-op.
+    w.git(&dir, &["commit", "-qam", "local"]);
+    let head = w.git(&dir, &["rev-parse", "HEAD"]);
+    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
+    // Another session's tree: exit 2.
+    let run = restore(&w, &dir, &url, "other", &ids[1], &[]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("another session"), "{}", run.stderr);
+    // Same session, a commit HEAD does not descend from: exit 7, nothing changed.
+    let run = restore(&w, &dir, &url, "s", &ids[2], &[]);
+    run.assert_code(7);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
+}
+
+#[test]
+fn other_content_is_a_conflict_unless_forced() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("README.md"), "precious\n").unwrap();
+    std::fs::write(dir.join("notes.txt"), "keep me\n").unwrap();
+    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    run.assert_code(7);
+    assert_eq!(run.json()["error"]["kind"], "conflict");
+    assert!(srv.log().is_empty(), "a refused restore made requests");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "precious\n"
+    );
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+
+    let run = w.run(
+        &dir,
+        &["restore", "--force"],
+        &[
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[1]),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), ids[1]);
-    assert_eq!(w.git(&dir, &["symbolic-ref", "HEAD"]), "refs/heads/sessions/abc");
-    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
-    w.git(&dir, &["fsck"]);
-    assert_eq!(std::fs::read_to_string(dir.join("README.md")).unwrap(), "two\n");
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? notes.txt");
+
+    // A repository restore did not write is never replaced.
+    let foreign = w.path("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    w.git(&foreign, &["init", "-q"]);
+    for args in [&["restore"][..], &["restore", "--force"][..]] {
+        let run = w.run(
+            &foreign,
+            args,
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", &ids[1]),
+            ],
+        );
+        run.assert_code(7);
+    }
+}
+
+#[test]
+fn missing_commit_is_not_found_and_leaves_nothing() {
+    let w = World::new();
+    fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    let run = restore(
+        &w,
+        &dir,
+        &srv.url("repo.git", None),
+        "s",
+        &"ab".repeat(20),
+        &[],
+    );
+    run.assert_code(8);
+    let j = run.json();
+    assert_eq!(j["error"]["kind"], "not_found");
+    assert!(
+        j["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("commit not found on the remote")
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "left something behind"
+    );
+    // A repository that does not exist: also 8.
+    let run = restore(
+        &w,
+        &w.path("t"),
+        &srv.url("nope.git", None),
+        "s",
+        &"ab".repeat(20),
+        &[],
+    );
+    run.assert_code(8);
+}
+
+#[test]
+fn wrong_token_is_an_auth_failure() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let run = restore(
+        &w,
+        &w.path("s"),
+        &srv.url("repo.git", Some("t:wrong")),
+        "s",
+        &ids[0],
+        &[],
+    );
+    run.assert_code(4);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("credentials rejected") && msg.contains("expired"),
+        "{msg}"
+    );
+    assert_eq!(srv.log().len(), 1, "a 401 was retried");
+    let run = restore(
+        &w,
+        &w.path("t"),
+        &srv.url("repo.git", None),
+        "s",
+        &ids[0],
+        &[],
+    );
+    run.assert_code(4);
+}
+
+#[test]
+fn url_file_is_reread_once_after_a_401() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let file = w.tmp.path().join("read-url");
+    std::fs::write(
+        &file,
+        format!("{}\n", srv.url("repo.git", Some(&userinfo()))),
+    )
+    .unwrap();
+    srv.knobs
+        .unauthorized_next
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = w.path("s");
+    let run = w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL_FILE", file.to_str().unwrap()),
+            ("READ_URL", "http://127.0.0.1:1/ignored.git"),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[0]),
+        ],
+    );
+    run.assert_code(0);
+    assert_restored(&w, &dir, "s", &ids[0]);
+    // The same with a plain variable: no second chance.
+    srv.knobs
+        .unauthorized_next
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    restore(
+        &w,
+        &w.path("t"),
+        &srv.url("repo.git", Some(&userinfo())),
+        "s",
+        &ids[0],
+        &[],
+    )
+    .assert_code(4);
+}
+
+#[test]
+fn transient_failures_are_retried_then_give_up() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    // Fails twice, then answers: success.
+    srv.knobs
+        .fail_next
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    let dir = w.path("s");
+    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    assert_restored(&w, &dir, "s", &ids[1]);
+    assert_eq!(srv.log().iter().filter(|e| e.status == 503).count(), 2);
+    // Always failing: exit 5 after exactly 4 attempts.
+    srv.clear_log();
+    srv.knobs
+        .fail_next
+        .store(1000, std::sync::atomic::Ordering::SeqCst);
+    let run = restore(&w, &w.path("t"), &url, "s", &ids[1], &[]);
+    run.assert_code(5);
+    assert_eq!(run.json()["error"]["kind"], "network");
+    assert_eq!(srv.log().len(), 4, "{:#?}", srv.log());
+    assert!(
+        run.stderr.contains("gave up after 4 attempts"),
+        "{}",
+        run.stderr
+    );
+    // Nothing listening: exit 5.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let run = restore(
+        &w,
+        &w.path("u"),
+        &format!("http://127.0.0.1:{port}/repo.git"),
+        "s",
+        &ids[1],
+        &[],
+    );
+    run.assert_code(5);
+}
+
+#[test]
+fn tls_with_test_ca_works_and_untrusted_ca_is_refused() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let ca = TestCa::new();
+    let ca_file = w.tmp.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.ca_pem).unwrap();
+    let srv = GitServer::start_tls(&w.srv(), Some(TOKEN), &ca);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    assert!(url.starts_with("https://"));
+    let dir = w.path("s");
+    restore(
+        &w,
+        &dir,
+        &url,
+        "s",
+        &ids[1],
+        &[("SSL_CERT_FILE", ca_file.to_str().unwrap())],
+    )
+    .assert_code(0);
+    assert_restored(&w, &dir, "s", &ids[1]);
+    // Another CA (the one the server's certificate does not chain to): refused, exit 5.
+    let other = TestCa::new();
+    let other_file = w.tmp.path().join("other.pem");
+    std::fs::write(&other_file, &other.ca_pem).unwrap();
+    let run = restore(
+        &w,
+        &w.path("t"),
+        &url,
+        "s",
+        &ids[1],
+        &[("SSL_CERT_FILE", other_file.to_str().unwrap())],
+    );
+    run.assert_code(5);
+    assert!(
+        run.stderr.to_lowercase().contains("certificate"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn server_without_protocol_v2_is_refused_clearly() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    srv.knobs
+        .v0_only
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let run = restore(
+        &w,
+        &w.path("s"),
+        &srv.url("repo.git", None),
+        "s",
+        &ids[1],
+        &[],
+    );
+    run.assert_code(5);
+    assert!(
+        run.stderr.contains("does not speak git protocol v2"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(srv.log().len(), 1, "a protocol error was retried");
+}
+
+#[test]
+fn unsafe_tree_entries_are_refused_and_nothing_is_written() {
+    let w = World::new();
+    fixture(&w);
+    let bare = w.srv().join("repo.git");
+    let blob = w.git_stdin(
+        &bare,
+        &["hash-object", "-w", "--stdin"],
+        b"[core]\n\tfsmonitor = touch /tmp/pwned\n",
+    );
+    let hook = w.git_stdin(
+        &bare,
+        &["hash-object", "-w", "--stdin"],
+        b"#!/bin/sh\ntouch /tmp/pwned\n",
+    );
+    let hooks_tree = w.literal_tree(&bare, &[("100755", b"post-checkout", &hook)]);
+    let ok = ("100644", &b"fine.txt"[..], blob.as_str());
+    let cases: Vec<(&str, Vec<(&str, &[u8], &str)>)> = vec![
+        ("dot-git", vec![ok, ("40000", b".git", &hooks_tree)]),
+        ("dot-GIT", vec![("40000", b".GIT", &hooks_tree), ok]),
+        ("git-tilde", vec![("40000", b"GIT~1", &hooks_tree), ok]),
+        ("dotdot", vec![("100644", b"..", &blob), ok]),
+        ("slash", vec![ok, ("100644", b"a/b", &blob)]),
+        ("git-config", vec![("100644", b".git", &blob), ok]),
+    ];
+    let srv = GitServer::start(&w.srv(), None);
+    for (name, entries) in cases {
+        let commit = w.literal_commit("repo.git", &format!("evil/{name}"), &entries);
+        let dir = w.path(&format!("s-{name}"));
+        let run = restore(&w, &dir, &srv.url("repo.git", None), "s", &commit, &[]);
+        run.assert_code(6);
+        assert_eq!(run.json()["error"]["kind"], "integrity", "{name}");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "{name}: left {left:?}");
+    }
+    // A nested `.git` below a folder, too.
+    let sub = w.literal_tree(&bare, &[("40000", b".git", &hooks_tree)]);
+    let commit = w.literal_commit("repo.git", "evil/nested", &[("40000", b"sub", &sub), ok]);
+    let dir = w.path("s-nested");
+    restore(&w, &dir, &srv.url("repo.git", None), "s", &commit, &[]).assert_code(6);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    assert!(!Path::new("/tmp/pwned").exists());
+}
+
+#[test]
+fn tip_that_is_not_a_commit_is_an_integrity_error() {
+    let w = World::new();
+    fixture(&w);
+    let bare = w.srv().join("repo.git");
+    let tree = w.git(&bare, &["rev-parse", "main^{tree}"]);
+    // Make the tree reachable so upload-pack serves it.
+    w.git(&bare, &["tag", "a-tree", &tree]);
+    let srv = GitServer::start(&w.srv(), None);
+    let run = restore(
+        &w,
+        &w.path("s"),
+        &srv.url("repo.git", None),
+        "s",
+        &tree,
+        &[],
+    );
+    assert!(matches!(run.code, Some(6) | Some(8)), "{}", run.stderr);
+}
+
+#[test]
+fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    for point in [
+        "after-staging",
+        "after-fetch",
+        "mid-checkout",
+        "before-record",
+        "after-publish",
+    ] {
+        let dir = w.path(&format!("s-{point}"));
+        let run = restore(
+            &w,
+            &dir,
+            &url,
+            "s",
+            &ids[1],
+            &[("GIT_SESSION_FAILPOINT", point)],
+        );
+        assert!(
+            run.code.is_none() || run.code == Some(134),
+            "{point}: not killed: {:?} {}",
+            run.code,
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(&format!("failpoint '{point}'")),
+            "{point}: {}",
+            run.stderr
+        );
+        if point == "mid-checkout" {
+            let written = all_files(&dir)
+                .iter()
+                .filter(|p| p.starts_with(dir.join("many")))
+                .count();
+            assert!(
+                written > 0 && written < 24,
+                "mid-checkout killed at {written} of 24 files"
+            );
+        }
+        if point != "after-publish" {
+            // Not mistaken for a finished restore, by git or by git-session.
+            assert!(
+                !dir.join(".git").exists(),
+                "{point}: .git exists after a kill"
+            );
+            let status = w.git_output(
+                &dir,
+                &["-C", dir.to_str().unwrap(), "rev-parse", "--git-dir"],
+            );
+            let shown = String::from_utf8_lossy(&status.stdout);
+            assert!(
+                !shown.contains(dir.to_str().unwrap()),
+                "{point}: git sees a repository"
+            );
+        }
+        let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+        run.assert_code(0);
+        assert_eq!(run.json()["noop"], point == "after-publish", "{point}");
+        assert_restored(&w, &dir, "s", &ids[1]);
+    }
+}
+
+#[test]
+fn an_interrupted_restore_of_another_commit_is_a_conflict() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("s");
+    restore(
+        &w,
+        &dir,
+        &url,
+        "s",
+        &ids[1],
+        &[("GIT_SESSION_FAILPOINT", "mid-checkout")],
+    );
+    restore(&w, &dir, &url, "s", &ids[2], &[]).assert_code(7);
+    let run = w.run(
+        &dir,
+        &["restore", "--force"],
+        &[
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[2]),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), ids[2]);
+}
+
+#[test]
+fn secrets_never_reach_output_logs_or_files() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let dir = w.path("s");
+    let mut outputs = Vec::new();
+    let trace = [("RUST_LOG", "trace")];
+    for extra in [&trace[..], &[][..]] {
+        let run = w.run(
+            &dir,
+            &["-vv", "restore"],
+            &[
+                &[
+                    ("READ_URL", url.as_str()),
+                    ("PUSH_URL", url.as_str()),
+                    ("SESSION_BRANCH", "s"),
+                    ("TIP_SHA", ids[1].as_str()),
+                ][..],
+                extra,
+            ]
+            .concat(),
+        );
+        outputs.push(run.stdout + &run.stderr);
+    }
+    // Failures: wrong token, missing commit, unreachable, credentials on argv.
+    let bad = srv.url(
+        "repo.git",
+        Some(&format!(
+            "{}x:{}",
+            crate::support::USER,
+            crate::support::pct(TOKEN)
+        )),
+    );
+    for (u, sha) in [(&bad, &ids[0]), (&url, &"cd".repeat(20))] {
+        let run = w.run(
+            &w.path("f"),
+            &["-vv", "restore", "--json"],
+            &[
+                ("READ_URL", u),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", sha),
+                ("RUST_LOG", "trace"),
+            ],
+        );
+        outputs.push(run.stdout + &run.stderr);
+    }
+    let run = w.run(
+        &w.path("g"),
+        &["restore", "--read-url", &url],
+        &[("SESSION_BRANCH", "s"), ("TIP_SHA", &ids[0])],
+    );
+    run.assert_code(2);
+    outputs.push(run.stdout + &run.stderr);
+    assert!(
+        outputs
+            .iter()
+            .any(|o| o.contains("DEBUG") || o.contains("TRACE")),
+        "no logs were produced"
+    );
+    for o in &outputs {
+        assert_no_secret("output", o.as_bytes());
+    }
+    for file in all_files(&dir) {
+        assert_no_secret(&file.display().to_string(), &std::fs::read(&file).unwrap());
+    }
+}
+
+#[test]
+fn root_restore_hands_the_tree_to_the_directory_owner() {
+    use std::os::unix::fs::MetadataExt as _;
+    if std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(1)
+        != 0
+    {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("owned");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    // Let the other user reach the directory.
+    let mut p = dir.parent();
+    while let Some(d) = p {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(d).unwrap().permissions().mode();
+        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o005));
+        p = d.parent();
+    }
+    restore(&w, &dir, &srv.url("repo.git", None), "s", &ids[1], &[]).assert_code(0);
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            assert_eq!(
+                (m.uid(), m.gid()),
+                (65534, 65534),
+                "{} is not the owner's",
+                e.path().display()
+            );
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    // git, run as that user, sees a clean tree and no dubious ownership.
+    if let Ok(out) = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "git",
+            "-C",
+            dir.to_str().unwrap(),
+            "status",
+            "--porcelain",
+        ])
+        .env_clear()
+        .envs(w.env())
+        .env("HOME", "/nonexistent")
+        .output()
+    {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "");
+    }
 }

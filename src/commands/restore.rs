@@ -59,7 +59,10 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
     let mut fields = serde_json::Map::new();
     fields.insert("tip".into(), json!(report.tip));
     fields.insert("lease".into(), json!(report.lease));
-    fields.insert("source".into(), Value::String(report.source.as_str().into()));
+    fields.insert(
+        "source".into(),
+        Value::String(report.source.as_str().into()),
+    );
     fields.insert("noop".into(), Value::Bool(report.noop));
     fields.insert("files".into(), json!(report.files));
     Ok(Success {

@@ -101,8 +101,7 @@ pub fn checkout(
     if let Some(first) = outcome.errors.first() {
         return Err(Error::Internal(format!(
             "could not write {}: {}",
-            first.path,
-            first.error
+            first.path, first.error
         )));
     }
     Ok(total)

@@ -128,7 +128,9 @@ pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
         lines.reset();
         first = read_section(url, &mut lines)?;
     }
-    let mut it = first.into_iter().map(|l| String::from_utf8_lossy(&l).into_owned());
+    let mut it = first
+        .into_iter()
+        .map(|l| String::from_utf8_lossy(&l).into_owned());
     match it.next() {
         Some(v) if v == "version 2" => {}
         _ => {
@@ -138,7 +140,9 @@ pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
             )));
         }
     }
-    let caps = Capabilities { lines: it.collect() };
+    let caps = Capabilities {
+        lines: it.collect(),
+    };
     if let Some(fmt) = caps.get("object-format")
         && fmt != "sha1"
     {
@@ -271,7 +275,8 @@ pub fn fetch_pack(
                 if let Some(err) = line.check_error() {
                     return Err(upload_pack_error(url, &String::from_utf8_lossy(err.0)));
                 }
-                line.as_slice().map(|d| d.strip_suffix(b"\n").unwrap_or(d).to_vec())
+                line.as_slice()
+                    .map(|d| d.strip_suffix(b"\n").unwrap_or(d).to_vec())
             }
             None => None,
         };

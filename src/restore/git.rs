@@ -4,7 +4,9 @@
 use std::os::unix::ffi::OsStrExt as _;
 use std::sync::atomic::AtomicBool;
 
-use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, fetch, owner, plan, publish};
+use super::{
+    RestoreOptions, RestoreReport, abandon, begin_staging, checkout, fetch, owner, plan, publish,
+};
 use crate::error::{Error, Result};
 use crate::gitdir::{self, OriginConfig};
 use crate::http::Http;
@@ -25,11 +27,12 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let http = Http::new()?;
 
     // The lease: where the session branch is now, asked as one ref.
-    let (caps, remote_tip) = http.with_retries(&opts.read, "looking up the session branch", |url| {
-        let caps = fetch::handshake(&http, url)?;
-        let tip = fetch::ls_ref(&http, url, &caps, &opts.branch)?;
-        Ok((caps, tip))
-    })?;
+    let (caps, remote_tip) =
+        http.with_retries(&opts.read, "looking up the session branch", |url| {
+            let caps = fetch::handshake(&http, url)?;
+            let tip = fetch::ls_ref(&http, url, &caps, &opts.branch)?;
+            Ok((caps, tip))
+        })?;
     let mut warnings = Vec::new();
     let lease = match remote_tip {
         None => FullSha::zero(),
@@ -62,7 +65,9 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         let interrupt = AtomicBool::new(false);
         let pack_dir = staging.join("objects/pack");
         let fetched = http.with_retries(&opts.read, "fetching the commit", |url| {
-            fetch::fetch_pack(&http, url, &caps, opts.tip, opts.depth, &pack_dir, &interrupt)
+            fetch::fetch_pack(
+                &http, url, &caps, opts.tip, opts.depth, &pack_dir, &interrupt,
+            )
         })?;
         tracing::info!("received {} objects", fetched.objects);
         crate::failpoint::hit("after-fetch");
@@ -78,7 +83,8 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         let mut index = checkout::index_from_tree(&repo, tree)?;
         written_any.set(true);
         let files = checkout::checkout(&repo, &mut index, &opts.dir, plan.overwrite, plan.empty)?;
-        if let Some(owner) = owner::owner_to_match(&opts.dir, &staging) {
+        let owner = owner::owner_to_match(&opts.dir, &staging);
+        if let Some(owner) = owner {
             owner::chown_checkout(&opts.dir, &index, owner)?;
             refresh_stat(&opts.dir, &mut index)?;
         }
@@ -96,11 +102,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             push_url: push_public.clone(),
             depth: opts.depth,
         };
-        if let Some(owner) = owner::owner_to_match(&opts.dir, &staging) {
-            record.write(&staging)?;
-            owner::chown_tree(&staging, owner)?;
-        }
-        publish(opts, &staging, &record)?;
+        publish(opts, &staging, &record, owner)?;
         Ok(RestoreReport {
             branch: opts.branch.clone(),
             tip: opts.tip,

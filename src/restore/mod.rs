@@ -229,8 +229,12 @@ fn holds_tip(dir: &Path, record: &SessionRecord, tip: FullSha) -> Result<bool> {
 /// # Errors
 /// [`Error::Internal`] when the git dir cannot be opened.
 pub fn open_repo(git_dir: &Path) -> Result<gix::Repository> {
-    gix::open_opts(git_dir, gix::open::Options::isolated())
-        .map_err(|e| Error::internal(format!("opening {}", git_dir.display()), checkout::chain(&e)))
+    gix::open_opts(git_dir, gix::open::Options::isolated()).map_err(|e| {
+        Error::internal(
+            format!("opening {}", git_dir.display()),
+            checkout::chain(&e),
+        )
+    })
 }
 
 /// Create (or recreate) the staging folder with its intent file.
@@ -248,17 +252,27 @@ fn begin_staging(opts: &RestoreOptions) -> Result<PathBuf> {
         branch: opts.branch.clone(),
         tip: opts.tip,
     };
-    let bytes = serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
+    let bytes =
+        serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
     crate::session::write_atomic(&staging.join(INTENT_FILE), &bytes)?;
     crate::failpoint::hit("after-staging");
     Ok(staging)
 }
 
 /// Write the record and move the staging folder to `.git`: the restore is finished.
-fn publish(opts: &RestoreOptions, staging: &Path, record: &SessionRecord) -> Result<()> {
+/// The git dir is handed to `owner` first when restore runs as root for another user.
+fn publish(
+    opts: &RestoreOptions,
+    staging: &Path,
+    record: &SessionRecord,
+    owner: Option<(u32, u32)>,
+) -> Result<()> {
     crate::failpoint::hit("before-record");
     record.write(staging)?;
     let _ = std::fs::remove_file(staging.join(INTENT_FILE));
+    if let Some(owner) = owner {
+        owner::chown_tree(staging, owner)?;
+    }
     let git_dir = opts.dir.join(".git");
     std::fs::rename(staging, &git_dir)
         .map_err(|e| Error::io(format!("moving {} into place", git_dir.display()), e))?;

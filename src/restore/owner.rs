@@ -27,7 +27,9 @@ pub fn chown_tree(path: &Path, owner: (u32, u32)) -> Result<()> {
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     if meta.is_dir() {
-        for entry in std::fs::read_dir(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))? {
+        for entry in std::fs::read_dir(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?
+        {
             let entry = entry.map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
             chown_tree(&entry.path(), owner)?;
         }

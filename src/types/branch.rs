@@ -42,7 +42,12 @@ impl FromStr for SessionBranch {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = |reason: &str| BranchError {
-            shown: s.chars().take(200).collect::<String>().escape_debug().to_string(),
+            shown: s
+                .chars()
+                .take(200)
+                .collect::<String>()
+                .escape_debug()
+                .to_string(),
             reason: reason.to_owned(),
         };
         let short = s.strip_prefix("refs/heads/").unwrap_or(s);
@@ -123,7 +128,10 @@ mod tests {
             ".a",
             "a/.b",
         ] {
-            assert!(bad.parse::<SessionBranch>().is_err(), "{bad:?} was accepted");
+            assert!(
+                bad.parse::<SessionBranch>().is_err(),
+                "{bad:?} was accepted"
+            );
         }
     }
 }

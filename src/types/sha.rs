@@ -24,7 +24,9 @@ pub enum ShaError {
     #[error("the object id starts with a byte-order mark (U+FEFF): pass exactly 40 hex digits")]
     ByteOrderMark,
     /// Leading or trailing whitespace (including a newline).
-    #[error("the object id has surrounding whitespace (a trailing newline?): pass exactly 40 hex digits")]
+    #[error(
+        "the object id has surrounding whitespace (a trailing newline?): pass exactly 40 hex digits"
+    )]
     Whitespace,
     /// Fewer than 40 hex digits.
     #[error(
@@ -38,10 +40,14 @@ pub enum ShaError {
     #[error("the object id has {0} hex digits: a full SHA-1 commit id has exactly 40")]
     TooLong(usize),
     /// A revision expression such as `HEAD`, `abc^`, `main~2` or `@{u}`.
-    #[error("'{0}' is a revision expression, not an object id: pass the full 40-hex-digit commit id")]
+    #[error(
+        "'{0}' is a revision expression, not an object id: pass the full 40-hex-digit commit id"
+    )]
     RevisionExpression(String),
     /// A branch or tag name such as `main` or `v1.0`.
-    #[error("'{0}' looks like a branch or tag name, not an object id: pass the full 40-hex-digit commit id")]
+    #[error(
+        "'{0}' looks like a branch or tag name, not an object id: pass the full 40-hex-digit commit id"
+    )]
     RefName(String),
     /// 40 characters, but not all hex digits.
     #[error("the object id has 40 characters but is not hexadecimal")]
@@ -155,7 +161,8 @@ impl serde::Serialize for FullSha {
 impl<'de> serde::Deserialize<'de> for FullSha {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        FullSha::from_wire(s.as_bytes()).ok_or_else(|| serde::de::Error::custom("not a 40-hex object id"))
+        FullSha::from_wire(s.as_bytes())
+            .ok_or_else(|| serde::de::Error::custom("not a 40-hex object id"))
     }
 }
 
@@ -186,7 +193,10 @@ mod tests {
             ("v1.0", ShaError::RefName("v1.0".into())),
             (&"g".repeat(40), ShaError::NotHex),
             (&format!("{}\n", "a".repeat(40)), ShaError::Whitespace),
-            (&format!("\u{feff}{}", "a".repeat(40)), ShaError::ByteOrderMark),
+            (
+                &format!("\u{feff}{}", "a".repeat(40)),
+                ShaError::ByteOrderMark,
+            ),
             (&"0".repeat(40), ShaError::Zero),
         ];
         for (input, want) in cases {

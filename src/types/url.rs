@@ -71,7 +71,9 @@ pub enum UrlError {
     #[error("not a valid URL ({0})")]
     Parse(String),
     /// A scheme other than http or https.
-    #[error("unsupported URL scheme '{0}': only smart HTTP(S) remotes (http://, https://) are supported")]
+    #[error(
+        "unsupported URL scheme '{0}': only smart HTTP(S) remotes (http://, https://) are supported"
+    )]
     Scheme(String),
     /// No host.
     #[error("the URL has no host")]
@@ -93,7 +95,11 @@ impl RemoteUrl {
         if url.host_str().is_none_or(str::is_empty) {
             return Err(UrlError::NoHost);
         }
-        let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
         let credentials = if !url.username().is_empty() || url.password().is_some() {
             Some(Credentials {
                 username: Secret(decode(url.username())),
@@ -107,7 +113,10 @@ impl RemoteUrl {
         url.set_fragment(None);
         let trimmed = url.path().trim_end_matches('/').to_owned();
         url.set_path(&trimmed);
-        Ok(RemoteUrl { base: url, credentials })
+        Ok(RemoteUrl {
+            base: url,
+            credentials,
+        })
     }
 
     /// Whether the URL carried userinfo.
@@ -126,7 +135,11 @@ impl RemoteUrl {
         let (path, query) = suffix.split_once('?').unwrap_or((suffix, ""));
         let mut url = self.base.clone();
         url.set_path(&format!("{}/{}", self.base.path(), path));
-        let mut q: Vec<String> = self.base.query().map(|q| vec![q.to_owned()]).unwrap_or_default();
+        let mut q: Vec<String> = self
+            .base
+            .query()
+            .map(|q| vec![q.to_owned()])
+            .unwrap_or_default();
         if !query.is_empty() {
             q.push(query.to_owned());
         }
@@ -181,7 +194,10 @@ impl fmt::Debug for RemoteUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RemoteUrl")
             .field("url", &self.public())
-            .field("credentials", &self.credentials.as_ref().map(|_| "<redacted>"))
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }
@@ -192,7 +208,8 @@ mod tests {
 
     #[test]
     fn userinfo_never_shows() {
-        let u = RemoteUrl::parse("https://t:s3cr%40t@example.com:8443/org/repo.git/?sig=zzz").unwrap();
+        let u =
+            RemoteUrl::parse("https://t:s3cr%40t@example.com:8443/org/repo.git/?sig=zzz").unwrap();
         for shown in [u.to_string(), format!("{u:?}"), u.public()] {
             assert!(!shown.contains("s3cr"), "{shown}");
             assert!(!shown.contains("zzz"), "{shown}");

@@ -53,7 +53,10 @@ pub fn userinfo() -> String {
 pub fn assert_no_secret(what: &str, text: &[u8]) {
     let text = String::from_utf8_lossy(text);
     for form in token_forms() {
-        assert!(!text.contains(&form), "{what} contains the token ({form}):\n{text}");
+        assert!(
+            !text.contains(&form),
+            "{what} contains the token ({form}):\n{text}"
+        );
     }
 }
 
@@ -101,7 +104,10 @@ impl Run {
 impl World {
     /// A fresh world.
     pub fn new() -> Self {
-        let tmp = tempfile::Builder::new().prefix("gs-test-").tempdir().unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("gs-test-")
+            .tempdir()
+            .unwrap();
         for d in ["home", "srv", "work"] {
             std::fs::create_dir_all(tmp.path().join(d)).unwrap();
         }
@@ -126,10 +132,17 @@ impl World {
         vec![
             ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
             ("HOME".into(), home.display().to_string()),
-            ("GIT_CONFIG_GLOBAL".into(), home.join(".gitconfig").display().to_string()),
+            (
+                "GIT_CONFIG_GLOBAL".into(),
+                home.join(".gitconfig").display().to_string(),
+            ),
             (
                 "GIT_CONFIG_SYSTEM".into(),
-                self.tmp.path().join("gitconfig-system").display().to_string(),
+                self.tmp
+                    .path()
+                    .join("gitconfig-system")
+                    .display()
+                    .to_string(),
             ),
             ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
             ("GIT_TERMINAL_PROMPT".into(), "0".into()),
@@ -183,7 +196,20 @@ impl World {
                 match content {
                     Some(c) => {
                         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-                        std::fs::write(&p, c).unwrap();
+                        let _ = std::fs::remove_file(&p);
+                        if let Some(target) = c.strip_prefix("->") {
+                            std::os::unix::fs::symlink(target, &p).unwrap();
+                        } else {
+                            std::fs::write(&p, c).unwrap();
+                            if path.ends_with(".sh") {
+                                use std::os::unix::fs::PermissionsExt as _;
+                                std::fs::set_permissions(
+                                    &p,
+                                    std::fs::Permissions::from_mode(0o755),
+                                )
+                                .unwrap();
+                            }
+                        }
                     }
                     None => {
                         let _ = std::fs::remove_file(&p);
@@ -191,16 +217,90 @@ impl World {
                 }
             }
             self.git(&scratch, &["add", "-A"]);
-            self.git(&scratch, &["commit", "-q", "--allow-empty", "-m", &format!("commit {i}")]);
+            self.git(
+                &scratch,
+                &[
+                    "commit",
+                    "-q",
+                    "--allow-empty",
+                    "-m",
+                    &format!("commit {i}"),
+                ],
+            );
             ids.push(self.git(&scratch, &["rev-parse", "HEAD"]));
         }
         self.git(
             self.tmp.path(),
-            &["clone", "-q", "--bare", scratch.to_str().unwrap(), bare.to_str().unwrap()],
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                scratch.to_str().unwrap(),
+                bare.to_str().unwrap(),
+            ],
         );
         self.git(&bare, &["config", "http.receivepack", "true"]);
         self.git(&bare, &["config", "uploadpack.allowAnySHA1InWant", "false"]);
         ids
+    }
+
+    /// Write a commit into bare repository `srv/<name>` whose root tree holds `entries`
+    /// (`(mode, name, object id)`) verbatim — unsafe names included — and point `refs/heads/<branch>`
+    /// at it. Returns the commit id.
+    pub fn literal_commit(
+        &self,
+        name: &str,
+        branch: &str,
+        entries: &[(&str, &[u8], &str)],
+    ) -> String {
+        let bare = self.srv().join(name);
+        let tree = self.literal_tree(&bare, entries);
+        let commit = self.git(&bare, &["commit-tree", &tree, "-m", "crafted"]);
+        self.git(
+            &bare,
+            &["update-ref", &format!("refs/heads/{branch}"), &commit],
+        );
+        commit
+    }
+
+    /// Write a tree object verbatim (`git hash-object --literally`); returns its id.
+    pub fn literal_tree(&self, bare: &Path, entries: &[(&str, &[u8], &str)]) -> String {
+        let mut body = Vec::new();
+        for (mode, name, id) in entries {
+            body.extend_from_slice(mode.as_bytes());
+            body.push(b' ');
+            body.extend_from_slice(name);
+            body.push(0);
+            body.extend_from_slice(&hex_to_bytes(id));
+        }
+        self.git_stdin(
+            bare,
+            &["hash-object", "-t", "tree", "--literally", "-w", "--stdin"],
+            &body,
+        )
+    }
+
+    /// Run git with `input` on stdin; panics on failure.
+    pub fn git_stdin(&self, dir: &Path, args: &[&str], input: &[u8]) -> String {
+        use std::io::Write as _;
+        let mut child = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .envs(self.env())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     /// Run the binary in `cwd` with the isolated environment plus `vars`, and check its output for
@@ -226,12 +326,21 @@ impl World {
     }
 }
 
+fn hex_to_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
 /// Every file below `dir` (not following symlinks), for secret scans.
 pub fn all_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             let Ok(ft) = e.file_type() else { continue };

@@ -299,7 +299,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok()
     {
-        return respond(&state, entry, full(StatusCode::SERVICE_UNAVAILABLE, "injected failure\n"));
+        return respond(
+            &state,
+            entry,
+            full(StatusCode::SERVICE_UNAVAILABLE, "injected failure\n"),
+        );
     }
     let forced_401 = state
         .knobs
@@ -315,7 +319,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         return respond(&state, entry, r);
     }
     if method == "POST" && chunked && state.knobs.refuse_chunked.load(Ordering::SeqCst) {
-        return respond(&state, entry, full(StatusCode::LENGTH_REQUIRED, "length required\n"));
+        return respond(
+            &state,
+            entry,
+            full(StatusCode::LENGTH_REQUIRED, "length required\n"),
+        );
     }
     let content_type = req
         .headers()
@@ -396,7 +404,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         if let Some((k, v)) = line.split_once(':') {
             let v = v.trim().to_owned();
             if k.eq_ignore_ascii_case("status") {
-                let code = v.split(' ').next().and_then(|c| c.parse().ok()).unwrap_or(500);
+                let code = v
+                    .split(' ')
+                    .next()
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(500);
                 status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             } else {
                 headers.push((k.to_owned(), v));
