@@ -649,7 +649,8 @@ fn unsafe_tree_entries_are_refused_and_nothing_is_written() {
     );
     let hooks_tree = w.literal_tree(&bare, &[("100755", b"post-checkout", &hook)]);
     let ok = ("100644", &b"fine.txt"[..], blob.as_str());
-    let cases: Vec<(&str, Vec<(&str, &[u8], &str)>)> = vec![
+    type Entries<'a> = Vec<(&'a str, &'a [u8], &'a str)>;
+    let cases: Vec<(&str, Entries)> = vec![
         ("dot-git", vec![ok, ("40000", b".git", &hooks_tree)]),
         ("dot-GIT", vec![("40000", b".GIT", &hooks_tree), ok]),
         ("git-tilde", vec![("40000", b"GIT~1", &hooks_tree), ok]),
