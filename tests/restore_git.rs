@@ -931,3 +931,103 @@ fn root_restore_hands_the_tree_to_the_directory_owner() {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "");
     }
 }
+
+#[test]
+fn a_stalled_read_times_out_and_is_retried() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    srv.knobs
+        .stall_next
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = w.path("s");
+    restore(
+        &w,
+        &dir,
+        &url,
+        "s",
+        &ids[1],
+        &[("GIT_SESSION_READ_TIMEOUT_MS", "500")],
+    )
+    .assert_code(0);
+    assert_restored(&w, &dir, "s", &ids[1]);
+    srv.knobs
+        .stall_next
+        .store(4, std::sync::atomic::Ordering::SeqCst);
+    let run = restore(
+        &w,
+        &w.path("t"),
+        &url,
+        "s",
+        &ids[1],
+        &[("GIT_SESSION_READ_TIMEOUT_MS", "500")],
+    );
+    run.assert_code(5);
+    assert!(run.stderr.contains("timed out"), "{}", run.stderr);
+}
+
+#[test]
+fn a_pack_cut_mid_stream_is_fetched_again() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("s");
+    // Cut the next two POST responses after 300 bytes: the ls-refs answer is shorter and passes
+    // whole, the pack of the first fetch is cut, the retry gets it whole.
+    srv.knobs
+        .cut_post_after
+        .store(300, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs
+        .cut_posts
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    assert_restored(&w, &dir, "s", &ids[1]);
+    let fetches = srv
+        .log()
+        .iter()
+        .filter(|e| String::from_utf8_lossy(&e.body).contains("command=fetch"))
+        .count();
+    assert_eq!(fetches, 2, "the cut fetch was not retried once");
+    // Cut every time: exit 5, nothing left behind.
+    srv.knobs
+        .cut_posts
+        .store(100, std::sync::atomic::Ordering::SeqCst);
+    let t = w.path("t");
+    let run = restore(&w, &t, &url, "s", &ids[1], &[]);
+    run.assert_code(5);
+    assert_eq!(std::fs::read_dir(&t).unwrap().count(), 0);
+}
+
+#[test]
+fn a_sha256_remote_is_refused_clearly() {
+    let w = World::new();
+    let bare = w.srv().join("sha256.git");
+    w.git(
+        w.tmp.path(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "--object-format=sha256",
+            bare.to_str().unwrap(),
+        ],
+    );
+    let srv = GitServer::start(&w.srv(), None);
+    let run = restore(
+        &w,
+        &w.path("s"),
+        &srv.url("sha256.git", None),
+        "s",
+        &"ab".repeat(20),
+        &[],
+    );
+    run.assert_code(2);
+    assert!(
+        run.stderr
+            .contains("SHA-256 repositories are not supported yet"),
+        "{}",
+        run.stderr
+    );
+}

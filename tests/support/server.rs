@@ -52,6 +52,17 @@ pub struct Knobs {
     pub refuse_chunked: AtomicBool,
     /// Requests still to answer with 401 even with a good token.
     pub unauthorized_next: AtomicUsize,
+    /// Requests still to hold for 30 s before answering (a stalled server).
+    pub stall_next: AtomicUsize,
+    /// Cut the body of the next POST responses after this many bytes (0: off).
+    pub cut_post_after: AtomicUsize,
+    /// How many more POST responses to cut.
+    pub cut_posts: AtomicUsize,
+}
+
+fn take_one(n: &AtomicUsize) -> bool {
+    n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
 }
 
 struct State {
@@ -305,6 +316,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             full(StatusCode::SERVICE_UNAVAILABLE, "injected failure\n"),
         );
     }
+    if take_one(&state.knobs.stall_next) {
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    }
     let forced_401 = state
         .knobs
         .unauthorized_next
@@ -415,17 +429,34 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             }
         }
     }
-    let stream = futures_util::stream::unfold((stdout, child), |(mut out, child)| async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        match out.read(&mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(Frame::data(Bytes::from(buf))), (out, child)))
+    let cut_after = if method == "POST" && take_one(&state.knobs.cut_posts) {
+        state.knobs.cut_post_after.load(Ordering::SeqCst)
+    } else {
+        usize::MAX
+    };
+    let stream = futures_util::stream::unfold(
+        (stdout, child, 0usize),
+        move |(mut out, child, sent)| async move {
+            if sent >= cut_after {
+                // Drop the connection mid-body, as a network cut would.
+                return Some((
+                    Err(std::io::Error::other("injected cut")),
+                    (out, child, usize::MAX),
+                ))
+                .filter(|_| sent != usize::MAX);
             }
-            Err(e) => Some((Err(e), (out, child))),
-        }
-    });
+            let mut buf = vec![0u8; 64 * 1024];
+            let room = cut_after.saturating_sub(sent).min(buf.len());
+            match out.read(&mut buf[..room]).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Ok(Frame::data(Bytes::from(buf))), (out, child, sent + n)))
+                }
+                Err(e) => Some((Err(e), (out, child, sent))),
+            }
+        },
+    );
     let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
     *resp.status_mut() = status;
     for (k, v) in headers {
