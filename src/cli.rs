@@ -38,6 +38,10 @@ pub struct Cli {
 pub enum Command {
     /// Restore the tree of TIP_SHA on the session branch into the work tree
     Restore(RestoreArgs),
+    /// Stage everything, commit, and push to the session branch (fast-forward only)
+    Save(SaveArgs),
+    /// Push the session branch's local commits (fast-forward only, against the lease)
+    Push(PushArgs),
 }
 
 impl Command {
@@ -45,6 +49,8 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::Restore(_) => "restore",
+            Command::Save(_) => "save",
+            Command::Push(_) => "push",
         }
     }
 }
@@ -88,4 +94,32 @@ pub struct RestoreArgs {
     /// Where to take the tree from [default: archive when an archive source is given, else git]
     #[arg(long, value_enum, value_name = "SOURCE")]
     pub from: Option<From>,
+}
+
+/// `save` flags.
+#[derive(Debug, clap::Args)]
+pub struct SaveArgs {
+    /// The commit message
+    #[arg(short, long, default_value = "Save from git-session", value_name = "MESSAGE")]
+    pub message: String,
+
+    /// Commit only; do not push
+    #[arg(long)]
+    pub no_push: bool,
+
+    /// Push flags.
+    #[command(flatten)]
+    pub push: PushArgs,
+}
+
+/// `push` flags (also used by `save`).
+#[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// Smart-HTTP(S) URL to push to, without credentials [env: PUSH_URL_FILE, PUSH_URL]
+    #[arg(long, value_name = "URL")]
+    pub push_url: Option<String>,
+
+    /// The session branch; must match the session record [env: SESSION_BRANCH]
+    #[arg(long, env = "SESSION_BRANCH", value_name = "BRANCH")]
+    pub session_branch: Option<String>,
 }

@@ -18,7 +18,9 @@ pub mod gitdir;
 pub mod http;
 pub mod inputs;
 pub mod output;
+pub mod push;
 pub mod restore;
+pub mod save;
 pub mod session;
 pub mod types;
 
@@ -31,6 +33,8 @@ pub fn run(cli: Cli) -> u8 {
     let command = cli.command.name();
     let result = inputs::session_dir(cli.dir.as_deref()).and_then(|dir| match &cli.command {
         Command::Restore(args) => commands::restore::run(args, dir),
+        Command::Save(args) => commands::save::run(args, dir),
+        Command::Push(args) => commands::push::run(args, dir),
     });
     match result {
         Ok(success) => {

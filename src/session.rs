@@ -102,6 +102,50 @@ impl SessionRecord {
     }
 }
 
+/// A restored tree: its work tree, git dir and session record, as `save`, `push` and `status` find it.
+#[derive(Debug)]
+pub struct Session {
+    /// The work tree.
+    pub workdir: PathBuf,
+    /// Its `.git`.
+    pub git_dir: PathBuf,
+    /// The session record.
+    pub record: SessionRecord,
+}
+
+impl Session {
+    /// Open the session restored into `workdir`, checking `SESSION_BRANCH` (flag or environment)
+    /// against the record when given.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] (exit 2) when `workdir` holds no restored session, or when `branch` names
+    /// another session ("this tree belongs to another session").
+    pub fn open(workdir: &Path, branch: Option<&str>) -> Result<Self> {
+        let git_dir = workdir.join(".git");
+        let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
+            Error::Usage(format!(
+                "{} holds no git-session session (no {}/{RECORD_FILE}): run `git-session restore` first",
+                workdir.display(),
+                git_dir.display()
+            ))
+        })?;
+        if let Some(raw) = branch {
+            let wanted: SessionBranch = raw.parse().map_err(|e| Error::Usage(format!("{e}")))?;
+            if wanted != record.branch {
+                return Err(Error::Usage(format!(
+                    "this tree belongs to another session: it holds '{}', SESSION_BRANCH says '{wanted}'",
+                    record.branch
+                )));
+            }
+        }
+        Ok(Session {
+            workdir: workdir.to_path_buf(),
+            git_dir,
+            record,
+        })
+    }
+}
+
 /// Write `bytes` to `path` through a temporary file in the same directory, fsync it, rename it into
 /// place, and fsync the directory.
 ///

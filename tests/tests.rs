@@ -4,4 +4,6 @@
 mod support;
 
 mod inputs;
+mod push;
 mod restore_git;
+mod save;

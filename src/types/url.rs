@@ -129,6 +129,44 @@ impl RemoteUrl {
         self.credentials.as_ref()
     }
 
+    /// The forms in which this URL's secret could appear in a file: the token itself (the password,
+    /// or the user name when there is no password), its percent-encoding, and the base64 of the
+    /// token and of `user:password` (a Basic header). Secrets under 8 characters are not scanned for
+    /// (they would match ordinary text). Used by `save` to refuse committing a token (SPEC rule 5).
+    pub fn secret_forms(&self) -> Vec<String> {
+        let Some(c) = &self.credentials else {
+            return Vec::new();
+        };
+        let secret = if c.password.expose().is_empty() {
+            c.username.expose()
+        } else {
+            c.password.expose()
+        };
+        if secret.chars().count() < 8 {
+            return Vec::new();
+        }
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let pct: String = secret
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let mut forms = vec![
+            secret.to_owned(),
+            pct,
+            b64.encode(secret),
+            b64.encode(format!("{}:{}", c.username.expose(), c.password.expose())),
+        ];
+        forms.sort();
+        forms.dedup();
+        forms
+    }
+
     /// The URL of a smart-HTTP endpoint below the repository, e.g. `info/refs?service=git-upload-pack`
     /// or `git-upload-pack` (gitprotocol-http "Smart Clients"). Carries no userinfo; keeps the query.
     pub fn endpoint(&self, suffix: &str) -> url::Url {

@@ -1,0 +1,84 @@
+//! `git-session push`: push the session branch's local commits, fast-forward only, against the
+//! lease (SPEC rule 3).
+
+use serde_json::json;
+
+use crate::cli::PushArgs;
+use crate::error::{Error, Result};
+use crate::http::UrlSource;
+use crate::inputs;
+use crate::output::Success;
+use crate::push::{PushOutcome, push};
+use crate::session::Session;
+
+/// Run `push` in `dir`.
+///
+/// # Errors
+/// Those of [`push`].
+pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
+    let session = Session::open(&dir, args.session_branch.as_deref())?;
+    let source = push_source(args)?;
+    let pushed = push_session(session, &source)?;
+    let mut fields = serde_json::Map::new();
+    fields.insert("committed".into(), json!(false));
+    pushed.fill(&mut fields);
+    Ok(Success {
+        command: "push",
+        branch: pushed.branch.to_string(),
+        warnings: pushed.warnings.clone(),
+        human: pushed.human(),
+        fields,
+    })
+}
+
+/// The push URL from `--push-url`, `PUSH_URL_FILE` or `PUSH_URL`.
+///
+/// # Errors
+/// [`Error::Usage`] when none is set or it is invalid.
+pub fn push_source(args: &PushArgs) -> Result<UrlSource> {
+    inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?
+        .ok_or_else(|| Error::Usage("PUSH_URL is not set (or PUSH_URL_FILE, or pass --push-url)".into()))
+}
+
+/// The secret forms of every session URL in the environment (push and read), for `save`'s scan.
+///
+/// # Errors
+/// [`Error::Usage`] when a URL variable is set but invalid.
+pub fn secret_forms(push: Option<&UrlSource>) -> Result<Vec<String>> {
+    let mut forms = Vec::new();
+    if let Some(p) = push {
+        forms.extend(p.load()?.secret_forms());
+    }
+    if let Some(r) = inputs::url(None, "READ_URL", "READ_URL_FILE")? {
+        forms.extend(r.load()?.secret_forms());
+    }
+    forms.sort();
+    forms.dedup();
+    Ok(forms)
+}
+
+/// Push the session and record the new lease.
+///
+/// # Errors
+/// Those of [`push`].
+pub fn push_session(mut session: Session, source: &UrlSource) -> Result<PushOutcome> {
+    push(&mut session, source)
+}
+
+impl PushOutcome {
+    /// The human line.
+    pub fn human(&self) -> String {
+        if self.pushed {
+            format!("pushed {} to {} (was {})", self.tip, self.branch, self.previous_tip)
+        } else {
+            format!("{} is up to date at {}", self.branch, self.tip)
+        }
+    }
+
+    /// The JSON fields of a save or push.
+    pub fn fill(&self, fields: &mut serde_json::Map<String, serde_json::Value>) {
+        fields.insert("tip".into(), json!(self.tip));
+        fields.insert("previous_tip".into(), json!(self.previous_tip));
+        fields.insert("pushed".into(), json!(self.pushed));
+    }
+}

@@ -1,0 +1,62 @@
+//! `git-session save`: stage everything, commit, push (SPEC "Commands").
+
+use serde_json::json;
+
+use crate::cli::SaveArgs;
+use crate::error::Result;
+use crate::output::Success;
+use crate::save::{CommitOptions, stage_and_commit};
+use crate::session::Session;
+
+/// Run `save` in `dir`.
+///
+/// # Errors
+/// Those of [`stage_and_commit`] and [`crate::commands::push::push_session`].
+pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
+    let session = Session::open(&dir, args.push.session_branch.as_deref())?;
+    let push_source = if args.no_push {
+        None
+    } else {
+        Some(super::push::push_source(&args.push)?)
+    };
+    let secrets = super::push::secret_forms(push_source.as_ref())?;
+    let committed = stage_and_commit(
+        &session.workdir,
+        &session.record.branch,
+        &CommitOptions {
+            message: &args.message,
+            secrets: &secrets,
+        },
+    )?;
+    let mut warnings = committed.warnings;
+    let mut fields = serde_json::Map::new();
+    fields.insert("committed".into(), json!(committed.commit.is_some()));
+    fields.insert("commit".into(), json!(committed.commit));
+    let human_commit = match committed.commit {
+        Some(c) => format!("committed {c}"),
+        None => "nothing to commit".to_owned(),
+    };
+    let Some(source) = push_source else {
+        fields.insert("pushed".into(), json!(false));
+        fields.insert("tip".into(), json!(session.record.lease));
+        fields.insert("previous_tip".into(), json!(session.record.lease));
+        return Ok(Success {
+            command: "save",
+            branch: session.record.branch.to_string(),
+            warnings,
+            fields,
+            human: format!("{human_commit} on {} (not pushed)", session.record.branch),
+        });
+    };
+    let pushed = super::push::push_session(session, &source)?;
+    warnings.extend(pushed.warnings.iter().cloned());
+    let human = format!("{human_commit}; {}", pushed.human());
+    pushed.fill(&mut fields);
+    Ok(Success {
+        command: "save",
+        branch: pushed.branch.to_string(),
+        warnings,
+        fields,
+        human,
+    })
+}

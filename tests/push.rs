@@ -1,0 +1,1 @@
+//! `push` and `save` against a real git http-backend: the lease, the report, faults.

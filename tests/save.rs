@@ -1,0 +1,1 @@
+//! `save`: staging and committing (see `push` for the push half).
