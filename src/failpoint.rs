@@ -2,7 +2,8 @@
 //! like `kill -9`) when execution reaches the point of that name.
 //!
 //! Restore's points, in order: `after-staging`, `after-fetch`, `mid-checkout` (once half of the files
-//! are written), `before-record`, `after-publish`.
+//! are written), `before-record`, `after-publish`. Push's barrier: `after-lease-check` (see
+//! [`barrier`]).
 
 /// The variable that names the failpoint to trigger.
 pub const VAR: &str = "GIT_SESSION_FAILPOINT";
@@ -18,4 +19,33 @@ pub fn hit(name: &str) {
         eprintln!("git-session: failpoint '{name}' reached; aborting");
         std::process::abort();
     }
+}
+
+/// Hold here, if the failpoint `name` is armed, until `GIT_SESSION_BARRIER_COUNT` processes
+/// (default 2) have reached it: each drops a marker file into `GIT_SESSION_BARRIER_DIR` and waits
+/// for the others (at most 60 s). Race tests use it to make two pushers pass their lease checks
+/// before either uploads, so both really reach the server's compare-and-swap.
+pub fn barrier(name: &str) {
+    if !armed(name) {
+        return;
+    }
+    let Ok(dir) = std::env::var("GIT_SESSION_BARRIER_DIR") else {
+        return;
+    };
+    let want: usize = std::env::var("GIT_SESSION_BARRIER_COUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let dir = std::path::PathBuf::from(dir);
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join(std::process::id().to_string()), b"");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let n = std::fs::read_dir(&dir).map(|rd| rd.count()).unwrap_or(0);
+        if n >= want {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    eprintln!("git-session: barrier '{name}' timed out");
 }

@@ -77,8 +77,8 @@ pub struct Request<'a> {
     pub endpoint: &'a str,
     /// Extra headers (`Git-Protocol`, `Content-Type`, `Accept`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// The POST body; `None` sends a GET.
-    pub body: Option<Vec<u8>>,
+    /// The POST body; `None` sends a GET. A body without a known length goes out chunked.
+    pub body: Option<reqwest::blocking::Body>,
 }
 
 impl Http {
@@ -192,6 +192,15 @@ impl Http {
     /// # Errors
     /// See [`Http::check_status`]; connect errors, timeouts and resets are [`Error::Network`].
     pub fn send(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Response> {
+        let resp = self.send_unchecked(url, req)?;
+        self.check_status(url, resp)
+    }
+
+    /// Send one request and return the response whatever its status.
+    ///
+    /// # Errors
+    /// Connect errors, timeouts and resets are [`Error::Network`].
+    pub fn send_unchecked(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Response> {
         let target = url.endpoint(req.endpoint);
         let mut headers = HeaderMap::new();
         for (k, v) in req.headers {
@@ -213,11 +222,10 @@ impl Http {
             },
             req.endpoint.split('?').next().unwrap_or_default()
         );
-        let resp = builder
+        builder
             .headers(headers)
             .send()
-            .map_err(|e| transport_error(url, e))?;
-        self.check_status(url, resp)
+            .map_err(|e| transport_error(url, e))
     }
 
     /// Map an HTTP status to the SPEC's exit codes: 2xx passes; 401/403 → [`Error::Auth`];

@@ -1,9 +1,35 @@
-//! The receive-pack client: a fast-forward-only push of the session branch against the lease.
+//! The receive-pack client: a fast-forward-only push of the session branch against the lease
+//! (SPEC rules 3 and 4, "The recorded tip (the lease)").
+//!
+//! gitoxide has no push (GitoxideLabs/gitoxide#306); this is ours, built on gix's pieces:
+//! gix-packetline for pkt-lines and side-band, gix-pack for the pack, gix's rev-walk for the commits.
+//! Wire format: git's `gitprotocol-http` ("Smart Service git-receive-pack") and `gitprotocol-pack`
+//! ("Pushing Data To a Server", "Reference Update Request and Packfile Transfer", "Report Status").
+//!
+//! One attempt, in order:
+//! 1. read the remote branch from the receive-pack advertisement;
+//! 2. compare it with the lease: at the lease → go on; already our commit → success (an earlier
+//!    attempt landed); a commit of our own history that descends from the lease → the lease advances
+//!    (plain git pushed from this tree); anything else → exit 3 before uploading, naming both ids;
+//! 3. check locally that the new commit descends from the lease (and from `TIP_SHA`) → else exit 7;
+//! 4. send `<lease> <new> refs/heads/<branch>` with report-status (and side-band-64k when offered),
+//!    then a pack of exactly the objects between the two, spooled to a temporary file;
+//! 5. succeed only on `unpack ok` plus `ok <ref>`.
+//!
+//! Transient failures repeat the whole attempt, so every retry re-reads the remote tip first.
+
+mod advertisement;
+mod pack;
+mod report;
+
+use std::io::Seek as _;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 
 use crate::error::{Error, Result};
-use crate::http::UrlSource;
+use crate::http::{Http, Request, UrlSource};
 use crate::session::Session;
-use crate::types::{FullSha, SessionBranch};
+use crate::types::{FullSha, RemoteUrl, SessionBranch};
 
 /// What a push did.
 #[derive(Debug, Clone)]
@@ -14,17 +40,193 @@ pub struct PushOutcome {
     pub tip: FullSha,
     /// The remote tip before (the lease the push was made against).
     pub previous_tip: FullSha,
-    /// Whether anything was uploaded and the ref moved.
+    /// Whether this call moved the remote ref.
     pub pushed: bool,
     /// Warnings for the user.
     pub warnings: Vec<String>,
 }
 
-/// Push the session branch.
+/// Push the local commits of the session branch to `source`, against the recorded lease, and
+/// record the new lease.
 ///
 /// # Errors
-/// Stale (3), auth (4), network (5), conflict (7), rejected (9).
+/// [`Error::Stale`] (3) when the remote branch is not at the lease; [`Error::Auth`] (4);
+/// [`Error::Network`] (5) after bounded retries, or for a missing report; [`Error::Conflict`] (7)
+/// when local history does not descend from the lease; [`Error::Rejected`] (9) when the remote
+/// declines (a hook, a protected branch).
+#[tracing::instrument(skip_all, fields(branch = %session.record.branch))]
 pub fn push(session: &mut Session, source: &UrlSource) -> Result<PushOutcome> {
-    let _ = (session, source);
-    Err(Error::Internal("push is not implemented yet".into()))
+    let repo = crate::restore::open_repo(&session.git_dir)?;
+    let branch = session.record.branch.clone();
+    let local = local_tip(&repo, &branch)?;
+    let http = Http::new()?;
+    let lease = session.record.lease;
+    let spool = std::cell::RefCell::new(None::<pack::Spooled>);
+
+    let outcome = http.with_retries(source, "pushing", |url| {
+        attempt(&http, url, &repo, session, lease, local, &spool)
+    })?;
+    if outcome.tip != session.record.lease {
+        session.record.lease = outcome.tip;
+        session.record.write(&session.git_dir)?;
+    }
+    crate::gitdir::write_ref(&session.git_dir, &branch.tracking_ref(), outcome.tip)?;
+    Ok(outcome)
+}
+
+/// The commit `refs/heads/<branch>` points at.
+fn local_tip(repo: &gix::Repository, branch: &SessionBranch) -> Result<FullSha> {
+    let full = branch.full_ref();
+    let mut r = repo
+        .find_reference(full.as_str())
+        .map_err(|e| Error::Conflict(format!("the session branch {full} has no commit to push: {e}")))?;
+    let id = r
+        .peel_to_id()
+        .map_err(|e| Error::internal(format!("resolving {full}"), e))?;
+    Ok(FullSha::from_id(id.detach()))
+}
+
+fn attempt(
+    http: &Http,
+    url: &RemoteUrl,
+    repo: &gix::Repository,
+    session: &Session,
+    lease: FullSha,
+    local: FullSha,
+    spool: &std::cell::RefCell<Option<pack::Spooled>>,
+) -> Result<PushOutcome> {
+    let branch = &session.record.branch;
+    let adv = advertisement::read(http, url, branch)?;
+    let remote = adv.tip.unwrap_or_else(FullSha::zero);
+    let mut warnings = Vec::new();
+    let done = |tip: FullSha, previous: FullSha, pushed: bool, warnings: Vec<String>| PushOutcome {
+        branch: branch.clone(),
+        tip,
+        previous_tip: previous,
+        pushed,
+        warnings,
+    };
+
+    // Step 2: the lease.
+    let mut old = lease;
+    if remote != lease {
+        if remote == local {
+            tracing::info!("the remote already has {local}: an earlier attempt landed");
+            return Ok(done(local, lease, false, warnings));
+        }
+        let ours = !remote.is_zero()
+            && repo.has_object(remote.id())
+            && crate::gitdir::descends_from(repo, local.id(), remote.id())?
+            && (lease.is_zero() || crate::gitdir::descends_from(repo, remote.id(), lease.id())?);
+        if !ours {
+            return Err(stale(branch, lease, remote));
+        }
+        warnings.push(format!(
+            "the remote branch moved from {lease} to {remote}, a commit of this tree's own history \
+             (pushed with plain git): the lease advances to it"
+        ));
+        old = remote;
+    }
+    crate::failpoint::barrier("after-lease-check");
+    if old == local {
+        return Ok(done(local, old, false, warnings));
+    }
+
+    // Step 3: fast-forward only.
+    let base = if old.is_zero() { session.record.tip } else { old };
+    if !crate::gitdir::descends_from(repo, local.id(), base.id())? {
+        return Err(Error::Conflict(format!(
+            "local {} ({local}) does not descend from {} {base}: history was rewritten; \
+             nothing was uploaded (git-session pushes fast-forward only)",
+            branch.full_ref(),
+            if old.is_zero() { "the restored TIP_SHA" } else { "the lease" },
+        )));
+    }
+    if !adv.has("report-status") {
+        return Err(Error::Protocol(format!(
+            "{url} does not offer report-status: a push could not be confirmed, so none is made"
+        )));
+    }
+
+    // Step 4: the request, spooled once and reused by retries.
+    let mut spooled = spool.borrow_mut();
+    if spooled.as_ref().is_none_or(|s| s.old != old || s.new != local) {
+        let mut caps = vec!["report-status".to_owned()];
+        if adv.has("side-band-64k") {
+            caps.push("side-band-64k".into());
+        }
+        if let Some(fmt) = adv.get("object-format") {
+            caps.push(format!("object-format={fmt}"));
+        }
+        caps.push(format!("agent=git-session/{}", env!("CARGO_PKG_VERSION")));
+        *spooled = Some(pack::spool(repo, old, local, base, &branch.full_ref(), &caps)?);
+    }
+    let body = spooled.as_mut().expect("spooled above");
+    tracing::info!(
+        "sending {} objects ({} bytes) for {old}..{local}",
+        body.objects,
+        body.len
+    );
+    let send = |chunked: bool| -> Result<reqwest::blocking::Response> {
+        let mut file = body.file.reopen().map_err(|e| Error::io("reopening the spooled pack", e))?;
+        file.rewind().map_err(|e| Error::io("rewinding the spooled pack", e))?;
+        let payload = if chunked {
+            reqwest::blocking::Body::new(file)
+        } else {
+            reqwest::blocking::Body::sized(file, body.len)
+        };
+        http.send_unchecked(
+            url,
+            Request {
+                endpoint: "git-receive-pack",
+                headers: vec![
+                    (CONTENT_TYPE, HeaderValue::from_static("application/x-git-receive-pack-request")),
+                    (ACCEPT, HeaderValue::from_static("application/x-git-receive-pack-result")),
+                ],
+                body: Some(payload),
+            },
+        )
+    };
+    let mut resp = send(true)?;
+    if resp.status() == reqwest::StatusCode::LENGTH_REQUIRED {
+        tracing::info!("the server refused a chunked body (411): resending with Content-Length");
+        resp = send(false)?;
+    }
+    let resp = http.check_status(url, resp)?;
+
+    // Step 5: the report.
+    let report = report::read(url, resp, adv.has("side-band-64k"))?;
+    report.into_result(url, branch, |reason| {
+        // The server's own compare-and-swap refused: read where the branch is now.
+        let now = advertisement::read(http, url, branch)
+            .map(|a| a.tip.unwrap_or_else(FullSha::zero))
+            .unwrap_or(remote);
+        let mut e = stale(branch, old, now);
+        if let Error::Stale { message, .. } = &mut e {
+            message.push_str(&format!(" (remote: {reason})"));
+        }
+        e
+    })?;
+    Ok(done(local, old, true, warnings))
+}
+
+/// The stale-write error, naming both ids.
+fn stale(branch: &SessionBranch, lease: FullSha, remote: FullSha) -> Error {
+    let show = |id: FullSha| {
+        if id.is_zero() {
+            "absent".to_owned()
+        } else {
+            id.to_string()
+        }
+    };
+    Error::Stale {
+        message: format!(
+            "stale session: the remote branch '{branch}' is at {}, not at this sandbox's lease {}; \
+             another sandbox owns the session now — nothing was pushed, the local commit is kept",
+            show(remote),
+            show(lease)
+        ),
+        lease,
+        remote_tip: remote,
+    }
 }

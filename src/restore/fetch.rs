@@ -191,7 +191,7 @@ pub fn ls_ref(
         Request {
             endpoint: "git-upload-pack",
             headers: v2_headers(true),
-            body: Some(body),
+            body: Some(body.into()),
         },
     )?;
     let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
@@ -252,7 +252,7 @@ pub fn fetch_pack(
         Request {
             endpoint: "git-upload-pack",
             headers: v2_headers(true),
-            body: Some(body),
+            body: Some(body.into()),
         },
     )?;
     let cut = std::sync::Arc::new(AtomicBool::new(false));

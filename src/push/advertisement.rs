@@ -1,0 +1,126 @@
+//! The receive-pack ref advertisement (`gitprotocol-http` "Smart Clients", `gitprotocol-pack`
+//! "Reference Discovery"): `GET info/refs?service=git-receive-pack`, read as a stream, keeping
+//! only the session branch and the capabilities.
+
+use gix_packetline::PacketLineRef;
+use gix_packetline::blocking_io::StreamingPeekableIter;
+use reqwest::header::CONTENT_TYPE;
+
+use crate::error::{Error, Result};
+use crate::http::{Http, Request, body_error};
+use crate::types::{FullSha, RemoteUrl, SessionBranch};
+
+/// What the server advertised that a push needs.
+#[derive(Debug)]
+pub struct Advertised {
+    /// Where the session branch is (`None`: absent).
+    pub tip: Option<FullSha>,
+    caps: Vec<String>,
+}
+
+impl Advertised {
+    /// Whether capability `name` was advertised.
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The value of capability `name` (`""` for a bare one).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.caps.iter().find_map(|c| match c.split_once('=') {
+            Some((k, v)) if k == name => Some(v),
+            None if c == name => Some(""),
+            _ => None,
+        })
+    }
+}
+
+fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
+    Error::Protocol(format!("malformed receive-pack advertisement from {url}: {e}"))
+}
+
+/// Read the advertisement.
+///
+/// # Errors
+/// HTTP errors as [`Http::check_status`]; [`Error::Protocol`] for a server that is not smart HTTP
+/// or sends malformed lines; [`Error::Usage`] for a SHA-256 repository.
+pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Advertised> {
+    let resp = http.send(
+        url,
+        Request {
+            endpoint: "info/refs?service=git-receive-pack",
+            headers: Vec::new(),
+            body: None,
+        },
+    )?;
+    let ctype = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    if ctype != "application/x-git-receive-pack-advertisement" {
+        return Err(Error::Protocol(format!(
+            "{url} is not a smart-HTTP git server for pushes (Content-Type '{ctype}')"
+        )));
+    }
+    let full = branch.full_ref();
+    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    let mut out = Advertised {
+        tip: None,
+        caps: Vec::new(),
+    };
+    let mut first = true;
+    let mut sections = 0;
+    loop {
+        let Some(line) = lines.read_line() else {
+            sections += 1;
+            // "# service=git-receive-pack" sits in its own section before the refs.
+            if sections == 1 && first {
+                lines.reset();
+                continue;
+            }
+            break;
+        };
+        let line = line.map_err(|e| body_error(url, e))?.map_err(|e| pkt_err(url, e))?;
+        if let Some(err) = line.check_error() {
+            return Err(Error::Protocol(format!(
+                "{url} refused the push: {}",
+                String::from_utf8_lossy(err.0).trim()
+            )));
+        }
+        let Some(data) = line.as_slice() else { continue };
+        let data = data.strip_suffix(b"\n").unwrap_or(data);
+        if data.starts_with(b"# service=") {
+            continue;
+        }
+        let (refline, caps) = match data.iter().position(|b| *b == 0) {
+            Some(nul) => (&data[..nul], Some(&data[nul + 1..])),
+            None => (data, None),
+        };
+        if first {
+            first = false;
+            if let Some(caps) = caps {
+                out.caps = String::from_utf8_lossy(caps)
+                    .split(' ')
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            }
+            if let Some(fmt) = out.get("object-format")
+                && fmt != "sha1"
+            {
+                return Err(Error::Usage(format!(
+                    "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
+                )));
+            }
+        }
+        let Some(sp) = refline.iter().position(|b| *b == b' ') else {
+            return Err(pkt_err(url, "a ref line without a name"));
+        };
+        if &refline[sp + 1..] == full.as_bytes() {
+            let id = FullSha::from_wire(&refline[..sp]).ok_or_else(|| pkt_err(url, "a malformed object id"))?;
+            out.tip = Some(id);
+        }
+    }
+    Ok(out)
+}

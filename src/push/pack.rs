@@ -1,0 +1,153 @@
+//! The receive-pack request body: the update command as pkt-lines, a flush, then a pack of exactly
+//! the objects the remote lacks (`gitprotocol-pack` "Reference Update Request and Packfile
+//! Transfer"), spooled to a temporary file — never to memory — so retries and a 411 resend reuse it.
+
+use std::io::{BufWriter, Write};
+use std::sync::atomic::AtomicBool;
+
+use gix_pack::data::output;
+use gix_packetline::blocking_io::encode;
+
+use crate::error::{Error, Result};
+use crate::restore::checkout::chain;
+use crate::types::FullSha;
+
+/// A request body on disk.
+pub struct Spooled {
+    /// The temporary file (removed on drop).
+    pub file: tempfile::NamedTempFile,
+    /// Its size in bytes.
+    pub len: u64,
+    /// Objects in the pack.
+    pub objects: u32,
+    /// The update's old value.
+    pub old: FullSha,
+    /// The update's new value.
+    pub new: FullSha,
+}
+
+/// Write the request for `old → new` on `refname` into a temporary file in the git dir.
+///
+/// The pack holds the commits `base..new` (with `base` the lease, or `TIP_SHA` for a new branch,
+/// which the server has) and the trees and blobs they add compared with their parents — which works
+/// from a depth-1 restore, where nothing older than `base` exists locally.
+///
+/// # Errors
+/// [`Error::Internal`] when objects cannot be read or the file cannot be written.
+pub fn spool(
+    repo: &gix::Repository,
+    old: FullSha,
+    new: FullSha,
+    base: FullSha,
+    refname: &str,
+    caps: &[String],
+) -> Result<Spooled> {
+    let io = |e| Error::io("writing the push request", e);
+    let file = tempfile::Builder::new()
+        .prefix("git-session-push-")
+        .tempfile_in(repo.git_dir())
+        .map_err(|e| Error::io("creating the push spool file", e))?;
+    let mut out = BufWriter::with_capacity(256 * 1024, file.reopen().map_err(io)?);
+    let mut command = format!("{old} {new} {refname}").into_bytes();
+    command.push(0);
+    command.extend_from_slice(caps.join(" ").as_bytes());
+    command.push(b'\n');
+    encode::data_to_write(&command, &mut out).map_err(io)?;
+    encode::flush_to_write(&mut out).map_err(io)?;
+
+    let commits: Vec<gix::ObjectId> = repo
+        .rev_walk([new.id()])
+        .with_hidden([base.id()])
+        .all()
+        .map_err(|e| Error::internal("walking the commits to push", chain(&e)))?
+        .map(|info| info.map(|i| i.id))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| Error::internal("walking the commits to push", chain(&e)))?;
+
+    // gix-pack's generator needs the store handle itself, with packs pinned while it copies from them.
+    let mut db = repo
+        .objects
+        .clone()
+        .into_inner()
+        .into_inner()
+        .into_arc()
+        .map_err(|e| Error::io("opening the object database", e))?;
+    db.prevent_pack_unload();
+    let interrupt = AtomicBool::new(false);
+    let progress = gix::progress::Discard;
+    let (mut counts, _) = output::count::objects(
+        db.clone(),
+        Box::new(commits.clone().into_iter().map(Ok)),
+        &progress,
+        &interrupt,
+        output::count::objects::Options {
+            thread_limit: None,
+            chunk_size: 10,
+            input_object_expansion: output::count::objects::ObjectExpansion::TreeAdditionsComparedToAncestor,
+        },
+    )
+    .map_err(|e| Error::internal("counting the objects to push", chain(&e)))?;
+    // The expansion also yields the parents of the first commits and their root trees: the remote
+    // has those already (they are `base` or below it).
+    let wanted: std::collections::HashSet<gix::ObjectId> = commits.iter().copied().collect();
+    let mut buf = Vec::new();
+    let mut known = std::collections::HashSet::new();
+    for c in &commits {
+        let data = gix::objs::Find::try_find(&db, c, &mut buf)
+            .map_err(|e| Error::internal(format!("reading commit {c}"), chain(&e)))?;
+        if let Some(data) = data {
+            for p in gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).parent_ids() {
+                if !wanted.contains(&p) {
+                    known.insert(p);
+                }
+            }
+        }
+    }
+    let mut known_trees = std::collections::HashSet::new();
+    for p in &known {
+        if let Ok(Some(data)) = gix::objs::Find::try_find(&db, p, &mut buf)
+            && let Ok(tree) = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).tree_id()
+        {
+            known_trees.insert(tree);
+        }
+    }
+    counts.retain(|c| !known.contains(&c.id) && !known_trees.contains(&c.id));
+    let num = counts.len() as u32;
+
+    let entries = output::entry::iter_from_counts(
+        counts,
+        db,
+        Box::new(gix::progress::Discard),
+        output::entry::iter_from_counts::Options {
+            thread_limit: None,
+            mode: output::entry::iter_from_counts::Mode::PackCopyAndBaseObjects,
+            allow_thin_pack: false,
+            chunk_size: 10,
+            version: gix_pack::data::Version::V2,
+            compression: Default::default(),
+        },
+    )
+    .map_err(|e| Error::internal("preparing the pack", chain(&e)))?;
+    let mut writer = output::bytes::FromEntriesIter::new(
+        entries.map(|r| r.map(|(_seq, entries)| entries)),
+        &mut out,
+        num,
+        gix_pack::data::Version::V2,
+        gix::hash::Kind::Sha1,
+    );
+    for written in writer.by_ref() {
+        written.map_err(|e| Error::internal("writing the pack", chain(&e)))?;
+    }
+    drop(writer);
+    out.flush().map_err(io)?;
+    let f = out.into_inner().map_err(|e| io(e.into_error()))?;
+    f.sync_all().map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    Ok(Spooled {
+        file,
+        len,
+        objects: num,
+        old,
+        new,
+    })
+}

@@ -1,0 +1,176 @@
+//! The receive-pack response: report-status (`gitprotocol-pack` "Report Status"), inside side-band
+//! channel 1 when side-band-64k was asked for, with channel 2 (progress, hook output) and channel 3
+//! (fatal errors) beside it (`gitprotocol-pack` "Packfile Data", `gitprotocol-capabilities`
+//! "side-band, side-band-64k").
+//!
+//! SPEC rule 4: success is `unpack ok` plus `ok <ref>` and nothing less — a missing report, a side-band
+//! error or an HTTP error is a failure; HTTP 200 alone proves nothing.
+
+use std::io::Read;
+
+use gix_packetline::PacketLineRef;
+use gix_packetline::blocking_io::StreamingPeekableIter;
+
+use crate::error::{Error, Result};
+use crate::http::body_error;
+use crate::types::{RemoteUrl, SessionBranch};
+
+/// What the server reported.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// The `unpack` status (`ok` or an error), if any was sent.
+    pub unpack: Option<String>,
+    /// `(ref, None)` for `ok <ref>`, `(ref, Some(reason))` for `ng <ref> <reason>`.
+    pub refs: Vec<(String, Option<String>)>,
+    /// Text from side-band channel 2 (hook output, progress), last lines kept.
+    pub remote_text: Vec<String>,
+    /// A side-band channel 3 error.
+    pub fatal: Option<String>,
+}
+
+/// Cap on the `remote:` lines kept for messages.
+const MAX_REMOTE_LINES: usize = 20;
+
+/// Read the response body.
+///
+/// # Errors
+/// [`Error::Network`] when the body breaks off; [`Error::Protocol`] for malformed pkt-lines.
+pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool) -> Result<Report> {
+    let mut report = Report::default();
+    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    let status_bytes = if side_band {
+        let mut data = Vec::new();
+        let mut texts = Vec::new();
+        let mut fatal = None;
+        {
+            let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
+                let text = String::from_utf8_lossy(text);
+                if is_err {
+                    fatal = Some(text.trim().to_owned());
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    for l in text.split(['\n', '\r']).map(str::trim).filter(|l| !l.is_empty()) {
+                        texts.push(l.to_owned());
+                    }
+                    if texts.len() > MAX_REMOTE_LINES {
+                        let excess = texts.len() - MAX_REMOTE_LINES;
+                        texts.drain(..excess);
+                    }
+                    std::ops::ControlFlow::Continue(())
+                }
+            });
+            // The report is small; a server streaming more than this is not sending a report.
+            let res = (&mut reader).take(1 << 20).read_to_end(&mut data);
+            drop(reader);
+            if let Err(e) = res
+                && fatal.is_none()
+            {
+                return Err(body_error(url, e));
+            }
+        }
+        report.remote_text = texts;
+        report.fatal = fatal;
+        data
+    } else {
+        let mut data = Vec::new();
+        while let Some(line) = lines.read_line() {
+            let line = line.map_err(|e| body_error(url, e))?.map_err(|e| Error::Protocol(format!("malformed report from {url}: {e}")))?;
+            if let Some(d) = line.as_slice() {
+                gix_packetline::blocking_io::encode::data_to_write(d, &mut data)
+                    .map_err(|e| Error::io("buffering the report", e))?;
+            }
+        }
+        gix_packetline::blocking_io::encode::flush_to_write(&mut data).map_err(|e| Error::io("buffering the report", e))?;
+        data
+    };
+    let mut inner = StreamingPeekableIter::new(status_bytes.as_slice(), &[PacketLineRef::Flush], false);
+    while let Some(line) = inner.read_line() {
+        let Ok(Ok(line)) = line else { break };
+        let Some(d) = line.as_slice() else { break };
+        let text = String::from_utf8_lossy(d.strip_suffix(b"\n").unwrap_or(d)).into_owned();
+        if let Some(rest) = text.strip_prefix("unpack ") {
+            report.unpack = Some(rest.to_owned());
+        } else if let Some(rest) = text.strip_prefix("ok ") {
+            report.refs.push((rest.to_owned(), None));
+        } else if let Some(rest) = text.strip_prefix("ng ") {
+            let (name, reason) = rest.split_once(' ').unwrap_or((rest, ""));
+            report.refs.push((name.to_owned(), Some(reason.to_owned())));
+        }
+    }
+    Ok(report)
+}
+
+impl Report {
+    fn remote_says(&self) -> String {
+        if self.remote_text.is_empty() {
+            String::new()
+        } else {
+            format!("\nremote: {}", self.remote_text.join("\nremote: "))
+        }
+    }
+
+    /// Decide: `Ok` only on `unpack ok` plus `ok refs/heads/<branch>`. An `ng` for a stale old value
+    /// becomes `on_stale(reason)` (exit 3); other `ng` reasons are [`Error::Rejected`] (exit 9) with the
+    /// remote's words; a missing report or a side-band error is [`Error::Protocol`] (exit 5).
+    ///
+    /// # Errors
+    /// As above.
+    pub fn into_result(
+        self,
+        url: &RemoteUrl,
+        branch: &SessionBranch,
+        on_stale: impl FnOnce(&str) -> Error,
+    ) -> Result<()> {
+        let full = branch.full_ref();
+        if let Some(fatal) = &self.fatal {
+            return Err(Error::Protocol(format!(
+                "{url} failed the push: {fatal}{}",
+                self.remote_says()
+            )));
+        }
+        match self.unpack.as_deref() {
+            Some("ok") => {}
+            Some(err) => {
+                return Err(Error::Rejected(format!(
+                    "{url} could not unpack the pushed objects: {err}{}",
+                    self.remote_says()
+                )));
+            }
+            None => {
+                return Err(Error::Protocol(format!(
+                    "{url} sent no report-status for the push: it cannot be confirmed, so it counts as failed{}",
+                    self.remote_says()
+                )));
+            }
+        }
+        match self.refs.iter().find(|(name, _)| *name == full) {
+            Some((_, None)) => Ok(()),
+            Some((_, Some(reason))) => {
+                let r = reason.to_ascii_lowercase();
+                let is_stale = [
+                    "failed to update ref",
+                    "cannot lock ref",
+                    "stale info",
+                    "fetch first",
+                    "non-fast-forward",
+                    "but expected",
+                    "reference already exists",
+                ]
+                .iter()
+                .any(|k| r.contains(k));
+                if is_stale {
+                    Err(on_stale(reason))
+                } else {
+                    Err(Error::Rejected(format!(
+                        "{url} refused to update {full}: {reason}{}",
+                        self.remote_says()
+                    )))
+                }
+            }
+            None => Err(Error::Protocol(format!(
+                "{url} reported no status for {full}: the push cannot be confirmed, so it counts as failed{}",
+                self.remote_says()
+            ))),
+        }
+    }
+}
