@@ -100,7 +100,12 @@ pub struct RestoreArgs {
 #[derive(Debug, clap::Args)]
 pub struct SaveArgs {
     /// The commit message
-    #[arg(short, long, default_value = "Save from git-session", value_name = "MESSAGE")]
+    #[arg(
+        short,
+        long,
+        default_value = "Save from git-session",
+        value_name = "MESSAGE"
+    )]
     pub message: String,
 
     /// Commit only; do not push

@@ -1,1 +1,607 @@
-//! `push` and `save` against a real git http-backend: the lease, the report, faults.
+//! `push` against a real git http-backend: fast-forward only, the lease, report-status, faults.
+//! Commits are made with plain git here; `save`'s staging is tested in `save.rs`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use crate::support::{GitServer, Run, TOKEN, World, userinfo};
+
+const ZERO: &str = "0000000000000000000000000000000000000000";
+
+struct Setup {
+    w: World,
+    srv: GitServer,
+    ids: Vec<String>,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let w = World::new();
+        let ids = w.repo(
+            "repo.git",
+            &[
+                &[
+                    ("README.md", Some("one\n")),
+                    ("src/a.rs", Some("a\n")),
+                    ("run.sh", Some("#!/bin/sh\n")),
+                ],
+                &[("README.md", Some("two\n")), ("link", Some("->README.md"))],
+            ],
+        );
+        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        Setup { w, srv, ids }
+    }
+
+    fn url(&self) -> String {
+        self.srv.url("repo.git", Some(&userinfo()))
+    }
+
+    fn bare(&self) -> PathBuf {
+        self.w.srv().join("repo.git")
+    }
+
+    /// Restore `branch` at `tip` into a new sandbox `name`.
+    fn sandbox(&self, name: &str, branch: &str, tip: &str) -> PathBuf {
+        let dir = self.w.path(name);
+        self.w
+            .run(
+                &dir,
+                &["restore"],
+                &[
+                    ("READ_URL", &self.url()),
+                    ("SESSION_BRANCH", branch),
+                    ("TIP_SHA", tip),
+                ],
+            )
+            .assert_code(0);
+        dir
+    }
+
+    fn commit(&self, dir: &Path, file: &str, content: &str) -> String {
+        std::fs::write(dir.join(file), content).unwrap();
+        self.w.git(dir, &["add", "-A"]);
+        self.w.git(dir, &["commit", "-qm", &format!("edit {file}")]);
+        self.w.git(dir, &["rev-parse", "HEAD"])
+    }
+
+    fn push(&self, dir: &Path, extra: &[(&str, &str)]) -> Run {
+        let url = self.url();
+        let mut vars = vec![("PUSH_URL", url.as_str())];
+        vars.extend_from_slice(extra);
+        self.w.run(dir, &["push", "--json"], &vars)
+    }
+
+    fn remote(&self, branch: &str) -> Option<String> {
+        let out = self.w.git_output(
+            &self.bare(),
+            &[
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("refs/heads/{branch}"),
+            ],
+        );
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    fn lease(&self, dir: &Path) -> String {
+        let rec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join(".git/git-session.json")).unwrap())
+                .unwrap();
+        rec["lease"].as_str().unwrap().to_owned()
+    }
+
+    fn posts(&self) -> usize {
+        self.srv
+            .log()
+            .iter()
+            .filter(|e| e.method == "POST" && e.path.ends_with("git-receive-pack"))
+            .count()
+    }
+}
+
+#[test]
+fn creates_the_branch_and_fast_forwards_it() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/a", &s.ids[0]);
+    let c1 = s.commit(&dir, "new.txt", "new\n");
+    let run = s.push(&dir, &[]);
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["command"], "push");
+    assert_eq!(j["branch"], "sessions/a");
+    assert_eq!(j["tip"], c1.as_str());
+    assert_eq!(j["previous_tip"], ZERO);
+    assert_eq!(j["pushed"], true);
+    assert_eq!(s.remote("sessions/a").as_deref(), Some(c1.as_str()));
+    assert_eq!(s.lease(&dir), c1);
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+    // The pushed tree is the local tree.
+    assert_eq!(
+        s.w.git(&s.bare(), &["rev-parse", "sessions/a^{tree}"]),
+        s.w.git(&dir, &["rev-parse", "HEAD^{tree}"])
+    );
+    // A second commit fast-forwards from the new lease.
+    let c2 = s.commit(&dir, "README.md", "edited\n");
+    let j = s.push(&dir, &[]).json();
+    assert_eq!(j["previous_tip"], c1.as_str());
+    assert_eq!(j["tip"], c2.as_str());
+    assert_eq!(s.remote("sessions/a").as_deref(), Some(c2.as_str()));
+    // Nothing new: success, nothing uploaded.
+    let before = s.posts();
+    let j = s.push(&dir, &[]).json();
+    assert_eq!(j["pushed"], false);
+    assert_eq!(j["tip"], c2.as_str());
+    assert_eq!(s.posts(), before);
+    // Upstream tracking follows.
+    assert_eq!(s.w.git(&dir, &["rev-parse", "origin/sessions/a"]), c2);
+    assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_stale_lease_is_exit_3_and_nothing_is_uploaded() {
+    let s = Setup::new();
+    s.w.git(&s.bare(), &["branch", "sessions/s", &s.ids[0]]);
+    let a = s.sandbox("a", "sessions/s", &s.ids[0]);
+    let b = s.sandbox("b", "sessions/s", &s.ids[0]);
+    let cb = s.commit(&b, "b.txt", "from b\n");
+    s.push(&b, &[]).assert_code(0);
+    let ca = s.commit(&a, "a.txt", "from a\n");
+    let before = s.posts();
+    let run = s.push(&a, &[]);
+    run.assert_code(3);
+    let j = run.json();
+    assert_eq!(j["error"]["kind"], "stale");
+    assert_eq!(j["lease"], s.ids[0].as_str());
+    assert_eq!(j["remote_tip"], cb.as_str());
+    let msg = j["error"]["message"].as_str().unwrap();
+    assert!(msg.contains(&s.ids[0]) && msg.contains(&cb), "{msg}");
+    assert_eq!(s.posts(), before, "a stale push uploaded");
+    assert_eq!(s.remote("sessions/s").as_deref(), Some(cb.as_str()));
+    assert_eq!(
+        s.w.git(&a, &["rev-parse", "HEAD"]),
+        ca,
+        "the local commit was lost"
+    );
+    assert_eq!(s.lease(&a), s.ids[0]);
+}
+
+#[test]
+fn a_branch_created_behind_a_zero_lease_is_stale() {
+    let s = Setup::new();
+    let a = s.sandbox("a", "sessions/z", &s.ids[1]);
+    assert_eq!(s.lease(&a), ZERO);
+    s.w.git(&s.bare(), &["branch", "sessions/z", &s.ids[0]]);
+    s.commit(&a, "x", "x\n");
+    let run = s.push(&a, &[]);
+    run.assert_code(3);
+    assert_eq!(run.json()["lease"], ZERO);
+    assert_eq!(s.remote("sessions/z").as_deref(), Some(s.ids[0].as_str()));
+}
+
+#[test]
+fn rewritten_local_history_is_a_conflict_before_upload() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/r", &s.ids[1]);
+    let c1 = s.commit(&dir, "f", "1\n");
+    s.push(&dir, &[]).assert_code(0);
+    s.w.git(&dir, &["commit", "-q", "--amend", "-m", "rewritten"]);
+    let before = s.posts();
+    let run = s.push(&dir, &[]);
+    run.assert_code(7);
+    assert_eq!(run.json()["error"]["kind"], "conflict");
+    assert_eq!(s.posts(), before);
+    assert_eq!(s.remote("sessions/r").as_deref(), Some(c1.as_str()));
+}
+
+#[test]
+fn a_plain_git_push_from_this_tree_advances_the_lease() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/p", &s.ids[1]);
+    let c1 = s.commit(&dir, "f", "1\n");
+    s.push(&dir, &[]).assert_code(0);
+    let c2 = s.commit(&dir, "f", "2\n");
+    s.w.git_auth(
+        &dir,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
+    );
+    assert_eq!(s.remote("sessions/p").as_deref(), Some(c2.as_str()));
+    let c3 = s.commit(&dir, "f", "3\n");
+    let run = s.push(&dir, &[]);
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["tip"], c3.as_str());
+    assert_eq!(j["previous_tip"], c2.as_str());
+    assert!(
+        j["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("lease advances"),
+        "{j}"
+    );
+    assert_eq!(s.remote("sessions/p").as_deref(), Some(c3.as_str()));
+    assert_eq!(s.lease(&dir), c3);
+    let _ = c1;
+    // Pushed entirely by plain git: push reports success without uploading.
+    let c4 = s.commit(&dir, "f", "4\n");
+    s.w.git_auth(
+        &dir,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
+    );
+    let before = s.posts();
+    let j = s.push(&dir, &[]).json();
+    assert_eq!(j["tip"], c4.as_str());
+    assert_eq!(s.posts(), before);
+}
+
+#[test]
+fn a_declining_hook_is_exit_9_with_its_message() {
+    let s = Setup::new();
+    let hook = s.bare().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'policy: session branches are frozen' >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = s.sandbox("a", "sessions/h", &s.ids[1]);
+    s.commit(&dir, "f", "1\n");
+    let run = s.push(&dir, &[]);
+    run.assert_code(9);
+    let j = run.json();
+    assert_eq!(j["error"]["kind"], "rejected");
+    let msg = j["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("session branches are frozen") && msg.contains("declined"),
+        "{msg}"
+    );
+    assert_eq!(s.remote("sessions/h"), None);
+}
+
+fn pkt(data: &str) -> String {
+    format!("{:04x}{data}", data.len() + 4)
+}
+
+fn band(channel: u8, inner: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:04x}", inner.len() + 5).into_bytes();
+    out.push(channel);
+    out.extend_from_slice(inner);
+    out
+}
+
+#[test]
+fn http_200_without_a_good_report_is_a_failure() {
+    let s = Setup::new();
+    let branch = "sessions/f";
+    let dir = s.sandbox("a", branch, &s.ids[1]);
+    s.commit(&dir, "f", "1\n");
+    let ok_report = format!(
+        "{}{}0000",
+        pkt("unpack ok\n"),
+        pkt(&format!("ok refs/heads/{branch}\n"))
+    );
+    let replies: Vec<(&str, Vec<u8>, i32)> = vec![
+        ("empty body", Vec::new(), 5),
+        ("flush only", b"0000".to_vec(), 5),
+        (
+            "ng",
+            [
+                band(
+                    1,
+                    format!(
+                        "{}{}0000",
+                        pkt("unpack ok\n"),
+                        pkt(&format!("ng refs/heads/{branch} hook declined\n"))
+                    )
+                    .as_bytes(),
+                ),
+                b"0000".to_vec(),
+            ]
+            .concat(),
+            9,
+        ),
+        (
+            "unpack error",
+            [
+                band(
+                    1,
+                    format!("{}0000", pkt("unpack index-pack abnormal exit\n")).as_bytes(),
+                ),
+                b"0000".to_vec(),
+            ]
+            .concat(),
+            9,
+        ),
+        (
+            "side-band fatal",
+            [band(3, b"fatal: the disk is full\n"), b"0000".to_vec()].concat(),
+            5,
+        ),
+        (
+            "unpack ok, no ref status",
+            [
+                band(1, format!("{}0000", pkt("unpack ok\n")).as_bytes()),
+                b"0000".to_vec(),
+            ]
+            .concat(),
+            5,
+        ),
+        ("report outside side-band", ok_report.into_bytes(), 5),
+    ];
+    for (what, reply, code) in replies {
+        *s.srv.knobs.receive_pack_reply.lock().unwrap() = Some(reply);
+        let run = s.push(&dir, &[]);
+        assert_eq!(run.code, Some(code), "{what}: {}", run.stderr);
+        assert_eq!(run.json()["ok"], false, "{what}");
+        assert_eq!(s.remote(branch), None, "{what}: the remote changed");
+        assert_eq!(s.lease(&dir), ZERO, "{what}: the lease moved");
+    }
+    *s.srv.knobs.receive_pack_reply.lock().unwrap() = None;
+    s.push(&dir, &[]).assert_code(0);
+}
+
+#[test]
+fn a_token_refused_for_writing_is_exit_4() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/w", &s.ids[1]);
+    s.commit(&dir, "f", "1\n");
+    s.srv.knobs.unauthorized_posts.store(1, Ordering::SeqCst);
+    let run = s.push(&dir, &[]);
+    run.assert_code(4);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("write URL was refused") && msg.contains("mint a new one"),
+        "{msg}"
+    );
+    assert_eq!(s.remote("sessions/w"), None);
+}
+
+#[test]
+fn a_token_refused_for_writing_a_large_push_fails_before_the_upload() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/w", &s.ids[1]);
+    let big: String = (0..40_000)
+        .map(|i| format!("{:x}", i * 2654435761u64 % 1_000_003))
+        .collect();
+    s.commit(&dir, "f", &big);
+    s.srv.knobs.unauthorized_posts.store(1, Ordering::SeqCst);
+    let run = s.push(&dir, &[]);
+    run.assert_code(4);
+    let posts: Vec<_> = s
+        .srv
+        .log()
+        .into_iter()
+        .filter(|e| e.path.ends_with("git-receive-pack"))
+        .collect();
+    assert_eq!(posts.len(), 1);
+    assert!(
+        posts[0].body_len <= 4,
+        "the pack was uploaded before authentication"
+    );
+    assert_eq!(s.remote("sessions/w"), None);
+}
+
+#[test]
+fn transient_failures_are_retried_and_a_landed_push_is_recognised() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/t", &s.ids[1]);
+    let c1 = s.commit(&dir, "f", "1\n");
+    s.srv.knobs.fail_next.store(2, Ordering::SeqCst);
+    s.push(&dir, &[]).assert_code(0);
+    assert_eq!(s.remote("sessions/t").as_deref(), Some(c1.as_str()));
+    // The report is cut after the ref moved: the retry re-reads the tip, sees ours, succeeds.
+    let c2 = s.commit(&dir, "f", "2\n");
+    s.srv.knobs.cut_post_after.store(1, Ordering::SeqCst);
+    s.srv.knobs.cut_posts.store(1, Ordering::SeqCst);
+    let run = s.push(&dir, &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], c2.as_str());
+    // One POST for the first push, one (cut) for the second; the retry found the push landed.
+    assert_eq!(s.posts(), 2, "{:#?}", s.srv.log());
+    assert_eq!(s.lease(&dir), c2);
+}
+
+#[test]
+fn chunked_bodies_refused_with_411_are_resent_with_a_length() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/l", &s.ids[1]);
+    // Over the size sent in one piece: streamed, chunked.
+    let big: String = (0..40_000)
+        .map(|i| format!("{:x}", i * 2654435761u64 % 1_000_003))
+        .collect();
+    let c1 = s.commit(&dir, "f", &big);
+    s.srv.knobs.refuse_chunked.store(true, Ordering::SeqCst);
+    s.push(&dir, &[]).assert_code(0);
+    assert_eq!(s.remote("sessions/l").as_deref(), Some(c1.as_str()));
+    let posts: Vec<_> = s
+        .srv
+        .log()
+        .into_iter()
+        .filter(|e| e.path.ends_with("git-receive-pack"))
+        .collect();
+    // The authentication probe, the chunked attempt refused with 411, the resend with a length.
+    // (A server that answers before reading the body may also cut the connection under the
+    // upload; the retry then starts over, so the sequence can repeat once.)
+    let seen: Vec<_> = posts
+        .iter()
+        .map(|e| (e.status, e.chunked, e.body_len > 4))
+        .collect();
+    assert_eq!(seen[0], (200, false, false), "{seen:?}");
+    assert!(seen.contains(&(411, true, false)), "{seen:?}");
+    assert_eq!(*seen.last().unwrap(), (200, false, true), "{seen:?}");
+    assert!(seen.iter().all(|p| *p != (200, true, true)), "{seen:?}");
+}
+
+#[test]
+fn two_pushers_racing_on_one_lease_exactly_one_wins() {
+    let s = Setup::new();
+    let branch = "sessions/race";
+    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
+    let mut tip = s.ids[1].clone();
+    let rounds: usize = std::env::var("RACE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    for round in 0..rounds {
+        let a = s.sandbox(&format!("r{round}a"), branch, &tip);
+        let b = s.sandbox(&format!("r{round}b"), branch, &tip);
+        let ca = s.commit(&a, "a.txt", &format!("a {round}\n"));
+        let cb = s.commit(&b, "b.txt", &format!("b {round}\n"));
+        let barrier = s.w.tmp.path().join(format!("barrier-{round}"));
+        let vars = [
+            ("GIT_SESSION_FAILPOINT", "after-lease-check"),
+            ("GIT_SESSION_BARRIER_DIR", barrier.to_str().unwrap()),
+            ("GIT_SESSION_BARRIER_COUNT", "2"),
+        ];
+        let (ra, rb) = std::thread::scope(|sc| {
+            let ha = sc.spawn(|| s.push(&a, &vars));
+            let hb = sc.spawn(|| s.push(&b, &vars));
+            (ha.join().unwrap(), hb.join().unwrap())
+        });
+        // Both really passed their lease checks before either uploaded.
+        assert_eq!(
+            std::fs::read_dir(&barrier).unwrap().count(),
+            2,
+            "round {round}"
+        );
+        let codes = (ra.code, rb.code);
+        let remote = s.remote(branch).unwrap();
+        match codes {
+            (Some(0), Some(3)) => assert_eq!(remote, ca, "round {round}"),
+            (Some(3), Some(0)) => assert_eq!(remote, cb, "round {round}"),
+            _ => panic!(
+                "round {round}: codes {codes:?}\nA: {}\nB: {}",
+                ra.stderr, rb.stderr
+            ),
+        }
+        let loser = if codes.0 == Some(3) {
+            (&a, &ra, &ca)
+        } else {
+            (&b, &rb, &cb)
+        };
+        assert_eq!(loser.1.json()["error"]["kind"], "stale");
+        assert_eq!(
+            s.w.git(loser.0, &["rev-parse", "HEAD"]),
+            *loser.2,
+            "round {round}: the loser's commit was lost"
+        );
+        tip = remote;
+    }
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+    assert_eq!(
+        s.w.git(&s.bare(), &["rev-list", "--count", branch]),
+        (rounds + 2).to_string()
+    );
+}
+
+#[test]
+fn a_one_file_edit_of_a_large_tree_sends_a_handful_of_objects() {
+    let w = World::new();
+    let files: Vec<(String, Option<String>)> = (0..3000)
+        .map(|i| {
+            (
+                format!("d{}/e{}/f{i}.txt", i % 10, i % 7),
+                Some(format!("content {i}\n")),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_deref()))
+        .collect();
+    let ids = w.repo("big.git", &[&refs]);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("big.git", None);
+    let dir = w.path("s");
+    w.run(
+        &dir,
+        &["restore"],
+        &[
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[0]),
+        ],
+    )
+    .assert_code(0);
+    std::fs::write(dir.join("d3/e3/f3.txt"), "changed\n").unwrap();
+    w.git(&dir, &["commit", "-qam", "one edit"]);
+    let bare = w.srv().join("big.git");
+    let before = w.git(&bare, &["count-objects"]);
+    w.run(&dir, &["push"], &[("PUSH_URL", &url)]).assert_code(0);
+    let count = |s: &str| {
+        s.split_whitespace()
+            .next()
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+    };
+    let after = w.git(&bare, &["count-objects"]);
+    // commit + root tree + d3 + d3/e3 + the blob
+    assert_eq!(count(&after) - count(&before), 5, "{before} -> {after}");
+    w.git(&bare, &["fsck", "--no-progress"]);
+}
+
+#[test]
+fn a_large_push_streams_with_bounded_memory() {
+    let time = Path::new("/usr/bin/time");
+    assert!(time.exists(), "GNU time is needed (apt-get install time)");
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/big", &s.ids[1]);
+    // 120 incompressible files of 1 MiB: 120 MiB of objects.
+    let mut x: u64 = 0x9E3779B97F4A7C15;
+    std::fs::create_dir_all(dir.join("blobs")).unwrap();
+    for i in 0..120 {
+        let mut buf = vec![0u8; 1 << 20];
+        for chunk in buf.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+        }
+        std::fs::write(dir.join(format!("blobs/{i}.bin")), buf).unwrap();
+    }
+    s.w.git(&dir, &["add", "-A"]);
+    s.w.git(&dir, &["commit", "-qm", "big"]);
+    let rss_file = s.w.tmp.path().join("rss");
+    let out = std::process::Command::new(time)
+        .args([
+            "-f",
+            "%M",
+            "-o",
+            rss_file.to_str().unwrap(),
+            env!("CARGO_BIN_EXE_git-session"),
+            "push",
+        ])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(s.w.env())
+        .env("PUSH_URL", s.url())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kib: u64 = std::fs::read_to_string(&rss_file)
+        .unwrap()
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        kib < (64 + 1) * 1024,
+        "peak RSS {kib} KiB for a 120 MiB push"
+    );
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+    assert_eq!(
+        s.remote("sessions/big").unwrap(),
+        s.w.git(&dir, &["rev-parse", "HEAD"])
+    );
+}

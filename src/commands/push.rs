@@ -36,8 +36,9 @@ pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
 /// # Errors
 /// [`Error::Usage`] when none is set or it is invalid.
 pub fn push_source(args: &PushArgs) -> Result<UrlSource> {
-    inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?
-        .ok_or_else(|| Error::Usage("PUSH_URL is not set (or PUSH_URL_FILE, or pass --push-url)".into()))
+    inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?.ok_or_else(|| {
+        Error::Usage("PUSH_URL is not set (or PUSH_URL_FILE, or pass --push-url)".into())
+    })
 }
 
 /// The secret forms of every session URL in the environment (push and read), for `save`'s scan.
@@ -69,7 +70,10 @@ impl PushOutcome {
     /// The human line.
     pub fn human(&self) -> String {
         if self.pushed {
-            format!("pushed {} to {} (was {})", self.tip, self.branch, self.previous_tip)
+            format!(
+                "pushed {} to {} (was {})",
+                self.tip, self.branch, self.previous_tip
+            )
         } else {
             format!("{} is up to date at {}", self.branch, self.tip)
         }

@@ -35,7 +35,9 @@ impl Advertised {
 }
 
 fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
-    Error::Protocol(format!("malformed receive-pack advertisement from {url}: {e}"))
+    Error::Protocol(format!(
+        "malformed receive-pack advertisement from {url}: {e}"
+    ))
 }
 
 /// Read the advertisement.
@@ -81,14 +83,18 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
             }
             break;
         };
-        let line = line.map_err(|e| body_error(url, e))?.map_err(|e| pkt_err(url, e))?;
+        let line = line
+            .map_err(|e| body_error(url, e))?
+            .map_err(|e| pkt_err(url, e))?;
         if let Some(err) = line.check_error() {
             return Err(Error::Protocol(format!(
                 "{url} refused the push: {}",
                 String::from_utf8_lossy(err.0).trim()
             )));
         }
-        let Some(data) = line.as_slice() else { continue };
+        let Some(data) = line.as_slice() else {
+            continue;
+        };
         let data = data.strip_suffix(b"\n").unwrap_or(data);
         if data.starts_with(b"# service=") {
             continue;
@@ -118,7 +124,8 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
             return Err(pkt_err(url, "a ref line without a name"));
         };
         if &refline[sp + 1..] == full.as_bytes() {
-            let id = FullSha::from_wire(&refline[..sp]).ok_or_else(|| pkt_err(url, "a malformed object id"))?;
+            let id = FullSha::from_wire(&refline[..sp])
+                .ok_or_else(|| pkt_err(url, "a malformed object id"))?;
             out.tip = Some(id);
         }
     }

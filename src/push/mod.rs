@@ -31,6 +31,10 @@ use crate::http::{Http, Request, UrlSource};
 use crate::session::Session;
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 
+/// Request bodies up to this size go out in one piece with a Content-Length; larger ones are
+/// streamed after an authentication probe.
+const SMALL_BODY: u64 = 64 * 1024;
+
 /// What a push did.
 #[derive(Debug, Clone)]
 pub struct PushOutcome {
@@ -63,9 +67,22 @@ pub fn push(session: &mut Session, source: &UrlSource) -> Result<PushOutcome> {
     let lease = session.record.lease;
     let spool = std::cell::RefCell::new(None::<pack::Spooled>);
 
-    let outcome = http.with_retries(source, "pushing", |url| {
-        attempt(&http, url, &repo, session, lease, local, &spool)
-    })?;
+    let outcome = http
+        .with_retries(source, "pushing", |url| {
+            attempt(&http, url, &repo, session, lease, local, &spool)
+        })
+        .map_err(|e| match e {
+            Error::Auth(msg) => Error::Auth(format!(
+                "the write URL was refused — it may have expired; mint a new one{} ({msg})",
+                source
+                    .load()
+                    .ok()
+                    .and_then(|u| u.jwt_expiry())
+                    .map(expiry_phrase)
+                    .unwrap_or_default()
+            )),
+            other => other,
+        })?;
     if outcome.tip != session.record.lease {
         session.record.lease = outcome.tip;
         session.record.write(&session.git_dir)?;
@@ -77,9 +94,11 @@ pub fn push(session: &mut Session, source: &UrlSource) -> Result<PushOutcome> {
 /// The commit `refs/heads/<branch>` points at.
 fn local_tip(repo: &gix::Repository, branch: &SessionBranch) -> Result<FullSha> {
     let full = branch.full_ref();
-    let mut r = repo
-        .find_reference(full.as_str())
-        .map_err(|e| Error::Conflict(format!("the session branch {full} has no commit to push: {e}")))?;
+    let mut r = repo.find_reference(full.as_str()).map_err(|e| {
+        Error::Conflict(format!(
+            "the session branch {full} has no commit to push: {e}"
+        ))
+    })?;
     let id = r
         .peel_to_id()
         .map_err(|e| Error::internal(format!("resolving {full}"), e))?;
@@ -133,13 +152,21 @@ fn attempt(
     }
 
     // Step 3: fast-forward only.
-    let base = if old.is_zero() { session.record.tip } else { old };
+    let base = if old.is_zero() {
+        session.record.tip
+    } else {
+        old
+    };
     if !crate::gitdir::descends_from(repo, local.id(), base.id())? {
         return Err(Error::Conflict(format!(
             "local {} ({local}) does not descend from {} {base}: history was rewritten; \
              nothing was uploaded (git-session pushes fast-forward only)",
             branch.full_ref(),
-            if old.is_zero() { "the restored TIP_SHA" } else { "the lease" },
+            if old.is_zero() {
+                "the restored TIP_SHA"
+            } else {
+                "the lease"
+            },
         )));
     }
     if !adv.has("report-status") {
@@ -150,7 +177,10 @@ fn attempt(
 
     // Step 4: the request, spooled once and reused by retries.
     let mut spooled = spool.borrow_mut();
-    if spooled.as_ref().is_none_or(|s| s.old != old || s.new != local) {
+    if spooled
+        .as_ref()
+        .is_none_or(|s| s.old != old || s.new != local)
+    {
         let mut caps = vec!["report-status".to_owned()];
         if adv.has("side-band-64k") {
             caps.push("side-band-64k".into());
@@ -159,7 +189,14 @@ fn attempt(
             caps.push(format!("object-format={fmt}"));
         }
         caps.push(format!("agent=git-session/{}", env!("CARGO_PKG_VERSION")));
-        *spooled = Some(pack::spool(repo, old, local, base, &branch.full_ref(), &caps)?);
+        *spooled = Some(pack::spool(
+            repo,
+            old,
+            local,
+            base,
+            &branch.full_ref(),
+            &caps,
+        )?);
     }
     let body = spooled.as_mut().expect("spooled above");
     tracing::info!(
@@ -167,31 +204,59 @@ fn attempt(
         body.objects,
         body.len
     );
-    let send = |chunked: bool| -> Result<reqwest::blocking::Response> {
-        let mut file = body.file.reopen().map_err(|e| Error::io("reopening the spooled pack", e))?;
-        file.rewind().map_err(|e| Error::io("rewinding the spooled pack", e))?;
-        let payload = if chunked {
-            reqwest::blocking::Body::new(file)
-        } else {
-            reqwest::blocking::Body::sized(file, body.len)
-        };
+    let headers = || {
+        vec![
+            (
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/x-git-receive-pack-request"),
+            ),
+            (
+                ACCEPT,
+                HeaderValue::from_static("application/x-git-receive-pack-result"),
+            ),
+        ]
+    };
+    let send = |payload: reqwest::blocking::Body| {
         http.send_unchecked(
             url,
             Request {
                 endpoint: "git-receive-pack",
-                headers: vec![
-                    (CONTENT_TYPE, HeaderValue::from_static("application/x-git-receive-pack-request")),
-                    (ACCEPT, HeaderValue::from_static("application/x-git-receive-pack-result")),
-                ],
+                headers: headers(),
                 body: Some(payload),
             },
         )
     };
-    let mut resp = send(true)?;
-    if resp.status() == reqwest::StatusCode::LENGTH_REQUIRED {
-        tracing::info!("the server refused a chunked body (411): resending with Content-Length");
-        resp = send(false)?;
-    }
+    let open = || -> Result<std::fs::File> {
+        let mut file = body
+            .file
+            .reopen()
+            .map_err(|e| Error::io("reopening the spooled pack", e))?;
+        file.rewind()
+            .map_err(|e| Error::io("rewinding the spooled pack", e))?;
+        Ok(file)
+    };
+    let resp = if body.len <= SMALL_BODY {
+        // Small: in one piece with Content-Length, so an early refusal (401) is read, not cut off.
+        let mut bytes = Vec::with_capacity(body.len as usize);
+        std::io::Read::read_to_end(&mut open()?, &mut bytes)
+            .map_err(|e| Error::io("reading the spooled pack", e))?;
+        send(bytes.into())?
+    } else {
+        // Large: first a probe (an empty request, as git's `probe_rpc`) so that authentication
+        // fails before the upload, then the body streamed from the file, chunked; a server that
+        // wants a length (411) gets it on a second try.
+        let probe = send(b"0000".to_vec().into())?;
+        http.check_status(url, probe)?;
+        let resp = send(reqwest::blocking::Body::new(open()?))?;
+        if resp.status() == reqwest::StatusCode::LENGTH_REQUIRED {
+            tracing::info!(
+                "the server refused a chunked body (411): resending with Content-Length"
+            );
+            send(reqwest::blocking::Body::sized(open()?, body.len))?
+        } else {
+            resp
+        }
+    };
     let resp = http.check_status(url, resp)?;
 
     // Step 5: the report.
@@ -208,6 +273,17 @@ fn attempt(
         e
     })?;
     Ok(done(local, old, true, warnings))
+}
+
+/// " (its token expired at …)" or " (its token expires at …)" for a JWT `exp` in Unix seconds.
+fn expiry_phrase(exp: u64) -> String {
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(exp);
+    let stamp = humantime::format_rfc3339_seconds(when);
+    if when <= std::time::SystemTime::now() {
+        format!(" — its token expired at {stamp}")
+    } else {
+        format!(" — its token expires at {stamp}")
+    }
 }
 
 /// The stale-write error, naming both ids.

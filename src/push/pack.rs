@@ -83,7 +83,8 @@ pub fn spool(
         output::count::objects::Options {
             thread_limit: None,
             chunk_size: 10,
-            input_object_expansion: output::count::objects::ObjectExpansion::TreeAdditionsComparedToAncestor,
+            input_object_expansion:
+                output::count::objects::ObjectExpansion::TreeAdditionsComparedToAncestor,
         },
     )
     .map_err(|e| Error::internal("counting the objects to push", chain(&e)))?;
@@ -96,7 +97,9 @@ pub fn spool(
         let data = gix::objs::Find::try_find(&db, c, &mut buf)
             .map_err(|e| Error::internal(format!("reading commit {c}"), chain(&e)))?;
         if let Some(data) = data {
-            for p in gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).parent_ids() {
+            for p in
+                gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).parent_ids()
+            {
                 if !wanted.contains(&p) {
                     known.insert(p);
                 }
@@ -106,7 +109,8 @@ pub fn spool(
     let mut known_trees = std::collections::HashSet::new();
     for p in &known {
         if let Ok(Some(data)) = gix::objs::Find::try_find(&db, p, &mut buf)
-            && let Ok(tree) = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).tree_id()
+            && let Ok(tree) =
+                gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).tree_id()
         {
             known_trees.insert(tree);
         }
@@ -114,22 +118,21 @@ pub fn spool(
     counts.retain(|c| !known.contains(&c.id) && !known_trees.contains(&c.id));
     let num = counts.len() as u32;
 
-    let entries = output::entry::iter_from_counts(
-        counts,
-        db,
-        Box::new(gix::progress::Discard),
-        output::entry::iter_from_counts::Options {
-            thread_limit: None,
-            mode: output::entry::iter_from_counts::Mode::PackCopyAndBaseObjects,
-            allow_thin_pack: false,
-            chunk_size: 10,
-            version: gix_pack::data::Version::V2,
-            compression: Default::default(),
-        },
-    )
-    .map_err(|e| Error::internal("preparing the pack", chain(&e)))?;
+    // One object at a time, each a whole (non-delta) entry: memory stays at the largest object,
+    // whatever the push's size. (`iter_from_counts` batches objects into chunks sized by their
+    // count, which holds tens of large blobs at once, and its copied deltas refer to entries by
+    // position, which needs in-order delivery.)
+    let compression = gix::zlib::Compression::default();
+    let mut obj_buf = Vec::new();
+    let entries = counts.into_iter().map(move |count| {
+        let obj = gix::objs::Find::try_find(&db, &count.id, &mut obj_buf)?.ok_or_else(|| {
+            use gix::error::ErrorExt as _;
+            gix::error::message!("object {} is missing", count.id).raise()
+        })?;
+        output::Entry::from_data(&count, &obj, compression).map(|e| vec![e])
+    });
     let mut writer = output::bytes::FromEntriesIter::new(
-        entries.map(|r| r.map(|(_seq, entries)| entries)),
+        entries,
         &mut out,
         num,
         gix_pack::data::Version::V2,

@@ -49,7 +49,11 @@ pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool)
                     fatal = Some(text.trim().to_owned());
                     std::ops::ControlFlow::Break(())
                 } else {
-                    for l in text.split(['\n', '\r']).map(str::trim).filter(|l| !l.is_empty()) {
+                    for l in text
+                        .split(['\n', '\r'])
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                    {
                         texts.push(l.to_owned());
                     }
                     if texts.len() > MAX_REMOTE_LINES {
@@ -74,16 +78,20 @@ pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool)
     } else {
         let mut data = Vec::new();
         while let Some(line) = lines.read_line() {
-            let line = line.map_err(|e| body_error(url, e))?.map_err(|e| Error::Protocol(format!("malformed report from {url}: {e}")))?;
+            let line = line
+                .map_err(|e| body_error(url, e))?
+                .map_err(|e| Error::Protocol(format!("malformed report from {url}: {e}")))?;
             if let Some(d) = line.as_slice() {
                 gix_packetline::blocking_io::encode::data_to_write(d, &mut data)
                     .map_err(|e| Error::io("buffering the report", e))?;
             }
         }
-        gix_packetline::blocking_io::encode::flush_to_write(&mut data).map_err(|e| Error::io("buffering the report", e))?;
+        gix_packetline::blocking_io::encode::flush_to_write(&mut data)
+            .map_err(|e| Error::io("buffering the report", e))?;
         data
     };
-    let mut inner = StreamingPeekableIter::new(status_bytes.as_slice(), &[PacketLineRef::Flush], false);
+    let mut inner =
+        StreamingPeekableIter::new(status_bytes.as_slice(), &[PacketLineRef::Flush], false);
     while let Some(line) = inner.read_line() {
         let Ok(Ok(line)) = line else { break };
         let Some(d) = line.as_slice() else { break };

@@ -167,6 +167,29 @@ impl RemoteUrl {
         forms
     }
 
+    /// The `exp` claim (Unix seconds) when the password (or a password-less user name) is a JWT.
+    /// No signature is checked: the value only phrases warnings and errors.
+    pub fn jwt_expiry(&self) -> Option<u64> {
+        let c = self.credentials.as_ref()?;
+        let token = if c.password.expose().is_empty() {
+            c.username.expose()
+        } else {
+            c.password.expose()
+        };
+        let mut parts = token.split('.');
+        let (_, payload, _) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() {
+            return None;
+        }
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload.trim_end_matches('='))
+            .ok()?;
+        let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        let exp = &claims["exp"];
+        exp.as_u64()
+            .or_else(|| exp.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+    }
+
     /// The URL of a smart-HTTP endpoint below the repository, e.g. `info/refs?service=git-upload-pack`
     /// or `git-upload-pack` (gitprotocol-http "Smart Clients"). Carries no userinfo; keeps the query.
     pub fn endpoint(&self, suffix: &str) -> url::Url {

@@ -170,6 +170,29 @@ impl World {
         String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
     }
 
+    /// Run `git` in `dir` with the test token as a Basic `http.extraHeader` passed through the
+    /// environment (never argv), as a person's plain `git push` with a credential would.
+    #[track_caller]
+    pub fn git_auth(&self, dir: &Path, args: &[&str]) -> String {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{TOKEN}"));
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .envs(self.env())
+            .env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "http.extraHeader")
+            .env("GIT_CONFIG_VALUE_0", format!("Authorization: Basic {b64}"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+    }
+
     /// Run `git` and return its raw output.
     pub fn git_output(&self, dir: &Path, args: &[&str]) -> Output {
         Command::new("git")

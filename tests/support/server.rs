@@ -58,6 +58,10 @@ pub struct Knobs {
     pub cut_post_after: AtomicUsize,
     /// How many more POST responses to cut.
     pub cut_posts: AtomicUsize,
+    /// POSTs still to answer with 401 (GETs pass): a token without write permission.
+    pub unauthorized_posts: AtomicUsize,
+    /// When set, receive-pack POSTs get HTTP 200 with this body and the repository is not touched.
+    pub receive_pack_reply: Mutex<Option<Vec<u8>>>,
 }
 
 fn take_one(n: &AtomicUsize) -> bool {
@@ -324,7 +328,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         .unauthorized_next
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok();
-    if forced_401 || !authorized(&state, &req) {
+    let post_401 = method == "POST" && take_one(&state.knobs.unauthorized_posts);
+    if forced_401 || post_401 || !authorized(&state, &req) {
         let mut r = full(StatusCode::UNAUTHORIZED, "authentication required\n");
         r.headers_mut().insert(
             hyper::header::WWW_AUTHENTICATE,
@@ -358,6 +363,20 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     entry.body_len = body.len();
     if body.len() <= 64 * 1024 {
         entry.body = body.to_vec();
+    }
+    if method == "POST"
+        && path.ends_with("/git-receive-pack")
+        && let Some(reply) = state.knobs.receive_pack_reply.lock().unwrap().clone()
+    {
+        let mut r = full(StatusCode::OK, "");
+        *r.body_mut() = Full::new(Bytes::from(reply))
+            .map_err(|never: Infallible| match never {})
+            .boxed();
+        r.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("application/x-git-receive-pack-result"),
+        );
+        return respond(&state, entry, r);
     }
 
     let mut env: HashMap<&str, String> = HashMap::new();
@@ -434,29 +453,42 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     } else {
         usize::MAX
     };
-    let stream = futures_util::stream::unfold(
-        (stdout, child, 0usize),
-        move |(mut out, child, sent)| async move {
-            if sent >= cut_after {
-                // Drop the connection mid-body, as a network cut would.
-                return Some((
-                    Err(std::io::Error::other("injected cut")),
-                    (out, child, usize::MAX),
-                ))
-                .filter(|_| sent != usize::MAX);
+    if cut_after != usize::MAX {
+        // Let the backend finish (a push lands) before the connection is cut, as a cut after the
+        // server's work would be.
+        let mut all = Vec::new();
+        let _ = stdout.read_to_end(&mut all).await;
+        let _ = child.wait().await;
+        all.truncate(cut_after);
+        let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = vec![
+            Ok(Frame::data(Bytes::from(all))),
+            Err(std::io::Error::other("injected cut")),
+        ];
+        let mut resp = Response::new(BodyExt::boxed(StreamBody::new(futures_util::stream::iter(
+            frames,
+        ))));
+        *resp.status_mut() = status;
+        for (k, v) in headers {
+            if let (Ok(k), Ok(v)) = (
+                hyper::header::HeaderName::from_bytes(k.as_bytes()),
+                hyper::header::HeaderValue::from_str(&v),
+            ) {
+                resp.headers_mut().append(k, v);
             }
-            let mut buf = vec![0u8; 64 * 1024];
-            let room = cut_after.saturating_sub(sent).min(buf.len());
-            match out.read(&mut buf[..room]).await {
-                Ok(0) => None,
-                Ok(n) => {
-                    buf.truncate(n);
-                    Some((Ok(Frame::data(Bytes::from(buf))), (out, child, sent + n)))
-                }
-                Err(e) => Some((Err(e), (out, child, sent))),
+        }
+        return respond(&state, entry, resp);
+    }
+    let stream = futures_util::stream::unfold((stdout, child), |(mut out, child)| async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        match out.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(Frame::data(Bytes::from(buf))), (out, child)))
             }
-        },
-    );
+            Err(e) => Some((Err(e), (out, child))),
+        }
+    });
     let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
     *resp.status_mut() = status;
     for (k, v) in headers {
