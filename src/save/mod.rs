@@ -3,10 +3,20 @@
 //!
 //! The push is the second half ([`crate::push`]).
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use crate::error::Result;
+use gix::bstr::{BStr, BString};
+
+use crate::error::{Error, Result};
 use crate::types::{FullSha, SessionBranch};
+
+mod changes;
+mod config;
+mod scan;
+mod stage;
+
+pub use stage::MAX_FILE_BYTES;
 
 /// What to commit with.
 pub struct CommitOptions<'a> {
@@ -30,14 +40,343 @@ pub struct Committed {
 /// honouring `.gitignore` at every level, `.git/info/exclude`, `core.excludesFile`), commit it on
 /// `refs/heads/<branch>` on top of `HEAD`, and write the index.
 ///
+/// Only new and changed files are read (found by stat data, like `git status`); the commit's tree is
+/// `HEAD^{tree}` with those edits, which is what `git add -A && git commit` writes. Objects are
+/// written first, then the branch (with a reflog entry), then the index (from the new tree, with the
+/// stat data of the work tree files, so `git status` is clean and fast afterwards).
+///
 /// # Errors
 /// [`Error::Integrity`](crate::Error::Integrity) (exit 6) when a file to commit contains a secret
-/// (nothing is committed); [`Error::Internal`](crate::Error::Internal) on I/O failures.
+/// (nothing is committed); [`Error::Usage`](crate::Error::Usage) for an empty message or a
+/// malformed `GIT_AUTHOR_DATE`/`GIT_COMMITTER_DATE`; [`Error::Conflict`](crate::Error::Conflict)
+/// when `HEAD` is not on the session branch or the index is locked by another git process;
+/// [`Error::Internal`](crate::Error::Internal) on I/O failures.
 pub fn stage_and_commit(
     workdir: &Path,
     branch: &SessionBranch,
     opts: &CommitOptions<'_>,
 ) -> Result<Committed> {
-    let _ = (workdir, branch, opts);
-    Err(crate::Error::Internal("save is not implemented yet".into()))
+    stage_and_commit_in(workdir, branch, opts, &config::ProcessEnv)
+}
+
+fn stage_and_commit_in(
+    workdir: &Path,
+    branch: &SessionBranch,
+    opts: &CommitOptions<'_>,
+    env: &dyn config::Env,
+) -> Result<Committed> {
+    let message = clean_message(opts.message)
+        .ok_or_else(|| Error::Usage("the commit message is empty".into()))?;
+    let git_dir = workdir.join(".git");
+    let user = config::UserConfig::load(&git_dir, workdir, env);
+    let mut warnings = user.warnings.clone();
+    let now = gix::date::Time::now_local_or_utc();
+    let author = config::signature(config::Role::Author, &user, env, now)?;
+    let committer = config::signature(config::Role::Committer, &user, env, now)?;
+
+    let repo = open(&git_dir, user.excludes_file.as_deref())?;
+    let head = session_head(&repo, branch)?;
+    let head_tree_id = repo
+        .find_commit(head)
+        .and_then(|c| c.tree_id())
+        .map_err(|e| Error::internal(format!("reading the HEAD commit {head}"), e))?
+        .detach();
+    let head_tree = repo
+        .find_tree(head_tree_id)
+        .map_err(|e| Error::internal(format!("reading the tree of HEAD {head}"), e))?;
+
+    // Held from here to the end, like `git commit` does: no other git process writes the index
+    // meanwhile. Dropping it (on any error) removes it.
+    let index_lock = lock_index(&repo)?;
+    let index = repo
+        .index_or_empty()
+        .map_err(|e| Error::internal("reading the index", e))?;
+
+    let plan = changes::collect(&repo, &index, head_tree_id)?;
+    let staged = stage::stage(&repo, &index, workdir, &plan, &head_tree, opts.secrets)?;
+    warnings.extend(staged.warnings.iter().cloned());
+    tracing::debug!(
+        removals = staged.removals.len(),
+        upserts = staged.upserts.len(),
+        "save: changes found"
+    );
+    if staged.removals.is_empty() && staged.upserts.is_empty() {
+        return Ok(Committed {
+            commit: None,
+            warnings,
+        });
+    }
+
+    let tree = write_tree(&repo, head_tree_id, &staged)?;
+    if tree == head_tree_id {
+        return Ok(Committed {
+            commit: None,
+            warnings,
+        });
+    }
+    let commit = gix::objs::Commit {
+        tree,
+        parents: std::iter::once(head).collect(),
+        author,
+        committer: committer.clone(),
+        encoding: None,
+        message: message.as_str().into(),
+        extra_headers: Vec::new(),
+    };
+    let commit_id = repo
+        .write_object(&commit)
+        .map_err(|e| Error::internal("writing the commit", e))?
+        .detach();
+    update_branch(&repo, branch, head, commit_id, &committer, &message)?;
+
+    let stats = staged
+        .upserts
+        .iter()
+        .filter_map(|(path, _, id)| {
+            staged
+                .stats
+                .get(path)
+                .map(|stat| (path.as_ref(), (*id, *stat)))
+        })
+        .collect();
+    if let Err(e) = write_index(&repo, index_lock, tree, &index, &plan.fresh_stats, &stats) {
+        warnings.push(format!(
+            "committed {commit_id}, but the index could not be rewritten ({e}); `git reset` repairs it"
+        ));
+    }
+    Ok(Committed {
+        commit: Some(FullSha::from_id(commit_id)),
+        warnings,
+    })
+}
+
+/// Open the repository with nothing but its own config (SPEC rule 8), `core.excludesFile` set to
+/// the resolved user value, and every `filter.<driver>` section removed so no clean filter runs.
+fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository> {
+    let mut overrides: Vec<BString> = Vec::new();
+    if let Some(path) = excludes_file {
+        let mut value = BString::from("core.excludesFile=");
+        value.extend_from_slice(path.as_os_str().as_encoded_bytes());
+        overrides.push(value);
+    }
+    let mut repo = gix::open_opts(
+        git_dir,
+        gix::open::Options::isolated().config_overrides(overrides),
+    )
+    .map_err(|e| {
+        Error::internal(
+            format!("opening the repository at {}", git_dir.display()),
+            e,
+        )
+    })?;
+    let mut config = repo.config_snapshot_mut();
+    let drivers: Vec<_> = config
+        .sections_and_ids_by_name("filter")
+        .map(|sections| sections.map(|(_, id)| id).collect())
+        .unwrap_or_default();
+    for id in drivers {
+        config.remove_section_by_id(id);
+    }
+    config
+        .commit()
+        .map_err(|e| Error::internal("preparing the repository configuration", e))?;
+    Ok(repo)
+}
+
+/// The commit `HEAD` is at, checking that `HEAD` is on the session branch.
+fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::ObjectId> {
+    let full = branch.full_ref();
+    let head_name = repo
+        .head_name()
+        .map_err(|e| Error::internal("reading HEAD", e))?;
+    match head_name {
+        Some(name) if name.as_bstr() == full.as_str() => {}
+        Some(name) => {
+            return Err(Error::Conflict(format!(
+                "HEAD is on {name}, not on the session branch {full}: switch back (`git switch {branch}`) and save again"
+            )));
+        }
+        None => {
+            return Err(Error::Conflict(format!(
+                "HEAD is detached, not on the session branch {full}: switch back (`git switch {branch}`) and save again"
+            )));
+        }
+    }
+    let reference = repo
+        .try_find_reference(full.as_str())
+        .map_err(|e| Error::internal(format!("reading {full}"), e))?;
+    let Some(mut reference) = reference else {
+        return Err(Error::Conflict(format!(
+            "the session branch {full} has no commit yet: its history must be fetched before saving"
+        )));
+    };
+    Ok(reference
+        .peel_to_id()
+        .map_err(|e| Error::internal(format!("reading {full}"), e))?
+        .detach())
+}
+
+/// Take `index.lock`, as every git command that writes the index does.
+fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
+    let path = repo.index_path();
+    gix::lock::File::acquire_to_update_resource(&path, gix::lock::acquire::Fail::Immediately, None, 0)
+        .map_err(|e| {
+            let lock = path.with_extension("lock");
+            if lock.exists() {
+                Error::Conflict(format!(
+                    "{} exists: another git process is using this repository (if none is running, remove the file and save again)",
+                    lock.display()
+                ))
+            } else {
+                Error::internal(format!("locking {}", path.display()), e)
+            }
+        })
+}
+
+/// Apply the edits to `HEAD^{tree}` and write the changed trees.
+fn write_tree(
+    repo: &gix::Repository,
+    head_tree: gix::ObjectId,
+    staged: &stage::Staged,
+) -> Result<gix::ObjectId> {
+    let err = |e: gix::Error| Error::internal("building the new tree", e);
+    let mut editor = repo.edit_tree(head_tree).map_err(err)?;
+    // Removals first: a file replaced by a directory (or the reverse) is a removal and additions.
+    for path in &staged.removals {
+        editor.remove(path).map_err(err)?;
+    }
+    for (path, kind, id) in &staged.upserts {
+        editor.upsert(path, *kind, *id).map_err(err)?;
+    }
+    Ok(editor.write().map_err(err)?.detach())
+}
+
+/// Move the session branch from `old` to `new` (through `HEAD`, so both reflogs get the entry), only
+/// if it is still at `old`.
+fn update_branch(
+    repo: &gix::Repository,
+    branch: &SessionBranch,
+    old: gix::ObjectId,
+    new: gix::ObjectId,
+    committer: &gix::actor::Signature,
+    message: &str,
+) -> Result<()> {
+    use gix::refs::Target;
+    use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+    let subject = message.lines().next().unwrap_or_default();
+    let edit = RefEdit {
+        change: Change::Update {
+            log: LogChange {
+                mode: RefLog::AndReference,
+                force_create_reflog: false,
+                message: format!("commit: {subject}").into(),
+            },
+            expected: PreviousValue::MustExistAndMatch(Target::Object(old)),
+            new: Target::Object(new),
+        },
+        name: "HEAD"
+            .try_into()
+            .map_err(|e| Error::internal("naming HEAD", e))?,
+        deref: true,
+    };
+    let mut time = gix::date::parse::TimeBuf::default();
+    let edits = repo
+        .edit_references_as([edit], Some(committer.to_ref(&mut time)))
+        .map_err(|e| {
+            Error::Conflict(format!(
+                "could not move {} from {old} to the new commit {new}: {}",
+                branch.full_ref(),
+                crate::restore::checkout::chain(&e)
+            ))
+        })?;
+    let full = branch.full_ref();
+    if !edits.iter().any(|e| e.name.as_bstr() == full.as_str()) {
+        return Err(Error::Internal(format!(
+            "HEAD moved away from {full} while saving; the commit {new} is not on the branch"
+        )));
+    }
+    Ok(())
+}
+
+/// Write the index of `tree`, with stat data: fresh for the files just hashed, the previous entry's
+/// (or the refreshed one) where the content is unchanged, none (so git re-checks) otherwise.
+fn write_index(
+    repo: &gix::Repository,
+    lock: gix::lock::File,
+    tree: gix::ObjectId,
+    old: &gix::index::State,
+    fresh: &HashMap<BString, gix::index::entry::Stat>,
+    hashed: &HashMap<&BStr, (gix::ObjectId, gix::index::entry::Stat)>,
+) -> Result<()> {
+    let mut state = gix::index::State::from_tree(&tree, &repo.objects, stage::name_rules())
+        .map_err(|e| Error::internal("building the index from the new tree", e))?;
+    for (entry, path) in state.entries_mut_with_paths() {
+        if let Some((id, stat)) = hashed.get(path) {
+            if *id == entry.id {
+                entry.stat = *stat;
+            }
+            continue;
+        }
+        if let Some(prev) =
+            old.entry_by_path_and_stage(path, gix::index::entry::Stage::Unconflicted)
+            && prev.id == entry.id
+            && prev.mode == entry.mode
+        {
+            entry.stat = fresh.get(path).copied().unwrap_or(prev.stat);
+        }
+    }
+    let file = gix::index::File::from_state(state, repo.index_path());
+    let mut out = std::io::BufWriter::new(lock);
+    file.write_to(&mut out, gix::index::write::Options::default())
+        .map_err(|e| Error::internal("writing the index", e))?;
+    let mut lock = out
+        .into_inner()
+        .map_err(|e| Error::io("writing the index", e.into_error()))?;
+    lock.with_mut(|f| f.sync_all())
+        .map_err(|e| Error::io("writing the index", e))?;
+    lock.commit()
+        .map_err(|e| Error::io("writing the index", e.error))?;
+    Ok(())
+}
+
+/// A repository path (bytes, `/`-separated) as a file system path (Unix: the same bytes).
+fn bytes_to_path(path: &BStr) -> &Path {
+    Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path))
+}
+
+/// git's `--cleanup=whitespace` (the default for `commit -m`): trailing whitespace and leading,
+/// trailing and repeated blank lines removed, a final newline. `None` when nothing is left.
+fn clean_message(raw: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut blank = false;
+    for line in raw.lines() {
+        let line = line.trim_end_matches([' ', '\t', '\r', '\x0b', '\x0c']);
+        if line.is_empty() {
+            blank = !out.is_empty();
+            continue;
+        }
+        if blank {
+            out.push('\n');
+            blank = false;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_cleaned_like_git_commit_m() {
+        assert_eq!(clean_message("Save").as_deref(), Some("Save\n"));
+        assert_eq!(
+            clean_message("\n\n  subject  \n\n\n\nbody \t\r\nmore\n\n").as_deref(),
+            Some("  subject\n\nbody\nmore\n")
+        );
+        assert_eq!(clean_message(" \n\t\n"), None);
+        assert_eq!(clean_message(""), None);
+    }
 }

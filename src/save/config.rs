@@ -1,0 +1,477 @@
+//! The only values `save` takes from git configuration outside the repository (SPEC rule 8):
+//! `user.name`, `user.email` and `core.excludesFile`, read from the files git would read, in git's
+//! order of precedence (system < XDG < global < repository-local), and nothing else.
+//!
+//! Identities for the commit come from `GIT_AUTHOR_*`/`GIT_COMMITTER_*`, else those values, else
+//! `git-session <git-session@localhost>`, like git-commit-tree(1) "Commit Information".
+
+use std::path::{Path, PathBuf};
+
+use gix::bstr::{BString, ByteSlice};
+
+use crate::error::{Error, Result};
+
+/// The name used when neither the environment nor the configuration names an identity.
+pub const DEFAULT_NAME: &str = "git-session";
+/// The email used when neither the environment nor the configuration names one.
+pub const DEFAULT_EMAIL: &str = "git-session@localhost";
+
+/// The three values of user, system and local configuration that `save` uses.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct UserConfig {
+    /// `user.name`.
+    pub name: Option<BString>,
+    /// `user.email`.
+    pub email: Option<BString>,
+    /// The resolved path of `core.excludesFile` (`~/` expanded, relative paths against the work
+    /// tree), or git's default `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
+    pub excludes_file: Option<PathBuf>,
+    /// Configuration files that could not be parsed (and were skipped).
+    pub warnings: Vec<String>,
+}
+
+/// Reads environment variables; a seam for tests.
+pub trait Env {
+    /// The value of `name`, if set.
+    fn var(&self, name: &str) -> Option<std::ffi::OsString>;
+}
+
+/// The process environment.
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<std::ffi::OsString> {
+        std::env::var_os(name)
+    }
+}
+
+impl UserConfig {
+    /// Read the values from system, XDG, global and the repository's own config (`git_dir/config`),
+    /// later files winning.
+    pub fn load(git_dir: &Path, workdir: &Path, env: &dyn Env) -> Self {
+        let mut out = UserConfig::default();
+        let mut excludes: Option<BString> = None;
+        for (path, source) in config_files(git_dir, env) {
+            let bytes = match std::fs::read(&path) {
+                Ok(b) => b,
+                // Missing (or unreadable, e.g. a directory) files are skipped, as git does for
+                // the optional user and system files.
+                Err(_) => continue,
+            };
+            let meta = gix::config::file::Metadata::from(source).at(&path);
+            let file =
+                match gix::config::File::from_bytes_no_includes(&bytes, meta, Default::default()) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        out.warnings.push(format!(
+                            "ignored the git configuration file {} (it does not parse: {e})",
+                            path.display()
+                        ));
+                        continue;
+                    }
+                };
+            if let Some(v) = file.string("user.name") {
+                out.name = Some(v.clone());
+            }
+            if let Some(v) = file.string("user.email") {
+                out.email = Some(v.clone());
+            }
+            if let Some(v) = file.string("core.excludesFile") {
+                excludes = Some(v.clone());
+            }
+        }
+        out.excludes_file = match excludes {
+            // An empty value switches the file off.
+            Some(v) if v.trim().is_empty() => None,
+            Some(v) => expand_path(v.as_bstr(), workdir, env),
+            None => xdg_config_dir(env).map(|d| d.join("git").join("ignore")),
+        };
+        out
+    }
+}
+
+/// The config files git reads, lowest precedence first.
+fn config_files(git_dir: &Path, env: &dyn Env) -> Vec<(PathBuf, gix::config::Source)> {
+    use gix::config::Source;
+    let mut files = Vec::new();
+    if !is_truthy(env.var("GIT_CONFIG_NOSYSTEM")) {
+        let system = non_empty(env.var("GIT_CONFIG_SYSTEM"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/etc/gitconfig"));
+        files.push((system, Source::System));
+    }
+    match non_empty(env.var("GIT_CONFIG_GLOBAL")) {
+        Some(global) => files.push((PathBuf::from(global), Source::User)),
+        None => {
+            if let Some(xdg) = xdg_config_dir(env) {
+                files.push((xdg.join("git").join("config"), Source::Git));
+            }
+            if let Some(home) = non_empty(env.var("HOME")) {
+                files.push((PathBuf::from(home).join(".gitconfig"), Source::User));
+            }
+        }
+    }
+    files.push((git_dir.join("config"), Source::Local));
+    files
+}
+
+/// `$XDG_CONFIG_HOME`, else `$HOME/.config`.
+fn xdg_config_dir(env: &dyn Env) -> Option<PathBuf> {
+    non_empty(env.var("XDG_CONFIG_HOME"))
+        .map(PathBuf::from)
+        .or_else(|| non_empty(env.var("HOME")).map(|h| PathBuf::from(h).join(".config")))
+}
+
+fn non_empty(v: Option<std::ffi::OsString>) -> Option<std::ffi::OsString> {
+    v.filter(|v| !v.is_empty())
+}
+
+/// git's boolean reading of an environment variable (`GIT_CONFIG_NOSYSTEM=1`, `true`, `yes`, `on`).
+fn is_truthy(v: Option<std::ffi::OsString>) -> bool {
+    match v {
+        None => false,
+        Some(v) => {
+            let v = v.to_string_lossy().trim().to_ascii_lowercase();
+            !(v.is_empty() || v == "0" || v == "false" || v == "no" || v == "off")
+        }
+    }
+}
+
+/// Expand `~/` (and a lone `~`) to `$HOME`; a relative path is taken relative to the work tree
+/// (where git runs its commands from). `~user/` is not supported (left as is).
+fn expand_path(value: &gix::bstr::BStr, workdir: &Path, env: &dyn Env) -> Option<PathBuf> {
+    let value = value.trim();
+    let home = || non_empty(env.var("HOME")).map(PathBuf::from);
+    let path = if value == b"~" {
+        home()?
+    } else if let Some(rest) = value.strip_prefix(b"~/") {
+        home()?.join(super::bytes_to_path(rest.as_bstr()))
+    } else {
+        super::bytes_to_path(value.as_bstr()).to_path_buf()
+    };
+    Some(if path.is_relative() {
+        workdir.join(path)
+    } else {
+        path
+    })
+}
+
+/// Which identity of a commit.
+#[derive(Debug, Clone, Copy)]
+pub enum Role {
+    /// `GIT_AUTHOR_*`.
+    Author,
+    /// `GIT_COMMITTER_*`.
+    Committer,
+}
+
+impl Role {
+    fn prefix(self) -> &'static str {
+        match self {
+            Role::Author => "GIT_AUTHOR",
+            Role::Committer => "GIT_COMMITTER",
+        }
+    }
+}
+
+/// The signature for `role`: name, email and date from the environment, else the configuration,
+/// else the defaults; the date defaults to now.
+///
+/// # Errors
+/// [`Error::Usage`] when `GIT_<ROLE>_DATE` is set but not a date git would accept.
+pub fn signature(
+    role: Role,
+    cfg: &UserConfig,
+    env: &dyn Env,
+    now: gix::date::Time,
+) -> Result<gix::actor::Signature> {
+    let prefix = role.prefix();
+    let var = |suffix: &str| -> Option<BString> {
+        env.var(&format!("{prefix}_{suffix}"))
+            .map(|v| BString::from(std::os::unix::ffi::OsStringExt::into_vec(v)))
+            .map(|v| sanitize(v.as_bstr()))
+            .filter(|v| !v.is_empty())
+    };
+    let name = var("NAME")
+        .or_else(|| {
+            cfg.name
+                .as_ref()
+                .map(|n| sanitize(n.as_bstr()))
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(|| DEFAULT_NAME.into());
+    let email = var("EMAIL")
+        .or_else(|| {
+            cfg.email
+                .as_ref()
+                .map(|e| sanitize(e.as_bstr()))
+                .filter(|e| !e.is_empty())
+        })
+        .unwrap_or_else(|| DEFAULT_EMAIL.into());
+    let time = match env.var(&format!("{prefix}_DATE")) {
+        Some(raw) if !raw.is_empty() => {
+            let raw = raw.to_string_lossy();
+            parse_date(&raw).ok_or_else(|| {
+                Error::Usage(format!(
+                    "{prefix}_DATE is not a date git understands: '{raw}' (use e.g. 2026-01-01T12:00:00+02:00 or '@1767225600 +0000')"
+                ))
+            })?
+        }
+        _ => now,
+    };
+    Ok(gix::actor::Signature { name, email, time })
+}
+
+/// Strip what git strips from identities: surrounding whitespace and the characters `<`, `>` and
+/// newlines that would break the commit header.
+fn sanitize(v: &gix::bstr::BStr) -> BString {
+    let cleaned: Vec<u8> = v
+        .iter()
+        .copied()
+        .filter(|b| !matches!(b, b'<' | b'>' | b'\n' | b'\r' | 0))
+        .collect();
+    cleaned.trim().into()
+}
+
+/// Parse a date as git does for `GIT_AUTHOR_DATE`: RFC 3339 / ISO 8601 (`2026-01-01T00:00:00Z`,
+/// with or without `T`, offsets `Z`, `+hh:mm`, `+hhmm`), `@<unix> <tz>`, `<unix> <tz>`, RFC 2822.
+pub fn parse_date(raw: &str) -> Option<gix::date::Time> {
+    let raw = raw.trim();
+    if let Some(t) = parse_iso8601(raw) {
+        return Some(t);
+    }
+    gix::date::parse(raw, None).ok()
+}
+
+/// `YYYY-MM-DD[T ]HH:MM:SS[.frac][ ](Z|±HH:MM|±HHMM|±HH)`; without a zone: UTC.
+fn parse_iso8601(s: &str) -> Option<gix::date::Time> {
+    let b = s.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = s.get(r)?;
+        if part.bytes().all(|c| c.is_ascii_digit()) {
+            part.parse().ok()
+        } else {
+            None
+        }
+    };
+    if b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut rest = &s[19..];
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        rest = &frac[digits..];
+    }
+    let rest = rest.trim_start();
+    let offset = if rest.is_empty() || rest.eq_ignore_ascii_case("z") {
+        0
+    } else {
+        let sign = match rest.as_bytes()[0] {
+            b'+' => 1,
+            b'-' => -1,
+            _ => return None,
+        };
+        let digits: String = rest[1..].chars().filter(|c| *c != ':').collect();
+        if !digits.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        let (h, m) = match digits.len() {
+            2 => (digits.parse::<i64>().ok()?, 0),
+            4 => (
+                digits[..2].parse::<i64>().ok()?,
+                digits[2..].parse::<i64>().ok()?,
+            ),
+            _ => return None,
+        };
+        if h > 14 || m > 59 {
+            return None;
+        }
+        sign * (h * 3600 + m * 60)
+    };
+    let days = days_from_civil(year, month, day);
+    let local = days * 86_400 + hour * 3600 + minute * 60 + second;
+    Some(gix::date::Time::new(
+        local - offset,
+        i32::try_from(offset).ok()?,
+    ))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct MapEnv(HashMap<&'static str, String>);
+
+    impl Env for MapEnv {
+        fn var(&self, name: &str) -> Option<std::ffi::OsString> {
+            self.0.get(name).map(Into::into)
+        }
+    }
+
+    fn env(pairs: &[(&'static str, &str)]) -> MapEnv {
+        MapEnv(pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect())
+    }
+
+    #[test]
+    fn dates_in_git_formats() {
+        let t = parse_date("2026-01-01T00:00:00Z").unwrap();
+        assert_eq!((t.seconds, t.offset), (1_767_225_600, 0));
+        let t = parse_date("2026-01-01T02:00:00+02:00").unwrap();
+        assert_eq!((t.seconds, t.offset), (1_767_225_600, 7200));
+        let t = parse_date("2026-01-01 02:00:00 +0200").unwrap();
+        assert_eq!((t.seconds, t.offset), (1_767_225_600, 7200));
+        let t = parse_date("2025-12-31T19:00:00.123-05:00").unwrap();
+        assert_eq!((t.seconds, t.offset), (1_767_225_600, -18000));
+        let t = parse_date("@1767225600 +0100").unwrap();
+        assert_eq!((t.seconds, t.offset), (1_767_225_600, 3600));
+        let t = parse_date("1767225600 -0130").unwrap();
+        assert_eq!((t.seconds, t.offset), (1_767_225_600, -5400));
+        let t = parse_date("Thu, 01 Jan 2026 00:00:00 +0000").unwrap();
+        assert_eq!((t.seconds, t.offset), (1_767_225_600, 0));
+        let t = parse_date("1970-01-01T00:00:00Z").unwrap();
+        assert_eq!(t.seconds, 0);
+        assert!(parse_date("not a date").is_none());
+        assert!(parse_date("2026-13-01T00:00:00Z").is_none());
+    }
+
+    #[test]
+    fn identity_precedence() {
+        let now = gix::date::Time::new(1, 0);
+        let cfg = UserConfig {
+            name: Some("Cfg Name".into()),
+            email: Some("cfg@example.com".into()),
+            ..Default::default()
+        };
+        let e = env(&[
+            ("GIT_AUTHOR_NAME", "Env <Name>"),
+            ("GIT_COMMITTER_EMAIL", " c@x "),
+        ]);
+        let a = signature(Role::Author, &cfg, &e, now).unwrap();
+        assert_eq!(
+            (a.name.as_bstr(), a.email.as_bstr()),
+            ("Env Name".into(), "cfg@example.com".into())
+        );
+        let c = signature(Role::Committer, &cfg, &e, now).unwrap();
+        assert_eq!(
+            (c.name.as_bstr(), c.email.as_bstr()),
+            ("Cfg Name".into(), "c@x".into())
+        );
+        let d = signature(
+            Role::Author,
+            &UserConfig::default(),
+            &env(&[("GIT_AUTHOR_NAME", "")]),
+            now,
+        )
+        .unwrap();
+        assert_eq!(d.name, DEFAULT_NAME);
+        assert_eq!(d.email, DEFAULT_EMAIL);
+        assert_eq!(d.time, now);
+        let bad = signature(
+            Role::Author,
+            &cfg,
+            &env(&[("GIT_AUTHOR_DATE", "yesterday-ish")]),
+            now,
+        );
+        assert!(matches!(bad, Err(Error::Usage(_))));
+    }
+
+    #[test]
+    fn reads_only_the_three_values_in_precedence_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let git_dir = tmp.path().join(".git");
+        std::fs::create_dir_all(&git_dir).unwrap();
+        let system = tmp.path().join("system");
+        let global = tmp.path().join("global");
+        std::fs::write(
+            &system,
+            "[user]\n\tname = System\n\temail = sys@x\n[core]\n\texcludesFile = /sys/ignore\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &global,
+            "[user]\n\tname = Global\n[core]\n\texcludesFile = ~/my-ignore\n",
+        )
+        .unwrap();
+        std::fs::write(git_dir.join("config"), "[core]\n\tbare = false\n").unwrap();
+        let e = env(&[
+            ("GIT_CONFIG_SYSTEM", system.to_str().unwrap()),
+            ("GIT_CONFIG_GLOBAL", global.to_str().unwrap()),
+            ("HOME", "/home/u"),
+        ]);
+        let cfg = UserConfig::load(&git_dir, tmp.path(), &e);
+        assert_eq!(cfg.name, Some("Global".into()));
+        assert_eq!(cfg.email, Some("sys@x".into()));
+        assert_eq!(
+            cfg.excludes_file.as_deref(),
+            Some(Path::new("/home/u/my-ignore"))
+        );
+
+        // GIT_CONFIG_NOSYSTEM drops the system file; the local file wins over the global one.
+        std::fs::write(
+            git_dir.join("config"),
+            "[core]\n\texcludesFile = rel/ignore\n",
+        )
+        .unwrap();
+        let mut e2 = e.0.clone();
+        e2.insert("GIT_CONFIG_NOSYSTEM", "1".into());
+        let cfg = UserConfig::load(&git_dir, tmp.path(), &MapEnv(e2));
+        assert_eq!(cfg.email, None);
+        assert_eq!(cfg.excludes_file, Some(tmp.path().join("rel/ignore")));
+
+        // Nothing configured: git's default file below XDG_CONFIG_HOME.
+        std::fs::write(git_dir.join("config"), "").unwrap();
+        let cfg = UserConfig::load(
+            &git_dir,
+            tmp.path(),
+            &env(&[("HOME", "/h"), ("GIT_CONFIG_NOSYSTEM", "1")]),
+        );
+        assert_eq!(
+            cfg.excludes_file.as_deref(),
+            Some(Path::new("/h/.config/git/ignore"))
+        );
+        let cfg = UserConfig::load(
+            &git_dir,
+            tmp.path(),
+            &env(&[
+                ("HOME", "/h"),
+                ("XDG_CONFIG_HOME", "/x"),
+                ("GIT_CONFIG_NOSYSTEM", "1"),
+            ]),
+        );
+        assert_eq!(
+            cfg.excludes_file.as_deref(),
+            Some(Path::new("/x/git/ignore"))
+        );
+    }
+}

@@ -1,0 +1,444 @@
+//! Turn the [`Plan`](super::changes::Plan) into tree edits: hash the new and changed work tree files
+//! (and only those) into blobs, scan them for secrets first, and leave out what must not be staged
+//! (files over 50 MiB, nested repositories, names git refuses).
+//!
+//! Blobs are converted like `git add` does (`.gitattributes` `text`/`eol`/`ident`/
+//! `working-tree-encoding`), but never through a filter driver: the repository is opened with its
+//! `filter.*` configuration removed (SPEC rule 8).
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::path::Path;
+
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::objs::tree::EntryKind;
+
+use super::changes::{Plan, Target};
+use super::scan::Scanner;
+use crate::error::{Error, Result};
+
+/// Files larger than this (50 MiB) are not staged.
+pub const MAX_FILE_BYTES: u64 = 52_428_800;
+/// The scan reads content in chunks of this size (with overlap, see [`Scanner`]).
+const SCAN_CHUNK: usize = 1 << 20;
+/// Work tree files per hashing thread before another thread is worth starting.
+const FILES_PER_THREAD: usize = 64;
+/// At most this many hashing threads (each may hold one file of up to 50 MiB in memory).
+const MAX_THREADS: usize = 4;
+
+/// The path rules git applies on Linux when adding files (`core.protectNTFS` on, HFS and Windows
+/// device names off), which are also the rules the tree editor checks when writing.
+pub fn name_rules() -> gix::validate::path::component::Options {
+    gix::validate::path::component::Options {
+        protect_windows: false,
+        protect_hfs: false,
+        protect_ntfs: true,
+    }
+}
+
+/// The edits to apply to `HEAD^{tree}`.
+#[derive(Debug, Default)]
+pub struct Staged {
+    /// Paths to remove (applied first).
+    pub removals: Vec<BString>,
+    /// Entries to add or replace.
+    pub upserts: Vec<(BString, EntryKind, gix::ObjectId)>,
+    /// Stat data of the work tree files that were hashed, taken before reading them.
+    pub stats: HashMap<BString, gix::index::entry::Stat>,
+    /// What was left out, and why.
+    pub warnings: Vec<String>,
+}
+
+/// What one work tree path turned out to be.
+enum Outcome {
+    /// Not there (anymore), or a directory now (its files are staged on their own).
+    Gone,
+    Blob {
+        kind: EntryKind,
+        id: gix::ObjectId,
+        stat: gix::index::entry::Stat,
+    },
+    TooLarge(u64),
+    NestedRepo,
+    Untrackable,
+    Secret,
+}
+
+/// Hash, scan and classify every path of `plan`.
+///
+/// # Errors
+/// [`Error::Integrity`] when a file to commit contains one of `secrets` (blobs of other files may
+/// already be in the object database, unreferenced; no blob with a secret is ever written);
+/// [`Error::Internal`] on I/O failures.
+pub fn stage(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    workdir: &Path,
+    plan: &Plan,
+    head_tree: &gix::Tree<'_>,
+    secrets: &[String],
+) -> Result<Staged> {
+    let mut staged = Staged::default();
+    let mut secret_paths: Vec<BString> = Vec::new();
+    let rules = name_rules();
+    let exec_bit = repo
+        .filesystem_options()
+        .map_err(|e| Error::internal("reading core.fileMode", e))?
+        .executable_bit;
+
+    let mut from_worktree: Vec<&BStr> = Vec::new();
+    let mut scanner = Scanner::new(secrets);
+    for (path, target) in &plan.targets {
+        match target {
+            Target::Remove => staged.removals.push(path.clone()),
+            Target::Worktree => {
+                if let Some(reason) = invalid_name(path.as_ref(), rules) {
+                    staged.warnings.push(format!(
+                        "left out {path}: git refuses this file name ({reason})"
+                    ));
+                } else {
+                    from_worktree.push(path.as_ref());
+                }
+            }
+            Target::Index { id, mode } => {
+                let Some(kind) = mode.to_tree_entry_mode().map(|m| m.kind()) else {
+                    continue;
+                };
+                if kind == EntryKind::Commit {
+                    staged.upserts.push((path.clone(), kind, *id));
+                    continue;
+                }
+                // A blob staged with plain git: it is new content too, so it is checked like a file.
+                let header = repo.find_header(*id).map_err(|e| {
+                    Error::internal(format!("reading the staged object of {path}"), e)
+                })?;
+                if header.size() > MAX_FILE_BYTES {
+                    staged
+                        .warnings
+                        .push(too_large(path.as_ref(), header.size(), head_tree)?);
+                    continue;
+                }
+                let blob = repo.find_blob(*id).map_err(|e| {
+                    Error::internal(format!("reading the staged object of {path}"), e)
+                })?;
+                if scanner.scan_all(&blob.data, SCAN_CHUNK) {
+                    secret_paths.push(path.clone());
+                    continue;
+                }
+                staged.upserts.push((path.clone(), kind, *id));
+            }
+        }
+    }
+    for (path, outcome) in hash_all(repo, index, workdir, &from_worktree, secrets, exec_bit)? {
+        match outcome {
+            Outcome::Gone => staged.removals.push(path.to_owned()),
+            Outcome::Blob { kind, id, stat } => {
+                staged.upserts.push((path.to_owned(), kind, id));
+                staged.stats.insert(path.to_owned(), stat);
+            }
+            Outcome::TooLarge(size) => staged.warnings.push(too_large(path, size, head_tree)?),
+            Outcome::NestedRepo => staged.warnings.push(nested_repo(path)),
+            Outcome::Untrackable => staged.warnings.push(format!(
+                "left out {path}: it is not a regular file, symbolic link or directory"
+            )),
+            Outcome::Secret => secret_paths.push(path.to_owned()),
+        }
+    }
+    for path in &plan.nested_repos {
+        staged.warnings.push(nested_repo(path.as_ref()));
+    }
+
+    if !secret_paths.is_empty() {
+        secret_paths.sort();
+        let shown: Vec<String> = secret_paths.iter().take(5).map(|p| p.to_string()).collect();
+        let more = match secret_paths.len() {
+            n if n > 5 => format!(" and {} more", n - 5),
+            _ => String::new(),
+        };
+        return Err(Error::Integrity(format!(
+            "refusing to commit: {}{more} {} a session token; remove it (or ignore the file) and save again. Nothing was committed",
+            shown.join(", "),
+            if secret_paths.len() == 1 {
+                "contains"
+            } else {
+                "contain"
+            },
+        )));
+    }
+    Ok(staged)
+}
+
+/// The warning for a file over the limit: new files are left out, tracked ones stay as committed.
+fn too_large(path: &BStr, size: u64, head_tree: &gix::Tree<'_>) -> Result<String> {
+    let tracked = head_tree
+        .lookup_entry(path.split_str("/"))
+        .map_err(|e| Error::internal(format!("looking up {path} in HEAD"), e))?
+        .is_some_and(|e| !e.mode().is_tree());
+    let mib = size as f64 / (1024.0 * 1024.0);
+    Ok(if tracked {
+        format!(
+            "{path} is {size} bytes ({mib:.1} MiB), over the 50 MiB limit: left at its committed version"
+        )
+    } else {
+        format!("left out {path}: {size} bytes ({mib:.1} MiB), over the 50 MiB limit")
+    })
+}
+
+fn nested_repo(path: &BStr) -> String {
+    let path = path.trim_end_with(|c| c == '/');
+    format!(
+        "left out {}/: it is a nested git repository",
+        path.as_bstr()
+    )
+}
+
+/// Why git would refuse `path` as a tree path, if it would.
+fn invalid_name(path: &BStr, rules: gix::validate::path::component::Options) -> Option<String> {
+    for component in path.split_str("/") {
+        if let Err(e) = gix::validate::path::component(component.as_bstr(), None, rules) {
+            return Some(e.to_string());
+        }
+    }
+    None
+}
+
+/// Hash the work tree files at `paths`, in parallel when there are many.
+fn hash_all<'p>(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    workdir: &Path,
+    paths: &[&'p BStr],
+    secrets: &[String],
+    exec_bit: bool,
+) -> Result<Vec<(&'p BStr, Outcome)>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_THREADS)
+        .min(paths.len().div_ceil(FILES_PER_THREAD))
+        .max(1);
+    let run = |repo: gix::Repository, part: Vec<&'p BStr>| -> Result<Vec<(&'p BStr, Outcome)>> {
+        let mut hasher = Hasher::new(&repo, index, workdir, secrets, exec_bit)?;
+        part.into_iter()
+            .map(|p| hasher.hash(p).map(|o| (p, o)))
+            .collect()
+    };
+    if threads == 1 {
+        return run(repo.clone(), paths.to_vec());
+    }
+    let mut parts: Vec<Vec<&'p BStr>> = vec![Vec::new(); threads];
+    for (i, p) in paths.iter().enumerate() {
+        parts[i % threads].push(p);
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .into_iter()
+            .map(|part| {
+                let repo = repo.clone();
+                s.spawn(move || run(repo, part))
+            })
+            .collect();
+        let mut out = Vec::with_capacity(paths.len());
+        for h in handles {
+            match h.join() {
+                Ok(r) => out.extend(r?),
+                Err(_) => return Err(Error::Internal("a hashing thread panicked".into())),
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// Per-thread state for hashing work tree files.
+struct Hasher<'r> {
+    repo: &'r gix::Repository,
+    pipeline: gix::filter::Pipeline<'r>,
+    index: &'r gix::index::State,
+    workdir: &'r Path,
+    scanner: Scanner<'r>,
+    exec_bit: bool,
+    buf: Vec<u8>,
+}
+
+impl<'r> Hasher<'r> {
+    fn new(
+        repo: &'r gix::Repository,
+        index: &'r gix::index::State,
+        workdir: &'r Path,
+        secrets: &'r [String],
+        exec_bit: bool,
+    ) -> Result<Self> {
+        let attributes = repo
+            .attributes_only(
+                index,
+                gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+            )
+            .map_err(|e| Error::internal("reading .gitattributes", e))?
+            .detach();
+        let pipeline = gix::filter::Pipeline::new(repo, attributes)
+            .map_err(|e| Error::internal("preparing the content conversion", e))?;
+        Ok(Hasher {
+            repo,
+            pipeline,
+            index,
+            workdir,
+            scanner: Scanner::new(secrets),
+            exec_bit,
+            buf: Vec::new(),
+        })
+    }
+
+    fn hash(&mut self, rela: &BStr) -> Result<Outcome> {
+        let rela_path = super::bytes_to_path(rela);
+        let path = self.workdir.join(rela_path);
+        let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
+        let md = match std::fs::symlink_metadata(&path) {
+            Ok(md) => md,
+            Err(e) if is_gone(&e) => return Ok(Outcome::Gone),
+            Err(e) => return Err(io(e)),
+        };
+        let ft = md.file_type();
+        if ft.is_symlink() {
+            let stat = stat_of(&gix::index::fs::Metadata::from_path_no_follow(&path).map_err(io)?);
+            let target = match std::fs::read_link(&path) {
+                Ok(t) => t,
+                Err(e) if is_gone(&e) => return Ok(Outcome::Gone),
+                Err(e) => return Err(io(e)),
+            };
+            let target = std::os::unix::ffi::OsStringExt::into_vec(target.into_os_string());
+            if self.scanner.scan_all(&target, SCAN_CHUNK) {
+                return Ok(Outcome::Secret);
+            }
+            let id = self.write(&target, rela)?;
+            return Ok(Outcome::Blob {
+                kind: EntryKind::Link,
+                id,
+                stat,
+            });
+        }
+        if ft.is_dir() {
+            return Ok(match std::fs::symlink_metadata(path.join(".git")) {
+                Ok(_) => Outcome::NestedRepo,
+                // A file that became a directory: its files are staged as untracked files.
+                Err(_) => Outcome::Gone,
+            });
+        }
+        if !ft.is_file() {
+            return Ok(Outcome::Untrackable);
+        }
+        if md.len() > MAX_FILE_BYTES {
+            return Ok(Outcome::TooLarge(md.len()));
+        }
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if is_gone(&e) => return Ok(Outcome::Gone),
+            Err(e) => return Err(io(e)),
+        };
+        // The stat data recorded in the index is taken before reading, so a change during the
+        // read shows up in the next `git status`.
+        let fmd = gix::index::fs::Metadata::from_file(&file).map_err(io)?;
+        let std_md = file.metadata().map_err(io)?;
+        if !std_md.is_file() || !same_file(&md, &std_md) {
+            return Err(Error::Internal(format!(
+                "{} changed while it was being saved; run save again",
+                path.display()
+            )));
+        }
+        let stat = stat_of(&fmd);
+        self.buf.clear();
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut self.buf)
+            .map_err(io)?;
+        if self.buf.len() as u64 > MAX_FILE_BYTES {
+            return Ok(Outcome::TooLarge(std_md.len().max(self.buf.len() as u64)));
+        }
+        if self.scanner.scan_all(&self.buf, SCAN_CHUNK) {
+            return Ok(Outcome::Secret);
+        }
+        let kind = if self.exec_bit {
+            if gix::fs::is_executable(&std_md) {
+                EntryKind::BlobExecutable
+            } else {
+                EntryKind::Blob
+            }
+        } else {
+            // core.fileMode false: keep the recorded executable bit, as git does.
+            match self.index.entry_by_path(rela).map(|e| e.mode) {
+                Some(gix::index::entry::Mode::FILE_EXECUTABLE) => EntryKind::BlobExecutable,
+                _ => EntryKind::Blob,
+            }
+        };
+        let id = self.convert_and_write(rela, rela_path)?;
+        let Some(id) = id else {
+            return Ok(Outcome::Secret);
+        };
+        Ok(Outcome::Blob { kind, id, stat })
+    }
+
+    /// Convert `self.buf` like `git add` (attributes, no drivers), scan the result if it differs,
+    /// and write it. `None`: the converted content holds a secret.
+    fn convert_and_write(
+        &mut self,
+        rela: &BStr,
+        rela_path: &Path,
+    ) -> Result<Option<gix::ObjectId>> {
+        use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
+        let converted = self
+            .pipeline
+            .convert_to_git(self.buf.as_slice(), rela_path, self.index)
+            .map_err(|e| Error::internal(format!("converting {rela}"), e))?;
+        let data: Vec<u8>;
+        let bytes: &[u8] = match converted {
+            ToGitOutcome::Unchanged(_) => &self.buf,
+            ToGitOutcome::Buffer(b) => b,
+            ToGitOutcome::Process(mut r) => {
+                let mut v = Vec::new();
+                r.read_to_end(&mut v)
+                    .map_err(|e| Error::io(format!("converting {rela}"), e))?;
+                data = v;
+                &data
+            }
+        };
+        if bytes.as_ptr() != self.buf.as_ptr() && self.scanner.scan_all(bytes, SCAN_CHUNK) {
+            return Ok(None);
+        }
+        let id = self
+            .repo
+            .write_blob(bytes)
+            .map_err(|e| Error::internal(format!("writing the blob of {rela}"), e))?
+            .detach();
+        Ok(Some(id))
+    }
+
+    fn write(&self, data: &[u8], rela: &BStr) -> Result<gix::ObjectId> {
+        Ok(self
+            .repo
+            .write_blob(data)
+            .map_err(|e| Error::internal(format!("writing the blob of {rela}"), e))?
+            .detach())
+    }
+}
+
+fn stat_of(md: &gix::index::fs::Metadata) -> gix::index::entry::Stat {
+    gix::index::entry::Stat::from_fs(md).unwrap_or_default()
+}
+
+fn is_gone(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    true
+}
