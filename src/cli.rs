@@ -124,7 +124,7 @@ pub struct PushArgs {
     #[arg(long, value_name = "URL")]
     pub push_url: Option<String>,
 
-    /// The session branch; must match the session record [env: SESSION_BRANCH]
+    /// The session branch; must match the session record
     #[arg(long, env = "SESSION_BRANCH", value_name = "BRANCH")]
     pub session_branch: Option<String>,
 }

@@ -605,3 +605,46 @@ fn a_large_push_streams_with_bounded_memory() {
         s.w.git(&dir, &["rev-parse", "HEAD"])
     );
 }
+
+#[test]
+fn push_works_from_the_record_and_refuses_another_session() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/mine", &s.ids[1]);
+    s.commit(&dir, "f", "1\n");
+    // TIP_SHA and READ_URL in the environment are not consulted; another branch is refused.
+    let run = s.push(&dir, &[("SESSION_BRANCH", "sessions/other"), ("TIP_SHA", &s.ids[0])]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("belongs to another session"), "{}", run.stderr);
+    let run = s.w.run(&dir, &["push"], &[]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("PUSH_URL is not set"), "{}", run.stderr);
+    let run = s.w.run(&dir, &["push", "--push-url", &s.url()], &[]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("carries credentials"), "{}", run.stderr);
+    let elsewhere = s.w.path("not-a-session");
+    let run = s.w.run(&elsewhere, &["push"], &[("PUSH_URL", &s.url())]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("restore` first"), "{}", run.stderr);
+    s.push(&dir, &[("SESSION_BRANCH", "refs/heads/sessions/mine")]).assert_code(0);
+}
+
+#[test]
+fn an_expired_jwt_is_named_in_the_auth_error() {
+    use base64::Engine as _;
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/j", &s.ids[1]);
+    s.commit(&dir, "f", "1\n");
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let jwt = format!(
+        "{}.{}.{}",
+        b64.encode(r#"{"alg":"HS256","typ":"JWT"}"#),
+        b64.encode(r#"{"exp":1700000000,"sub":"sandbox"}"#),
+        b64.encode("signature-bytes")
+    );
+    let url = s.srv.url("repo.git", Some(&format!("t:{jwt}")));
+    let run = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
+    run.assert_code(4);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
+    assert!(!msg.contains(&jwt) && !run.stderr.contains(&jwt));
+}
