@@ -595,10 +595,9 @@ fn a_large_push_streams_with_bounded_memory() {
         .unwrap()
         .parse()
         .unwrap();
-    assert!(
-        kib < (64 + 1) * 1024,
-        "peak RSS {kib} KiB for a 120 MiB push"
-    );
+    eprintln!("peak RSS of a 120 MiB push: {kib} KiB");
+    // 64 MiB plus the largest object (1 MiB).
+    assert!(kib < (64 + 1) * 1024, "peak RSS {kib} KiB for a 120 MiB push");
     s.w.git(&s.bare(), &["fsck", "--no-progress"]);
     assert_eq!(
         s.remote("sessions/big").unwrap(),
