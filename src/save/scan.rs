@@ -1,18 +1,22 @@
 //! The secret scan (SPEC rule 5: `save` refuses to commit a file that contains a session token).
 //!
-//! Content is fed in chunks; the scanner keeps the last `longest secret - 1` bytes of the previous
-//! chunk so a secret split across two chunks is still found. Nothing about the secrets is ever
-//! reported, only whether one was found.
+//! Content is fed in chunks; the scanner keeps the tail of the previous chunk so a secret split
+//! across two chunks is still found. Besides the literal forms it is given, it also finds them
+//! percent-encoded in any spelling (`%2D` or `-`, `%2b` or `%2B`): where a chunk holds a `%`, the
+//! percent-decoded text is searched too. Nothing about the secrets is ever reported, only whether
+//! one was found.
 
 use gix::bstr::ByteSlice;
 
 /// Looks for any of a set of byte strings in a stream of chunks.
 pub struct Scanner<'a> {
     secrets: Vec<&'a [u8]>,
-    /// The tail of the data seen so far (at most `longest - 1` bytes).
+    /// The tail of the data seen so far (enough for a secret written fully percent-encoded).
     carry: Vec<u8>,
     /// A window buffer: `carry` followed by the current chunk.
     window: Vec<u8>,
+    /// The percent-decoded window.
+    decoded: Vec<u8>,
     longest: usize,
     found: bool,
 }
@@ -30,6 +34,7 @@ impl<'a> Scanner<'a> {
             secrets,
             carry: Vec::new(),
             window: Vec::new(),
+            decoded: Vec::new(),
             longest,
             found: false,
         }
@@ -45,7 +50,8 @@ impl<'a> Scanner<'a> {
         if self.found || !self.is_active() || chunk.is_empty() {
             return;
         }
-        let keep = self.longest - 1;
+        // A secret of n bytes takes at most 3n bytes percent-encoded.
+        let keep = 3 * self.longest - 1;
         let hay: &[u8] = if self.carry.is_empty() {
             chunk
         } else {
@@ -58,8 +64,14 @@ impl<'a> Scanner<'a> {
             self.found = true;
             return;
         }
-        let tail = &hay[hay.len().saturating_sub(keep)..];
-        let tail = tail.to_vec();
+        if hay.contains(&b'%') {
+            percent_decode(hay, &mut self.decoded);
+            if self.secrets.iter().any(|s| self.decoded.find(s).is_some()) {
+                self.found = true;
+                return;
+            }
+        }
+        let tail = hay[hay.len().saturating_sub(keep)..].to_vec();
         self.carry = tail;
     }
 
@@ -82,6 +94,34 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Decode `%XX` escapes (either case); everything else is copied.
+fn percent_decode(input: &[u8], out: &mut Vec<u8>) {
+    fn hex(b: u8) -> Option<u8> {
+        match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            b'A'..=b'F' => Some(b - b'A' + 10),
+            _ => None,
+        }
+    }
+    out.clear();
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                input.get(i + 1).copied().and_then(hex),
+                input.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push(h << 4 | l);
+            i += 3;
+            continue;
+        }
+        out.push(input[i]);
+        i += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,8 +141,29 @@ mod tests {
                 "false positive with chunk size {chunk}"
             );
         }
-        assert!(s.scan_all(b"..ab", 1) == false);
+        assert!(!s.scan_all(b"..ab", 1));
         assert!(s.scan_all(b"..abc", 1));
+    }
+
+    #[test]
+    fn finds_any_percent_encoding() {
+        let secrets = vec!["tok3n-Sekr1t+/=Zq".to_owned()];
+        let mut s = Scanner::new(&secrets);
+        for form in [
+            "tok3n%2DSekr1t%2B%2F%3DZq",
+            "tok3n-Sekr1t%2B%2F%3DZq",
+            "tok3n-Sekr1t%2b%2f%3dZq",
+            "%74%6F%6B%33%6E%2D%53%65%6B%72%31%74%2B%2F%3D%5A%71",
+        ] {
+            let data = format!("url=https://t:{form}@host/x\n");
+            for chunk in 1..data.len() + 2 {
+                assert!(
+                    s.scan_all(data.as_bytes(), chunk),
+                    "missed {form} with chunk size {chunk}"
+                );
+            }
+        }
+        assert!(!s.scan_all(b"tok3n%2DSekr1t%2B%2F%3DZ", 4));
     }
 
     #[test]
