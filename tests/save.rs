@@ -167,6 +167,14 @@ impl Setup {
             "index differs from HEAD"
         );
         self.w.git(dir, &["fsck", "--no-progress", "--no-dangling"]);
+        // Both reflogs got the entry git writes for a commit.
+        for r in ["HEAD", &format!("refs/heads/{BRANCH}")] {
+            assert_eq!(
+                self.w.git(dir, &["log", "-g", "-1", "--format=%H %gs", r]),
+                format!("{head} commit: Saved by test"),
+                "reflog of {r}"
+            );
+        }
         assert!(
             !dir.join(".git/index.lock").exists(),
             "index.lock left behind"
