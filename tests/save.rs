@@ -672,6 +672,18 @@ fn refuses_to_commit_a_file_holding_the_token() {
     s.w.git(&dir, &["rm", "-q", "--cached", "staged.txt"]);
     std::fs::remove_file(dir.join("staged.txt")).unwrap();
 
+    // A path that spells the token is refused too, without showing it.
+    write(&dir, &format!("leak/{TOKEN}"), "harmless\n");
+    let run = s.save(&dir, &[("READ_URL", &url)]);
+    run.assert_code(6);
+    assert!(
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("path contains it")
+    );
+    std::fs::remove_dir_all(dir.join("leak")).unwrap();
+
     // Without the token in the file, the same save goes through.
     let run = s.save(&dir, &[("READ_URL", &url)]);
     run.assert_code(0);

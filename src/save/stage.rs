@@ -88,7 +88,13 @@ pub fn stage(
 
     let mut from_worktree: Vec<&BStr> = Vec::new();
     let mut scanner = Scanner::new(secrets);
+    // Paths that hold a token are refused like contents that do, and never shown.
+    let mut secret_names = 0usize;
     for (path, target) in &plan.targets {
+        if *target != Target::Remove && scanner.scan_all(path, SCAN_CHUNK) {
+            secret_names += 1;
+            continue;
+        }
         match target {
             Target::Remove => staged.removals.push(path.clone()),
             Target::Worktree => {
@@ -145,24 +151,27 @@ pub fn stage(
         }
     }
     for path in &plan.nested_repos {
-        staged.warnings.push(nested_repo(path.as_ref()));
+        if scanner.scan_all(path, SCAN_CHUNK) {
+            staged
+                .warnings
+                .push("left out a nested git repository whose path holds a session token".into());
+        } else {
+            staged.warnings.push(nested_repo(path.as_ref()));
+        }
     }
 
-    if !secret_paths.is_empty() {
+    if !secret_paths.is_empty() || secret_names > 0 {
         secret_paths.sort();
-        let shown: Vec<String> = secret_paths.iter().take(5).map(|p| p.to_string()).collect();
-        let more = match secret_paths.len() {
-            n if n > 5 => format!(" and {} more", n - 5),
-            _ => String::new(),
-        };
+        let mut shown: Vec<String> = secret_paths.iter().take(5).map(|p| p.to_string()).collect();
+        if secret_paths.len() > 5 {
+            shown.push(format!("{} more files", secret_paths.len() - 5));
+        }
+        if secret_names > 0 {
+            shown.push(format!("{secret_names} file(s) whose path contains it"));
+        }
         return Err(Error::Integrity(format!(
-            "refusing to commit: {}{more} {} a session token; remove it (or ignore the file) and save again. Nothing was committed",
+            "refusing to commit a session token: found in {}; remove it (or ignore the file) and save again. Nothing was committed",
             shown.join(", "),
-            if secret_paths.len() == 1 {
-                "contains"
-            } else {
-                "contain"
-            },
         )));
     }
     Ok(staged)
