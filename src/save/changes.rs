@@ -12,7 +12,7 @@ use gix::bstr::{BStr, BString};
 use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
 use gix::status::plumbing::index_as_worktree_with_renames::{Entry, VisitEntry};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Where the content of a path comes from in the new commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub fn collect(
             index,
             gix::worktree::stack::state::attributes::Source::IdMapping,
         )
-        .map_err(|e| Error::internal("preparing the status", e))?;
+        .map_err(|e| super::fail("preparing the status", e))?;
     repo.tree_index_status(
         &head_tree,
         index,
@@ -114,12 +114,12 @@ pub fn collect(
             Ok(gix::diff::index::Action::Continue(()))
         },
     )
-    .map_err(|e| Error::internal("comparing HEAD with the index", e))?;
+    .map_err(|e| super::fail("comparing HEAD with the index", e))?;
 
     // The work tree against the index, and untracked files. Work tree state wins over staged state.
     let dirwalk = repo
         .dirwalk_options()
-        .map_err(|e| Error::internal("preparing the directory walk", e))?
+        .map_err(|e| super::fail("preparing the directory walk", e))?
         .emit_untracked(gix::dir::walk::EmissionMode::Matching)
         .emit_ignored(None)
         .emit_empty_directories(false)
@@ -144,7 +144,7 @@ pub fn collect(
         &interrupt,
         options,
     )
-    .map_err(|e| Error::internal("comparing the index with the work tree", e))?;
+    .map_err(|e| super::fail("comparing the index with the work tree", e))?;
 
     for item in visitor.items {
         match item {

@@ -79,18 +79,18 @@ fn stage_and_commit_in(
     let head_tree_id = repo
         .find_commit(head)
         .and_then(|c| c.tree_id())
-        .map_err(|e| Error::internal(format!("reading the HEAD commit {head}"), e))?
+        .map_err(|e| fail(format!("reading the HEAD commit {head}"), e))?
         .detach();
     let head_tree = repo
         .find_tree(head_tree_id)
-        .map_err(|e| Error::internal(format!("reading the tree of HEAD {head}"), e))?;
+        .map_err(|e| fail(format!("reading the tree of HEAD {head}"), e))?;
 
     // Held from here to the end, like `git commit` does: no other git process writes the index
     // meanwhile. Dropping it (on any error) removes it.
     let index_lock = lock_index(&repo)?;
     let index = repo
         .index_or_empty()
-        .map_err(|e| Error::internal("reading the index", e))?;
+        .map_err(|e| fail("reading the index", e))?;
 
     let plan = changes::collect(&repo, &index, head_tree_id)?;
     let staged = stage::stage(&repo, &index, workdir, &plan, &head_tree, opts.secrets)?;
@@ -125,7 +125,7 @@ fn stage_and_commit_in(
     };
     let commit_id = repo
         .write_object(&commit)
-        .map_err(|e| Error::internal("writing the commit", e))?
+        .map_err(|e| fail("writing the commit", e))?
         .detach();
     update_branch(&repo, branch, head, commit_id, &committer, &message)?;
 
@@ -164,7 +164,7 @@ fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository>
         gix::open::Options::isolated().config_overrides(overrides),
     )
     .map_err(|e| {
-        Error::internal(
+        fail(
             format!("opening the repository at {}", git_dir.display()),
             e,
         )
@@ -179,16 +179,14 @@ fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository>
     }
     config
         .commit()
-        .map_err(|e| Error::internal("preparing the repository configuration", e))?;
+        .map_err(|e| fail("preparing the repository configuration", e))?;
     Ok(repo)
 }
 
 /// The commit `HEAD` is at, checking that `HEAD` is on the session branch.
 fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::ObjectId> {
     let full = branch.full_ref();
-    let head_name = repo
-        .head_name()
-        .map_err(|e| Error::internal("reading HEAD", e))?;
+    let head_name = repo.head_name().map_err(|e| fail("reading HEAD", e))?;
     match head_name {
         Some(name) if name.as_bstr() == full.as_str() => {}
         Some(name) => {
@@ -204,7 +202,7 @@ fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::O
     }
     let reference = repo
         .try_find_reference(full.as_str())
-        .map_err(|e| Error::internal(format!("reading {full}"), e))?;
+        .map_err(|e| fail(format!("reading {full}"), e))?;
     let Some(mut reference) = reference else {
         return Err(Error::Conflict(format!(
             "the session branch {full} has no commit yet: its history must be fetched before saving"
@@ -212,7 +210,7 @@ fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::O
     };
     Ok(reference
         .peel_to_id()
-        .map_err(|e| Error::internal(format!("reading {full}"), e))?
+        .map_err(|e| fail(format!("reading {full}"), e))?
         .detach())
 }
 
@@ -228,7 +226,7 @@ fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
                     lock.display()
                 ))
             } else {
-                Error::internal(format!("locking {}", path.display()), e)
+                fail(format!("locking {}", path.display()), e)
             }
         })
 }
@@ -239,7 +237,7 @@ fn write_tree(
     head_tree: gix::ObjectId,
     staged: &stage::Staged,
 ) -> Result<gix::ObjectId> {
-    let err = |e: gix::Error| Error::internal("building the new tree", e);
+    let err = |e: gix::Error| fail("building the new tree", e);
     let mut editor = repo.edit_tree(head_tree).map_err(err)?;
     // Removals first: a file replaced by a directory (or the reverse) is a removal and additions.
     for path in &staged.removals {
@@ -274,9 +272,7 @@ fn update_branch(
             expected: PreviousValue::MustExistAndMatch(Target::Object(old)),
             new: Target::Object(new),
         },
-        name: "HEAD"
-            .try_into()
-            .map_err(|e| Error::internal("naming HEAD", e))?,
+        name: "HEAD".try_into().map_err(|e| fail("naming HEAD", e))?,
         deref: true,
     };
     let mut time = gix::date::parse::TimeBuf::default();
@@ -309,7 +305,7 @@ fn write_index(
     hashed: &HashMap<&BStr, (gix::ObjectId, gix::index::entry::Stat)>,
 ) -> Result<()> {
     let mut state = gix::index::State::from_tree(&tree, &repo.objects, stage::name_rules())
-        .map_err(|e| Error::internal("building the index from the new tree", e))?;
+        .map_err(|e| fail("building the index from the new tree", e))?;
     for (entry, path) in state.entries_mut_with_paths() {
         if let Some((id, stat)) = hashed.get(path) {
             if *id == entry.id {
@@ -328,7 +324,7 @@ fn write_index(
     let file = gix::index::File::from_state(state, repo.index_path());
     let mut out = std::io::BufWriter::new(lock);
     file.write_to(&mut out, gix::index::write::Options::default())
-        .map_err(|e| Error::internal("writing the index", e))?;
+        .map_err(|e| fail("writing the index", e))?;
     let mut lock = out
         .into_inner()
         .map_err(|e| Error::io("writing the index", e.into_error()))?;
@@ -337,6 +333,14 @@ fn write_index(
     lock.commit()
         .map_err(|e| Error::io("writing the index", e.error))?;
     Ok(())
+}
+
+/// An internal error naming what was being done, with the whole chain of causes of `err`.
+fn fail(context: impl std::fmt::Display, err: impl std::error::Error + 'static) -> Error {
+    Error::Internal(format!(
+        "{context}: {}",
+        crate::restore::checkout::chain(&err)
+    ))
 }
 
 /// A repository path (bytes, `/`-separated) as a file system path (Unix: the same bytes).

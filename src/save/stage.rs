@@ -83,7 +83,7 @@ pub fn stage(
     let rules = name_rules();
     let exec_bit = repo
         .filesystem_options()
-        .map_err(|e| Error::internal("reading core.fileMode", e))?
+        .map_err(|e| super::fail("reading core.fileMode", e))?
         .executable_bit;
 
     let mut from_worktree: Vec<&BStr> = Vec::new();
@@ -115,18 +115,18 @@ pub fn stage(
                     continue;
                 }
                 // A blob staged with plain git: it is new content too, so it is checked like a file.
-                let header = repo.find_header(*id).map_err(|e| {
-                    Error::internal(format!("reading the staged object of {path}"), e)
-                })?;
+                let header = repo
+                    .find_header(*id)
+                    .map_err(|e| super::fail(format!("reading the staged object of {path}"), e))?;
                 if header.size() > MAX_FILE_BYTES {
                     staged
                         .warnings
                         .push(too_large(path.as_ref(), header.size(), head_tree)?);
                     continue;
                 }
-                let blob = repo.find_blob(*id).map_err(|e| {
-                    Error::internal(format!("reading the staged object of {path}"), e)
-                })?;
+                let blob = repo
+                    .find_blob(*id)
+                    .map_err(|e| super::fail(format!("reading the staged object of {path}"), e))?;
                 if scanner.scan_all(&blob.data, SCAN_CHUNK) {
                     secret_paths.push(path.clone());
                     continue;
@@ -181,7 +181,7 @@ pub fn stage(
 fn too_large(path: &BStr, size: u64, head_tree: &gix::Tree<'_>) -> Result<String> {
     let tracked = head_tree
         .lookup_entry(path.split_str("/"))
-        .map_err(|e| Error::internal(format!("looking up {path} in HEAD"), e))?
+        .map_err(|e| super::fail(format!("looking up {path} in HEAD"), e))?
         .is_some_and(|e| !e.mode().is_tree());
     let mib = size as f64 / (1024.0 * 1024.0);
     Ok(if tracked {
@@ -284,10 +284,10 @@ impl<'r> Hasher<'r> {
                 index,
                 gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
             )
-            .map_err(|e| Error::internal("reading .gitattributes", e))?
+            .map_err(|e| super::fail("reading .gitattributes", e))?
             .detach();
         let pipeline = gix::filter::Pipeline::new(repo, attributes)
-            .map_err(|e| Error::internal("preparing the content conversion", e))?;
+            .map_err(|e| super::fail("preparing the content conversion", e))?;
         Ok(Hasher {
             repo,
             pipeline,
@@ -397,7 +397,7 @@ impl<'r> Hasher<'r> {
         let converted = self
             .pipeline
             .convert_to_git(self.buf.as_slice(), rela_path, self.index)
-            .map_err(|e| Error::internal(format!("converting {rela}"), e))?;
+            .map_err(|e| super::fail(format!("converting {rela}"), e))?;
         let data: Vec<u8>;
         let bytes: &[u8] = match converted {
             ToGitOutcome::Unchanged(_) => &self.buf,
@@ -416,7 +416,7 @@ impl<'r> Hasher<'r> {
         let id = self
             .repo
             .write_blob(bytes)
-            .map_err(|e| Error::internal(format!("writing the blob of {rela}"), e))?
+            .map_err(|e| super::fail(format!("writing the blob of {rela}"), e))?
             .detach();
         Ok(Some(id))
     }
@@ -425,7 +425,7 @@ impl<'r> Hasher<'r> {
         Ok(self
             .repo
             .write_blob(data)
-            .map_err(|e| Error::internal(format!("writing the blob of {rela}"), e))?
+            .map_err(|e| super::fail(format!("writing the blob of {rela}"), e))?
             .detach())
     }
 }
