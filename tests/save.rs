@@ -133,6 +133,18 @@ impl Setup {
         std::fs::create_dir_all(&judge).unwrap();
         let index = judge.join("index");
         std::fs::copy(dir.join(".git/index"), &index).unwrap();
+        // Keep the index's time: entries as new as it are "racily clean" and re-checked by
+        // content, which a fresh time would turn into trusted stat data.
+        let mtime = std::fs::metadata(dir.join(".git/index"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&index)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
         let git = |args: &[&str]| {
             let out = Command::new("git")
                 .args(args)
@@ -835,6 +847,17 @@ fn a_large_tree_with_one_edit() {
     let expected = s.git_would_commit_in_place(&dir);
     s.save_and_check(&dir, &expected);
     s.assert_clean(&dir);
+    // Independently of the judge: every change is in the commit.
+    let changed = s.w.git(
+        &dir,
+        &["diff", "--name-status", "--no-renames", "HEAD^", "HEAD"],
+    );
+    let count = |tag: &str| changed.lines().filter(|l| l.starts_with(tag)).count();
+    assert_eq!(
+        (count("M\t"), count("A\t"), count("D\t")),
+        (401, 400, 200),
+        "{changed}"
+    );
 }
 
 #[test]
