@@ -876,12 +876,20 @@ fn commits_on_top_of_local_commits_and_changes_staged_with_git() {
     s.w.git(&dir, &["rm", "-q", "--cached", "plain.txt"]);
     write(&dir, ".gitignore", "src/\n");
     s.w.git(&dir, &["rm", "-q", "--cached", "src/lib.rs"]);
+    // Marked unchanged with git: git add -A leaves it alone, and so does save (the mark stays).
+    s.w.git(&dir, &["update-index", "--assume-unchanged", "docs/a.md"]);
+    write(&dir, "docs/a.md", "edited but assumed unchanged\n");
     let expected = s.git_would_commit(&dir, |_| {});
     s.save_and_check(&dir, &expected);
     s.assert_clean(&dir);
     assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD^"]), git_commit);
     assert_eq!(s.w.git(&dir, &["show", "HEAD:twice.txt"]), "second");
     assert_eq!(s.w.git(&dir, &["show", "HEAD:plain.txt"]), "plain");
+    assert_eq!(s.w.git(&dir, &["show", "HEAD:docs/a.md"]), "a");
+    assert_eq!(
+        s.w.git(&dir, &["ls-files", "-v", "docs/a.md"]),
+        "h docs/a.md"
+    );
     assert!(
         s.w.git_output(&dir, &["cat-file", "-e", "HEAD:src/lib.rs"])
             .status

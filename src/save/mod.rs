@@ -319,6 +319,12 @@ fn write_index(
             && prev.mode == entry.mode
         {
             entry.stat = fresh.get(path).copied().unwrap_or(prev.stat);
+            // `git update-index --assume-unchanged` / `--skip-worktree` stay set, as with git.
+            use gix::index::entry::Flags;
+            entry.flags |= prev.flags & (Flags::ASSUME_VALID | Flags::SKIP_WORKTREE);
+            if entry.flags.contains(Flags::SKIP_WORKTREE) {
+                entry.flags |= Flags::EXTENDED;
+            }
         }
     }
     let file = gix::index::File::from_state(state, repo.index_path());
