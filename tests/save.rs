@@ -760,11 +760,16 @@ fn leaves_out_large_files_and_nested_repositories_with_warnings() {
     std::fs::create_dir_all(&nested).unwrap();
     s.w.git(&nested, &["init", "-q"]);
     write(&nested, "inside.txt", "inside\n");
+    // A tracked file replaced by a repository: the file is removed, the repository left out.
+    std::fs::remove_file(dir.join("plain.txt")).unwrap();
+    std::fs::create_dir(dir.join("plain.txt")).unwrap();
+    s.w.git(&dir.join("plain.txt"), &["init", "-q"]);
     write(&dir, "vendor/normal.txt", "normal\n");
     write(&dir, "README.md", "edited\n");
     let expected = s.git_would_commit(&dir, |copy| {
         std::fs::remove_file(copy.join("big.bin")).unwrap();
         std::fs::remove_dir_all(copy.join("vendor/nested")).unwrap();
+        std::fs::remove_dir_all(copy.join("plain.txt")).unwrap();
         std::fs::write(copy.join("docs/b.md"), "b\n").unwrap();
     });
     let before = s.head(&dir);
@@ -797,14 +802,20 @@ fn leaves_out_large_files_and_nested_repositories_with_warnings() {
             .any(|w| w.contains("vendor/nested") && w.contains("nested git repository")),
         "no warning for the nested repository: {warnings:?}"
     );
-    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("plain.txt/") && w.contains("nested git repository")),
+        "no warning for the repository that replaced a file: {warnings:?}"
+    );
+    assert_eq!(warnings.len(), 4, "{warnings:?}");
     assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD^{tree}"]), expected);
     assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD^"]), before);
     assert_eq!(s.w.git(&dir, &["show", "HEAD:docs/b.md"]), "b");
     s.w.git(&dir, &["fsck", "--no-progress"]);
     assert_eq!(
         s.w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
-        " M docs/b.md\n?? big.bin\n?? vendor/nested/"
+        " M docs/b.md\n?? big.bin\n?? plain.txt/\n?? vendor/nested/"
     );
 }
 

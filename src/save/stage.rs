@@ -143,7 +143,12 @@ pub fn stage(
                 staged.stats.insert(path.to_owned(), stat);
             }
             Outcome::TooLarge(size) => staged.warnings.push(too_large(path, size, head_tree)?),
-            Outcome::NestedRepo => staged.warnings.push(nested_repo(path)),
+            Outcome::NestedRepo => {
+                // A tracked file replaced by a repository: the file is gone, the repository is
+                // not staged.
+                staged.removals.push(path.to_owned());
+                staged.warnings.push(nested_repo(path));
+            }
             Outcome::Untrackable => staged.warnings.push(format!(
                 "left out {path}: it is not a regular file, symbolic link or directory"
             )),
