@@ -597,7 +597,10 @@ fn a_large_push_streams_with_bounded_memory() {
         .unwrap();
     eprintln!("peak RSS of a 120 MiB push: {kib} KiB");
     // 64 MiB plus the largest object (1 MiB).
-    assert!(kib < (64 + 1) * 1024, "peak RSS {kib} KiB for a 120 MiB push");
+    assert!(
+        kib < (64 + 1) * 1024,
+        "peak RSS {kib} KiB for a 120 MiB push"
+    );
     s.w.git(&s.bare(), &["fsck", "--no-progress"]);
     assert_eq!(
         s.remote("sessions/big").unwrap(),
@@ -611,9 +614,16 @@ fn push_works_from_the_record_and_refuses_another_session() {
     let dir = s.sandbox("a", "sessions/mine", &s.ids[1]);
     s.commit(&dir, "f", "1\n");
     // TIP_SHA and READ_URL in the environment are not consulted; another branch is refused.
-    let run = s.push(&dir, &[("SESSION_BRANCH", "sessions/other"), ("TIP_SHA", &s.ids[0])]);
+    let run = s.push(
+        &dir,
+        &[("SESSION_BRANCH", "sessions/other"), ("TIP_SHA", &s.ids[0])],
+    );
     run.assert_code(2);
-    assert!(run.stderr.contains("belongs to another session"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("belongs to another session"),
+        "{}",
+        run.stderr
+    );
     let run = s.w.run(&dir, &["push"], &[]);
     run.assert_code(2);
     assert!(run.stderr.contains("PUSH_URL is not set"), "{}", run.stderr);
@@ -624,7 +634,8 @@ fn push_works_from_the_record_and_refuses_another_session() {
     let run = s.w.run(&elsewhere, &["push"], &[("PUSH_URL", &s.url())]);
     run.assert_code(2);
     assert!(run.stderr.contains("restore` first"), "{}", run.stderr);
-    s.push(&dir, &[("SESSION_BRANCH", "refs/heads/sessions/mine")]).assert_code(0);
+    s.push(&dir, &[("SESSION_BRANCH", "refs/heads/sessions/mine")])
+        .assert_code(0);
 }
 
 #[test]

@@ -20,7 +20,11 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
         Some(super::push::push_source(&args.push)?)
     };
     // With --no-push a PUSH_URL in the environment still names a token that must not be committed.
-    let scan_only = if args.no_push { super::push::push_source(&args.push).ok() } else { None };
+    let scan_only = if args.no_push {
+        super::push::push_source(&args.push).ok()
+    } else {
+        None
+    };
     let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()))?;
     let committed = stage_and_commit(
         &session.workdir,

@@ -11,11 +11,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::error::{Error, Result};
 use crate::failpoint;
 
-/// Path protections applied to every tree entry: all of git's (`core.protectNTFS`, `core.protectHFS`,
-/// Windows device names), whatever the platform, so a tree is judged the same everywhere.
+/// Path protections applied to every tree entry: git's `core.protectNTFS` (`GIT~1`, trailing dots
+/// and spaces, alternate streams) and `core.protectHFS` (ignorable code points), whatever the
+/// platform, so a tree is judged the same everywhere. Windows device names (`aux.c`) are not
+/// refused, as git on Linux does not refuse them: repositories holding them must restore.
 pub fn protections() -> gix::validate::path::component::Options {
     gix::validate::path::component::Options {
-        protect_windows: true,
+        protect_windows: false,
         protect_hfs: true,
         protect_ntfs: true,
     }

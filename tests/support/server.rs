@@ -54,7 +54,7 @@ pub struct Knobs {
     pub unauthorized_next: AtomicUsize,
     /// Requests still to hold for 30 s before answering (a stalled server).
     pub stall_next: AtomicUsize,
-    /// Cut the body of the next POST responses after this many bytes (0: off).
+    /// Cut POST response bodies after this many bytes (responses no longer than this pass whole).
     pub cut_post_after: AtomicUsize,
     /// How many more POST responses to cut.
     pub cut_posts: AtomicUsize,
@@ -448,7 +448,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             }
         }
     }
-    let cut_after = if method == "POST" && take_one(&state.knobs.cut_posts) {
+    let cut_after = if method == "POST" && state.knobs.cut_posts.load(Ordering::SeqCst) > 0 {
         state.knobs.cut_post_after.load(Ordering::SeqCst)
     } else {
         usize::MAX
@@ -459,11 +459,16 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         let mut all = Vec::new();
         let _ = stdout.read_to_end(&mut all).await;
         let _ = child.wait().await;
-        all.truncate(cut_after);
-        let frames: Vec<Result<Frame<Bytes>, std::io::Error>> = vec![
-            Ok(Frame::data(Bytes::from(all))),
-            Err(std::io::Error::other("injected cut")),
-        ];
+        // Only responses longer than the cut are cut, and only those count.
+        let cut = all.len() > cut_after && take_one(&state.knobs.cut_posts);
+        let tail = if cut {
+            all.truncate(cut_after);
+            Err(std::io::Error::other("injected cut"))
+        } else {
+            Ok(Frame::data(Bytes::new()))
+        };
+        let frames: Vec<Result<Frame<Bytes>, std::io::Error>> =
+            vec![Ok(Frame::data(Bytes::from(all))), tail];
         let mut resp = Response::new(BodyExt::boxed(StreamBody::new(futures_util::stream::iter(
             frames,
         ))));
