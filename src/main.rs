@@ -11,6 +11,8 @@ fn main() -> std::process::ExitCode {
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
         eprintln!("error: internal error (a bug in git-session): {msg}");
+        // Exit 1 here, before any unwinding or abort: never 101 (unwind) or 134 (abort).
+        std::process::exit(1);
     }));
     let json = std::env::args().any(|a| a == "--json");
     let cli = match git_session::cli::Cli::try_parse() {

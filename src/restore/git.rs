@@ -26,33 +26,14 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     };
     let http = Http::new()?;
 
-    // The lease: where the session branch is now, asked as one ref.
-    let (caps, remote_tip) =
-        http.with_retries(&opts.read, "looking up the session branch", |url| {
-            let caps = fetch::handshake(&http, url)?;
-            let tip = fetch::ls_ref(&http, url, &caps, &opts.branch)?;
-            Ok((caps, tip))
-        })?;
-    let mut warnings = Vec::new();
-    let lease = match remote_tip {
-        None => FullSha::zero(),
-        Some(t) if t == opts.tip => opts.tip,
-        Some(other) => {
-            warnings.push(format!(
-                "the remote branch '{}' is at {other}, not at TIP_SHA {}: the backend handed out a stale tip; \
-                 the tree of {} is restored, but a push from it will be refused (exit 3)",
-                opts.branch, opts.tip, opts.tip
-            ));
-            opts.tip
-        }
-    };
-
+    let caps = http.with_retries(&opts.read, "connecting", |url| fetch::handshake(&http, url))?;
     let staging = begin_staging(opts)?;
     let read_url = opts.read.load()?;
     let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
     let read_public = read_url.public();
     let push_public = push_url.as_ref().map(|u| u.public());
     let written_any = std::cell::Cell::new(false);
+    let mut warnings = Vec::new();
     let result = (|| -> Result<RestoreReport> {
         gitdir::init(
             &staging,
@@ -64,11 +45,36 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         )?;
         let interrupt = AtomicBool::new(false);
         let pack_dir = staging.join("objects/pack");
-        let fetched = http.with_retries(&opts.read, "fetching the commit", |url| {
-            fetch::fetch_pack(
-                &http, url, &caps, opts.tip, opts.depth, &pack_dir, &interrupt,
-            )
-        })?;
+        // The lease lookup (one ref) runs beside the fetch: neither needs the other's answer.
+        let (remote_tip, fetched) = std::thread::scope(|scope| {
+            let lookup = scope.spawn(|| {
+                http.with_retries(&opts.read, "looking up the session branch", |url| {
+                    fetch::ls_ref(&http, url, &caps, &opts.branch)
+                })
+            });
+            let fetched = http.with_retries(&opts.read, "fetching the commit", |url| {
+                fetch::fetch_pack(
+                    &http, url, &caps, opts.tip, opts.depth, &pack_dir, &interrupt,
+                )
+            });
+            let remote_tip = lookup
+                .join()
+                .unwrap_or_else(|_| Err(Error::Internal("the lease lookup panicked".into())));
+            (remote_tip, fetched)
+        });
+        let (remote_tip, fetched) = (remote_tip?, fetched?);
+        let lease = match remote_tip {
+            None => FullSha::zero(),
+            Some(t) if t == opts.tip => opts.tip,
+            Some(other) => {
+                warnings.push(format!(
+                    "the remote branch '{}' is at {other}, not at TIP_SHA {}: the backend handed out a stale tip; \
+                     the tree of {} is restored, but a push from it will be refused (exit 3)",
+                    opts.branch, opts.tip, opts.tip
+                ));
+                opts.tip
+            }
+        };
         tracing::info!("received {} objects", fetched.objects);
         crate::failpoint::hit("after-fetch");
 
