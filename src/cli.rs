@@ -94,6 +94,35 @@ pub struct RestoreArgs {
     /// Where to take the tree from [default: archive when an archive source is given, else git]
     #[arg(long, value_enum, value_name = "SOURCE")]
     pub from: Option<From>,
+
+    /// URL of a tar.gz of TIP_SHA, without credentials [env: ARCHIVE_URL]
+    #[arg(long, value_name = "URL", conflicts_with = "archive")]
+    pub archive_url: Option<String>,
+
+    /// A tar.gz of TIP_SHA to extract; `-` reads standard input
+    #[arg(long, value_name = "FILE")]
+    pub archive: Option<std::path::PathBuf>,
+
+    /// Strip N leading path components [default: one top-level folder whose name holds TIP_SHA's
+    /// first 7 hex digits]
+    #[arg(long, value_name = "N")]
+    pub strip_components: Option<usize>,
+
+    /// Refuse an archive that does not record its commit id (else: a warning)
+    #[arg(long)]
+    pub require_commit_id: bool,
+
+    /// Largest pax or long-name header, in bytes
+    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+    pub max_header_bytes: u64,
+
+    /// Most members an archive may hold
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub max_entries: u64,
+
+    /// Most bytes of file data an archive may hold
+    #[arg(long, default_value_t = 64 << 30, value_name = "BYTES")]
+    pub max_bytes: u64,
 }
 
 /// `save` flags.

@@ -18,6 +18,7 @@ use crate::session::Session;
 pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
     let source = push_source(args)?;
+    ensure_history(&session)?;
     let pushed = push_session(session, &source)?;
     let mut fields = serde_json::Map::new();
     fields.insert("committed".into(), json!(false));
@@ -29,6 +30,25 @@ pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
         human: pushed.human(),
         fields,
     })
+}
+
+/// Attach history to an archive-restored tree before its first save or push (fetch `TIP_SHA` at
+/// depth 1 with `READ_URL`).
+///
+/// # Errors
+/// [`Error::Usage`] when the tree needs history and no `READ_URL` is set; those of the fetch.
+pub fn ensure_history(session: &Session) -> Result<()> {
+    if !crate::restore::archive::attach::needs_history(session) {
+        return Ok(());
+    }
+    let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?.ok_or_else(|| {
+        Error::Usage(
+            "this tree was restored from an archive and has no history yet: set READ_URL (or READ_URL_FILE) \
+             so that TIP_SHA can be fetched before the first save or push"
+                .into(),
+        )
+    })?;
+    crate::restore::archive::attach::attach_history(session, &read)
 }
 
 /// The push URL from `--push-url`, `PUSH_URL_FILE` or `PUSH_URL`.

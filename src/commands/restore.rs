@@ -6,6 +6,7 @@ use crate::cli::{From, RestoreArgs};
 use crate::error::{Error, Result};
 use crate::inputs;
 use crate::output::Success;
+use crate::restore::archive::{ArchiveOptions, ArchiveSource, Limits, Strip, restore_archive};
 use crate::restore::{RestoreOptions, restore_git};
 
 /// Run `restore` in `dir` (already resolved from `-C`/`SESSION_DIR`).
@@ -17,14 +18,30 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
     let branch = inputs::branch(args.session_branch.as_deref())?;
     let push = inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?;
     let read = inputs::url(args.read_url.as_deref(), "READ_URL", "READ_URL_FILE")?;
-    if args.from == Some(From::Archive) {
+    let archive_source = if let Some(path) = &args.archive {
+        Some(if path.as_os_str() == "-" {
+            ArchiveSource::Stdin
+        } else {
+            ArchiveSource::File(path.clone())
+        })
+    } else {
+        inputs::url(
+            args.archive_url.as_deref(),
+            "ARCHIVE_URL",
+            "ARCHIVE_URL_FILE",
+        )?
+        .map(ArchiveSource::Url)
+    };
+    let from = args.from.unwrap_or(if archive_source.is_some() {
+        From::Archive
+    } else {
+        From::Git
+    });
+    if from == From::Git && read.is_none() {
         return Err(Error::Usage(
-            "restore --from archive is not available in this build yet".into(),
+            "READ_URL is not set (or READ_URL_FILE, or pass --read-url)".into(),
         ));
     }
-    let read = read.ok_or_else(|| {
-        Error::Usage("READ_URL is not set (or READ_URL_FILE, or pass --read-url)".into())
-    })?;
     let opts = RestoreOptions {
         dir,
         branch,
@@ -34,7 +51,30 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
         depth: (args.depth > 0).then_some(args.depth),
         force: args.force,
     };
-    let report = restore_git(&opts)?;
+    let report = match from {
+        From::Git => restore_git(&opts)?,
+        From::Archive => {
+            let source = archive_source.ok_or_else(|| {
+                Error::Usage(
+                    "restore --from archive needs ARCHIVE_URL, --archive-url or --archive FILE|-"
+                        .into(),
+                )
+            })?;
+            restore_archive(
+                &opts,
+                &ArchiveOptions {
+                    source,
+                    strip: args.strip_components.map_or(Strip::Auto, Strip::Components),
+                    require_commit_id: args.require_commit_id,
+                    limits: Limits {
+                        header_bytes: args.max_header_bytes,
+                        entries: args.max_entries,
+                        total_bytes: args.max_bytes,
+                    },
+                },
+            )?
+        }
+    };
     let lease_text = if report.lease.is_zero() {
         "new branch".to_owned()
     } else {

@@ -26,6 +26,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
         None
     };
     let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()))?;
+    super::push::ensure_history(&session)?;
     let committed = stage_and_commit(
         &session.workdir,
         &session.record.branch,

@@ -24,11 +24,14 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         Ok(plan) => plan,
         Err(noop) => return Ok(noop),
     };
+    let read = opts.read.as_ref().ok_or_else(|| {
+        Error::Usage("READ_URL is not set (or READ_URL_FILE, or pass --read-url)".into())
+    })?;
     let http = Http::new()?;
 
-    let caps = http.with_retries(&opts.read, "connecting", |url| fetch::handshake(&http, url))?;
+    let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
     let staging = begin_staging(opts)?;
-    let read_url = opts.read.load()?;
+    let read_url = read.load()?;
     let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
     let read_public = read_url.public();
     let push_public = push_url.as_ref().map(|u| u.public());
@@ -48,11 +51,11 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         // The lease lookup (one ref) runs beside the fetch: neither needs the other's answer.
         let (remote_tip, fetched) = std::thread::scope(|scope| {
             let lookup = scope.spawn(|| {
-                http.with_retries(&opts.read, "looking up the session branch", |url| {
+                http.with_retries(read, "looking up the session branch", |url| {
                     fetch::ls_ref(&http, url, &caps, &opts.branch)
                 })
             });
-            let fetched = http.with_retries(&opts.read, "fetching the commit", |url| {
+            let fetched = http.with_retries(read, "fetching the commit", |url| {
                 fetch::fetch_pack(
                     &http, url, &caps, opts.tip, opts.depth, &pack_dir, &interrupt,
                 )
@@ -67,11 +70,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             None => FullSha::zero(),
             Some(t) if t == opts.tip => opts.tip,
             Some(other) => {
-                warnings.push(format!(
-                    "the remote branch '{}' is at {other}, not at TIP_SHA {}: the backend handed out a stale tip; \
-                     the tree of {} is restored, but a push from it will be refused (exit 3)",
-                    opts.branch, opts.tip, opts.tip
-                ));
+                warnings.push(super::stale_tip_warning(&opts.branch, other, opts.tip));
                 opts.tip
             }
         };

@@ -11,6 +11,7 @@
 //!    has a `.git`. A kill before that leaves the staging folder, which the next run (same branch and
 //!    commit) discards and redoes, overwriting the files it had written.
 
+pub mod archive;
 pub mod checkout;
 pub mod fetch;
 mod git;
@@ -40,8 +41,8 @@ pub struct RestoreOptions {
     pub branch: SessionBranch,
     /// The commit to restore.
     pub tip: FullSha,
-    /// Where to read from.
-    pub read: UrlSource,
+    /// Where to read from (required for git; for an archive, used to look the lease up).
+    pub read: Option<UrlSource>,
     /// Where pushes go, if known (only its credential-free form is written).
     pub push: Option<UrlSource>,
     /// History depth; `None` fetches the whole history.
@@ -279,6 +280,18 @@ fn publish(
     crate::session::sync_dir(&opts.dir);
     crate::failpoint::hit("after-publish");
     Ok(())
+}
+
+/// The warning for a remote branch that is not at `TIP_SHA`: the backend handed out a stale tip.
+fn stale_tip_warning(
+    branch: &crate::types::SessionBranch,
+    remote: FullSha,
+    tip: FullSha,
+) -> String {
+    format!(
+        "the remote branch '{branch}' is at {remote}, not at TIP_SHA {tip}: the backend handed out a stale tip; \
+         the tree of {tip} is restored, but a push from it will be refused (exit 3)"
+    )
 }
 
 /// Remove the staging folder after a failure that was not a kill (best effort).

@@ -1,0 +1,129 @@
+//! Attaching history to an archive-restored tree: the first `save`, `push` or `status` that needs
+//! it fetches `TIP_SHA` at depth 1 with `READ_URL`, points the session branch at it, and builds the
+//! index from its tree with the files' current stat data — so no file is re-written, and a file the
+//! agent already changed shows as changed (SPEC "Commands" → restore).
+
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::sync::atomic::AtomicBool;
+
+use crate::error::{Error, Result};
+use crate::http::{Http, UrlSource};
+use crate::restore::{checkout, fetch, open_repo};
+use crate::session::{Session, Source};
+
+/// Whether `session` is an archive restore whose branch has no commit yet.
+pub fn needs_history(session: &Session) -> bool {
+    session.record.source == Source::Archive
+        && open_repo(&session.git_dir).is_ok_and(|repo| {
+            !matches!(
+                repo.try_find_reference(session.record.branch.full_ref().as_str()),
+                Ok(Some(_))
+            )
+        })
+}
+
+/// Fetch `TIP_SHA` at depth 1 from `read`, set the branch, and write the index (see the module).
+///
+/// # Errors
+/// Those of the fetch (auth 4, network 5, integrity 6, not found 8); [`Error::Internal`] for local
+/// I/O.
+pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
+    let record = &session.record;
+    let http = Http::new()?;
+    let pack_dir = session.git_dir.join("objects/pack");
+    std::fs::create_dir_all(&pack_dir)
+        .map_err(|e| Error::io(format!("creating {}", pack_dir.display()), e))?;
+    let interrupt = AtomicBool::new(false);
+    let fetched = http.with_retries(read, "fetching the restored commit's history", |url| {
+        let caps = fetch::handshake(&http, url)?;
+        fetch::fetch_pack(
+            &http,
+            url,
+            &caps,
+            record.tip,
+            Some(1),
+            &pack_dir,
+            &interrupt,
+        )
+    })?;
+    let repo = open_repo(&session.git_dir)?;
+    let mut buf = Vec::new();
+    let data = gix::objs::Find::try_find(&repo.objects, &record.tip.id(), &mut buf)
+        .map_err(|e| Error::Integrity(format!("cannot read {}: {e}", record.tip)))?
+        .filter(|d| d.kind == gix::objs::Kind::Commit)
+        .ok_or_else(|| {
+            Error::Integrity(format!("the remote did not send commit {}", record.tip))
+        })?;
+    let tree = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+        .tree_id()
+        .map_err(|e| Error::Integrity(format!("commit {} is malformed: {e}", record.tip)))?;
+    crate::gitdir::write_shallow(&session.git_dir, &fetched.shallow)?;
+
+    let mut index = checkout::index_from_tree(&repo, tree)?;
+    let (entries, paths) = index.entries_mut_and_pathbacking();
+    for entry in entries {
+        let rel = std::path::Path::new(std::ffi::OsStr::from_bytes(entry.path_in(paths)));
+        let path = session.workdir.join(rel);
+        if matches_blob(&path, entry.mode, entry.id)? {
+            let meta = gix::index::fs::Metadata::from_path_no_follow(&path)
+                .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+            entry.stat = gix::index::entry::Stat::from_fs(&meta)
+                .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
+        }
+        // Otherwise the stat stays empty: git and save see the file as changed and hash it.
+    }
+    checkout::write_index(&mut index)?;
+    crate::gitdir::write_ref(&session.git_dir, &record.branch.full_ref(), record.tip)?;
+    if record.lease == record.tip {
+        crate::gitdir::write_ref(&session.git_dir, &record.branch.tracking_ref(), record.tip)?;
+    }
+    tracing::info!(
+        "attached the history of {} to the archive-restored tree",
+        record.tip
+    );
+    Ok(())
+}
+
+/// Whether the work-tree file at `path` is exactly the blob `id` with the index `mode`.
+fn matches_blob(
+    path: &std::path::Path,
+    mode: gix::index::entry::Mode,
+    id: gix::ObjectId,
+) -> Result<bool> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(false);
+    };
+    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+    if mode == gix::index::entry::Mode::SYMLINK {
+        if !meta.file_type().is_symlink() {
+            return Ok(false);
+        }
+        let target = std::fs::read_link(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let bytes = target.as_os_str().as_bytes();
+        hasher.update(format!("blob {}\0", bytes.len()).as_bytes());
+        hasher.update(bytes);
+    } else {
+        let exec = meta.permissions().mode() & 0o100 != 0;
+        let want_exec = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+        if !meta.is_file() || exec != want_exec {
+            return Ok(false);
+        }
+        hasher.update(format!("blob {}\0", meta.len()).as_bytes());
+        let mut file = std::fs::File::open(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = file
+                .read(&mut buf)
+                .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+        }
+    }
+    Ok(hasher.try_finalize().map(|h| h == id).unwrap_or(false))
+}

@@ -1,0 +1,288 @@
+//! The archive path of `restore`: stream a tar.gz of `TIP_SHA` — from a URL, a file or stdin —
+//! through gzip (every member) and tar into a staging folder inside the target, check it whole
+//! (containment, the commit id `git archive` records), then move the entries into place and leave
+//! a `.git` holding only the session record, the branch unborn (SPEC "Commands" → restore, rule 7).
+//!
+//! The first `save`, `push` or `status` that needs history attaches it ([`attach`]).
+
+pub mod attach;
+mod extract;
+mod tar_stream;
+
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+pub use extract::Strip;
+pub use tar_stream::Limits;
+
+use super::{RestoreOptions, RestoreReport, abandon, begin_staging, fetch, owner, plan, publish};
+use crate::error::{Error, Result};
+use crate::gitdir::{self, OriginConfig};
+use crate::http::{Http, Request, UrlSource};
+use crate::session::{SessionRecord, Source, now_rfc3339};
+use crate::types::FullSha;
+
+/// Where the archive comes from.
+#[derive(Debug)]
+pub enum ArchiveSource {
+    /// `ARCHIVE_URL` / `--archive-url`: fetched with the SPEC's retries (a cut restarts the stream).
+    Url(UrlSource),
+    /// `--archive FILE`.
+    File(PathBuf),
+    /// `--archive -`: standard input (a backend piping the stream in).
+    Stdin,
+}
+
+/// How to read the archive.
+#[derive(Debug)]
+pub struct ArchiveOptions {
+    /// Where it comes from.
+    pub source: ArchiveSource,
+    /// Leading components to strip.
+    pub strip: Strip,
+    /// Refuse an archive without the pax commit id (else: a warning).
+    pub require_commit_id: bool,
+    /// Size bounds.
+    pub limits: Limits,
+}
+
+/// The folder inside the staging git dir that receives the extracted tree.
+const TREE_DIR: &str = "tree";
+
+/// Restore `opts.tip` from an archive.
+///
+/// # Errors
+/// Usage (2) for another session's tree; auth (4) and network (5) for a URL source; integrity (6)
+/// for an unsafe entry, a corrupt or truncated stream, or a commit id that is not `TIP_SHA`;
+/// conflict (7) for content in the way.
+#[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
+pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Result<RestoreReport> {
+    let plan = match plan(opts, Source::Archive)? {
+        Ok(plan) => plan,
+        Err(noop) => return Ok(noop),
+    };
+    let mut warnings = Vec::new();
+    // The lease: asked of the remote when a READ_URL is known, else TIP_SHA.
+    let http = Http::new()?;
+    let lease = match &opts.read {
+        None => opts.tip,
+        Some(read) => {
+            let remote = http.with_retries(read, "looking up the session branch", |url| {
+                let caps = fetch::handshake(&http, url)?;
+                fetch::ls_ref(&http, url, &caps, &opts.branch)
+            })?;
+            match remote {
+                None => FullSha::zero(),
+                Some(t) if t == opts.tip => opts.tip,
+                Some(other) => {
+                    warnings.push(super::stale_tip_warning(&opts.branch, other, opts.tip));
+                    opts.tip
+                }
+            }
+        }
+    };
+
+    let staging = begin_staging(opts)?;
+    let result = (|| -> Result<RestoreReport> {
+        let read_public = opts
+            .read
+            .as_ref()
+            .map(|r| r.load())
+            .transpose()?
+            .map(|u| u.public());
+        let push_public = opts
+            .push
+            .as_ref()
+            .map(|p| p.load())
+            .transpose()?
+            .map(|u| u.public());
+        gitdir::init(
+            &staging,
+            &OriginConfig {
+                url: read_public.as_deref(),
+                push_url: push_public.as_deref(),
+                branch: &opts.branch,
+            },
+        )?;
+        let tree = staging.join(TREE_DIR);
+        let tip_hex = opts.tip.to_string();
+        let (extracted, commit_id) = match &archive.source {
+            ArchiveSource::Url(source) => {
+                http.with_retries(source, "downloading the archive", |url| {
+                    fresh_dir(&tree)?;
+                    let resp = http.send(
+                        url,
+                        Request {
+                            endpoint: "",
+                            headers: Vec::new(),
+                            body: None,
+                        },
+                    )?;
+                    let body = NetBody {
+                        inner: resp,
+                        url: url.to_string(),
+                    };
+                    unpack(body, &tree, archive, &tip_hex)
+                })?
+            }
+            ArchiveSource::File(path) => {
+                fresh_dir(&tree)?;
+                let file = std::fs::File::open(path).map_err(|e| {
+                    Error::Usage(format!("cannot open the archive {}: {e}", path.display()))
+                })?;
+                unpack(file, &tree, archive, &tip_hex)?
+            }
+            ArchiveSource::Stdin => {
+                fresh_dir(&tree)?;
+                unpack(std::io::stdin().lock(), &tree, archive, &tip_hex)?
+            }
+        };
+        match commit_id {
+            Some(id) if id.trim().eq_ignore_ascii_case(&tip_hex) => {}
+            Some(id) => {
+                return Err(Error::Integrity(format!(
+                    "the archive is of commit {}, not of TIP_SHA {tip_hex}: nothing was restored",
+                    id.trim().chars().take(64).collect::<String>().escape_debug()
+                )));
+            }
+            None if archive.require_commit_id => {
+                return Err(Error::Integrity(
+                    "the archive records no commit id (git archive's pax global header) and \
+                     --require-commit-id is set: nothing was restored"
+                        .into(),
+                ));
+            }
+            None => warnings.push(format!(
+                "the archive records no commit id (git archive's pax global header): it could not be \
+                 checked against TIP_SHA {tip_hex}"
+            )),
+        }
+        crate::failpoint::hit("after-extract");
+
+        let owner = owner::owner_to_match(&opts.dir, &staging);
+        if let Some(owner) = owner {
+            owner::chown_tree(&tree, owner)?;
+        }
+        move_into_place(&tree, &opts.dir, plan.overwrite)?;
+        std::fs::remove_dir_all(&tree)
+            .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
+        let record = SessionRecord {
+            version: 1,
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease,
+            source: Source::Archive,
+            restored_at: now_rfc3339(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            read_url: read_public.clone(),
+            push_url: push_public.clone(),
+            depth: opts.depth,
+        };
+        publish(opts, &staging, &record, owner)?;
+        Ok(RestoreReport {
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease,
+            source: Source::Archive,
+            noop: false,
+            files: extracted.files + extracted.symlinks,
+            warnings: std::mem::take(&mut warnings),
+        })
+    })();
+    if let Err(e) = &result {
+        // Nothing of the archive reached the target before the whole stream checked out; a failure
+        // while moving entries keeps the staging folder so the next run completes the move.
+        if !matches!(e, Error::Internal(_) | Error::Conflict(_)) || !staging.join(TREE_DIR).exists()
+        {
+            abandon(&staging);
+        }
+    }
+    result
+}
+
+fn fresh_dir(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)
+            .map_err(|e| Error::io(format!("clearing {}", dir.display()), e))?;
+    }
+    std::fs::create_dir(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))
+}
+
+fn unpack(
+    raw: impl Read,
+    tree: &Path,
+    archive: &ArchiveOptions,
+    tip_hex: &str,
+) -> Result<(extract::Extracted, Option<String>)> {
+    let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(64 * 1024, raw));
+    let mut stream = tar_stream::TarStream::new(gz, archive.limits);
+    let extracted = extract::extract(&mut stream, tree, archive.strip, tip_hex)?;
+    let commit = stream.commit_id.clone();
+    // Drain the rest (end-of-archive blocks, later gzip members) so truncation and corruption show.
+    let mut rest = stream.into_inner();
+    std::io::copy(&mut rest, &mut std::io::sink()).map_err(tar_stream::read_error)?;
+    Ok((extracted, commit))
+}
+
+/// Move every entry of `from` into `to`: missing paths are renamed into place; directories merge;
+/// an existing file or symlink is replaced only when `overwrite` (`--force`, or completing an
+/// interrupted restore), never a directory (that would delete other content).
+fn move_into_place(from: &Path, to: &Path, overwrite: bool) -> Result<()> {
+    let entries =
+        std::fs::read_dir(from).map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let src_is_dir = entry
+            .file_type()
+            .map_err(|e| Error::io(format!("reading {}", src.display()), e))?
+            .is_dir();
+        match std::fs::symlink_metadata(&dst) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("reading {}", dst.display()), e)),
+            Ok(meta) if meta.is_dir() && src_is_dir => {
+                move_into_place(&src, &dst, overwrite)?;
+                continue;
+            }
+            Ok(meta) if meta.is_dir() => {
+                return Err(Error::Conflict(format!(
+                    "{} is a directory where the commit has a file: it was left in place",
+                    dst.display()
+                )));
+            }
+            Ok(_) if overwrite => {
+                std::fs::remove_file(&dst)
+                    .map_err(|e| Error::io(format!("replacing {}", dst.display()), e))?;
+            }
+            Ok(_) => {
+                return Err(Error::Conflict(format!(
+                    "{} is in the way of the restore",
+                    dst.display()
+                )));
+            }
+        }
+        std::fs::rename(&src, &dst)
+            .map_err(|e| Error::io(format!("moving {} into place", dst.display()), e))?;
+        crate::failpoint::hit("mid-publish");
+    }
+    Ok(())
+}
+
+/// An HTTP response body whose transport failures surface as [`Error::Network`] (retried), not as
+/// a corrupt archive.
+struct NetBody {
+    inner: reqwest::blocking::Response,
+    url: String,
+}
+
+impl Read for NetBody {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            std::io::Error::other(Error::Network(format!(
+                "the archive download from {} broke off: {e}",
+                self.url
+            )))
+        })
+    }
+}
