@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn pax_records_parse_and_reject_bad_lengths() {
-        let recs = parse_pax(b"29 path=a/very/long/name.txt\n12 size=42\n").unwrap();
+        let recs = parse_pax(b"29 path=a/very/long/name.txt\n11 size=42\n").unwrap();
         assert_eq!(
             recs[0],
             (b"path".to_vec(), b"a/very/long/name.txt".to_vec())
