@@ -42,6 +42,19 @@ pub enum Command {
     Save(SaveArgs),
     /// Push the session branch's local commits (fast-forward only, against the lease)
     Push(PushArgs),
+    /// Show the session: branch, lease, HEAD, commits ahead, changed files
+    Status(StatusArgs),
+    /// A git credential helper answering from the environment (configured by restore)
+    Credential(CredentialArgs),
+    /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell)
+    #[command(hide = true)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff)
+    #[command(hide = true)]
+    Manpage,
 }
 
 impl Command {
@@ -51,6 +64,10 @@ impl Command {
             Command::Restore(_) => "restore",
             Command::Save(_) => "save",
             Command::Push(_) => "push",
+            Command::Status(_) => "status",
+            Command::Credential(_) => "credential",
+            Command::Completions { .. } => "completions",
+            Command::Manpage => "manpage",
         }
     }
 }
@@ -156,4 +173,23 @@ pub struct PushArgs {
     /// The session branch; must match the session record
     #[arg(long, env = "SESSION_BRANCH", value_name = "BRANCH")]
     pub session_branch: Option<String>,
+}
+
+/// `status` flags.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Also ask the remote where the session branch is (one ref)
+    #[arg(long)]
+    pub remote: bool,
+
+    /// The session branch; must match the session record
+    #[arg(long, env = "SESSION_BRANCH", value_name = "BRANCH")]
+    pub session_branch: Option<String>,
+}
+
+/// `credential` arguments (git passes the operation).
+#[derive(Debug, clap::Args)]
+pub struct CredentialArgs {
+    /// `get`, `store` or `erase`
+    pub operation: String,
 }

@@ -21,6 +21,14 @@ pub struct OriginConfig<'a> {
     pub branch: &'a SessionBranch,
 }
 
+/// The `credential.helper` value that runs this binary's `credential` command (git-credential(1)
+/// "CUSTOM HELPERS": a value starting with `!` is a shell command).
+pub fn credential_helper() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = exe.to_str()?;
+    Some(format!("!'{}' credential", exe.replace('\'', "'\\''")))
+}
+
 /// Quote a config value or subsection name as git-config(1) reads it: in double quotes, with `"`
 /// and `\` escaped. Callers pass values without newlines (URLs and ref names cannot hold them).
 fn quote(s: &str) -> String {
@@ -80,6 +88,15 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
             quote(b.as_str()),
             quote(&b.full_ref())
         );
+        // Plain git in the shell gets credentials from the environment through git-session; the
+        // empty entry first drops any other helper, so none stores what ours hands out.
+        if let Some(helper) = credential_helper() {
+            let _ = write!(
+                c,
+                "[credential]\n\thelper = \"\"\n\thelper = {}\n\tuseHttpPath = true\n",
+                quote(&helper)
+            );
+        }
     }
     c
 }

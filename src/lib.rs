@@ -30,11 +30,40 @@ pub use error::{Error, Result};
 /// Run a parsed command line; returns the process exit code (0–9).
 pub fn run(cli: Cli) -> u8 {
     init_logging(cli.verbose, cli.quiet);
+    // Commands that print something other than a result object.
+    match &cli.command {
+        Command::Credential(args) => {
+            return match commands::credential::run(&args.operation) {
+                Ok(()) => 0,
+                Err(err) => {
+                    eprintln!("git-session credential: {err}");
+                    err.exit_code()
+                }
+            };
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "git-session", &mut std::io::stdout());
+            return 0;
+        }
+        Command::Manpage => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            return match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            };
+        }
+        _ => {}
+    }
     let command = cli.command.name();
     let result = inputs::session_dir(cli.dir.as_deref()).and_then(|dir| match &cli.command {
         Command::Restore(args) => commands::restore::run(args, dir),
         Command::Save(args) => commands::save::run(args, dir),
         Command::Push(args) => commands::push::run(args, dir),
+        Command::Status(args) => commands::status::run(args, dir),
+        Command::Credential(_) | Command::Completions { .. } | Command::Manpage => {
+            unreachable!("handled before the session directory")
+        }
     });
     match result {
         Ok(success) => {

@@ -83,7 +83,12 @@ pub fn secret_forms(push: Option<&UrlSource>) -> Result<Vec<String>> {
 /// # Errors
 /// Those of [`push`].
 pub fn push_session(mut session: Session, source: &UrlSource) -> Result<PushOutcome> {
-    push(&mut session, source)
+    let url = source.load()?;
+    let mut outcome = push(&mut session, source)?;
+    outcome
+        .warnings
+        .extend(super::expiry_warnings([("PUSH_URL", &url)]));
+    Ok(outcome)
 }
 
 impl PushOutcome {

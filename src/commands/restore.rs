@@ -51,7 +51,14 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
         depth: (args.depth > 0).then_some(args.depth),
         force: args.force,
     };
-    let report = match from {
+    let mut expiry = Vec::new();
+    for (name, source) in [("READ_URL", &opts.read), ("PUSH_URL", &opts.push)] {
+        if let Some(s) = source {
+            let url = s.load()?;
+            expiry.extend(super::expiry_warnings([(name, &url)]));
+        }
+    }
+    let mut report = match from {
         From::Git => restore_git(&opts)?,
         From::Archive => {
             let source = archive_source.ok_or_else(|| {
@@ -75,6 +82,7 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
             )?
         }
     };
+    report.warnings.extend(expiry);
     let lease_text = if report.lease.is_zero() {
         "new branch".to_owned()
     } else {

@@ -390,3 +390,61 @@ mod tests {
         assert_eq!(clean_message(""), None);
     }
 }
+
+/// One path that `save` would commit, for `status`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PendingChange {
+    /// `M` modified, `A` added, `D` deleted (relative to `HEAD`), as `git status --short` spells them.
+    pub status: &'static str,
+    /// The path, `/`-separated.
+    pub path: String,
+}
+
+/// The paths `save` would consider changed, found the way `save` finds them (stat data, staged
+/// changes, untracked files honouring the ignore rules), without reading file contents or writing
+/// anything. A file whose stat changed but whose content did not is listed too (as `git status`
+/// would before refreshing).
+///
+/// # Errors
+/// [`Error::Conflict`] when `HEAD` is not on the session branch; [`Error::Internal`] otherwise.
+pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<Vec<PendingChange>> {
+    let git_dir = workdir.join(".git");
+    let user = config::UserConfig::load(&git_dir, workdir, &config::ProcessEnv);
+    let repo = open(&git_dir, user.excludes_file.as_deref())?;
+    let head = session_head(&repo, branch)?;
+    let head_tree = repo
+        .find_commit(head)
+        .and_then(|c| c.tree_id())
+        .map_err(|e| fail(format!("reading the HEAD commit {head}"), e))?
+        .detach();
+    let index = repo
+        .index_or_empty()
+        .map_err(|e| fail("reading the index", e))?;
+    let plan = changes::collect(&repo, &index, head_tree)?;
+    let tree = repo
+        .find_tree(head_tree)
+        .map_err(|e| fail("reading HEAD's tree", e))?;
+    let mut out = Vec::new();
+    for (path, target) in &plan.targets {
+        let in_head = tree
+            .lookup_entry_by_path(bytes_to_path(path.as_ref()))
+            .ok()
+            .flatten()
+            .is_some();
+        let on_disk = std::fs::symlink_metadata(workdir.join(bytes_to_path(path.as_ref()))).is_ok();
+        let status = match target {
+            changes::Target::Remove => "D",
+            _ if !in_head => "A",
+            changes::Target::Worktree if !on_disk => "D",
+            _ => "M",
+        };
+        if status == "D" && !in_head {
+            continue;
+        }
+        out.push(PendingChange {
+            status,
+            path: path.to_string(),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,159 @@
+//! `git session status`: where this session stands — branch, lease, `HEAD`, commits ahead, changed
+//! files, and with `--remote` the remote tip; the expiry of a JWT in the session URLs.
+
+use serde_json::json;
+
+use crate::cli::StatusArgs;
+use crate::error::Result;
+use crate::http::Http;
+use crate::inputs;
+use crate::output::Success;
+use crate::restore::{fetch, open_repo};
+use crate::session::Session;
+use crate::types::FullSha;
+
+/// Run `status` in `dir`.
+///
+/// # Errors
+/// [`crate::Error::Usage`] outside a restored session; network errors with `--remote`.
+pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
+    let session = Session::open(&dir, args.session_branch.as_deref())?;
+    let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?;
+    let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?;
+    let mut warnings = Vec::new();
+    let mut urls = Vec::new();
+    for (name, source) in [("READ_URL", &read), ("PUSH_URL", &push)] {
+        if let Some(s) = source {
+            urls.push((name, s.load()?));
+        }
+    }
+    warnings.extend(super::expiry_warnings(urls.iter().map(|(n, u)| (*n, u))));
+    let expires = urls.iter().filter_map(|(_, u)| u.jwt_expiry()).min();
+
+    if read.is_some() {
+        super::push::ensure_history(&session)?;
+    }
+    let record = &session.record;
+    let has_history = !crate::restore::archive::attach::needs_history(&session);
+    let repo = open_repo(&session.git_dir)?;
+    let head = repo.head_id().ok().map(|id| FullSha::from_id(id.detach()));
+    let base = if record.lease.is_zero() {
+        record.tip
+    } else {
+        record.lease
+    };
+    let ahead = match head {
+        Some(h) if h != base => repo
+            .rev_walk([h.id()])
+            .with_hidden([base.id()])
+            .all()
+            .map(|walk| walk.filter_map(Result::ok).count())
+            .unwrap_or(0),
+        _ => 0,
+    };
+    let changed = if has_history {
+        Some(crate::save::pending_changes(
+            &session.workdir,
+            &record.branch,
+        )?)
+    } else {
+        None
+    };
+    let remote_tip = if args.remote {
+        let source = read.as_ref().or(push.as_ref()).ok_or_else(|| {
+            crate::Error::Usage("status --remote needs READ_URL (or READ_URL_FILE)".into())
+        })?;
+        let http = Http::new()?;
+        let tip = http.with_retries(source, "looking up the session branch", |url| {
+            let caps = fetch::handshake(&http, url)?;
+            fetch::ls_ref(&http, url, &caps, &record.branch)
+        })?;
+        Some(tip.unwrap_or_else(FullSha::zero))
+    } else {
+        None
+    };
+
+    let show = |id: FullSha| {
+        if id.is_zero() {
+            "none (a new branch)".to_owned()
+        } else {
+            id.to_string()
+        }
+    };
+    let mut human = vec![
+        format!("On session branch {}", record.branch),
+        format!(
+            "Restored {} from {} at {}",
+            record.tip,
+            record.source.as_str(),
+            record.restored_at
+        ),
+        format!(
+            "Lease: {} (the remote branch must still be there when this tree pushes)",
+            show(record.lease)
+        ),
+    ];
+    match head {
+        Some(h) => human.push(format!("HEAD: {h}, {ahead} commit(s) ahead of the lease")),
+        None => human.push(
+            "HEAD: no commit yet (restored from an archive; history is fetched on the first save)"
+                .into(),
+        ),
+    }
+    if let Some(rt) = remote_tip {
+        let state = if rt == record.lease {
+            "at the lease: a push will fast-forward"
+        } else if Some(rt) == head {
+            "at HEAD: up to date"
+        } else {
+            "moved: another sandbox wrote; a push from here will be refused (exit 3)"
+        };
+        human.push(format!("Remote: {} ({state})", show(rt)));
+    }
+    match &changed {
+        Some(c) if c.is_empty() => human.push("Changes: none".into()),
+        Some(c) => {
+            human.push(format!(
+                "Changes ({}), committed by `git session save`:",
+                c.len()
+            ));
+            human.extend(c.iter().map(|ch| format!("  {} {}", ch.status, ch.path)));
+        }
+        None => human.push("Changes: unknown until history is attached (set READ_URL)".into()),
+    }
+    if let Some(exp) = expires {
+        human.push(format!(
+            "URL token expires at {}",
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(exp)
+            )
+        ));
+    }
+
+    let mut fields = serde_json::Map::new();
+    fields.insert("lease".into(), json!(record.lease));
+    fields.insert("head".into(), json!(head));
+    fields.insert("tip".into(), json!(record.tip));
+    fields.insert("source".into(), json!(record.source.as_str()));
+    fields.insert("ahead".into(), json!(ahead));
+    fields.insert("changed".into(), json!(changed));
+    if args.remote {
+        fields.insert("remote_tip".into(), json!(remote_tip));
+    }
+    fields.insert(
+        "url_expires_at".into(),
+        json!(expires.map(|e| {
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(e),
+            )
+            .to_string()
+        })),
+    );
+    Ok(Success {
+        command: "status",
+        branch: record.branch.to_string(),
+        warnings,
+        fields,
+        human: human.join("\n"),
+    })
+}
