@@ -30,6 +30,9 @@ pub use error::{Error, Result};
 /// Run a parsed command line; returns the process exit code (0–9).
 pub fn run(cli: Cli) -> u8 {
     init_logging(cli.verbose, cli.quiet);
+    if failpoint::armed("panic") {
+        panic!("failpoint 'panic' reached");
+    }
     // Commands that print something other than a result object.
     match &cli.command {
         Command::Credential(args) => {

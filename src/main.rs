@@ -10,7 +10,14 @@ fn main() -> std::process::ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        eprintln!("error: internal error (a bug in git-session): {msg}");
+        let err =
+            git_session::Error::Internal(format!("internal error (a bug in git-session): {msg}"));
+        let json = std::env::args().any(|a| a == "--json");
+        let command = std::env::args()
+            .skip(1)
+            .find(|a| ["restore", "save", "push", "status"].contains(&a.as_str()))
+            .unwrap_or_default();
+        git_session::output::failure(json, &command, &err);
         // Exit 1 here, before any unwinding or abort: never 101 (unwind) or 134 (abort).
         std::process::exit(1);
     }));

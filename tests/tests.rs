@@ -3,6 +3,7 @@
 
 mod support;
 
+mod cli;
 mod inputs;
 mod push;
 mod restore_git;

@@ -1,0 +1,621 @@
+//! For people and templates: `status`, the credential helper with real `git push`, URL rotation,
+//! JWT expiry, the JSON schema of every command, every exit code, completions, man page.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+
+use crate::support::{GitServer, TOKEN, World, userinfo};
+
+fn jwt(exp: u64) -> String {
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    format!(
+        "{}.{}.{}",
+        b64.encode(r#"{"alg":"HS256","typ":"JWT"}"#),
+        b64.encode(format!(r#"{{"exp":{exp},"sub":"sandbox"}}"#)),
+        b64.encode("sig")
+    )
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+struct Fixture {
+    w: World,
+    srv: GitServer,
+    ids: Vec<String>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let w = World::new();
+        let ids = w.repo(
+            "repo.git",
+            &[
+                &[("a.txt", Some("a\n")), ("dir/b.txt", Some("b\n"))],
+                &[("a.txt", Some("a2\n"))],
+            ],
+        );
+        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        Fixture { w, srv, ids }
+    }
+
+    fn url(&self) -> String {
+        self.srv.url("repo.git", Some(&userinfo()))
+    }
+
+    fn restore(&self, name: &str, branch: &str) -> PathBuf {
+        let dir = self.w.path(name);
+        self.w
+            .run(
+                &dir,
+                &["restore"],
+                &[
+                    ("READ_URL", &self.url()),
+                    ("SESSION_BRANCH", branch),
+                    ("TIP_SHA", &self.ids[1]),
+                ],
+            )
+            .assert_code(0);
+        dir
+    }
+}
+
+#[test]
+fn status_reports_the_session_in_json_and_for_people() {
+    let f = Fixture::new();
+    let dir = f.restore("s", "sessions/st");
+    std::fs::write(dir.join("a.txt"), "edited\n").unwrap();
+    std::fs::write(dir.join("new.txt"), "new\n").unwrap();
+    std::fs::remove_file(dir.join("dir/b.txt")).unwrap();
+    let run = f.w.run(
+        &dir,
+        &["status", "--json", "--remote"],
+        &[("READ_URL", &f.url())],
+    );
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["command"], "status");
+    assert_eq!(j["branch"], "sessions/st");
+    assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
+    assert_eq!(j["head"], f.ids[1].as_str());
+    assert_eq!(j["ahead"], 0);
+    assert_eq!(j["remote_tip"], "0000000000000000000000000000000000000000");
+    assert_eq!(j["url_expires_at"], serde_json::Value::Null);
+    let mut changed: Vec<(String, String)> = j["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap().to_owned(),
+                c["path"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    changed.sort();
+    assert_eq!(
+        changed,
+        vec![
+            ("A".into(), "new.txt".into()),
+            ("D".into(), "dir/b.txt".into()),
+            ("M".into(), "a.txt".into())
+        ]
+    );
+    // The same, for a person; commits made with plain git count as ahead.
+    f.w.git(&dir, &["add", "-A"]);
+    f.w.git(&dir, &["commit", "-qm", "local"]);
+    let run = f.w.run(&dir, &["status"], &[]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("On session branch sessions/st"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("1 commit(s) ahead"), "{}", run.stdout);
+    assert!(run.stdout.contains("Changes: none"), "{}", run.stdout);
+    // `git session status` works through git's own dispatch when the binary is on PATH.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-session"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let out = std::process::Command::new("git")
+        .args(["session", "status"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(f.w.env())
+        .env(
+            "PATH",
+            format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sessions/st"));
+}
+
+#[test]
+fn plain_git_push_works_through_the_credential_helper_and_nothing_stores_the_secret() {
+    let f = Fixture::new();
+    let dir = f.restore("s", "sessions/cred");
+    // A user-level helper that would store credentials on disk if git ever called it with them.
+    let store = f.w.tmp.path().join("home/.git-credentials");
+    std::fs::write(
+        f.w.tmp.path().join("home/.gitconfig"),
+        format!(
+            "[credential]\n\thelper = store --file={}\n",
+            store.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("c.txt"), "c\n").unwrap();
+    f.w.git(&dir, &["add", "-A"]);
+    f.w.git(&dir, &["commit", "-qm", "by a person"]);
+    let out = std::process::Command::new("git")
+        .args(["push", "-q", "origin", "HEAD"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(f.w.env())
+        .env("PUSH_URL", f.url())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    crate::support::assert_no_secret("git push stderr", &out.stderr);
+    assert_eq!(
+        f.w.git(&f.w.srv().join("repo.git"), &["rev-parse", "sessions/cred"]),
+        f.w.git(&dir, &["rev-parse", "HEAD"])
+    );
+    assert!(!store.exists(), "another helper stored the credentials");
+    // And fetch, with READ_URL only.
+    let out = std::process::Command::new("git")
+        .args(["fetch", "-q", "origin"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(f.w.env())
+        .env("READ_URL", f.url())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in crate::support::all_files(&dir.join(".git")) {
+        crate::support::assert_no_secret(
+            &file.display().to_string(),
+            &std::fs::read(&file).unwrap(),
+        );
+    }
+    for file in crate::support::all_files(&f.w.tmp.path().join("home")) {
+        crate::support::assert_no_secret(
+            &file.display().to_string(),
+            &std::fs::read(&file).unwrap(),
+        );
+    }
+}
+
+#[test]
+fn the_credential_helper_answers_only_matching_urls_on_stdout() {
+    let f = Fixture::new();
+    let helper = |input: &str, vars: &[(&str, &str)]| {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["credential", "get"])
+            .env_clear()
+            .envs(f.w.env())
+            .envs(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let host = format!("127.0.0.1:{}", f.srv.addr.port());
+    let req = format!("protocol=http\nhost={host}\npath=repo.git\n\n");
+    let read = f.srv.url("repo.git", Some("r:read-token-123"));
+    let push = f.srv.url("repo.git", Some("p:push-token-456"));
+    let (out, _) = helper(&req, &[("READ_URL", &read)]);
+    assert_eq!(out, "username=r\npassword=read-token-123\n");
+    let (out, _) = helper(&req, &[("READ_URL", &read), ("PUSH_URL", &push)]);
+    assert_eq!(out, "username=p\npassword=push-token-456\n");
+    // Another path or host: nothing on stdout, a note on stderr.
+    let (out, err) = helper(
+        &format!("protocol=http\nhost={host}\npath=other.git\n\n"),
+        &[("READ_URL", &read)],
+    );
+    assert_eq!(out, "");
+    assert!(err.contains("no session URL"), "{err}");
+    // A _FILE is re-read at every call.
+    let file = f.w.tmp.path().join("push-url");
+    std::fs::write(&file, &push).unwrap();
+    let (out, _) = helper(&req, &[("PUSH_URL_FILE", file.to_str().unwrap())]);
+    assert!(out.contains("push-token-456"));
+    std::fs::write(&file, f.srv.url("repo.git", Some("p:rotated-789"))).unwrap();
+    let (out, _) = helper(&req, &[("PUSH_URL_FILE", file.to_str().unwrap())]);
+    assert!(out.contains("rotated-789"));
+    let (out, _) = helper("", &[]);
+    assert_eq!(out, "");
+}
+
+#[test]
+fn push_url_file_rotation_between_two_pushes() {
+    let w = World::new();
+    let ids = w.repo("repo.git", &[&[("a", Some("a\n"))]]);
+    let old_token = "first-token-aaaa";
+    let new_token = "second-token-bbbb";
+    // Two servers on the same repositories, each accepting only its own token: a push that used the
+    // old URL after rotation would be refused.
+    let first = GitServer::start(&w.srv(), Some(old_token));
+    let second = GitServer::start(&w.srv(), Some(new_token));
+    let dir = w.path("s");
+    w.run(
+        &dir,
+        &["restore"],
+        &[
+            (
+                "READ_URL",
+                &first.url("repo.git", Some(&format!("t:{old_token}"))),
+            ),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[0]),
+        ],
+    )
+    .assert_code(0);
+    let file = w.tmp.path().join("push-url");
+    std::fs::write(
+        &file,
+        first.url("repo.git", Some(&format!("t:{old_token}"))),
+    )
+    .unwrap();
+    let vars = [
+        ("PUSH_URL_FILE", file.to_str().unwrap()),
+        ("PUSH_URL", "http://127.0.0.1:1/ignored.git"),
+    ];
+    std::fs::write(dir.join("one"), "1\n").unwrap();
+    w.run(&dir, &["save", "-m", "one"], &vars).assert_code(0);
+    std::fs::write(
+        &file,
+        second.url("repo.git", Some(&format!("t:{new_token}"))),
+    )
+    .unwrap();
+    std::fs::write(dir.join("two"), "2\n").unwrap();
+    let run = w.run(&dir, &["save", "-m", "two", "--json"], &vars);
+    run.assert_code(0);
+    assert_eq!(run.json()["pushed"], true);
+    assert!(
+        second
+            .log()
+            .iter()
+            .any(|e| e.path.ends_with("git-receive-pack"))
+    );
+    assert!(first.log().iter().all(|e| e.status != 401));
+    assert_eq!(
+        w.git(&w.srv().join("repo.git"), &["rev-parse", "s"]),
+        w.git(&dir, &["rev-parse", "HEAD"])
+    );
+}
+
+#[test]
+fn a_jwt_about_to_expire_is_warned_about_and_its_expiry_reported() {
+    let f = Fixture::new();
+    let dir = f.restore("s", "sessions/jwt");
+    let soon = now() + 120;
+    let url = f.srv.url("repo.git", Some(&format!("t:{}", jwt(soon))));
+    let run = f.w.run(&dir, &["status", "--json"], &[("READ_URL", &url)]);
+    run.assert_code(0);
+    let j = run.json();
+    let want = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(soon),
+    )
+    .to_string();
+    assert_eq!(j["url_expires_at"], want.as_str());
+    let w = j["warnings"][0].as_str().unwrap();
+    assert!(
+        w.contains("READ_URL token expires in") && w.contains(&want),
+        "{w}"
+    );
+    assert!(
+        run.stderr.contains("warning: the READ_URL token expires"),
+        "{}",
+        run.stderr
+    );
+    // Far from expiry: no warning.
+    let later = f
+        .srv
+        .url("repo.git", Some(&format!("t:{}", jwt(now() + 3600))));
+    let j =
+        f.w.run(&dir, &["status", "--json"], &[("READ_URL", &later)])
+            .json();
+    assert_eq!(j["warnings"], serde_json::json!([]));
+    // Expired, on a command that uses the URL: warned, and the refusal says when it expired.
+    let expired = f
+        .srv
+        .url("repo.git", Some(&format!("t:{}", jwt(now() - 60))));
+    let run = f.w.run(
+        &f.w.path("t"),
+        &["restore", "--json"],
+        &[
+            ("READ_URL", &expired),
+            ("SESSION_BRANCH", "x"),
+            ("TIP_SHA", &f.ids[0]),
+        ],
+    );
+    run.assert_code(4);
+    assert!(
+        run.stderr.contains("credentials rejected"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn every_command_prints_one_json_object_with_the_spec_fields() {
+    let f = Fixture::new();
+    let dir = f.w.path("s");
+    let fields = |j: &serde_json::Value, keys: &[&str]| {
+        for k in keys {
+            assert!(j.get(k).is_some(), "missing {k} in {j}");
+        }
+    };
+    let run = f.w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL", &f.url()),
+            ("SESSION_BRANCH", "sessions/j"),
+            ("TIP_SHA", &f.ids[1]),
+        ],
+    );
+    let j = run.json();
+    fields(
+        &j,
+        &[
+            "ok", "command", "branch", "warnings", "tip", "lease", "source",
+        ],
+    );
+    std::fs::write(dir.join("x"), "x\n").unwrap();
+    let j =
+        f.w.run(
+            &dir,
+            &["save", "-m", "x", "--json"],
+            &[("PUSH_URL", &f.url())],
+        )
+        .json();
+    fields(
+        &j,
+        &[
+            "ok",
+            "command",
+            "branch",
+            "warnings",
+            "tip",
+            "previous_tip",
+            "committed",
+            "pushed",
+        ],
+    );
+    assert_eq!(
+        (j["committed"].as_bool(), j["pushed"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let j =
+        f.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &f.url())])
+            .json();
+    fields(
+        &j,
+        &[
+            "ok",
+            "command",
+            "branch",
+            "warnings",
+            "tip",
+            "previous_tip",
+            "committed",
+            "pushed",
+        ],
+    );
+    let j =
+        f.w.run(
+            &dir,
+            &["status", "--json", "--remote"],
+            &[("READ_URL", &f.url())],
+        )
+        .json();
+    fields(
+        &j,
+        &[
+            "ok",
+            "command",
+            "branch",
+            "warnings",
+            "lease",
+            "head",
+            "ahead",
+            "changed",
+            "remote_tip",
+            "url_expires_at",
+        ],
+    );
+    // Failures: exactly one object with ok, command, exit_code, error.kind, error.message.
+    let j = f.w.run(&dir, &["push", "--json"], &[]).json();
+    fields(&j, &["ok", "command", "exit_code", "error"]);
+    assert_eq!(j["ok"], false);
+    assert_eq!(j["command"], "push");
+    fields(&j["error"], &["kind", "message"]);
+}
+
+#[test]
+fn every_exit_code_has_its_kind() {
+    let f = Fixture::new();
+    let url = f.url();
+    let code = |run: &crate::support::Run, code: i32, kind: &str| {
+        run.assert_code(code);
+        let j = run.json();
+        assert_eq!(j["exit_code"], code);
+        assert_eq!(j["error"]["kind"], kind, "{j}");
+    };
+    // 1: a panic exits 1 with a short message (never 101 or 134).
+    let run = f.w.run(
+        &f.w.path("p"),
+        &["restore", "--json"],
+        &[
+            ("GIT_SESSION_FAILPOINT", "panic"),
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &f.ids[0]),
+        ],
+    );
+    code(&run, 1, "internal");
+    assert!(run.stderr.contains("internal error"), "{}", run.stderr);
+    // 2: usage.
+    code(
+        &f.w.run(
+            &f.w.path("u"),
+            &["restore", "--json"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", "abc"),
+            ],
+        ),
+        2,
+        "usage",
+    );
+    // 3: stale.
+    f.w.git(
+        &f.w.srv().join("repo.git"),
+        &["branch", "sessions/st", &f.ids[1]],
+    );
+    let a = f.restore("a", "sessions/st");
+    let b = f.restore("b", "sessions/st");
+    std::fs::write(b.join("b"), "b\n").unwrap();
+    f.w.run(&b, &["save"], &[("PUSH_URL", &url)]).assert_code(0);
+    std::fs::write(a.join("a"), "a\n").unwrap();
+    let run = f.w.run(&a, &["save", "--json"], &[("PUSH_URL", &url)]);
+    code(&run, 3, "stale");
+    assert_eq!(run.json()["lease"], f.ids[1].as_str());
+    // 4: auth.
+    code(
+        &f.w.run(
+            &f.w.path("c"),
+            &["restore", "--json"],
+            &[
+                ("READ_URL", &f.srv.url("repo.git", Some("t:nope"))),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", &f.ids[0]),
+            ],
+        ),
+        4,
+        "auth",
+    );
+    // 5: network.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    code(
+        &f.w.run(
+            &f.w.path("d"),
+            &["restore", "--json"],
+            &[
+                ("READ_URL", &format!("http://127.0.0.1:{port}/r.git")),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", &f.ids[0]),
+            ],
+        ),
+        5,
+        "network",
+    );
+    // 6: integrity (a token in a file to commit).
+    let s = f.restore("e", "sessions/e");
+    std::fs::write(s.join("leak.txt"), TOKEN).unwrap();
+    code(
+        &f.w.run(&s, &["save", "--json"], &[("PUSH_URL", &url)]),
+        6,
+        "integrity",
+    );
+    // 7: conflict.
+    let g = f.w.path("g");
+    std::fs::create_dir_all(&g).unwrap();
+    std::fs::write(g.join("mine"), "x").unwrap();
+    code(
+        &f.w.run(
+            &g,
+            &["restore", "--json"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", &f.ids[0]),
+            ],
+        ),
+        7,
+        "conflict",
+    );
+    // 8: not found.
+    code(
+        &f.w.run(
+            &f.w.path("h"),
+            &["restore", "--json"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", &"ab".repeat(20)),
+            ],
+        ),
+        8,
+        "not_found",
+    );
+    // 9: rejected (a declining hook).
+    let hook = f.w.srv().join("repo.git/hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho no >&2\nexit 1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let s = f.restore("i", "sessions/i");
+    std::fs::write(s.join("n"), "n\n").unwrap();
+    code(
+        &f.w.run(&s, &["save", "--json"], &[("PUSH_URL", &url)]),
+        9,
+        "rejected",
+    );
+}
+
+#[test]
+fn completions_man_page_and_version() {
+    let w = World::new();
+    let run = w.run(w.tmp.path(), &["completions", "bash"], &[]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("git-session") && run.stdout.contains("restore"));
+    let run = w.run(w.tmp.path(), &["manpage"], &[]);
+    run.assert_code(0);
+    assert!(run.stdout.contains(".TH") && run.stdout.contains("git-session"));
+    let run = w.run(w.tmp.path(), &["--version"], &[]);
+    run.assert_code(0);
+    assert_eq!(
+        run.stdout.trim(),
+        format!("git-session {}", env!("CARGO_PKG_VERSION"))
+    );
+}
