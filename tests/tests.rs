@@ -6,5 +6,6 @@ mod support;
 mod cli;
 mod inputs;
 mod push;
+mod restore_archive;
 mod restore_git;
 mod save;

@@ -62,6 +62,13 @@ pub struct Knobs {
     pub unauthorized_posts: AtomicUsize,
     /// When set, receive-pack POSTs get HTTP 200 with this body and the repository is not touched.
     pub receive_pack_reply: Mutex<Option<Vec<u8>>>,
+    /// Static-file mode: when set, `GET /files/<name>` answers with the file `<name>` of this folder
+    /// (same token auth and fault knobs as the git endpoints; 404 when it is missing).
+    pub files_dir: Mutex<Option<PathBuf>>,
+    /// Cut static-file bodies after this many bytes (files no longer than this pass whole).
+    pub cut_get_after: AtomicUsize,
+    /// How many more static-file bodies to cut.
+    pub cut_gets: AtomicUsize,
 }
 
 fn take_one(n: &AtomicUsize) -> bool {
@@ -223,6 +230,16 @@ impl GitServer {
         }
     }
 
+    /// Turn on the static-file mode: `GET /files/<name>` serves `dir/<name>`.
+    pub fn serve_files(&self, dir: &Path) {
+        *self.knobs.files_dir.lock().unwrap() = Some(dir.to_path_buf());
+    }
+
+    /// The URL of static file `name` (see [`GitServer::serve_files`]), with `userinfo` if given.
+    pub fn file_url(&self, name: &str, userinfo: Option<&str>) -> String {
+        self.url(&format!("files/{name}"), userinfo)
+    }
+
     /// Every request answered so far.
     pub fn log(&self) -> Vec<LogEntry> {
         self.state.log.lock().unwrap().clone()
@@ -336,6 +353,13 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             hyper::header::HeaderValue::from_static("Basic realm=\"git\""),
         );
         return respond(&state, entry, r);
+    }
+    if method == "GET"
+        && let Some(name) = path.strip_prefix("/files/")
+        && let Some(dir) = state.knobs.files_dir.lock().unwrap().clone()
+    {
+        let resp = static_file(&state.knobs, &dir, name);
+        return respond(&state, entry, resp);
     }
     if method == "POST" && chunked && state.knobs.refuse_chunked.load(Ordering::SeqCst) {
         return respond(
@@ -505,4 +529,61 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         }
     }
     respond(&state, entry, resp)
+}
+
+/// Answer a static-file GET: the file streamed in 64 KiB frames with a `Content-Length`, cut after
+/// `cut_get_after` bytes (the connection aborted) while `cut_gets` lasts.
+fn static_file(knobs: &Knobs, dir: &Path, name: &str) -> Response<Body> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        return full(StatusCode::NOT_FOUND, "not found\n");
+    }
+    let Ok(file) = std::fs::File::open(dir.join(name)) else {
+        return full(StatusCode::NOT_FOUND, "not found\n");
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let cut_after = knobs.cut_get_after.load(Ordering::SeqCst) as u64;
+    let limit = if len > cut_after && take_one(&knobs.cut_gets) {
+        Some(cut_after)
+    } else {
+        None
+    };
+    let stream = futures_util::stream::unfold(
+        (file, 0u64, false),
+        move |(mut file, sent, done)| async move {
+            use std::io::Read as _;
+            if done {
+                return None;
+            }
+            let room = limit.map_or(u64::MAX, |l| l - sent);
+            if room == 0 {
+                return Some((
+                    Err(std::io::Error::other("injected cut")),
+                    (file, sent, true),
+                ));
+            }
+            let mut buf = vec![0u8; 64 * 1024];
+            let want = (buf.len() as u64).min(room) as usize;
+            match file.read(&mut buf[..want]) {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((
+                        Ok(Frame::data(Bytes::from(buf))),
+                        (file, sent + n as u64, false),
+                    ))
+                }
+                Err(e) => Some((Err(e), (file, sent, true))),
+            }
+        },
+    );
+    let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/gzip"),
+    );
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_LENGTH,
+        hyper::header::HeaderValue::from(len),
+    );
+    resp
 }

@@ -1,0 +1,2352 @@
+//! `restore --from archive`: the shared hostile cases, hostile archives generated here for the whole
+//! kind of each fault, real `git archive` output judged against `git checkout`, history attached on
+//! the first save, sources (file, stdin, URL with faults), kills, conflicts, bounded memory.
+//!
+//! Every refused archive is run twice — into an empty target, and with `--force` into a target that
+//! already holds files — and each time the whole parent folder (a sentinel sibling included) and the
+//! outside paths the archive aims at are compared before and after: nothing may change.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret, userinfo};
+
+/// The commit the shared cases are archives of.
+const TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
+/// Their top-level folder.
+const PREFIX: &str = "repo-3f2a9c5e8b7d/";
+const BRANCH: &str = "sessions/arch";
+const STAGING: &str = ".git-session-restore";
+
+// ---------------------------------------------------------------------------------------------
+// Tar and gzip writers: raw 512-byte headers, so that anything a hostile archive could hold can be
+// written (the `tar` crate's builder refuses `..` and absolute paths).
+
+#[derive(Default)]
+struct Tar {
+    buf: Vec<u8>,
+}
+
+fn octal(field: &mut [u8], v: u64) {
+    let width = field.len() - 1;
+    let s = format!("{v:0width$o}");
+    assert!(s.len() <= width, "{v} does not fit {width} octal digits");
+    field[..width].copy_from_slice(s.as_bytes());
+    field[width] = 0;
+}
+
+/// A ustar header block with a correct checksum (`gnu`: GNU magic instead of POSIX ustar).
+fn header(name: &[u8], typ: u8, mode: u32, size: u64, link: &[u8], gnu: bool) -> [u8; 512] {
+    let mut h = [0u8; 512];
+    assert!(
+        name.len() <= 100,
+        "name longer than 100 bytes: use pax or GNU"
+    );
+    assert!(
+        link.len() <= 100,
+        "link longer than 100 bytes: use pax or GNU"
+    );
+    h[..name.len()].copy_from_slice(name);
+    octal(&mut h[100..108], u64::from(mode));
+    octal(&mut h[108..116], 0);
+    octal(&mut h[116..124], 0);
+    octal(&mut h[124..136], size);
+    octal(&mut h[136..148], 1_767_225_600);
+    h[156] = typ;
+    h[157..157 + link.len()].copy_from_slice(link);
+    if gnu {
+        h[257..265].copy_from_slice(b"ustar  \0");
+    } else {
+        h[257..263].copy_from_slice(b"ustar\0");
+        h[263..265].copy_from_slice(b"00");
+    }
+    h[265..269].copy_from_slice(b"root");
+    h[297..301].copy_from_slice(b"root");
+    fix_checksum(&mut h);
+    h
+}
+
+fn fix_checksum(h: &mut [u8; 512]) {
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
+    let s = format!("{sum:06o}\0 ");
+    h[148..156].copy_from_slice(s.as_bytes());
+}
+
+/// One pax record, `"<len> <key>=<value>\n"`, its length counting itself.
+fn pax_record(key: &str, value: &[u8]) -> Vec<u8> {
+    let rest = key.len() + value.len() + 3; // ' ', '=', '\n'
+    let mut len = rest + 1;
+    while len != rest + len.to_string().len() {
+        len = rest + len.to_string().len();
+    }
+    let mut r = format!("{len} {key}=").into_bytes();
+    r.extend_from_slice(value);
+    r.push(b'\n');
+    assert_eq!(r.len(), len);
+    r
+}
+
+impl Tar {
+    fn new() -> Self {
+        Tar::default()
+    }
+
+    fn pad(&mut self) {
+        while self.buf.len() % 512 != 0 {
+            self.buf.push(0);
+        }
+    }
+
+    fn block(&mut self, h: [u8; 512]) -> &mut Self {
+        self.buf.extend_from_slice(&h);
+        self
+    }
+
+    /// A member with its data (header size = data length).
+    fn entry(&mut self, name: &[u8], typ: u8, mode: u32, data: &[u8], link: &[u8]) -> &mut Self {
+        self.block(header(name, typ, mode, data.len() as u64, link, false));
+        self.buf.extend_from_slice(data);
+        self.pad();
+        self
+    }
+
+    fn file(&mut self, name: &str, data: &[u8]) -> &mut Self {
+        self.entry(name.as_bytes(), b'0', 0o644, data, b"")
+    }
+
+    fn file_b(&mut self, name: &[u8], data: &[u8]) -> &mut Self {
+        self.entry(name, b'0', 0o644, data, b"")
+    }
+
+    fn exe(&mut self, name: &str, data: &[u8]) -> &mut Self {
+        self.entry(name.as_bytes(), b'0', 0o755, data, b"")
+    }
+
+    fn dir(&mut self, name: &str) -> &mut Self {
+        self.entry(name.as_bytes(), b'5', 0o755, b"", b"")
+    }
+
+    fn symlink(&mut self, name: &str, target: &str) -> &mut Self {
+        self.entry(name.as_bytes(), b'2', 0o777, b"", target.as_bytes())
+    }
+
+    fn hardlink(&mut self, name: &str, target: &str) -> &mut Self {
+        self.entry(name.as_bytes(), b'1', 0o644, b"", target.as_bytes())
+    }
+
+    fn node(&mut self, name: &str, typ: u8) -> &mut Self {
+        self.entry(name.as_bytes(), typ, 0o644, b"", b"")
+    }
+
+    /// A pax header (`x` for the next member, `g` global) with these records.
+    fn pax(&mut self, typ: u8, records: &[(&str, &[u8])]) -> &mut Self {
+        let mut data = Vec::new();
+        for (k, v) in records {
+            data.extend(pax_record(k, v));
+        }
+        self.entry(b"././@PaxHeader", typ, 0o644, &data, b"")
+    }
+
+    /// The global header `git archive` writes: the commit id as `comment`.
+    fn commit_id(&mut self, id: &str) -> &mut Self {
+        self.pax(b'g', &[("comment", id.as_bytes())])
+    }
+
+    /// A GNU long name (`L`) or long link (`K`) header for the next member.
+    fn gnu_long(&mut self, typ: u8, name: &[u8]) -> &mut Self {
+        let mut data = name.to_vec();
+        data.push(0);
+        self.block(header(
+            b"././@LongLink",
+            typ,
+            0o644,
+            data.len() as u64,
+            b"",
+            true,
+        ));
+        self.buf.extend_from_slice(&data);
+        self.pad();
+        self
+    }
+
+    fn raw(&mut self, bytes: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(bytes);
+        self
+    }
+
+    /// The archive with its end-of-archive marker (two zero blocks).
+    fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        out.extend_from_slice(&[0u8; 1024]);
+        out
+    }
+
+    /// The archive without its end-of-archive marker.
+    fn unterminated(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
+}
+
+fn gz(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// The start of an archive like the shared cases: the commit id, the prefix folder, a README.
+fn base() -> Tar {
+    let mut t = Tar::new();
+    t.commit_id(TIP)
+        .dir(PREFIX)
+        .file(&format!("{PREFIX}README.md"), b"hello\n");
+    t
+}
+
+/// `base()` followed by `f`, terminated and gzipped.
+fn with(f: impl FnOnce(&mut Tar)) -> Vec<u8> {
+    let mut t = base();
+    f(&mut t);
+    gz(&t.finish())
+}
+
+fn p(rel: &str) -> String {
+    format!("{PREFIX}{rel}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots of folders: every path (symlinks not followed) with its type, mode and content.
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    File { mode: u32, data: Vec<u8> },
+    Dir { mode: u32 },
+    Link(PathBuf),
+    Other(u32),
+}
+
+type Snapshot = BTreeMap<PathBuf, Node>;
+
+fn snapshot(root: &Path) -> Snapshot {
+    snapshot_except(root, &[])
+}
+
+/// Snapshot `root`, leaving out the top-level names in `skip` (e.g. `.git`).
+fn snapshot_except(root: &Path, skip: &[&str]) -> Snapshot {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(root.join(&rel)) else {
+            continue;
+        };
+        for e in rd {
+            let e = e.unwrap();
+            if rel.as_os_str().is_empty() && skip.iter().any(|s| e.file_name() == OsStr::new(s)) {
+                continue;
+            }
+            let r = rel.join(e.file_name());
+            let path = root.join(&r);
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let ft = meta.file_type();
+            let mode = meta.permissions().mode() & 0o7777;
+            let node = if ft.is_symlink() {
+                Node::Link(std::fs::read_link(&path).unwrap())
+            } else if ft.is_dir() {
+                stack.push(r.clone());
+                Node::Dir { mode }
+            } else if ft.is_file() {
+                Node::File {
+                    mode,
+                    data: std::fs::read(&path).unwrap(),
+                }
+            } else {
+                Node::Other(meta.permissions().mode())
+            };
+            out.insert(r, node);
+        }
+    }
+    out
+}
+
+/// Assert two snapshots are equal, naming the differing paths (not dumping file contents).
+#[track_caller]
+fn assert_same(what: &str, got: &Snapshot, want: &Snapshot) {
+    if got == want {
+        return;
+    }
+    let mut diffs = Vec::new();
+    for (k, v) in want {
+        match got.get(k) {
+            None => diffs.push(format!("missing: {}", k.display())),
+            Some(g) if g != v => diffs.push(format!("differs: {} ({})", k.display(), brief(g, v))),
+            _ => {}
+        }
+    }
+    for k in got.keys() {
+        if !want.contains_key(k) {
+            diffs.push(format!("extra: {}", k.display()));
+        }
+    }
+    panic!("{what}:\n  {}", diffs.join("\n  "));
+}
+
+fn brief(got: &Node, want: &Node) -> String {
+    let b = |n: &Node| match n {
+        Node::File { mode, data } => format!("file {mode:o} {} bytes", data.len()),
+        Node::Dir { mode } => format!("dir {mode:o}"),
+        Node::Link(t) => format!("symlink -> {}", t.display()),
+        Node::Other(m) => format!("other {m:o}"),
+    };
+    format!("got {}, want {}", b(got), b(want))
+}
+
+fn file(data: &[u8], mode: u32) -> Node {
+    Node::File {
+        mode,
+        data: data.to_vec(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running restore.
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/archive")
+        .join(name)
+}
+
+/// `git-session restore --json --archive FILE -C target ARGS` with `SESSION_BRANCH` and `TIP_SHA`.
+fn restore_file(w: &World, target: &Path, archive: &Path, tip: &str, args: &[&str]) -> Run {
+    restore_env(w, target, archive, tip, args, &[])
+}
+
+fn restore_env(
+    w: &World,
+    target: &Path,
+    archive: &Path,
+    tip: &str,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> Run {
+    let mut argv = vec![
+        "restore",
+        "--json",
+        "--archive",
+        archive.to_str().unwrap(),
+        "-C",
+        target.to_str().unwrap(),
+    ];
+    argv.extend_from_slice(args);
+    let mut env = vec![("SESSION_BRANCH", BRANCH), ("TIP_SHA", tip)];
+    env.extend_from_slice(vars);
+    w.run(&w.path(""), &argv, &env)
+}
+
+/// Write `bytes` to a file of the world (outside every arena) and return its path.
+fn archive_file(w: &World, name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = w.path("archives");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[track_caller]
+fn assert_failed(run: &Run, code: i32) {
+    run.assert_code(code);
+    let j = run.json();
+    assert_eq!(j["ok"], false, "{}", run.stdout);
+    assert_eq!(j["exit_code"], code, "{}", run.stdout);
+    let kind = match code {
+        2 => "usage",
+        4 => "auth",
+        5 => "network",
+        6 => "integrity",
+        7 => "conflict",
+        8 => "not_found",
+        _ => "",
+    };
+    if !kind.is_empty() {
+        assert_eq!(j["error"]["kind"], kind, "{}", run.stdout);
+    }
+}
+
+/// A folder holding a target and its siblings, to prove that a refused restore changed nothing
+/// anywhere near it.
+struct Arena {
+    parent: PathBuf,
+    target: PathBuf,
+}
+
+impl Arena {
+    /// `pre`: files to place in the target first (relative path, content).
+    fn new(w: &World, name: &str, pre: &[(&str, &[u8])]) -> Self {
+        let parent = w.path(&format!("arena-{name}"));
+        let target = parent.join("target");
+        std::fs::create_dir_all(parent.join("sibling")).unwrap();
+        std::fs::write(parent.join("sentinel.txt"), b"do not touch\n").unwrap();
+        std::fs::write(parent.join("sibling/inner.txt"), b"inner\n").unwrap();
+        std::fs::create_dir_all(&target).unwrap();
+        for (rel, data) in pre {
+            let path = target.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, data).unwrap();
+        }
+        Arena { parent, target }
+    }
+}
+
+/// Paths outside the world that hostile archives aim at; unique per test process.
+fn outside(name: &str) -> PathBuf {
+    PathBuf::from(format!("/tmp/gs-hostile-{}-{name}", std::process::id()))
+}
+
+/// Restore a refused archive into an empty target and, with `--force`, into a target that holds
+/// files: each time exit `code`, the parent folder (target included) unchanged, no staging folder,
+/// and none of `watch` created.
+#[track_caller]
+fn refused(w: &World, name: &str, archive: &[u8], args: &[&str], code: i32, watch: &[PathBuf]) {
+    let file = archive_file(w, &format!("{name}.tar.gz"), archive);
+    refused_file(w, name, &file, args, code, watch);
+}
+
+#[track_caller]
+fn refused_file(w: &World, name: &str, file: &Path, args: &[&str], code: i32, watch: &[PathBuf]) {
+    for forced in [false, true] {
+        for p in watch {
+            let _ = std::fs::remove_file(p);
+        }
+        let arena = if forced {
+            Arena::new(
+                w,
+                &format!("{name}-forced"),
+                &[("README.md", b"precious\n"), ("keep/me.txt", b"mine\n")],
+            )
+        } else {
+            Arena::new(w, name, &[])
+        };
+        let before = snapshot(&arena.parent);
+        let mut argv = args.to_vec();
+        if forced {
+            argv.push("--force");
+        }
+        let run = restore_file(w, &arena.target, file, TIP, &argv);
+        assert_eq!(
+            run.code,
+            Some(code),
+            "{name} (forced: {forced}): unexpected exit code\nstdout: {}\nstderr: {}",
+            run.stdout,
+            run.stderr
+        );
+        assert_failed(&run, code);
+        assert!(
+            !arena.target.join(STAGING).exists(),
+            "{name}: staging folder left behind"
+        );
+        assert_same(
+            &format!("{name} (forced: {forced}): the target or its neighbours changed"),
+            &snapshot(&arena.parent),
+            &before,
+        );
+        for p in watch {
+            assert!(
+                std::fs::symlink_metadata(p).is_err(),
+                "{name}: {} was created outside the target",
+                p.display()
+            );
+        }
+    }
+}
+
+/// Restore an archive that must succeed into a fresh empty target; returns the run and the target.
+#[track_caller]
+fn accepted(w: &World, name: &str, archive: &[u8], args: &[&str]) -> (Run, PathBuf) {
+    let file = archive_file(w, &format!("{name}.tar.gz"), archive);
+    let arena = Arena::new(w, name, &[]);
+    let run = restore_file(w, &arena.target, &file, TIP, args);
+    run.assert_code(0);
+    assert_eq!(run.json()["ok"], true);
+    assert!(!arena.target.join(STAGING).exists());
+    assert_eq!(
+        std::fs::read(arena.parent.join("sentinel.txt")).unwrap(),
+        b"do not touch\n"
+    );
+    (run, arena.target)
+}
+
+/// The target's tree without `.git`.
+fn tree(target: &Path) -> Snapshot {
+    snapshot_except(target, &[".git"])
+}
+
+fn snap(entries: &[(&str, Node)]) -> Snapshot {
+    entries
+        .iter()
+        .map(|(k, v)| (PathBuf::from(k), v.clone()))
+        .collect()
+}
+
+fn dir() -> Node {
+    Node::Dir { mode: 0o755 }
+}
+
+fn link(t: &str) -> Node {
+    Node::Link(PathBuf::from(t))
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The shared cases (tests/fixtures/archive/CASES.md).
+
+#[test]
+fn case_good_extracts_with_the_prefix_stripped() {
+    let w = World::new();
+    let arena = Arena::new(&w, "good", &[]);
+    let run = restore_file(&w, &arena.target, &fixture("good.tar.gz"), TIP, &[]);
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["command"], "restore");
+    assert_eq!(j["branch"], BRANCH);
+    assert_eq!(j["source"], "archive");
+    assert_eq!(j["tip"], TIP);
+    assert_eq!(j["lease"], TIP, "no READ_URL: the lease is TIP_SHA");
+    assert_eq!(j["noop"], false);
+    assert_eq!(j["files"], 3);
+    assert_eq!(j["warnings"], serde_json::json!([]));
+    assert_same(
+        "good.tar.gz",
+        &tree(&arena.target),
+        &snap(&[
+            ("README.md", file(b"hello\n", 0o644)),
+            ("bin", dir()),
+            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
+            ("link-to-readme", link("README.md")),
+        ]),
+    );
+    // A .git holding only the session record, the branch unborn.
+    let git = arena.target.join(".git");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(git.join("git-session.json")).unwrap()).unwrap();
+    assert_eq!(record["source"], "archive");
+    assert_eq!(record["tip"], TIP);
+    assert_eq!(record["lease"], TIP);
+    assert_eq!(record["branch"], BRANCH);
+    assert_eq!(
+        w.git(&arena.target, &["symbolic-ref", "HEAD"]),
+        format!("refs/heads/{BRANCH}")
+    );
+    assert!(
+        !w.git_output(&arena.target, &["rev-parse", "--verify", "-q", "HEAD"])
+            .status
+            .success(),
+        "the branch must be unborn"
+    );
+    assert!(!git.join("index").exists(), "no index before history");
+    assert!(!arena.target.join(STAGING).exists());
+}
+
+#[test]
+fn case_setuid_bits_are_dropped() {
+    let w = World::new();
+    let arena = Arena::new(&w, "setuid", &[]);
+    restore_file(&w, &arena.target, &fixture("setuid.tar.gz"), TIP, &[]).assert_code(0);
+    assert_same(
+        "setuid.tar.gz",
+        &tree(&arena.target),
+        &snap(&[("suid", file(b"x", 0o755))]),
+    );
+}
+
+#[test]
+fn case_two_members_are_both_read() {
+    let w = World::new();
+    let arena = Arena::new(&w, "two", &[]);
+    restore_file(&w, &arena.target, &fixture("two-members.tar.gz"), TIP, &[]).assert_code(0);
+    let t = tree(&arena.target);
+    assert!(
+        matches!(t.get(Path::new("second-member.txt")), Some(Node::File { data, .. }) if !data.is_empty()),
+        "second-member.txt lost: {:?}",
+        t.keys().collect::<Vec<_>>()
+    );
+    assert!(t.contains_key(Path::new("README.md")));
+    assert!(t.contains_key(Path::new("bin/run.sh")));
+}
+
+#[test]
+fn case_dotdot_is_refused() {
+    let w = World::new();
+    refused_file(
+        &w,
+        "dotdot",
+        &fixture("dotdot.tar.gz"),
+        &[],
+        6,
+        &[w.path("escaped.txt")],
+    );
+}
+
+#[test]
+fn case_absolute_is_refused() {
+    let w = World::new();
+    refused_file(
+        &w,
+        "absolute",
+        &fixture("absolute.tar.gz"),
+        &[],
+        6,
+        &[PathBuf::from("/tmp/gs-absolute-escape.txt")],
+    );
+}
+
+#[test]
+fn case_symlink_then_file_is_refused() {
+    let w = World::new();
+    refused_file(
+        &w,
+        "symlink-then-file",
+        &fixture("symlink-then-file.tar.gz"),
+        &[],
+        6,
+        &[PathBuf::from("/tmp/gs-through-link.txt")],
+    );
+}
+
+#[test]
+fn case_dot_git_hook_is_refused() {
+    let w = World::new();
+    refused_file(
+        &w,
+        "dot-git-hook",
+        &fixture("dot-git-hook.tar.gz"),
+        &[],
+        6,
+        &[],
+    );
+}
+
+#[test]
+fn case_hardlink_is_refused() {
+    let w = World::new();
+    refused_file(
+        &w,
+        "hardlink-outside",
+        &fixture("hardlink-outside.tar.gz"),
+        &[],
+        6,
+        &[],
+    );
+}
+
+#[test]
+fn case_fifo_is_refused() {
+    let w = World::new();
+    refused_file(&w, "fifo", &fixture("fifo.tar.gz"), &[], 6, &[]);
+}
+
+#[test]
+fn case_commit_id_mismatch_is_refused() {
+    let w = World::new();
+    refused_file(
+        &w,
+        "pax-commit-mismatch",
+        &fixture("pax-commit-mismatch.tar.gz"),
+        &[],
+        6,
+        &[],
+    );
+    let arena = Arena::new(&w, "mismatch-msg", &[]);
+    let run = restore_file(
+        &w,
+        &arena.target,
+        &fixture("pax-commit-mismatch.tar.gz"),
+        TIP,
+        &[],
+    );
+    assert!(
+        run.stdout
+            .contains("0123456789abcdef0123456789abcdef01234567"),
+        "the message names the archive's commit: {}",
+        run.stdout
+    );
+}
+
+#[test]
+fn case_truncated_is_refused() {
+    let w = World::new();
+    refused_file(&w, "truncated", &fixture("truncated.tar.gz"), &[], 6, &[]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Hostile archives generated here, for the whole kind of each fault.
+
+#[test]
+fn dot_git_in_every_spelling_is_refused() {
+    let w = World::new();
+    let names: &[&[u8]] = &[
+        b".git/config",
+        b".GIT/config",
+        b".Git/config",
+        b".gIt/hooks/post-checkout",
+        b".git./config",
+        b".git../config",
+        b".git /config",
+        b".git. . /config",
+        b"GIT~1/config",
+        b"git~1/config",
+        ".g\u{200c}it/config".as_bytes(),
+        ".\u{200d}git/config".as_bytes(),
+        ".git\u{feff}/config".as_bytes(),
+        b"sub/.git/hooks/x",
+        b"sub/deeper/.GIT/config",
+        b".git::$INDEX_ALLOCATION/config",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let mut full = PREFIX.as_bytes().to_vec();
+        full.extend_from_slice(name);
+        let a = with(|t| {
+            t.exe("a.sh", b"#!/bin/sh\n");
+            t.file_b(&full, b"[core]\n\tfsmonitor = touch /tmp/pwned\n");
+        });
+        refused(&w, &format!("dotgit-{i}"), &a, &[], 6, &[]);
+    }
+    // Without a prefix too, and as the last component: a `.git` file (gitdir redirect), a `.git`
+    // symlink, a `.git` directory entry.
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "dotgit-file",
+            gz(&Tar::new()
+                .commit_id(TIP)
+                .file("README.md", b"x\n")
+                .file(".git", b"gitdir: /tmp\n")
+                .finish()),
+        ),
+        (
+            "dotgit-symlink",
+            gz(&Tar::new().commit_id(TIP).symlink(".git", "/tmp").finish()),
+        ),
+        (
+            "dotgit-dir-entry",
+            gz(&Tar::new().commit_id(TIP).dir(".Git/").finish()),
+        ),
+        (
+            "dotgit-prefix",
+            gz(&Tar::new()
+                .commit_id(TIP)
+                .dir(".git/")
+                .file(".git/config", b"x")
+                .finish()),
+        ),
+    ];
+    for (name, a) in cases {
+        refused(&w, name, &a, &[], 6, &[]);
+    }
+    // A pax path override is the path that counts: a harmless ustar name does not hide it.
+    let a = with(|t| {
+        t.pax(b'x', &[("path", p(".git/hooks/pre-commit").as_bytes())])
+            .exe(&p("harmless.sh"), b"#!/bin/sh\n");
+    });
+    refused(&w, "dotgit-pax-path", &a, &[], 6, &[]);
+    let a = with(|t| {
+        t.gnu_long(b'L', p("sub/.git/config").as_bytes())
+            .file(&p("harmless"), b"x");
+    });
+    refused(&w, "dotgit-gnu-long", &a, &[], 6, &[]);
+}
+
+#[test]
+fn the_staging_folder_name_cannot_be_written_by_the_archive() {
+    // The git dir is built in .git-session-restore/ and renamed to .git: an archive entry there
+    // would become part of .git (a hook, a config with fsmonitor, a forged session record).
+    let w = World::new();
+    for (i, rel) in [
+        ".git-session-restore/hooks/post-checkout",
+        ".git-session-restore/config",
+        ".git-session-restore/git-session.json",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let a = with(|t| {
+            t.exe(&p(rel), b"#!/bin/sh\ntouch /tmp/pwned\n");
+        });
+        refused(&w, &format!("staging-name-{i}"), &a, &[], 6, &[]);
+    }
+    let a = with(|t| {
+        t.dir(&p(".git-session-restore/"));
+    });
+    refused(&w, "staging-name-dir", &a, &[], 6, &[]);
+    let a = with(|t| {
+        t.symlink(&p(".git-session-restore"), "/tmp");
+    });
+    refused(&w, "staging-name-link", &a, &[], 6, &[]);
+}
+
+#[test]
+fn dotdot_anywhere_is_refused() {
+    let w = World::new();
+    let esc = outside("dotdot");
+    for (i, name) in [
+        p("a/../../escaped.txt"),
+        p("a/b/../../../escaped.txt"),
+        p(".."),
+        p("sub/.."),
+        "../escaped.txt".to_owned(),
+        "./../escaped.txt".to_owned(),
+        p("../../../../../../../../tmp/gs-dotdot"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let a = with(|t| {
+            t.file(&p("sub/ok.txt"), b"ok\n");
+            t.file(name, b"escaped\n");
+        });
+        refused(&w, &format!("dotdot-{i}"), &a, &[], 6, &[esc.clone()]);
+    }
+    // `..` in a directory entry and in a pax path.
+    let a = with(|t| {
+        t.dir(&p("../up/"));
+    });
+    refused(&w, "dotdot-dir", &a, &[], 6, &[]);
+    let a = with(|t| {
+        t.pax(b'x', &[("path", p("x/../../escaped.txt").as_bytes())])
+            .file(&p("fine.txt"), b"x");
+    });
+    refused(&w, "dotdot-pax", &a, &[], 6, &[]);
+}
+
+#[test]
+fn absolute_paths_are_refused() {
+    let w = World::new();
+    let esc = outside("abs.txt");
+    let esc_s = esc.to_str().unwrap().to_owned();
+    let a = gz(&Tar::new().commit_id(TIP).file(&esc_s, b"x\n").finish());
+    refused(&w, "abs-plain", &a, &[], 6, &[esc.clone()]);
+    let a = gz(&Tar::new()
+        .commit_id(TIP)
+        .file(&format!("/{esc_s}"), b"x\n")
+        .finish());
+    refused(&w, "abs-double-slash", &a, &[], 6, &[esc.clone()]);
+    let a = with(|t| {
+        t.pax(b'x', &[("path", esc_s.as_bytes())])
+            .file(&p("fine.txt"), b"x");
+    });
+    refused(&w, "abs-pax", &a, &[], 6, &[esc.clone()]);
+    let a = with(|t| {
+        t.gnu_long(b'L', esc_s.as_bytes())
+            .file(&p("fine.txt"), b"x");
+    });
+    refused(&w, "abs-gnu", &a, &[], 6, &[esc.clone()]);
+    let a = with(|t| {
+        t.dir("/tmp/");
+    });
+    refused(&w, "abs-dir", &a, &[], 6, &[]);
+}
+
+#[test]
+fn writes_through_symlinks_are_refused() {
+    let w = World::new();
+    let x = outside("chain");
+    let xs = x.to_str().unwrap();
+    // A chain: a -> b, b -> /tmp/x, then a file a/f.
+    let a = with(|t| {
+        t.symlink(&p("a"), "b")
+            .symlink(&p("b"), xs)
+            .file(&p("a/f"), b"through\n");
+    });
+    std::fs::create_dir_all(&x).unwrap();
+    refused(&w, "link-chain", &a, &[], 6, &[x.join("f")]);
+    // A symlink to a directory inside the tree, then a file through it.
+    let a = with(|t| {
+        t.dir(&p("sub/"))
+            .file(&p("sub/in.txt"), b"in\n")
+            .symlink(&p("link"), "sub")
+            .file(&p("link/f"), b"through\n");
+    });
+    refused(&w, "link-inside", &a, &[], 6, &[]);
+    // Through a symlink to the tree's own parent (the arena: the snapshot would show it).
+    let a = with(|t| {
+        t.symlink(&p("up"), "..")
+            .file(&p("up/sentinel.txt"), b"owned\n");
+    });
+    refused(&w, "link-up", &a, &[], 6, &[]);
+    let a = with(|t| {
+        t.symlink(&p("up"), "../..")
+            .dir(&p("up/sibling/"))
+            .file(&p("up/sibling/inner.txt"), b"owned\n");
+    });
+    refused(&w, "link-up-dir", &a, &[], 6, &[]);
+    // Through a symlink to "." and to a directory inside the tree, deeper.
+    let a = with(|t| {
+        t.symlink(&p("self"), ".").file(&p("self/self/x"), b"x");
+    });
+    refused(&w, "link-self", &a, &[], 6, &[]);
+    let a = with(|t| {
+        t.dir(&p("d/"))
+            .dir(&p("d/e/"))
+            .symlink(&p("d/l"), "e")
+            .dir(&p("d/l/g/"));
+    });
+    refused(&w, "link-dir-through", &a, &[], 6, &[]);
+    // A symlink into .git, then a write through it.
+    let a = with(|t| {
+        t.symlink(&p("hooks"), ".git/hooks")
+            .exe(&p("hooks/post-checkout"), b"#!/bin/sh\n");
+    });
+    refused(&w, "link-into-git", &a, &[], 6, &[]);
+    // Symlinks as the stripped prefix itself.
+    let x2 = outside("prefix-link");
+    std::fs::create_dir_all(&x2).unwrap();
+    let a = gz(&Tar::new()
+        .commit_id(TIP)
+        .symlink(PREFIX.trim_end_matches('/'), x2.to_str().unwrap())
+        .file(&p("f"), b"x")
+        .finish());
+    refused(&w, "link-prefix", &a, &[], 6, &[x2.join("f")]);
+    let a = with(|t| {
+        t.symlink(PREFIX.trim_end_matches('/'), "/tmp")
+            .file(&p("f2"), b"x");
+    });
+    refused(&w, "link-prefix-later", &a, &[], 6, &[]);
+    let _ = std::fs::remove_dir_all(&x);
+    let _ = std::fs::remove_dir_all(&x2);
+}
+
+#[test]
+fn a_path_twice_with_different_types_is_refused() {
+    let w = World::new();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "link-then-dir",
+            with(|t| {
+                t.symlink(&p("x"), "/tmp").dir(&p("x/"));
+            }),
+        ),
+        (
+            "link-then-file",
+            with(|t| {
+                t.symlink(&p("x"), "/tmp/gs-link-then-file")
+                    .file(&p("x"), b"x");
+            }),
+        ),
+        (
+            "file-then-link",
+            with(|t| {
+                t.file(&p("x"), b"x").symlink(&p("x"), "/tmp");
+            }),
+        ),
+        (
+            "file-then-dir",
+            with(|t| {
+                t.file(&p("x"), b"x").dir(&p("x/"));
+            }),
+        ),
+        (
+            "dir-then-file",
+            with(|t| {
+                t.dir(&p("x/")).file(&p("x"), b"x");
+            }),
+        ),
+        (
+            "implicit-dir-then-file",
+            with(|t| {
+                t.file(&p("x/y"), b"y").file(&p("x"), b"x");
+            }),
+        ),
+        (
+            "file-then-child",
+            with(|t| {
+                t.file(&p("x"), b"x").file(&p("x/y"), b"y");
+            }),
+        ),
+        (
+            "dir-then-link",
+            with(|t| {
+                t.dir(&p("x/"))
+                    .file(&p("x/in"), b"in")
+                    .symlink(&p("x"), "/tmp");
+            }),
+        ),
+        (
+            "prefix-then-file",
+            with(|t| {
+                t.file(PREFIX.trim_end_matches('/'), b"x");
+            }),
+        ),
+    ];
+    for (name, a) in cases {
+        refused(&w, name, &a, &[], 6, &[]);
+    }
+}
+
+#[test]
+fn the_same_path_twice_with_the_same_type_takes_the_later() {
+    let w = World::new();
+    let a = with(|t| {
+        t.file(&p("x"), b"first\n")
+            .exe(&p("x"), b"second\n")
+            .symlink(&p("l"), "a")
+            .symlink(&p("l"), "b")
+            .dir(&p("d/"))
+            .file(&p("d/f"), b"f\n")
+            .dir(&p("d/"));
+    });
+    let (_, target) = accepted(&w, "dup-same", &a, &[]);
+    assert_same(
+        "later wins",
+        &tree(&target),
+        &snap(&[
+            ("README.md", file(b"hello\n", 0o644)),
+            ("x", file(b"second\n", 0o755)),
+            ("l", link("b")),
+            ("d", dir()),
+            ("d/f", file(b"f\n", 0o644)),
+        ]),
+    );
+}
+
+#[test]
+fn links_devices_and_fifos_are_refused() {
+    let w = World::new();
+    for (name, typ) in [
+        ("chardev", b'3'),
+        ("blockdev", b'4'),
+        ("fifo", b'6'),
+        ("contiguous-ok", b'7'),
+        ("sparse", b'S'),
+        ("volume", b'V'),
+        ("unknown", b'Z'),
+    ] {
+        let a = with(|t| {
+            t.node(&p("n"), typ);
+        });
+        if typ == b'7' {
+            // A contiguous file is a regular file.
+            accepted(&w, name, &a, &[]);
+        } else {
+            refused(&w, name, &a, &[], 6, &[]);
+        }
+    }
+    let a = with(|t| {
+        t.file(&p("a"), b"a\n").hardlink(&p("b"), &p("a"));
+    });
+    refused(&w, "hardlink-inside", &a, &[], 6, &[]);
+    let a = with(|t| {
+        t.hardlink(&p("b"), "/etc/passwd");
+    });
+    refused(&w, "hardlink-abs", &a, &[], 6, &[]);
+}
+
+#[test]
+fn pax_sizes_are_honoured() {
+    let w = World::new();
+    let esc = outside("pax-small");
+    // The header says 0 bytes, pax says 1000: the data holds what looks like a header for an
+    // absolute path; a reader that trusts the header's size would extract it.
+    let mut data = header(esc.to_str().unwrap().as_bytes(), b'0', 0o644, 5, b"", false).to_vec();
+    data.extend_from_slice(b"owned");
+    data.resize(1000, b'z');
+    let mut t = base();
+    t.pax(b'x', &[("size", b"1000")]);
+    t.block(header(
+        p("small.bin").as_bytes(),
+        b'0',
+        0o644,
+        0,
+        b"",
+        false,
+    ));
+    t.raw(&data).pad();
+    t.file(&p("after.txt"), b"after\n");
+    let (_, target) = accepted(&w, "pax-smaller", &gz(&t.finish()), &[]);
+    assert!(!esc.exists());
+    assert_same(
+        "pax size larger than the header's",
+        &tree(&target),
+        &snap(&[
+            ("README.md", file(b"hello\n", 0o644)),
+            ("small.bin", file(&data, 0o644)),
+            ("after.txt", file(b"after\n", 0o644)),
+        ]),
+    );
+
+    // The header says 5000 bytes, pax says 10: the next header follows the 10 bytes' block.
+    let mut t = base();
+    t.pax(b'x', &[("size", b"10")]);
+    t.block(header(
+        p("big.bin").as_bytes(),
+        b'0',
+        0o644,
+        5000,
+        b"",
+        false,
+    ));
+    t.raw(b"0123456789").pad();
+    t.file(&p("next.txt"), b"next\n");
+    let (_, target) = accepted(&w, "pax-larger", &gz(&t.finish()), &[]);
+    assert_same(
+        "pax size smaller than the header's",
+        &tree(&target),
+        &snap(&[
+            ("README.md", file(b"hello\n", 0o644)),
+            ("big.bin", file(b"0123456789", 0o644)),
+            ("next.txt", file(b"next\n", 0o644)),
+        ]),
+    );
+
+    // pax path and linkpath overrides, long and nested; a GNU long name and long link.
+    let long_dir = format!("{}/{}", "d".repeat(120), "e".repeat(120));
+    let long_target = format!("{}/{}", "t".repeat(150), "u".repeat(10));
+    let mut t = base();
+    t.pax(
+        b'x',
+        &[("path", p(&format!("{long_dir}/file.txt")).as_bytes())],
+    );
+    t.file(&p("placeholder"), b"long\n");
+    t.pax(
+        b'x',
+        &[
+            ("path", p("link-long").as_bytes()),
+            ("linkpath", long_target.as_bytes()),
+        ],
+    );
+    t.symlink(&p("placeholder2"), "short");
+    t.gnu_long(b'L', p(&format!("{}/gnu.txt", "g".repeat(130))).as_bytes());
+    t.file(&p("ph3"), b"gnu\n");
+    t.gnu_long(b'K', long_target.as_bytes());
+    t.symlink(&p("gnu-link"), "short");
+    let (_, target) = accepted(&w, "pax-path", &gz(&t.finish()), &[]);
+    let d = "d".repeat(120);
+    let e = format!("{d}/{}", "e".repeat(120));
+    let g = "g".repeat(130);
+    assert_same(
+        "pax path overrides",
+        &tree(&target),
+        &snap(&[
+            ("README.md", file(b"hello\n", 0o644)),
+            (&d, dir()),
+            (&e, dir()),
+            (&format!("{long_dir}/file.txt"), file(b"long\n", 0o644)),
+            ("link-long", link(&long_target)),
+            (&g, dir()),
+            (&format!("{g}/gnu.txt"), file(b"gnu\n", 0o644)),
+            ("gnu-link", link(&long_target)),
+        ]),
+    );
+}
+
+#[test]
+fn malformed_pax_and_headers_are_refused() {
+    let w = World::new();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "pax-size-nan",
+            with(|t| {
+                t.pax(b'x', &[("size", b"12x")]).file(&p("f"), b"x");
+            }),
+        ),
+        (
+            "pax-bad-length",
+            with(|t| {
+                t.entry(b"././@PaxHeader", b'x', 0o644, b"99 path=x\n", b"")
+                    .file(&p("f"), b"x");
+            }),
+        ),
+        (
+            "pax-nul-path",
+            with(|t| {
+                t.pax(b'x', &[("path", b"repo-3f2a9c5e8b7d/a\0b")])
+                    .file(&p("f"), b"x");
+            }),
+        ),
+        (
+            "pax-empty-path",
+            with(|t| {
+                t.pax(b'x', &[("path", b"")]).file(&p("f"), b"x");
+            }),
+        ),
+        (
+            "bad-checksum",
+            with(|t| {
+                let mut h = header(p("f").as_bytes(), b'0', 0o644, 1, b"", false);
+                h[0] ^= 1;
+                t.block(h).raw(b"x").pad();
+            }),
+        ),
+        (
+            "size-garbage",
+            with(|t| {
+                let mut h = header(p("f").as_bytes(), b'0', 0o644, 1, b"", false);
+                h[124..136].copy_from_slice(b"zzzzzzzzzzz\0");
+                fix_checksum(&mut h);
+                t.block(h).raw(b"x").pad();
+            }),
+        ),
+        (
+            // A base-256 size of 2^62 bytes: over the default 64 GiB, refused before any read.
+            "size-huge",
+            with(|t| {
+                let mut h = header(p("huge").as_bytes(), b'0', 0o644, 0, b"", false);
+                h[124..136].copy_from_slice(&[0x80, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0]);
+                fix_checksum(&mut h);
+                t.block(h).raw(b"x").pad();
+            }),
+        ),
+        (
+            "extension-without-member",
+            with(|t| {
+                t.pax(b'x', &[("path", p("f").as_bytes())]);
+            }),
+        ),
+        (
+            "symlink-without-target",
+            with(|t| {
+                t.symlink(&p("l"), "");
+            }),
+        ),
+        (
+            "leaves-the-prefix",
+            with(|t| {
+                t.file("other/x.txt", b"x\n");
+            }),
+        ),
+        (
+            "leaves-the-prefix-top-file",
+            with(|t| {
+                t.file("top.txt", b"x\n");
+            }),
+        ),
+    ];
+    for (name, a) in cases {
+        refused(&w, name, &a, &[], 6, &[]);
+    }
+    // A huge pax header: refused at the default limit, accepted with the limit raised.
+    let big = vec![b'v'; (1 << 20) + 10];
+    let a = with(|t| {
+        t.pax(b'x', &[("comment", &big)]).file(&p("f"), b"x\n");
+    });
+    refused(&w, "pax-huge", &a, &[], 6, &[]);
+    let (_, target) = accepted(
+        &w,
+        "pax-huge-raised",
+        &a,
+        &["--max-header-bytes", "4194304"],
+    );
+    assert!(target.join("f").exists());
+    // A GNU long name over the limit.
+    let long = p(&"n/".repeat(600_000));
+    let a = with(|t| {
+        t.gnu_long(b'L', long.as_bytes()).file(&p("f"), b"x");
+    });
+    refused(&w, "gnu-long-huge", &a, &[], 6, &[]);
+    let a = with(|t| {
+        t.gnu_long(b'L', p(&"m".repeat(3000)).as_bytes())
+            .file(&p("f"), b"x");
+    });
+    refused(
+        &w,
+        "gnu-long-over-flag",
+        &a,
+        &["--max-header-bytes", "2000"],
+        6,
+        &[],
+    );
+}
+
+#[test]
+fn entry_and_byte_limits_hold() {
+    let w = World::new();
+    let a = with(|t| {
+        for i in 0..20 {
+            t.file(&p(&format!("f{i}")), b"0123456789");
+        }
+    });
+    refused(&w, "max-entries", &a, &["--max-entries", "10"], 6, &[]);
+    refused(&w, "max-bytes", &a, &["--max-bytes", "150"], 6, &[]);
+    accepted(
+        &w,
+        "limits-ok",
+        &a,
+        &["--max-entries", "30", "--max-bytes", "300"],
+    );
+}
+
+#[test]
+fn corrupt_and_truncated_streams_are_refused() {
+    let w = World::new();
+    let good = std::fs::read(fixture("good.tar.gz")).unwrap();
+    // A flipped byte in the deflate data, in the CRC trailer, in the length trailer.
+    for (name, at) in [
+        ("flip-data", good.len() / 2),
+        ("flip-crc", good.len() - 6),
+        ("flip-isize", good.len() - 2),
+    ] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x55;
+        refused(&w, name, &bad, &[], 6, &[]);
+    }
+    // Not gzip at all: a plain tar, text, nothing.
+    let plain = base().finish();
+    refused(&w, "plain-tar", &plain, &[], 6, &[]);
+    refused(&w, "text", b"<html>not found</html>\n", &[], 6, &[]);
+    refused(&w, "empty", b"", &[], 6, &[]);
+    // Cut inside the gzip stream.
+    refused(&w, "cut-gzip", &good[..good.len() - 20], &[], 6, &[]);
+    // A complete gzip stream whose tar has no end-of-archive marker.
+    let mut t = base();
+    t.file(&p("last.txt"), b"x\n");
+    refused(&w, "no-end-marker", &gz(&t.unterminated()), &[], 6, &[]);
+    // A multi-member gzip cut at a member boundary: gzip sees a clean end, tar does not.
+    let mut t = base();
+    let first = t.unterminated();
+    let mut t2 = Tar::new();
+    t2.file(&p("in-second.txt"), b"2\n");
+    let second = t2.finish();
+    let mut two = gz(&first);
+    two.extend(gz(&second));
+    let (_, target) = accepted(&w, "members-whole", &two, &[]);
+    assert!(target.join("in-second.txt").exists());
+    refused(&w, "members-cut", &gz(&first), &[], 6, &[]);
+    // Garbage after the last gzip member.
+    let mut trailing = good.clone();
+    trailing.extend_from_slice(b"garbage");
+    refused(&w, "trailing-garbage", &trailing, &[], 6, &[]);
+    // The data of the last member cut short (tar ends early inside a complete gzip).
+    let mut t = base();
+    t.block(header(p("short").as_bytes(), b'0', 0o644, 4096, b"", false));
+    t.raw(&[b'a'; 100]);
+    refused(&w, "short-data", &gz(&t.unterminated()), &[], 6, &[]);
+}
+
+#[test]
+fn commit_id_absent_warns_or_is_refused() {
+    let w = World::new();
+    let mut t = Tar::new();
+    t.dir(PREFIX).file(&p("README.md"), b"hi\n");
+    let a = gz(&t.finish());
+    let (run, target) = accepted(&w, "no-id", &a, &[]);
+    let j = run.json();
+    let warning = j["warnings"][0].as_str().unwrap_or_default();
+    assert!(warning.contains("commit id"), "{}", run.stdout);
+    assert!(target.join("README.md").exists());
+    refused(&w, "no-id-required", &a, &["--require-commit-id"], 6, &[]);
+    // Upper-case id in the header is the same commit.
+    let a = gz(&Tar::new()
+        .commit_id(&TIP.to_ascii_uppercase())
+        .file("f", b"x")
+        .finish());
+    accepted(&w, "upper-id", &a, &["--require-commit-id"]);
+    // A mismatch wins over everything else being fine, with and without --require-commit-id.
+    let a = gz(&Tar::new()
+        .commit_id(&"a".repeat(40))
+        .file("f", b"x")
+        .finish());
+    refused(&w, "id-mismatch", &a, &[], 6, &[]);
+    refused(&w, "id-mismatch-req", &a, &["--require-commit-id"], 6, &[]);
+}
+
+#[test]
+fn prefix_stripping_rules() {
+    let w = World::new();
+    // A folder whose name holds only 6 hex digits of the id: not stripped.
+    let a = gz(&Tar::new()
+        .commit_id(TIP)
+        .dir("repo-3f2a9c/")
+        .file("repo-3f2a9c/f", b"x")
+        .finish());
+    let (_, target) = accepted(&w, "six-digits", &a, &[]);
+    assert!(target.join("repo-3f2a9c/f").exists());
+    // Exactly seven, upper case: stripped.
+    let a = gz(&Tar::new()
+        .commit_id(TIP)
+        .dir("X-3F2A9C5/")
+        .file("X-3F2A9C5/f", b"x")
+        .finish());
+    let (_, target) = accepted(&w, "seven-upper", &a, &[]);
+    assert!(target.join("f").exists());
+    // A top-level file named like the id is not a folder: kept.
+    let a = gz(&Tar::new()
+        .commit_id(TIP)
+        .file("3f2a9c5e.txt", b"x")
+        .finish());
+    let (_, target) = accepted(&w, "id-file", &a, &[]);
+    assert!(target.join("3f2a9c5e.txt").exists());
+    // --strip-components 2 and 0.
+    let a = gz(&Tar::new()
+        .commit_id(TIP)
+        .dir("a/")
+        .dir("a/b/")
+        .file("a/b/f", b"x")
+        .file("a/top", b"dropped")
+        .finish());
+    let (_, target) = accepted(&w, "strip-2", &a, &["--strip-components", "2"]);
+    assert_same(
+        "strip 2",
+        &tree(&target),
+        &snap(&[("f", file(b"x", 0o644))]),
+    );
+    let (_, target) = accepted(&w, "strip-0", &good_bytes(), &["--strip-components", "0"]);
+    assert!(target.join(p("README.md")).exists());
+    // Raw paths are checked before stripping: a `.git` or `..` in the stripped part is refused.
+    let a = gz(&Tar::new()
+        .commit_id(TIP)
+        .dir(".git/")
+        .file(".git/f", b"x")
+        .finish());
+    refused(&w, "strip-dotgit", &a, &["--strip-components", "1"], 6, &[]);
+    let a = gz(&Tar::new().commit_id(TIP).file("../f", b"x").finish());
+    refused(&w, "strip-dotdot", &a, &["--strip-components", "1"], 6, &[]);
+}
+
+fn good_bytes() -> Vec<u8> {
+    std::fs::read(fixture("good.tar.gz")).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Real `git archive` output against `git checkout`.
+
+/// A repository with relative and absolute symlinks, executables, nested folders, non-ASCII,
+/// space-holding and non-UTF-8 names, an empty file, a Windows device name, long paths (pax
+/// headers in `git archive`), and a file over 1 MiB. Returns (scratch work tree, commit ids).
+fn real_repo(w: &World, name: &str) -> (PathBuf, Vec<String>) {
+    let scratch = w.tmp.path().join(format!("scratch-{name}"));
+    std::fs::create_dir_all(&scratch).unwrap();
+    w.git(&scratch, &["init", "-q", "-b", "main"]);
+    let put = |rel: &[u8], data: &[u8], exec: bool| {
+        let path = scratch.join(OsStr::from_bytes(rel));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, data).unwrap();
+        let mode = if exec { 0o755 } else { 0o644 };
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let sym = |rel: &str, target: &str| {
+        let path = scratch.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, path).unwrap();
+    };
+    put(b"README.md", b"# real\n", false);
+    put(b"bin/run.sh", b"#!/bin/sh\necho run\n", true);
+    put(b"bin/tool", b"\x7fELF-ish\n", true);
+    put(b"nested/a/b/c/deep.txt", b"deep\n", false);
+    put("ünïcödé/文件.txt".as_bytes(), "内容\n".as_bytes(), false);
+    put(b"with space/file name.txt", b"spaced\n", false);
+    put(b"empty.txt", b"", false);
+    put(b"aux.c", b"int aux;\n", false);
+    put(b"src/con.h", b"#define CON\n", false);
+    put(b"caf\xe9-latin1.txt", b"latin1 name\n", false);
+    let long = format!(
+        "{}/{}/long-name-{}.txt",
+        "x".repeat(90),
+        "y".repeat(90),
+        "z".repeat(80)
+    );
+    put(long.as_bytes(), b"long path\n", false);
+    let mut big = Vec::with_capacity(3 << 20);
+    let mut s = 0x1234_5678_9abc_def0u64;
+    while big.len() < (3 << 20) + 17 {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        big.extend_from_slice(&s.to_le_bytes());
+    }
+    put(b"data/big.bin", &big, false);
+    sym("link-rel", "README.md");
+    sym("nested/a/up", "../../README.md");
+    sym("abs-link", "/etc/hostname");
+    sym("dir-link", "nested/a");
+    sym("dangling", "does/not/exist");
+    sym("long-link", &format!("{}/target", "q".repeat(150)));
+    sym("ünïcödé/link-文件", "文件.txt");
+    w.git(&scratch, &["add", "-A"]);
+    w.git(&scratch, &["commit", "-q", "-m", "first"]);
+    let first = w.git(&scratch, &["rev-parse", "HEAD"]);
+    put(b"README.md", b"# real, second\n", false);
+    put(b"later.txt", b"later\n", false);
+    w.git(&scratch, &["add", "-A"]);
+    w.git(&scratch, &["commit", "-q", "-m", "second"]);
+    let second = w.git(&scratch, &["rev-parse", "HEAD"]);
+    (scratch, vec![first, second])
+}
+
+/// `git archive --format=tar.gz [--prefix=…] <commit>` into a file.
+fn git_archive(w: &World, repo: &Path, commit: &str, prefix: Option<&str>, out: &str) -> PathBuf {
+    let path = w.path(&format!("archives/{out}"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut args = vec!["archive", "--format=tar.gz"];
+    let pre;
+    if let Some(x) = prefix {
+        pre = format!("--prefix={x}");
+        args.push(&pre);
+    }
+    let o = format!("--output={}", path.display());
+    args.push(&o);
+    args.push(commit);
+    w.git(repo, &args);
+    path
+}
+
+/// A `git checkout` of `commit` from `repo` into a fresh folder.
+fn git_checkout(w: &World, repo: &Path, commit: &str, name: &str) -> PathBuf {
+    let dir = w.path(&format!("checkout-{name}"));
+    w.git(
+        w.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "--no-checkout",
+            repo.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
+    w.git(&dir, &["checkout", "-q", commit]);
+    dir
+}
+
+#[test]
+fn real_git_archive_equals_git_checkout() {
+    let w = World::new();
+    let (repo, ids) = real_repo(&w, "real");
+    let commit = &ids[0];
+    let want = tree(&git_checkout(&w, &repo, commit, "first"));
+    assert!(want.len() > 20, "fixture too small: {want:?}");
+    assert!(want.contains_key(Path::new("ünïcödé/文件.txt")));
+    assert!(want.contains_key(Path::new(OsStr::from_bytes(b"caf\xe9-latin1.txt"))));
+    let restore_tip = |archive: &Path, name: &str, args: &[&str]| -> PathBuf {
+        let arena = Arena::new(&w, name, &[]);
+        let run = restore_file(&w, &arena.target, archive, commit, args);
+        run.assert_code(0);
+        let j = run.json();
+        assert_eq!(j["warnings"], serde_json::json!([]), "{name}");
+        assert_eq!(j["tip"], commit.as_str());
+        arena.target
+    };
+
+    // With a prefix holding the id: stripped.
+    let prefix = format!("name-{}/", &commit[..12]);
+    let a = git_archive(&w, &repo, commit, Some(&prefix), "prefixed.tar.gz");
+    let target = restore_tip(&a, "prefixed", &[]);
+    assert_same("git archive with its id prefix", &tree(&target), &want);
+
+    // Without a prefix.
+    let a = git_archive(&w, &repo, commit, None, "bare.tar.gz");
+    let target = restore_tip(&a, "no-prefix", &[]);
+    assert_same("git archive without prefix", &tree(&target), &want);
+
+    // A prefix without the id: kept; --strip-components 1 strips it.
+    let a = git_archive(&w, &repo, commit, Some("project/"), "other.tar.gz");
+    let target = restore_tip(&a, "other-prefix", &[]);
+    assert_same(
+        "a prefix without the id is kept",
+        &snapshot(&target.join("project")),
+        &want,
+    );
+    let top: Vec<_> = tree(&target)
+        .keys()
+        .filter(|k| k.components().count() == 1)
+        .cloned()
+        .collect();
+    assert_eq!(top, vec![PathBuf::from("project")]);
+    let target = restore_tip(&a, "forced-strip", &["--strip-components", "1"]);
+    assert_same("--strip-components 1", &tree(&target), &want);
+
+    // The archive of another commit is refused by its id.
+    let a2 = git_archive(&w, &repo, &ids[1], Some(&prefix), "second.tar.gz");
+    refused_file(&w, "real-wrong-commit", &a2, &[], 6, &[]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. History attached on the first save.
+
+/// Serve `repo` (a scratch work tree) as the bare `srv/<name>.git`, receive-pack on, every push kept
+/// as a pack (so the pushed objects can be counted).
+fn serve_bare(w: &World, repo: &Path, name: &str) -> PathBuf {
+    let bare = w.srv().join(format!("{name}.git"));
+    w.git(
+        w.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            repo.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    w.git(&bare, &["config", "http.receivepack", "true"]);
+    w.git(&bare, &["config", "receive.unpackLimit", "1"]);
+    w.git(&bare, &["config", "transfer.unpackLimit", "1"]);
+    bare
+}
+
+fn packs(bare: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(bare.join("objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension() == Some(OsStr::new("idx")))
+        .collect();
+    v.sort();
+    v
+}
+
+fn loose_objects(bare: &Path) -> usize {
+    let out = Command::new("git")
+        .args(["count-objects", "-v"])
+        .current_dir(bare)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix("count: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
+    let w = World::new();
+    let (repo, ids) = real_repo(&w, "hist");
+    let tip = &ids[0];
+    let bare = serve_bare(&w, &repo, "repo");
+    w.git(&bare, &["branch", BRANCH, tip]);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let read = srv.url("repo.git", Some(&userinfo()));
+    let archive = git_archive(
+        &w,
+        &repo,
+        tip,
+        Some(&format!("repo-{}/", &tip[..12])),
+        "hist.tar.gz",
+    );
+    let dir = w.path("sandbox");
+    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]);
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["lease"], tip.as_str(), "the branch is at TIP_SHA");
+    // Restore asked for one ref only, and fetched nothing.
+    assert!(
+        srv.log()
+            .iter()
+            .all(|e| !String::from_utf8_lossy(&e.body).contains("command=fetch")),
+        "restore from an archive must not fetch"
+    );
+
+    // The agent's edits: one changed, one added, one deleted, one made executable.
+    std::fs::write(dir.join("README.md"), b"# edited\n").unwrap();
+    std::fs::write(dir.join("nested/a/new.txt"), b"new\n").unwrap();
+    std::fs::remove_file(dir.join("with space/file name.txt")).unwrap();
+    std::fs::set_permissions(
+        dir.join("empty.txt"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    use std::os::unix::fs::MetadataExt as _;
+    let untouched = dir.join("data/big.bin");
+    let before_meta = std::fs::metadata(&untouched).unwrap();
+
+    let packs_before = packs(&bare);
+    let loose_before = loose_objects(&bare);
+    srv.clear_log();
+    let run = w.run(
+        &dir,
+        &["save", "-m", "agent edits", "--json"],
+        &[
+            ("READ_URL", &read),
+            ("PUSH_URL", &read),
+            ("SESSION_BRANCH", BRANCH),
+        ],
+    );
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["committed"], true, "{}", run.stdout);
+    assert_eq!(j["pushed"], true, "{}", run.stdout);
+    assert_eq!(j["previous_tip"], tip.as_str());
+    let new_tip = j["tip"].as_str().unwrap().to_owned();
+
+    // The remote branch holds a child of TIP_SHA.
+    assert_eq!(
+        w.git(&bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        new_tip
+    );
+    assert_eq!(w.git(&bare, &["rev-parse", &format!("{new_tip}^")]), *tip);
+    assert_eq!(
+        w.git(
+            &bare,
+            &["rev-list", "--count", &format!("{tip}..{new_tip}")]
+        ),
+        "1"
+    );
+    // Its tree equals the edited work tree, as git would commit it.
+    let copy = w.path("judge");
+    let status = Command::new("cp")
+        .args(["-a", dir.to_str().unwrap(), copy.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::remove_dir_all(copy.join(".git")).unwrap();
+    w.git(&copy, &["init", "-q"]);
+    w.git(&copy, &["add", "-A"]);
+    let want_tree = w.git(&copy, &["write-tree"]);
+    assert_eq!(
+        w.git(&bare, &["rev-parse", &format!("{new_tip}^{{tree}}")]),
+        want_tree
+    );
+    // Clean afterwards; the remote is sound.
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), new_tip);
+    w.git(&bare, &["fsck", "--no-progress"]);
+    // The untouched big file was not re-written.
+    let after_meta = std::fs::metadata(&untouched).unwrap();
+    assert_eq!(before_meta.ino(), after_meta.ino());
+    assert_eq!(before_meta.mtime_nsec(), after_meta.mtime_nsec());
+    assert_eq!(before_meta.ctime_nsec(), after_meta.ctime_nsec());
+    // The pushed pack holds exactly the new objects.
+    let new_packs: Vec<_> = packs(&bare)
+        .into_iter()
+        .filter(|p| !packs_before.contains(p))
+        .collect();
+    let mut pushed: Vec<String> = Vec::new();
+    for idx in &new_packs {
+        let text = Command::new("git")
+            .args(["verify-pack", "-v", idx.to_str().unwrap()])
+            .current_dir(&bare)
+            .output()
+            .unwrap();
+        for line in String::from_utf8_lossy(&text.stdout).lines() {
+            let first = line.split(' ').next().unwrap_or("");
+            if first.len() == 40 && first.bytes().all(|b| b.is_ascii_hexdigit()) {
+                pushed.push(first.to_owned());
+            }
+        }
+    }
+    let loose_after = loose_objects(&bare);
+    assert_eq!(loose_before, loose_after, "objects arrived unpacked");
+    pushed.sort();
+    let mut want_objects: Vec<String> = w
+        .git(
+            &bare,
+            &["rev-list", "--objects", &new_tip, &format!("^{tip}")],
+        )
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect();
+    want_objects.sort();
+    assert_eq!(
+        pushed, want_objects,
+        "the pack must hold exactly the new objects"
+    );
+    assert!(pushed.len() <= 8, "{} objects pushed", pushed.len());
+
+    // A second save with nothing changed: no commit.
+    let run = w.run(
+        &dir,
+        &["save", "--json"],
+        &[("READ_URL", &read), ("PUSH_URL", &read)],
+    );
+    run.assert_code(0);
+    assert_eq!(run.json()["committed"], false);
+}
+
+#[test]
+fn save_on_an_archive_tree_without_read_url_is_a_usage_error() {
+    let w = World::new();
+    let arena = Arena::new(&w, "no-read", &[]);
+    restore_file(&w, &arena.target, &fixture("good.tar.gz"), TIP, &[]).assert_code(0);
+    std::fs::write(arena.target.join("README.md"), b"edit\n").unwrap();
+    let before = snapshot(&arena.target);
+    let run = w.run(
+        &arena.target,
+        &["save", "-m", "x", "--json"],
+        &[("PUSH_URL", "http://127.0.0.1:9/repo.git")],
+    );
+    assert_failed(&run, 2);
+    let msg = run.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        msg.contains("READ_URL") && msg.contains("archive"),
+        "unclear message: {msg}"
+    );
+    assert_same("save without READ_URL", &snapshot(&arena.target), &before);
+}
+
+#[test]
+fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() {
+    let w = World::new();
+    let (repo, ids) = real_repo(&w, "push");
+    let tip = &ids[0];
+    let bare = serve_bare(&w, &repo, "repo");
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let read = srv.url("repo.git", Some(&userinfo()));
+    let archive = git_archive(&w, &repo, tip, None, "push.tar.gz");
+    let dir = w.path("sandbox");
+    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]);
+    run.assert_code(0);
+    assert_eq!(
+        run.json()["lease"],
+        "0000000000000000000000000000000000000000",
+        "a new session branch"
+    );
+    // Nothing to push yet: push attaches history and reports the branch up to date or creates it.
+    std::fs::write(dir.join("later.txt"), b"by push\n").unwrap();
+    let run = w.run(
+        &dir,
+        &["save", "--no-push", "-m", "local", "--json"],
+        &[("READ_URL", &read)],
+    );
+    run.assert_code(0);
+    let commit = run.json()["commit"].as_str().unwrap().to_owned();
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD^"]), *tip);
+    let run = w.run(
+        &dir,
+        &["push", "--json"],
+        &[("READ_URL", &read), ("PUSH_URL", &read)],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        w.git(&bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        commit
+    );
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Sources: stdin, URL, faults.
+
+/// A tar.gz of TIP holding `n` files of `size` incompressible bytes each (plus the shared base).
+fn noisy_archive(n: usize, size: usize, seed: u64) -> Vec<u8> {
+    let mut t = base();
+    let mut s = seed | 1;
+    for i in 0..n {
+        let mut data = Vec::with_capacity(size);
+        while data.len() < size {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            data.extend_from_slice(&s.to_le_bytes());
+        }
+        data.truncate(size);
+        t.file(&p(&format!("noise/{i:03}.bin")), &data);
+    }
+    gz(&t.finish())
+}
+
+fn stdin_run(w: &World, target: &Path, input: &[u8]) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_git-session"))
+        .args(["restore", "--json", "--archive", "-", "-C"])
+        .arg(target)
+        .current_dir(w.path(""))
+        .env_clear()
+        .envs(w.env())
+        .env("SESSION_BRANCH", BRANCH)
+        .env("TIP_SHA", TIP)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_no_secret("stdout", &out.stdout);
+    assert_no_secret("stderr", &out.stderr);
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn archive_from_stdin() {
+    let w = World::new();
+    let arena = Arena::new(&w, "stdin", &[]);
+    let run = stdin_run(&w, &arena.target, &good_bytes());
+    run.assert_code(0);
+    assert_eq!(run.json()["source"], "archive");
+    assert!(arena.target.join("bin/run.sh").exists());
+    // A truncated stdin stream is refused, leaving nothing.
+    let arena = Arena::new(&w, "stdin-cut", &[]);
+    let good = good_bytes();
+    let run = stdin_run(&w, &arena.target, &good[..good.len() / 2]);
+    assert_failed(&run, 6);
+    assert_same("stdin cut", &snapshot(&arena.target), &BTreeMap::new());
+}
+
+fn url_world() -> (World, GitServer, PathBuf) {
+    let w = World::new();
+    let files = w.path("served");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::copy(fixture("good.tar.gz"), files.join("good.tar.gz")).unwrap();
+    std::fs::write(files.join("noisy.tar.gz"), noisy_archive(4, 100_000, 7)).unwrap();
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    srv.serve_files(&files);
+    (w, srv, files)
+}
+
+fn url_run(w: &World, target: &Path, url: &str, args: &[&str]) -> Run {
+    let mut argv = vec!["restore", "--json", "-C", target.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    w.run(
+        &w.path(""),
+        &argv,
+        &[
+            ("ARCHIVE_URL", url),
+            ("SESSION_BRANCH", BRANCH),
+            ("TIP_SHA", TIP),
+        ],
+    )
+}
+
+fn gets(srv: &GitServer, name: &str) -> Vec<u16> {
+    srv.log()
+        .iter()
+        .filter(|e| e.method == "GET" && e.path.starts_with("/files/"))
+        .inspect(|e| assert_eq!(e.path, format!("/files/{name}"), "requested path"))
+        .map(|e| e.status)
+        .collect()
+}
+
+#[test]
+fn archive_url_with_the_token_in_the_url() {
+    let (w, srv, _) = url_world();
+    let arena = Arena::new(&w, "url", &[]);
+    let url = srv.file_url("good.tar.gz", Some(&userinfo()));
+    let run = url_run(&w, &arena.target, &url, &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["source"], "archive");
+    assert_eq!(gets(&srv, "good.tar.gz"), vec![200]);
+    assert!(arena.target.join("link-to-readme").is_symlink());
+    // Nothing of the URL's credentials on disk.
+    for f in crate::support::all_files(&arena.target) {
+        assert_no_secret(&f.display().to_string(), &std::fs::read(&f).unwrap());
+    }
+    // The same URL on argv is refused before any request.
+    srv.clear_log();
+    let arena = Arena::new(&w, "url-argv", &[]);
+    let run = w.run(
+        &w.path(""),
+        &[
+            "restore",
+            "--json",
+            "-C",
+            arena.target.to_str().unwrap(),
+            "--archive-url",
+            &url,
+        ],
+        &[("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)],
+    );
+    assert_failed(&run, 2);
+    assert!(srv.log().is_empty());
+    assert_same("argv", &snapshot(&arena.target), &BTreeMap::new());
+    // ARCHIVE_URL alone selects the archive path (no READ_URL needed).
+    let arena = Arena::new(&w, "url-from", &[]);
+    url_run(&w, &arena.target, &url, &["--from", "archive"]).assert_code(0);
+}
+
+#[test]
+fn archive_url_retries_transient_failures_and_cuts() {
+    let (w, srv, _) = url_world();
+    let url = srv.file_url("noisy.tar.gz", Some(&userinfo()));
+    let want = {
+        let arena = Arena::new(&w, "ref", &[]);
+        url_run(&w, &arena.target, &url, &[]).assert_code(0);
+        tree(&arena.target)
+    };
+    // Two 503s, then the archive.
+    srv.clear_log();
+    srv.knobs
+        .fail_next
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    let arena = Arena::new(&w, "503", &[]);
+    url_run(&w, &arena.target, &url, &[]).assert_code(0);
+    assert_eq!(gets(&srv, "noisy.tar.gz"), vec![503, 503, 200]);
+    assert_same("after 503s", &tree(&arena.target), &want);
+    // Cut mid-stream once: fetched again, whole.
+    srv.clear_log();
+    srv.knobs
+        .cut_get_after
+        .store(150_000, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs
+        .cut_gets
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let arena = Arena::new(&w, "cut-once", &[]);
+    url_run(&w, &arena.target, &url, &[]).assert_code(0);
+    assert_eq!(gets(&srv, "noisy.tar.gz").len(), 2);
+    assert_same("after a cut", &tree(&arena.target), &want);
+    // Cut every time: a network failure after bounded retries, the target untouched.
+    srv.clear_log();
+    srv.knobs
+        .cut_gets
+        .store(100, std::sync::atomic::Ordering::SeqCst);
+    let arena = Arena::new(&w, "cut-always", &[("mine.txt", b"mine\n")]);
+    let before = snapshot(&arena.parent);
+    let run = url_run(&w, &arena.target, &url, &["--force"]);
+    assert_failed(&run, 5);
+    let n = gets(&srv, "noisy.tar.gz").len();
+    assert!((2..=4).contains(&n), "{n} attempts");
+    assert_same("cut always", &snapshot(&arena.parent), &before);
+    srv.knobs
+        .cut_gets
+        .store(0, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[test]
+fn archive_url_auth_and_not_found() {
+    let (w, srv, _) = url_world();
+    let bad = srv.file_url("good.tar.gz", Some("t:wrong-token"));
+    let arena = Arena::new(&w, "401", &[]);
+    let run = url_run(&w, &arena.target, &bad, &[]);
+    assert_failed(&run, 4);
+    assert_eq!(gets(&srv, "good.tar.gz"), vec![401], "401 is not retried");
+    assert_same("401", &snapshot(&arena.target), &BTreeMap::new());
+    srv.clear_log();
+    let missing = srv.file_url("missing.tar.gz", Some(&userinfo()));
+    let arena = Arena::new(&w, "404", &[]);
+    let run = url_run(&w, &arena.target, &missing, &[]);
+    assert_failed(&run, 8);
+    assert_same("404", &snapshot(&arena.target), &BTreeMap::new());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Kills and reruns.
+
+/// An archive with many top-level entries, so that a kill mid-publish lands mid-way.
+fn many_top_level() -> Vec<u8> {
+    let mut t = base();
+    for i in 0..12 {
+        t.file(
+            &p(&format!("top-{i:02}.txt")),
+            format!("top {i}\n").as_bytes(),
+        );
+        t.dir(&p(&format!("dir-{i:02}/")));
+        t.exe(&p(&format!("dir-{i:02}/run.sh")), b"#!/bin/sh\n");
+        t.symlink(&p(&format!("link-{i:02}")), &format!("top-{i:02}.txt"));
+    }
+    gz(&t.finish())
+}
+
+#[test]
+fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
+    let w = World::new();
+    let archive = archive_file(&w, "many.tar.gz", &many_top_level());
+    let want = {
+        let arena = Arena::new(&w, "reference", &[]);
+        restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+        tree(&arena.target)
+    };
+    assert!(want.len() > 40);
+    for point in [
+        "after-staging",
+        "after-extract",
+        "mid-publish",
+        "before-record",
+        "after-publish",
+    ] {
+        let arena = Arena::new(&w, point, &[]);
+        let run = restore_env(
+            &w,
+            &arena.target,
+            &archive,
+            TIP,
+            &[],
+            &[("GIT_SESSION_FAILPOINT", point)],
+        );
+        assert!(
+            run.code.is_none() || run.code == Some(134),
+            "{point}: not killed: {:?} {}",
+            run.code,
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(&format!("failpoint '{point}'")),
+            "{point}: {}",
+            run.stderr
+        );
+        if point == "mid-publish" {
+            let moved = tree(&arena.target)
+                .keys()
+                .filter(|k| !k.starts_with(STAGING) && k.components().count() == 1)
+                .count();
+            assert!(
+                moved >= 1 && moved < 37,
+                "mid-publish after {moved} entries"
+            );
+        }
+        if point != "after-publish" {
+            assert!(
+                !arena.target.join(".git").exists(),
+                "{point}: .git exists after a kill"
+            );
+        }
+        let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+        run.assert_code(0);
+        assert_eq!(run.json()["noop"], point == "after-publish", "{point}");
+        assert_same(
+            &format!("rerun after a kill at {point}"),
+            &tree(&arena.target),
+            &want,
+        );
+        assert!(
+            !arena.target.join(STAGING).exists(),
+            "{point}: staging left"
+        );
+        let record: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(arena.target.join(".git/git-session.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(record["source"], "archive", "{point}");
+        assert_eq!(record["tip"], TIP, "{point}");
+    }
+}
+
+#[test]
+fn an_interrupted_archive_restore_of_another_commit_is_a_conflict() {
+    let w = World::new();
+    let archive = archive_file(&w, "many.tar.gz", &many_top_level());
+    let arena = Arena::new(&w, "other", &[]);
+    restore_env(
+        &w,
+        &arena.target,
+        &archive,
+        TIP,
+        &[],
+        &[("GIT_SESSION_FAILPOINT", "mid-publish")],
+    );
+    let before = snapshot(&arena.parent);
+    let other = "b".repeat(40);
+    let run = restore_file(&w, &arena.target, &archive, &other, &[]);
+    assert_failed(&run, 7);
+    assert_same("other commit", &snapshot(&arena.parent), &before);
+}
+
+#[test]
+fn a_rerun_of_a_finished_archive_restore_touches_nothing() {
+    let w = World::new();
+    let archive = fixture("good.tar.gz");
+    let arena = Arena::new(&w, "rerun", &[]);
+    restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+    std::fs::write(arena.target.join("README.md"), b"local edit\n").unwrap();
+    std::fs::remove_file(arena.target.join("bin/run.sh")).unwrap();
+    std::fs::write(arena.target.join("new.txt"), b"new\n").unwrap();
+    let before = snapshot(&arena.parent);
+    for args in [&[][..], &["--force"][..]] {
+        let run = restore_file(&w, &arena.target, &archive, TIP, args);
+        run.assert_code(0);
+        let j = run.json();
+        assert_eq!(j["noop"], true);
+        assert_eq!(j["source"], "archive");
+        assert_same("rerun", &snapshot(&arena.parent), &before);
+    }
+    // Even a corrupt archive is not read on a no-op rerun.
+    let bad = archive_file(&w, "bad.tar.gz", b"not gzip");
+    restore_file(&w, &arena.target, &bad, TIP, &[]).assert_code(0);
+    // Another session's tree is a usage error.
+    let out = w.run(
+        &w.path(""),
+        &[
+            "restore",
+            "--json",
+            "--archive",
+            archive.to_str().unwrap(),
+            "-C",
+            arena.target.to_str().unwrap(),
+        ],
+        &[("SESSION_BRANCH", "sessions/other"), ("TIP_SHA", TIP)],
+    );
+    assert_failed(&out, 2);
+    assert_same("another session", &snapshot(&arena.parent), &before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Conflicts.
+
+#[test]
+fn a_non_empty_target_is_a_conflict_unless_forced() {
+    let w = World::new();
+    let archive = fixture("good.tar.gz");
+    let arena = Arena::new(
+        &w,
+        "occupied",
+        &[("README.md", b"mine\n"), ("notes/todo.txt", b"todo\n")],
+    );
+    let before = snapshot(&arena.parent);
+    let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+    assert_failed(&run, 7);
+    assert_same("without --force", &snapshot(&arena.parent), &before);
+
+    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    run.assert_code(0);
+    assert_same(
+        "with --force",
+        &tree(&arena.target),
+        &snap(&[
+            ("README.md", file(b"hello\n", 0o644)),
+            ("bin", dir()),
+            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
+            ("link-to-readme", link("README.md")),
+            ("notes", dir()),
+            ("notes/todo.txt", file(b"todo\n", 0o644)),
+        ]),
+    );
+}
+
+#[test]
+fn forced_restore_replaces_a_symlink_in_the_way_instead_of_writing_through_it() {
+    let w = World::new();
+    let arena = Arena::new(&w, "link-in-way", &[("keep.txt", b"keep\n")]);
+    // The target holds symlinks where the archive has a folder and a file.
+    std::os::unix::fs::symlink("../sibling", arena.target.join("bin")).unwrap();
+    std::os::unix::fs::symlink("../sentinel.txt", arena.target.join("README.md")).unwrap();
+    let outside_before = snapshot(&arena.parent.join("sibling"));
+    let sentinel = std::fs::read(arena.parent.join("sentinel.txt")).unwrap();
+    let run = restore_file(
+        &w,
+        &arena.target,
+        &fixture("good.tar.gz"),
+        TIP,
+        &["--force"],
+    );
+    run.assert_code(0);
+    assert_same(
+        "outside the target",
+        &snapshot(&arena.parent.join("sibling")),
+        &outside_before,
+    );
+    assert_eq!(
+        std::fs::read(arena.parent.join("sentinel.txt")).unwrap(),
+        sentinel
+    );
+    assert_same(
+        "the target",
+        &tree(&arena.target),
+        &snap(&[
+            ("README.md", file(b"hello\n", 0o644)),
+            ("bin", dir()),
+            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
+            ("link-to-readme", link("README.md")),
+            ("keep.txt", file(b"keep\n", 0o644)),
+        ]),
+    );
+}
+
+#[test]
+fn a_folder_where_the_archive_has_a_file_is_a_conflict_that_changes_nothing() {
+    let w = World::new();
+    // Many top-level entries are moved before or after the one in the way, whatever the order.
+    let archive = archive_file(&w, "many.tar.gz", &many_top_level());
+    let mut pre: Vec<(String, Vec<u8>)> = (0..12)
+        .map(|i| (format!("top-{i:02}.txt"), b"mine\n".to_vec()))
+        .collect();
+    pre.push(("top-05.txt/inside.txt".into(), b"in the way\n".to_vec()));
+    pre.retain(|(k, _)| k != "top-05.txt");
+    let pre_ref: Vec<(&str, &[u8])> = pre
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_slice()))
+        .collect();
+    let arena = Arena::new(&w, "dir-in-way", &pre_ref);
+    let before = snapshot(&arena.parent);
+    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    assert_failed(&run, 7);
+    assert!(!arena.target.join(STAGING).exists());
+    assert_same("dir in the way", &snapshot(&arena.parent), &before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Memory.
+
+/// Peak RSS stays under 32 MiB for a 300+ MiB archive of incompressible data.
+#[test]
+fn peak_memory_is_bounded_whatever_the_archive_size() {
+    let w = World::new();
+    let path = w.path("archives/huge.tar.gz");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let files = 320usize;
+    let size = 1 << 20;
+    {
+        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::new(1));
+        let mut t = base();
+        gz.write_all(&t.unterminated()).unwrap();
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut data = vec![0u8; size];
+        for i in 0..files {
+            for chunk in data.chunks_exact_mut(8) {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                chunk.copy_from_slice(&s.to_le_bytes());
+            }
+            let name = p(&format!("d{:02}/f{i:04}.bin", i % 16));
+            gz.write_all(&header(
+                name.as_bytes(),
+                b'0',
+                0o644,
+                size as u64,
+                b"",
+                false,
+            ))
+            .unwrap();
+            gz.write_all(&data).unwrap();
+        }
+        gz.write_all(&[0u8; 1024]).unwrap();
+        gz.finish().unwrap().flush().unwrap();
+    }
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len >= 300 << 20, "archive only {len} bytes");
+    let target = w.path("huge");
+    let rss_file = w.path("rss.txt");
+    let out = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&rss_file)
+        .arg(env!("CARGO_BIN_EXE_git-session"))
+        .args(["restore", "--json", "--archive"])
+        .arg(&path)
+        .arg("-C")
+        .arg(&target)
+        .current_dir(w.path(""))
+        .env_clear()
+        .envs(w.env())
+        .env("SESSION_BRANCH", BRANCH)
+        .env("TIP_SHA", TIP)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kib: u64 = std::fs::read_to_string(&rss_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    eprintln!("peak RSS restoring a {} MiB archive: {kib} KiB", len >> 20);
+    assert!(kib <= 32 * 1024, "peak RSS {kib} KiB over 32 MiB");
+    let restored: u64 = crate::support::all_files(&target)
+        .iter()
+        .filter(|f| !f.starts_with(target.join(".git")))
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    assert_eq!(restored, (files * size) as u64 + 6);
+}
