@@ -3,13 +3,14 @@
 //! - only regular files, directories and symlinks; hard links, devices, FIFOs and anything else: exit 6;
 //! - no absolute path, no `..`, no `.git` component in any spelling (git's NTFS and HFS rules,
 //!   through `gix::validate::path::component`), checked on the raw path before any prefix is stripped;
-//! - nothing is written or created through a symlink: every ancestor of a member must be a directory
-//!   this extraction made; files are created with `O_CREAT|O_EXCL`, which never follows a link;
+//! - nothing is written or created through a symlink: every ancestor of a member must be a real
+//!   directory (checked with `lstat`); files are created with `O_CREAT|O_EXCL`, which never follows
+//!   a link;
+//! - the top-level name `.git-session-restore` (where the git dir is built) is refused;
 //! - a path that appears twice with different types is refused;
 //! - modes come from the execute bit alone (0666/0777 before the umask, as git checks out);
 //! - symlinks are created as recorded (their targets are not interpreted), as git does.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::ffi::OsStrExt as _;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use super::tar_stream::{Kind, Member, TarStream, read_error};
 use crate::error::{Error, Result};
+use crate::restore::STAGING_DIR;
 use crate::restore::checkout::protections;
 
 /// How many leading path components to drop.
@@ -69,6 +71,11 @@ fn unsafe_entry(path: &[u8], why: impl std::fmt::Display) -> Error {
 ///
 /// `tip_hex` is the commit id, for [`Strip::Auto`].
 ///
+/// What is already below `root` is judged by the file system itself (`lstat`, never following a
+/// link), not by a table of the paths seen: this extraction is the only writer there, so memory
+/// stays bounded whatever the number of members. The last parent directory checked is remembered:
+/// once a directory, a path stays one (a member of another type at that path is refused).
+///
 /// # Errors
 /// [`Error::Integrity`] (exit 6) for any unsafe member or a corrupt stream; [`Error::Network`] when
 /// the transport broke; [`Error::Internal`] for local I/O failures.
@@ -78,18 +85,25 @@ pub fn extract<R: Read>(
     strip: Strip,
     tip_hex: &str,
 ) -> Result<Extracted> {
-    let mut seen: HashMap<Vec<u8>, Type> = HashMap::new();
     let mut out = Extracted::default();
     let mut strip_state: Option<(usize, Option<Vec<u8>>)> = match strip {
         Strip::Components(n) => Some((n, None)),
         Strip::Auto => None,
     };
+    // The parent (relative, '/'-joined) whose every component was last checked to be a directory.
+    let mut checked_parent: Option<Vec<u8>> = None;
     while let Some(member) = stream.next_member()? {
         let Member { path, kind } = member;
         let components = check_raw_path(&path, &kind)?;
         if let Kind::Other(flag) = kind {
             return Err(unsafe_entry(&path, type_name(flag)));
         }
+        let ty = match &kind {
+            Kind::File { .. } => Type::File,
+            Kind::Dir => Type::Dir,
+            Kind::Symlink(_) => Type::Symlink,
+            Kind::Other(_) => unreachable!("refused above"),
+        };
         let (n, prefix) = strip_state.get_or_insert_with(|| {
             let first = components.first().cloned().unwrap_or_default();
             let holds_id = first.len() >= 7
@@ -103,52 +117,44 @@ pub fn extract<R: Read>(
                 (0, None)
             }
         });
-        if let Some(prefix) = prefix
-            && components.first() != Some(prefix)
-        {
-            return Err(unsafe_entry(
-                &path,
-                "outside the archive's single top-level folder",
-            ));
+        if let Some(prefix) = prefix {
+            if components.first() != Some(prefix) {
+                return Err(unsafe_entry(
+                    &path,
+                    "outside the archive's single top-level folder",
+                ));
+            }
+            if components.len() == 1 && ty != Type::Dir {
+                return Err(unsafe_entry(
+                    &path,
+                    format!(
+                        "the archive's top-level folder appears again as {}",
+                        ty.name()
+                    ),
+                ));
+            }
         }
         if components.len() <= *n {
-            // The stripped folder itself.
+            // The stripped folder itself (or, with --strip-components, a member above the cut).
             continue;
         }
         let rel = &components[*n..];
-        let ty = match &kind {
-            Kind::File { .. } => Type::File,
-            Kind::Dir => Type::Dir,
-            Kind::Symlink(_) => Type::Symlink,
-            Kind::Other(_) => unreachable!("refused above"),
-        };
-        // Every ancestor must be a directory made by this extraction: never write through a link.
-        let mut key: Vec<u8> = Vec::new();
-        for comp in &rel[..rel.len() - 1] {
-            if !key.is_empty() {
-                key.push(b'/');
-            }
-            key.extend_from_slice(comp);
-            match seen.get(&key) {
-                Some(Type::Dir) => {}
-                Some(other) => {
-                    return Err(unsafe_entry(
-                        &path,
-                        format!("its parent is {} in this archive", other.name()),
-                    ));
-                }
-                None => {
-                    let dir = root.join(OsStr::from_bytes(&key));
-                    std::fs::create_dir(&dir)
-                        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-                    seen.insert(key.clone(), Type::Dir);
-                    out.dirs += 1;
-                }
-            }
+        if rel[0].eq_ignore_ascii_case(STAGING_DIR.as_bytes()) {
+            // The git dir is built there and becomes `.git`: an entry there would be a hook or config.
+            return Err(unsafe_entry(
+                &path,
+                format!("{STAGING_DIR} is where git-session builds the git dir"),
+            ));
+        }
+        // Every ancestor must be a real directory: never write through a link.
+        let parent = rel[..rel.len() - 1].join(&b'/');
+        if !parent.is_empty() && checked_parent.as_deref() != Some(parent.as_slice()) {
+            ensure_dirs(root, &rel[..rel.len() - 1], &path, &mut out)?;
+            checked_parent = Some(parent);
         }
         let full = rel.join(&b'/');
         let target: PathBuf = root.join(OsStr::from_bytes(&full));
-        match seen.get(&full).copied() {
+        match existing_type(&target)? {
             Some(prev) if prev != ty => {
                 return Err(unsafe_entry(
                     &path,
@@ -165,8 +171,7 @@ pub fn extract<R: Read>(
         }
         match kind {
             Kind::Dir => {
-                std::fs::create_dir(&target)
-                    .map_err(|e| Error::io(format!("creating {}", target.display()), e))?;
+                std::fs::create_dir(&target).map_err(|e| create_error(&path, &target, e))?;
                 out.dirs += 1;
             }
             Kind::File { exec } => {
@@ -175,7 +180,7 @@ pub fn extract<R: Read>(
                     .create_new(true)
                     .mode(if exec { 0o777 } else { 0o666 })
                     .open(&target)
-                    .map_err(|e| Error::io(format!("creating {}", target.display()), e))?;
+                    .map_err(|e| create_error(&path, &target, e))?;
                 let mut w = BufWriter::with_capacity(64 * 1024, file);
                 copy(&mut stream.data(), &mut w, &target)?;
                 w.flush()
@@ -186,16 +191,67 @@ pub fn extract<R: Read>(
                 if link.is_empty() || link.contains(&0) {
                     return Err(unsafe_entry(&path, "a symlink without a usable target"));
                 }
-                std::os::unix::fs::symlink(OsStr::from_bytes(&link), &target).map_err(|e| {
-                    Error::io(format!("creating the symlink {}", target.display()), e)
-                })?;
+                std::os::unix::fs::symlink(OsStr::from_bytes(&link), &target)
+                    .map_err(|e| create_error(&path, &target, e))?;
                 out.symlinks += 1;
             }
             Kind::Other(_) => unreachable!("refused above"),
         }
-        seen.insert(full, ty);
     }
     Ok(out)
+}
+
+/// What is at `path` (not following a link), if anything.
+fn existing_type(path: &Path) -> Result<Option<Type>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => {
+            let ft = meta.file_type();
+            Ok(Some(if ft.is_dir() {
+                Type::Dir
+            } else if ft.is_symlink() {
+                Type::Symlink
+            } else if ft.is_file() {
+                Type::File
+            } else {
+                return Err(Error::Internal(format!(
+                    "{} is neither a file, a directory nor a symlink",
+                    path.display()
+                )));
+            }))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+    }
+}
+
+/// Make sure `root/comps…` is a chain of real directories, creating the missing ones.
+fn ensure_dirs(root: &Path, comps: &[Vec<u8>], path: &[u8], out: &mut Extracted) -> Result<()> {
+    let mut dir = root.to_path_buf();
+    for comp in comps {
+        dir.push(OsStr::from_bytes(comp));
+        match existing_type(&dir)? {
+            Some(Type::Dir) => {}
+            Some(other) => {
+                return Err(unsafe_entry(
+                    path,
+                    format!("its parent is {} in this archive", other.name()),
+                ));
+            }
+            None => {
+                std::fs::create_dir(&dir).map_err(|e| create_error(path, &dir, e))?;
+                out.dirs += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A failure to create an entry: a name the file system cannot hold is the archive's fault (6).
+fn create_error(path: &[u8], target: &Path, e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::InvalidFilename {
+        return unsafe_entry(path, format!("a name this file system cannot hold ({e})"));
+    }
+    Error::io(format!("creating {}", target.display()), e)
 }
 
 fn copy(from: &mut impl Read, to: &mut impl Write, target: &Path) -> Result<()> {

@@ -83,6 +83,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
     };
 
     let staging = begin_staging(opts)?;
+    let moving = std::cell::Cell::new(false);
     let result = (|| -> Result<RestoreReport> {
         let read_public = opts
             .read
@@ -113,7 +114,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
                     let resp = http.send(
                         url,
                         Request {
-                            endpoint: "",
+                            endpoint: &self_endpoint(url),
                             headers: Vec::new(),
                             body: None,
                         },
@@ -163,6 +164,10 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         if let Some(owner) = owner {
             owner::chown_tree(&tree, owner)?;
         }
+        // Everything in the way is found before the first entry moves: a conflict leaves the
+        // target as it was.
+        check_in_place(&tree, &opts.dir, plan.overwrite)?;
+        moving.set(true);
         move_into_place(&tree, &opts.dir, plan.overwrite)?;
         std::fs::remove_dir_all(&tree)
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
@@ -189,13 +194,11 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
             warnings: std::mem::take(&mut warnings),
         })
     })();
-    if let Err(e) = &result {
-        // Nothing of the archive reached the target before the whole stream checked out; a failure
-        // while moving entries keeps the staging folder so the next run completes the move.
-        if !matches!(e, Error::Internal(_) | Error::Conflict(_)) || !staging.join(TREE_DIR).exists()
-        {
-            abandon(&staging);
-        }
+    if result.is_err() && !moving.get() {
+        // Nothing of the archive reached the target: remove the staging folder, the target is as
+        // it was. A failure while moving entries (local I/O) keeps it, with its intent, so that
+        // the next run completes the move.
+        abandon(&staging);
     }
     result
 }
@@ -218,10 +221,57 @@ fn unpack(
     let mut stream = tar_stream::TarStream::new(gz, archive.limits);
     let extracted = extract::extract(&mut stream, tree, archive.strip, tip_hex)?;
     let commit = stream.commit_id.clone();
-    // Drain the rest (end-of-archive blocks, later gzip members) so truncation and corruption show.
-    let mut rest = stream.into_inner();
-    std::io::copy(&mut rest, &mut std::io::sink()).map_err(tar_stream::read_error)?;
+    // Read the rest (end-of-archive padding, later gzip members) so truncation and corruption show.
+    stream.finish()?;
     Ok((extracted, commit))
+}
+
+/// The endpoint that makes [`Http::send`] request `url` itself: its last path segment taken from
+/// its parent (`../name`), since an empty endpoint would add a trailing slash to the path, which a
+/// static-file server (or an object store's signed URL) answers with 404.
+fn self_endpoint(url: &crate::types::RemoteUrl) -> String {
+    let full = url.endpoint("");
+    let path = full.path().trim_end_matches('/');
+    match path.rsplit_once('/') {
+        Some((_, last)) if !last.is_empty() => format!("../{last}"),
+        _ => String::new(),
+    }
+}
+
+/// Find what would stop [`move_into_place`] before anything moves: a directory where the archive
+/// has a file or symlink, or (without `overwrite`) any file or symlink where the archive has an
+/// entry. Directories present on both sides are compared below.
+fn check_in_place(from: &Path, to: &Path, overwrite: bool) -> Result<()> {
+    let entries =
+        std::fs::read_dir(from).map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let src_is_dir = entry
+            .file_type()
+            .map_err(|e| Error::io(format!("reading {}", src.display()), e))?
+            .is_dir();
+        match std::fs::symlink_metadata(&dst) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("reading {}", dst.display()), e)),
+            Ok(meta) if meta.is_dir() && src_is_dir => check_in_place(&src, &dst, overwrite)?,
+            Ok(meta) if meta.is_dir() => {
+                return Err(Error::Conflict(format!(
+                    "{} is a directory where the commit has a file: nothing was changed",
+                    dst.display()
+                )));
+            }
+            Ok(_) if overwrite => {}
+            Ok(_) => {
+                return Err(Error::Conflict(format!(
+                    "{} is in the way of the restore: nothing was changed",
+                    dst.display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Move every entry of `from` into `to`: missing paths are renamed into place; directories merge;

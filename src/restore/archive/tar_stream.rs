@@ -13,6 +13,10 @@ use crate::error::{Error, Result};
 
 const BLOCK: u64 = 512;
 
+/// Most bytes of zero padding accepted after the end-of-archive marker (tar pads to its record
+/// size: 10 KiB by default, rarely more than a few hundred KiB).
+pub const MAX_TRAILER: u64 = 1 << 20;
+
 /// Bounds on what an archive may hold (SPEC rule 7 defaults: 1 MiB per header, 1 million members,
 /// 64 GiB of data).
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +76,8 @@ pub struct TarStream<R> {
     padding: u64,
     /// The commit id `git archive` writes in a pax global header (`comment`).
     pub commit_id: Option<String>,
+    /// The end-of-archive marker was read.
+    ended: bool,
 }
 
 fn corrupt(msg: impl std::fmt::Display) -> Error {
@@ -103,6 +109,7 @@ impl<R: Read> TarStream<R> {
             pending: 0,
             padding: 0,
             commit_id: None,
+            ended: false,
         }
     }
 
@@ -164,15 +171,25 @@ impl<R: Read> TarStream<R> {
         loop {
             let mut block = [0u8; 512];
             if !read_block(&mut self.inner, &mut block)? {
-                if pax_path.is_some() || long_name.is_some() || pax_size.is_some() {
+                // A tar stream ends with zero blocks: without them it was cut, perhaps at a member
+                // boundary that a multi-member gzip stream would not notice.
+                return Err(corrupt(
+                    "the stream ends without the end-of-archive marker (truncated)",
+                ));
+            }
+            if block.iter().all(|b| *b == 0) {
+                if pax_path.is_some()
+                    || pax_link.is_some()
+                    || pax_size.is_some()
+                    || long_name.is_some()
+                    || long_link.is_some()
+                {
                     return Err(corrupt(
                         "extension headers without the member they describe",
                     ));
                 }
-                return Ok(None);
-            }
-            if block.iter().all(|b| *b == 0) {
-                // End of archive (two zero blocks; one is enough to stop).
+                // End of archive (two zero blocks; one is enough to stop, see `finish`).
+                self.ended = true;
                 return Ok(None);
             }
             let header = tar::Header::from_byte_slice(&block);
@@ -253,9 +270,40 @@ impl<R: Read> TarStream<R> {
         }
     }
 
-    /// The decompressed stream after the last member.
-    pub fn into_inner(self) -> R {
-        self.inner
+    /// Read what follows the end-of-archive marker to the end of the stream, so that a truncated or
+    /// corrupt compressed stream shows (its checksum is only at the end). Only zero padding may
+    /// follow (git archive pads to a 10 KiB record), at most [`MAX_TRAILER`] bytes of it, so a
+    /// stream of zeros cannot run forever; anything else — a second archive appended, which tar would
+    /// ignore and so lose files silently — is refused.
+    ///
+    /// # Errors
+    /// [`Error::Integrity`] for data after the marker, a truncated or corrupt stream, or the byte
+    /// limit exceeded; [`Error::Network`] when the transport broke.
+    pub fn finish(mut self) -> Result<()> {
+        if !self.ended {
+            return Err(corrupt("the archive was not read to its end"));
+        }
+        let mut buf = [0u8; 8192];
+        let mut trailer = 0u64;
+        loop {
+            let n = match self.inner.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(read_error(e)),
+            };
+            if buf[..n].iter().any(|b| *b != 0) {
+                return Err(corrupt(
+                    "data after the end-of-archive marker (a second archive appended?)",
+                ));
+            }
+            trailer += n as u64;
+            if trailer > MAX_TRAILER {
+                return Err(corrupt(format!(
+                    "more than {MAX_TRAILER} bytes of padding after the end-of-archive marker"
+                )));
+            }
+        }
     }
 
     /// A reader of the current member's data (exactly its size).
