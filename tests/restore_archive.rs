@@ -1226,6 +1226,18 @@ fn malformed_pax_and_headers_are_refused() {
     for (name, a) in cases {
         refused(&w, name, &a, &[], 6, &[]);
     }
+    // Names the file system cannot hold: a 300-byte component, a 5000-byte path.
+    let a = with(|t| {
+        t.pax(b'x', &[("path", p(&"c".repeat(300)).as_bytes())])
+            .file(&p("f"), b"x");
+    });
+    refused(&w, "component-too-long", &a, &[], 6, &[]);
+    let deep = p(&format!("{}f", format!("{}/", "d".repeat(200)).repeat(25)));
+    let a = with(|t| {
+        t.pax(b'x', &[("path", deep.as_bytes())])
+            .file(&p("f"), b"x");
+    });
+    refused(&w, "path-too-long", &a, &[], 6, &[]);
     // A huge pax header: refused at the default limit, accepted with the limit raised.
     let big = vec![b'v'; (1 << 20) + 10];
     let a = with(|t| {
@@ -1313,6 +1325,22 @@ fn corrupt_and_truncated_streams_are_refused() {
     let (_, target) = accepted(&w, "members-whole", &two, &[]);
     assert!(target.join("in-second.txt").exists());
     refused(&w, "members-cut", &gz(&first), &[], 6, &[]);
+    // A second archive after the end-of-archive marker: tar would ignore it, losing its files.
+    let mut t = base();
+    let mut appended = t.finish();
+    appended.extend(Tar::new().file(&p("appended.txt"), b"lost\n").finish());
+    refused(&w, "appended-archive", &gz(&appended), &[], 6, &[]);
+    let mut second_member = gz(&base().finish());
+    second_member.extend(gz(&Tar::new().file(&p("appended.txt"), b"lost\n").finish()));
+    refused(&w, "appended-member", &second_member, &[], 6, &[]);
+    // Endless zero padding after the marker (a small gzip of many zeros) is bounded.
+    let mut padded = base().finish();
+    padded.resize(padded.len() + (8 << 20), 0);
+    refused(&w, "zero-padding-bomb", &gz(&padded), &[], 6, &[]);
+    // Ordinary padding (git archive pads to 10 KiB records, GNU tar -b 128 to 64 KiB) is fine.
+    let mut padded = base().finish();
+    padded.resize(64 * 1024, 0);
+    accepted(&w, "zero-padding-64k", &gz(&padded), &[]);
     // Garbage after the last gzip member.
     let mut trailing = good.clone();
     trailing.extend_from_slice(b"garbage");
@@ -1834,6 +1862,213 @@ fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() 
         w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
         ""
     );
+}
+
+/// Every file's (inode, mtime, ctime) below `dir`, `.git` left out.
+fn stat_map(dir: &Path) -> BTreeMap<PathBuf, (u64, i64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    snapshot_except(dir, &[".git"])
+        .keys()
+        .map(|k| {
+            let m = std::fs::symlink_metadata(dir.join(k)).unwrap();
+            (
+                k.clone(),
+                (m.ino(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn status_attaches_history_and_sees_exactly_the_agents_changes() {
+    let w = World::new();
+    let (repo, ids) = real_repo(&w, "status");
+    let tip = &ids[0];
+    serve_bare(&w, &repo, "repo");
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let read = srv.url("repo.git", Some(&userinfo()));
+    let archive = git_archive(&w, &repo, tip, None, "status.tar.gz");
+    let dir = w.path("sandbox");
+    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
+    // The agent works before any history exists.
+    std::fs::write(dir.join("README.md"), b"# changed before history\n").unwrap();
+    std::fs::remove_file(dir.join("empty.txt")).unwrap();
+    std::fs::set_permissions(dir.join("aux.c"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_file(dir.join("link-rel")).unwrap();
+    std::os::unix::fs::symlink("bin/run.sh", dir.join("link-rel")).unwrap();
+    std::fs::write(dir.join("new.txt"), b"new\n").unwrap();
+    let before = stat_map(&dir);
+    let content_before = tree(&dir);
+
+    let run = w.run(&dir, &["status", "--json"], &[("READ_URL", &read)]);
+    run.assert_code(0);
+    // History is attached: HEAD is TIP_SHA, no file was re-written, and git sees exactly the
+    // agent's changes.
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), *tip);
+    assert_eq!(stat_map(&dir), before, "files were re-written");
+    assert_same("content after attach", &tree(&dir), &content_before);
+    let porcelain = w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]);
+    let mut lines: Vec<&str> = porcelain.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        vec![
+            " D empty.txt",
+            " M README.md",
+            " M aux.c",
+            " M link-rel",
+            "?? new.txt"
+        ],
+        "{porcelain}"
+    );
+    assert_eq!(
+        w.git(&dir, &["rev-parse", "--is-shallow-repository"]),
+        "true"
+    );
+    w.git(&dir, &["fsck", "--no-progress"]);
+    // A second status does not fetch again.
+    srv.clear_log();
+    w.run(&dir, &["status", "--json"], &[("READ_URL", &read)])
+        .assert_code(0);
+    assert!(
+        srv.log()
+            .iter()
+            .all(|e| !String::from_utf8_lossy(&e.body).contains("command=fetch")),
+        "history fetched twice"
+    );
+}
+
+#[test]
+fn attach_failure_changes_nothing_and_is_retried_by_the_next_command() {
+    let w = World::new();
+    let (repo, ids) = real_repo(&w, "attach-fail");
+    let tip = &ids[0];
+    let bare = serve_bare(&w, &repo, "repo");
+    w.git(&bare, &["branch", BRANCH, tip]);
+    // Another repository, without the commit.
+    w.repo("other.git", &[&[("x", Some("y\n"))]]);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let read = srv.url("repo.git", Some(&userinfo()));
+    let wrong = srv.url("other.git", Some(&userinfo()));
+    let archive = git_archive(&w, &repo, tip, None, "attach.tar.gz");
+    let dir = w.path("sandbox");
+    restore_file(&w, &dir, &archive, tip, &[]).assert_code(0);
+    std::fs::write(dir.join("README.md"), b"edit\n").unwrap();
+    let before = snapshot_except(&dir, &[".git"]);
+    let run = w.run(
+        &dir,
+        &["save", "-m", "x", "--json"],
+        &[("READ_URL", &wrong), ("PUSH_URL", &wrong)],
+    );
+    assert!(
+        matches!(run.code, Some(6) | Some(8)),
+        "the commit is not there: {:?} {}",
+        run.code,
+        run.stdout
+    );
+    assert_same(
+        "after a failed attach",
+        &snapshot_except(&dir, &[".git"]),
+        &before,
+    );
+    assert!(
+        !w.git_output(&dir, &["rev-parse", "--verify", "-q", "HEAD"])
+            .status
+            .success(),
+        "the branch must stay unborn"
+    );
+    let run = w.run(
+        &dir,
+        &["save", "-m", "x", "--json"],
+        &[("READ_URL", &read), ("PUSH_URL", &read)],
+    );
+    run.assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD^"]), *tip);
+}
+
+/// Make `dir`'s ancestors reachable by another user.
+fn open_ancestors(dir: &Path) {
+    let mut p = dir.parent();
+    while let Some(d) = p {
+        let mode = std::fs::metadata(d).unwrap().permissions().mode();
+        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o005));
+        p = d.parent();
+    }
+}
+
+#[track_caller]
+fn assert_owned_by(dir: &Path, uid: u32) {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            assert_eq!(
+                (m.uid(), m.gid()),
+                (uid, uid),
+                "{} is not the owner's",
+                e.path().display()
+            );
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+}
+
+#[test]
+fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
+    use std::os::unix::fs::MetadataExt as _;
+    if std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(1)
+        != 0
+    {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let w = World::new();
+    let (repo, ids) = real_repo(&w, "owned");
+    let tip = &ids[0];
+    serve_bare(&w, &repo, "repo");
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let read = srv.url("repo.git", Some(&userinfo()));
+    let archive = git_archive(&w, &repo, tip, None, "owned.tar.gz");
+    let dir = w.path("owned");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    open_ancestors(&dir);
+    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
+    assert_owned_by(&dir, 65534);
+    // A boot script (root) asks for status: the history attached then belongs to the owner too.
+    w.run(&dir, &["status", "--json"], &[("READ_URL", &read)])
+        .assert_code(0);
+    assert_owned_by(&dir, 65534);
+    // The agent (the owner) edits and saves.
+    std::fs::write(dir.join("README.md"), b"agent\n").unwrap();
+    std::os::unix::fs::lchown(dir.join("README.md"), Some(65534), Some(65534)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_git-session"))
+        .args(["save", "-m", "agent", "--json"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(w.env())
+        .env("HOME", "/nonexistent")
+        .env("READ_URL", &read)
+        .env("PUSH_URL", &read)
+        .env("GIT_SESSION_RETRY_BASE_MS", "5")
+        .output()
+        .unwrap();
+    assert_no_secret("stdout", &out.stdout);
+    assert_no_secret("stderr", &out.stderr);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_owned_by(&dir, 65534);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2362,4 +2597,66 @@ fn peak_memory_is_bounded_whatever_the_archive_size() {
         .map(|f| std::fs::metadata(f).unwrap().len())
         .sum();
     assert_eq!(restored, (files * size) as u64 + 6);
+}
+
+/// Peak RSS stays under 32 MiB for an archive of 200 000 members with long names: containment must
+/// not remember every path.
+#[test]
+fn peak_memory_is_bounded_whatever_the_number_of_members() {
+    let w = World::new();
+    let path = w.path("archives/many.tar.gz");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let members = 200_000usize;
+    {
+        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::new(1));
+        let mut t = base();
+        gz.write_all(&t.unterminated()).unwrap();
+        for i in 0..members {
+            // 100-byte paths: prefix (18) + "dNNN/" (5) + a 77-byte name.
+            let name = format!("{PREFIX}d{:03}/{:0>77}", i % 400, i);
+            assert_eq!(name.len(), 100);
+            gz.write_all(&header(name.as_bytes(), b'0', 0o644, 0, b"", false))
+                .unwrap();
+        }
+        gz.write_all(&[0u8; 1024]).unwrap();
+        gz.finish().unwrap().flush().unwrap();
+    }
+    let target = w.path("many");
+    let rss_file = w.path("rss-many.txt");
+    let out = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&rss_file)
+        .arg(env!("CARGO_BIN_EXE_git-session"))
+        .args(["restore", "--json", "--archive"])
+        .arg(&path)
+        .arg("-C")
+        .arg(&target)
+        .current_dir(w.path(""))
+        .env_clear()
+        .envs(w.env())
+        .env("SESSION_BRANCH", BRANCH)
+        .env("TIP_SHA", TIP)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kib: u64 = std::fs::read_to_string(&rss_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    eprintln!("peak RSS restoring {members} members: {kib} KiB");
+    assert!(kib <= 32 * 1024, "peak RSS {kib} KiB over 32 MiB");
+    let restored = crate::support::all_files(&target)
+        .iter()
+        .filter(|f| !f.starts_with(target.join(".git")))
+        .count();
+    assert_eq!(restored, members + 1);
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, Result};
 use crate::http::{Http, UrlSource};
-use crate::restore::{checkout, fetch, open_repo};
+use crate::restore::{checkout, fetch, open_repo, owner};
 use crate::session::{Session, Source};
 
 /// Whether `session` is an archive restore whose branch has no commit yet.
@@ -75,9 +75,19 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
         // Otherwise the stat stays empty: git and save see the file as changed and hash it.
     }
     checkout::write_index(&mut index)?;
-    crate::gitdir::write_ref(&session.git_dir, &record.branch.full_ref(), record.tip)?;
     if record.lease == record.tip {
         crate::gitdir::write_ref(&session.git_dir, &record.branch.tracking_ref(), record.tip)?;
+    }
+    // Run as root in another user's tree (a boot script's `status`), what was fetched and written
+    // belongs to the tree's owner, as everything restore creates does (SPEC rule 9). Before the
+    // branch is set: a kill in between leaves the branch unborn, so the next command attaches again.
+    let owner = owner::owner_to_match(&session.workdir, &session.git_dir.join("index"));
+    if let Some(owner) = owner {
+        owner::chown_tree(&session.git_dir, owner)?;
+    }
+    crate::gitdir::write_ref(&session.git_dir, &record.branch.full_ref(), record.tip)?;
+    if let Some(owner) = owner {
+        owner::chown_tree(&session.git_dir.join("refs"), owner)?;
     }
     tracing::info!(
         "attached the history of {} to the archive-restored tree",

@@ -154,7 +154,7 @@ pub fn extract<R: Read>(
         }
         let full = rel.join(&b'/');
         let target: PathBuf = root.join(OsStr::from_bytes(&full));
-        match existing_type(&target)? {
+        match existing_type(&target, &path)? {
             Some(prev) if prev != ty => {
                 return Err(unsafe_entry(
                     &path,
@@ -201,8 +201,8 @@ pub fn extract<R: Read>(
     Ok(out)
 }
 
-/// What is at `path` (not following a link), if anything.
-fn existing_type(path: &Path) -> Result<Option<Type>> {
+/// What is at `path` (not following a link), if anything; `member` names the archive entry.
+fn existing_type(path: &Path, member: &[u8]) -> Result<Option<Type>> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) => {
             let ft = meta.file_type();
@@ -220,7 +220,7 @@ fn existing_type(path: &Path) -> Result<Option<Type>> {
             }))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+        Err(e) => Err(create_error(member, path, e)),
     }
 }
 
@@ -229,7 +229,7 @@ fn ensure_dirs(root: &Path, comps: &[Vec<u8>], path: &[u8], out: &mut Extracted)
     let mut dir = root.to_path_buf();
     for comp in comps {
         dir.push(OsStr::from_bytes(comp));
-        match existing_type(&dir)? {
+        match existing_type(&dir, path)? {
             Some(Type::Dir) => {}
             Some(other) => {
                 return Err(unsafe_entry(
