@@ -98,7 +98,7 @@ impl Tar {
     }
 
     fn pad(&mut self) {
-        while self.buf.len() % 512 != 0 {
+        while !self.buf.len().is_multiple_of(512) {
             self.buf.push(0);
         }
     }
@@ -807,7 +807,14 @@ fn dotdot_anywhere_is_refused() {
             t.file(&p("sub/ok.txt"), b"ok\n");
             t.file(name, b"escaped\n");
         });
-        refused(&w, &format!("dotdot-{i}"), &a, &[], 6, &[esc.clone()]);
+        refused(
+            &w,
+            &format!("dotdot-{i}"),
+            &a,
+            &[],
+            6,
+            std::slice::from_ref(&esc),
+        );
     }
     // `..` in a directory entry and in a pax path.
     let a = with(|t| {
@@ -827,22 +834,29 @@ fn absolute_paths_are_refused() {
     let esc = outside("abs.txt");
     let esc_s = esc.to_str().unwrap().to_owned();
     let a = gz(&Tar::new().commit_id(TIP).file(&esc_s, b"x\n").finish());
-    refused(&w, "abs-plain", &a, &[], 6, &[esc.clone()]);
+    refused(&w, "abs-plain", &a, &[], 6, std::slice::from_ref(&esc));
     let a = gz(&Tar::new()
         .commit_id(TIP)
         .file(&format!("/{esc_s}"), b"x\n")
         .finish());
-    refused(&w, "abs-double-slash", &a, &[], 6, &[esc.clone()]);
+    refused(
+        &w,
+        "abs-double-slash",
+        &a,
+        &[],
+        6,
+        std::slice::from_ref(&esc),
+    );
     let a = with(|t| {
         t.pax(b'x', &[("path", esc_s.as_bytes())])
             .file(&p("fine.txt"), b"x");
     });
-    refused(&w, "abs-pax", &a, &[], 6, &[esc.clone()]);
+    refused(&w, "abs-pax", &a, &[], 6, std::slice::from_ref(&esc));
     let a = with(|t| {
         t.gnu_long(b'L', esc_s.as_bytes())
             .file(&p("fine.txt"), b"x");
     });
-    refused(&w, "abs-gnu", &a, &[], 6, &[esc.clone()]);
+    refused(&w, "abs-gnu", &a, &[], 6, std::slice::from_ref(&esc));
     let a = with(|t| {
         t.dir("/tmp/");
     });
@@ -1202,6 +1216,21 @@ fn malformed_pax_and_headers_are_refused() {
             "extension-without-member",
             with(|t| {
                 t.pax(b'x', &[("path", p("f").as_bytes())]);
+            }),
+        ),
+        (
+            "pax-sparse",
+            with(|t| {
+                t.pax(
+                    b'x',
+                    &[
+                        ("GNU.sparse.major", b"1"),
+                        ("GNU.sparse.minor", b"0"),
+                        ("GNU.sparse.name", p("sparse").as_bytes()),
+                        ("GNU.sparse.realsize", b"1048576"),
+                    ],
+                )
+                .file(&p("GNUSparseFile.0/sparse"), b"1\n0\n4\nzzzz");
             }),
         ),
         (
@@ -1880,6 +1909,55 @@ fn stat_map(dir: &Path) -> BTreeMap<PathBuf, (u64, i64, i64, i64)> {
 }
 
 #[test]
+fn the_lease_comes_from_read_url_when_given() {
+    let w = World::new();
+    let (repo, ids) = real_repo(&w, "lease");
+    let bare = serve_bare(&w, &repo, "repo");
+    w.git(&bare, &["branch", "sessions/at-tip", &ids[0]]);
+    w.git(&bare, &["branch", "sessions/moved", &ids[1]]);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let read = srv.url("repo.git", Some(&userinfo()));
+    let archive = git_archive(&w, &repo, &ids[0], None, "lease.tar.gz");
+    let run_for = |branch: &str, name: &str| {
+        let dir = w.path(name);
+        let out = w.run(
+            &w.path(""),
+            &[
+                "restore",
+                "--json",
+                "--archive",
+                archive.to_str().unwrap(),
+                "-C",
+                dir.to_str().unwrap(),
+            ],
+            &[
+                ("SESSION_BRANCH", branch),
+                ("TIP_SHA", &ids[0]),
+                ("READ_URL", &read),
+            ],
+        );
+        out.assert_code(0);
+        out.json()
+    };
+    let j = run_for("sessions/new", "new");
+    assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
+    let j = run_for("sessions/at-tip", "at-tip");
+    assert_eq!(j["lease"], ids[0].as_str());
+    let j = run_for("sessions/moved", "moved");
+    assert_eq!(j["lease"], ids[0].as_str());
+    let warning = j["warnings"][0].as_str().unwrap_or_default();
+    assert!(warning.contains(&ids[1]), "{j}");
+    // The credential-free READ_URL is recorded for later commands; no secret anywhere in .git.
+    for f in crate::support::all_files(&w.path("moved/.git")) {
+        assert_no_secret(&f.display().to_string(), &std::fs::read(&f).unwrap());
+    }
+    assert_eq!(
+        w.git(&w.path("moved"), &["config", "remote.origin.url"]),
+        srv.url("repo.git", None)
+    );
+}
+
+#[test]
 fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     let w = World::new();
     let (repo, ids) = real_repo(&w, "status");
@@ -2270,6 +2348,8 @@ fn archive_url_auth_and_not_found() {
     let arena = Arena::new(&w, "404", &[]);
     let run = url_run(&w, &arena.target, &missing, &[]);
     assert_failed(&run, 8);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("archive"), "{msg}");
     assert_same("404", &snapshot(&arena.target), &BTreeMap::new());
 }
 
@@ -2334,7 +2414,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
                 .filter(|k| !k.starts_with(STAGING) && k.components().count() == 1)
                 .count();
             assert!(
-                moved >= 1 && moved < 37,
+                (1..37).contains(&moved),
                 "mid-publish after {moved} entries"
             );
         }

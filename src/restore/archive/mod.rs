@@ -111,14 +111,21 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
             ArchiveSource::Url(source) => {
                 http.with_retries(source, "downloading the archive", |url| {
                     fresh_dir(&tree)?;
-                    let resp = http.send(
-                        url,
-                        Request {
-                            endpoint: &self_endpoint(url),
-                            headers: Vec::new(),
-                            body: None,
-                        },
-                    )?;
+                    let resp = http
+                        .send(
+                            url,
+                            Request {
+                                endpoint: &self_endpoint(url),
+                                headers: Vec::new(),
+                                body: None,
+                            },
+                        )
+                        .map_err(|e| match e {
+                            Error::NotFound(_) => {
+                                Error::NotFound(format!("no archive at {url} (HTTP 404)"))
+                            }
+                            other => other,
+                        })?;
                     let body = NetBody {
                         inner: resp,
                         url: url.to_string(),

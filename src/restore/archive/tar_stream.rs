@@ -217,6 +217,11 @@ impl<R: Read> TarStream<R> {
                                     .ok_or_else(|| corrupt("a pax size that is not a number"))?;
                                 pax_size = Some(s);
                             }
+                            k if k.starts_with(b"GNU.sparse.") => {
+                                return Err(corrupt(
+                                    "a sparse file (GNU.sparse pax records): git archive never writes them",
+                                ));
+                            }
                             _ => {}
                         }
                     }
