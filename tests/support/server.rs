@@ -1,6 +1,8 @@
 //! A real git smart-HTTP server for tests, demos and benchmarks: `git http-backend` (CGI) behind a
 //! small hyper server on 127.0.0.1, with optional Basic token auth, TLS with a test CA, a request log,
-//! and fault injection (fail the first k requests, drop protocol v2, refuse chunked bodies).
+//! and fault injection (fail the first k requests, drop protocol v2, refuse chunked bodies). A
+//! static-file mode ([`GitServer::serve_files`]) serves archives at `/files/<name>` with the same
+//! auth and faults, and can cut a body after N bytes.
 //!
 //! Shared by the integration tests (`tests/support`), `examples/serve.rs` (demo, bench).
 
