@@ -1011,7 +1011,8 @@ fn the_same_path_twice_with_the_same_type_takes_the_later() {
             .file(&p("d/f"), b"f\n")
             .dir(&p("d/"));
     });
-    let (_, target) = accepted(&w, "dup-same", &a, &[]);
+    let (run, target) = accepted(&w, "dup-same", &a, &[]);
+    assert_eq!(run.json()["files"], 4, "README.md, x, l, d/f");
     assert_same(
         "later wins",
         &tree(&target),
@@ -1405,6 +1406,20 @@ fn commit_id_absent_warns_or_is_refused() {
         .file("f", b"x")
         .finish());
     refused(&w, "id-mismatch", &a, &[], 6, &[]);
+    // The id is checked as soon as it is read: a wrong archive is not read to its end.
+    let mut t = Tar::new();
+    t.commit_id(&"c".repeat(40)).file("f", b"x");
+    let mut wrong = gz(&t.unterminated());
+    wrong.extend_from_slice(b"garbage that would be a corrupt stream");
+    let arena = Arena::new(&w, "id-first", &[]);
+    let file = archive_file(&w, "id-first.tar.gz", &wrong);
+    let run = restore_file(&w, &arena.target, &file, TIP, &[]);
+    assert_failed(&run, 6);
+    assert!(
+        run.stdout.contains(&"c".repeat(40)) && run.stdout.contains("not of TIP_SHA"),
+        "{}",
+        run.stdout
+    );
     refused(&w, "id-mismatch-req", &a, &["--require-commit-id"], 6, &[]);
 }
 

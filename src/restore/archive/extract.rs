@@ -93,6 +93,10 @@ pub fn extract<R: Read>(
     // The parent (relative, '/'-joined) whose every component was last checked to be a directory.
     let mut checked_parent: Option<Vec<u8>> = None;
     while let Some(member) = stream.next_member()? {
+        // git archive writes the commit id first: a wrong archive stops here, not at its end.
+        if let Some(id) = &stream.commit_id {
+            super::check_commit_id(id, tip_hex)?;
+        }
         let Member { path, kind } = member;
         let components = check_raw_path(&path, &kind)?;
         if let Kind::Other(flag) = kind {
@@ -162,10 +166,14 @@ pub fn extract<R: Read>(
                 ));
             }
             Some(Type::Dir) => continue,
-            Some(_) => {
-                // The same file or symlink again: the later one wins, as tar does.
+            Some(prev) => {
+                // The same file or symlink again: the later one wins, as tar does (counted once).
                 std::fs::remove_file(&target)
                     .map_err(|e| Error::io(format!("replacing {}", target.display()), e))?;
+                match prev {
+                    Type::File => out.files -= 1,
+                    _ => out.symlinks -= 1,
+                }
             }
             None => {}
         }

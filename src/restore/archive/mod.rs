@@ -146,13 +146,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
             }
         };
         match commit_id {
-            Some(id) if id.trim().eq_ignore_ascii_case(&tip_hex) => {}
-            Some(id) => {
-                return Err(Error::Integrity(format!(
-                    "the archive is of commit {}, not of TIP_SHA {tip_hex}: nothing was restored",
-                    id.trim().chars().take(64).collect::<String>().escape_debug()
-                )));
-            }
+            Some(id) => check_commit_id(&id, &tip_hex)?,
             None if archive.require_commit_id => {
                 return Err(Error::Integrity(
                     "the archive records no commit id (git archive's pax global header) and \
@@ -208,6 +202,24 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         abandon(&staging);
     }
     result
+}
+
+/// Compare the commit id an archive records with `TIP_SHA`.
+///
+/// # Errors
+/// [`Error::Integrity`] when they differ.
+fn check_commit_id(id: &str, tip_hex: &str) -> Result<()> {
+    if id.trim().eq_ignore_ascii_case(tip_hex) {
+        return Ok(());
+    }
+    Err(Error::Integrity(format!(
+        "the archive is of commit {}, not of TIP_SHA {tip_hex}: nothing was restored",
+        id.trim()
+            .chars()
+            .take(64)
+            .collect::<String>()
+            .escape_debug()
+    )))
 }
 
 fn fresh_dir(dir: &Path) -> Result<()> {
