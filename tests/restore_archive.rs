@@ -1000,6 +1000,26 @@ fn a_path_twice_with_different_types_is_refused() {
 }
 
 #[test]
+fn a_refused_restore_into_a_missing_target_leaves_no_target() {
+    let w = World::new();
+    let parent = w.path("missing-parent");
+    std::fs::create_dir_all(&parent).unwrap();
+    let target = parent.join("target");
+    let run = restore_file(&w, &target, &fixture("dot-git-hook.tar.gz"), TIP, &[]);
+    assert_failed(&run, 6);
+    assert!(!target.exists(), "the target folder was left behind");
+    let run = restore_file(&w, &target, &w.path("no-such.tar.gz"), TIP, &[]);
+    assert_failed(&run, 2);
+    assert!(
+        !target.exists(),
+        "the target folder was created for a missing archive"
+    );
+    // And a good one creates it.
+    restore_file(&w, &target, &fixture("good.tar.gz"), TIP, &[]).assert_code(0);
+    assert!(target.join("README.md").exists());
+}
+
+#[test]
 fn the_same_path_twice_with_the_same_type_takes_the_later() {
     let w = World::new();
     let a = with(|t| {
@@ -2320,6 +2340,24 @@ fn archive_url_retries_transient_failures_and_cuts() {
     url_run(&w, &arena.target, &url, &[]).assert_code(0);
     assert_eq!(gets(&srv, "noisy.tar.gz"), vec![503, 503, 200]);
     assert_same("after 503s", &tree(&arena.target), &want);
+    // A stalled answer times out and is asked again.
+    srv.clear_log();
+    srv.knobs
+        .stall_next
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let arena = Arena::new(&w, "stall", &[]);
+    let run = w.run(
+        &w.path(""),
+        &["restore", "--json", "-C", arena.target.to_str().unwrap()],
+        &[
+            ("ARCHIVE_URL", &url),
+            ("SESSION_BRANCH", BRANCH),
+            ("TIP_SHA", TIP),
+            ("GIT_SESSION_READ_TIMEOUT_MS", "500"),
+        ],
+    );
+    run.assert_code(0);
+    assert_same("after a stall", &tree(&arena.target), &want);
     // Cut mid-stream once: fetched again, whole.
     srv.clear_log();
     srv.knobs

@@ -82,6 +82,14 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         }
     };
 
+    // A file source is opened before anything is created: a wrong path changes nothing.
+    let mut file = match &archive.source {
+        ArchiveSource::File(path) => Some(std::fs::File::open(path).map_err(|e| {
+            Error::Usage(format!("cannot open the archive {}: {e}", path.display()))
+        })?),
+        _ => None,
+    };
+    let target_existed = opts.dir.exists();
     let staging = begin_staging(opts)?;
     let moving = std::cell::Cell::new(false);
     let result = (|| -> Result<RestoreReport> {
@@ -133,11 +141,9 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
                     unpack(body, &tree, archive, &tip_hex)
                 })?
             }
-            ArchiveSource::File(path) => {
+            ArchiveSource::File(_) => {
                 fresh_dir(&tree)?;
-                let file = std::fs::File::open(path).map_err(|e| {
-                    Error::Usage(format!("cannot open the archive {}: {e}", path.display()))
-                })?;
+                let file = file.take().expect("opened above");
                 unpack(file, &tree, archive, &tip_hex)?
             }
             ArchiveSource::Stdin => {
@@ -198,8 +204,12 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
     if result.is_err() && !moving.get() {
         // Nothing of the archive reached the target: remove the staging folder, the target is as
         // it was. A failure while moving entries (local I/O) keeps it, with its intent, so that
-        // the next run completes the move.
+        // the next run completes the move. A target folder this run created goes too (only if
+        // empty: `remove_dir` never deletes content).
         abandon(&staging);
+        if !target_existed {
+            let _ = std::fs::remove_dir(&opts.dir);
+        }
     }
     result
 }
