@@ -407,6 +407,17 @@ fn outside(name: &str) -> PathBuf {
     PathBuf::from(format!("/tmp/gs-hostile-{}-{name}", std::process::id()))
 }
 
+/// Removes the outside folders a test made, even when it fails.
+struct Cleanup(Vec<PathBuf>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_dir_all(p);
+        }
+    }
+}
+
 /// Restore a refused archive into an empty target and, with `--force`, into a target that holds
 /// files: each time exit `code`, the parent folder (target included) unchanged, no staging folder,
 /// and none of `watch` created.
@@ -867,6 +878,8 @@ fn absolute_paths_are_refused() {
 fn writes_through_symlinks_are_refused() {
     let w = World::new();
     let x = outside("chain");
+    let x2 = outside("prefix-link");
+    let _cleanup = Cleanup(vec![x.clone(), x2.clone()]);
     let xs = x.to_str().unwrap();
     // A chain: a -> b, b -> /tmp/x, then a file a/f.
     let a = with(|t| {
@@ -915,7 +928,6 @@ fn writes_through_symlinks_are_refused() {
     });
     refused(&w, "link-into-git", &a, &[], 6, &[]);
     // Symlinks as the stripped prefix itself.
-    let x2 = outside("prefix-link");
     std::fs::create_dir_all(&x2).unwrap();
     let a = gz(&Tar::new()
         .commit_id(TIP)
@@ -928,8 +940,6 @@ fn writes_through_symlinks_are_refused() {
             .file(&p("f2"), b"x");
     });
     refused(&w, "link-prefix-later", &a, &[], 6, &[]);
-    let _ = std::fs::remove_dir_all(&x);
-    let _ = std::fs::remove_dir_all(&x2);
 }
 
 #[test]
