@@ -2363,7 +2363,7 @@ fn archive_url_retries_transient_failures_and_cuts() {
             ("ARCHIVE_URL", &url),
             ("SESSION_BRANCH", BRANCH),
             ("TIP_SHA", TIP),
-            ("GIT_SESSION_READ_TIMEOUT_MS", "500"),
+            ("GIT_SESSION_READ_TIMEOUT_MS", "2000"),
         ],
     );
     run.assert_code(0);
