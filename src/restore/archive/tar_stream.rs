@@ -282,8 +282,8 @@ impl<R: Read> TarStream<R> {
     /// ignore and so lose files silently — is refused.
     ///
     /// # Errors
-    /// [`Error::Integrity`] for data after the marker, a truncated or corrupt stream, or the byte
-    /// limit exceeded; [`Error::Network`] when the transport broke.
+    /// [`Error::Integrity`] for data after the marker, a truncated or corrupt stream, or more than
+    /// [`MAX_TRAILER`] bytes of padding; [`Error::Network`] when the transport broke.
     pub fn finish(mut self) -> Result<()> {
         if !self.ended {
             return Err(corrupt("the archive was not read to its end"));
