@@ -1,7 +1,7 @@
 //! Named failpoints for crash tests: `GIT_SESSION_FAILPOINT=<name>` aborts the process (no cleanup,
 //! like `kill -9`) when execution reaches the point of that name.
 //!
-//! Restore's points, in order: `after-staging`, `after-fetch`, `mid-checkout` (once half of the files
+//! Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `mid-checkout` (once half of the files
 //! are written), `before-record`, `after-publish`. Push's barrier: `after-lease-check` (see
 //! [`barrier`]).
 

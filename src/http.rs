@@ -229,8 +229,8 @@ impl Http {
     }
 
     /// Map an HTTP status to the SPEC's exit codes: 2xx passes; 401/403 → [`Error::Auth`];
-    /// 404 → [`Error::NotFound`]; 5xx and 429 → [`Error::Network`] (retried); other statuses →
-    /// [`Error::Network`] without retry semantics changing (they are reported, not retried forever).
+    /// 404 → [`Error::NotFound`]; 5xx and 429 → [`Error::Network`] (retried); redirects and other
+    /// 4xx → [`Error::Protocol`] (exit 5, not retried).
     ///
     /// # Errors
     /// As above.
@@ -260,7 +260,11 @@ impl Http {
             s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
                 Error::Network(format!("{url} answered HTTP {s}"))
             }
-            s => Error::Network(format!("{url} answered HTTP {s}")),
+            s if s.is_redirection() => Error::Protocol(format!(
+                "{url} answered HTTP {s} (a redirect): git-session does not follow redirects; use the final URL"
+            )),
+            // Other 4xx: the request itself is refused; retrying cannot help.
+            s => Error::Protocol(format!("{url} answered HTTP {s}")),
         })
     }
 }

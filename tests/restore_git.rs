@@ -1040,3 +1040,37 @@ fn a_sha256_remote_is_refused_clearly() {
         run.stderr
     );
 }
+
+#[test]
+fn a_tree_entry_at_the_staging_folder_is_refused() {
+    let w = World::new();
+    fixture(&w);
+    let bare = w.srv().join("repo.git");
+    let hook = w.git_stdin(
+        &bare,
+        &["hash-object", "-w", "--stdin"],
+        b"#!/bin/sh\ntouch /tmp/gs-staging-hook-ran\n",
+    );
+    let hooks = w.literal_tree(&bare, &[("100755", b"pre-commit", &hook)]);
+    let staging = w.literal_tree(&bare, &[("40000", b"hooks", &hooks)]);
+    let blob = w.git_stdin(&bare, &["hash-object", "-w", "--stdin"], b"fine\n");
+    let commit = w.literal_commit(
+        "repo.git",
+        "evil/staging",
+        &[
+            ("40000", b".git-session-restore", &staging),
+            ("100644", b"fine.txt", &blob),
+        ],
+    );
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    let run = restore(&w, &dir, &srv.url("repo.git", None), "s", &commit, &[]);
+    run.assert_code(6);
+    assert!(
+        run.stderr.contains(".git-session-restore"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0);
+    assert!(!Path::new("/tmp/gs-staging-hook-ran").exists());
+}

@@ -247,14 +247,26 @@ fn attempt(
         // wants a length (411) gets it on a second try.
         let probe = send(b"0000".to_vec().into())?;
         http.check_status(url, probe)?;
-        let resp = send(reqwest::blocking::Body::new(open()?))?;
-        if resp.status() == reqwest::StatusCode::LENGTH_REQUIRED {
-            tracing::info!(
-                "the server refused a chunked body (411): resending with Content-Length"
-            );
-            send(reqwest::blocking::Body::sized(open()?, body.len))?
+        let sized = || -> Result<reqwest::blocking::Response> {
+            send(reqwest::blocking::Body::sized(open()?, body.len))
+        };
+        if body.sized.get() {
+            sized()?
         } else {
-            resp
+            let resp = send(reqwest::blocking::Body::new(open()?)).inspect_err(|_| {
+                // A server that answers before reading a chunked body (411) can look like a cut
+                // connection: the retry, which re-reads the tip first, sends a length instead.
+                body.sized.set(true);
+            })?;
+            if resp.status() == reqwest::StatusCode::LENGTH_REQUIRED {
+                tracing::info!(
+                    "the server refused a chunked body (411): resending with Content-Length"
+                );
+                body.sized.set(true);
+                sized()?
+            } else {
+                resp
+            }
         }
     };
     let resp = http.check_status(url, resp)?;

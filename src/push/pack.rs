@@ -24,6 +24,8 @@ pub struct Spooled {
     pub old: FullSha,
     /// The update's new value.
     pub new: FullSha,
+    /// Send with a Content-Length rather than chunked (after a 411, or a chunked upload cut short).
+    pub sized: std::cell::Cell<bool>,
 }
 
 /// Write the request for `old → new` on `refname` into a temporary file in the git dir.
@@ -152,5 +154,6 @@ pub fn spool(
         objects: num,
         old,
         new,
+        sized: std::cell::Cell::new(false),
     })
 }

@@ -20,6 +20,7 @@ use crate::types::FullSha;
 /// for a wrong object or an unsafe tree entry; conflict (7) for content in the way; not found (8).
 #[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
 pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
+    let created_dir = !opts.dir.exists();
     let plan = match plan(opts, Source::Git)? {
         Ok(plan) => plan,
         Err(noop) => return Ok(noop),
@@ -86,6 +87,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         }
 
         let mut index = checkout::index_from_tree(&repo, tree)?;
+        refuse_staging_paths(&index)?;
         written_any.set(true);
         let files = checkout::checkout(&repo, &mut index, &opts.dir, plan.overwrite, plan.empty)?;
         let owner = owner::owner_to_match(&opts.dir, &staging);
@@ -120,8 +122,33 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     })();
     if result.is_err() && !written_any.get() {
         abandon(&staging);
+        if created_dir {
+            // Nothing was written: leave no empty folder behind either.
+            let _ = std::fs::remove_dir(&opts.dir);
+        }
     }
     result
+}
+
+/// Refuse a tree that has an entry at the staging folder's path: checking it out would write into
+/// the git dir being built (a hook there would run on the next git command).
+fn refuse_staging_paths(index: &gix::index::File) -> Result<()> {
+    let staging = super::STAGING_DIR.as_bytes();
+    for entry in index.entries() {
+        let path: &[u8] = entry.path(index);
+        if path == staging
+            || path
+                .strip_prefix(staging)
+                .is_some_and(|rest| rest.starts_with(b"/"))
+        {
+            return Err(Error::Integrity(format!(
+                "the commit's tree has an entry at '{}', where git-session builds the git dir: \
+                 refused, nothing was written",
+                String::from_utf8_lossy(path).escape_debug()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Check that `tip` arrived and is a commit; return its tree.

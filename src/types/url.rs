@@ -191,11 +191,14 @@ impl RemoteUrl {
     }
 
     /// The URL of a smart-HTTP endpoint below the repository, e.g. `info/refs?service=git-upload-pack`
-    /// or `git-upload-pack` (gitprotocol-http "Smart Clients"). Carries no userinfo; keeps the query.
+    /// or `git-upload-pack` (gitprotocol-http "Smart Clients"); `""` is the URL itself (an archive).
+    /// Carries no userinfo; keeps the query.
     pub fn endpoint(&self, suffix: &str) -> url::Url {
         let (path, query) = suffix.split_once('?').unwrap_or((suffix, ""));
         let mut url = self.base.clone();
-        url.set_path(&format!("{}/{}", self.base.path(), path));
+        if !path.is_empty() {
+            url.set_path(&format!("{}/{}", self.base.path(), path));
+        }
         let mut q: Vec<String> = self
             .base
             .query()

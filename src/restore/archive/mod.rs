@@ -123,7 +123,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
                         .send(
                             url,
                             Request {
-                                endpoint: &self_endpoint(url),
+                                endpoint: "",
                                 headers: Vec::new(),
                                 body: None,
                             },
@@ -253,18 +253,6 @@ fn unpack(
     // Read the rest (end-of-archive padding, later gzip members) so truncation and corruption show.
     stream.finish()?;
     Ok((extracted, commit))
-}
-
-/// The endpoint that makes [`Http::send`] request `url` itself: its last path segment taken from
-/// its parent (`../name`), since an empty endpoint would add a trailing slash to the path, which a
-/// static-file server (or an object store's signed URL) answers with 404.
-fn self_endpoint(url: &crate::types::RemoteUrl) -> String {
-    let full = url.endpoint("");
-    let path = full.path().trim_end_matches('/');
-    match path.rsplit_once('/') {
-        Some((_, last)) if !last.is_empty() => format!("../{last}"),
-        _ => String::new(),
-    }
 }
 
 /// Find what would stop [`move_into_place`] before anything moves: a directory where the archive
