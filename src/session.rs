@@ -121,6 +121,11 @@ impl Session {
     /// [`Error::Usage`] (exit 2) when `workdir` holds no restored session, or when `branch` names
     /// another session ("this tree belongs to another session").
     pub fn open(workdir: &Path, branch: Option<&str>) -> Result<Self> {
+        // Like git, find the tree from any folder inside it.
+        let workdir = workdir
+            .ancestors()
+            .find(|d| Self::path_in(d).is_file())
+            .unwrap_or(workdir);
         let git_dir = workdir.join(".git");
         let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
             Error::Usage(format!(
@@ -143,6 +148,31 @@ impl Session {
             git_dir,
             record,
         })
+    }
+}
+
+impl Session {
+    fn path_in(dir: &Path) -> PathBuf {
+        SessionRecord::path(&dir.join(".git"))
+    }
+
+    /// When run as root in a tree owned by someone else (SPEC rule 9), hand everything in `.git`
+    /// back to the tree's owner after a command wrote there, so that git keeps working for them.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when an ownership change fails.
+    pub fn restore_ownership(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt as _;
+        let (Ok(tree), Ok(me)) = (
+            std::fs::metadata(&self.workdir),
+            std::fs::metadata("/proc/self"),
+        ) else {
+            return Ok(());
+        };
+        if me.uid() == 0 && tree.uid() != 0 {
+            crate::restore::chown_git_dir(&self.git_dir, (tree.uid(), tree.gid()))?;
+        }
+        Ok(())
     }
 }
 

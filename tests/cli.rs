@@ -619,3 +619,56 @@ fn completions_man_page_and_version() {
         format!("git-session {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn commands_find_the_session_from_a_subfolder() {
+    let f = Fixture::new();
+    let dir = f.restore("s", "sessions/sub");
+    let run = f.w.run(&dir.join("dir"), &["status", "--json"], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["branch"], "sessions/sub");
+    std::fs::write(dir.join("dir/c.txt"), "c\n").unwrap();
+    let run =
+        f.w.run(&dir.join("dir"), &["save", "--no-push", "--json"], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["committed"], true);
+    assert_eq!(f.w.git(&dir, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn save_as_root_leaves_git_usable_for_the_trees_owner() {
+    use std::os::unix::fs::MetadataExt as _;
+    if std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(1)
+        != 0
+    {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let f = Fixture::new();
+    let dir = f.w.path("owned");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    f.w.run(
+        &dir,
+        &["restore"],
+        &[
+            ("READ_URL", &f.url()),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &f.ids[1]),
+        ],
+    )
+    .assert_code(0);
+    std::fs::write(dir.join("new.txt"), "n\n").unwrap();
+    f.w.run(&dir, &["save", "--no-push"], &[]).assert_code(0);
+    for file in crate::support::all_files(&dir.join(".git")) {
+        let m = std::fs::symlink_metadata(&file).unwrap();
+        assert_eq!(
+            m.uid(),
+            65534,
+            "{} belongs to root after save",
+            file.display()
+        );
+    }
+}

@@ -658,3 +658,31 @@ fn an_expired_jwt_is_named_in_the_auth_error() {
     assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
     assert!(!msg.contains(&jwt) && !run.stderr.contains(&jwt));
 }
+
+#[test]
+fn a_stale_tree_that_pulled_the_new_tip_is_still_stale() {
+    let s = Setup::new();
+    s.w.git(&s.bare(), &["branch", "sessions/pull", &s.ids[1]]);
+    let a = s.sandbox("a", "sessions/pull", &s.ids[1]);
+    let b = s.sandbox("b", "sessions/pull", &s.ids[1]);
+    let cb = s.commit(&b, "b.txt", "from b\n");
+    s.push(&b, &[]).assert_code(0);
+    s.commit(&a, "a.txt", "from a\n");
+    // A person in the stale tree pulls B's work and merges it: B's commit is now in A's history,
+    // but A did not push it, so A does not own the session.
+    s.w.git_auth(
+        &a,
+        &[
+            "pull",
+            "-q",
+            "--no-rebase",
+            "--no-edit",
+            "origin",
+            "sessions/pull",
+        ],
+    );
+    let run = s.push(&a, &[]);
+    run.assert_code(3);
+    assert_eq!(run.json()["remote_tip"], cb.as_str());
+    assert_eq!(s.remote("sessions/pull").as_deref(), Some(cb.as_str()));
+}

@@ -134,6 +134,7 @@ fn attempt(
             return Ok(done(local, lease, false, warnings));
         }
         let ours = !remote.is_zero()
+            && pushed_from_here(&session.git_dir, branch, remote)
             && repo.has_object(remote.id())
             && crate::gitdir::descends_from(repo, local.id(), remote.id())?
             && (lease.is_zero() || crate::gitdir::descends_from(repo, remote.id(), lease.id())?);
@@ -142,7 +143,7 @@ fn attempt(
         }
         warnings.push(format!(
             "the remote branch moved from {lease} to {remote}, a commit of this tree's own history \
-             (pushed with plain git): the lease advances to it"
+             (pushed from here with plain git): the lease advances to it"
         ));
         old = remote;
     }
@@ -296,6 +297,27 @@ fn expiry_phrase(exp: u64) -> String {
     } else {
         format!(" — its token expires at {stamp}")
     }
+}
+
+/// Whether plain git pushed `tip` from this tree: the remote-tracking ref's reflog (restore turns
+/// `core.logAllRefUpdates` on) records it as "update by push". A commit that merely reached the
+/// local history — `git pull` of another sandbox's work — does not count: the lease must not
+/// advance to it.
+fn pushed_from_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: FullSha) -> bool {
+    let log = git_dir.join("logs").join(branch.tracking_ref());
+    let Ok(text) = std::fs::read_to_string(log) else {
+        return false;
+    };
+    let tip = tip.to_string();
+    text.lines().any(|line| {
+        let mut fields = line.splitn(3, ' ');
+        let (_old, new) = (fields.next(), fields.next());
+        new == Some(tip.as_str())
+            && line
+                .split('\t')
+                .nth(1)
+                .is_some_and(|m| m.trim() == "update by push")
+    })
 }
 
 /// The stale-write error, naming both ids.

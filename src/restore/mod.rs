@@ -225,6 +225,14 @@ fn holds_tip(dir: &Path, record: &SessionRecord, tip: FullSha) -> Result<bool> {
     crate::gitdir::descends_from(&repo, head.detach(), tip.id())
 }
 
+/// Give `git_dir` and everything in it to `owner` (see [`crate::session::Session::restore_ownership`]).
+///
+/// # Errors
+/// [`Error::Internal`] when an ownership change fails.
+pub fn chown_git_dir(git_dir: &Path, owner: (u32, u32)) -> Result<()> {
+    owner::chown_tree(git_dir, owner)
+}
+
 /// Open a repository with nothing from user or system configuration (SPEC rule 8).
 ///
 /// # Errors
