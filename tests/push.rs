@@ -686,3 +686,22 @@ fn a_stale_tree_that_pulled_the_new_tip_is_still_stale() {
     assert_eq!(run.json()["remote_tip"], cb.as_str());
     assert_eq!(s.remote("sessions/pull").as_deref(), Some(cb.as_str()));
 }
+
+#[test]
+fn a_token_committed_with_plain_git_is_never_pushed() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/leak", &s.ids[1]);
+    for (i, form) in crate::support::token_forms().iter().enumerate() {
+        let c = s.commit(&dir, &format!("leak{i}.txt"), &format!("x {form} y\n"));
+        let before = s.posts();
+        let run = s.push(&dir, &[]);
+        run.assert_code(6);
+        assert_eq!(run.json()["error"]["kind"], "integrity");
+        assert_eq!(s.posts(), before, "the pack was uploaded");
+        assert_eq!(s.remote("sessions/leak"), None);
+        s.w.git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
+        let _ = c;
+    }
+    s.commit(&dir, "fine.txt", "no secret here\n");
+    s.push(&dir, &[]).assert_code(0);
+}

@@ -84,7 +84,8 @@ pub fn secret_forms(push: Option<&UrlSource>) -> Result<Vec<String>> {
 /// Those of [`push`].
 pub fn push_session(mut session: Session, source: &UrlSource) -> Result<PushOutcome> {
     let url = source.load()?;
-    let mut outcome = push(&mut session, source)?;
+    let secrets = secret_forms(Some(source))?;
+    let mut outcome = push(&mut session, source, &secrets)?;
     outcome
         .warnings
         .extend(super::expiry_warnings([("PUSH_URL", &url)]));

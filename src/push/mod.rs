@@ -59,7 +59,7 @@ pub struct PushOutcome {
 /// when local history does not descend from the lease; [`Error::Rejected`] (9) when the remote
 /// declines (a hook, a protected branch).
 #[tracing::instrument(skip_all, fields(branch = %session.record.branch))]
-pub fn push(session: &mut Session, source: &UrlSource) -> Result<PushOutcome> {
+pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Result<PushOutcome> {
     let repo = crate::restore::open_repo(&session.git_dir)?;
     let branch = session.record.branch.clone();
     let local = local_tip(&repo, &branch)?;
@@ -69,7 +69,7 @@ pub fn push(session: &mut Session, source: &UrlSource) -> Result<PushOutcome> {
 
     let outcome = http
         .with_retries(source, "pushing", |url| {
-            attempt(&http, url, &repo, session, lease, local, &spool)
+            attempt(&http, url, &repo, session, lease, local, &spool, secrets)
         })
         .map_err(|e| match e {
             Error::Auth(msg) => Error::Auth(format!(
@@ -105,6 +105,7 @@ fn local_tip(repo: &gix::Repository, branch: &SessionBranch) -> Result<FullSha> 
     Ok(FullSha::from_id(id.detach()))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn attempt(
     http: &Http,
     url: &RemoteUrl,
@@ -113,6 +114,7 @@ fn attempt(
     lease: FullSha,
     local: FullSha,
     spool: &std::cell::RefCell<Option<pack::Spooled>>,
+    secrets: &[String],
 ) -> Result<PushOutcome> {
     let branch = &session.record.branch;
     let adv = advertisement::read(http, url, branch)?;
@@ -197,6 +199,7 @@ fn attempt(
             base,
             &branch.full_ref(),
             &caps,
+            secrets,
         )?);
     }
     let body = spooled.as_mut().expect("spooled above");

@@ -43,6 +43,7 @@ pub fn spool(
     base: FullSha,
     refname: &str,
     caps: &[String],
+    secrets: &[String],
 ) -> Result<Spooled> {
     let io = |e| Error::io("writing the push request", e);
     let file = tempfile::Builder::new()
@@ -126,11 +127,22 @@ pub fn spool(
     // position, which needs in-order delivery.)
     let compression = gix::zlib::Compression::default();
     let mut obj_buf = Vec::new();
+    // SPEC rule 5: a session token never leaves in a pushed file, whoever committed it.
+    let leaked = std::cell::Cell::new(None::<gix::ObjectId>);
+    let leaked_ref = &leaked;
     let entries = counts.into_iter().map(move |count| {
-        let obj = gix::objs::Find::try_find(&db, &count.id, &mut obj_buf)?.ok_or_else(|| {
-            use gix::error::ErrorExt as _;
-            gix::error::message!("object {} is missing", count.id).raise()
-        })?;
+        use gix::bstr::ByteSlice as _;
+        use gix::error::ErrorExt as _;
+        let obj = gix::objs::Find::try_find(&db, &count.id, &mut obj_buf)?
+            .ok_or_else(|| gix::error::message!("object {} is missing", count.id).raise())?;
+        if obj.kind == gix::objs::Kind::Blob
+            && secrets
+                .iter()
+                .any(|s| obj.data.find(s.as_bytes()).is_some())
+        {
+            leaked_ref.set(Some(count.id));
+            return Err(gix::error::message!("a pushed file holds a session token").raise());
+        }
         output::Entry::from_data(&count, &obj, compression).map(|e| vec![e])
     });
     let mut writer = output::bytes::FromEntriesIter::new(
@@ -141,7 +153,15 @@ pub fn spool(
         gix::hash::Kind::Sha1,
     );
     for written in writer.by_ref() {
-        written.map_err(|e| Error::internal("writing the pack", chain(&e)))?;
+        if let Err(e) = written {
+            if let Some(id) = leaked.get() {
+                return Err(Error::Integrity(format!(
+                    "a file in the commits to push (blob {id}) contains a session token: nothing was \
+                     uploaded; remove the token from those commits (e.g. amend them) and push again"
+                )));
+            }
+            return Err(Error::internal("writing the pack", chain(&e)));
+        }
     }
     drop(writer);
     out.flush().map_err(io)?;

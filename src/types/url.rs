@@ -130,7 +130,8 @@ impl RemoteUrl {
     }
 
     /// The forms in which this URL's secret could appear in a file: the token itself (the password,
-    /// or the user name when there is no password), its percent-encoding, and the base64 of the
+    /// or the user name when there is no password), its percent-encodings (RFC 3986 unreserved
+    /// characters kept or all non-alphanumerics encoded; upper- and lower-case hex), and the base64 of the
     /// token and of `user:password` (a Basic header). Secrets under 8 characters are not scanned for
     /// (they would match ordinary text). Used by `save` to refuse committing a token (SPEC rule 5).
     pub fn secret_forms(&self) -> Vec<String> {
@@ -146,19 +147,24 @@ impl RemoteUrl {
             return Vec::new();
         }
         let b64 = base64::engine::general_purpose::STANDARD;
-        let pct: String = secret
-            .bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect();
+        let encode = |keep: &dyn Fn(u8) -> bool, upper: bool| -> String {
+            secret
+                .bytes()
+                .map(|b| match (keep(b), upper) {
+                    (true, _) => (b as char).to_string(),
+                    (false, true) => format!("%{b:02X}"),
+                    (false, false) => format!("%{b:02x}"),
+                })
+                .collect()
+        };
+        let unreserved = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+        let alnum = |b: u8| b.is_ascii_alphanumeric();
         let mut forms = vec![
             secret.to_owned(),
-            pct,
+            encode(&unreserved, true),
+            encode(&unreserved, false),
+            encode(&alnum, true),
+            encode(&alnum, false),
             b64.encode(secret),
             b64.encode(format!("{}:{}", c.username.expose(), c.password.expose())),
         ];
