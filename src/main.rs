@@ -36,8 +36,18 @@ fn main() -> std::process::ExitCode {
                 let _ = err.print();
                 return std::process::ExitCode::from(if err.use_stderr() { 2 } else { 0 });
             }
-            let e = git_session::Error::Usage(err.kind().to_string());
-            git_session::output::failure(true, "", &e);
+            let text = err.render().to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_owned();
+            let command = std::env::args()
+                .skip(1)
+                .find(|a| ["restore", "save", "push", "status"].contains(&a.as_str()))
+                .unwrap_or_default();
+            git_session::output::failure(true, &command, &git_session::Error::Usage(first));
             return std::process::ExitCode::from(2);
         }
     };

@@ -57,7 +57,7 @@ pub fn ensure_history(session: &Session) -> Result<()> {
 /// [`Error::Usage`] when none is set or it is invalid.
 pub fn push_source(args: &PushArgs) -> Result<UrlSource> {
     inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?.ok_or_else(|| {
-        Error::Usage("PUSH_URL is not set (or PUSH_URL_FILE, or pass --push-url)".into())
+        Error::Usage("PUSH_URL is not set: put the write URL in PUSH_URL or PUSH_URL_FILE (--push-url takes only a URL without credentials)".into())
     })
 }
 

@@ -39,7 +39,7 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
     });
     if from == From::Git && read.is_none() {
         return Err(Error::Usage(
-            "READ_URL is not set (or READ_URL_FILE, or pass --read-url)".into(),
+            "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into(),
         ));
     }
     let opts = RestoreOptions {

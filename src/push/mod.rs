@@ -73,13 +73,19 @@ pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Re
         })
         .map_err(|e| match e {
             Error::Auth(msg) => Error::Auth(format!(
-                "the write URL was refused — it may have expired; mint a new one{} ({msg})",
+                "the write URL was refused — it may have expired; mint a new one{} ({} from {})",
                 source
                     .load()
                     .ok()
                     .and_then(|u| u.jwt_expiry())
                     .map(expiry_phrase)
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if msg.contains("HTTP 403") {
+                    "HTTP 403"
+                } else {
+                    "HTTP 401"
+                },
+                source.load().map(|u| u.to_string()).unwrap_or_default()
             )),
             other => other,
         })?;

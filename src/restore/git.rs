@@ -26,7 +26,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         Err(noop) => return Ok(noop),
     };
     let read = opts.read.as_ref().ok_or_else(|| {
-        Error::Usage("READ_URL is not set (or READ_URL_FILE, or pass --read-url)".into())
+        Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
     })?;
     let http = Http::new()?;
 
