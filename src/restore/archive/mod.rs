@@ -173,9 +173,9 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         }
         // Everything in the way is found before the first entry moves: a conflict leaves the
         // target as it was.
-        check_in_place(&tree, &opts.dir, plan.overwrite)?;
+        into_place(&tree, &opts.dir, plan.overwrite, Pass::Check)?;
         moving.set(true);
-        move_into_place(&tree, &opts.dir, plan.overwrite)?;
+        into_place(&tree, &opts.dir, plan.overwrite, Pass::Move)?;
         std::fs::remove_dir_all(&tree)
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
         let record = SessionRecord {
@@ -255,46 +255,21 @@ fn unpack(
     Ok((extracted, commit))
 }
 
-/// Find what would stop [`move_into_place`] before anything moves: a directory where the archive
-/// has a file or symlink, or (without `overwrite`) any file or symlink where the archive has an
-/// entry. Directories present on both sides are compared below.
-fn check_in_place(from: &Path, to: &Path, overwrite: bool) -> Result<()> {
-    let entries =
-        std::fs::read_dir(from).map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
-        let src = entry.path();
-        let dst = to.join(entry.file_name());
-        let src_is_dir = entry
-            .file_type()
-            .map_err(|e| Error::io(format!("reading {}", src.display()), e))?
-            .is_dir();
-        match std::fs::symlink_metadata(&dst) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("reading {}", dst.display()), e)),
-            Ok(meta) if meta.is_dir() && src_is_dir => check_in_place(&src, &dst, overwrite)?,
-            Ok(meta) if meta.is_dir() => {
-                return Err(Error::Conflict(format!(
-                    "{} is a directory where the commit has a file: nothing was changed",
-                    dst.display()
-                )));
-            }
-            Ok(_) if overwrite => {}
-            Ok(_) => {
-                return Err(Error::Conflict(format!(
-                    "{} is in the way of the restore: nothing was changed",
-                    dst.display()
-                )));
-            }
-        }
-    }
-    Ok(())
+/// Whether [`into_place`] only looks for conflicts or moves entries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Find what would stop the move before anything moves.
+    Check,
+    /// Move.
+    Move,
 }
 
-/// Move every entry of `from` into `to`: missing paths are renamed into place; directories merge;
+/// Move every entry of `from` into `to` (with [`Pass::Check`] first, so a conflict is found before
+/// anything moves): missing paths are renamed into place; directories present on both sides merge;
 /// an existing file or symlink is replaced only when `overwrite` (`--force`, or completing an
-/// interrupted restore), never a directory (that would delete other content).
-fn move_into_place(from: &Path, to: &Path, overwrite: bool) -> Result<()> {
+/// interrupted restore), never a directory where the archive has a file (that would delete other
+/// content).
+fn into_place(from: &Path, to: &Path, overwrite: bool, pass: Pass) -> Result<()> {
     let entries =
         std::fs::read_dir(from).map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
     for entry in entries {
@@ -309,29 +284,33 @@ fn move_into_place(from: &Path, to: &Path, overwrite: bool) -> Result<()> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("reading {}", dst.display()), e)),
             Ok(meta) if meta.is_dir() && src_is_dir => {
-                move_into_place(&src, &dst, overwrite)?;
+                into_place(&src, &dst, overwrite, pass)?;
                 continue;
             }
             Ok(meta) if meta.is_dir() => {
                 return Err(Error::Conflict(format!(
-                    "{} is a directory where the commit has a file: it was left in place",
+                    "{} is a directory where the commit has a file: nothing was changed",
                     dst.display()
                 )));
             }
             Ok(_) if overwrite => {
-                std::fs::remove_file(&dst)
-                    .map_err(|e| Error::io(format!("replacing {}", dst.display()), e))?;
+                if pass == Pass::Move {
+                    std::fs::remove_file(&dst)
+                        .map_err(|e| Error::io(format!("replacing {}", dst.display()), e))?;
+                }
             }
             Ok(_) => {
                 return Err(Error::Conflict(format!(
-                    "{} is in the way of the restore",
+                    "{} is in the way of the restore: nothing was changed",
                     dst.display()
                 )));
             }
         }
-        std::fs::rename(&src, &dst)
-            .map_err(|e| Error::io(format!("moving {} into place", dst.display()), e))?;
-        crate::failpoint::hit("mid-publish");
+        if pass == Pass::Move {
+            std::fs::rename(&src, &dst)
+                .map_err(|e| Error::io(format!("moving {} into place", dst.display()), e))?;
+            crate::failpoint::hit("mid-publish");
+        }
     }
     Ok(())
 }
