@@ -705,3 +705,78 @@ fn a_token_committed_with_plain_git_is_never_pushed() {
     s.commit(&dir, "fine.txt", "no secret here\n");
     s.push(&dir, &[]).assert_code(0);
 }
+
+#[test]
+fn deletions_renames_modes_symlinks_and_an_emptied_tree_round_trip_through_save() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/rt", &s.ids[1]);
+    let url = s.url();
+    let save = |dir: &Path| {
+        let run = s.w.run(
+            dir,
+            &["save", "-m", "round trip", "--json"],
+            &[("PUSH_URL", &url)],
+        );
+        run.assert_code(0);
+        run.json()
+    };
+    std::fs::rename(dir.join("src/a.rs"), dir.join("src/renamed.rs")).unwrap();
+    std::fs::remove_file(dir.join("README.md")).unwrap();
+    std::fs::set_permissions(
+        dir.join("src/renamed.rs"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::symlink("src/renamed.rs", dir.join("new-link")).unwrap();
+    std::fs::remove_file(dir.join("link")).unwrap();
+    std::os::unix::fs::symlink("run.sh", dir.join("link")).unwrap();
+    let j = save(&dir);
+    assert_eq!(j["pushed"], true);
+    let tip = j["tip"].as_str().unwrap().to_owned();
+    assert_eq!(s.remote("sessions/rt").as_deref(), Some(tip.as_str()));
+    assert_eq!(
+        s.w.git(&s.bare(), &["ls-tree", "-r", &tip]),
+        s.w.git(&dir, &["ls-tree", "-r", "HEAD"])
+    );
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+    // A fresh sandbox restored at the new tip has exactly this tree.
+    let b = s.sandbox("b", "sessions/rt", &tip);
+    for (path, mode) in [("src/renamed.rs", 0o755), ("run.sh", 0o644)] {
+        let m = std::fs::metadata(b.join(path))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(m & 0o100, mode & 0o100, "{path}");
+    }
+    assert_eq!(
+        std::fs::read_link(b.join("new-link")).unwrap(),
+        Path::new("src/renamed.rs")
+    );
+    assert_eq!(
+        std::fs::read_link(b.join("link")).unwrap(),
+        Path::new("run.sh")
+    );
+    assert!(!b.join("README.md").exists());
+    // Everything deleted: the empty tree.
+    for entry in std::fs::read_dir(&b).unwrap().flatten() {
+        if entry.file_name() == ".git" {
+            continue;
+        }
+        let p = entry.path();
+        if p.is_dir() && !p.is_symlink() {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    let j = save(&b);
+    let tip = j["tip"].as_str().unwrap().to_owned();
+    assert_eq!(
+        s.w.git(&s.bare(), &["rev-parse", &format!("{tip}^{{tree}}")]),
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    );
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+}
