@@ -18,6 +18,7 @@ pub mod gitdir;
 pub mod http;
 pub mod inputs;
 pub mod output;
+pub mod progress;
 pub mod push;
 pub mod restore;
 pub mod save;
@@ -30,6 +31,7 @@ pub use error::{Error, Result};
 /// Run a parsed command line; returns the process exit code (0–9).
 pub fn run(cli: Cli) -> u8 {
     init_logging(cli.verbose, cli.quiet);
+    progress::enable(cli.json, cli.quiet);
     if failpoint::armed("panic") {
         panic!("failpoint 'panic' reached");
     }

@@ -672,3 +672,49 @@ fn save_as_root_leaves_git_usable_for_the_trees_owner() {
         );
     }
 }
+
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let f = Fixture::new();
+    let tty_log = f.w.tmp.path().join("tty.log");
+    let dir = f.w.path("tty");
+    let cmd = format!(
+        "{} -C {} restore",
+        env!("CARGO_BIN_EXE_git-session"),
+        dir.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, tty_log.to_str().unwrap()])
+        .env_clear()
+        .envs(f.w.env())
+        .env("READ_URL", f.url())
+        .env("SESSION_BRANCH", "s")
+        .env("TIP_SHA", &f.ids[1])
+        .env("TERM", "xterm")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux script");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = std::fs::read_to_string(&tty_log).unwrap();
+    crate::support::assert_no_secret("terminal", shown.as_bytes());
+    assert!(
+        shown.contains("receiving objects") && shown.contains("checking out"),
+        "{shown}"
+    );
+    // Not a terminal: no progress, and none with --json or -q either.
+    let run = f.w.run(
+        &f.w.path("pipe"),
+        &["restore"],
+        &[
+            ("READ_URL", &f.url()),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &f.ids[1]),
+        ],
+    );
+    run.assert_code(0);
+    assert!(!run.stderr.contains("receiving objects"), "{}", run.stderr);
+}

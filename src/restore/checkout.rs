@@ -70,6 +70,7 @@ pub fn checkout(
         .into_arc()
         .map_err(|e| Error::internal("opening the object database", chain(&e)))?;
     let total = index.entries().len();
+    let _progress = crate::progress::Progress::spinner(&format!("checking out {total} files"));
     let outcome = if failpoint::armed("mid-checkout") {
         let find = AbortAfter {
             inner: objects,

@@ -257,7 +257,10 @@ pub fn fetch_pack(
     )?;
     let cut = std::sync::Arc::new(AtomicBool::new(false));
     let body = CutDetector {
-        inner: resp,
+        inner: crate::progress::Counted {
+            inner: resp,
+            progress: crate::progress::Progress::bytes("receiving objects"),
+        },
         cut: cut.clone(),
     };
     let mut lines = StreamingPeekableIter::new(

@@ -138,6 +138,10 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
                         inner: resp,
                         url: url.to_string(),
                     };
+                    let body = crate::progress::Counted {
+                        inner: body,
+                        progress: crate::progress::Progress::bytes("downloading the archive"),
+                    };
                     unpack(body, &tree, archive, &tip_hex)
                 })?
             }
