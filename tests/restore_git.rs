@@ -1074,3 +1074,82 @@ fn a_tree_entry_at_the_staging_folder_is_refused() {
     assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0);
     assert!(!Path::new("/tmp/gs-staging-hook-ran").exists());
 }
+
+/// A 96 MiB pack (incompressible 1 MiB blobs) restores in far less memory than the pack: its pages
+/// are released from the mapping as the deltas are resolved and the blobs are checked out.
+#[test]
+fn a_large_pack_restores_with_bounded_memory() {
+    let time = Path::new("/usr/bin/time");
+    assert!(time.exists(), "GNU time is needed (apt-get install time)");
+    let w = World::new();
+    let scratch = w.path("scratch-big");
+    std::fs::create_dir_all(scratch.join("blobs")).unwrap();
+    w.git(&scratch, &["init", "-q", "-b", "main"]);
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    for i in 0..96 {
+        let mut buf = vec![0u8; 1 << 20];
+        for chunk in buf.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+        }
+        std::fs::write(scratch.join(format!("blobs/{i:02}.bin")), buf).unwrap();
+    }
+    w.git(&scratch, &["add", "-A"]);
+    w.git(&scratch, &["commit", "-qm", "big"]);
+    let sha = w.git(&scratch, &["rev-parse", "HEAD"]);
+    let bare = w.srv().join("big.git");
+    w.git(
+        w.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            scratch.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("sandbox");
+    std::fs::create_dir_all(&dir).unwrap();
+    let rss_file = w.path("rss");
+    let out = std::process::Command::new(time)
+        .args(["-f", "%M", "-o", rss_file.to_str().unwrap()])
+        .arg(env!("CARGO_BIN_EXE_git-session"))
+        .arg("restore")
+        .current_dir(&dir)
+        .env_clear()
+        .envs(w.env())
+        .env("READ_URL", srv.url("big.git", None))
+        .env("SESSION_BRANCH", "sessions/big")
+        .env("TIP_SHA", &sha)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kib: u64 = std::fs::read_to_string(&rss_file)
+        .unwrap()
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    eprintln!("peak RSS of restoring a 96 MiB pack: {kib} KiB");
+    assert_restored(&w, &dir, "sessions/big", &sha);
+    let pack_kib: u64 = std::fs::read_dir(dir.join(".git/objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum::<u64>()
+        / 1024;
+    assert!(pack_kib > 96 * 1024, "the pack is {pack_kib} KiB");
+    // Without releasing, the checkout alone keeps the whole pack mapped (> 96 MiB).
+    assert!(
+        kib < 48 * 1024,
+        "peak RSS {kib} KiB while restoring a {pack_kib} KiB pack"
+    );
+}

@@ -23,13 +23,17 @@ pub fn protections() -> gix::validate::path::component::Options {
     }
 }
 
-/// Build the index of `tree` from `repo`'s objects, refusing unsafe entry names.
+/// Build the index of `repo` for `tree`, read from `objects`, refusing unsafe entry names.
 ///
 /// # Errors
 /// [`Error::Integrity`] (exit 6) for an entry named `.git` in any spelling, `..`, or holding `/`,
 /// or a tree that cannot be read.
-pub fn index_from_tree(repo: &gix::Repository, tree: gix::ObjectId) -> Result<gix::index::File> {
-    let state = gix::index::State::from_tree(&tree, &repo.objects, protections()).map_err(|e| {
+pub fn index_from_tree(
+    repo: &gix::Repository,
+    objects: &impl gix::objs::Find,
+    tree: gix::ObjectId,
+) -> Result<gix::index::File> {
+    let state = gix::index::State::from_tree(&tree, objects, protections()).map_err(|e| {
         Error::Integrity(format!(
             "the commit's tree holds an unsafe or unreadable entry, nothing was written: {}",
             chain(&e)
@@ -38,7 +42,7 @@ pub fn index_from_tree(repo: &gix::Repository, tree: gix::ObjectId) -> Result<gi
     Ok(gix::index::File::from_state(state, repo.index_path()))
 }
 
-/// Write the files of `index` into `workdir`. `overwrite` lets existing files the commit tracks be
+/// Write the files of `index` into `workdir`, reading blobs from `objects`. `overwrite` lets existing files the commit tracks be
 /// replaced (`--force`, or resuming an interrupted restore); `empty` says the target held nothing.
 ///
 /// Failpoint `mid-checkout` aborts once half of the blobs were read.
@@ -48,6 +52,7 @@ pub fn index_from_tree(repo: &gix::Repository, tree: gix::ObjectId) -> Result<gi
 /// other I/O failures.
 pub fn checkout(
     repo: &gix::Repository,
+    objects: super::pack::PackObjects,
     index: &mut gix::index::File,
     workdir: &Path,
     overwrite: bool,
@@ -64,11 +69,6 @@ pub fn checkout(
     let files = gix::progress::Discard;
     let bytes = gix::progress::Discard;
     let interrupt = AtomicBool::new(false);
-    let objects = repo
-        .objects
-        .clone()
-        .into_arc()
-        .map_err(|e| Error::internal("opening the object database", chain(&e)))?;
     let total = index.entries().len();
     let _progress = crate::progress::Progress::spinner(&format!("checking out {total} files"));
     let outcome = if failpoint::armed("mid-checkout") {

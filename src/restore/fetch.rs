@@ -4,9 +4,9 @@
 //! with `Git-Protocol: version=2`, then `POST $GIT_URL/git-upload-pack`) and `gitprotocol-v2`
 //! (`ls-refs` with `ref-prefix`, `fetch` with `want`, `deepen`, `done`; response sections
 //! `shallow-info` and `packfile` with side-band). Pkt-lines are read and written with gix-packetline;
-//! the pack is indexed as it streams in by gix-pack's `Bundle::write_to_directory`.
+//! the pack is indexed as it streams in ([`super::pack::receive`], on gix-pack).
 
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -325,22 +325,7 @@ pub fn fetch_pack(
                 std::ops::ControlFlow::Continue(())
             }
         });
-        let mut progress = gix::progress::Discard;
-        let res = gix::odb::pack::Bundle::write_to_directory(
-            &mut reader as &mut dyn BufRead,
-            Some(pack_dir),
-            &mut progress,
-            interrupt,
-            None::<gix::objs::find::Never>,
-            gix::hash::Kind::Sha1,
-            gix::odb::pack::bundle::write::Options {
-                thread_limit: None,
-                iteration_mode: gix::odb::pack::data::input::Mode::Verify,
-                index_version: Default::default(),
-                alloc_limit_bytes: None,
-                compression: gix::zlib::Compression::BEST_SPEED,
-            },
-        );
+        let res = super::pack::receive(&mut reader, pack_dir, None, interrupt);
         drop(reader);
         res
     };
@@ -354,13 +339,10 @@ pub fn fetch_pack(
             Error::Integrity(format!("the pack from {url} is corrupt: {e}"))
         }
     })?;
-    if let Some(keep) = &outcome.keep_path {
-        let _ = std::fs::remove_file(keep);
-    }
     Ok(Fetched {
         shallow,
         pack_path: outcome.data_path,
-        objects: outcome.index.num_objects,
+        objects: outcome.num_objects,
     })
 }
 

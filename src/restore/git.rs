@@ -79,17 +79,29 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         crate::failpoint::hit("after-fetch");
 
         let repo = super::open_repo(&staging)?;
-        let tree = verify_commit(&repo, opts.tip)?;
+        let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
+            Error::Integrity(format!("the remote sent an empty pack for {}", opts.tip))
+        })?;
+        let objects = super::pack::PackObjects::open(pack_path)
+            .map_err(|e| Error::internal("opening the received pack", e))?;
+        let tree = verify_commit(&objects, opts.tip)?;
         gitdir::write_shallow(&staging, &fetched.shallow)?;
         gitdir::write_ref(&staging, &opts.branch.full_ref(), opts.tip)?;
         if lease == opts.tip {
             gitdir::write_ref(&staging, &opts.branch.tracking_ref(), opts.tip)?;
         }
 
-        let mut index = checkout::index_from_tree(&repo, tree)?;
+        let mut index = checkout::index_from_tree(&repo, &objects, tree)?;
         refuse_staging_paths(&index)?;
         written_any.set(true);
-        let files = checkout::checkout(&repo, &mut index, &opts.dir, plan.overwrite, plan.empty)?;
+        let files = checkout::checkout(
+            &repo,
+            objects,
+            &mut index,
+            &opts.dir,
+            plan.overwrite,
+            plan.empty,
+        )?;
         let owner = owner::owner_to_match(&opts.dir, &staging);
         if let Some(owner) = owner {
             owner::chown_checkout(&opts.dir, &index, owner)?;
@@ -152,9 +164,10 @@ fn refuse_staging_paths(index: &gix::index::File) -> Result<()> {
 }
 
 /// Check that `tip` arrived and is a commit; return its tree.
-fn verify_commit(repo: &gix::Repository, tip: FullSha) -> Result<gix::ObjectId> {
+fn verify_commit(objects: &impl gix::objs::Find, tip: FullSha) -> Result<gix::ObjectId> {
     let mut buf = Vec::new();
-    let data = gix::objs::Find::try_find(&repo.objects, &tip.id(), &mut buf)
+    let data = objects
+        .try_find(&tip.id(), &mut buf)
         .map_err(|e| Error::Integrity(format!("cannot read {tip} from the received pack: {e}")))?
         .ok_or_else(|| {
             Error::Integrity(format!("the remote's pack does not contain commit {tip}"))

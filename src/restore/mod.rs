@@ -16,6 +16,7 @@ pub mod checkout;
 pub mod fetch;
 mod git;
 mod owner;
+pub mod pack;
 
 use std::path::{Path, PathBuf};
 

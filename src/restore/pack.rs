@@ -1,0 +1,261 @@
+//! The received pack: written to `objects/pack` as it streams in, indexed, and read back for the
+//! checkout, with its pages handed back to the kernel as they are used.
+//!
+//! This is gix-pack's `Bundle::write_to_directory` (stream → `BytesToEntriesIter` → temporary pack
+//! file → `index::write_data_iter_to_stream` → `pack-<hash>.{pack,idx}`, as git's `index-pack`
+//! leaves them), with one change: the pack is mapped through a [`ReleasingMap`], so the pages of a
+//! large pack do not all stay in the resident set while its deltas are resolved and its blobs are
+//! checked out. The file stays in the page cache; only this process's mapping of it is bounded.
+
+use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use gix::odb::pack as gix_pack;
+
+/// How many bytes of the pack (compressed, while indexing) or of objects (decoded, while checking
+/// out) may be served before the mapping's pages are released again.
+const RELEASE_EVERY: usize = 4 << 20;
+
+/// A read-only mapping of a pack file whose resident pages are dropped (`madvise(MADV_DONTNEED)`)
+/// after every [`RELEASE_EVERY`] bytes served; later reads fault them back in from the page cache.
+pub struct ReleasingMap {
+    map: memmap2::Mmap,
+    served: AtomicUsize,
+}
+
+impl ReleasingMap {
+    /// Map `file` read-only.
+    ///
+    /// # Errors
+    /// The `mmap` error.
+    pub fn new(file: &std::fs::File) -> io::Result<Self> {
+        // SAFETY: the pack file is written by this process only, and never after it is mapped.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(file)? };
+        Ok(ReleasingMap {
+            map,
+            served: AtomicUsize::new(0),
+        })
+    }
+
+    /// Count `bytes` as served, and release the resident pages once enough were.
+    pub fn note(&self, bytes: usize) {
+        if self.served.fetch_add(bytes, Ordering::Relaxed) + bytes >= RELEASE_EVERY {
+            self.served.store(0, Ordering::Relaxed);
+            // SAFETY: the mapping is alive (borrowed from `self`), read-only and backed by a file that
+            // no longer changes: dropping its page-table entries loses nothing, and a later read of
+            // any byte (including by another thread holding a slice) faults the same content back in.
+            #[allow(unsafe_code)]
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+            };
+        }
+    }
+}
+
+/// A shared [`ReleasingMap`] as the byte slice gix-pack reads its pack data from.
+#[derive(Clone)]
+pub struct SharedMap(Arc<ReleasingMap>);
+
+impl std::ops::Deref for SharedMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0.map
+    }
+}
+
+/// What [`receive`] wrote.
+#[derive(Debug)]
+pub struct Received {
+    /// `objects/pack/pack-<hash>.pack`, or `None` for an empty pack (nothing is written then).
+    pub data_path: Option<PathBuf>,
+    /// The number of objects in the pack.
+    pub num_objects: u32,
+}
+
+/// Copies what the pack parser reads into the pack file.
+struct Tee<R> {
+    reader: R,
+    file: Arc<Mutex<BufWriter<std::fs::File>>>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.reader.read(buf)?;
+        self.file
+            .lock()
+            .map_err(|_| io::Error::other("pack writer poisoned"))?
+            .write_all(&buf[..n])?;
+        Ok(n)
+    }
+}
+
+/// Read a version 2 pack from `input` (the bytes of the `packfile` section, side-band removed),
+/// verify every entry, resolve its deltas with up to `thread_limit` threads (`None`: one per core),
+/// and leave `pack-<hash>.pack` and `pack-<hash>.idx` in `pack_dir`. Follows `gitformat-pack`
+/// (pack and index version 2).
+///
+/// # Errors
+/// A message for a corrupt or truncated pack (the caller decides whether a cut stream caused it),
+/// or an I/O failure writing the files.
+pub fn receive(
+    input: &mut dyn BufRead,
+    pack_dir: &Path,
+    thread_limit: Option<usize>,
+    interrupt: &AtomicBool,
+) -> Result<Received, String> {
+    let io_err = |what: &str, e: io::Error| format!("{what}: {e}");
+    let data_tmp = tempfile::Builder::new()
+        .prefix("tmp_pack_")
+        .tempfile_in(pack_dir)
+        .map_err(|e| io_err("creating the temporary pack file", e))?;
+    let writer = data_tmp
+        .as_file()
+        .try_clone()
+        .map_err(|e| io_err("opening the temporary pack file", e))?;
+    let writer = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, writer)));
+    let tee = Tee {
+        reader: input,
+        file: writer.clone(),
+    };
+    let mut entries = gix_pack::data::input::BytesToEntriesIter::new_from_header(
+        io::BufReader::with_capacity(64 * 1024, tee),
+        gix_pack::data::input::Mode::Verify,
+        gix_pack::data::input::EntryDataMode::Crc32,
+        gix::hash::Kind::Sha1,
+    )
+    .map_err(|e| e.to_string())?;
+    let pack_version = entries.version();
+
+    let mut index_tmp = tempfile::Builder::new()
+        .prefix("tmp_idx_")
+        .tempfile_in(pack_dir)
+        .map_err(|e| io_err("creating the temporary index file", e))?;
+    let outcome = {
+        let mut out = BufWriter::new(index_tmp.as_file_mut());
+        let outcome = gix_pack::index::write_data_iter_to_stream(
+            gix_pack::index::Version::V2,
+            || {
+                let mut file = writer
+                    .lock()
+                    .map_err(|_| io::Error::other("pack writer poisoned"))?;
+                file.flush()?;
+                let map = ReleasingMap::new(file.get_ref())?;
+                Ok((resolve_entry, map))
+            },
+            &mut entries,
+            thread_limit,
+            &mut gix::progress::Discard,
+            &mut out,
+            interrupt,
+            gix::hash::Kind::Sha1,
+            None,
+            pack_version,
+        )
+        .map_err(|e| e.to_string())?;
+        out.flush()
+            .map_err(|e| io_err("writing the pack index", e))?;
+        outcome
+    };
+    drop(entries);
+    if outcome.num_objects == 0 {
+        return Ok(Received {
+            data_path: None,
+            num_objects: 0,
+        });
+    }
+    writer
+        .lock()
+        .map_err(|_| "pack writer poisoned".to_owned())?
+        .flush()
+        .map_err(|e| io_err("writing the pack", e))?;
+    let data_path = pack_dir.join(format!("pack-{}.pack", outcome.data_hash.to_hex()));
+    let index_path = data_path.with_extension("idx");
+    // The pack first: an index without its pack would make the directory unreadable.
+    data_tmp
+        .persist(&data_path)
+        .map_err(|e| io_err("moving the pack into place", e.error))?;
+    index_tmp
+        .persist(&index_path)
+        .map_err(|e| io_err("moving the pack index into place", e.error))?;
+    Ok(Received {
+        data_path: Some(data_path),
+        num_objects: outcome.num_objects,
+    })
+}
+
+/// The bytes of one pack entry, for the delta resolution of [`receive`].
+fn resolve_entry(range: gix_pack::data::EntryRange, map: &ReleasingMap) -> Option<&[u8]> {
+    map.note((range.end - range.start) as usize);
+    map.map.get(range.start as usize..range.end as usize)
+}
+
+/// The objects of one received pack, read through a [`ReleasingMap`]: the object source of the
+/// checkout. Cloning shares the mapping.
+#[derive(Clone)]
+pub struct PackObjects {
+    pack: Arc<gix_pack::data::File<SharedMap>>,
+    index: Arc<gix_pack::index::File>,
+    map: Arc<ReleasingMap>,
+}
+
+impl PackObjects {
+    /// Open `pack-<hash>.pack` at `data_path` and its `.idx` beside it.
+    ///
+    /// # Errors
+    /// A message when either file cannot be opened or read.
+    pub fn open(data_path: &Path) -> Result<Self, String> {
+        let file = std::fs::File::open(data_path)
+            .map_err(|e| format!("opening {}: {e}", data_path.display()))?;
+        let map = Arc::new(
+            ReleasingMap::new(&file)
+                .map_err(|e| format!("mapping {}: {e}", data_path.display()))?,
+        );
+        let pack = gix_pack::data::File::from_data(
+            SharedMap(map.clone()),
+            data_path.to_owned(),
+            gix::hash::Kind::Sha1,
+        )
+        .map_err(|e| e.to_string())?;
+        let index =
+            gix_pack::index::File::at(data_path.with_extension("idx"), gix::hash::Kind::Sha1)
+                .map_err(|e| e.to_string())?;
+        Ok(PackObjects {
+            pack: Arc::new(pack),
+            index: Arc::new(index),
+            map,
+        })
+    }
+}
+
+impl gix::objs::Find for PackObjects {
+    fn try_find<'a>(
+        &self,
+        id: &gix::oid,
+        buffer: &'a mut Vec<u8>,
+    ) -> gix::Result<Option<gix::objs::Data<'a>>> {
+        let Some(i) = self.index.lookup(id) else {
+            return Ok(None);
+        };
+        let entry = self.pack.entry(self.index.pack_offset_at_index(i))?;
+        let mut inflate = gix::zlib::Inflate::default();
+        let outcome = self.pack.decode_entry(
+            entry,
+            buffer,
+            &mut inflate,
+            &|_, _| Ok(None),
+            &mut gix_pack::cache::Never,
+        )?;
+        // Decoding an object reads its whole delta chain, scattered over the pack: count each
+        // lookup as at least 64 KiB, so the pages are released at least every 64 objects.
+        self.map.note(buffer.len().max(64 << 10));
+        Ok(Some(gix::objs::Data::new(
+            buffer,
+            outcome.kind,
+            gix::hash::Kind::Sha1,
+        )))
+    }
+}
