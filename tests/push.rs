@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use crate::support::{GitServer, Run, TOKEN, World, userinfo};
+use crate::support::{
+    GitServer, Run, TOKEN, World, git_session_peak_rss, incompressible, userinfo,
+};
 
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
@@ -547,54 +549,19 @@ fn a_one_file_edit_of_a_large_tree_sends_a_handful_of_objects() {
 
 #[test]
 fn a_large_push_streams_with_bounded_memory() {
-    let time = Path::new("/usr/bin/time");
-    assert!(time.exists(), "GNU time is needed (apt-get install time)");
     let s = Setup::new();
     let dir = s.sandbox("a", "sessions/big", &s.ids[1]);
     // 120 incompressible files of 1 MiB: 120 MiB of objects.
     let mut x: u64 = 0x9E3779B97F4A7C15;
     std::fs::create_dir_all(dir.join("blobs")).unwrap();
     for i in 0..120 {
-        let mut buf = vec![0u8; 1 << 20];
-        for chunk in buf.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-        }
+        let buf = incompressible(1 << 20, &mut x);
         std::fs::write(dir.join(format!("blobs/{i}.bin")), buf).unwrap();
     }
     s.w.git(&dir, &["add", "-A"]);
     s.w.git(&dir, &["commit", "-qm", "big"]);
-    let rss_file = s.w.tmp.path().join("rss");
-    let out = std::process::Command::new(time)
-        .args([
-            "-f",
-            "%M",
-            "-o",
-            rss_file.to_str().unwrap(),
-            env!("CARGO_BIN_EXE_git-session"),
-            "push",
-        ])
-        .current_dir(&dir)
-        .env_clear()
-        .envs(s.w.env())
-        .env("PUSH_URL", s.url())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kib: u64 = std::fs::read_to_string(&rss_file)
-        .unwrap()
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let url = s.url();
+    let kib = git_session_peak_rss(&dir, s.w.env(), &[("PUSH_URL", url.as_str())], &["push"]);
     eprintln!("peak RSS of a 120 MiB push: {kib} KiB");
     // 64 MiB plus the largest object (1 MiB).
     assert!(

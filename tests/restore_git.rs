@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use crate::support::{GitServer, Run, TOKEN, TestCa, World, all_files, assert_no_secret, userinfo};
+use crate::support::{
+    GitServer, Run, TOKEN, TestCa, World, all_files, assert_no_secret, git_session_peak_rss,
+    incompressible, userinfo,
+};
 
 /// A repository with three commits on `main`: nested folders, an executable, a symlink, a file
 /// removed in the last commit, and 24 files so that a mid-checkout kill lands mid-way.
@@ -1079,21 +1082,13 @@ fn a_tree_entry_at_the_staging_folder_is_refused() {
 /// are released from the mapping as the deltas are resolved and the blobs are checked out.
 #[test]
 fn a_large_pack_restores_with_bounded_memory() {
-    let time = Path::new("/usr/bin/time");
-    assert!(time.exists(), "GNU time is needed (apt-get install time)");
     let w = World::new();
     let scratch = w.path("scratch-big");
     std::fs::create_dir_all(scratch.join("blobs")).unwrap();
     w.git(&scratch, &["init", "-q", "-b", "main"]);
     let mut x: u64 = 0x2545F4914F6CDD1D;
     for i in 0..96 {
-        let mut buf = vec![0u8; 1 << 20];
-        for chunk in buf.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
-        }
+        let buf = incompressible(1 << 20, &mut x);
         std::fs::write(scratch.join(format!("blobs/{i:02}.bin")), buf).unwrap();
     }
     w.git(&scratch, &["add", "-A"]);
@@ -1113,32 +1108,13 @@ fn a_large_pack_restores_with_bounded_memory() {
     let srv = GitServer::start(&w.srv(), None);
     let dir = w.path("sandbox");
     std::fs::create_dir_all(&dir).unwrap();
-    let rss_file = w.path("rss");
-    let out = std::process::Command::new(time)
-        .args(["-f", "%M", "-o", rss_file.to_str().unwrap()])
-        .arg(env!("CARGO_BIN_EXE_git-session"))
-        .arg("restore")
-        .current_dir(&dir)
-        .env_clear()
-        .envs(w.env())
-        .env("READ_URL", srv.url("big.git", None))
-        .env("SESSION_BRANCH", "sessions/big")
-        .env("TIP_SHA", &sha)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kib: u64 = std::fs::read_to_string(&rss_file)
-        .unwrap()
-        .trim()
-        .lines()
-        .last()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let url = srv.url("big.git", None);
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/big"),
+        ("TIP_SHA", sha.as_str()),
+    ];
+    let kib = git_session_peak_rss(&dir, w.env(), &vars, &["restore"]);
     eprintln!("peak RSS of restoring a 96 MiB pack: {kib} KiB");
     assert_restored(&w, &dir, "sessions/big", &sha);
     let pack_kib: u64 = std::fs::read_dir(dir.join(".git/objects/pack"))

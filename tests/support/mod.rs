@@ -376,3 +376,52 @@ pub fn all_files(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// `len` bytes of xorshift noise from `seed`: data zlib cannot shrink, for memory tests.
+pub fn incompressible(len: usize, seed: &mut u64) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    for chunk in buf.chunks_mut(8) {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        chunk.copy_from_slice(&seed.to_le_bytes()[..chunk.len()]);
+    }
+    buf
+}
+
+/// Run git-session with `args` in `dir` (environment: `env` plus `vars`, nothing else) under GNU
+/// time; return its output and its peak RSS in KiB. Panics unless it exits 0.
+pub fn git_session_peak_rss(
+    dir: &Path,
+    env: Vec<(String, String)>,
+    vars: &[(&str, &str)],
+    args: &[&str],
+) -> u64 {
+    let time = Path::new("/usr/bin/time");
+    assert!(time.exists(), "GNU time is needed (apt-get install time)");
+    let rss_file = tempfile::NamedTempFile::new().unwrap();
+    let out = Command::new(time)
+        .args(["-f", "%M", "-o"])
+        .arg(rss_file.path())
+        .arg(env!("CARGO_BIN_EXE_git-session"))
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(env)
+        .envs(vars.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(rss_file.path())
+        .unwrap()
+        .trim()
+        .lines()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
