@@ -1012,6 +1012,37 @@ fn a_pack_cut_mid_stream_is_fetched_again() {
     assert_eq!(std::fs::read_dir(&t).unwrap().count(), 0);
 }
 
+/// Data after the pack's checksum is refused (exit 6, nothing written), as `git index-pack` refuses
+/// it: whether it came in the packet that ends the pack (and was read along with the checksum) or in
+/// a packet of its own.
+#[test]
+fn data_after_the_pack_is_refused() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    *srv.knobs.pack_junk.lock().unwrap() = Some(vec![b'x'; 80]);
+    for (own_packet, name) in [(false, "same-packet"), (true, "own-packet")] {
+        srv.knobs
+            .pack_junk_own_packet
+            .store(own_packet, std::sync::atomic::Ordering::SeqCst);
+        let dir = w.path(name);
+        let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+        run.assert_code(6);
+        let msg = run.json()["error"]["message"].to_string();
+        assert!(msg.contains("after the end of the pack"), "{name}: {msg}");
+        assert!(
+            !dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0,
+            "{name}: files left"
+        );
+    }
+    // The same server without the junk: the restore works.
+    *srv.knobs.pack_junk.lock().unwrap() = None;
+    let dir = w.path("clean");
+    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    assert_restored(&w, &dir, "s", &ids[1]);
+}
+
 #[test]
 fn a_sha256_remote_is_refused_clearly() {
     let w = World::new();

@@ -118,10 +118,10 @@ pub fn receive(
         .map_err(|e| io_err("opening the temporary pack file", e))?;
     let writer = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, writer)));
     let tee = Tee {
-        reader: input,
+        reader: &mut *input,
         file: writer.clone(),
     };
-    let mut entries = gix_pack::data::input::BytesToEntriesIter::new_from_header(
+    let entries = gix_pack::data::input::BytesToEntriesIter::new_from_header(
         io::BufReader::with_capacity(64 * 1024, tee),
         gix_pack::data::input::Mode::Verify,
         gix_pack::data::input::EntryDataMode::Crc32,
@@ -129,6 +129,13 @@ pub fn receive(
     )
     .map_err(|e| e.to_string())?;
     let pack_version = entries.version();
+    // Where the last entry ends: the pack's 20-byte checksum follows, and nothing else may.
+    let mut entries_end = gix_pack::data::header::SIZE as u64;
+    let mut entries = entries.inspect(|e| {
+        if let Ok(e) = e {
+            entries_end = e.pack_offset + u64::from(e.header_size) + e.compressed_size;
+        }
+    });
 
     let mut index_tmp = tempfile::Builder::new()
         .prefix("tmp_idx_")
@@ -161,19 +168,42 @@ pub fn receive(
         outcome
     };
     drop(entries);
+    // Bytes after the checksum are refused, as `git index-pack` does: in the last side-band packet
+    // the parser's buffer has already copied them into the file; in a later packet they wait unread.
+    let written = {
+        let mut file = writer
+            .lock()
+            .map_err(|_| "pack writer poisoned".to_owned())?;
+        file.flush().map_err(|e| io_err("writing the pack", e))?;
+        file.get_ref()
+            .metadata()
+            .map_err(|e| io_err("reading the pack's size", e))?
+            .len()
+    };
+    let pack_len = entries_end + gix::hash::Kind::Sha1.len_in_bytes() as u64;
+    let mut more = [0u8; 1];
+    let unread = input
+        .read(&mut more)
+        .map_err(|e| io_err("reading after the pack", e))?;
+    if written > pack_len || unread > 0 {
+        return Err(format!(
+            "the server sent data after the end of the pack ({pack_len} bytes): refused, as git does"
+        ));
+    }
     if outcome.num_objects == 0 {
         return Ok(Received {
             data_path: None,
             num_objects: 0,
         });
     }
-    writer
-        .lock()
-        .map_err(|_| "pack writer poisoned".to_owned())?
-        .flush()
-        .map_err(|e| io_err("writing the pack", e))?;
     let data_path = pack_dir.join(format!("pack-{}.pack", outcome.data_hash.to_hex()));
     let index_path = data_path.with_extension("idx");
+    // Read-only, as `git index-pack` leaves them.
+    for file in [data_tmp.as_file(), index_tmp.as_file()] {
+        use std::os::unix::fs::PermissionsExt as _;
+        file.set_permissions(std::fs::Permissions::from_mode(0o444))
+            .map_err(|e| io_err("making the pack read-only", e))?;
+    }
     // The pack first: an index without its pack would make the directory unreadable.
     data_tmp
         .persist(&data_path)

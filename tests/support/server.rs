@@ -71,6 +71,41 @@ pub struct Knobs {
     pub cut_get_after: AtomicUsize,
     /// How many more static-file bodies to cut.
     pub cut_gets: AtomicUsize,
+    /// When set, these bytes are appended to the last side-band-1 packet of upload-pack responses:
+    /// data after the pack's checksum, in the packet that ends the pack.
+    pub pack_junk: Mutex<Option<Vec<u8>>>,
+    /// Send `pack_junk` as a packet of its own after that last packet instead.
+    pub pack_junk_own_packet: AtomicBool,
+}
+
+/// Append `junk` inside the last side-band-1 pkt-line of `body` (its length prefix adjusted), or
+/// as a side-band-1 pkt-line of its own right after it.
+fn append_to_last_band1(body: &[u8], junk: &[u8], own_packet: bool) -> Vec<u8> {
+    let (mut at, mut last) = (0, None);
+    while at + 4 <= body.len() {
+        let len = std::str::from_utf8(&body[at..at + 4])
+            .ok()
+            .and_then(|h| usize::from_str_radix(h, 16).ok())
+            .unwrap_or(0);
+        if len > 4 && body.get(at + 4) == Some(&1) {
+            last = Some((at, len));
+        }
+        at += len.max(4);
+    }
+    let Some((at, len)) = last else {
+        return body.to_vec();
+    };
+    let mut out = body[..at].to_vec();
+    if own_packet {
+        out.extend_from_slice(&body[at..at + len]);
+        out.extend_from_slice(format!("{:04x}\x01", junk.len() + 5).as_bytes());
+    } else {
+        out.extend_from_slice(format!("{:04x}", len + junk.len()).as_bytes());
+        out.extend_from_slice(&body[at + 4..at + len]);
+    }
+    out.extend_from_slice(junk);
+    out.extend_from_slice(&body[at + len..]);
+    out
 }
 
 fn take_one(n: &AtomicUsize) -> bool {
@@ -479,12 +514,21 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     } else {
         usize::MAX
     };
-    if cut_after != usize::MAX {
+    let junk = if method == "POST" {
+        state.knobs.pack_junk.lock().unwrap().clone()
+    } else {
+        None
+    };
+    if cut_after != usize::MAX || junk.is_some() {
         // Let the backend finish (a push lands) before the connection is cut, as a cut after the
         // server's work would be.
         let mut all = Vec::new();
         let _ = stdout.read_to_end(&mut all).await;
         let _ = child.wait().await;
+        if let Some(junk) = &junk {
+            let own = state.knobs.pack_junk_own_packet.load(Ordering::SeqCst);
+            all = append_to_last_band1(&all, junk, own);
+        }
         // Only responses longer than the cut are cut, and only those count.
         let cut = all.len() > cut_after && take_one(&state.knobs.cut_posts);
         let tail = if cut {
