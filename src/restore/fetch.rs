@@ -87,7 +87,9 @@ fn read_section<R: Read>(
 }
 
 fn upload_pack_error(url: &RemoteUrl, msg: &str) -> Error {
+    // git prefixes its own errors with the program name; ours add it once.
     let msg = msg.trim();
+    let msg = msg.strip_prefix("upload-pack: ").unwrap_or(msg);
     if msg.contains("not our ref") || msg.contains("no such remote ref") {
         Error::NotFound(format!(
             "commit not found on the remote {url} (upload-pack: {msg}): check TIP_SHA"
