@@ -986,8 +986,8 @@ fn a_pack_cut_mid_stream_is_fetched_again() {
     let srv = GitServer::start(&w.srv(), None);
     let url = srv.url("repo.git", None);
     let dir = w.path("s");
-    // Cut one POST response after 300 bytes: the ls-refs answer is shorter and passes whole, the
-    // pack of the first fetch is cut, the retry gets it whole.
+    // Cut one POST response after 300 bytes, mid-pack: the ls-refs answer is shorter and passes
+    // whole, the pack of the first fetch is cut, the retry gets it whole.
     srv.knobs
         .cut_post_after
         .store(300, std::sync::atomic::Ordering::SeqCst);
@@ -1009,7 +1009,44 @@ fn a_pack_cut_mid_stream_is_fetched_again() {
     let t = w.path("t");
     let run = restore(&w, &t, &url, "s", &ids[1], &[]);
     run.assert_code(5);
+    // The message names the cause under the pack parser's own words.
+    assert!(
+        run.stderr.contains("broke off") && run.stderr.contains("unexpected EOF"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(std::fs::read_dir(&t).unwrap().count(), 0);
+}
+
+/// A pack damaged in transit (one byte inverted, the framing intact) is refused with exit 6 and
+/// nothing written, and it is not fetched again: the server answered, the data is wrong.
+#[test]
+fn a_corrupt_pack_is_refused() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    srv.knobs
+        .pack_flips
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = w.path("s");
+    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    run.assert_code(6);
+    let msg = run.json()["error"]["message"].to_string();
+    assert!(msg.contains("is corrupt"), "{msg}");
+    assert!(
+        !dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0,
+        "files left: {msg}"
+    );
+    let fetches = srv
+        .log()
+        .iter()
+        .filter(|e| String::from_utf8_lossy(&e.body).contains("command=fetch"))
+        .count();
+    assert_eq!(fetches, 1, "a corrupt pack was fetched again");
+    // The knob is spent: the same command now restores.
+    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    assert_restored(&w, &dir, "s", &ids[1]);
 }
 
 /// Data after the pack's checksum is refused (exit 6, nothing written), as `git index-pack` refuses

@@ -91,7 +91,12 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             gitdir::write_ref(&staging, &opts.branch.tracking_ref(), opts.tip)?;
         }
 
+        let started = std::time::Instant::now();
         let mut index = checkout::index_from_tree(&repo, &objects, tree)?;
+        tracing::debug!(
+            "index built from the tree in {} ms",
+            started.elapsed().as_millis()
+        );
         refuse_staging_paths(&index)?;
         written_any.set(true);
         let files = checkout::checkout(
@@ -102,12 +107,17 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             plan.overwrite,
             plan.empty,
         )?;
+        tracing::debug!(
+            "{files} files checked out after {} ms",
+            started.elapsed().as_millis()
+        );
         let owner = owner::owner_to_match(&opts.dir, &staging);
         if let Some(owner) = owner {
             owner::chown_checkout(&opts.dir, &index, owner)?;
             refresh_stat(&opts.dir, &mut index)?;
         }
         checkout::write_index(&mut index)?;
+        tracing::debug!("index written after {} ms", started.elapsed().as_millis());
 
         let record = SessionRecord {
             version: 1,

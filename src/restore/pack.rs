@@ -80,6 +80,7 @@ pub struct Received {
 struct Tee<R> {
     reader: R,
     file: Arc<Mutex<BufWriter<std::fs::File>>>,
+    last_read: Arc<Mutex<std::time::Instant>>,
 }
 
 impl<R: Read> Read for Tee<R> {
@@ -89,6 +90,9 @@ impl<R: Read> Read for Tee<R> {
             .lock()
             .map_err(|_| io::Error::other("pack writer poisoned"))?
             .write_all(&buf[..n])?;
+        if let Ok(mut last) = self.last_read.lock() {
+            *last = std::time::Instant::now();
+        }
         Ok(n)
     }
 }
@@ -117,9 +121,12 @@ pub fn receive(
         .try_clone()
         .map_err(|e| io_err("opening the temporary pack file", e))?;
     let writer = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, writer)));
+    let started = std::time::Instant::now();
+    let last_read = Arc::new(Mutex::new(started));
     let tee = Tee {
         reader: &mut *input,
         file: writer.clone(),
+        last_read: last_read.clone(),
     };
     let entries = gix_pack::data::input::BytesToEntriesIter::new_from_header(
         io::BufReader::with_capacity(64 * 1024, tee),
@@ -127,7 +134,7 @@ pub fn receive(
         gix_pack::data::input::EntryDataMode::Crc32,
         gix::hash::Kind::Sha1,
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| super::checkout::chain(&e))?;
     let pack_version = entries.version();
     // Where the last entry ends: the pack's 20-byte checksum follows, and nothing else may.
     let mut entries_end = gix_pack::data::header::SIZE as u64;
@@ -162,12 +169,20 @@ pub fn receive(
             None,
             pack_version,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| super::checkout::chain(&e))?;
         out.flush()
             .map_err(|e| io_err("writing the pack index", e))?;
         outcome
     };
     drop(entries);
+    if let Ok(last) = last_read.lock() {
+        tracing::debug!(
+            "pack: {} objects; stream ended after {} ms, deltas resolved and indexed after {} ms",
+            outcome.num_objects,
+            last.duration_since(started).as_millis(),
+            started.elapsed().as_millis()
+        );
+    }
     // Bytes after the checksum are refused, as `git index-pack` does: in the last side-band packet
     // the parser's buffer has already copied them into the file; in a later packet they wait unread.
     let written = {
@@ -249,10 +264,10 @@ impl PackObjects {
             data_path.to_owned(),
             gix::hash::Kind::Sha1,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| super::checkout::chain(&e))?;
         let index =
             gix_pack::index::File::at(data_path.with_extension("idx"), gix::hash::Kind::Sha1)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| super::checkout::chain(&e))?;
         Ok(PackObjects {
             pack: Arc::new(pack),
             index: Arc::new(index),

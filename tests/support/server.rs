@@ -76,6 +76,9 @@ pub struct Knobs {
     pub pack_junk: Mutex<Option<Vec<u8>>>,
     /// Send `pack_junk` as a packet of its own after that last packet instead.
     pub pack_junk_own_packet: AtomicBool,
+    /// Upload-pack responses still to damage: one byte in the middle of the first side-band-1
+    /// packet of the pack is inverted (the framing stays intact, as a bad proxy or disk would).
+    pub pack_flips: AtomicUsize,
 }
 
 /// Append `junk` inside the last side-band-1 pkt-line of `body` (its length prefix adjusted), or
@@ -106,6 +109,26 @@ fn append_to_last_band1(body: &[u8], junk: &[u8], own_packet: bool) -> Vec<u8> {
     out.extend_from_slice(junk);
     out.extend_from_slice(&body[at + len..]);
     out
+}
+
+/// Invert one byte in the middle of the payload of the side-band-1 packet that starts the pack.
+fn flip_in_pack(body: &mut [u8]) -> bool {
+    let mut at = 0;
+    while at + 4 <= body.len() {
+        let len = std::str::from_utf8(&body[at..at + 4])
+            .ok()
+            .and_then(|h| usize::from_str_radix(h, 16).ok())
+            .unwrap_or(0);
+        if len > 5 + 12 && body.get(at + 4) == Some(&1) && body[at + 5..].starts_with(b"PACK") {
+            // After the 12-byte pack header, before the packet's end.
+            let payload = at + 5 + 12..at + len;
+            let i = payload.start + (payload.end - payload.start) / 2;
+            body[i] = !body[i];
+            return true;
+        }
+        at += len.max(4);
+    }
+    false
 }
 
 fn take_one(n: &AtomicUsize) -> bool {
@@ -519,7 +542,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     } else {
         None
     };
-    if cut_after != usize::MAX || junk.is_some() {
+    let flip = method == "POST" && state.knobs.pack_flips.load(Ordering::SeqCst) > 0;
+    if cut_after != usize::MAX || junk.is_some() || flip {
         // Let the backend finish (a push lands) before the connection is cut, as a cut after the
         // server's work would be.
         let mut all = Vec::new();
@@ -529,19 +553,30 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             let own = state.knobs.pack_junk_own_packet.load(Ordering::SeqCst);
             all = append_to_last_band1(&all, junk, own);
         }
+        // Only responses holding a pack are damaged, and only those count.
+        if flip && all.windows(5).any(|w| w == b"\x01PACK") && take_one(&state.knobs.pack_flips) {
+            assert!(flip_in_pack(&mut all), "no pack packet to damage");
+        }
         // Only responses longer than the cut are cut, and only those count.
         let cut = all.len() > cut_after && take_one(&state.knobs.cut_posts);
-        let tail = if cut {
+        if cut {
             all.truncate(cut_after);
-            Err(std::io::Error::other("injected cut"))
-        } else {
-            Ok(Frame::data(Bytes::new()))
-        };
-        let frames: Vec<Result<Frame<Bytes>, std::io::Error>> =
-            vec![Ok(Frame::data(Bytes::from(all))), tail];
-        let mut resp = Response::new(BodyExt::boxed(StreamBody::new(futures_util::stream::iter(
-            frames,
-        ))));
+        }
+        // The cut comes a moment after the data, so the client has read the headers and the
+        // bytes before it (an immediate error would close the connection before the response).
+        let tail = futures_util::stream::once(async move {
+            if cut {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                Err(std::io::Error::other("injected cut"))
+            } else {
+                Ok(Frame::data(Bytes::new()))
+            }
+        });
+        let frames = futures_util::StreamExt::chain(
+            futures_util::stream::iter([Ok::<_, std::io::Error>(Frame::data(Bytes::from(all)))]),
+            tail,
+        );
+        let mut resp = Response::new(BodyExt::boxed(StreamBody::new(frames)));
         *resp.status_mut() = status;
         for (k, v) in headers {
             if let (Ok(k), Ok(v)) = (
