@@ -2,8 +2,8 @@
 //! like `kill -9`) when execution reaches the point of that name.
 //!
 //! Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `mid-checkout` (once half of the files
-//! are written), `before-record`, `after-publish`. Push's barrier: `after-lease-check` (see
-//! [`barrier`]).
+//! are written), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
+//! the lease is not recorded yet) and the barrier `after-lease-check` (see [`barrier`]).
 
 /// The variable that names the failpoint to trigger.
 pub const VAR: &str = "GIT_SESSION_FAILPOINT";

@@ -654,6 +654,70 @@ fn a_stale_tree_that_pulled_the_new_tip_is_still_stale() {
     assert_eq!(s.remote("sessions/pull").as_deref(), Some(cb.as_str()));
 }
 
+/// A tree reset to another sandbox's tip (its HEAD now equals the remote's, with no commit of its
+/// own) does not own the session either: neither `push` nor a `save` with nothing to commit takes
+/// the lease, and a later commit is still refused.
+#[test]
+fn a_stale_tree_reset_to_the_new_tip_is_still_stale() {
+    let s = Setup::new();
+    s.w.git(&s.bare(), &["branch", "sessions/reset", &s.ids[1]]);
+    let a = s.sandbox("a", "sessions/reset", &s.ids[1]);
+    let b = s.sandbox("b", "sessions/reset", &s.ids[1]);
+    let cb = s.commit(&b, "b.txt", "from b\n");
+    s.push(&b, &[]).assert_code(0);
+    s.w.git_auth(&a, &["fetch", "-q", "origin"]);
+    s.w.git(&a, &["reset", "-q", "--hard", "origin/sessions/reset"]);
+    assert_eq!(s.w.git(&a, &["rev-parse", "HEAD"]), cb);
+    let run = s.push(&a, &[]);
+    run.assert_code(3);
+    assert_eq!(run.json()["remote_tip"], cb.as_str());
+    assert_eq!(run.json()["lease"], s.ids[1].as_str());
+    let url = s.url();
+    let run = s.w.run(
+        &a,
+        &["save", "-m", "nothing", "--json"],
+        &[("PUSH_URL", &url)],
+    );
+    run.assert_code(3);
+    assert_eq!(
+        s.lease(&a),
+        s.ids[1],
+        "the lease moved to another sandbox's commit"
+    );
+    s.commit(&a, "a.txt", "from a\n");
+    s.push(&a, &[]).assert_code(3);
+    assert_eq!(s.remote("sessions/reset").as_deref(), Some(cb.as_str()));
+}
+
+/// A push that landed but whose process died before recording the lease (the server said `ok`):
+/// the rerun recognises its own commit on the remote and records it, uploading nothing again.
+#[test]
+fn a_push_that_landed_before_a_crash_is_recorded_by_the_rerun() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/crash", &s.ids[1]);
+    let c1 = s.commit(&dir, "f", "1\n");
+    let run = s.push(&dir, &[("GIT_SESSION_FAILPOINT", "after-push")]);
+    assert!(
+        run.stderr.contains("failpoint 'after-push'"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(s.remote("sessions/crash").as_deref(), Some(c1.as_str()));
+    assert_eq!(
+        s.lease(&dir),
+        ZERO,
+        "the lease was recorded before the crash"
+    );
+    let posts = s.posts();
+    let run = s.push(&dir, &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], c1.as_str());
+    assert_eq!(run.json()["pushed"], false);
+    assert_eq!(s.posts(), posts, "the rerun uploaded again");
+    assert_eq!(s.lease(&dir), c1);
+    assert!(!dir.join(".git/git-session-sending").exists());
+}
+
 #[test]
 fn a_token_committed_with_plain_git_is_never_pushed() {
     let s = Setup::new();

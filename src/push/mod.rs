@@ -8,9 +8,11 @@
 //!
 //! One attempt, in order:
 //! 1. read the remote branch from the receive-pack advertisement;
-//! 2. compare it with the lease: at the lease → go on; already our commit → success (an earlier
-//!    attempt landed); a commit of our own history that descends from the lease → the lease advances
-//!    (plain git pushed from this tree); anything else → exit 3 before uploading, naming both ids;
+//! 2. compare it with the lease: at the lease → go on; the commit this tree began uploading
+//!    (recorded in `.git/git-session-sending` before the first request) → success (an earlier
+//!    attempt landed); a commit of our own history that descends from the lease → the lease
+//!    advances (plain git pushed from this tree); anything else, including a tip that merely
+//!    reached the local history (`git pull`, `git reset`) → exit 3 before uploading, naming both ids;
 //! 3. check locally that the new commit descends from the lease (and from `TIP_SHA`) → else exit 7;
 //! 4. send `<lease> <new> refs/heads/<branch>` with report-status (and side-band-64k when offered),
 //!    then a pack of exactly the objects between the two, spooled to a temporary file;
@@ -94,6 +96,7 @@ pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Re
         session.record.write(&session.git_dir)?;
     }
     crate::gitdir::write_ref(&session.git_dir, &branch.tracking_ref(), outcome.tip)?;
+    let _ = std::fs::remove_file(session.git_dir.join(SENDING_FILE));
     Ok(outcome)
 }
 
@@ -137,9 +140,13 @@ fn attempt(
     // Step 2: the lease.
     let mut old = lease;
     if remote != lease {
-        if remote == local {
+        // Our own upload landed (a retry in this call, or a run that died before recording the
+        // lease): only a commit this tree set out to push counts, not one that merely reached the
+        // local history (a `git pull` or `reset` to another sandbox's tip is still stale).
+        if remote == local && sent_from_here(&session.git_dir, local) {
             tracing::info!("the remote already has {local}: an earlier attempt landed");
-            return Ok(done(local, lease, false, warnings));
+            let pushed = spool.borrow().is_some();
+            return Ok(done(local, lease, pushed, warnings));
         }
         let ours = !remote.is_zero()
             && pushed_from_here(&session.git_dir, branch, remote)
@@ -209,6 +216,12 @@ fn attempt(
         )?);
     }
     let body = spooled.as_mut().expect("spooled above");
+    if !sent_from_here(&session.git_dir, local) {
+        crate::session::write_atomic(
+            &session.git_dir.join(SENDING_FILE),
+            format!("{old} {local}\n").as_bytes(),
+        )?;
+    }
     tracing::info!(
         "sending {} objects ({} bytes) for {old}..{local}",
         body.objects,
@@ -294,7 +307,19 @@ fn attempt(
         }
         e
     })?;
+    crate::failpoint::hit("after-push");
     Ok(done(local, old, true, warnings))
+}
+
+/// `.git/git-session-sending`: `<lease> <new>` of the upload in flight, written before the first
+/// request and removed once the new lease is recorded. A landed push whose answer was lost (a cut
+/// connection, a crash) is recognised by it, and only by it or by a plain `git push` from here.
+const SENDING_FILE: &str = "git-session-sending";
+
+/// Whether this tree began uploading `new` (and has not recorded the outcome yet).
+fn sent_from_here(git_dir: &std::path::Path, new: FullSha) -> bool {
+    std::fs::read_to_string(git_dir.join(SENDING_FILE))
+        .is_ok_and(|text| text.split_whitespace().nth(1) == Some(new.to_string().as_str()))
 }
 
 /// " (its token expired at …)" or " (its token expires at …)" for a JWT `exp` in Unix seconds.
