@@ -716,6 +716,19 @@ fn a_push_that_landed_before_a_crash_is_recorded_by_the_rerun() {
     assert_eq!(s.posts(), posts, "the rerun uploaded again");
     assert_eq!(s.lease(&dir), c1);
     assert!(!dir.join(".git/git-session-sending").exists());
+    // Landed, then a new commit before any rerun: the lease advances to the landed one and the
+    // new commit goes on top of it.
+    let c2 = s.commit(&dir, "f", "2\n");
+    s.push(&dir, &[("GIT_SESSION_FAILPOINT", "after-push")]);
+    assert_eq!(s.remote("sessions/crash").as_deref(), Some(c2.as_str()));
+    let c3 = s.commit(&dir, "f", "3\n");
+    let run = s.push(&dir, &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], c3.as_str());
+    assert_eq!(run.json()["previous_tip"], c2.as_str());
+    assert!(run.stderr.contains("landed after all"), "{}", run.stderr);
+    assert_eq!(s.remote("sessions/crash").as_deref(), Some(c3.as_str()));
+    assert_eq!(s.lease(&dir), c3);
 }
 
 #[test]

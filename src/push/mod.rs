@@ -143,23 +143,31 @@ fn attempt(
         // Our own upload landed (a retry in this call, or a run that died before recording the
         // lease): only a commit this tree set out to push counts, not one that merely reached the
         // local history (a `git pull` or `reset` to another sandbox's tip is still stale).
-        if remote == local && sent_from_here(&session.git_dir, local) {
+        let landed = sent_from_here(&session.git_dir, remote);
+        if landed && remote == local {
             tracing::info!("the remote already has {local}: an earlier attempt landed");
             let pushed = spool.borrow().is_some();
             return Ok(done(local, lease, pushed, warnings));
         }
         let ours = !remote.is_zero()
-            && pushed_from_here(&session.git_dir, branch, remote)
+            && (landed || pushed_from_here(&session.git_dir, branch, remote))
             && repo.has_object(remote.id())
             && crate::gitdir::descends_from(repo, local.id(), remote.id())?
             && (lease.is_zero() || crate::gitdir::descends_from(repo, remote.id(), lease.id())?);
         if !ours {
             return Err(stale(branch, lease, remote));
         }
-        warnings.push(format!(
-            "the remote branch moved from {lease} to {remote}, a commit of this tree's own history \
-             (pushed from here with plain git): the lease advances to it"
-        ));
+        warnings.push(if landed {
+            format!(
+                "an earlier push of {remote} from this tree landed after all: the lease advances \
+                 from {lease} to it"
+            )
+        } else {
+            format!(
+                "the remote branch moved from {lease} to {remote}, a commit of this tree's own \
+                 history (pushed from here with plain git): the lease advances to it"
+            )
+        });
         old = remote;
     }
     crate::failpoint::barrier("after-lease-check");
