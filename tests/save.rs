@@ -983,3 +983,50 @@ fn refuses_while_another_git_holds_the_index_lock() {
     std::fs::remove_file(dir.join(".git/index.lock")).unwrap();
     s.save(&dir, &[]).assert_code(0);
 }
+
+/// A conflicted tree is not committed: unmerged paths (here from `git stash pop`) and a merge in
+/// progress are exit 7, nothing is committed, and the save works once they are resolved.
+#[test]
+fn refuses_unmerged_paths_and_a_merge_in_progress() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    write(&dir, "plain.txt", "plain\nstashed\n");
+    s.w.git(&dir, &["stash", "-q"]);
+    write(&dir, "plain.txt", "plain\ncommitted\n");
+    s.save(&dir, &[]).assert_code(0);
+    let base = s.head(&dir);
+    let pop = s.w.git_output(&dir, &["stash", "pop", "-q"]);
+    assert!(
+        !pop.status.success(),
+        "the stash applied without a conflict"
+    );
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("unmerged (plain.txt)"), "{msg}");
+    assert_eq!(s.head(&dir), base, "a conflicted tree was committed");
+    write(&dir, "plain.txt", "plain\ncommitted\nstashed\n");
+    s.w.git(&dir, &["add", "plain.txt"]);
+    s.save(&dir, &[]).assert_code(0);
+    assert_eq!(
+        s.w.git(&dir, &["show", "HEAD:plain.txt"]),
+        "plain\ncommitted\nstashed"
+    );
+
+    // A merge stopped before its commit (no conflict): MERGE_HEAD is there.
+    let head = s.head(&dir);
+    s.w.git(&dir, &["switch", "-q", "-c", "side"]);
+    write(&dir, "side.txt", "side\n");
+    s.w.git(&dir, &["add", "side.txt"]);
+    s.w.git(&dir, &["commit", "-qm", "side"]);
+    s.w.git(&dir, &["switch", "-q", BRANCH]);
+    s.w.git(&dir, &["merge", "-q", "--no-ff", "--no-commit", "side"]);
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("a merge is in progress"), "{msg}");
+    assert_eq!(s.head(&dir), head);
+    s.w.git(&dir, &["merge", "--abort"]);
+    write(&dir, "after.txt", "after\n");
+    s.save(&dir, &[]).assert_code(0);
+}

@@ -49,7 +49,8 @@ pub struct Committed {
 /// [`Error::Integrity`](crate::Error::Integrity) (exit 6) when a file to commit contains a secret
 /// (nothing is committed); [`Error::Usage`](crate::Error::Usage) for an empty message or a
 /// malformed `GIT_AUTHOR_DATE`/`GIT_COMMITTER_DATE`; [`Error::Conflict`](crate::Error::Conflict)
-/// when `HEAD` is not on the session branch or the index is locked by another git process;
+/// when `HEAD` is not on the session branch, the index is locked by another git process, a merge,
+/// cherry-pick or revert is in progress, or paths are unmerged;
 /// [`Error::Internal`](crate::Error::Internal) on I/O failures.
 pub fn stage_and_commit(
     workdir: &Path,
@@ -91,6 +92,7 @@ fn stage_and_commit_in(
     let index = repo
         .index_or_empty()
         .map_err(|e| fail("reading the index", e))?;
+    refuse_unfinished_operations(&git_dir, &index)?;
 
     let plan = changes::collect(&repo, &index, head_tree_id)?;
     let staged = stage::stage(&repo, &index, workdir, &plan, &head_tree, opts.secrets)?;
@@ -212,6 +214,60 @@ fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::O
         .peel_to_id()
         .map_err(|e| fail(format!("reading {full}"), e))?
         .detach())
+}
+
+/// Refuse to save in the middle of a merge, cherry-pick or revert, or with unmerged paths: `git
+/// commit` would write a merge commit or refuse, and a plain commit of the work tree would publish
+/// conflict markers or drop the merged-in parent.
+///
+/// # Errors
+/// [`Error::Conflict`] (exit 7), saying how to finish or abort.
+fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Result<()> {
+    let unmerged: std::collections::BTreeSet<String> = index
+        .entries()
+        .iter()
+        .filter(|e| e.stage_raw() != 0)
+        .map(|e| e.path(index).to_string())
+        .collect();
+    if !unmerged.is_empty() {
+        let shown: Vec<&str> = unmerged.iter().take(5).map(String::as_str).collect();
+        return Err(Error::Conflict(format!(
+            "{} path(s) are unmerged ({}{}): resolve the conflicts and `git add` them (or undo the \
+             operation, e.g. `git merge --abort`), then save again; nothing was committed",
+            unmerged.len(),
+            shown.join(", "),
+            if unmerged.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        )));
+    }
+    for (file, what, finish) in [
+        (
+            "MERGE_HEAD",
+            "a merge",
+            "`git commit` (or `git merge --abort`)",
+        ),
+        (
+            "CHERRY_PICK_HEAD",
+            "a cherry-pick",
+            "`git cherry-pick --continue` (or `--abort`)",
+        ),
+        (
+            "REVERT_HEAD",
+            "a revert",
+            "`git revert --continue` (or `--abort`)",
+        ),
+    ] {
+        if git_dir.join(file).exists() {
+            return Err(Error::Conflict(format!(
+                "{what} is in progress (.git/{file}): finish it with {finish}, then save again; \
+                 nothing was committed"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Take `index.lock`, as every git command that writes the index does.
