@@ -626,6 +626,38 @@ fn an_expired_jwt_is_named_in_the_auth_error() {
     assert!(!msg.contains(&jwt) && !run.stderr.contains(&jwt));
 }
 
+/// A JWT whose `exp` lies past year 9999 (or past any integer) counts as not expiring: `status`
+/// works and a refused push is still exit 4 (both were exit 1, a formatting or time overflow).
+#[test]
+fn a_jwt_expiring_after_year_9999_counts_as_no_expiry() {
+    use base64::Engine as _;
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/far", &s.ids[1]);
+    s.commit(&dir, "f", "1\n");
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    for exp in ["253402300800", "1e30", "18446744073709551615"] {
+        let jwt = format!(
+            "{}.{}.{}",
+            b64.encode(r#"{"alg":"HS256"}"#),
+            b64.encode(format!(r#"{{"exp":{exp}}}"#)),
+            b64.encode("signature-bytes")
+        );
+        let url = s.srv.url("repo.git", Some(&format!("t:{jwt}")));
+        let run = s.w.run(&dir, &["status", "--json"], &[("PUSH_URL", &url)]);
+        run.assert_code(0);
+        assert!(
+            run.json()["url_expires_at"].is_null(),
+            "{exp}: {}",
+            run.stdout
+        );
+        s.w.run(&dir, &["status"], &[("PUSH_URL", &url)])
+            .assert_code(0);
+        let run = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
+        run.assert_code(4);
+        assert!(!run.stderr.contains(&jwt) && !run.stdout.contains(&jwt));
+    }
+}
+
 #[test]
 fn a_stale_tree_that_pulled_the_new_tip_is_still_stale() {
     let s = Setup::new();

@@ -6,4 +6,4 @@ mod url;
 
 pub use branch::{BranchError, SessionBranch};
 pub use sha::{FullSha, ShaError};
-pub use url::{Credentials, RemoteUrl, Secret, UrlError};
+pub use url::{Credentials, MAX_JWT_EXPIRY, RemoteUrl, Secret, UrlError};

@@ -52,6 +52,10 @@ pub struct Credentials {
 /// A smart-HTTP(S) repository URL (`http://` or `https://`), split into a credential-free base and
 /// optional [`Credentials`] taken from its userinfo.
 ///
+/// The latest JWT `exp` taken as an expiry: 9999-12-31T23:59:59Z, the last second RFC 3339 can
+/// write (Unix seconds).
+pub const MAX_JWT_EXPIRY: u64 = 253_402_300_799;
+
 /// `Display` and `Debug` show the credential-free URL only (no userinfo, no query string, which some
 /// backends use for signatures). This is also the form written to `.git/config`.
 ///
@@ -173,8 +177,9 @@ impl RemoteUrl {
         forms
     }
 
-    /// The `exp` claim (Unix seconds) when the password (or a password-less user name) is a JWT.
-    /// No signature is checked: the value only phrases warnings and errors.
+    /// The `exp` claim (Unix seconds) when the password (or a password-less user name) is a JWT,
+    /// and at most [`MAX_JWT_EXPIRY`] (a later one counts as none). No signature is checked: the
+    /// value only phrases warnings and errors.
     pub fn jwt_expiry(&self) -> Option<u64> {
         let c = self.credentials.as_ref()?;
         let token = if c.password.expose().is_empty() {
@@ -194,6 +199,9 @@ impl RemoteUrl {
         let exp = &claims["exp"];
         exp.as_u64()
             .or_else(|| exp.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+            // Past 9999-12-31T23:59:59Z the token does not expire in any sense that matters, and
+            // RFC 3339 cannot write the time.
+            .filter(|&e| e <= MAX_JWT_EXPIRY)
     }
 
     /// The URL of a smart-HTTP endpoint below the repository, e.g. `info/refs?service=git-upload-pack`
@@ -275,6 +283,40 @@ impl fmt::Debug for RemoteUrl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jwt_expiry_beyond_year_9999_counts_as_none() {
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let url = |claims: &str| {
+            let jwt = format!(
+                "{}.{}.sig",
+                b64.encode(r#"{"alg":"HS256"}"#),
+                b64.encode(claims)
+            );
+            RemoteUrl::parse(&format!("https://t:{jwt}@example.com/r.git")).unwrap()
+        };
+        assert_eq!(
+            url(r#"{"exp":1700000000}"#).jwt_expiry(),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            url(r#"{"exp":253402300799}"#).jwt_expiry(),
+            Some(MAX_JWT_EXPIRY)
+        );
+        for far in ["253402300800", "18446744073709551615", "1e30", "1.5e300"] {
+            assert_eq!(
+                url(&format!(r#"{{"exp":{far}}}"#)).jwt_expiry(),
+                None,
+                "{far}"
+            );
+        }
+        // The largest accepted one formats (humantime refuses years past 9999).
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(MAX_JWT_EXPIRY);
+        assert_eq!(
+            humantime::format_rfc3339_seconds(at).to_string(),
+            "9999-12-31T23:59:59Z"
+        );
+    }
 
     #[test]
     fn userinfo_never_shows() {
