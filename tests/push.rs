@@ -212,6 +212,8 @@ fn a_plain_git_push_from_this_tree_advances_the_lease() {
     );
     assert_eq!(s.remote("sessions/p").as_deref(), Some(c2.as_str()));
     let c3 = s.commit(&dir, "f", "3\n");
+    // A named spool file that an earlier build left on a crash is swept by the next upload.
+    std::fs::write(dir.join(".git/git-session-push-AbC123"), "old spool").unwrap();
     let run = s.push(&dir, &[]);
     run.assert_code(0);
     let j = run.json();
@@ -722,7 +724,8 @@ fn a_stale_tree_reset_to_the_new_tip_is_still_stale() {
 }
 
 /// A push that landed but whose process died before recording the lease (the server said `ok`):
-/// the rerun recognises its own commit on the remote and records it, uploading nothing again.
+/// the rerun recognises its own commit on the remote and records it, uploading nothing again; the
+/// dead process left no spool file.
 #[test]
 fn a_push_that_landed_before_a_crash_is_recorded_by_the_rerun() {
     let s = Setup::new();
@@ -740,6 +743,13 @@ fn a_push_that_landed_before_a_crash_is_recorded_by_the_rerun() {
         ZERO,
         "the lease was recorded before the crash"
     );
+    // The spooled request died with the process: nothing of it is left in the git dir.
+    let left: Vec<String> = std::fs::read_dir(dir.join(".git"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("git-session-push") || n.starts_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
     let posts = s.posts();
     let run = s.push(&dir, &[]);
     run.assert_code(0);
@@ -754,6 +764,8 @@ fn a_push_that_landed_before_a_crash_is_recorded_by_the_rerun() {
     s.push(&dir, &[("GIT_SESSION_FAILPOINT", "after-push")]);
     assert_eq!(s.remote("sessions/crash").as_deref(), Some(c2.as_str()));
     let c3 = s.commit(&dir, "f", "3\n");
+    // A named spool file that an earlier build left on a crash is swept by the next upload.
+    std::fs::write(dir.join(".git/git-session-push-AbC123"), "old spool").unwrap();
     let run = s.push(&dir, &[]);
     run.assert_code(0);
     assert_eq!(run.json()["tip"], c3.as_str());
@@ -761,6 +773,7 @@ fn a_push_that_landed_before_a_crash_is_recorded_by_the_rerun() {
     assert!(run.stderr.contains("landed after all"), "{}", run.stderr);
     assert_eq!(s.remote("sessions/crash").as_deref(), Some(c3.as_str()));
     assert_eq!(s.lease(&dir), c3);
+    assert!(!dir.join(".git/git-session-push-AbC123").exists());
 }
 
 #[test]

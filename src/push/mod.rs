@@ -24,8 +24,6 @@ mod advertisement;
 mod pack;
 mod report;
 
-use std::io::Seek as _;
-
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 
 use crate::error::{Error, Result};
@@ -257,19 +255,10 @@ fn attempt(
             },
         )
     };
-    let open = || -> Result<std::fs::File> {
-        let mut file = body
-            .file
-            .reopen()
-            .map_err(|e| Error::io("reopening the spooled pack", e))?;
-        file.rewind()
-            .map_err(|e| Error::io("rewinding the spooled pack", e))?;
-        Ok(file)
-    };
     let resp = if body.len <= SMALL_BODY {
         // Small: in one piece with Content-Length, so an early refusal (401) is read, not cut off.
         let mut bytes = Vec::with_capacity(body.len as usize);
-        std::io::Read::read_to_end(&mut open()?, &mut bytes)
+        std::io::Read::read_to_end(&mut body.reader(), &mut bytes)
             .map_err(|e| Error::io("reading the spooled pack", e))?;
         send(bytes.into())?
     } else {
@@ -279,12 +268,12 @@ fn attempt(
         let probe = send(b"0000".to_vec().into())?;
         http.check_status(url, probe)?;
         let sized = || -> Result<reqwest::blocking::Response> {
-            send(reqwest::blocking::Body::sized(open()?, body.len))
+            send(reqwest::blocking::Body::sized(body.reader(), body.len))
         };
         if body.sized.get() {
             sized()?
         } else {
-            let resp = send(reqwest::blocking::Body::new(open()?)).inspect_err(|_| {
+            let resp = send(reqwest::blocking::Body::new(body.reader())).inspect_err(|_| {
                 // A server that answers before reading a chunked body (411) can look like a cut
                 // connection: the retry, which re-reads the tip first, sends a length instead.
                 body.sized.set(true);

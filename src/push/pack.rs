@@ -14,8 +14,8 @@ use crate::types::FullSha;
 
 /// A request body on disk.
 pub struct Spooled {
-    /// The temporary file (removed on drop).
-    pub file: tempfile::NamedTempFile,
+    /// The temporary file: unnamed (`O_TMPFILE`, or unlinked at once), so no crash leaves it behind.
+    file: std::sync::Arc<std::fs::File>,
     /// Its size in bytes.
     pub len: u64,
     /// Objects in the pack.
@@ -26,6 +26,31 @@ pub struct Spooled {
     pub new: FullSha,
     /// Send with a Content-Length rather than chunked (after a 411, or a chunked upload cut short).
     pub sized: std::cell::Cell<bool>,
+}
+
+impl Spooled {
+    /// A reader of the whole body from its start; each has its own position, so a reader still
+    /// held by an abandoned request cannot move another's.
+    pub fn reader(&self) -> SpoolReader {
+        SpoolReader {
+            file: self.file.clone(),
+            pos: 0,
+        }
+    }
+}
+
+/// Reads a [`Spooled`] body with positional reads (`pread`).
+pub struct SpoolReader {
+    file: std::sync::Arc<std::fs::File>,
+    pos: u64,
+}
+
+impl std::io::Read for SpoolReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = std::os::unix::fs::FileExt::read_at(&*self.file, buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
 }
 
 /// Write the request for `old → new` on `refname` into a temporary file in the git dir.
@@ -46,11 +71,21 @@ pub fn spool(
     secrets: &[String],
 ) -> Result<Spooled> {
     let io = |e| Error::io("writing the push request", e);
-    let file = tempfile::Builder::new()
-        .prefix("git-session-push-")
-        .tempfile_in(repo.git_dir())
+    // Named spool files that earlier builds left behind when they died mid-push.
+    if let Ok(dir) = std::fs::read_dir(repo.git_dir()) {
+        for entry in dir.flatten() {
+            if entry
+                .file_name()
+                .as_encoded_bytes()
+                .starts_with(b"git-session-push-")
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    let file = tempfile::tempfile_in(repo.git_dir())
         .map_err(|e| Error::io("creating the push spool file", e))?;
-    let mut out = BufWriter::with_capacity(256 * 1024, file.reopen().map_err(io)?);
+    let mut out = BufWriter::with_capacity(256 * 1024, file.try_clone().map_err(io)?);
     let mut command = format!("{old} {new} {refname}").into_bytes();
     command.push(0);
     command.extend_from_slice(caps.join(" ").as_bytes());
@@ -166,10 +201,9 @@ pub fn spool(
     drop(writer);
     out.flush().map_err(io)?;
     let f = out.into_inner().map_err(|e| io(e.into_error()))?;
-    f.sync_all().map_err(io)?;
     let len = f.metadata().map_err(io)?.len();
     Ok(Spooled {
-        file,
+        file: std::sync::Arc::new(file),
         len,
         objects: num,
         old,
