@@ -795,6 +795,41 @@ fn a_token_committed_with_plain_git_is_never_pushed() {
     s.push(&dir, &[]).assert_code(0);
 }
 
+/// Nor in a commit message of plain git (or a file name: trees are scanned like blobs), and `save`
+/// refuses a message holding it before committing anything.
+#[test]
+fn a_token_in_a_commit_message_is_never_pushed_or_committed() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/msg", &s.ids[1]);
+    for (i, form) in crate::support::token_forms().iter().enumerate() {
+        std::fs::write(dir.join("m.txt"), format!("{i}\n")).unwrap();
+        s.w.git(&dir, &["add", "-A"]);
+        s.w.git(&dir, &["commit", "-qm", &format!("oops {form}")]);
+        let c = s.w.git(&dir, &["rev-parse", "HEAD"]);
+        let before = s.posts();
+        let run = s.push(&dir, &[]);
+        run.assert_code(6);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(msg.contains(&format!("commit {c}")), "{msg}");
+        assert_eq!(s.posts(), before, "the pack was uploaded");
+        s.w.git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
+
+        std::fs::write(dir.join("m.txt"), "edited\n").unwrap();
+        let head = s.w.git(&dir, &["rev-parse", "HEAD"]);
+        let url = s.url();
+        let run = s.w.run(
+            &dir,
+            &["save", "-m", &format!("oops {form}"), "--json"],
+            &[("PUSH_URL", &url)],
+        );
+        run.assert_code(6);
+        assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), head, "committed");
+        assert_eq!(s.posts(), before, "the pack was uploaded");
+        std::fs::remove_file(dir.join("m.txt")).unwrap();
+    }
+    assert_eq!(s.remote("sessions/msg"), None);
+}
+
 #[test]
 fn deletions_renames_modes_symlinks_and_an_emptied_tree_round_trip_through_save() {
     use std::os::unix::fs::PermissionsExt as _;

@@ -162,21 +162,21 @@ pub fn spool(
     // position, which needs in-order delivery.)
     let compression = gix::zlib::Compression::default();
     let mut obj_buf = Vec::new();
-    // SPEC rule 5: a session token never leaves in a pushed file, whoever committed it.
-    let leaked = std::cell::Cell::new(None::<gix::ObjectId>);
+    // SPEC rule 5: a session token never leaves in a pushed file, whoever committed it — nor in a
+    // commit message, an identity or a file name (commits and trees are scanned too).
+    let leaked = std::cell::Cell::new(None::<(gix::objs::Kind, gix::ObjectId)>);
     let leaked_ref = &leaked;
     let entries = counts.into_iter().map(move |count| {
         use gix::bstr::ByteSlice as _;
         use gix::error::ErrorExt as _;
         let obj = gix::objs::Find::try_find(&db, &count.id, &mut obj_buf)?
             .ok_or_else(|| gix::error::message!("object {} is missing", count.id).raise())?;
-        if obj.kind == gix::objs::Kind::Blob
-            && secrets
-                .iter()
-                .any(|s| obj.data.find(s.as_bytes()).is_some())
+        if secrets
+            .iter()
+            .any(|s| obj.data.find(s.as_bytes()).is_some())
         {
-            leaked_ref.set(Some(count.id));
-            return Err(gix::error::message!("a pushed file holds a session token").raise());
+            leaked_ref.set(Some((obj.kind, count.id)));
+            return Err(gix::error::message!("a pushed object holds a session token").raise());
         }
         output::Entry::from_data(&count, &obj, compression).map(|e| vec![e])
     });
@@ -189,10 +189,20 @@ pub fn spool(
     );
     for written in writer.by_ref() {
         if let Err(e) = written {
-            if let Some(id) = leaked.get() {
+            if let Some((kind, id)) = leaked.get() {
+                let what = match kind {
+                    gix::objs::Kind::Blob => format!("a file in the commits to push (blob {id})"),
+                    gix::objs::Kind::Commit => {
+                        format!("the message or identity of commit {id}")
+                    }
+                    gix::objs::Kind::Tree => {
+                        format!("a file name in the commits to push (tree {id})")
+                    }
+                    gix::objs::Kind::Tag => format!("tag {id}"),
+                };
                 return Err(Error::Integrity(format!(
-                    "a file in the commits to push (blob {id}) contains a session token: nothing was \
-                     uploaded; remove the token from those commits (e.g. amend them) and push again"
+                    "{what} contains a session token: nothing was uploaded; remove the token from \
+                     those commits (e.g. amend them) and push again"
                 )));
             }
             return Err(Error::internal("writing the pack", chain(&e)));

@@ -68,6 +68,13 @@ fn stage_and_commit_in(
 ) -> Result<Committed> {
     let message = clean_message(opts.message)
         .ok_or_else(|| Error::Usage("the commit message is empty".into()))?;
+    if opts.secrets.iter().any(|s| message.contains(s.as_str())) {
+        return Err(Error::Integrity(
+            "the commit message contains a session token: nothing was committed; write the message \
+             without it"
+                .into(),
+        ));
+    }
     let git_dir = workdir.join(".git");
     let user = config::UserConfig::load(&git_dir, workdir, env);
     let mut warnings = user.warnings.clone();
