@@ -224,3 +224,56 @@ fn missing_variables_are_named() {
     run.assert_code(2);
     assert_eq!(run.json()["error"]["kind"], "usage");
 }
+
+/// A URL file holding more than one line (or a tab inside the URL) is exit 2 before any request:
+/// URL parsing would otherwise drop the line break and join the lines into another URL.
+#[test]
+fn a_url_file_with_a_line_break_inside_is_refused() {
+    let w = World::new();
+    let srv = server(&w);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let file = w.path("url-file");
+    for (i, content) in [
+        format!("{url}\nsecond-line\n"),
+        format!("{url}\r\nsecond-line"),
+        url.replacen("repo", "re\tpo", 1),
+    ]
+    .iter()
+    .enumerate()
+    {
+        std::fs::write(&file, content).unwrap();
+        let dir = w.path(&format!("sandbox{i}"));
+        let run = w.run(
+            &dir,
+            &["restore", "--json"],
+            &[
+                ("READ_URL_FILE", file.to_str().unwrap()),
+                ("SESSION_BRANCH", "sessions/x"),
+                ("TIP_SHA", GOOD_SHA),
+            ],
+        );
+        run.assert_code(2);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(msg.contains("control character"), "{msg}");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "{i}: something was written"
+        );
+        assert!(srv.log().is_empty(), "{i}: a request was made");
+    }
+    // One URL and a trailing newline is fine.
+    std::fs::write(&file, format!("{url}\n")).unwrap();
+    let dir = w.path("fine");
+    let run = w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL_FILE", file.to_str().unwrap()),
+            ("SESSION_BRANCH", "sessions/x"),
+            ("TIP_SHA", GOOD_SHA),
+        ],
+    );
+    run.assert_code(8);
+    assert!(srv.log().iter().all(|e| !e.path.contains("second")));
+}

@@ -82,16 +82,26 @@ pub enum UrlError {
     /// No host.
     #[error("the URL has no host")]
     NoHost,
+    /// A control character (a line break, a tab) inside it, which URL parsing would silently drop.
+    #[error(
+        "the URL holds a control character (a line break or tab inside it): one URL on one line is expected"
+    )]
+    ControlCharacter,
 }
 
 impl RemoteUrl {
     /// Parse `s`, separating its userinfo.
     ///
     /// # Errors
-    /// [`UrlError`] for unparseable input, a scheme other than http/https, or a missing host; the error
-    /// never repeats the input.
+    /// [`UrlError`] for unparseable input, a scheme other than http/https, a missing host, or a
+    /// control character inside (surrounding whitespace is trimmed); the error never repeats the
+    /// input.
     pub fn parse(s: &str) -> Result<Self, UrlError> {
-        let mut url = url::Url::parse(s.trim()).map_err(|e| UrlError::Parse(e.to_string()))?;
+        let s = s.trim();
+        if s.chars().any(char::is_control) {
+            return Err(UrlError::ControlCharacter);
+        }
+        let mut url = url::Url::parse(s).map_err(|e| UrlError::Parse(e.to_string()))?;
         match url.scheme() {
             "http" | "https" => {}
             other => return Err(UrlError::Scheme(other.chars().take(20).collect())),
@@ -283,6 +293,21 @@ impl fmt::Debug for RemoteUrl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_break_or_tab_inside_is_refused() {
+        for bad in [
+            "https://example.com/repo.git\nsecond-line",
+            "https://example.com/re\tpo.git",
+            "https://example.com/\r\nrepo.git",
+        ] {
+            assert!(
+                matches!(RemoteUrl::parse(bad), Err(UrlError::ControlCharacter)),
+                "{bad:?}"
+            );
+        }
+        assert!(RemoteUrl::parse("  https://example.com/repo.git\n").is_ok());
+    }
 
     #[test]
     fn jwt_expiry_beyond_year_9999_counts_as_none() {
