@@ -72,7 +72,8 @@ pub fn tip(value: Option<&str>) -> Result<FullSha> {
 /// The work tree: `-C DIR`, else `SESSION_DIR`, else the current directory.
 ///
 /// # Errors
-/// [`Error::Internal`] when the current directory cannot be read.
+/// [`Error::Usage`] when a file (anything but a folder) is in its place; [`Error::Internal`] when
+/// the current directory cannot be read.
 pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
     let dir = match flag {
         Some(d) => d.to_path_buf(),
@@ -82,11 +83,19 @@ pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
                 .map_err(|e| Error::io("reading the current directory", e))?,
         },
     };
-    if dir.is_absolute() {
-        Ok(dir)
+    let dir = if dir.is_absolute() {
+        dir
     } else {
-        Ok(std::env::current_dir()
+        std::env::current_dir()
             .map_err(|e| Error::io("reading the current directory", e))?
-            .join(dir))
+            .join(dir)
+    };
+    // A missing one is fine (restore creates it); something else in its place is bad input.
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "{} is not a directory: -C and SESSION_DIR name the work tree's folder",
+            dir.display()
+        )));
     }
+    Ok(dir)
 }

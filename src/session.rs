@@ -76,16 +76,31 @@ impl SessionRecord {
     /// Read the record from `git_dir`, `Ok(None)` when there is none.
     ///
     /// # Errors
-    /// [`Error::Internal`] for unreadable or malformed records.
+    /// [`Error::Internal`] for unreadable or malformed records (saying how to recover);
+    /// [`Error::Usage`] for a record version other than 1 (a newer git-session wrote it).
     pub fn read(git_dir: &Path) -> Result<Option<Self>> {
         let path = Self::path(git_dir);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                Error::Internal(format!(
-                    "the session record {} is malformed: {e}",
-                    path.display()
-                ))
-            }),
+            Ok(bytes) => {
+                let record: Self = serde_json::from_slice(&bytes).map_err(|e| {
+                    Error::Internal(format!(
+                        "the session record {} is malformed ({e}): restore the session again \
+                         (`git-session restore --force` in a fresh folder, or here after saving \
+                         your changes elsewhere)",
+                        path.display()
+                    ))
+                })?;
+                if record.version != 1 {
+                    return Err(Error::Usage(format!(
+                        "the session record {} has version {}, which this git-session ({}) does \
+                         not know: use the git-session that wrote it",
+                        path.display(),
+                        record.version,
+                        env!("CARGO_PKG_VERSION")
+                    )));
+                }
+                Ok(Some(record))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
         }

@@ -277,3 +277,42 @@ fn a_url_file_with_a_line_break_inside_is_refused() {
     run.assert_code(8);
     assert!(srv.log().iter().all(|e| !e.path.contains("second")));
 }
+
+/// `-C` (or `SESSION_DIR`) naming a file is bad input (exit 2) for every command, not an I/O error.
+#[test]
+fn a_work_tree_that_is_a_file_is_exit_2() {
+    let w = World::new();
+    let srv = server(&w);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let file = w.path("a-file");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "x\n").unwrap();
+    let cwd = w.path("cwd");
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("PUSH_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/x"),
+        ("TIP_SHA", GOOD_SHA),
+    ];
+    for cmd in [
+        &["restore"][..],
+        &["save", "-m", "x"],
+        &["push"],
+        &["status"],
+    ] {
+        let mut args = vec!["-C", file.to_str().unwrap()];
+        args.extend_from_slice(cmd);
+        args.push("--json");
+        let run = w.run(&cwd, &args, &vars);
+        run.assert_code(2);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(msg.contains("is not a directory"), "{cmd:?}: {msg}");
+        let mut env = vars.to_vec();
+        env.push(("SESSION_DIR", file.to_str().unwrap()));
+        let mut args = cmd.to_vec();
+        args.push("--json");
+        w.run(&cwd, &args, &env).assert_code(2);
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x\n");
+    assert!(srv.log().is_empty());
+}

@@ -362,6 +362,16 @@ fn a_token_refused_for_writing_is_exit_4() {
         "{msg}"
     );
     assert_eq!(s.remote("sessions/w"), None);
+    // A write URL with no credentials at all is told so, not that it may have expired.
+    let bare_url = s.srv.url("repo.git", None);
+    let run =
+        s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &bare_url)]);
+    run.assert_code(4);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("carries no credentials") && !msg.contains("expired"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -903,4 +913,31 @@ fn deletions_renames_modes_symlinks_and_an_emptied_tree_round_trip_through_save(
         "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
     );
     s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+}
+
+/// A damaged session record says how to recover (exit 1), and one written by a newer version of the
+/// record is refused (exit 2) instead of being read as this one.
+#[test]
+fn a_malformed_or_newer_session_record_is_named() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/rec", &s.ids[1]);
+    let path = dir.join(".git/git-session.json");
+    let good = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, "{ not json").unwrap();
+    let run = s.w.run(&dir, &["status", "--json"], &[]);
+    run.assert_code(1);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("malformed") && msg.contains("restore"),
+        "{msg}"
+    );
+    let newer = good.replacen("\"version\": 1", "\"version\": 2", 1);
+    assert_ne!(newer, good, "no version field in {good}");
+    std::fs::write(&path, newer).unwrap();
+    let run = s.w.run(&dir, &["status", "--json"], &[]);
+    run.assert_code(2);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("version 2"), "{msg}");
+    std::fs::write(&path, good).unwrap();
+    s.w.run(&dir, &["status"], &[]).assert_code(0);
 }

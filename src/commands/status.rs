@@ -88,10 +88,16 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             record.source.as_str(),
             record.restored_at
         ),
-        format!(
-            "Lease: {} (the remote branch must still be there when this tree pushes)",
-            show(record.lease)
-        ),
+        if record.lease.is_zero() {
+            "Lease: none — the session branch is new; the first push creates it (and fails if \
+             another sandbox created it first)"
+                .to_owned()
+        } else {
+            format!(
+                "Lease: {} (the remote branch must still be there when this tree pushes)",
+                record.lease
+            )
+        },
     ];
     match head {
         Some(h) => human.push(format!("HEAD: {h}, {ahead} commit(s) ahead of the lease")),

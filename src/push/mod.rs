@@ -72,6 +72,10 @@ pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Re
             attempt(&http, url, &repo, session, lease, local, &spool, secrets)
         })
         .map_err(|e| match e {
+            // No credentials at all: http's message says so; "expired" would mislead.
+            Error::Auth(msg) if source.load().is_ok_and(|u| !u.has_credentials()) => {
+                Error::Auth(format!("the write URL was refused: {msg}"))
+            }
             Error::Auth(msg) => Error::Auth(format!(
                 "the write URL was refused — it may have expired; mint a new one{} ({} from {})",
                 source
@@ -353,19 +357,20 @@ fn pushed_from_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: Full
 
 /// The stale-write error, naming both ids.
 fn stale(branch: &SessionBranch, lease: FullSha, remote: FullSha) -> Error {
-    let show = |id: FullSha| {
-        if id.is_zero() {
-            "absent".to_owned()
-        } else {
-            id.to_string()
-        }
+    let now = if remote.is_zero() {
+        format!("the remote branch '{branch}' does not exist (it was deleted)")
+    } else {
+        format!("the remote branch '{branch}' is at {remote}")
+    };
+    let expected = if lease.is_zero() {
+        "this sandbox expected to create it (its lease is the zero id)".to_owned()
+    } else {
+        format!("this sandbox's lease is {lease}")
     };
     Error::Stale {
         message: format!(
-            "stale session: the remote branch '{branch}' is at {}, not at this sandbox's lease {}; \
-             another sandbox owns the session now — nothing was pushed, the local commit is kept",
-            show(remote),
-            show(lease)
+            "stale session: {now}, but {expected}; another sandbox owns the session now — the \
+             remote branch was not changed, the local commit is kept"
         ),
         lease,
         remote_tip: remote,

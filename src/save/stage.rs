@@ -188,13 +188,15 @@ fn too_large(path: &BStr, size: u64, head_tree: &gix::Tree<'_>) -> Result<String
         .lookup_entry(path.split_str("/"))
         .map_err(|e| super::fail(format!("looking up {path} in HEAD"), e))?
         .is_some_and(|e| !e.mode().is_tree());
-    let mib = size as f64 / (1024.0 * 1024.0);
+    // In bytes: a file just over the limit read "50.0 MiB, over the 50 MiB limit".
+    let over = format!(
+        "{size} bytes, over the limit of {MAX_FILE_BYTES} bytes (50 MiB) by {}",
+        size - MAX_FILE_BYTES
+    );
     Ok(if tracked {
-        format!(
-            "{path} is {size} bytes ({mib:.1} MiB), over the 50 MiB limit: left at its committed version"
-        )
+        format!("{path} is {over}: left at its committed version")
     } else {
-        format!("left out {path}: {size} bytes ({mib:.1} MiB), over the 50 MiB limit")
+        format!("left out {path}: {over}")
     })
 }
 
