@@ -941,3 +941,37 @@ fn a_malformed_or_newer_session_record_is_named() {
     std::fs::write(&path, good).unwrap();
     s.w.run(&dir, &["status"], &[]).assert_code(0);
 }
+
+/// A PUSH_URL naming another repository than the one the tree was restored to push to is named on
+/// stderr before the push's own (confusing) error.
+#[test]
+fn a_push_url_for_another_repository_is_named() {
+    let s = Setup::new();
+    s.w.repo("other.git", &[&[("x.txt", Some("x\n"))]]);
+    let dir = s.w.path("a");
+    let url = s.url();
+    s.w.run(
+        &dir,
+        &["restore"],
+        &[
+            ("READ_URL", url.as_str()),
+            ("PUSH_URL", url.as_str()),
+            ("SESSION_BRANCH", "sessions/other"),
+            ("TIP_SHA", &s.ids[1]),
+        ],
+    )
+    .assert_code(0);
+    s.commit(&dir, "f", "1\n");
+    let other = s.srv.url("other.git", Some(&userinfo()));
+    let run = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &other)]);
+    assert_ne!(run.code, Some(0), "pushed to another repository");
+    assert!(
+        run.stderr.contains("PUSH_URL points at") && run.stderr.contains("other.git"),
+        "{}",
+        run.stderr
+    );
+    // The right one: no such warning.
+    let run = s.push(&dir, &[]);
+    run.assert_code(0);
+    assert!(!run.stderr.contains("points at"), "{}", run.stderr);
+}

@@ -85,7 +85,25 @@ pub fn secret_forms(push: Option<&UrlSource>) -> Result<Vec<String>> {
 pub fn push_session(mut session: Session, source: &UrlSource) -> Result<PushOutcome> {
     let url = source.load()?;
     let secrets = secret_forms(Some(source))?;
+    // Another repository behind PUSH_URL shows up only as a confusing stale (3) or missing-objects
+    // (9) error: say so first, on stderr, whatever the outcome.
+    let elsewhere = session
+        .record
+        .push_url
+        .as_ref()
+        .filter(|recorded| **recorded != url.public())
+        .map(|recorded| {
+            format!(
+                "PUSH_URL points at {}, but this tree was restored to push to {recorded}: \
+                 check that it names the same repository",
+                url.public()
+            )
+        });
+    if let Some(w) = &elsewhere {
+        tracing::warn!("{w}");
+    }
     let mut outcome = push(&mut session, source, &secrets)?;
+    outcome.warnings.extend(elsewhere);
     outcome
         .warnings
         .extend(super::expiry_warnings([("PUSH_URL", &url)]));
