@@ -64,9 +64,15 @@ impl UrlSource {
     }
 }
 
+/// The slowest upload speed that is still not a stall, in bytes per second (16 KiB/s): see
+/// [`Http::send_upload`].
+pub const MIN_UPLOAD_BYTES_PER_SEC: u64 = 16 * 1024;
+
 /// One HTTP client for the whole process, with the retry policy.
 pub struct Http {
     client: Client,
+    /// How long a read may stall (`GIT_SESSION_READ_TIMEOUT_MS`, 60 s).
+    read_timeout: Duration,
     retry: ExponentialBuilder,
     succeeded_once: AtomicBool,
 }
@@ -125,8 +131,9 @@ impl Http {
         // The blocking client applies this to the wait for the response head and to every single
         // read of the body: a read that stalls this long fails (async `read_timeout` needs a runtime
         // on the reading thread, which the blocking body does not have).
+        let read_timeout = ms("GIT_SESSION_READ_TIMEOUT_MS", 60_000);
         let client = reqwest::blocking::ClientBuilder::from(builder)
-            .timeout(ms("GIT_SESSION_READ_TIMEOUT_MS", 60_000))
+            .timeout(read_timeout)
             .build()
             .map_err(|e| Error::internal("building the HTTP client", e.without_url()))?;
         let base = ms("GIT_SESSION_RETRY_BASE_MS", 1_000);
@@ -139,6 +146,7 @@ impl Http {
             .with_jitter();
         Ok(Http {
             client,
+            read_timeout,
             retry,
             succeeded_once: AtomicBool::new(false),
         })
@@ -201,6 +209,29 @@ impl Http {
     /// # Errors
     /// Connect errors, timeouts and resets are [`Error::Network`].
     pub fn send_unchecked(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Response> {
+        self.send_with_timeout(url, req, None)
+    }
+
+    /// Send an upload of `len` bytes and return the response whatever its status. The blocking
+    /// client's timeout runs from the start of the request to the response head, so it covers the
+    /// whole upload: it is stretched to the read timeout plus one second per
+    /// [`MIN_UPLOAD_BYTES_PER_SEC`] bytes, so a large body on a slow link is not cut off while the
+    /// server is still reading it (as `git`'s `http.lowSpeedLimit` judges throughput, not total
+    /// time).
+    ///
+    /// # Errors
+    /// Connect errors, timeouts and resets are [`Error::Network`].
+    pub fn send_upload(&self, url: &RemoteUrl, req: Request<'_>, len: u64) -> Result<Response> {
+        let allowance = Duration::from_secs(len.div_ceil(MIN_UPLOAD_BYTES_PER_SEC));
+        self.send_with_timeout(url, req, Some(self.read_timeout + allowance))
+    }
+
+    fn send_with_timeout(
+        &self,
+        url: &RemoteUrl,
+        req: Request<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Response> {
         let target = url.endpoint(req.endpoint);
         let mut headers = HeaderMap::new();
         for (k, v) in req.headers {
@@ -222,6 +253,10 @@ impl Http {
             },
             req.endpoint.split('?').next().unwrap_or_default()
         );
+        let builder = match timeout {
+            Some(t) => builder.timeout(t),
+            None => builder,
+        };
         builder
             .headers(headers)
             .send()

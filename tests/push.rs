@@ -975,3 +975,22 @@ fn a_push_url_for_another_repository_is_named() {
     run.assert_code(0);
     assert!(!run.stderr.contains("points at"), "{}", run.stderr);
 }
+
+/// A large upload to a server that keeps reading, slowly, is not cut off by the read timeout: the
+/// time allowed grows with the body (1 s per 16 KiB on top of it). Before, the timeout ran over the
+/// whole upload, and every attempt failed (exit 5).
+#[test]
+fn a_slow_but_steady_upload_is_not_cut_off() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/slow", &s.ids[1]);
+    // 2 MiB that does not compress: 32 pauses of 60 ms, about 2 s of reading.
+    std::fs::write(dir.join("big.bin"), incompressible(2 << 20, &mut 7)).unwrap();
+    s.w.git(&dir, &["add", "-A"]);
+    s.w.git(&dir, &["commit", "-qm", "big"]);
+    let c = s.w.git(&dir, &["rev-parse", "HEAD"]);
+    s.srv.knobs.slow_body_ms.store(60, Ordering::SeqCst);
+    let run = s.push(&dir, &[("GIT_SESSION_READ_TIMEOUT_MS", "1000")]);
+    run.assert_code(0);
+    assert_eq!(s.remote("sessions/slow").as_deref(), Some(c.as_str()));
+    assert!(!run.stderr.contains("timed out"), "{}", run.stderr);
+}

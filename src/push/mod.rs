@@ -249,16 +249,19 @@ fn attempt(
             ),
         ]
     };
-    let send = |payload: reqwest::blocking::Body| {
-        http.send_unchecked(
+    // Each send is given time for the whole body, not only the read timeout (see `send_upload`).
+    let send_len = |payload: reqwest::blocking::Body, len: u64| {
+        http.send_upload(
             url,
             Request {
                 endpoint: "git-receive-pack",
                 headers: headers(),
                 body: Some(payload),
             },
+            len,
         )
     };
+    let send = |payload: reqwest::blocking::Body| send_len(payload, body.len);
     let resp = if body.len <= SMALL_BODY {
         // Small: in one piece with Content-Length, so an early refusal (401) is read, not cut off.
         let mut bytes = Vec::with_capacity(body.len as usize);
@@ -269,7 +272,7 @@ fn attempt(
         // Large: first a probe (an empty request, as git's `probe_rpc`) so that authentication
         // fails before the upload, then the body streamed from the file, chunked; a server that
         // wants a length (411) gets it on a second try.
-        let probe = send(b"0000".to_vec().into())?;
+        let probe = send_len(b"0000".to_vec().into(), 4)?;
         http.check_status(url, probe)?;
         let sized = || -> Result<reqwest::blocking::Response> {
             send(reqwest::blocking::Body::sized(body.reader(), body.len))

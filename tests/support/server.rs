@@ -76,6 +76,9 @@ pub struct Knobs {
     pub pack_junk: Mutex<Option<Vec<u8>>>,
     /// Send `pack_junk` as a packet of its own after that last packet instead.
     pub pack_junk_own_packet: AtomicBool,
+    /// When non-zero, request bodies are read slowly: this many milliseconds of pause after every
+    /// 64 KiB (a slow link, or a busy server that keeps reading).
+    pub slow_body_ms: std::sync::atomic::AtomicU64,
     /// Upload-pack responses still to damage: one byte in the middle of the first side-band-1
     /// packet of the pack is inverted (the framing stays intact, as a bad proxy or disk would).
     pub pack_flips: AtomicUsize,
@@ -440,9 +443,33 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
-    let body = match req.into_body().collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => return respond(&state, entry, full(StatusCode::BAD_REQUEST, "bad body\n")),
+    let slow = state.knobs.slow_body_ms.load(Ordering::SeqCst);
+    let body = if slow > 0 {
+        let mut incoming = req.into_body();
+        let (mut buf, mut paused_at) = (Vec::new(), 0);
+        loop {
+            match incoming.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        buf.extend_from_slice(&data);
+                    }
+                    while buf.len() >= paused_at + 64 * 1024 {
+                        paused_at += 64 * 1024;
+                        tokio::time::sleep(std::time::Duration::from_millis(slow)).await;
+                    }
+                }
+                Some(Err(_)) => {
+                    return respond(&state, entry, full(StatusCode::BAD_REQUEST, "bad body\n"));
+                }
+                None => break,
+            }
+        }
+        Bytes::from(buf)
+    } else {
+        match req.into_body().collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => return respond(&state, entry, full(StatusCode::BAD_REQUEST, "bad body\n")),
+        }
     };
     entry.body_len = body.len();
     if body.len() <= 64 * 1024 {
