@@ -90,11 +90,13 @@ pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
             .map_err(|e| Error::io("reading the current directory", e))?
             .join(dir)
     };
-    // A missing one is fine (restore creates it); something else in its place is bad input.
-    if dir.exists() && !dir.is_dir() {
+    // A missing one is fine (restore creates it); a file in its place or on its path is bad input.
+    if let Some(existing) = dir.ancestors().find(|a| a.exists())
+        && !existing.is_dir()
+    {
         return Err(Error::Usage(format!(
             "{} is not a directory: -C and SESSION_DIR name the work tree's folder",
-            dir.display()
+            existing.display()
         )));
     }
     Ok(dir)

@@ -82,24 +82,29 @@ impl SessionRecord {
         let path = Self::path(git_dir);
         match std::fs::read(&path) {
             Ok(bytes) => {
-                let record: Self = serde_json::from_slice(&bytes).map_err(|e| {
+                let malformed = |e: serde_json::Error| {
                     Error::Internal(format!(
-                        "the session record {} is malformed ({e}): restore the session again \
-                         (`git-session restore --force` in a fresh folder, or here after saving \
-                         your changes elsewhere)",
+                        "the session record {} is malformed ({e}): restore the session again into \
+                         a new folder (this tree's files are left as they are; copy your changes \
+                         over)",
                         path.display()
                     ))
-                })?;
-                if record.version != 1 {
-                    return Err(Error::Usage(format!(
-                        "the session record {} has version {}, which this git-session ({}) does \
-                         not know: use the git-session that wrote it",
-                        path.display(),
-                        record.version,
-                        env!("CARGO_PKG_VERSION")
-                    )));
+                };
+                // The version first: a newer record may lack fields this one needs.
+                let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(malformed)?;
+                match value.get("version").and_then(serde_json::Value::as_u64) {
+                    Some(1) => {}
+                    Some(other) => {
+                        return Err(Error::Usage(format!(
+                            "the session record {} has version {other}, which this git-session \
+                             ({}) does not know: use the git-session that wrote it",
+                            path.display(),
+                            env!("CARGO_PKG_VERSION")
+                        )));
+                    }
+                    None => {}
                 }
-                Ok(Some(record))
+                serde_json::from_value(value).map(Some).map_err(malformed)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),

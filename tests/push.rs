@@ -212,8 +212,6 @@ fn a_plain_git_push_from_this_tree_advances_the_lease() {
     );
     assert_eq!(s.remote("sessions/p").as_deref(), Some(c2.as_str()));
     let c3 = s.commit(&dir, "f", "3\n");
-    // A named spool file that an earlier build left on a crash is swept by the next upload.
-    std::fs::write(dir.join(".git/git-session-push-AbC123"), "old spool").unwrap();
     let run = s.push(&dir, &[]);
     run.assert_code(0);
     let j = run.json();
@@ -264,6 +262,8 @@ fn a_declining_hook_is_exit_9_with_its_message() {
         "{msg}"
     );
     assert_eq!(s.remote("sessions/h"), None);
+    // Refused for sure: no record of an upload in flight is kept.
+    assert!(!dir.join(".git/git-session-sending").exists());
 }
 
 fn pkt(data: &str) -> String {
@@ -928,9 +928,15 @@ fn a_malformed_or_newer_session_record_is_named() {
     run.assert_code(1);
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(
-        msg.contains("malformed") && msg.contains("restore"),
+        msg.contains("malformed") && msg.contains("new folder"),
         "{msg}"
     );
+    // A newer version that lacks this version's fields is still named by its version.
+    std::fs::write(&path, r#"{"version": 2}"#).unwrap();
+    let run = s.w.run(&dir, &["status", "--json"], &[]);
+    run.assert_code(2);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("version 2"), "{msg}");
     let newer = good.replacen("\"version\": 1", "\"version\": 2", 1);
     assert_ne!(newer, good, "no version field in {good}");
     std::fs::write(&path, newer).unwrap();
@@ -993,4 +999,44 @@ fn a_slow_but_steady_upload_is_not_cut_off() {
     run.assert_code(0);
     assert_eq!(s.remote("sessions/slow").as_deref(), Some(c.as_str()));
     assert!(!run.stderr.contains("timed out"), "{}", run.stderr);
+}
+
+/// A stale tree that fetched another sandbox's tip by URL, reset to it and ran a plain `git push`
+/// ("Everything up-to-date", which still moves the remote-tracking ref with an "update by push"
+/// reflog entry) does not take the session: the commit was not made here. `status --remote` says
+/// so too, where it said "up to date".
+#[test]
+fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
+    let s = Setup::new();
+    s.w.git(&s.bare(), &["branch", "sessions/utd", &s.ids[1]]);
+    let a = s.sandbox("a", "sessions/utd", &s.ids[1]);
+    let b = s.sandbox("b", "sessions/utd", &s.ids[1]);
+    let cb = s.commit(&b, "b.txt", "from b\n");
+    s.push(&b, &[]).assert_code(0);
+    let url = s.url();
+    s.w.git(&a, &["fetch", "-q", &url, "sessions/utd"]);
+    s.w.git(&a, &["reset", "-q", "--hard", "FETCH_HEAD"]);
+    s.w.git_auth(
+        &a,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/utd"],
+    );
+    let log = std::fs::read_to_string(a.join(".git/logs/refs/remotes/origin/sessions/utd"))
+        .unwrap_or_default();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&cb) && l.ends_with("update by push")),
+        "git wrote no 'update by push' entry, so this test proves nothing: {log}"
+    );
+    let run =
+        s.w.run(&a, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    run.assert_code(0);
+    assert_eq!(run.json()["remote_state"], "moved", "{}", run.stdout);
+    let run = s.push(&a, &[]);
+    run.assert_code(3);
+    assert_eq!(run.json()["remote_tip"], cb.as_str());
+    assert_eq!(s.lease(&a), s.ids[1]);
+    // B, which made and pushed the commit, sees it as its lease.
+    let run =
+        s.w.run(&b, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    assert_eq!(run.json()["remote_state"], "lease", "{}", run.stdout);
 }

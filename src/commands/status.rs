@@ -106,15 +106,33 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
                 .into(),
         ),
     }
+    let mut remote_state = None;
     if let Some(rt) = remote_tip {
-        let state = if rt == record.lease {
-            "at the lease: a push will fast-forward"
-        } else if Some(rt) == head {
-            "at HEAD: up to date"
+        // Only the lease or this tree's own push are fine: a tip that merely reached HEAD (a pull
+        // or reset to another sandbox's work) is still someone else's session.
+        let (key, shown, state) = if rt == record.lease {
+            ("lease", show(rt), "at the lease: a push will fast-forward")
+        } else if crate::push::is_own_push(&session.git_dir, &record.branch, rt) {
+            (
+                "own",
+                rt.to_string(),
+                "a commit this tree pushed: the next push takes it as the lease",
+            )
+        } else if rt.is_zero() {
+            (
+                "deleted",
+                "absent".to_owned(),
+                "deleted: a push from here will be refused (exit 3)",
+            )
         } else {
-            "moved: another sandbox wrote; a push from here will be refused (exit 3)"
+            (
+                "moved",
+                rt.to_string(),
+                "moved: another sandbox wrote; a push from here will be refused (exit 3)",
+            )
         };
-        human.push(format!("Remote: {} ({state})", show(rt)));
+        remote_state = Some(key);
+        human.push(format!("Remote: {shown} ({state})"));
     }
     match &changed {
         Some(c) if c.is_empty() => human.push("Changes: none".into()),
@@ -145,6 +163,9 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     fields.insert("changed".into(), json!(changed));
     if args.remote {
         fields.insert("remote_tip".into(), json!(remote_tip));
+        // "lease" (a push fast-forwards), "own" (this tree pushed it), "moved" or "deleted" (a
+        // push is refused with exit 3).
+        fields.insert("remote_state".into(), json!(remote_state));
     }
     fields.insert(
         "url_expires_at".into(),

@@ -71,6 +71,13 @@ pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Re
         .with_retries(source, "pushing", |url| {
             attempt(&http, url, &repo, session, lease, local, &spool, secrets)
         })
+        .inspect_err(|e| {
+            // Only a network failure leaves the upload's fate unknown; after any other the record
+            // of it would be stale.
+            if !matches!(e, Error::Network(_)) {
+                let _ = std::fs::remove_file(session.git_dir.join(SENDING_FILE));
+            }
+        })
         .map_err(|e| match e {
             // No credentials at all: http's message says so; "expired" would mislead.
             Error::Auth(msg) if source.load().is_ok_and(|u| !u.has_credentials()) => {
@@ -152,7 +159,9 @@ fn attempt(
             return Ok(done(local, lease, pushed, warnings));
         }
         let ours = !remote.is_zero()
-            && (landed || pushed_from_here(&session.git_dir, branch, remote))
+            && (landed
+                || (pushed_from_here(&session.git_dir, branch, remote)
+                    && created_here(&session.git_dir, branch, remote)))
             && repo.has_object(remote.id())
             && crate::gitdir::descends_from(repo, local.id(), remote.id())?
             && (lease.is_zero() || crate::gitdir::descends_from(repo, remote.id(), lease.id())?);
@@ -315,6 +324,15 @@ fn attempt(
     Ok(done(local, old, true, warnings))
 }
 
+/// Whether the remote branch's `tip` (not the lease) is this tree's own work, which a push would
+/// take as the new lease: the commit this tree began uploading, or one it made and pushed with
+/// plain git. `status --remote` asks the same question as step 2 of a push.
+pub fn is_own_push(git_dir: &std::path::Path, branch: &SessionBranch, tip: FullSha) -> bool {
+    !tip.is_zero()
+        && (sent_from_here(git_dir, tip)
+            || (pushed_from_here(git_dir, branch, tip) && created_here(git_dir, branch, tip)))
+}
+
 /// `.git/git-session-sending`: `<lease> <new>` of the upload in flight, written before the first
 /// request and removed once the new lease is recorded. A landed push whose answer was lost (a cut
 /// connection, a crash) is recognised by it, and only by it or by a plain `git push` from here.
@@ -355,6 +373,42 @@ fn pushed_from_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: Full
                 .split('\t')
                 .nth(1)
                 .is_some_and(|m| m.trim() == "update by push")
+    })
+}
+
+/// Whether `tip` was made in this tree: `HEAD`'s or the session branch's reflog records it as the
+/// result of a commit, cherry-pick, revert, `am`, a rebase step or a true merge. A `git push` that
+/// found the remote already at a fetched commit still writes "update by push" for it (the
+/// remote-tracking ref moves), so [`pushed_from_here`] alone would let a stale tree that fetched
+/// another sandbox's tip, reset to it and ran `git push` take the session.
+fn created_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: FullSha) -> bool {
+    let tip = tip.to_string();
+    let creates = |message: &str| {
+        ["commit", "cherry-pick", "revert", "am:"]
+            .iter()
+            .any(|p| message.starts_with(p))
+            || [
+                "(pick)",
+                "(reword)",
+                "(squash)",
+                "(fixup)",
+                "(edit)",
+                "Merge made by",
+            ]
+            .iter()
+            .any(|p| message.contains(p))
+    };
+    [
+        git_dir.join("logs/HEAD"),
+        git_dir.join("logs").join(branch.full_ref()),
+    ]
+    .iter()
+    .filter_map(|log| std::fs::read_to_string(log).ok())
+    .any(|text| {
+        text.lines().any(|line| {
+            let (ids, message) = line.split_once('\t').unwrap_or((line, ""));
+            ids.split(' ').nth(1) == Some(tip.as_str()) && creates(message.trim())
+        })
     })
 }
 

@@ -146,7 +146,7 @@ impl RemoteUrl {
     /// The forms in which this URL's secret could appear in a file: the token itself (the password,
     /// or the user name when there is no password), its percent-encodings (RFC 3986 unreserved
     /// characters kept or all non-alphanumerics encoded; upper- and lower-case hex), and the base64 of the
-    /// token and of `user:password` (a Basic header). Secrets under 8 characters are not scanned for
+    /// token and of `user:password` (a Basic header), standard and URL-safe, without the padding. Secrets under 8 characters are not scanned for
     /// (they would match ordinary text). Used by `save` to refuse committing a token (SPEC rule 5).
     pub fn secret_forms(&self) -> Vec<String> {
         let Some(c) = &self.credentials else {
@@ -179,9 +179,14 @@ impl RemoteUrl {
             encode(&unreserved, false),
             encode(&alnum, true),
             encode(&alnum, false),
-            b64.encode(secret),
-            b64.encode(format!("{}:{}", c.username.expose(), c.password.expose())),
         ];
+        // Without padding (a prefix of the padded form, so both are found), standard and URL-safe.
+        let basic = format!("{}:{}", c.username.expose(), c.password.expose());
+        for engine in [b64, base64::engine::general_purpose::URL_SAFE] {
+            for plain in [secret, basic.as_str()] {
+                forms.push(engine.encode(plain).trim_end_matches('=').to_owned());
+            }
+        }
         forms.sort();
         forms.dedup();
         forms

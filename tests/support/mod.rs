@@ -23,10 +23,15 @@ pub const USER: &str = "t";
 /// The encodings in which the token must never appear.
 pub fn token_forms() -> Vec<String> {
     let b64 = base64::engine::general_purpose::STANDARD;
+    let url_safe = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     vec![
         TOKEN.to_owned(),
         b64.encode(format!("{USER}:{TOKEN}")),
         b64.encode(TOKEN),
+        // Unpadded and URL-safe (the padded forms end in '=' here).
+        b64.encode(TOKEN).trim_end_matches('=').to_owned(),
+        url_safe.encode(TOKEN),
+        url_safe.encode(format!("{USER}:{TOKEN}")),
         pct(TOKEN),
     ]
 }
