@@ -835,6 +835,25 @@ fn a_token_in_a_commit_message_is_never_pushed_or_committed() {
         run.assert_code(6);
         assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), head, "committed");
         assert_eq!(s.posts(), before, "the pack was uploaded");
+        // Nor in the identity save commits with.
+        let run = s.w.run(
+            &dir,
+            &["save", "-m", "fine", "--json"],
+            &[
+                ("PUSH_URL", &url),
+                ("GIT_AUTHOR_NAME", &format!("me {form}")),
+            ],
+        );
+        run.assert_code(6);
+        assert!(
+            run.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("author name or email"),
+            "{}",
+            run.stdout
+        );
+        assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), head, "committed");
         std::fs::remove_file(dir.join("m.txt")).unwrap();
     }
     assert_eq!(s.remote("sessions/msg"), None);

@@ -427,7 +427,7 @@ fn stale(branch: &SessionBranch, lease: FullSha, remote: FullSha) -> Error {
     Error::Stale {
         message: format!(
             "stale session: {now}, but {expected}; another sandbox owns the session now — the \
-             remote branch was not changed, the local commit is kept"
+             remote branch was not changed, and nothing local was touched"
         ),
         lease,
         remote_tip: remote,

@@ -81,6 +81,17 @@ fn stage_and_commit_in(
     let now = gix::date::Time::now_local_or_utc();
     let author = config::signature(config::Role::Author, &user, env, now)?;
     let committer = config::signature(config::Role::Committer, &user, env, now)?;
+    for (role, who) in [("author", &author), ("committer", &committer)] {
+        if opts.secrets.iter().any(|s| {
+            who.name.to_string().contains(s.as_str()) || who.email.to_string().contains(s.as_str())
+        }) {
+            return Err(Error::Integrity(format!(
+                "the {role} name or email contains a session token: nothing was committed; set \
+                 GIT_{}_NAME/EMAIL or user.name/user.email without it",
+                role.to_uppercase()
+            )));
+        }
+    }
 
     let repo = open(&git_dir, user.excludes_file.as_deref())?;
     let head = session_head(&repo, branch)?;
@@ -240,7 +251,7 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
         let shown: Vec<&str> = unmerged.iter().take(5).map(String::as_str).collect();
         return Err(Error::Conflict(format!(
             "{} path(s) are unmerged ({}{}): resolve the conflicts and `git add` them (or undo the \
-             operation, e.g. `git merge --abort`), then save again; nothing was committed",
+             operation that made them), then save again; nothing was committed",
             unmerged.len(),
             shown.join(", "),
             if unmerged.len() > shown.len() {
