@@ -1059,3 +1059,76 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
         s.w.run(&b, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
     assert_eq!(run.json()["remote_state"], "lease", "{}", run.stdout);
 }
+
+/// Ownership by plain git is decided by what made the commit, not by how the reflog entry starts:
+/// `git cherry-pick --ff` of another sandbox's commit (a fast-forward, "cherry-pick: fast-forward")
+/// does not make it ours; a rebase step finished by `git rebase --continue` does; and a commit this
+/// tree pushed and then rewrote (an amend) is exit 7, not stale, with `status --remote` agreeing.
+#[test]
+fn plain_git_ownership_follows_what_made_the_commit() {
+    let s = Setup::new();
+    let url = s.url();
+    let status = |dir: &Path| {
+        let run = s.w.run(
+            dir,
+            &["status", "--remote", "--json"],
+            &[("READ_URL", &url)],
+        );
+        run.assert_code(0);
+        run.json()["remote_state"].as_str().unwrap().to_owned()
+    };
+
+    // Another sandbox's commit, fast-forwarded onto with cherry-pick --ff and "pushed" up to date.
+    s.w.git(&s.bare(), &["branch", "sessions/ff", &s.ids[1]]);
+    let a = s.sandbox("a", "sessions/ff", &s.ids[1]);
+    let b = s.sandbox("b", "sessions/ff", &s.ids[1]);
+    let cb = s.commit(&b, "b.txt", "from b\n");
+    s.push(&b, &[]).assert_code(0);
+    s.w.git(&a, &["fetch", "-q", &url, "sessions/ff"]);
+    s.w.git(&a, &["cherry-pick", "--ff", "FETCH_HEAD"]);
+    assert_eq!(s.w.git(&a, &["rev-parse", "HEAD"]), cb);
+    s.w.git_auth(&a, &["push", "-q", "origin", "HEAD:refs/heads/sessions/ff"]);
+    assert_eq!(status(&a), "moved");
+    s.push(&a, &[]).assert_code(3);
+    assert_eq!(s.lease(&a), s.ids[1]);
+
+    // Own work whose last rebase step was committed by `git rebase --continue`, pushed with git.
+    let c = s.sandbox("c", "sessions/cont", &s.ids[1]);
+    s.commit(&c, "g", "1\n");
+    s.w.git_with_env(
+        &c,
+        &["rebase", "-q", "-i", &s.ids[1]],
+        &[("GIT_SEQUENCE_EDITOR", "sed -i s/^pick/edit/")],
+    );
+    std::fs::write(c.join("g"), "1\nmore\n").unwrap();
+    s.w.git(&c, &["add", "g"]);
+    s.w.git_with_env(&c, &["rebase", "--continue"], &[("GIT_EDITOR", "true")]);
+    let rebased = s.w.git(&c, &["rev-parse", "HEAD"]);
+    s.w.git_auth(
+        &c,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/cont"],
+    );
+    assert_eq!(status(&c), "own");
+    let run = s.push(&c, &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], rebased.as_str());
+    assert_eq!(s.lease(&c), rebased);
+
+    // Pushed with git, then amended: local history no longer holds the remote tip.
+    let d = s.sandbox("d", "sessions/amend", &s.ids[1]);
+    let y = s.commit(&d, "h", "1\n");
+    s.w.git_auth(
+        &d,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/amend"],
+    );
+    s.w.git(&d, &["commit", "-q", "--amend", "-m", "amended"]);
+    assert_eq!(status(&d), "rewritten");
+    let run = s.push(&d, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("history was rewritten") && msg.contains(&y),
+        "{msg}"
+    );
+    assert_eq!(s.remote("sessions/amend").as_deref(), Some(y.as_str()));
+}

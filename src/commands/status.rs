@@ -108,28 +108,39 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     }
     let mut remote_state = None;
     if let Some(rt) = remote_tip {
-        // Only the lease or this tree's own push are fine: a tip that merely reached HEAD (a pull
-        // or reset to another sandbox's work) is still someone else's session.
-        let (key, shown, state) = if rt == record.lease {
-            ("lease", show(rt), "at the lease: a push will fast-forward")
-        } else if crate::push::is_own_push(&session.git_dir, &record.branch, rt) {
-            (
+        use crate::push::RemoteTip;
+        // The same question as a push's step 2: a tip that merely reached HEAD (a pull or reset
+        // to another sandbox's work) is still someone else's session.
+        let (key, shown, state) = match crate::push::classify(
+            &repo,
+            &session.git_dir,
+            &record.branch,
+            record.lease,
+            head,
+            rt,
+        )? {
+            RemoteTip::Lease => ("lease", show(rt), "at the lease: a push will fast-forward"),
+            RemoteTip::Own { .. } => (
                 "own",
                 rt.to_string(),
                 "a commit this tree pushed: the next push takes it as the lease",
-            )
-        } else if rt.is_zero() {
-            (
+            ),
+            RemoteTip::Rewritten => (
+                "rewritten",
+                rt.to_string(),
+                "pushed from here, but local history no longer contains it: a push will be \
+                     refused (exit 7)",
+            ),
+            RemoteTip::Deleted => (
                 "deleted",
                 "absent".to_owned(),
                 "deleted: a push from here will be refused (exit 3)",
-            )
-        } else {
-            (
+            ),
+            RemoteTip::Moved => (
                 "moved",
                 rt.to_string(),
                 "moved: another sandbox wrote; a push from here will be refused (exit 3)",
-            )
+            ),
         };
         remote_state = Some(key);
         human.push(format!("Remote: {shown} ({state})"));
@@ -163,8 +174,8 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     fields.insert("changed".into(), json!(changed));
     if args.remote {
         fields.insert("remote_tip".into(), json!(remote_tip));
-        // "lease" (a push fast-forwards), "own" (this tree pushed it), "moved" or "deleted" (a
-        // push is refused with exit 3).
+        // "lease" (a push fast-forwards), "own" (this tree pushed it), "rewritten" (refused with
+        // exit 7), "moved" or "deleted" (refused with exit 3).
         fields.insert("remote_state".into(), json!(remote_state));
     }
     fields.insert(

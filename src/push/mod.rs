@@ -149,24 +149,25 @@ fn attempt(
     // Step 2: the lease.
     let mut old = lease;
     if remote != lease {
-        // Our own upload landed (a retry in this call, or a run that died before recording the
-        // lease): only a commit this tree set out to push counts, not one that merely reached the
-        // local history (a `git pull` or `reset` to another sandbox's tip is still stale).
-        let landed = sent_from_here(&session.git_dir, remote);
+        let landed = match classify(repo, &session.git_dir, branch, lease, Some(local), remote)? {
+            RemoteTip::Own { landed } => landed,
+            RemoteTip::Rewritten => {
+                return Err(Error::Conflict(format!(
+                    "the remote branch '{branch}' is at {remote}, which this tree pushed, but local \
+                     {} ({local}) no longer contains it: history was rewritten after the push \
+                     (e.g. an amend); nothing was uploaded (git-session pushes fast-forward only) \
+                     — rebuild your work on top of {remote}",
+                    branch.full_ref()
+                )));
+            }
+            RemoteTip::Lease | RemoteTip::Moved | RemoteTip::Deleted => {
+                return Err(stale(branch, lease, remote));
+            }
+        };
         if landed && remote == local {
             tracing::info!("the remote already has {local}: an earlier attempt landed");
             let pushed = spool.borrow().is_some();
             return Ok(done(local, lease, pushed, warnings));
-        }
-        let ours = !remote.is_zero()
-            && (landed
-                || (pushed_from_here(&session.git_dir, branch, remote)
-                    && created_here(&session.git_dir, branch, remote)))
-            && repo.has_object(remote.id())
-            && crate::gitdir::descends_from(repo, local.id(), remote.id())?
-            && (lease.is_zero() || crate::gitdir::descends_from(repo, remote.id(), lease.id())?);
-        if !ours {
-            return Err(stale(branch, lease, remote));
         }
         warnings.push(if landed {
             format!(
@@ -324,13 +325,62 @@ fn attempt(
     Ok(done(local, old, true, warnings))
 }
 
-/// Whether the remote branch's `tip` (not the lease) is this tree's own work, which a push would
-/// take as the new lease: the commit this tree began uploading, or one it made and pushed with
-/// plain git. `status --remote` asks the same question as step 2 of a push.
-pub fn is_own_push(git_dir: &std::path::Path, branch: &SessionBranch, tip: FullSha) -> bool {
-    !tip.is_zero()
-        && (sent_from_here(git_dir, tip)
-            || (pushed_from_here(git_dir, branch, tip) && created_here(git_dir, branch, tip)))
+/// Where the remote branch is, for this tree: what step 2 of a push decides, and what
+/// `status --remote` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteTip {
+    /// At the lease: a push fast-forwards it.
+    Lease,
+    /// At this tree's own work, which a push takes as the new lease: the commit this tree began
+    /// uploading (`landed`), or one it made and pushed with plain git.
+    Own {
+        /// Recorded in `.git/git-session-sending`: an upload of git-session's own.
+        landed: bool,
+    },
+    /// At this tree's own pushed work, but local history no longer contains it (rewritten after
+    /// the push): a push is refused with exit 7.
+    Rewritten,
+    /// Elsewhere: another sandbox wrote (or the tip merely reached the local history by a pull,
+    /// reset or fast-forward): a push is refused with exit 3.
+    Moved,
+    /// Gone while the lease names a commit: a push is refused with exit 3.
+    Deleted,
+}
+
+/// Classify the remote branch's `remote` tip against `lease` and the local tip `local` (`None`:
+/// no local commit yet).
+///
+/// # Errors
+/// [`Error::Internal`] when local history cannot be read.
+pub fn classify(
+    repo: &gix::Repository,
+    git_dir: &std::path::Path,
+    branch: &SessionBranch,
+    lease: FullSha,
+    local: Option<FullSha>,
+    remote: FullSha,
+) -> Result<RemoteTip> {
+    if remote == lease {
+        return Ok(RemoteTip::Lease);
+    }
+    if remote.is_zero() {
+        return Ok(RemoteTip::Deleted);
+    }
+    let landed = sent_from_here(git_dir, remote);
+    let own = landed
+        || (pushed_from_here(git_dir, branch, remote) && created_here(git_dir, branch, remote));
+    if !own
+        || !repo.has_object(remote.id())
+        || !(lease.is_zero() || crate::gitdir::descends_from(repo, remote.id(), lease.id())?)
+    {
+        return Ok(RemoteTip::Moved);
+    }
+    match local {
+        Some(l) if crate::gitdir::descends_from(repo, l.id(), remote.id())? => {
+            Ok(RemoteTip::Own { landed })
+        }
+        _ => Ok(RemoteTip::Rewritten),
+    }
 }
 
 /// `.git/git-session-sending`: `<lease> <new>` of the upload in flight, written before the first
@@ -384,19 +434,29 @@ fn pushed_from_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: Full
 fn created_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: FullSha) -> bool {
     let tip = tip.to_string();
     let creates = |message: &str| {
-        ["commit", "cherry-pick", "revert", "am:"]
+        // A fast-forward (`cherry-pick --ff`, `merge`, `pull`, `rebase`) moves to a commit that
+        // exists already, whatever the command.
+        if message.to_ascii_lowercase().contains("fast-forward") {
+            return false;
+        }
+        let (action, _) = message.split_once(':').unwrap_or((message, ""));
+        ["commit", "cherry-pick", "revert", "am"]
             .iter()
-            .any(|p| message.starts_with(p))
-            || [
-                "(pick)",
-                "(reword)",
-                "(squash)",
-                "(fixup)",
-                "(edit)",
-                "Merge made by",
-            ]
-            .iter()
-            .any(|p| message.contains(p))
+            .any(|verb| action == *verb || action.starts_with(&format!("{verb} (")))
+            || ((action.starts_with("rebase") || action.starts_with("pull"))
+                && [
+                    "(pick)",
+                    "(continue)",
+                    "(reword)",
+                    "(squash)",
+                    "(fixup)",
+                    "(edit)",
+                    "(merge)",
+                ]
+                .iter()
+                .any(|step| action.ends_with(step)))
+            || (action.starts_with("merge ") || action.starts_with("pull"))
+                && message.contains("Merge made by")
     };
     [
         git_dir.join("logs/HEAD"),

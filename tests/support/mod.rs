@@ -175,6 +175,27 @@ impl World {
         String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
     }
 
+    /// Run `git` in `dir` with the isolated environment plus `vars` (editors for `rebase -i`);
+    /// panics on failure.
+    #[track_caller]
+    pub fn git_with_env(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .envs(self.env())
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} failed in {}:\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+    }
+
     /// Run `git` in `dir` with the test token as a Basic `http.extraHeader` passed through the
     /// environment (never argv), as a person's plain `git push` with a credential would.
     #[track_caller]
