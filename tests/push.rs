@@ -1062,8 +1062,9 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
 
 /// Ownership by plain git is decided by what made the commit, not by how the reflog entry starts:
 /// `git cherry-pick --ff` of another sandbox's commit (a fast-forward, "cherry-pick: fast-forward")
-/// does not make it ours; a rebase step finished by `git rebase --continue` does; and a commit this
-/// tree pushed and then rewrote (an amend) is exit 7, not stale, with `status --remote` agreeing.
+/// does not make it ours; a rebase step finished by `git rebase --continue` does, as do a commit
+/// whose subject says "fast-forward" and one made in a linked work tree; and a commit this tree
+/// pushed and then rewrote (an amend) is exit 7, not stale, with `status --remote` agreeing.
 #[test]
 fn plain_git_ownership_follows_what_made_the_commit() {
     let s = Setup::new();
@@ -1113,6 +1114,37 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     run.assert_code(0);
     assert_eq!(run.json()["tip"], rebased.as_str());
     assert_eq!(s.lease(&c), rebased);
+
+    // Own work whose subject says "fast-forward" (the user's words, not git's marker), and own
+    // work committed in a linked work tree, both pushed with git.
+    let e = s.sandbox("e", "sessions/words", &s.ids[1]);
+    std::fs::write(e.join("w"), "1\n").unwrap();
+    s.w.git(&e, &["add", "w"]);
+    s.w.git(&e, &["commit", "-qm", "Fix the fast-forward check"]);
+    s.w.git_auth(
+        &e,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/words"],
+    );
+    assert_eq!(status(&e), "own");
+    s.push(&e, &[]).assert_code(0);
+    let wt = s.w.path("e-worktree");
+    s.w.git(
+        &e,
+        &["worktree", "add", "-q", wt.to_str().unwrap(), "-b", "feat"],
+    );
+    std::fs::write(wt.join("wt.txt"), "from the worktree\n").unwrap();
+    s.w.git(&wt, &["add", "wt.txt"]);
+    s.w.git(&wt, &["commit", "-qm", "worktree work"]);
+    s.w.git(&e, &["merge", "-q", "--ff-only", "feat"]);
+    let from_wt = s.w.git(&e, &["rev-parse", "HEAD"]);
+    s.w.git_auth(
+        &e,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/words"],
+    );
+    assert_eq!(status(&e), "own");
+    let run = s.push(&e, &[]);
+    run.assert_code(0);
+    assert_eq!(s.lease(&e), from_wt);
 
     // Pushed with git, then amended: local history no longer holds the remote tip.
     let d = s.sandbox("d", "sessions/amend", &s.ids[1]);

@@ -426,50 +426,62 @@ fn pushed_from_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: Full
     })
 }
 
-/// Whether `tip` was made in this tree: `HEAD`'s or the session branch's reflog records it as the
-/// result of a commit, cherry-pick, revert, `am`, a rebase step or a true merge. A `git push` that
+/// Whether `tip` was made in this tree: the reflog of `HEAD` (of the main or a linked work tree) or
+/// of the session branch records it as the result of a commit, cherry-pick, revert, `am`, a rebase
+/// step or a true merge — never a fast-forward. A `git push` that
 /// found the remote already at a fetched commit still writes "update by push" for it (the
 /// remote-tracking ref moves), so [`pushed_from_here`] alone would let a stale tree that fetched
 /// another sandbox's tip, reset to it and ran `git push` take the session.
 fn created_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: FullSha) -> bool {
     let tip = tip.to_string();
+    // git's reflog messages: "<action>: <subject or result>". Only git's own words decide: the
+    // subject and branch names are the user's (a subject may well say "fast-forward").
     let creates = |message: &str| {
-        // A fast-forward (`cherry-pick --ff`, `merge`, `pull`, `rebase`) moves to a commit that
-        // exists already, whatever the command.
-        if message.to_ascii_lowercase().contains("fast-forward") {
-            return false;
+        let (action, rest) = message.split_once(": ").unwrap_or((message, ""));
+        if action == "commit"
+            || action.starts_with("commit (")
+            || action == "am"
+            || action == "revert"
+        {
+            return true;
         }
-        let (action, _) = message.split_once(':').unwrap_or((message, ""));
-        ["commit", "cherry-pick", "revert", "am"]
+        if action == "cherry-pick" {
+            return rest != "fast-forward";
+        }
+        if action.starts_with("rebase") || action.starts_with("pull --rebase") {
+            return [
+                "(pick)",
+                "(continue)",
+                "(reword)",
+                "(squash)",
+                "(fixup)",
+                "(edit)",
+                "(merge)",
+            ]
             .iter()
-            .any(|verb| action == *verb || action.starts_with(&format!("{verb} (")))
-            || ((action.starts_with("rebase") || action.starts_with("pull"))
-                && [
-                    "(pick)",
-                    "(continue)",
-                    "(reword)",
-                    "(squash)",
-                    "(fixup)",
-                    "(edit)",
-                    "(merge)",
-                ]
-                .iter()
-                .any(|step| action.ends_with(step)))
-            || (action.starts_with("merge ") || action.starts_with("pull"))
-                && message.contains("Merge made by")
+            .any(|step| action.ends_with(step));
+        }
+        // "merge <branch>: Merge made by the 'ort' strategy." or "…: Fast-forward"; pulls alike.
+        (action.starts_with("merge ") || action.starts_with("pull"))
+            && message.contains(": Merge made by the '")
+            && message.ends_with(" strategy.")
     };
-    [
+    // HEAD of the main work tree and of every linked one (`git worktree add`), and the branch.
+    let mut logs = vec![
         git_dir.join("logs/HEAD"),
         git_dir.join("logs").join(branch.full_ref()),
-    ]
-    .iter()
-    .filter_map(|log| std::fs::read_to_string(log).ok())
-    .any(|text| {
-        text.lines().any(|line| {
-            let (ids, message) = line.split_once('\t').unwrap_or((line, ""));
-            ids.split(' ').nth(1) == Some(tip.as_str()) && creates(message.trim())
+    ];
+    if let Ok(worktrees) = std::fs::read_dir(git_dir.join("worktrees")) {
+        logs.extend(worktrees.flatten().map(|w| w.path().join("logs/HEAD")));
+    }
+    logs.iter()
+        .filter_map(|log| std::fs::read_to_string(log).ok())
+        .any(|text| {
+            text.lines().any(|line| {
+                let (ids, message) = line.split_once('\t').unwrap_or((line, ""));
+                ids.split(' ').nth(1) == Some(tip.as_str()) && creates(message.trim())
+            })
         })
-    })
 }
 
 /// The stale-write error, naming both ids.
