@@ -1146,6 +1146,16 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     run.assert_code(0);
     assert_eq!(s.lease(&e), from_wt);
 
+    // HEAD detached elsewhere: status still answers (save would refuse), judging the session
+    // branch as the push does.
+    s.w.git(&e, &["checkout", "-q", "--detach", &s.ids[1]]);
+    let run =
+        s.w.run(&e, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    run.assert_code(0);
+    assert_eq!(run.json()["remote_state"], "lease", "{}", run.stdout);
+    assert!(run.json()["changed"].is_null(), "{}", run.stdout);
+    s.w.git(&e, &["switch", "-q", "sessions/words"]);
+
     // Pushed with git, then amended: local history no longer holds the remote tip.
     let d = s.sandbox("d", "sessions/amend", &s.ids[1]);
     let y = s.commit(&d, "h", "1\n");

@@ -51,14 +51,29 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             .unwrap_or(0),
         _ => 0,
     };
+    // With HEAD off the session branch, save refuses (exit 7) but status still reports the rest.
+    let mut changes_unknown = None;
     let changed = if has_history {
-        Some(crate::save::pending_changes(
-            &session.workdir,
-            &record.branch,
-        )?)
+        match crate::save::pending_changes(&session.workdir, &record.branch) {
+            Ok(c) => Some(c),
+            Err(crate::Error::Conflict(msg)) => {
+                warnings.push(msg);
+                changes_unknown = Some("HEAD is not on the session branch (see the warning)");
+                None
+            }
+            Err(e) => return Err(e),
+        }
     } else {
+        changes_unknown = Some("until history is attached (set READ_URL)");
         None
     };
+    // What a push would send: the session branch, wherever HEAD is.
+    let branch_tip = repo
+        .try_find_reference(record.branch.full_ref().as_str())
+        .ok()
+        .flatten()
+        .and_then(|mut r| r.peel_to_id().ok())
+        .map(|id| FullSha::from_id(id.detach()));
     let remote_tip = if args.remote {
         let source = read.as_ref().or(push.as_ref()).ok_or_else(|| {
             crate::Error::Usage("status --remote needs READ_URL (or READ_URL_FILE)".into())
@@ -116,7 +131,7 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             &session.git_dir,
             &record.branch,
             record.lease,
-            head,
+            branch_tip,
             rt,
         )? {
             RemoteTip::Lease => ("lease", show(rt), "at the lease: a push will fast-forward"),
@@ -154,7 +169,10 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             ));
             human.extend(c.iter().map(|ch| format!("  {} {}", ch.status, ch.path)));
         }
-        None => human.push("Changes: unknown until history is attached (set READ_URL)".into()),
+        None => human.push(format!(
+            "Changes: unknown {}",
+            changes_unknown.unwrap_or("")
+        )),
     }
     if let Some(exp) = expires {
         human.push(format!(

@@ -94,10 +94,11 @@ impl RemoteUrl {
     ///
     /// # Errors
     /// [`UrlError`] for unparseable input, a scheme other than http/https, a missing host, or a
-    /// control character inside (surrounding whitespace is trimmed); the error never repeats the
-    /// input.
+    /// control character inside (surrounding whitespace and a leading byte-order mark are
+    /// trimmed); the error never repeats the input.
     pub fn parse(s: &str) -> Result<Self, UrlError> {
-        let s = s.trim();
+        // A byte-order mark some editors put at the start of a URL file is not part of the URL.
+        let s = s.trim().trim_start_matches('\u{feff}').trim();
         if s.chars().any(char::is_control) {
             return Err(UrlError::ControlCharacter);
         }
@@ -312,6 +313,12 @@ mod tests {
             );
         }
         assert!(RemoteUrl::parse("  https://example.com/repo.git\n").is_ok());
+        assert_eq!(
+            RemoteUrl::parse("\u{feff}https://example.com/repo.git\n")
+                .unwrap()
+                .public(),
+            "https://example.com/repo.git"
+        );
     }
 
     #[test]
