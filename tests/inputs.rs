@@ -233,6 +233,17 @@ fn a_url_file_with_a_line_break_inside_is_refused() {
     let srv = server(&w);
     let url = srv.url("repo.git", Some(&userinfo()));
     let file = w.path("url-file");
+    let restore = |dir: &std::path::Path| {
+        w.run(
+            dir,
+            &["restore", "--json"],
+            &[
+                ("READ_URL_FILE", file.to_str().unwrap()),
+                ("SESSION_BRANCH", "sessions/x"),
+                ("TIP_SHA", GOOD_SHA),
+            ],
+        )
+    };
     for (i, content) in [
         format!("{url}\nsecond-line\n"),
         format!("{url}\r\nsecond-line"),
@@ -243,15 +254,7 @@ fn a_url_file_with_a_line_break_inside_is_refused() {
     {
         std::fs::write(&file, content).unwrap();
         let dir = w.path(&format!("sandbox{i}"));
-        let run = w.run(
-            &dir,
-            &["restore", "--json"],
-            &[
-                ("READ_URL_FILE", file.to_str().unwrap()),
-                ("SESSION_BRANCH", "sessions/x"),
-                ("TIP_SHA", GOOD_SHA),
-            ],
-        );
+        let run = restore(&dir);
         run.assert_code(2);
         let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
         assert!(msg.contains("control character"), "{msg}");
@@ -264,17 +267,7 @@ fn a_url_file_with_a_line_break_inside_is_refused() {
     }
     // One URL and a trailing newline is fine.
     std::fs::write(&file, format!("{url}\n")).unwrap();
-    let dir = w.path("fine");
-    let run = w.run(
-        &dir,
-        &["restore", "--json"],
-        &[
-            ("READ_URL_FILE", file.to_str().unwrap()),
-            ("SESSION_BRANCH", "sessions/x"),
-            ("TIP_SHA", GOOD_SHA),
-        ],
-    );
-    run.assert_code(8);
+    restore(&w.path("fine")).assert_code(8);
     assert!(srv.log().iter().all(|e| !e.path.contains("second")));
 }
 

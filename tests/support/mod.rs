@@ -165,28 +165,14 @@ impl World {
     /// Run `git` in `dir` with the isolated environment; panics on failure.
     #[track_caller]
     pub fn git(&self, dir: &Path, args: &[&str]) -> String {
-        let out = self.git_output(dir, args);
-        assert!(
-            out.status.success(),
-            "git {args:?} failed in {}:\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+        self.git_with_env(dir, args, &[])
     }
 
     /// Run `git` in `dir` with the isolated environment plus `vars` (editors for `rebase -i`);
     /// panics on failure.
     #[track_caller]
     pub fn git_with_env(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env_clear()
-            .envs(self.env())
-            .envs(vars.iter().copied())
-            .output()
-            .unwrap();
+        let out = self.git_output_with_env(dir, args, vars);
         assert!(
             out.status.success(),
             "git {args:?} failed in {}:\n{}",
@@ -201,31 +187,30 @@ impl World {
     #[track_caller]
     pub fn git_auth(&self, dir: &Path, args: &[&str]) -> String {
         let b64 = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{TOKEN}"));
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env_clear()
-            .envs(self.env())
-            .env("GIT_CONFIG_COUNT", "1")
-            .env("GIT_CONFIG_KEY_0", "http.extraHeader")
-            .env("GIT_CONFIG_VALUE_0", format!("Authorization: Basic {b64}"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+        let header = format!("Authorization: Basic {b64}");
+        self.git_with_env(
+            dir,
+            args,
+            &[
+                ("GIT_CONFIG_COUNT", "1"),
+                ("GIT_CONFIG_KEY_0", "http.extraHeader"),
+                ("GIT_CONFIG_VALUE_0", &header),
+            ],
+        )
     }
 
     /// Run `git` and return its raw output.
     pub fn git_output(&self, dir: &Path, args: &[&str]) -> Output {
+        self.git_output_with_env(dir, args, &[])
+    }
+
+    fn git_output_with_env(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
         Command::new("git")
             .args(args)
             .current_dir(dir)
             .env_clear()
             .envs(self.env())
+            .envs(vars.iter().copied())
             .output()
             .unwrap()
     }
