@@ -962,6 +962,52 @@ fn refuses_when_head_left_the_session_branch() {
 }
 
 #[test]
+fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    write(&dir, "a.txt", "a\n");
+    s.save(&dir, &[]).assert_code(0);
+    let saved = s.head(&dir);
+
+    // A rebase stopped by a failing --exec: HEAD is detached, and `git switch` would be refused.
+    let stopped =
+        s.w.git_output(&dir, &["rebase", "-q", "--exec", "false", "HEAD~1"]);
+    assert!(!stopped.status.success(), "the rebase did not stop");
+    assert!(dir.join(".git/rebase-merge").is_dir());
+    write(&dir, "b.txt", "b\n");
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("a rebase is in progress") && msg.contains("git rebase --continue"),
+        "{msg}"
+    );
+    assert!(!msg.contains("git switch"), "{msg}");
+    s.w.git(&dir, &["rebase", "--abort"]);
+    assert_eq!(s.head(&dir), saved);
+
+    // `git am` stopped on a patch that does not apply.
+    let patch = s.w.git(&dir, &["format-patch", "-1", "--stdout", "HEAD"]);
+    let patch_file = s.w.path("a.patch");
+    std::fs::write(&patch_file, format!("{patch}\n")).unwrap();
+    s.w.git(&dir, &["checkout", "-q", "--detach", "HEAD"]);
+    let am =
+        s.w.git_output(&dir, &["am", "-q", patch_file.to_str().unwrap()]);
+    assert!(!am.status.success(), "the patch applied twice");
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("`git am` is in progress") && msg.contains("git am --abort"),
+        "{msg}"
+    );
+    s.w.git(&dir, &["am", "--abort"]);
+    s.w.git(&dir, &["switch", "-q", BRANCH]);
+    s.save(&dir, &[]).assert_code(0);
+    assert_eq!(s.w.git(&dir, &["show", "HEAD:b.txt"]), "b");
+}
+
+#[test]
 fn refuses_while_another_git_holds_the_index_lock() {
     let s = Setup::new();
     let dir = s.sandbox("sb");

@@ -203,12 +203,43 @@ fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository>
     Ok(repo)
 }
 
+/// A rebase or `git am` stopped midway (its state folder in the git dir), which leaves `HEAD` off
+/// the branch: what it is, its folder, and how to finish it. `git switch` is refused until then.
+fn stopped_operation(git_dir: &Path) -> Option<(&'static str, &'static str, &'static str)> {
+    if git_dir.join("rebase-merge").is_dir() {
+        return Some((
+            "a rebase",
+            "rebase-merge",
+            "`git rebase --continue` (or `git rebase --abort`)",
+        ));
+    }
+    let apply = git_dir.join("rebase-apply");
+    if apply.join("applying").exists() {
+        return Some((
+            "`git am`",
+            "rebase-apply",
+            "`git am --continue` (or `git am --abort`)",
+        ));
+    }
+    apply.is_dir().then_some((
+        "a rebase",
+        "rebase-apply",
+        "`git rebase --continue` (or `git rebase --abort`)",
+    ))
+}
+
 /// The commit `HEAD` is at, checking that `HEAD` is on the session branch.
 fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::ObjectId> {
     let full = branch.full_ref();
     let head_name = repo.head_name().map_err(|e| fail("reading HEAD", e))?;
     match head_name {
         Some(name) if name.as_bstr() == full.as_str() => {}
+        _ if let Some((what, dir, finish)) = stopped_operation(repo.git_dir()) => {
+            return Err(Error::Conflict(format!(
+                "{what} is in progress (.git/{dir}), so HEAD is not on the session branch {full}: \
+                 finish it with {finish}, then save again; nothing was committed"
+            )));
+        }
         Some(name) => {
             return Err(Error::Conflict(format!(
                 "HEAD is on {name}, not on the session branch {full}: switch back (`git switch {branch}`) and save again"
