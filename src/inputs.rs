@@ -69,26 +69,41 @@ pub fn tip(value: Option<&str>) -> Result<FullSha> {
         .map_err(|e| Error::Usage(format!("TIP_SHA: {e}")))
 }
 
+/// The current directory, which relative work-tree paths are joined to.
+///
+/// # Errors
+/// [`Error::Usage`] when it was deleted; [`Error::Internal`] when it cannot be read otherwise.
+fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::Usage(
+                "the current directory no longer exists (it was deleted): cd into an existing \
+                 folder, or name the work tree with an absolute -C or SESSION_DIR"
+                    .into(),
+            )
+        } else {
+            Error::io("reading the current directory", e)
+        }
+    })
+}
+
 /// The work tree: `-C DIR`, else `SESSION_DIR`, else the current directory.
 ///
 /// # Errors
-/// [`Error::Usage`] when a file (anything but a folder) is in its place; [`Error::Internal`] when
-/// the current directory cannot be read.
+/// [`Error::Usage`] when a file (anything but a folder) is in its place, or the current directory
+/// it depends on was deleted; [`Error::Internal`] when the current directory cannot be read.
 pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
     let dir = match flag {
         Some(d) => d.to_path_buf(),
         None => match env_nonempty("SESSION_DIR") {
             Some(d) => PathBuf::from(d),
-            None => std::env::current_dir()
-                .map_err(|e| Error::io("reading the current directory", e))?,
+            None => current_dir()?,
         },
     };
     let dir = if dir.is_absolute() {
         dir
     } else {
-        std::env::current_dir()
-            .map_err(|e| Error::io("reading the current directory", e))?
-            .join(dir)
+        current_dir()?.join(dir)
     };
     // A missing one is fine (restore creates it); a file in its place or on its path is bad input.
     if let Some(existing) = dir.ancestors().find(|a| a.exists())

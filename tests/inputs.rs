@@ -309,3 +309,55 @@ fn a_work_tree_that_is_a_file_is_exit_2() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x\n");
     assert!(srv.log().is_empty());
 }
+
+/// A current directory that was deleted is bad input (exit 2) that says what to do, for every
+/// command; an absolute `-C` still works from there.
+#[test]
+fn a_deleted_current_directory_is_exit_2() {
+    let w = World::new();
+    let srv = server(&w);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let gone = w.path("gone");
+    let run_in_gone = |args: &[&str]| {
+        std::fs::create_dir_all(&gone).unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(r#"cd "$1" && rmdir "$1" && shift && exec "$@""#)
+            .arg("sh")
+            .arg(&gone)
+            .arg(env!("CARGO_BIN_EXE_git-session"))
+            .args(args)
+            .env_clear()
+            .envs(w.env())
+            .env("GIT_SESSION_RETRY_BASE_MS", "5")
+            .env("READ_URL", &url)
+            .env("SESSION_BRANCH", "sessions/x")
+            .env("TIP_SHA", GOOD_SHA)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    for cmd in [&["restore"][..], &["save"], &["push"], &["status"]] {
+        let mut args = cmd.to_vec();
+        args.push("--json");
+        let (code, stdout) = run_in_gone(&args);
+        assert_eq!(code, Some(2), "{cmd:?}: {stdout}");
+        let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let msg = json["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains("current directory no longer exists"),
+            "{cmd:?}: {msg}"
+        );
+        let mut args = vec!["-C", "relative"];
+        args.extend_from_slice(cmd);
+        assert_eq!(run_in_gone(&args).0, Some(2), "{cmd:?} with a relative -C");
+    }
+    assert!(srv.log().is_empty());
+    // With an absolute -C the deleted current directory does not matter.
+    let target = w.path("target");
+    let (code, stdout) = run_in_gone(&["-C", target.to_str().unwrap(), "restore", "--json"]);
+    assert_eq!(code, Some(8), "{stdout}");
+}
