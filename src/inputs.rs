@@ -105,6 +105,12 @@ pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
     } else {
         current_dir()?.join(dir)
     };
+    // With the current directory deleted, an absolute work tree still works: move to the root so
+    // that libraries which resolve paths against the current directory (gix) do not fail.
+    if std::env::current_dir().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        std::env::set_current_dir("/")
+            .map_err(|e| Error::io("leaving the deleted current directory", e))?;
+    }
     // A missing one is fine (restore creates it); a file in its place or on its path is bad input.
     if let Some(existing) = dir.ancestors().find(|a| a.exists())
         && !existing.is_dir()

@@ -360,4 +360,35 @@ fn a_deleted_current_directory_is_exit_2() {
     let target = w.path("target");
     let (code, stdout) = run_in_gone(&["-C", target.to_str().unwrap(), "restore", "--json"]);
     assert_eq!(code, Some(8), "{stdout}");
+    let ids = w.repo("real.git", &[&[("a.txt", Some("a\n"))]]);
+    let real = srv.url("real.git", Some(&userinfo()));
+    let tree = w.path("tree");
+    let target = tree.to_str().unwrap();
+    let in_gone = |args: &[&str]| {
+        std::fs::create_dir_all(&gone).unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(r#"cd "$1" && rmdir "$1" && shift && exec "$@""#)
+            .arg("sh")
+            .arg(&gone)
+            .arg(env!("CARGO_BIN_EXE_git-session"))
+            .args(args)
+            .env_clear()
+            .envs(w.env())
+            .env("READ_URL", &real)
+            .env("SESSION_BRANCH", "sessions/x")
+            .env("TIP_SHA", &ids[0])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    in_gone(&["-C", target, "restore", "--json"]);
+    in_gone(&["-C", target, "status", "--json"]);
+    std::fs::write(tree.join("b.txt"), "b\n").unwrap();
+    in_gone(&["-C", target, "save", "--no-push", "-m", "b", "--json"]);
+    assert_eq!(w.git(&tree, &["show", "HEAD:b.txt"]), "b");
 }

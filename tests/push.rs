@@ -1173,4 +1173,16 @@ fn plain_git_ownership_follows_what_made_the_commit() {
         "{msg}"
     );
     assert_eq!(s.remote("sessions/amend").as_deref(), Some(y.as_str()));
+
+    // Pushed by git-session (the lease is that commit), then amended: the remote is at the lease,
+    // but a push is refused (exit 7), and status says so rather than "a push will fast-forward".
+    let f = s.sandbox("f", "sessions/amend2", &s.ids[1]);
+    let z = s.commit(&f, "k", "1\n");
+    s.push(&f, &[]).assert_code(0);
+    assert_eq!(s.lease(&f), z);
+    assert_eq!(status(&f), "lease");
+    s.w.git(&f, &["commit", "-q", "--amend", "-m", "amended"]);
+    assert_eq!(status(&f), "rewritten");
+    s.push(&f, &[]).assert_code(7);
+    assert_eq!(s.remote("sessions/amend2").as_deref(), Some(z.as_str()));
 }

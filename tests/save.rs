@@ -986,11 +986,10 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
     s.w.git(&dir, &["rebase", "--abort"]);
     assert_eq!(s.head(&dir), saved);
 
-    // `git am` stopped on a patch that does not apply.
+    // `git am` stopped on a patch that does not apply, HEAD still on the branch.
     let patch = s.w.git(&dir, &["format-patch", "-1", "--stdout", "HEAD"]);
     let patch_file = s.w.path("a.patch");
     std::fs::write(&patch_file, format!("{patch}\n")).unwrap();
-    s.w.git(&dir, &["checkout", "-q", "--detach", "HEAD"]);
     let am =
         s.w.git_output(&dir, &["am", "-q", patch_file.to_str().unwrap()]);
     assert!(!am.status.success(), "the patch applied twice");
@@ -1001,8 +1000,8 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
         msg.contains("`git am` is in progress") && msg.contains("git am --abort"),
         "{msg}"
     );
+    assert_eq!(s.head(&dir), saved, "committed while `git am` was stopped");
     s.w.git(&dir, &["am", "--abort"]);
-    s.w.git(&dir, &["switch", "-q", BRANCH]);
     s.save(&dir, &[]).assert_code(0);
     assert_eq!(s.w.git(&dir, &["show", "HEAD:b.txt"]), "b");
 }

@@ -143,8 +143,8 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             RemoteTip::Rewritten => (
                 "rewritten",
                 rt.to_string(),
-                "pushed from here, but local history no longer contains it: a push will be \
-                     refused (exit 7)",
+                "local history no longer contains it (rewritten, e.g. by an amend or a rebase): \
+                 a push will be refused (exit 7)",
             ),
             RemoteTip::Deleted => (
                 "deleted",

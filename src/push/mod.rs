@@ -337,8 +337,8 @@ pub enum RemoteTip {
         /// Recorded in `.git/git-session-sending`: an upload of git-session's own.
         landed: bool,
     },
-    /// At this tree's own pushed work, but local history no longer contains it (rewritten after
-    /// the push): a push is refused with exit 7.
+    /// At the lease or at this tree's own pushed work, but local history no longer contains it
+    /// (rewritten, e.g. by an amend or a rebase): a push is refused with exit 7.
     Rewritten,
     /// Elsewhere: another sandbox wrote (or the tip merely reached the local history by a pull,
     /// reset or fast-forward): a push is refused with exit 3.
@@ -361,6 +361,13 @@ pub fn classify(
     remote: FullSha,
 ) -> Result<RemoteTip> {
     if remote == lease {
+        // At the lease, but local history may have left it (an amend or rebase of pushed work).
+        if let Some(l) = local
+            && !lease.is_zero()
+            && !crate::gitdir::descends_from(repo, l.id(), lease.id())?
+        {
+            return Ok(RemoteTip::Rewritten);
+        }
         return Ok(RemoteTip::Lease);
     }
     if remote.is_zero() {

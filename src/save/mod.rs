@@ -316,6 +316,13 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
             )));
         }
     }
+    // `git am` (and a rebase) may stop with HEAD still on the branch.
+    if let Some((what, dir, finish)) = stopped_operation(git_dir) {
+        return Err(Error::Conflict(format!(
+            "{what} is in progress (.git/{dir}): finish it with {finish}, then save again; \
+             nothing was committed"
+        )));
+    }
     Ok(())
 }
 
