@@ -97,6 +97,20 @@ impl Setup {
         self.w.git(dir, &["rev-parse", "HEAD"])
     }
 
+    /// `status --json`'s warnings, joined by newlines.
+    fn status_warnings(&self, dir: &Path) -> String {
+        let run = self.w.run(dir, &["status", "--json"], &[]);
+        run.assert_code(0);
+        let j = run.json();
+        j["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// The tree `git add -A && git write-tree` produces on a copy of `dir` as it is now, after
     /// `prepare` ran on the copy.
     fn git_would_commit(&self, dir: &Path, prepare: impl FnOnce(&Path)) -> String {
@@ -959,6 +973,39 @@ fn refuses_when_head_left_the_session_branch() {
         s.tip()
     );
     assert_eq!(s.head(&dir), s.tip());
+
+    // Commits made off the branch: the hint says how to bring them over, and following it (as a
+    // person would, literally) loses none.
+    s.w.git(&dir, &["add", "a.txt"]);
+    s.w.git(&dir, &["commit", "-qm", "made elsewhere"]);
+    let elsewhere = s.head(&dir);
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let merge = format!("git merge {elsewhere}");
+    assert!(
+        msg.contains(&format!("git switch {BRANCH}")) && msg.contains(&merge),
+        "{msg}"
+    );
+    s.w.git(&dir, &["switch", "-q", BRANCH]);
+    s.w.git(&dir, &["merge", "-q", &elsewhere]);
+    s.save(&dir, &[]).assert_code(0);
+    assert_eq!(
+        s.head(&dir),
+        elsewhere,
+        "a fast-forward needs no new commit"
+    );
+
+    // A bisect checked out an older commit: end it, not switch.
+    s.w.git(&dir, &["bisect", "start"]);
+    s.w.git(&dir, &["checkout", "-q", "--detach", "HEAD~1"]);
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("git bisect reset"), "{msg}");
+    assert!(!msg.contains("git merge"), "nothing to bring over: {msg}");
+    s.w.git(&dir, &["bisect", "reset"]);
+    assert_eq!(s.head(&dir), elsewhere);
 }
 
 #[test]
@@ -983,6 +1030,16 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
         "{msg}"
     );
     assert!(!msg.contains("git switch"), "{msg}");
+    let warnings = s.status_warnings(&dir);
+    assert!(
+        warnings.contains("save would refuse (exit 7): a rebase is in progress"),
+        "{warnings}"
+    );
+    let url = s.url();
+    let push = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
+    push.assert_code(7);
+    let msg = push.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("nothing was uploaded"), "{msg}");
     s.w.git(&dir, &["rebase", "--abort"]);
     assert_eq!(s.head(&dir), saved);
 
@@ -1001,6 +1058,10 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
         "{msg}"
     );
     assert_eq!(s.head(&dir), saved, "committed while `git am` was stopped");
+    assert!(
+        s.status_warnings(&dir).contains("`git am` is in progress"),
+        "status is silent about the stopped am"
+    );
     s.w.git(&dir, &["am", "--abort"]);
     s.save(&dir, &[]).assert_code(0);
     assert_eq!(s.w.git(&dir, &["show", "HEAD:b.txt"]), "b");
@@ -1050,6 +1111,8 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(msg.contains("unmerged (plain.txt)"), "{msg}");
     assert_eq!(s.head(&dir), base, "a conflicted tree was committed");
+    let warnings = s.status_warnings(&dir);
+    assert!(warnings.contains("unmerged (plain.txt)"), "{warnings}");
     write(&dir, "plain.txt", "plain\ncommitted\nstashed\n");
     s.w.git(&dir, &["add", "plain.txt"]);
     s.save(&dir, &[]).assert_code(0);
@@ -1071,6 +1134,8 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(msg.contains("a merge is in progress"), "{msg}");
     assert_eq!(s.head(&dir), head);
+    let warnings = s.status_warnings(&dir);
+    assert!(warnings.contains("a merge is in progress"), "{warnings}");
     s.w.git(&dir, &["merge", "--abort"]);
     write(&dir, "after.txt", "after\n");
     s.save(&dir, &[]).assert_code(0);

@@ -51,14 +51,26 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             .unwrap_or(0),
         _ => 0,
     };
-    // With HEAD off the session branch, save refuses (exit 7) but status still reports the rest.
+    // When save would refuse (exit 7: HEAD off the session branch, a merge or rebase stopped
+    // midway), status still reports the rest, with save's reason as a warning.
+    let save_refuses = |msg: String| {
+        let reason = msg.strip_suffix(crate::save::SAVE_AGAIN).unwrap_or(&msg);
+        format!("save would refuse (exit 7): {reason}; nothing is committed until then")
+    };
     let mut changes_unknown = None;
+    let mut blocked = false;
     let changed = if has_history {
         match crate::save::pending_changes(&session.workdir, &record.branch) {
-            Ok(c) => Some(c),
+            Ok(pending) => {
+                if let Some(msg) = pending.blocked {
+                    warnings.push(save_refuses(msg));
+                    blocked = true;
+                }
+                Some(pending.changes)
+            }
             Err(crate::Error::Conflict(msg)) => {
-                warnings.push(msg);
-                changes_unknown = Some("HEAD is not on the session branch (see the warning)");
+                warnings.push(save_refuses(msg));
+                changes_unknown = Some("(HEAD is not on the session branch: see the warning)");
                 None
             }
             Err(e) => return Err(e),
@@ -67,6 +79,11 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
         changes_unknown = Some("until history is attached (set READ_URL)");
         None
     };
+    let on_branch = repo
+        .head_name()
+        .ok()
+        .flatten()
+        .is_some_and(|name| name.as_bstr() == record.branch.full_ref().as_str());
     // What a push would send: the session branch, wherever HEAD is.
     let branch_tip = repo
         .try_find_reference(record.branch.full_ref().as_str())
@@ -96,7 +113,14 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
         }
     };
     let mut human = vec![
-        format!("On session branch {}", record.branch),
+        if on_branch {
+            format!("On session branch {}", record.branch)
+        } else {
+            format!(
+                "Session branch {} (HEAD is not on it: see the warning)",
+                record.branch
+            )
+        },
         format!(
             "Restored {} from {} at {}",
             record.tip,
@@ -163,10 +187,14 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     match &changed {
         Some(c) if c.is_empty() => human.push("Changes: none".into()),
         Some(c) => {
-            human.push(format!(
-                "Changes ({}), committed by `git session save`:",
-                c.len()
-            ));
+            human.push(if blocked {
+                format!(
+                    "Changes ({}), not committed until what the warning names is done:",
+                    c.len()
+                )
+            } else {
+                format!("Changes ({}), committed by `git session save`:", c.len())
+            });
             human.extend(c.iter().map(|ch| format!("  {} {}", ch.status, ch.path)));
         }
         None => human.push(format!(

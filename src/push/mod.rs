@@ -62,6 +62,14 @@ pub struct PushOutcome {
 pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Result<PushOutcome> {
     let repo = crate::restore::open_repo(&session.git_dir)?;
     let branch = session.record.branch.clone();
+    // Mid-rebase the branch still names the old commits: pushing them would leave the rebased
+    // ones unpushable (fast-forward only).
+    if let Some((what, dir, finish)) = crate::save::stopped_operation(&session.git_dir) {
+        return Err(Error::Conflict(format!(
+            "{what} is in progress (.git/{dir}): finish it with {finish}, then push again; \
+             nothing was uploaded"
+        )));
+    }
     let local = local_tip(&repo, &branch)?;
     let http = Http::new()?;
     let lease = session.record.lease;

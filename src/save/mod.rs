@@ -205,7 +205,9 @@ fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository>
 
 /// A rebase or `git am` stopped midway (its state folder in the git dir), which leaves `HEAD` off
 /// the branch: what it is, its folder, and how to finish it. `git switch` is refused until then.
-fn stopped_operation(git_dir: &Path) -> Option<(&'static str, &'static str, &'static str)> {
+pub(crate) fn stopped_operation(
+    git_dir: &Path,
+) -> Option<(&'static str, &'static str, &'static str)> {
     if git_dir.join("rebase-merge").is_dir() {
         return Some((
             "a rebase",
@@ -228,28 +230,61 @@ fn stopped_operation(git_dir: &Path) -> Option<(&'static str, &'static str, &'st
     ))
 }
 
+/// How to get `HEAD` back onto the session branch: `git switch`, and when `HEAD` holds commits the
+/// branch lacks, a `git merge` of them afterwards (a fast-forward when it can be), so that none is
+/// left behind.
+fn switch_back(repo: &gix::Repository, branch: &SessionBranch) -> String {
+    let switch = format!("switch back (`git switch {branch}`)");
+    let head = repo.head_id().ok().map(|id| id.detach());
+    let tip = repo
+        .try_find_reference(branch.full_ref().as_str())
+        .ok()
+        .flatten()
+        .and_then(|mut r| r.peel_to_id().ok())
+        .map(|id| id.detach());
+    match (head, tip) {
+        (Some(head), Some(tip))
+            if head != tip && !crate::gitdir::descends_from(repo, tip, head).unwrap_or(true) =>
+        {
+            format!("{switch}, then bring over the commits made there (`git merge {head}`)")
+        }
+        _ => switch,
+    }
+}
+
+/// The tail of every refusal of `save` that the user can clear (status shows the rest).
+pub(crate) const SAVE_AGAIN: &str = ", then save again; nothing was committed";
+
 /// The commit `HEAD` is at, checking that `HEAD` is on the session branch.
+///
+/// # Errors
+/// [`Error::Conflict`] when it is not, saying how to get back without losing commits (ending in
+/// [`SAVE_AGAIN`]).
 fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::ObjectId> {
     let full = branch.full_ref();
     let head_name = repo.head_name().map_err(|e| fail("reading HEAD", e))?;
-    match head_name {
-        Some(name) if name.as_bstr() == full.as_str() => {}
+    let off_branch = match head_name {
+        Some(name) if name.as_bstr() == full.as_str() => None,
         _ if let Some((what, dir, finish)) = stopped_operation(repo.git_dir()) => {
             return Err(Error::Conflict(format!(
                 "{what} is in progress (.git/{dir}), so HEAD is not on the session branch {full}: \
-                 finish it with {finish}, then save again; nothing was committed"
+                 finish it with {finish}{SAVE_AGAIN}"
             )));
         }
-        Some(name) => {
+        _ if repo.git_dir().join("BISECT_START").exists() => {
             return Err(Error::Conflict(format!(
-                "HEAD is on {name}, not on the session branch {full}: switch back (`git switch {branch}`) and save again"
+                "a bisect is in progress (.git/BISECT_START), so HEAD is not on the session branch \
+                 {full}: end it with `git bisect reset`{SAVE_AGAIN}"
             )));
         }
-        None => {
-            return Err(Error::Conflict(format!(
-                "HEAD is detached, not on the session branch {full}: switch back (`git switch {branch}`) and save again"
-            )));
-        }
+        Some(name) => Some(format!("HEAD is on {name}")),
+        None => Some("HEAD is detached".to_owned()),
+    };
+    if let Some(where_) = off_branch {
+        return Err(Error::Conflict(format!(
+            "{where_}, not on the session branch {full}: {}{SAVE_AGAIN}",
+            switch_back(repo, branch)
+        )));
     }
     let reference = repo
         .try_find_reference(full.as_str())
@@ -282,7 +317,7 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
         let shown: Vec<&str> = unmerged.iter().take(5).map(String::as_str).collect();
         return Err(Error::Conflict(format!(
             "{} path(s) are unmerged ({}{}): resolve the conflicts and `git add` them (or undo the \
-             operation that made them), then save again; nothing was committed",
+             operation that made them){SAVE_AGAIN}",
             unmerged.len(),
             shown.join(", "),
             if unmerged.len() > shown.len() {
@@ -311,16 +346,14 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
     ] {
         if git_dir.join(file).exists() {
             return Err(Error::Conflict(format!(
-                "{what} is in progress (.git/{file}): finish it with {finish}, then save again; \
-                 nothing was committed"
+                "{what} is in progress (.git/{file}): finish it with {finish}{SAVE_AGAIN}"
             )));
         }
     }
     // `git am` (and a rebase) may stop with HEAD still on the branch.
     if let Some((what, dir, finish)) = stopped_operation(git_dir) {
         return Err(Error::Conflict(format!(
-            "{what} is in progress (.git/{dir}): finish it with {finish}, then save again; \
-             nothing was committed"
+            "{what} is in progress (.git/{dir}): finish it with {finish}{SAVE_AGAIN}"
         )));
     }
     Ok(())
@@ -503,6 +536,16 @@ mod tests {
     }
 }
 
+/// What `save` would commit now, for `status`.
+#[derive(Debug, Clone)]
+pub struct PendingChanges {
+    /// The changed paths.
+    pub changes: Vec<PendingChange>,
+    /// Why `save` would refuse until the user acts (an unfinished merge, unmerged paths, …): its
+    /// exit-7 message, ending in [`SAVE_AGAIN`].
+    pub blocked: Option<String>,
+}
+
 /// One path that `save` would commit, for `status`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PendingChange {
@@ -519,7 +562,7 @@ pub struct PendingChange {
 ///
 /// # Errors
 /// [`Error::Conflict`] when `HEAD` is not on the session branch; [`Error::Internal`] otherwise.
-pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<Vec<PendingChange>> {
+pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<PendingChanges> {
     let git_dir = workdir.join(".git");
     let user = config::UserConfig::load(&git_dir, workdir, &config::ProcessEnv);
     let repo = open(&git_dir, user.excludes_file.as_deref())?;
@@ -532,6 +575,11 @@ pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<Vec<Pen
     let index = repo
         .index_or_empty()
         .map_err(|e| fail("reading the index", e))?;
+    let blocked = match refuse_unfinished_operations(&git_dir, &index) {
+        Ok(()) => None,
+        Err(Error::Conflict(msg)) => Some(msg),
+        Err(e) => return Err(e),
+    };
     let plan = changes::collect(&repo, &index, head_tree)?;
     let tree = repo
         .find_tree(head_tree)
@@ -558,5 +606,8 @@ pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<Vec<Pen
             path: path.to_string(),
         });
     }
-    Ok(out)
+    Ok(PendingChanges {
+        changes: out,
+        blocked,
+    })
 }
