@@ -203,8 +203,9 @@ fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository>
     Ok(repo)
 }
 
-/// A rebase or `git am` stopped midway (its state folder in the git dir), which leaves `HEAD` off
-/// the branch: what it is, its folder, and how to finish it. `git switch` is refused until then.
+/// A rebase or `git am` stopped midway (its state folder in the git dir): what it is, its folder,
+/// and how to finish it. A rebase leaves `HEAD` off the branch, and `git switch` is refused until
+/// it ends; `git am` stops on the branch.
 pub(crate) fn stopped_operation(
     git_dir: &Path,
 ) -> Option<(&'static str, &'static str, &'static str)> {
@@ -244,7 +245,7 @@ fn switch_back(repo: &gix::Repository, branch: &SessionBranch) -> String {
         .map(|id| id.detach());
     match (head, tip) {
         (Some(head), Some(tip))
-            if head != tip && !crate::gitdir::descends_from(repo, tip, head).unwrap_or(true) =>
+            if head != tip && !crate::gitdir::descends_from(repo, tip, head).unwrap_or(false) =>
         {
             format!("{switch}, then bring over the commits made there (`git merge {head}`)")
         }
