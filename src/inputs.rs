@@ -34,8 +34,19 @@ pub fn url(
         return Ok(Some(UrlSource::Fixed(url)));
     }
     if let Some(path) = env_nonempty(file_var) {
+        // Made absolute now: the current directory may be left later (see `session_dir`).
+        let path = PathBuf::from(path);
+        let path = if path.is_absolute() {
+            path
+        } else {
+            current_dir()
+                .map_err(|e| {
+                    Error::Usage(format!("{file_var} ({}) is relative: {e}", path.display()))
+                })?
+                .join(path)
+        };
         let source = UrlSource::File {
-            path: PathBuf::from(path),
+            path,
             var: file_var,
         };
         source.load()?;
@@ -69,18 +80,24 @@ pub fn tip(value: Option<&str>) -> Result<FullSha> {
         .map_err(|e| Error::Usage(format!("TIP_SHA: {e}")))
 }
 
+/// Set once `session_dir` left a deleted current directory for `/`: relative paths no longer mean
+/// what the user meant.
+static CURRENT_DIR_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+const CURRENT_DIR_GONE_HINT: &str = "the current directory no longer exists (it was deleted): cd \
+     into an existing folder, or use absolute paths (-C or SESSION_DIR, and any _FILE)";
+
 /// The current directory, which relative work-tree paths are joined to.
 ///
 /// # Errors
 /// [`Error::Usage`] when it was deleted; [`Error::Internal`] when it cannot be read otherwise.
 fn current_dir() -> Result<PathBuf> {
+    if CURRENT_DIR_GONE.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Error::Usage(CURRENT_DIR_GONE_HINT.into()));
+    }
     std::env::current_dir().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            Error::Usage(
-                "the current directory no longer exists (it was deleted): cd into an existing \
-                 folder, or name the work tree with an absolute -C or SESSION_DIR"
-                    .into(),
-            )
+            Error::Usage(CURRENT_DIR_GONE_HINT.into())
         } else {
             Error::io("reading the current directory", e)
         }
@@ -110,7 +127,11 @@ pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
     if std::env::current_dir().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         std::env::set_current_dir("/")
             .map_err(|e| Error::io("leaving the deleted current directory", e))?;
+        CURRENT_DIR_GONE.store(true, std::sync::atomic::Ordering::Relaxed);
     }
+    // `..` and symlinks resolved as the file system does (as `git -C` does), so that the search
+    // for the tree's root below starts from the folder meant, not from the text of the path.
+    let dir = dir.canonicalize().unwrap_or(dir);
     // A missing one is fine (restore creates it); a file in its place or on its path is bad input.
     if let Some(existing) = dir.ancestors().find(|a| a.exists())
         && !existing.is_dir()

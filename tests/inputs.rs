@@ -387,6 +387,27 @@ fn a_deleted_current_directory_is_exit_2() {
         );
     };
     in_gone(&["-C", target, "restore", "--json"]);
+    // A relative _FILE cannot be meant from a deleted folder: exit 2 with the hint.
+    std::fs::write(w.path("urlfile"), format!("{real}\n")).unwrap();
+    std::fs::create_dir_all(&gone).unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"cd "$1" && rmdir "$1" && shift && exec "$@""#)
+        .arg("sh")
+        .arg(&gone)
+        .arg(env!("CARGO_BIN_EXE_git-session"))
+        .args(["-C", target, "status", "--remote", "--json"])
+        .env_clear()
+        .envs(w.env())
+        .env("READ_URL_FILE", "urlfile")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("READ_URL_FILE (urlfile) is relative"),
+        "{stdout}"
+    );
     in_gone(&["-C", target, "status", "--json"]);
     std::fs::write(tree.join("b.txt"), "b\n").unwrap();
     in_gone(&["-C", target, "save", "--no-push", "-m", "b", "--json"]);

@@ -1183,6 +1183,13 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     assert_eq!(status(&f), "lease");
     s.w.git(&f, &["commit", "-q", "--amend", "-m", "amended"]);
     assert_eq!(status(&f), "rewritten");
+    let human = s.w.run(&f, &["status"], &[]);
+    human.assert_code(0);
+    assert!(
+        human.stdout.contains("history was rewritten"),
+        "{}",
+        human.stdout
+    );
     s.push(&f, &[]).assert_code(7);
     assert_eq!(s.remote("sessions/amend2").as_deref(), Some(z.as_str()));
 }

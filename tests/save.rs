@@ -987,6 +987,15 @@ fn refuses_when_head_left_the_session_branch() {
         msg.contains(&format!("git switch {BRANCH}")) && msg.contains(&merge),
         "{msg}"
     );
+    // A plain push from there pushes the branch, and says what it left behind.
+    let url = s.url();
+    let push = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
+    push.assert_code(0);
+    let warnings = push.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("were not pushed") && warnings.contains(&merge),
+        "{warnings}"
+    );
     s.w.git(&dir, &["switch", "-q", BRANCH]);
     s.w.git(&dir, &["merge", "-q", &elsewhere]);
     s.save(&dir, &[]).assert_code(0);
@@ -1004,8 +1013,41 @@ fn refuses_when_head_left_the_session_branch() {
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(msg.contains("git bisect reset"), "{msg}");
     assert!(!msg.contains("git merge"), "nothing to bring over: {msg}");
+    // A commit made during the bisect is named, and following the hint keeps it.
+    write(&dir, "during.txt", "during\n");
+    s.w.git(&dir, &["add", "during.txt"]);
+    s.w.git(&dir, &["commit", "-qm", "during the bisect"]);
+    let during = s.head(&dir);
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("git bisect reset") && msg.contains(&format!("git merge {during}")),
+        "{msg}"
+    );
     s.w.git(&dir, &["bisect", "reset"]);
     assert_eq!(s.head(&dir), elsewhere);
+    s.w.git(&dir, &["merge", "-q", "--no-edit", &during]);
+    s.save(&dir, &[]).assert_code(0);
+    assert_eq!(s.w.git(&dir, &["show", "HEAD:during.txt"]), "during");
+
+    // `-C` with `..` means the folder the file system resolves, as for `git -C`: here the parent,
+    // which holds no session, not the tree whose path the text starts with.
+    let dotdot = format!("{}/..", dir.display());
+    let run = s.w.run(
+        &s.w.path("elsewhere"),
+        &["-C", &dotdot, "status", "--json"],
+        &[],
+    );
+    run.assert_code(2);
+    let sub = format!("{}/sub/..", dir.display());
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    s.w.run(
+        &s.w.path("elsewhere"),
+        &["-C", &sub, "status", "--json"],
+        &[],
+    )
+    .assert_code(0);
 }
 
 #[test]
@@ -1137,6 +1179,40 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     let warnings = s.status_warnings(&dir);
     assert!(warnings.contains("a merge is in progress"), "{warnings}");
     s.w.git(&dir, &["merge", "--abort"]);
+
+    // A cherry-pick of several commits stopped on a conflict: the message names both the paths
+    // and the sequence; once the first pick is committed by hand, the sequence still holds save.
+    s.w.git(&dir, &["switch", "-q", "-c", "picks", &head]);
+    write(&dir, "plain.txt", "picked\n");
+    s.w.git(&dir, &["commit", "-qam", "pick one"]);
+    write(&dir, "two.txt", "two\n");
+    s.w.git(&dir, &["add", "two.txt"]);
+    s.w.git(&dir, &["commit", "-qm", "pick two"]);
+    s.w.git(&dir, &["switch", "-q", BRANCH]);
+    write(&dir, "plain.txt", "on the branch\n");
+    s.w.git(&dir, &["commit", "-qam", "conflicting"]);
+    let head = s.head(&dir);
+    let pick = s.w.git_output(&dir, &["cherry-pick", "picks~1", "picks"]);
+    assert!(!pick.status.success(), "the cherry-pick did not stop");
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("unmerged (plain.txt)") && msg.contains("then finish a cherry-pick"),
+        "{msg}"
+    );
+    write(&dir, "plain.txt", "resolved\n");
+    s.w.git(&dir, &["add", "plain.txt"]);
+    s.w.git(&dir, &["commit", "-q", "--no-edit"]);
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("several commits"), "{msg}");
+    assert!(s.status_warnings(&dir).contains("several commits"));
+    assert_ne!(s.head(&dir), head);
+    s.w.git(&dir, &["cherry-pick", "--continue"]);
+    s.save(&dir, &[]).assert_code(0);
+    assert_eq!(s.w.git(&dir, &["show", "HEAD:two.txt"]), "two");
     write(&dir, "after.txt", "after\n");
     s.save(&dir, &[]).assert_code(0);
 }

@@ -139,7 +139,13 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
         },
     ];
     match head {
-        Some(h) => human.push(format!("HEAD: {h}, {ahead} commit(s) ahead of the lease")),
+        Some(h) if h == base || crate::gitdir::descends_from(&repo, h.id(), base.id())? => {
+            human.push(format!("HEAD: {h}, {ahead} commit(s) ahead of the lease"));
+        }
+        Some(h) => human.push(format!(
+            "HEAD: {h}, which does not descend from {base} (history was rewritten): a push will \
+             be refused (exit 7)"
+        )),
         None => human.push(
             "HEAD: no commit yet (restored from an archive; history is fetched on the first save)"
                 .into(),

@@ -108,6 +108,14 @@ pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Re
             )),
             other => other,
         })?;
+    let mut outcome = outcome;
+    if let Some(head) = crate::save::commits_off_branch(&repo, &branch) {
+        outcome.warnings.push(format!(
+            "HEAD ({head}) holds commits that {} lacks, and they were not pushed: switch back \
+             (`git switch {branch}`), bring them over (`git merge {head}`) and push again",
+            branch.full_ref()
+        ));
+    }
     if outcome.tip != session.record.lease {
         session.record.lease = outcome.tip;
         session.record.write(&session.git_dir)?;

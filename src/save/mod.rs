@@ -210,11 +210,7 @@ pub(crate) fn stopped_operation(
     git_dir: &Path,
 ) -> Option<(&'static str, &'static str, &'static str)> {
     if git_dir.join("rebase-merge").is_dir() {
-        return Some((
-            "a rebase",
-            "rebase-merge",
-            "`git rebase --continue` (or `git rebase --abort`)",
-        ));
+        return Some(("a rebase", "rebase-merge", REBASE_FINISH));
     }
     let apply = git_dir.join("rebase-apply");
     if apply.join("applying").exists() {
@@ -224,18 +220,37 @@ pub(crate) fn stopped_operation(
             "`git am --continue` (or `git am --abort`)",
         ));
     }
-    apply.is_dir().then_some((
-        "a rebase",
-        "rebase-apply",
-        "`git rebase --continue` (or `git rebase --abort`)",
-    ))
+    apply
+        .is_dir()
+        .then_some(("a rebase", "rebase-apply", REBASE_FINISH))
 }
+
+/// How to finish a stopped rebase. `--abort` resets the work tree, so it is flagged.
+const REBASE_FINISH: &str =
+    "`git rebase --continue` (or `git rebase --abort`, which also drops uncommitted changes)";
 
 /// How to get `HEAD` back onto the session branch: `git switch`, and when `HEAD` holds commits the
 /// branch lacks, a `git merge` of them afterwards (a fast-forward when it can be), so that none is
 /// left behind.
 fn switch_back(repo: &gix::Repository, branch: &SessionBranch) -> String {
-    let switch = format!("switch back (`git switch {branch}`)");
+    let switch = format!(
+        "switch back (`git switch {branch}`; should git refuse over local changes, `git stash` \
+         first and `git stash pop` after)"
+    );
+    match commits_off_branch(repo, branch) {
+        Some(head) => {
+            format!("{switch}, then bring over the commits made there (`git merge {head}`)")
+        }
+        None => switch,
+    }
+}
+
+/// `HEAD`'s commit when it is off the session branch and holds commits the branch lacks (made on
+/// a detached `HEAD`, another branch, or during a bisect): they would be left behind.
+pub(crate) fn commits_off_branch(
+    repo: &gix::Repository,
+    branch: &SessionBranch,
+) -> Option<gix::ObjectId> {
     let head = repo.head_id().ok().map(|id| id.detach());
     let tip = repo
         .try_find_reference(branch.full_ref().as_str())
@@ -247,9 +262,9 @@ fn switch_back(repo: &gix::Repository, branch: &SessionBranch) -> String {
         (Some(head), Some(tip))
             if head != tip && !crate::gitdir::descends_from(repo, tip, head).unwrap_or(false) =>
         {
-            format!("{switch}, then bring over the commits made there (`git merge {head}`)")
+            Some(head)
         }
-        _ => switch,
+        _ => None,
     }
 }
 
@@ -275,7 +290,12 @@ fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::O
         _ if repo.git_dir().join("BISECT_START").exists() => {
             return Err(Error::Conflict(format!(
                 "a bisect is in progress (.git/BISECT_START), so HEAD is not on the session branch \
-                 {full}: end it with `git bisect reset`{SAVE_AGAIN}"
+                 {full}: end it with `git bisect reset`{}{SAVE_AGAIN}",
+                commits_off_branch(repo, branch)
+                    .map(|head| format!(
+                        ", then bring over the commits made during it (`git merge {head}`)"
+                    ))
+                    .unwrap_or_default()
             )));
         }
         Some(name) => Some(format!("HEAD is on {name}")),
@@ -308,27 +328,7 @@ fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::O
 /// # Errors
 /// [`Error::Conflict`] (exit 7), saying how to finish or abort.
 fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Result<()> {
-    let unmerged: std::collections::BTreeSet<String> = index
-        .entries()
-        .iter()
-        .filter(|e| e.stage_raw() != 0)
-        .map(|e| e.path(index).to_string())
-        .collect();
-    if !unmerged.is_empty() {
-        let shown: Vec<&str> = unmerged.iter().take(5).map(String::as_str).collect();
-        return Err(Error::Conflict(format!(
-            "{} path(s) are unmerged ({}{}): resolve the conflicts and `git add` them (or undo the \
-             operation that made them){SAVE_AGAIN}",
-            unmerged.len(),
-            shown.join(", "),
-            if unmerged.len() > shown.len() {
-                ", …"
-            } else {
-                ""
-            }
-        )));
-    }
-    for (file, what, finish) in [
+    let operation = [
         (
             "MERGE_HEAD",
             "a merge",
@@ -344,17 +344,43 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
             "a revert",
             "`git revert --continue` (or `--abort`)",
         ),
-    ] {
-        if git_dir.join(file).exists() {
-            return Err(Error::Conflict(format!(
-                "{what} is in progress (.git/{file}): finish it with {finish}{SAVE_AGAIN}"
-            )));
-        }
-    }
-    // `git am` (and a rebase) may stop with HEAD still on the branch.
-    if let Some((what, dir, finish)) = stopped_operation(git_dir) {
+        (
+            "sequencer",
+            "a cherry-pick or revert of several commits",
+            "`git cherry-pick --continue` or `git revert --continue` (or `--quit` to stop there)",
+        ),
+    ]
+    .into_iter()
+    .find(|(file, _, _)| git_dir.join(file).exists())
+    .or_else(|| stopped_operation(git_dir).map(|(what, dir, finish)| (dir, what, finish)));
+    let unmerged: std::collections::BTreeSet<String> = index
+        .entries()
+        .iter()
+        .filter(|e| e.stage_raw() != 0)
+        .map(|e| e.path(index).to_string())
+        .collect();
+    if !unmerged.is_empty() {
+        let shown: Vec<&str> = unmerged.iter().take(5).map(String::as_str).collect();
+        let then = match operation {
+            Some((file, what, finish)) => {
+                format!(", then finish {what} (.git/{file}) with {finish}")
+            }
+            None => " (or undo the operation that made them)".to_owned(),
+        };
         return Err(Error::Conflict(format!(
-            "{what} is in progress (.git/{dir}): finish it with {finish}{SAVE_AGAIN}"
+            "{} path(s) are unmerged ({}{}): resolve the conflicts and `git add` them{then}{SAVE_AGAIN}",
+            unmerged.len(),
+            shown.join(", "),
+            if unmerged.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        )));
+    }
+    if let Some((file, what, finish)) = operation {
+        return Err(Error::Conflict(format!(
+            "{what} is in progress (.git/{file}): finish it with {finish}{SAVE_AGAIN}"
         )));
     }
     Ok(())
