@@ -2803,3 +2803,49 @@ fn peak_memory_is_bounded_whatever_the_number_of_members() {
         .count();
     assert_eq!(restored, members + 1);
 }
+
+/// SPEC rule 6 for `--force` and for completing an interrupted restore: nothing is deleted, and a
+/// rerun replaces only what the interrupted run had moved into place.
+#[test]
+fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
+    let w = World::new();
+    let archive = fixture("good.tar.gz");
+    // A regular file where the archive has a folder: even --force keeps it (exit 7).
+    let arena = Arena::new(&w, "file-for-folder", &[("bin", b"precious\n")]);
+    let before = snapshot(&arena.parent);
+    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    assert_failed(&run, 7);
+    assert!(
+        run.stdout
+            .contains("is a file where the commit has a directory"),
+        "{}",
+        run.stdout
+    );
+    assert_same("file in the way", &snapshot(&arena.parent), &before);
+
+    // An interrupted restore, then a person writes into the tree: the rerun keeps that work.
+    let arena = Arena::new(&w, "resume", &[]);
+    restore_env(
+        &w,
+        &arena.target,
+        &archive,
+        TIP,
+        &[],
+        &[("GIT_SESSION_FAILPOINT", "after-staging")],
+    );
+    std::fs::write(arena.target.join("README.md"), b"user work\n").unwrap();
+    let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+    assert_failed(&run, 7);
+    assert!(run.stdout.contains("did not write"), "{}", run.stdout);
+    assert_eq!(
+        std::fs::read(arena.target.join("README.md")).unwrap(),
+        b"user work\n"
+    );
+    // What the interrupted run could have placed (identical content) is no conflict.
+    std::fs::write(arena.target.join("README.md"), b"hello\n").unwrap();
+    restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+    assert_eq!(
+        std::fs::read(arena.target.join("bin/run.sh")).unwrap(),
+        b"#!/bin/sh\necho hi\n"
+    );
+}

@@ -1197,3 +1197,74 @@ fn a_large_pack_restores_with_bounded_memory() {
         "peak RSS {kib} KiB while restoring a {pack_kib} KiB pack"
     );
 }
+
+/// SPEC rule 6 for `--force` and for completing an interrupted restore: nothing is deleted, and a
+/// rerun replaces only what the interrupted run wrote (a file it cut short included).
+#[test]
+fn forced_or_resumed_restores_delete_nothing_in_the_way() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let force = |dir: &Path| {
+        w.run(
+            dir,
+            &["restore", "--force", "--json"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", &ids[1]),
+            ],
+        )
+    };
+    // A folder where the commit has a file, and a file where it has a folder: kept, exit 7.
+    for (name, make) in [
+        ("folder-for-file", "README.md/data"),
+        ("file-for-folder", "bin"),
+    ] {
+        let dir = w.path(name);
+        std::fs::create_dir_all(dir.join(make).parent().unwrap()).unwrap();
+        std::fs::write(dir.join(make), "precious\n").unwrap();
+        let run = force(&dir);
+        run.assert_code(7);
+        assert_eq!(
+            std::fs::read_to_string(dir.join(make)).unwrap(),
+            "precious\n",
+            "{name}"
+        );
+        assert!(!dir.join(".git").exists(), "{name}");
+        assert_eq!(all_files(&dir).len(), 1, "{name}: {:?}", all_files(&dir));
+    }
+
+    // Killed mid-checkout; then a person edits a file, and the kill had cut another one short.
+    let dir = w.path("resume");
+    let run = restore(
+        &w,
+        &dir,
+        &url,
+        "s",
+        &ids[1],
+        &[("GIT_SESSION_FAILPOINT", "mid-checkout")],
+    );
+    assert!(run.code.is_none() || run.code == Some(134));
+    let written: Vec<_> = all_files(&dir)
+        .into_iter()
+        .filter(|p| p.starts_with(dir.join("many")))
+        .collect();
+    assert!(written.len() >= 2, "{written:?}");
+    std::fs::write(&written[0], "user work\n").unwrap();
+    std::fs::write(&written[1], "fil").unwrap(); // a prefix of "file NN\n"
+    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains(written[0].to_str().unwrap()) && msg.contains("did not write"),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_to_string(&written[0]).unwrap(), "user work\n");
+    // Still an interrupted restore: once the edit is moved aside, the rerun completes it.
+    std::fs::remove_file(&written[0]).unwrap();
+    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    run.assert_code(0);
+    assert_restored(&w, &dir, "s", &ids[1]);
+}

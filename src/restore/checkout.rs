@@ -4,6 +4,7 @@
 //! `/` in names, NTFS and HFS aliases such as `GIT~1`: SPEC rule 7 for tree entries), before any file
 //! is written. Files are written in parallel by `gix_worktree_state::checkout`.
 
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -40,6 +41,98 @@ pub fn index_from_tree(
         ))
     })?;
     Ok(gix::index::File::from_state(state, repo.index_path()))
+}
+
+/// Before a checkout that may replace files (`--force`, or completing an interrupted restore),
+/// refuse what it would delete or must not overwrite (SPEC rule 6: other files are left in place,
+/// nothing is deleted):
+/// - a file where the commit has a folder (one of an entry's leading components), or a symlink
+///   there when `resume_only`;
+/// - a non-empty folder where the commit has a file;
+/// - with `resume_only`, a file or symlink whose content is neither the commit's nor a prefix of
+///   it (a file cut short by the kill): content the interrupted restore did not write.
+///
+/// # Errors
+/// [`Error::Conflict`] (exit 7) naming the path, before anything is written.
+pub fn refuse_what_is_in_the_way(
+    workdir: &Path,
+    index: &gix::index::File,
+    objects: &impl gix::objs::Find,
+    resume_only: bool,
+) -> Result<()> {
+    let conflict = |path: &Path, what: &str| {
+        Error::Conflict(format!(
+            "{} {what}: nothing was changed (move it aside{})",
+            path.display(),
+            if resume_only {
+                ", or pass --force to overwrite the files the commit tracks"
+            } else {
+                ""
+            }
+        ))
+    };
+    let mut folders_seen = std::collections::HashSet::new();
+    let mut buf = Vec::new();
+    for entry in index.entries() {
+        let rel = std::path::Path::new(std::ffi::OsStr::from_bytes(entry.path(index)));
+        let mut parent = std::path::PathBuf::new();
+        let mut components = rel.components().peekable();
+        while let Some(component) = components.next() {
+            if components.peek().is_none() {
+                break;
+            }
+            parent.push(component);
+            if !folders_seen.insert(parent.clone()) {
+                continue;
+            }
+            match std::fs::symlink_metadata(workdir.join(&parent)) {
+                // A symlink holds no content: `--force` replaces it (never writing through it).
+                Ok(meta) if !meta.is_dir() && (resume_only || !meta.file_type().is_symlink()) => {
+                    return Err(conflict(
+                        &workdir.join(&parent),
+                        "is a file where the commit has a folder",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let path = workdir.join(rel);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            let empty = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_none());
+            if !empty {
+                return Err(conflict(&path, "is a folder where the commit has a file"));
+            }
+            continue;
+        }
+        if !resume_only {
+            continue;
+        }
+        let blob = objects
+            .try_find(&entry.id, &mut buf)
+            .ok()
+            .flatten()
+            .map(|d| d.data.to_vec())
+            .unwrap_or_default();
+        let on_disk = if meta.file_type().is_symlink() {
+            std::fs::read_link(&path)
+                .map(|t| t.into_os_string().into_encoded_bytes())
+                .ok()
+        } else {
+            std::fs::read(&path).ok()
+        };
+        let ours = on_disk.is_some_and(|d| blob.starts_with(&d))
+            && meta.file_type().is_symlink() == (entry.mode == gix::index::entry::Mode::SYMLINK);
+        if !ours {
+            return Err(conflict(
+                &path,
+                "holds content the interrupted restore did not write (changed since?)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Write the files of `index` into `workdir`, reading blobs from `objects`. `overwrite` lets existing files the commit tracks be

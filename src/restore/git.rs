@@ -98,6 +98,9 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             started.elapsed().as_millis()
         );
         refuse_staging_paths(&index)?;
+        if plan.overwrite {
+            checkout::refuse_what_is_in_the_way(&opts.dir, &index, &objects, plan.resume_only)?;
+        }
         written_any.set(true);
         let files = checkout::checkout(
             &repo,
@@ -142,7 +145,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             warnings: std::mem::take(&mut warnings),
         })
     })();
-    if result.is_err() && !written_any.get() {
+    if result.is_err() && !written_any.get() && !plan.interrupted {
         abandon(&staging);
         if created_dir {
             // Nothing was written: leave no empty folder behind either.

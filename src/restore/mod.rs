@@ -133,8 +133,14 @@ fn inspect(dir: &Path) -> Result<Target> {
 struct Plan {
     /// Files the commit tracks may be overwritten.
     overwrite: bool,
+    /// Only what an interrupted restore of this commit left may be replaced (`overwrite` without
+    /// `--force`): files holding the commit's content, or a prefix of it cut by the kill.
+    resume_only: bool,
     /// The target held nothing (faster checkout).
     empty: bool,
+    /// The target holds an interrupted restore of this session: a failure keeps its staging
+    /// folder and intent, so that the next run still completes it.
+    interrupted: bool,
 }
 
 /// Decide what to do with the target, or finish early: `Ok(Err(report))` is a no-op success.
@@ -143,6 +149,8 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
         Target::Empty => Ok(Ok(Plan {
             overwrite: opts.force,
             empty: true,
+            resume_only: false,
+            interrupted: false,
         })),
         Target::Session(record) => {
             if record.branch != opts.branch {
@@ -178,6 +186,8 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                 Ok(Ok(Plan {
                     overwrite: true,
                     empty: false,
+                    resume_only: !opts.force,
+                    interrupted: true,
                 }))
             } else {
                 Err(Error::Conflict(format!(
@@ -198,6 +208,8 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                 Ok(Ok(Plan {
                     overwrite: true,
                     empty: false,
+                    resume_only: false,
+                    interrupted: false,
                 }))
             } else {
                 let shown: Vec<_> = names.iter().take(5).cloned().collect();

@@ -177,9 +177,14 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         }
         // Everything in the way is found before the first entry moves: a conflict leaves the
         // target as it was.
-        into_place(&tree, &opts.dir, plan.overwrite, Pass::Check)?;
+        let replace = match (plan.overwrite, plan.resume_only) {
+            (false, _) => Replace::Nothing,
+            (true, true) => Replace::Identical,
+            (true, false) => Replace::Any,
+        };
+        into_place(&tree, &opts.dir, replace, Pass::Check)?;
         moving.set(true);
-        into_place(&tree, &opts.dir, plan.overwrite, Pass::Move)?;
+        into_place(&tree, &opts.dir, replace, Pass::Move)?;
         std::fs::remove_dir_all(&tree)
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
         let record = SessionRecord {
@@ -205,10 +210,11 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
             warnings: std::mem::take(&mut warnings),
         })
     })();
-    if result.is_err() && !moving.get() {
+    if result.is_err() && !moving.get() && !plan.interrupted {
         // Nothing of the archive reached the target: remove the staging folder, the target is as
         // it was. A failure while moving entries (local I/O) keeps it, with its intent, so that
-        // the next run completes the move. A target folder this run created goes too (only if
+        // the next run completes the move; so does completing an interrupted restore, whose
+        // files are already in the target. A target folder this run created goes too (only if
         // empty: `remove_dir` never deletes content).
         abandon(&staging);
         if !target_existed {
@@ -268,12 +274,24 @@ enum Pass {
     Move,
 }
 
+/// Which existing files [`into_place`] may replace with the archive's.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Replace {
+    /// None: anything in the way is a conflict.
+    Nothing,
+    /// Completing an interrupted restore: only files identical to the archive's (moved into place
+    /// by the interrupted run; each move is a rename, so none is cut short).
+    Identical,
+    /// `--force`: every file the archive has.
+    Any,
+}
+
 /// Move every entry of `from` into `to` (with [`Pass::Check`] first, so a conflict is found before
 /// anything moves): missing paths are renamed into place; directories present on both sides merge;
-/// an existing file or symlink is replaced only when `overwrite` (`--force`, or completing an
-/// interrupted restore), never a directory where the archive has a file (that would delete other
-/// content).
-fn into_place(from: &Path, to: &Path, overwrite: bool, pass: Pass) -> Result<()> {
+/// an existing file or symlink is replaced as `replace` allows. Never replaced, as that would
+/// delete other content (SPEC rule 6): a directory where the archive has a file, or a regular file
+/// where it has a directory (a symlink there is replaced by `--force`).
+fn into_place(from: &Path, to: &Path, replace: Replace, pass: Pass) -> Result<()> {
     let entries =
         std::fs::read_dir(from).map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
     for entry in entries {
@@ -288,7 +306,7 @@ fn into_place(from: &Path, to: &Path, overwrite: bool, pass: Pass) -> Result<()>
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("reading {}", dst.display()), e)),
             Ok(meta) if meta.is_dir() && src_is_dir => {
-                into_place(&src, &dst, overwrite, pass)?;
+                into_place(&src, &dst, replace, pass)?;
                 continue;
             }
             Ok(meta) if meta.is_dir() => {
@@ -297,7 +315,19 @@ fn into_place(from: &Path, to: &Path, overwrite: bool, pass: Pass) -> Result<()>
                     dst.display()
                 )));
             }
-            Ok(_) if overwrite => {
+            // A symlink holds no content: `--force` replaces it (never writing through it).
+            Ok(meta)
+                if src_is_dir && !(meta.file_type().is_symlink() && replace == Replace::Any) =>
+            {
+                return Err(Error::Conflict(format!(
+                    "{} is a file where the commit has a directory: nothing was changed",
+                    dst.display()
+                )));
+            }
+            Ok(meta)
+                if replace == Replace::Any
+                    || replace == Replace::Identical && same_entry(&src, &dst, &meta) =>
+            {
                 if pass == Pass::Move {
                     std::fs::remove_file(&dst)
                         .map_err(|e| Error::io(format!("replacing {}", dst.display()), e))?;
@@ -305,8 +335,14 @@ fn into_place(from: &Path, to: &Path, overwrite: bool, pass: Pass) -> Result<()>
             }
             Ok(_) => {
                 return Err(Error::Conflict(format!(
-                    "{} is in the way of the restore: nothing was changed",
-                    dst.display()
+                    "{} is in the way of the restore: nothing was changed{}",
+                    dst.display(),
+                    if replace == Replace::Identical {
+                        " (it holds content the interrupted restore did not write: move it \
+                         aside, or pass --force to overwrite the files the commit tracks)"
+                    } else {
+                        ""
+                    }
                 )));
             }
         }
@@ -317,6 +353,20 @@ fn into_place(from: &Path, to: &Path, overwrite: bool, pass: Pass) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// Whether `dst` (with metadata `meta`) is the same file or symlink as the staged `src`.
+fn same_entry(src: &Path, dst: &Path, meta: &std::fs::Metadata) -> bool {
+    let Ok(src_meta) = std::fs::symlink_metadata(src) else {
+        return false;
+    };
+    if src_meta.file_type().is_symlink() || meta.file_type().is_symlink() {
+        return src_meta.file_type().is_symlink()
+            && meta.file_type().is_symlink()
+            && std::fs::read_link(src).ok() == std::fs::read_link(dst).ok();
+    }
+    src_meta.len() == meta.len()
+        && matches!((std::fs::read(src), std::fs::read(dst)), (Ok(a), Ok(b)) if a == b)
 }
 
 /// An HTTP response body whose transport failures surface as [`Error::Network`] (retried), not as
