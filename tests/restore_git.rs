@@ -1268,3 +1268,47 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     run.assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
 }
+
+/// Two restores of one folder at once (a boot script run twice): both start together (barrier
+/// `before-lock`), the second waits for the first and then finds the work done; neither fails,
+/// and the tree is exact.
+#[test]
+fn two_restores_of_one_folder_at_once_both_succeed() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("twice");
+    let barrier = w.path("barrier");
+    let barrier_dir = barrier.to_str().unwrap();
+    let vars = [
+        ("GIT_SESSION_FAILPOINT", "before-lock"),
+        ("GIT_SESSION_BARRIER_DIR", barrier_dir),
+    ];
+    let runs: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| restore(&w, &dir, &url, "s", &ids[1], &vars)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for run in &runs {
+        run.assert_code(0);
+    }
+    let noops: Vec<bool> = runs.iter().map(|r| r.json()["noop"] == true).collect();
+    assert_eq!(
+        noops.iter().filter(|n| **n).count(),
+        1,
+        "exactly one restore did the work"
+    );
+    let waited = runs
+        .iter()
+        .filter(|r| r.stderr.contains("another restore is running"))
+        .count();
+    assert_eq!(
+        waited,
+        1,
+        "{:?}",
+        runs.iter().map(|r| &r.stderr).collect::<Vec<_>>()
+    );
+    assert_restored(&w, &dir, "s", &ids[1]);
+}

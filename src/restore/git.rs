@@ -21,6 +21,7 @@ use crate::types::FullSha;
 #[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
 pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let created_dir = !opts.dir.exists();
+    let _lock = super::lock_target(&opts.dir)?;
     let plan = match plan(opts, Source::Git)? {
         Ok(plan) => plan,
         Err(noop) => return Ok(noop),

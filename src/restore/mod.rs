@@ -129,6 +129,59 @@ fn inspect(dir: &Path) -> Result<Target> {
     })
 }
 
+/// An exclusive lock on the target folder (`flock` on the folder itself, so nothing is left in the
+/// tree, and a killed holder releases it), held for a whole restore: a second restore of the same
+/// folder waits, then finds the work done (a no-op) instead of building the same staging folder
+/// at the same time. Created here if missing; removed again on drop if this created it and it is
+/// still empty (a restore that wrote nothing).
+struct TargetLock {
+    _folder: std::fs::File,
+    dir: PathBuf,
+    created: bool,
+}
+
+impl Drop for TargetLock {
+    fn drop(&mut self) {
+        if self.created {
+            let _ = std::fs::remove_dir(&self.dir);
+        }
+    }
+}
+
+/// Take the [`TargetLock`] of `dir`, waiting for another restore that holds it.
+///
+/// # Errors
+/// [`Error::Internal`] when the folder cannot be created, opened or locked.
+fn lock_target(dir: &Path) -> Result<TargetLock> {
+    crate::failpoint::barrier("before-lock");
+    let created = !dir.exists();
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    let folder =
+        std::fs::File::open(dir).map_err(|e| Error::io(format!("opening {}", dir.display()), e))?;
+    let lock = TargetLock {
+        _folder: folder,
+        dir: dir.to_owned(),
+        created,
+    };
+    match lock._folder.try_lock() {
+        Ok(()) => return Ok(lock),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            tracing::warn!(
+                "another restore is running in {}: waiting for it to finish",
+                dir.display()
+            );
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(Error::io(format!("locking {}", dir.display()), e));
+        }
+    }
+    lock._folder
+        .lock()
+        .map_err(|e| Error::io(format!("locking {}", dir.display()), e))?;
+    Ok(lock)
+}
+
 /// How restore may write into the target, decided from its state.
 struct Plan {
     /// Files the commit tracks may be overwritten.

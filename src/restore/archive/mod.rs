@@ -57,6 +57,8 @@ const TREE_DIR: &str = "tree";
 /// conflict (7) for content in the way.
 #[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
 pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Result<RestoreReport> {
+    let target_existed = opts.dir.exists();
+    let _lock = super::lock_target(&opts.dir)?;
     let plan = match plan(opts, Source::Archive)? {
         Ok(plan) => plan,
         Err(noop) => return Ok(noop),
@@ -89,7 +91,6 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         })?),
         _ => None,
     };
-    let target_existed = opts.dir.exists();
     let staging = begin_staging(opts)?;
     let moving = std::cell::Cell::new(false);
     let result = (|| -> Result<RestoreReport> {
