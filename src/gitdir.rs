@@ -15,7 +15,7 @@ use crate::types::{FullSha, SessionBranch};
 pub struct OriginConfig<'a> {
     /// The credential-free fetch URL (`remote.origin.url`).
     pub url: Option<&'a str>,
-    /// The credential-free push URL (`remote.origin.pushurl`), when different from `url`.
+    /// The credential-free push URL (`remote.origin.pushurl`; `url` when `None`).
     pub push_url: Option<&'a str>,
     /// The session branch: the only one `origin` fetches, and the upstream of the local branch.
     pub branch: &'a SessionBranch,
@@ -74,9 +74,8 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
     );
     if let Some(url) = origin.url {
         let _ = write!(c, "[remote \"origin\"]\n\turl = {}\n", quote(url));
-        if let Some(push) = origin.push_url.filter(|p| *p != url) {
-            let _ = writeln!(c, "\tpushurl = {}", quote(push));
-        }
+        // Both, as the SPEC says, also when they are the same URL (no PUSH_URL: the read URL).
+        let _ = writeln!(c, "\tpushurl = {}", quote(origin.push_url.unwrap_or(url)));
         let _ = writeln!(
             c,
             "\tfetch = {}\n\ttagOpt = --no-tags",

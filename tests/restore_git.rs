@@ -153,6 +153,8 @@ fn configures_origin_without_secrets_and_with_upstream() {
     .assert_code(0);
     let public = srv.url("repo.git", None);
     assert_eq!(w.git(&dir, &["config", "remote.origin.url"]), public);
+    // Both url and pushurl (SPEC), even when they name the same repository.
+    assert_eq!(w.git(&dir, &["config", "remote.origin.pushurl"]), public);
     let cfg = w.git(&dir, &["config", "--list", "--local"]);
     assert_no_secret(".git/config", cfg.as_bytes());
     assert!(!cfg.contains("@127.0.0.1"), "userinfo in config:\n{cfg}");
