@@ -72,7 +72,9 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
     let mut c = String::from(
         "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
     );
-    if let Some(url) = origin.url {
+    // Without a read URL (an archive restore given only PUSH_URL), the push URL names the same
+    // repository: `origin` fetches from it too, so plain git has a remote at all.
+    if let Some(url) = origin.url.or(origin.push_url) {
         let _ = write!(c, "[remote \"origin\"]\n\turl = {}\n", quote(url));
         // Both, as the SPEC says, also when they are the same URL (no PUSH_URL: the read URL).
         let _ = writeln!(c, "\tpushurl = {}", quote(origin.push_url.unwrap_or(url)));

@@ -2849,3 +2849,34 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
         b"#!/bin/sh\necho hi\n"
     );
 }
+
+/// An archive restore given only PUSH_URL still configures `origin` (url and pushurl, without
+/// credentials) and the credential helper, so that plain `git push` has somewhere to go.
+#[test]
+fn an_archive_restore_with_only_a_push_url_configures_origin() {
+    let w = World::new();
+    let arena = Arena::new(&w, "push-only", &[]);
+    let push = "http://t:secret-push-token@127.0.0.1:9/repo.git";
+    restore_env(
+        &w,
+        &arena.target,
+        &fixture("good.tar.gz"),
+        TIP,
+        &[],
+        &[("PUSH_URL", push)],
+    )
+    .assert_code(0);
+    let public = "http://127.0.0.1:9/repo.git";
+    assert_eq!(
+        w.git(&arena.target, &["config", "remote.origin.pushurl"]),
+        public
+    );
+    assert_eq!(
+        w.git(&arena.target, &["config", "remote.origin.url"]),
+        public
+    );
+    let helpers = w.git(&arena.target, &["config", "--get-all", "credential.helper"]);
+    assert!(helpers.contains("credential"), "{helpers}");
+    let config = std::fs::read_to_string(arena.target.join(".git/config")).unwrap();
+    assert!(!config.contains("secret-push-token"), "{config}");
+}
