@@ -2823,6 +2823,16 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
     );
     assert_same("file in the way", &snapshot(&arena.parent), &before);
 
+    // An empty folder where the archive has a file holds nothing to lose: --force replaces it,
+    // as the git path does.
+    let arena = Arena::new(&w, "empty-folder", &[]);
+    std::fs::create_dir_all(arena.target.join("README.md")).unwrap();
+    restore_file(&w, &arena.target, &archive, TIP, &["--force"]).assert_code(0);
+    assert_eq!(
+        std::fs::read(arena.target.join("README.md")).unwrap(),
+        b"hello\n"
+    );
+
     // An interrupted restore, then a person writes into the tree: the rerun keeps that work.
     let arena = Arena::new(&w, "resume", &[]);
     restore_env(

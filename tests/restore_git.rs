@@ -1269,6 +1269,64 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
     run.assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
+
+    // A person's edit that only shortens a file (here: empties it), made after the kill, is not
+    // mistaken for a file the kill cut short.
+    let dir = w.path("resume-shortened");
+    let run = restore(
+        &w,
+        &dir,
+        &url,
+        "s",
+        &ids[1],
+        &[("GIT_SESSION_FAILPOINT", "before-record")],
+    );
+    assert!(run.code.is_none() || run.code == Some(134));
+    let readme = dir.join("README.md");
+    let file = std::fs::File::create(&readme).unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(10))
+        .unwrap();
+    drop(file);
+    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    run.assert_code(7);
+    assert_eq!(std::fs::read(&readme).unwrap(), b"");
+
+    // A git restore killed mid-checkout, with a file cut short, is completed by an archive
+    // restore of the same commit.
+    let dir = w.path("resume-by-archive");
+    let run = restore(
+        &w,
+        &dir,
+        &url,
+        "s",
+        &ids[1],
+        &[("GIT_SESSION_FAILPOINT", "mid-checkout")],
+    );
+    assert!(run.code.is_none() || run.code == Some(134));
+    let cut = all_files(&dir)
+        .into_iter()
+        .find(|p| p.starts_with(dir.join("many")))
+        .unwrap();
+    std::fs::write(&cut, "fi").unwrap();
+    let archive = w.path("commit.tar.gz");
+    w.git(
+        &w.srv().join("repo.git"),
+        &[
+            "archive",
+            "--format=tar.gz",
+            &format!("--prefix=repo-{}/", ids[1]),
+            "-o",
+            archive.to_str().unwrap(),
+            &ids[1],
+        ],
+    );
+    let run = w.run(
+        &dir,
+        &["restore", "--json", "--archive", archive.to_str().unwrap()],
+        &[("SESSION_BRANCH", "s"), ("TIP_SHA", &ids[1])],
+    );
+    run.assert_code(0);
+    assert!(std::fs::read_to_string(&cut).unwrap().starts_with("file "));
 }
 
 /// Two restores of one folder at once (a boot script run twice): both start together (barrier

@@ -49,8 +49,9 @@ pub fn index_from_tree(
 /// - a file where the commit has a folder (one of an entry's leading components), or a symlink
 ///   there when `resume_only`;
 /// - a non-empty folder where the commit has a file;
-/// - with `resume_only`, a file or symlink whose content is neither the commit's nor a prefix of
-///   it (a file cut short by the kill): content the interrupted restore did not write.
+/// - when completing an interrupted restore (`resume` given), a file or symlink whose content is
+///   not the commit's, unless [`super::CutShort`] judges it a file the killed checkout cut short:
+///   content the interrupted restore did not write.
 ///
 /// # Errors
 /// [`Error::Conflict`] (exit 7) naming the path, before anything is written.
@@ -58,8 +59,10 @@ pub fn refuse_what_is_in_the_way(
     workdir: &Path,
     index: &gix::index::File,
     objects: &impl gix::objs::Find,
-    resume_only: bool,
+    resume: Option<super::CutShort>,
 ) -> Result<()> {
+    let resume_only = resume.is_some();
+    let mut cut = resume;
     let conflict = |path: &Path, what: &str| {
         Error::Conflict(format!(
             "{} {what}: nothing was changed (move it aside{})",
@@ -123,14 +126,34 @@ pub fn refuse_what_is_in_the_way(
         } else {
             std::fs::read(&path).ok()
         };
-        let ours = on_disk.is_some_and(|d| blob.starts_with(&d))
-            && meta.file_type().is_symlink() == (entry.mode == gix::index::entry::Mode::SYMLINK);
+        let same_kind =
+            meta.file_type().is_symlink() == (entry.mode == gix::index::entry::Mode::SYMLINK);
+        let mtime = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+        let ours = match (&mut cut, on_disk) {
+            (Some(cut), Some(d)) if same_kind && d == blob => {
+                cut.whole(mtime);
+                true
+            }
+            (Some(cut), Some(d))
+                if same_kind && !meta.file_type().is_symlink() && blob.starts_with(&d) =>
+            {
+                cut.prefix(path.clone(), mtime);
+                true
+            }
+            _ => false,
+        };
         if !ours {
             return Err(conflict(
                 &path,
                 "holds content the interrupted restore did not write (changed since?)",
             ));
         }
+    }
+    if let Some(path) = cut.as_ref().and_then(|c| c.first_foreign()) {
+        return Err(conflict(
+            path,
+            "holds content the interrupted restore did not write (changed since?)",
+        ));
     }
     Ok(())
 }

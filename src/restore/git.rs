@@ -100,7 +100,13 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         );
         refuse_staging_paths(&index)?;
         if plan.overwrite {
-            checkout::refuse_what_is_in_the_way(&opts.dir, &index, &objects, plan.resume_only)?;
+            checkout::refuse_what_is_in_the_way(
+                &opts.dir,
+                &index,
+                &objects,
+                plan.resume_only
+                    .then(|| super::CutShort::new(plan.cut_short_since)),
+            )?;
         }
         written_any.set(true);
         let files = checkout::checkout(

@@ -182,6 +182,73 @@ fn lock_target(dir: &Path) -> Result<TargetLock> {
     Ok(lock)
 }
 
+/// When the checkout of an interrupted git restore began: the newest `.idx` in its staging
+/// folder's `objects/pack` (written just before the checkout), or `None` when it never got there.
+fn checkout_began(staging: &Path) -> Option<std::time::SystemTime> {
+    std::fs::read_dir(staging.join("objects/pack"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "idx"))
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .max()
+}
+
+/// Files that a killed git checkout (which writes files in place) may have cut short, judged when
+/// completing it: a file whose content is a strict prefix of the commit's counts as the killed
+/// run's own only if it was last written while that run was checking out — from `since` (when
+/// its checkout began) to shortly after the newest file it wrote whole. A person's later edit
+/// (even one that only shortens the file) falls outside that window and is kept (exit 7).
+#[derive(Debug, Default)]
+pub struct CutShort {
+    since: Option<std::time::SystemTime>,
+    newest_whole: Option<std::time::SystemTime>,
+    candidates: Vec<(PathBuf, std::time::SystemTime)>,
+}
+
+impl CutShort {
+    /// Slack for file-system timestamps and the threads still writing when the kill came.
+    const SLACK: std::time::Duration = std::time::Duration::from_secs(2);
+
+    /// No file judged yet; `since`: when the killed checkout began (`None`: it never did).
+    pub fn new(since: Option<std::time::SystemTime>) -> Self {
+        CutShort {
+            since,
+            ..CutShort::default()
+        }
+    }
+
+    /// A file in place that holds exactly the commit's content, last written at `mtime`.
+    pub fn whole(&mut self, mtime: std::time::SystemTime) {
+        self.newest_whole = self.newest_whole.max(Some(mtime));
+    }
+
+    /// A file in place whose content is a strict prefix of the commit's.
+    pub fn prefix(&mut self, path: PathBuf, mtime: std::time::SystemTime) {
+        self.candidates.push((path, mtime));
+    }
+
+    /// The first candidate that is not the killed run's own.
+    pub fn first_foreign(&self) -> Option<&Path> {
+        let Some(since) = self.since else {
+            return self.candidates.first().map(|(p, _)| p.as_path());
+        };
+        let from = since.checked_sub(Self::SLACK).unwrap_or(since);
+        let until = self.newest_whole.unwrap_or(since).max(since) + Self::SLACK;
+        self.candidates
+            .iter()
+            .find(|(_, mtime)| *mtime < from || *mtime > until)
+            .map(|(p, _)| p.as_path())
+    }
+
+    /// The candidates judged the killed run's own.
+    pub fn accepted(&self) -> std::collections::HashSet<PathBuf> {
+        if self.first_foreign().is_some() {
+            return Default::default();
+        }
+        self.candidates.iter().map(|(p, _)| p.clone()).collect()
+    }
+}
+
 /// How restore may write into the target, decided from its state.
 struct Plan {
     /// Files the commit tracks may be overwritten.
@@ -189,6 +256,10 @@ struct Plan {
     /// Only what an interrupted restore of this commit left may be replaced (`overwrite` without
     /// `--force`): files holding the commit's content, or a prefix of it cut by the kill.
     resume_only: bool,
+    /// When the interrupted run was a git restore that got as far as its checkout: when that
+    /// checkout began (the newest pack index in its staging folder). Only such a run can have left
+    /// a file cut short (see [`CutShort`]).
+    cut_short_since: Option<std::time::SystemTime>,
     /// The target held nothing (faster checkout).
     empty: bool,
     /// The target holds an interrupted restore of this session: a failure keeps its staging
@@ -203,6 +274,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
             overwrite: opts.force,
             empty: true,
             resume_only: false,
+            cut_short_since: None,
             interrupted: false,
         })),
         Target::Session(record) => {
@@ -240,6 +312,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                     overwrite: true,
                     empty: false,
                     resume_only: !opts.force,
+                    cut_short_since: checkout_began(&opts.dir.join(STAGING_DIR)),
                     interrupted: true,
                 }))
             } else {
@@ -262,6 +335,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                     overwrite: true,
                     empty: false,
                     resume_only: false,
+                    cut_short_since: None,
                     interrupted: false,
                 }))
             } else {

@@ -183,9 +183,26 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
             (true, true) => Replace::Identical,
             (true, false) => Replace::Any,
         };
-        into_place(&tree, &opts.dir, replace, Pass::Check)?;
+        let mut cut = super::CutShort::new(plan.cut_short_since);
+        into_place(
+            &tree,
+            &opts.dir,
+            replace,
+            Pass::Check,
+            &mut cut,
+            &Default::default(),
+        )?;
+        if let Some(path) = cut.first_foreign() {
+            return Err(Error::Conflict(format!(
+                "{} is in the way of the restore: nothing was changed (it holds content the \
+                 interrupted restore did not write: move it aside, or pass --force to overwrite \
+                 the files the commit tracks)",
+                path.display()
+            )));
+        }
+        let accepted = cut.accepted();
         moving.set(true);
-        into_place(&tree, &opts.dir, replace, Pass::Move)?;
+        into_place(&tree, &opts.dir, replace, Pass::Move, &mut cut, &accepted)?;
         std::fs::remove_dir_all(&tree)
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
         let record = SessionRecord {
@@ -292,7 +309,18 @@ enum Replace {
 /// an existing file or symlink is replaced as `replace` allows. Never replaced, as that would
 /// delete other content (SPEC rule 6): a directory where the archive has a file, or a regular file
 /// where it has a directory (a symlink there is replaced by `--force`).
-fn into_place(from: &Path, to: &Path, replace: Replace, pass: Pass) -> Result<()> {
+///
+/// When completing an interrupted restore, a file that a killed git checkout cut short is noted in
+/// `cut` during [`Pass::Check`] (and judged by the caller); those it accepted are replaced during
+/// [`Pass::Move`].
+fn into_place(
+    from: &Path,
+    to: &Path,
+    replace: Replace,
+    pass: Pass,
+    cut: &mut super::CutShort,
+    accepted: &std::collections::HashSet<std::path::PathBuf>,
+) -> Result<()> {
     let entries =
         std::fs::read_dir(from).map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
     for entry in entries {
@@ -307,8 +335,19 @@ fn into_place(from: &Path, to: &Path, replace: Replace, pass: Pass) -> Result<()
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("reading {}", dst.display()), e)),
             Ok(meta) if meta.is_dir() && src_is_dir => {
-                into_place(&src, &dst, replace, pass)?;
+                into_place(&src, &dst, replace, pass, cut, accepted)?;
                 continue;
+            }
+            // An empty folder holds nothing to lose: replaced, as the git path does.
+            Ok(meta)
+                if meta.is_dir()
+                    && replace != Replace::Nothing
+                    && std::fs::read_dir(&dst).is_ok_and(|mut d| d.next().is_none()) =>
+            {
+                if pass == Pass::Move {
+                    std::fs::remove_dir(&dst)
+                        .map_err(|e| Error::io(format!("replacing {}", dst.display()), e))?;
+                }
             }
             Ok(meta) if meta.is_dir() => {
                 return Err(Error::Conflict(format!(
@@ -327,7 +366,8 @@ fn into_place(from: &Path, to: &Path, replace: Replace, pass: Pass) -> Result<()
             }
             Ok(meta)
                 if replace == Replace::Any
-                    || replace == Replace::Identical && same_entry(&src, &dst, &meta) =>
+                    || replace == Replace::Identical
+                        && left_by_the_killed_run(&src, &dst, &meta, pass, cut, accepted) =>
             {
                 if pass == Pass::Move {
                     std::fs::remove_file(&dst)
@@ -354,6 +394,38 @@ fn into_place(from: &Path, to: &Path, replace: Replace, pass: Pass) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Whether `dst` is what an interrupted restore left: the same entry as the staged `src`, or (noted
+/// in `cut` while checking, looked up in `accepted` while moving) a file a killed git checkout cut
+/// short.
+fn left_by_the_killed_run(
+    src: &Path,
+    dst: &Path,
+    meta: &std::fs::Metadata,
+    pass: Pass,
+    cut: &mut super::CutShort,
+    accepted: &std::collections::HashSet<std::path::PathBuf>,
+) -> bool {
+    let mtime = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+    if same_entry(src, dst, meta) {
+        cut.whole(mtime);
+        return true;
+    }
+    match pass {
+        Pass::Move => accepted.contains(dst),
+        Pass::Check => {
+            let regular = meta.file_type().is_file()
+                && std::fs::symlink_metadata(src).is_ok_and(|m| m.file_type().is_file());
+            let prefix = regular
+                && meta.len() < std::fs::metadata(src).map(|m| m.len()).unwrap_or(0)
+                && matches!((std::fs::read(src), std::fs::read(dst)), (Ok(a), Ok(b)) if a.starts_with(&b));
+            if prefix {
+                cut.prefix(dst.to_owned(), mtime);
+            }
+            prefix
+        }
+    }
 }
 
 /// Whether `dst` (with metadata `meta`) is the same file or symlink as the staged `src`.
