@@ -47,7 +47,7 @@ pub fn index_from_tree(
 /// refuse what it would delete or must not overwrite (SPEC rule 6: other files are left in place,
 /// nothing is deleted):
 /// - a file where the commit has a folder (one of an entry's leading components), or a symlink
-///   there when `resume_only`;
+///   there when `resume` is given (`--force` replaces a symlink, never writing through it);
 /// - a non-empty folder where the commit has a file;
 /// - when completing an interrupted restore (`resume` given), a file or symlink whose content is
 ///   not the commit's, unless [`super::CutShort`] judges it a file the killed checkout cut short:
