@@ -1264,6 +1264,19 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
         "{msg}"
     );
     assert_eq!(std::fs::read_to_string(&written[0]).unwrap(), "user work\n");
+    // The refused rerun rebuilt the staging folder, with a new pack index; make it clearly later
+    // than the cut-short file, as when the person takes a while: the killed checkout's start
+    // must still be the one judged by.
+    let pack_dir = dir.join(restore_staging()).join("objects/pack");
+    for entry in std::fs::read_dir(&pack_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "idx") {
+            // The owner may set the times through a read-only handle (futimens).
+            let file = std::fs::File::open(&path).unwrap();
+            file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(10))
+                .unwrap();
+        }
+    }
     // Still an interrupted restore: once the edit is moved aside, the rerun completes it.
     std::fs::remove_file(&written[0]).unwrap();
     let run = restore(&w, &dir, &url, "s", &ids[1], &[]);

@@ -32,7 +32,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let http = Http::new()?;
 
     let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
-    let staging = begin_staging(opts)?;
+    let staging = begin_staging(opts, &plan)?;
     let read_url = read.load()?;
     let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
     let read_public = read_url.public();

@@ -76,6 +76,11 @@ pub struct RestoreReport {
 struct Intent {
     branch: SessionBranch,
     tip: FullSha,
+    /// When the first interrupted run's checkout began (milliseconds since the Unix epoch),
+    /// carried from run to run so that files it cut short stay recognised after a rerun that
+    /// failed (see [`CutShort`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    checkout_began_ms: Option<u64>,
 }
 
 /// The state of the target directory before a restore.
@@ -312,7 +317,10 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                     overwrite: true,
                     empty: false,
                     resume_only: !opts.force,
-                    cut_short_since: checkout_began(&opts.dir.join(STAGING_DIR)),
+                    cut_short_since: intent
+                        .checkout_began_ms
+                        .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+                        .or_else(|| checkout_began(&opts.dir.join(STAGING_DIR))),
                     interrupted: true,
                 }))
             } else {
@@ -387,7 +395,7 @@ pub fn open_repo(git_dir: &Path) -> Result<gix::Repository> {
 }
 
 /// Create (or recreate) the staging folder with its intent file.
-fn begin_staging(opts: &RestoreOptions) -> Result<PathBuf> {
+fn begin_staging(opts: &RestoreOptions, plan: &Plan) -> Result<PathBuf> {
     std::fs::create_dir_all(&opts.dir)
         .map_err(|e| Error::io(format!("creating {}", opts.dir.display()), e))?;
     let staging = opts.dir.join(STAGING_DIR);
@@ -400,6 +408,10 @@ fn begin_staging(opts: &RestoreOptions) -> Result<PathBuf> {
     let intent = Intent {
         branch: opts.branch.clone(),
         tip: opts.tip,
+        checkout_began_ms: plan
+            .cut_short_since
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
     };
     let bytes =
         serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;

@@ -91,7 +91,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         })?),
         _ => None,
     };
-    let staging = begin_staging(opts)?;
+    let staging = begin_staging(opts, &plan)?;
     let moving = std::cell::Cell::new(false);
     let result = (|| -> Result<RestoreReport> {
         let read_public = opts
