@@ -310,40 +310,51 @@ fn a_work_tree_that_is_a_file_is_exit_2() {
     assert!(srv.log().is_empty());
 }
 
+/// Run the binary with `args` and `vars` from inside `gone`, a folder deleted just before (by the
+/// shell that then execs the binary): its exit code and stdout.
+fn run_in_deleted_dir(
+    w: &World,
+    gone: &std::path::Path,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    std::fs::create_dir_all(gone).unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"cd "$1" && rmdir "$1" && shift && exec "$@""#)
+        .arg("sh")
+        .arg(gone)
+        .arg(env!("CARGO_BIN_EXE_git-session"))
+        .args(args)
+        .env_clear()
+        .envs(w.env())
+        .env("GIT_SESSION_RETRY_BASE_MS", "5")
+        .envs(vars.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
 /// A current directory that was deleted is bad input (exit 2) that says what to do, for every
-/// command; an absolute `-C` still works from there.
+/// command; an absolute `-C` still works from there, and a relative `_FILE` is refused.
 #[test]
 fn a_deleted_current_directory_is_exit_2() {
     let w = World::new();
     let srv = server(&w);
     let url = srv.url("repo.git", Some(&userinfo()));
     let gone = w.path("gone");
-    let run_in_gone = |args: &[&str]| {
-        std::fs::create_dir_all(&gone).unwrap();
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(r#"cd "$1" && rmdir "$1" && shift && exec "$@""#)
-            .arg("sh")
-            .arg(&gone)
-            .arg(env!("CARGO_BIN_EXE_git-session"))
-            .args(args)
-            .env_clear()
-            .envs(w.env())
-            .env("GIT_SESSION_RETRY_BASE_MS", "5")
-            .env("READ_URL", &url)
-            .env("SESSION_BRANCH", "sessions/x")
-            .env("TIP_SHA", GOOD_SHA)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
-    };
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/x"),
+        ("TIP_SHA", GOOD_SHA),
+    ];
     for cmd in [&["restore"][..], &["save"], &["push"], &["status"]] {
         let mut args = cmd.to_vec();
         args.push("--json");
-        let (code, stdout) = run_in_gone(&args);
+        let (code, stdout) = run_in_deleted_dir(&w, &gone, &args, &vars);
         assert_eq!(code, Some(2), "{cmd:?}: {stdout}");
         let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let msg = json["error"]["message"].as_str().unwrap();
@@ -353,63 +364,40 @@ fn a_deleted_current_directory_is_exit_2() {
         );
         let mut args = vec!["-C", "relative"];
         args.extend_from_slice(cmd);
-        assert_eq!(run_in_gone(&args).0, Some(2), "{cmd:?} with a relative -C");
+        let (code, _) = run_in_deleted_dir(&w, &gone, &args, &vars);
+        assert_eq!(code, Some(2), "{cmd:?} with a relative -C");
     }
     assert!(srv.log().is_empty());
     // With an absolute -C the deleted current directory does not matter.
     let target = w.path("target");
-    let (code, stdout) = run_in_gone(&["-C", target.to_str().unwrap(), "restore", "--json"]);
+    let args = ["-C", target.to_str().unwrap(), "restore", "--json"];
+    let (code, stdout) = run_in_deleted_dir(&w, &gone, &args, &vars);
     assert_eq!(code, Some(8), "{stdout}");
     let ids = w.repo("real.git", &[&[("a.txt", Some("a\n"))]]);
     let real = srv.url("real.git", Some(&userinfo()));
     let tree = w.path("tree");
     let target = tree.to_str().unwrap();
-    let in_gone = |args: &[&str]| {
-        std::fs::create_dir_all(&gone).unwrap();
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(r#"cd "$1" && rmdir "$1" && shift && exec "$@""#)
-            .arg("sh")
-            .arg(&gone)
-            .arg(env!("CARGO_BIN_EXE_git-session"))
-            .args(args)
-            .env_clear()
-            .envs(w.env())
-            .env("READ_URL", &real)
-            .env("SESSION_BRANCH", "sessions/x")
-            .env("TIP_SHA", &ids[0])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+    let vars = [
+        ("READ_URL", real.as_str()),
+        ("SESSION_BRANCH", "sessions/x"),
+        ("TIP_SHA", ids[0].as_str()),
+    ];
+    let succeeds = |args: &[&str]| {
+        let (code, stdout) = run_in_deleted_dir(&w, &gone, args, &vars);
+        assert_eq!(code, Some(0), "{args:?}: {stdout}");
     };
-    in_gone(&["-C", target, "restore", "--json"]);
+    succeeds(&["-C", target, "restore", "--json"]);
     // A relative _FILE cannot be meant from a deleted folder: exit 2 with the hint.
     std::fs::write(w.path("urlfile"), format!("{real}\n")).unwrap();
-    std::fs::create_dir_all(&gone).unwrap();
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(r#"cd "$1" && rmdir "$1" && shift && exec "$@""#)
-        .arg("sh")
-        .arg(&gone)
-        .arg(env!("CARGO_BIN_EXE_git-session"))
-        .args(["-C", target, "status", "--remote", "--json"])
-        .env_clear()
-        .envs(w.env())
-        .env("READ_URL_FILE", "urlfile")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let args = ["-C", target, "status", "--remote", "--json"];
+    let (code, stdout) = run_in_deleted_dir(&w, &gone, &args, &[("READ_URL_FILE", "urlfile")]);
+    assert_eq!(code, Some(2), "{stdout}");
     assert!(
         stdout.contains("READ_URL_FILE (urlfile) is relative"),
         "{stdout}"
     );
-    in_gone(&["-C", target, "status", "--json"]);
+    succeeds(&["-C", target, "status", "--json"]);
     std::fs::write(tree.join("b.txt"), "b\n").unwrap();
-    in_gone(&["-C", target, "save", "--no-push", "-m", "b", "--json"]);
+    succeeds(&["-C", target, "save", "--no-push", "-m", "b", "--json"]);
     assert_eq!(w.git(&tree, &["show", "HEAD:b.txt"]), "b");
 }
