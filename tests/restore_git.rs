@@ -1219,6 +1219,22 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
             ],
         )
     };
+    // A restore of ids[1] into `dir` killed at failpoint `point`.
+    let killed_at = |dir: &Path, point: &str| {
+        let run = restore(
+            &w,
+            dir,
+            &url,
+            "s",
+            &ids[1],
+            &[("GIT_SESSION_FAILPOINT", point)],
+        );
+        assert!(
+            run.code.is_none() || run.code == Some(134),
+            "{point}: {:?}",
+            run.code
+        );
+    };
     // A folder where the commit has a file, and a file where it has a folder: kept, exit 7.
     for (name, make) in [
         ("folder-for-file", "README.md/data"),
@@ -1240,15 +1256,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
 
     // Killed mid-checkout; then a person edits a file, and the kill had cut another one short.
     let dir = w.path("resume");
-    let run = restore(
-        &w,
-        &dir,
-        &url,
-        "s",
-        &ids[1],
-        &[("GIT_SESSION_FAILPOINT", "mid-checkout")],
-    );
-    assert!(run.code.is_none() || run.code == Some(134));
+    killed_at(&dir, "mid-checkout");
     let written: Vec<_> = all_files(&dir)
         .into_iter()
         .filter(|p| p.starts_with(dir.join("many")))
@@ -1286,15 +1294,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     // A person's edit that only shortens a file (here: empties it), made after the kill, is not
     // mistaken for a file the kill cut short.
     let dir = w.path("resume-shortened");
-    let run = restore(
-        &w,
-        &dir,
-        &url,
-        "s",
-        &ids[1],
-        &[("GIT_SESSION_FAILPOINT", "before-record")],
-    );
-    assert!(run.code.is_none() || run.code == Some(134));
+    killed_at(&dir, "before-record");
     let readme = dir.join("README.md");
     let file = std::fs::File::create(&readme).unwrap();
     file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(10))
@@ -1307,15 +1307,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     // A git restore killed mid-checkout, with a file cut short, is completed by an archive
     // restore of the same commit.
     let dir = w.path("resume-by-archive");
-    let run = restore(
-        &w,
-        &dir,
-        &url,
-        "s",
-        &ids[1],
-        &[("GIT_SESSION_FAILPOINT", "mid-checkout")],
-    );
-    assert!(run.code.is_none() || run.code == Some(134));
+    killed_at(&dir, "mid-checkout");
     let cut = all_files(&dir)
         .into_iter()
         .find(|p| p.starts_with(dir.join("many")))
