@@ -46,6 +46,9 @@ pub enum Command {
     Status(StatusArgs),
     /// A git credential helper answering from the environment (configured by restore)
     Credential(CredentialArgs),
+    /// The check git runs before a plain `git push` (installed by restore as a pre-push hook)
+    #[command(hide = true)]
+    Hook(HookArgs),
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell)
     #[command(hide = true)]
     Completions {
@@ -66,6 +69,7 @@ impl Command {
             Command::Push(_) => "push",
             Command::Status(_) => "status",
             Command::Credential(_) => "credential",
+            Command::Hook(_) => "hook",
             Command::Completions { .. } => "completions",
             Command::Manpage => "manpage",
         }
@@ -192,4 +196,11 @@ pub struct StatusArgs {
 pub struct CredentialArgs {
     /// `get`, `store` or `erase`
     pub operation: String,
+}
+
+/// `hook` arguments (git runs the hook script, which passes the hook's name).
+#[derive(Debug, clap::Args)]
+pub struct HookArgs {
+    /// `pre-push`
+    pub name: String,
 }

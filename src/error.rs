@@ -92,6 +92,27 @@ impl Error {
         matches!(self, Error::Network(_))
     }
 
+    /// The same error with `note` appended to its message as a new sentence (what became of local
+    /// work, say); the kind and the exit code stay.
+    pub fn with_note(mut self, note: &str) -> Self {
+        match &mut self {
+            Error::Stale { message, .. }
+            | Error::Usage(message)
+            | Error::Auth(message)
+            | Error::Network(message)
+            | Error::Protocol(message)
+            | Error::Integrity(message)
+            | Error::Conflict(message)
+            | Error::NotFound(message)
+            | Error::Rejected(message)
+            | Error::Internal(message) => {
+                message.push_str(". ");
+                message.push_str(note);
+            }
+        }
+        self
+    }
+
     /// An internal error for a local I/O failure, naming what was being done.
     pub fn io(context: impl std::fmt::Display, err: std::io::Error) -> Self {
         Error::Internal(format!("{context}: {err}"))

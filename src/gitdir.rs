@@ -9,17 +9,30 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::session::write_atomic;
-use crate::types::{FullSha, SessionBranch};
+use crate::types::{FullSha, RemoteUrl, SessionBranch};
 
 /// The remote settings restore writes: credential-free URLs only.
 pub struct OriginConfig<'a> {
-    /// The credential-free fetch URL (`remote.origin.url`).
-    pub url: Option<&'a str>,
-    /// The credential-free push URL (`remote.origin.pushurl`; `url` when `None`).
-    pub push_url: Option<&'a str>,
+    /// The fetch URL (`remote.origin.url`), credential-free: the user name is
+    /// [`READ_USER`], so the credential helper knows the direction.
+    pub url: Option<&'a RemoteUrl>,
+    /// The push URL (`remote.origin.pushurl`; `url` when `None`), with the user name
+    /// [`PUSH_USER`].
+    pub push_url: Option<&'a RemoteUrl>,
     /// The session branch: the only one `origin` fetches, and the upstream of the local branch.
     pub branch: &'a SessionBranch,
+    /// Whether the branch exists on the remote. A new session's branch gets no upstream yet (git
+    /// would call it "gone") and a fetch refspec that is no error while it matches nothing; the
+    /// first push creates it and sets the upstream (`push.autoSetupRemote` for plain git).
+    pub on_remote: bool,
 }
+
+/// The made-up, secret-free user name of `remote.origin.url`: git's credential request carries no
+/// direction, but it carries the user name, and the helper answers it with `READ_URL`'s
+/// credentials (git-credential(1): a helper's `username=` replaces the URL's).
+pub const READ_USER: &str = "git-session-read";
+/// The made-up user name of `remote.origin.pushurl`, answered with `PUSH_URL`'s credentials.
+pub const PUSH_USER: &str = "git-session-push";
 
 /// The `credential.helper` value that runs this binary's `credential` command (git-credential(1)
 /// "CUSTOM HELPERS": a value starting with `!` is a shell command).
@@ -63,8 +76,15 @@ pub fn init(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
         &git_dir.join("HEAD"),
         format!("ref: {}\n", origin.branch.full_ref()).as_bytes(),
     )?;
-    write_atomic(&git_dir.join("config"), config_text(origin).as_bytes())?;
-    Ok(())
+    write_config(git_dir, origin)
+}
+
+/// Write the whole `config` of a git dir restore is building (see [`OriginConfig`]).
+///
+/// # Errors
+/// [`Error::Internal`] on I/O failure.
+pub fn write_config(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
+    write_atomic(&git_dir.join("config"), config_text(origin).as_bytes())
 }
 
 fn config_text(origin: &OriginConfig<'_>) -> String {
@@ -75,20 +95,30 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
     // Without a read URL (an archive restore given only PUSH_URL), the push URL names the same
     // repository: `origin` fetches from it too, so plain git has a remote at all.
     if let Some(url) = origin.url.or(origin.push_url) {
-        let _ = write!(c, "[remote \"origin\"]\n\turl = {}\n", quote(url));
-        // Both, as the SPEC says, also when they are the same URL (no PUSH_URL: the read URL).
-        let _ = writeln!(c, "\tpushurl = {}", quote(origin.push_url.unwrap_or(url)));
-        let _ = writeln!(
-            c,
-            "\tfetch = {}\n\ttagOpt = --no-tags",
-            quote(&format!("+{}:{}", b.full_ref(), b.tracking_ref()))
-        );
         let _ = write!(
             c,
-            "[branch {}]\n\tremote = origin\n\tmerge = {}\n",
-            quote(b.as_str()),
-            quote(&b.full_ref())
+            "[remote \"origin\"]\n\turl = {}\n",
+            quote(&url.public_as(READ_USER))
         );
+        // Both, as the SPEC says, also when they are the same URL (no PUSH_URL: the read URL).
+        let push = origin.push_url.unwrap_or(url);
+        let _ = writeln!(c, "\tpushurl = {}", quote(&push.public_as(PUSH_USER)));
+        let refspec = if origin.on_remote {
+            exact_refspec(b)
+        } else {
+            pending_refspec(b)
+        };
+        let _ = writeln!(c, "\tfetch = {}\n\ttagOpt = --no-tags", quote(&refspec));
+        if origin.on_remote {
+            let _ = write!(
+                c,
+                "[branch {}]\n\tremote = origin\n\tmerge = {}\n",
+                quote(b.as_str()),
+                quote(&b.full_ref())
+            );
+        }
+        // The first plain `git push` of a new session creates the branch and sets its upstream.
+        c.push_str("[push]\n\tautoSetupRemote = true\n");
         // Plain git in the shell gets credentials from the environment through git-session; the
         // empty entry first drops any other helper, so none stores what ours hands out.
         if let Some(helper) = credential_helper() {
@@ -100,6 +130,59 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
         }
     }
     c
+}
+
+/// `origin`'s fetch refspec once the session branch exists: exactly that branch.
+fn exact_refspec(b: &SessionBranch) -> String {
+    format!("+{}:{}", b.full_ref(), b.tracking_ref())
+}
+
+/// `origin`'s fetch refspec while the session branch does not exist yet: a pattern whose `*` may
+/// match nothing, so `git fetch` is no error while the branch is absent (an exact refspec fails
+/// with "couldn't find remote ref"), and ls-refs is still asked for that prefix only.
+fn pending_refspec(b: &SessionBranch) -> String {
+    format!("+{}*:{}*", b.full_ref(), b.tracking_ref())
+}
+
+/// After the push that created the session branch: fetch exactly it, and make it the local
+/// branch's upstream (what a clone would have), unless the upstream is already set.
+///
+/// # Errors
+/// [`Error::Internal`] when the config cannot be read or written.
+pub fn set_upstream(git_dir: &Path, b: &SessionBranch) -> Result<()> {
+    let path = git_dir.join("config");
+    let mut config =
+        gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
+            .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
+    let merge_key = format!("branch.{}.merge", b.as_str());
+    if config.string(merge_key.as_str()).is_some() {
+        return Ok(());
+    }
+    let err = |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
+    let pending = pending_refspec(b);
+    if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
+        && origin.value("fetch").is_some_and(|v| v == pending.as_str())
+    {
+        origin
+            .set("fetch", exact_refspec(b).as_str())
+            .map_err(|e| err(&e))?;
+    }
+    config
+        .set_raw_value_by("branch", Some(b.as_str().into()), "remote", "origin")
+        .map_err(|e| err(&e))?;
+    config
+        .set_raw_value_by(
+            "branch",
+            Some(b.as_str().into()),
+            "merge",
+            b.full_ref().as_str(),
+        )
+        .map_err(|e| err(&e))?;
+    let mut bytes = Vec::new();
+    config
+        .write_to(&mut bytes)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    write_atomic(&path, &bytes)
 }
 
 /// Write the loose ref `name` (e.g. `refs/heads/x`) to point at `id`.

@@ -17,7 +17,9 @@ pub mod failpoint;
 pub mod gitdir;
 pub mod http;
 pub mod inputs;
+pub mod lease;
 pub mod output;
+pub mod prepush;
 pub mod progress;
 pub mod push;
 pub mod restore;
@@ -46,6 +48,16 @@ pub fn run(cli: Cli) -> u8 {
                 }
             };
         }
+        Command::Hook(args) => {
+            return match commands::hook::run(&args.name) {
+                Ok(()) => 0,
+                Err(err) => {
+                    // git shows the hook's stderr above its own "failed to push some refs".
+                    eprintln!("git-session: {err}");
+                    err.exit_code()
+                }
+            };
+        }
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cmd, "git-session", &mut std::io::stdout());
@@ -66,7 +78,10 @@ pub fn run(cli: Cli) -> u8 {
         Command::Save(args) => commands::save::run(args, dir),
         Command::Push(args) => commands::push::run(args, dir),
         Command::Status(args) => commands::status::run(args, dir),
-        Command::Credential(_) | Command::Completions { .. } | Command::Manpage => {
+        Command::Credential(_)
+        | Command::Hook(_)
+        | Command::Completions { .. }
+        | Command::Manpage => {
             unreachable!("handled before the session directory")
         }
     });

@@ -780,7 +780,11 @@ fn a_push_that_landed_before_a_crash_is_recorded_by_the_rerun() {
     run.assert_code(0);
     assert_eq!(run.json()["tip"], c3.as_str());
     assert_eq!(run.json()["previous_tip"], c2.as_str());
-    assert!(run.stderr.contains("landed after all"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("which this tree pushed earlier"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(s.remote("sessions/crash").as_deref(), Some(c3.as_str()));
     assert_eq!(s.lease(&dir), c3);
     assert!(!dir.join(".git/git-session-push-AbC123").exists());

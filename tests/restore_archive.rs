@@ -1998,7 +1998,7 @@ fn the_lease_comes_from_read_url_when_given() {
     }
     assert_eq!(
         w.git(&w.path("moved"), &["config", "remote.origin.url"]),
-        srv.url("repo.git", None)
+        srv.url("repo.git", Some("git-session-read"))
     );
 }
 
@@ -2876,14 +2876,14 @@ fn an_archive_restore_with_only_a_push_url_configures_origin() {
         &[("PUSH_URL", push)],
     )
     .assert_code(0);
-    let public = "http://127.0.0.1:9/repo.git";
+    // Credential-free, with the made-up user names that tell the helper the direction.
     assert_eq!(
         w.git(&arena.target, &["config", "remote.origin.pushurl"]),
-        public
+        "http://git-session-push@127.0.0.1:9/repo.git"
     );
     assert_eq!(
         w.git(&arena.target, &["config", "remote.origin.url"]),
-        public
+        "http://git-session-read@127.0.0.1:9/repo.git"
     );
     let helpers = w.git(&arena.target, &["config", "--get-all", "credential.helper"]);
     assert!(helpers.contains("credential"), "{helpers}");

@@ -151,13 +151,24 @@ fn configures_origin_without_secrets_and_with_upstream() {
         &[("PUSH_URL", &push)],
     )
     .assert_code(0);
-    let public = srv.url("repo.git", None);
-    assert_eq!(w.git(&dir, &["config", "remote.origin.url"]), public);
-    // Both url and pushurl (SPEC), even when they name the same repository.
-    assert_eq!(w.git(&dir, &["config", "remote.origin.pushurl"]), public);
+    // Both url and pushurl (SPEC), even when they name the same repository, credential-free:
+    // their only userinfo is a made-up user name that tells the credential helper the direction.
+    assert_eq!(
+        w.git(&dir, &["config", "remote.origin.url"]),
+        srv.url("repo.git", Some("git-session-read"))
+    );
+    assert_eq!(
+        w.git(&dir, &["config", "remote.origin.pushurl"]),
+        srv.url("repo.git", Some("git-session-push"))
+    );
     let cfg = w.git(&dir, &["config", "--list", "--local"]);
     assert_no_secret(".git/config", cfg.as_bytes());
-    assert!(!cfg.contains("@127.0.0.1"), "userinfo in config:\n{cfg}");
+    assert_eq!(
+        cfg.matches("@127.0.0.1").count(),
+        cfg.matches("git-session-read@127.0.0.1").count()
+            + cfg.matches("git-session-push@127.0.0.1").count(),
+        "userinfo in config:\n{cfg}"
+    );
     assert_eq!(
         w.git(&dir, &["config", "--get-all", "remote.origin.fetch"]),
         "+refs/heads/sessions/up:refs/remotes/origin/sessions/up"
@@ -276,14 +287,11 @@ fn asks_for_one_ref_and_one_commit_over_protocol_v2() {
     assert_eq!(fetch.matches("want ").count(), 1, "{fetch}");
     assert!(fetch.contains("deepen 1\n"), "{fetch}");
     assert!(!fetch.contains("include-tag"), "{fetch}");
-    // A branch that merely shares the prefix is not taken for the session branch.
-    assert_eq!(
-        w.git(
-            &w.path("s"),
-            &["config", "--get", "branch.sessions/me.merge"]
-        ),
-        "refs/heads/sessions/me"
-    );
+    // A branch that merely shares the prefix is not taken for the session branch: the session is
+    // new (the zero lease).
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(w.path("s/.git/git-session.json")).unwrap()).unwrap();
+    assert_eq!(record["lease"], "0000000000000000000000000000000000000000");
 }
 
 #[test]

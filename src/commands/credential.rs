@@ -2,20 +2,82 @@
 //! answers `get` from the environment, so plain `git fetch`/`git push` in the sandbox shell work with
 //! no secret on disk.
 //!
-//! It answers for the session URLs in the environment (`READ_URL_FILE`/`READ_URL`,
-//! `PUSH_URL_FILE`/`PUSH_URL`, files re-read on every call) whose scheme, host and path match the
-//! request (restore sets `credential.useHttpPath`); when both match, `PUSH_URL` wins (it can write).
+//! Fetches get `READ_URL`'s credentials and pushes `PUSH_URL`'s (each from its `_FILE`, re-read on
+//! every call, or the variable), also when both URLs share host and path. git's request carries no
+//! direction — only protocol, host, path and user name — so restore writes made-up user names into
+//! `remote.origin.url` ([`READ_USER`]) and `pushurl` ([`PUSH_USER`]), and the helper answers each
+//! with its own URL's real user name and password (a helper's `username=` replaces the URL's).
+//! A push with no `PUSH_URL` is answered `quit=1`: git stops at once, with no prompt and no other
+//! helper, after the helper said on stderr what is missing.
+//!
+//! A request with any other user name (a URL a person typed) is answered from whichever session
+//! URL matches its scheme, host and path, one with the same user name first, then `PUSH_URL`.
 //! `store` and `erase` do nothing.
 //!
 //! # Security
-//! stdout carries only `username=`/`password=` lines (git reads it as credentials); every message
-//! goes to stderr. Nothing is written anywhere.
+//! stdout carries only `username=`/`password=`/`quit=` lines (git reads it as credentials); every
+//! message goes to stderr. Nothing is written anywhere. An answer is only given for the host and
+//! path of the URL it comes from.
 
 use std::io::{BufRead, Write};
 
 use crate::error::{Error, Result};
+use crate::gitdir::{PUSH_USER, READ_USER};
 use crate::inputs;
 use crate::types::RemoteUrl;
+
+/// What git asked for.
+#[derive(Debug, Default)]
+struct Request {
+    protocol: String,
+    host: String,
+    path: String,
+    username: Option<String>,
+}
+
+impl Request {
+    fn read(input: impl BufRead) -> Result<Self> {
+        let mut req = Request::default();
+        for line in input.lines() {
+            let line = line.map_err(|e| Error::io("reading the credential request", e))?;
+            if line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once('=') {
+                match k {
+                    "protocol" => req.protocol = v.to_owned(),
+                    "host" => req.host = v.to_owned(),
+                    "path" => req.path = v.trim_matches('/').to_owned(),
+                    "username" => req.username = Some(v.to_owned()),
+                    _ => {}
+                }
+            }
+        }
+        Ok(req)
+    }
+
+    fn matches(&self, url: &RemoteUrl) -> bool {
+        let (p, h, pa) = url.credential_parts();
+        p == self.protocol
+            && h == self.host
+            && (self.path.is_empty() || pa.trim_matches('/') == self.path)
+    }
+
+    fn shown(&self) -> String {
+        format!("{}://{}/{}", self.protocol, self.host, self.path)
+    }
+}
+
+/// What the helper answers.
+#[derive(Debug)]
+enum Answer {
+    /// These credentials.
+    Use(RemoteUrl),
+    /// Nothing: git may ask other helpers or the person.
+    Pass(String),
+    /// `quit=1`: git stops, no prompt, no other helper.
+    Quit(String),
+}
 
 /// Run the helper for `operation` (`get`, `store`, `erase`), reading the request from stdin.
 ///
@@ -30,43 +92,150 @@ pub fn run(operation: &str) -> Result<()> {
             ))),
         };
     }
-    let mut protocol = String::new();
-    let mut host = String::new();
-    let mut path = String::new();
-    let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        let line = line.map_err(|e| Error::io("reading the credential request", e))?;
-        if line.is_empty() {
-            break;
+    let req = Request::read(std::io::stdin().lock())?;
+    let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?
+        .map(|s| s.load())
+        .transpose()?;
+    let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?
+        .map(|s| s.load())
+        .transpose()?;
+    let mut out = std::io::stdout().lock();
+    match answer(&req, read, push) {
+        Answer::Use(url) => {
+            let c = url.credentials().expect("answered with credentials only");
+            let _ = writeln!(out, "username={}", c.username.expose());
+            let _ = writeln!(out, "password={}", c.password.expose());
         }
-        if let Some((k, v)) = line.split_once('=') {
-            match k {
-                "protocol" => protocol = v.to_owned(),
-                "host" => host = v.to_owned(),
-                "path" => path = v.trim_matches('/').to_owned(),
-                _ => {}
+        Answer::Pass(why) => eprintln!("git-session credential: {why}"),
+        Answer::Quit(why) => {
+            eprintln!("git-session credential: {why}");
+            let _ = writeln!(out, "quit=1");
+        }
+    }
+    Ok(())
+}
+
+/// Decide the answer to `req` from the session URLs in the environment.
+fn answer(req: &Request, read: Option<RemoteUrl>, push: Option<RemoteUrl>) -> Answer {
+    let for_request =
+        |url: Option<RemoteUrl>, var: &str| -> std::result::Result<RemoteUrl, String> {
+            let url = url.ok_or_else(|| {
+                format!(
+                    "{var} is not set in this shell: export {var} (or {var}_FILE) to let git use it"
+                )
+            })?;
+            if !req.matches(&url) {
+                return Err(format!(
+                    "{var} names {url}, not {}: git asked for another repository",
+                    req.shown()
+                ));
+            }
+            if !url.has_credentials() {
+                return Err(format!("{var} ({url}) carries no credentials"));
+            }
+            Ok(url)
+        };
+    match req.username.as_deref() {
+        Some(PUSH_USER) => match for_request(push, "PUSH_URL") {
+            Ok(url) => Answer::Use(url),
+            Err(why) => Answer::Quit(format!("a push needs PUSH_URL's credentials: {why}")),
+        },
+        // No READ_URL (an archive restore given only PUSH_URL): the write URL can read too.
+        Some(READ_USER) => match for_request(read.clone(), "READ_URL") {
+            Ok(url) => Answer::Use(url),
+            Err(_) if read.is_none() && push.is_some() => match for_request(push, "PUSH_URL") {
+                Ok(url) => Answer::Use(url),
+                Err(why) => Answer::Quit(format!("a fetch needs READ_URL's credentials: {why}")),
+            },
+            Err(why) => Answer::Quit(format!("a fetch needs READ_URL's credentials: {why}")),
+        },
+        user => {
+            let same_user = |u: &RemoteUrl| {
+                user.is_some_and(|name| {
+                    u.credentials().is_some_and(|c| c.username.expose() == name)
+                })
+            };
+            let mut candidates: Vec<RemoteUrl> = [push, read]
+                .into_iter()
+                .flatten()
+                .filter(|u| req.matches(u) && u.has_credentials())
+                .collect();
+            candidates.sort_by_key(|u| !same_user(u));
+            match candidates.into_iter().next() {
+                Some(url) => Answer::Use(url),
+                None => Answer::Pass(format!(
+                    "no session URL in the environment matches {}",
+                    req.shown()
+                )),
             }
         }
     }
-    let mut candidates: Vec<RemoteUrl> = Vec::new();
-    for (var, file_var) in [("PUSH_URL", "PUSH_URL_FILE"), ("READ_URL", "READ_URL_FILE")] {
-        if let Some(source) = inputs::url(None, var, file_var)? {
-            candidates.push(source.load()?);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(user: Option<&str>) -> Request {
+        Request {
+            protocol: "https".into(),
+            host: "git.example.com".into(),
+            path: "org/repo.git".into(),
+            username: user.map(str::to_owned),
         }
     }
-    let found = candidates.into_iter().find(|u| {
-        let (p, h, pa) = u.credential_parts();
-        p == protocol && h == host && (path.is_empty() || pa.trim_matches('/') == path)
-    });
-    let Some(url) = found.filter(RemoteUrl::has_credentials) else {
-        eprintln!(
-            "git-session credential: no session URL in the environment matches {protocol}://{host}/{path}"
+
+    fn url(s: &str) -> Option<RemoteUrl> {
+        Some(RemoteUrl::parse(s).unwrap())
+    }
+
+    fn password(a: Answer) -> String {
+        match a {
+            Answer::Use(u) => u.credentials().unwrap().password.expose().to_owned(),
+            other => panic!("expected credentials, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_direction_gets_its_own_url_on_the_same_host_and_path() {
+        let read = url("https://r:READTOK@git.example.com/org/repo.git");
+        let push = url("https://p:PUSHTOK@git.example.com/org/repo.git");
+        assert_eq!(
+            password(answer(&req(Some(READ_USER)), read.clone(), push.clone())),
+            "READTOK"
         );
-        return Ok(());
-    };
-    let c = url.credentials().expect("filtered on credentials");
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "username={}", c.username.expose());
-    let _ = writeln!(out, "password={}", c.password.expose());
-    Ok(())
+        assert_eq!(
+            password(answer(&req(Some(PUSH_USER)), read.clone(), push.clone())),
+            "PUSHTOK"
+        );
+        // A URL typed with the push token's user name gets that one; otherwise PUSH_URL first.
+        assert_eq!(
+            password(answer(&req(Some("r")), read.clone(), push.clone())),
+            "READTOK"
+        );
+        assert_eq!(password(answer(&req(None), read, push)), "PUSHTOK");
+    }
+
+    #[test]
+    fn a_push_without_push_url_quits_and_never_falls_back_to_the_read_token() {
+        let read = url("https://r:READTOK@git.example.com/org/repo.git");
+        match answer(&req(Some(PUSH_USER)), read, None) {
+            Answer::Quit(why) => assert!(why.contains("PUSH_URL"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_fetch_without_read_url_uses_the_push_url_of_the_same_repository() {
+        let push = url("https://p:PUSHTOK@git.example.com/org/repo.git");
+        assert_eq!(
+            password(answer(&req(Some(READ_USER)), None, push)),
+            "PUSHTOK"
+        );
+        let elsewhere = url("https://p:PUSHTOK@other.example.com/org/repo.git");
+        assert!(matches!(
+            answer(&req(Some(READ_USER)), None, elsewhere),
+            Answer::Quit(_)
+        ));
+    }
 }

@@ -2,6 +2,7 @@
 //! [`output::Success`](crate::output::Success).
 
 pub mod credential;
+pub mod hook;
 pub mod push;
 pub mod restore;
 pub mod save;
@@ -33,4 +34,15 @@ pub fn expiry_warnings<'a>(
             }
         })
         .collect()
+}
+
+/// Verify that plain `git push` is still routed through the lease check (a hook manager may have
+/// replaced it) and re-install it; its warnings, or one saying it could not.
+pub fn check_hooks(session: &crate::session::Session) -> Vec<String> {
+    crate::prepush::ensure(&session.git_dir).unwrap_or_else(|e| {
+        vec![format!(
+            "could not verify git-session's check of plain `git push` ({e}): a plain push from \
+             this tree may not be held to the lease"
+        )]
+    })
 }

@@ -7,6 +7,7 @@ use crate::cli::PushArgs;
 use crate::error::{Error, Result};
 use crate::http::UrlSource;
 use crate::inputs;
+use crate::lease::WriteLock;
 use crate::output::Success;
 use crate::push::{PushOutcome, push};
 use crate::session::Session;
@@ -18,18 +19,33 @@ use crate::session::Session;
 pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
     let source = push_source(args)?;
+    let (session, _lock) = lock_session(session, args.session_branch.as_deref())?;
+    let mut warnings = super::check_hooks(&session);
     ensure_history(&session)?;
-    let pushed = push_session(session, &source)?;
+    let pushed = push_session(session, &source, "nothing local was touched")
+        .map_err(|e| e.with_note("Local commits are kept"))?;
     let mut fields = serde_json::Map::new();
     fields.insert("committed".into(), json!(false));
     pushed.fill(&mut fields);
+    warnings.extend(pushed.warnings.iter().cloned());
     Ok(Success {
         command: "push",
         branch: pushed.branch.to_string(),
-        warnings: pushed.warnings.clone(),
+        warnings,
         human: pushed.human(),
         fields,
     })
+}
+
+/// Take the tree's write lock (one `save`/`push`/checked `git push` at a time) and open the
+/// session again under it: a writer that held the lock may have moved the lease.
+///
+/// # Errors
+/// Those of [`WriteLock::acquire`] and [`Session::open`].
+pub fn lock_session(session: Session, branch: Option<&str>) -> Result<(Session, WriteLock)> {
+    let lock = WriteLock::acquire(&session.git_dir)?;
+    let session = Session::open(&session.workdir, branch)?;
+    Ok((session, lock))
 }
 
 /// Attach history to an archive-restored tree before its first save or push (fetch `TIP_SHA` at
@@ -78,11 +94,12 @@ pub fn secret_forms(push: Option<&UrlSource>) -> Result<Vec<String>> {
     Ok(forms)
 }
 
-/// Push the session and record the new lease.
+/// Push the session and record the new lease; `kept` says in a stale error what became of local
+/// work.
 ///
 /// # Errors
 /// Those of [`push`].
-pub fn push_session(mut session: Session, source: &UrlSource) -> Result<PushOutcome> {
+pub fn push_session(mut session: Session, source: &UrlSource, kept: &str) -> Result<PushOutcome> {
     let url = source.load()?;
     let secrets = secret_forms(Some(source))?;
     // Another repository behind PUSH_URL shows up only as a confusing stale (3) or missing-objects
@@ -102,7 +119,7 @@ pub fn push_session(mut session: Session, source: &UrlSource) -> Result<PushOutc
     if let Some(w) = &elsewhere {
         tracing::warn!("{w}");
     }
-    let mut outcome = push(&mut session, source, &secrets)?;
+    let mut outcome = push(&mut session, source, &secrets, kept)?;
     outcome.warnings.extend(elsewhere);
     outcome
         .warnings

@@ -83,6 +83,12 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
         }
     };
     report.warnings.extend(expiry);
+    if report.noop
+        && let Ok(session) = crate::session::Session::open(&opts.dir, None)
+    {
+        // A finished restore is left as it is, but plain `git push` must still be checked.
+        report.warnings.extend(super::check_hooks(&session));
+    }
     let lease_text = if report.lease.is_zero() {
         "new branch".to_owned()
     } else {

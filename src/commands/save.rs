@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::cli::SaveArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::output::Success;
 use crate::save::{CommitOptions, stage_and_commit};
 use crate::session::Session;
@@ -26,6 +26,8 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
         None
     };
     let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()))?;
+    let (session, _lock) = super::push::lock_session(session, args.push.session_branch.as_deref())?;
+    let hook_warnings = super::check_hooks(&session);
     super::push::ensure_history(&session)?;
     let committed = stage_and_commit(
         &session.workdir,
@@ -35,7 +37,8 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
             secrets: &secrets,
         },
     )?;
-    let mut warnings = committed.warnings;
+    let mut warnings = hook_warnings;
+    warnings.extend(committed.warnings);
     let mut fields = serde_json::Map::new();
     fields.insert("committed".into(), json!(committed.commit.is_some()));
     fields.insert("commit".into(), json!(committed.commit));
@@ -55,7 +58,34 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
             human: format!("{human_commit} on {} (not pushed)", session.record.branch),
         });
     };
-    let pushed = super::push::push_session(session, &source)?;
+    // What became of this save's work when the push fails: committed locally, kept.
+    let kept = match committed.commit {
+        Some(c) => format!("the commit {c} this save made is kept locally"),
+        None => "nothing local was touched".to_owned(),
+    };
+    let note = |e: &Error| {
+        let what = match committed.commit {
+            Some(c) => format!("This save committed {c} locally, and it is kept"),
+            None => "Local commits are kept".to_owned(),
+        };
+        match e {
+            Error::Network(_) | Error::Protocol(_) => {
+                format!("{what}: rerunning `git-session save` pushes it")
+            }
+            Error::Auth(_) => {
+                format!("{what}: rerunning `git-session save` with a valid PUSH_URL pushes it")
+            }
+            _ => what,
+        }
+    };
+    let pushed = super::push::push_session(session, &source, &kept).map_err(|e| match e {
+        // The stale error already says what became of local work, and a rerun does not help.
+        Error::Stale { .. } => e,
+        other => {
+            let n = note(&other);
+            other.with_note(&n)
+        }
+    })?;
     warnings.extend(pushed.warnings.iter().cloned());
     let human = format!("{human_commit}; {}", pushed.human());
     pushed.fill(&mut fields);

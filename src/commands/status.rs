@@ -20,7 +20,7 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
     let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?;
     let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?;
-    let mut warnings = Vec::new();
+    let mut warnings = super::check_hooks(&session);
     let mut urls = Vec::new();
     for (name, source) in [("READ_URL", &read), ("PUSH_URL", &push)] {
         if let Some(s) = source {
@@ -153,40 +153,33 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     }
     let mut remote_state = None;
     if let Some(rt) = remote_tip {
-        use crate::push::RemoteTip;
+        use crate::lease::RemoteTip;
         // The same question as a push's step 2: a tip that merely reached HEAD (a pull or reset
         // to another sandbox's work) is still someone else's session.
-        let (key, shown, state) = match crate::push::classify(
-            &repo,
-            &session.git_dir,
-            &record.branch,
-            record.lease,
-            branch_tip,
-            rt,
-        )? {
-            RemoteTip::Lease => ("lease", show(rt), "at the lease: a push will fast-forward"),
-            RemoteTip::Own { .. } => (
-                "own",
+        let ledger = crate::lease::Ledger::new(&session.git_dir);
+        let tip_state = crate::lease::classify(&repo, &ledger, record.lease, branch_tip, rt)?;
+        let (shown, state) = match tip_state {
+            RemoteTip::Lease => (show(rt), "at the lease: a push will fast-forward"),
+            RemoteTip::Own => (
                 rt.to_string(),
                 "a commit this tree pushed: the next push takes it as the lease",
             ),
             RemoteTip::Rewritten => (
-                "rewritten",
                 rt.to_string(),
                 "local history no longer contains it (rewritten, e.g. by an amend or a rebase): \
                  a push will be refused (exit 7)",
             ),
             RemoteTip::Deleted => (
-                "deleted",
                 "absent".to_owned(),
                 "deleted: a push from here will be refused (exit 3)",
             ),
             RemoteTip::Moved => (
-                "moved",
                 rt.to_string(),
-                "moved: another sandbox wrote; a push from here will be refused (exit 3)",
+                "moved: another sandbox wrote (or a push from here went around git-session's \
+                 check, e.g. `git push --no-verify`); a push from here will be refused (exit 3)",
             ),
         };
+        let key = tip_state.as_str();
         remote_state = Some(key);
         human.push(format!("Remote: {shown} ({state})"));
     }

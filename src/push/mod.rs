@@ -8,15 +8,16 @@
 //!
 //! One attempt, in order:
 //! 1. read the remote branch from the receive-pack advertisement;
-//! 2. compare it with the lease: at the lease → go on; the commit this tree began uploading
-//!    (recorded in `.git/git-session-sending` before the first request) → success (an earlier
-//!    attempt landed); a commit of our own history that descends from the lease → the lease
-//!    advances (plain git pushed from this tree); anything else, including a tip that merely
-//!    reached the local history (`git pull`, `git reset`) → exit 3 before uploading, naming both ids;
+//! 2. ask [`crate::lease::classify`] about it: at the lease → go on; at this tree's own commit
+//!    (the ledger) → the lease advances, and if it is the local tip the push already landed;
+//!    anywhere else → exit 3 before uploading, naming both ids; rewritten → exit 7;
 //! 3. check locally that the new commit descends from the lease (and from `TIP_SHA`) → else exit 7;
-//! 4. send `<lease> <new> refs/heads/<branch>` with report-status (and side-band-64k when offered),
-//!    then a pack of exactly the objects between the two, spooled to a temporary file;
-//! 5. succeed only on `unpack ok` plus `ok <ref>`.
+//! 4. record `<old> <new>` in the ledger, then send `<old> <new> refs/heads/<branch>` with
+//!    report-status (and side-band-64k when offered) and a pack of exactly the objects between
+//!    the two, spooled to a temporary file;
+//! 5. succeed only on `unpack ok` plus `ok <ref>`. An `ng` because the ref moved re-reads it: at
+//!    the new commit (an earlier attempt, or a killed save's, landed meanwhile) → success; at
+//!    another commit of this tree's → a new attempt from there; else exit 3.
 //!
 //! Transient failures repeat the whole attempt, so every retry re-reads the remote tip first.
 
@@ -28,6 +29,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 
 use crate::error::{Error, Result};
 use crate::http::{Http, Request, UrlSource};
+use crate::lease::{Ledger, RemoteTip, classify, stale};
 use crate::session::Session;
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 
@@ -51,7 +53,10 @@ pub struct PushOutcome {
 }
 
 /// Push the local commits of the session branch to `source`, against the recorded lease, and
-/// record the new lease.
+/// record the new lease. `kept` completes the stale error's "the remote branch was not changed;
+/// …" with what became of local work (e.g. "nothing local was touched").
+///
+/// The caller holds the tree's [`WriteLock`](crate::lease::WriteLock) and opened `session` under it.
 ///
 /// # Errors
 /// [`Error::Stale`] (3) when the remote branch is not at the lease; [`Error::Auth`] (4);
@@ -59,7 +64,12 @@ pub struct PushOutcome {
 /// when local history does not descend from the lease; [`Error::Rejected`] (9) when the remote
 /// declines (a hook, a protected branch).
 #[tracing::instrument(skip_all, fields(branch = %session.record.branch))]
-pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Result<PushOutcome> {
+pub fn push(
+    session: &mut Session,
+    source: &UrlSource,
+    secrets: &[String],
+    kept: &str,
+) -> Result<PushOutcome> {
     let repo = crate::restore::open_repo(&session.git_dir)?;
     let branch = session.record.branch.clone();
     // Mid-rebase the branch still names the old commits: pushing them would leave the rebased
@@ -72,42 +82,40 @@ pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Re
     }
     let local = local_tip(&repo, &branch)?;
     let http = Http::new()?;
-    let lease = session.record.lease;
-    let spool = std::cell::RefCell::new(None::<pack::Spooled>);
-
-    let outcome = http
-        .with_retries(source, "pushing", |url| {
-            attempt(&http, url, &repo, session, lease, local, &spool, secrets)
-        })
-        .inspect_err(|e| {
-            // Only a network failure leaves the upload's fate unknown; after any other the record
-            // of it would be stale.
-            if !matches!(e, Error::Network(_)) {
-                let _ = std::fs::remove_file(session.git_dir.join(SENDING_FILE));
-            }
-        })
-        .map_err(|e| match e {
-            // No credentials at all: http's message says so; "expired" would mislead.
-            Error::Auth(msg) if source.load().is_ok_and(|u| !u.has_credentials()) => {
-                Error::Auth(format!("the write URL was refused: {msg}"))
-            }
-            Error::Auth(msg) => Error::Auth(format!(
-                "the write URL was refused — it may have expired; mint a new one{} ({} from {})",
-                source
-                    .load()
-                    .ok()
-                    .and_then(|u| u.jwt_expiry())
-                    .map(expiry_phrase)
-                    .unwrap_or_default(),
-                if msg.contains("HTTP 403") {
-                    "HTTP 403"
-                } else {
-                    "HTTP 401"
-                },
-                source.load().map(|u| u.to_string()).unwrap_or_default()
-            )),
-            other => other,
-        })?;
+    let attempt = Attempt {
+        http: &http,
+        repo: &repo,
+        session: &*session,
+        ledger: Ledger::new(&session.git_dir),
+        local,
+        spool: std::cell::RefCell::new(None),
+        secrets,
+        kept,
+    };
+    let outcome = http.with_retries(source, "pushing", |url| attempt.run(url));
+    drop(attempt);
+    let outcome = outcome.map_err(|e| match e {
+        // No credentials at all: http's message says so; "expired" would mislead.
+        Error::Auth(msg) if source.load().is_ok_and(|u| !u.has_credentials()) => {
+            Error::Auth(format!("the write URL was refused: {msg}"))
+        }
+        Error::Auth(msg) => Error::Auth(format!(
+            "the write URL was refused — it may have expired; mint a new one{} ({} from {})",
+            source
+                .load()
+                .ok()
+                .and_then(|u| u.jwt_expiry())
+                .map(expiry_phrase)
+                .unwrap_or_default(),
+            if msg.contains("HTTP 403") {
+                "HTTP 403"
+            } else {
+                "HTTP 401"
+            },
+            source.load().map(|u| u.to_string()).unwrap_or_default()
+        )),
+        other => other,
+    })?;
     let mut outcome = outcome;
     if let Some(head) = crate::save::commits_off_branch(&repo, &branch) {
         outcome.warnings.push(format!(
@@ -121,7 +129,9 @@ pub fn push(session: &mut Session, source: &UrlSource, secrets: &[String]) -> Re
         session.record.write(&session.git_dir)?;
     }
     crate::gitdir::write_ref(&session.git_dir, &branch.tracking_ref(), outcome.tip)?;
-    let _ = std::fs::remove_file(session.git_dir.join(SENDING_FILE));
+    if !outcome.tip.is_zero() {
+        crate::gitdir::set_upstream(&session.git_dir, &branch)?;
+    }
     Ok(outcome)
 }
 
@@ -139,100 +149,163 @@ fn local_tip(repo: &gix::Repository, branch: &SessionBranch) -> Result<FullSha> 
     Ok(FullSha::from_id(id.detach()))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn attempt(
-    http: &Http,
-    url: &RemoteUrl,
-    repo: &gix::Repository,
-    session: &Session,
-    lease: FullSha,
+/// One push, its inputs gathered once; [`Attempt::run`] is repeated by the retries.
+struct Attempt<'a> {
+    http: &'a Http,
+    repo: &'a gix::Repository,
+    session: &'a Session,
+    ledger: Ledger,
     local: FullSha,
-    spool: &std::cell::RefCell<Option<pack::Spooled>>,
-    secrets: &[String],
-) -> Result<PushOutcome> {
-    let branch = &session.record.branch;
-    let adv = advertisement::read(http, url, branch)?;
-    let remote = adv.tip.unwrap_or_else(FullSha::zero);
-    let mut warnings = Vec::new();
-    let done = |tip: FullSha, previous: FullSha, pushed: bool, warnings: Vec<String>| PushOutcome {
-        branch: branch.clone(),
-        tip,
-        previous_tip: previous,
-        pushed,
-        warnings,
-    };
+    /// The request spooled by an earlier attempt, reused when `old..new` is the same.
+    spool: std::cell::RefCell<Option<pack::Spooled>>,
+    secrets: &'a [String],
+    kept: &'a str,
+}
 
-    // Step 2: the lease.
-    let mut old = lease;
-    if remote != lease {
-        let landed = match classify(repo, &session.git_dir, branch, lease, Some(local), remote)? {
-            RemoteTip::Own { landed } => landed,
-            RemoteTip::Rewritten => {
-                return Err(Error::Conflict(format!(
-                    "the remote branch '{branch}' is at {remote}, which this tree pushed, but local \
-                     {} ({local}) no longer contains it: history was rewritten after the push \
-                     (e.g. an amend); nothing was uploaded (git-session pushes fast-forward only) \
-                     — rebuild your work on top of {remote}",
-                    branch.full_ref()
-                )));
-            }
-            RemoteTip::Lease | RemoteTip::Moved | RemoteTip::Deleted => {
-                return Err(stale(branch, lease, remote));
-            }
-        };
-        if landed && remote == local {
-            tracing::info!("the remote already has {local}: an earlier attempt landed");
-            let pushed = spool.borrow().is_some();
-            return Ok(done(local, lease, pushed, warnings));
+/// What step 2 decided.
+enum Plan {
+    /// Nothing to send: the remote is at `tip` already.
+    Done(PushOutcome),
+    /// Send `old..local`.
+    Send { old: FullSha, warnings: Vec<String> },
+}
+
+impl Attempt<'_> {
+    fn branch(&self) -> &SessionBranch {
+        &self.session.record.branch
+    }
+
+    fn outcome(&self, previous: FullSha, pushed: bool, warnings: Vec<String>) -> PushOutcome {
+        PushOutcome {
+            branch: self.branch().clone(),
+            tip: self.local,
+            previous_tip: previous,
+            pushed,
+            warnings,
         }
-        warnings.push(if landed {
-            format!(
-                "an earlier push of {remote} from this tree landed after all: the lease advances \
-                 from {lease} to it"
-            )
-        } else {
-            format!(
-                "the remote branch moved from {lease} to {remote}, a commit of this tree's own \
-                 history (pushed from here with plain git): the lease advances to it"
-            )
-        });
-        old = remote;
-    }
-    crate::failpoint::barrier("after-lease-check");
-    if old == local {
-        return Ok(done(local, old, false, warnings));
     }
 
-    // Step 3: fast-forward only.
-    let base = if old.is_zero() {
-        session.record.tip
-    } else {
-        old
-    };
-    if !crate::gitdir::descends_from(repo, local.id(), base.id())? {
-        return Err(Error::Conflict(format!(
-            "local {} ({local}) does not descend from {} {base}: history was rewritten; \
-             nothing was uploaded (git-session pushes fast-forward only)",
-            branch.full_ref(),
+    fn run(&self, url: &RemoteUrl) -> Result<PushOutcome> {
+        let adv = advertisement::read(self.http, url, self.branch())?;
+        let remote = adv.tip.unwrap_or_else(FullSha::zero);
+        let (old, warnings) = match self.check_lease(remote)? {
+            Plan::Done(outcome) => return Ok(outcome),
+            Plan::Send { old, warnings } => (old, warnings),
+        };
+        crate::failpoint::barrier("after-lease-check");
+        if old == self.local {
+            return Ok(self.outcome(old, false, warnings));
+        }
+        self.check_fast_forward(old)?;
+        if !adv.has("report-status") {
+            return Err(Error::Protocol(format!(
+                "{url} does not offer report-status: a push could not be confirmed, so none is made"
+            )));
+        }
+        self.spool_request(&adv, old)?;
+        self.ledger.record(old, self.local, "push")?;
+        let resp = self.send(url)?;
+        let report = report::read(url, resp, adv.has("side-band-64k"))?;
+        report.into_result(url, self.branch(), |reason| {
+            self.moved_meanwhile(url, old, reason)
+        })?;
+        crate::failpoint::hit("after-push");
+        Ok(self.outcome(old, true, warnings))
+    }
+
+    /// Step 2: the lease.
+    fn check_lease(&self, remote: FullSha) -> Result<Plan> {
+        let lease = self.session.record.lease;
+        let branch = self.branch();
+        if remote == lease {
+            if let RemoteTip::Rewritten =
+                classify(self.repo, &self.ledger, lease, Some(self.local), remote)?
+            {
+                return Err(self.rewritten(remote));
+            }
+            return Ok(Plan::Send {
+                old: lease,
+                warnings: Vec::new(),
+            });
+        }
+        match classify(self.repo, &self.ledger, lease, Some(self.local), remote)? {
+            RemoteTip::Own if remote == self.local => {
+                tracing::info!("the remote already has {remote}: an earlier push landed");
+                let pushed = self.spool.borrow().is_some();
+                let warnings = if pushed {
+                    Vec::new()
+                } else {
+                    vec![format!(
+                        "an earlier push of {remote} from this tree landed: the lease advances \
+                         from {lease} to it"
+                    )]
+                };
+                Ok(Plan::Done(self.outcome(lease, pushed, warnings)))
+            }
+            RemoteTip::Own => Ok(Plan::Send {
+                old: remote,
+                warnings: vec![format!(
+                    "the remote branch moved from {lease} to {remote}, which this tree pushed \
+                     earlier (a plain `git push`, or a push whose answer was lost): the lease \
+                     advances to it"
+                )],
+            }),
+            RemoteTip::Rewritten => Err(self.rewritten(remote)),
+            RemoteTip::Lease | RemoteTip::Moved | RemoteTip::Deleted => {
+                Err(stale(branch, lease, remote, self.kept))
+            }
+        }
+    }
+
+    fn rewritten(&self, remote: FullSha) -> Error {
+        Error::Conflict(format!(
+            "the remote branch '{}' is at {remote}, which this tree pushed, but local {} ({}) no \
+             longer contains it: history was rewritten after the push (e.g. an amend or a \
+             rebase); nothing was uploaded (git-session pushes fast-forward only) — rebuild \
+             your work on top of {remote}: `git rebase {remote}` (or `git reset --soft {remote}` \
+             and commit again)",
+            self.branch(),
+            self.branch().full_ref(),
+            self.local
+        ))
+    }
+
+    /// Step 3: fast-forward only, from `old` (or from `TIP_SHA` for a new branch).
+    fn check_fast_forward(&self, old: FullSha) -> Result<()> {
+        let base = self.base(old);
+        if crate::gitdir::descends_from(self.repo, self.local.id(), base.id())? {
+            return Ok(());
+        }
+        Err(Error::Conflict(format!(
+            "local {} ({}) does not descend from {} {base}: history was rewritten; nothing was \
+             uploaded (git-session pushes fast-forward only)",
+            self.branch().full_ref(),
+            self.local,
             if old.is_zero() {
                 "the restored TIP_SHA"
             } else {
                 "the lease"
             },
-        )));
-    }
-    if !adv.has("report-status") {
-        return Err(Error::Protocol(format!(
-            "{url} does not offer report-status: a push could not be confirmed, so none is made"
-        )));
+        )))
     }
 
-    // Step 4: the request, spooled once and reused by retries.
-    let mut spooled = spool.borrow_mut();
-    if spooled
-        .as_ref()
-        .is_none_or(|s| s.old != old || s.new != local)
-    {
+    fn base(&self, old: FullSha) -> FullSha {
+        if old.is_zero() {
+            self.session.record.tip
+        } else {
+            old
+        }
+    }
+
+    /// Step 4, first half: the request, spooled once and reused by retries.
+    fn spool_request(&self, adv: &advertisement::Advertised, old: FullSha) -> Result<()> {
+        let mut spooled = self.spool.borrow_mut();
+        if spooled
+            .as_ref()
+            .is_some_and(|s| s.old == old && s.new == self.local)
+        {
+            return Ok(());
+        }
         let mut caps = vec!["report-status".to_owned()];
         if adv.has("side-band-64k") {
             caps.push("side-band-64k".into());
@@ -242,179 +315,119 @@ fn attempt(
         }
         caps.push(format!("agent=git-session/{}", env!("CARGO_PKG_VERSION")));
         *spooled = Some(pack::spool(
-            repo,
+            self.repo,
             old,
-            local,
-            base,
-            &branch.full_ref(),
+            self.local,
+            self.base(old),
+            &self.branch().full_ref(),
             &caps,
-            secrets,
+            self.secrets,
         )?);
+        Ok(())
     }
-    let body = spooled.as_mut().expect("spooled above");
-    if !sent_from_here(&session.git_dir, local) {
-        crate::session::write_atomic(
-            &session.git_dir.join(SENDING_FILE),
-            format!("{old} {local}\n").as_bytes(),
-        )?;
-    }
-    tracing::info!(
-        "sending {} objects ({} bytes) for {old}..{local}",
-        body.objects,
-        body.len
-    );
-    let headers = || {
-        vec![
-            (
-                CONTENT_TYPE,
-                HeaderValue::from_static("application/x-git-receive-pack-request"),
-            ),
-            (
-                ACCEPT,
-                HeaderValue::from_static("application/x-git-receive-pack-result"),
-            ),
-        ]
-    };
-    // Each send is given time for the whole body, not only the read timeout (see `send_upload`).
-    let send_len = |payload: reqwest::blocking::Body, len: u64| {
-        http.send_upload(
-            url,
-            Request {
-                endpoint: "git-receive-pack",
-                headers: headers(),
-                body: Some(payload),
-            },
-            len,
-        )
-    };
-    let send = |payload: reqwest::blocking::Body| send_len(payload, body.len);
-    let resp = if body.len <= SMALL_BODY {
-        // Small: in one piece with Content-Length, so an early refusal (401) is read, not cut off.
-        let mut bytes = Vec::with_capacity(body.len as usize);
-        std::io::Read::read_to_end(&mut body.reader(), &mut bytes)
-            .map_err(|e| Error::io("reading the spooled pack", e))?;
-        send(bytes.into())?
-    } else {
-        // Large: first a probe (an empty request, as git's `probe_rpc`) so that authentication
-        // fails before the upload, then the body streamed from the file, chunked; a server that
-        // wants a length (411) gets it on a second try.
-        let probe = send_len(b"0000".to_vec().into(), 4)?;
-        http.check_status(url, probe)?;
-        let sized = || -> Result<reqwest::blocking::Response> {
-            send(reqwest::blocking::Body::sized(body.reader(), body.len))
+
+    /// Step 4, second half: send the spooled request.
+    fn send(&self, url: &RemoteUrl) -> Result<reqwest::blocking::Response> {
+        let spooled = self.spool.borrow();
+        let body = spooled.as_ref().expect("spooled before sending");
+        tracing::info!(
+            "sending {} objects ({} bytes) for {}..{}",
+            body.objects,
+            body.len,
+            body.old,
+            body.new
+        );
+        let http = self.http;
+        let headers = || {
+            vec![
+                (
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("application/x-git-receive-pack-request"),
+                ),
+                (
+                    ACCEPT,
+                    HeaderValue::from_static("application/x-git-receive-pack-result"),
+                ),
+            ]
         };
-        if body.sized.get() {
-            sized()?
+        // Each send is given time for the whole body, not only the read timeout (see `send_upload`).
+        let send_len = |payload: reqwest::blocking::Body, len: u64| {
+            http.send_upload(
+                url,
+                Request {
+                    endpoint: "git-receive-pack",
+                    headers: headers(),
+                    body: Some(payload),
+                },
+                len,
+            )
+        };
+        let send = |payload: reqwest::blocking::Body| send_len(payload, body.len);
+        let resp = if body.len <= SMALL_BODY {
+            // Small: in one piece with Content-Length, so an early refusal (401) is read, not cut off.
+            let mut bytes = Vec::with_capacity(body.len as usize);
+            std::io::Read::read_to_end(&mut body.reader(), &mut bytes)
+                .map_err(|e| Error::io("reading the spooled pack", e))?;
+            send(bytes.into())?
         } else {
-            let resp = send(reqwest::blocking::Body::new(body.reader())).inspect_err(|_| {
-                // A server that answers before reading a chunked body (411) can look like a cut
-                // connection: the retry, which re-reads the tip first, sends a length instead.
-                body.sized.set(true);
-            })?;
-            if resp.status() == reqwest::StatusCode::LENGTH_REQUIRED {
-                tracing::info!(
-                    "the server refused a chunked body (411): resending with Content-Length"
-                );
-                body.sized.set(true);
+            // Large: first a probe (an empty request, as git's `probe_rpc`) so that authentication
+            // fails before the upload, then the body streamed from the file, chunked; a server that
+            // wants a length (411) gets it on a second try.
+            let probe = send_len(b"0000".to_vec().into(), 4)?;
+            http.check_status(url, probe)?;
+            let sized = || -> Result<reqwest::blocking::Response> {
+                send(reqwest::blocking::Body::sized(body.reader(), body.len))
+            };
+            if body.sized.get() {
                 sized()?
             } else {
-                resp
+                let resp = send(reqwest::blocking::Body::new(body.reader())).inspect_err(|_| {
+                    // A server that answers before reading a chunked body (411) can look like a cut
+                    // connection: the retry, which re-reads the tip first, sends a length instead.
+                    body.sized.set(true);
+                })?;
+                if resp.status() == reqwest::StatusCode::LENGTH_REQUIRED {
+                    tracing::info!(
+                        "the server refused a chunked body (411): resending with Content-Length"
+                    );
+                    body.sized.set(true);
+                    sized()?
+                } else {
+                    resp
+                }
+            }
+        };
+        http.check_status(url, resp)
+    }
+
+    /// Step 5 for an `ng` because the ref was not at `old` any more: where is it now?
+    fn moved_meanwhile(&self, url: &RemoteUrl, old: FullSha, reason: &str) -> Result<()> {
+        let now = advertisement::read(self.http, url, self.branch())
+            .map(|a| a.tip.unwrap_or_else(FullSha::zero))
+            .unwrap_or(old);
+        let lease = self.session.record.lease;
+        match classify(self.repo, &self.ledger, lease, Some(self.local), now)? {
+            // A push of this very commit landed while this one was on its way (a killed save's,
+            // still being applied by the server when the rerun looked).
+            RemoteTip::Own if now == self.local => {
+                tracing::info!("the remote moved to {now} meanwhile: this tree's push landed");
+                Ok(())
+            }
+            // Another commit of this tree's (a plain `git push` meanwhile): the retry, which
+            // re-reads the tip, pushes on top of it.
+            RemoteTip::Own => Err(Error::Network(format!(
+                "the remote branch moved to {now}, this tree's own commit, during the push \
+                 ({reason}): pushing again from there"
+            ))),
+            _ => {
+                let mut e = stale(self.branch(), old, now, self.kept);
+                if let Error::Stale { message, .. } = &mut e {
+                    message.push_str(&format!(" (remote: {reason})"));
+                }
+                Err(e)
             }
         }
-    };
-    let resp = http.check_status(url, resp)?;
-
-    // Step 5: the report.
-    let report = report::read(url, resp, adv.has("side-band-64k"))?;
-    report.into_result(url, branch, |reason| {
-        // The server's own compare-and-swap refused: read where the branch is now.
-        let now = advertisement::read(http, url, branch)
-            .map(|a| a.tip.unwrap_or_else(FullSha::zero))
-            .unwrap_or(remote);
-        let mut e = stale(branch, old, now);
-        if let Error::Stale { message, .. } = &mut e {
-            message.push_str(&format!(" (remote: {reason})"));
-        }
-        e
-    })?;
-    crate::failpoint::hit("after-push");
-    Ok(done(local, old, true, warnings))
-}
-
-/// Where the remote branch is, for this tree: what step 2 of a push decides, and what
-/// `status --remote` reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RemoteTip {
-    /// At the lease: a push fast-forwards it.
-    Lease,
-    /// At this tree's own work, which a push takes as the new lease: the commit this tree began
-    /// uploading (`landed`), or one it made and pushed with plain git.
-    Own {
-        /// Recorded in `.git/git-session-sending`: an upload of git-session's own.
-        landed: bool,
-    },
-    /// At the lease or at this tree's own pushed work, but local history no longer contains it
-    /// (rewritten, e.g. by an amend or a rebase): a push is refused with exit 7.
-    Rewritten,
-    /// Elsewhere: another sandbox wrote (or the tip merely reached the local history by a pull,
-    /// reset or fast-forward): a push is refused with exit 3.
-    Moved,
-    /// Gone while the lease names a commit: a push is refused with exit 3.
-    Deleted,
-}
-
-/// Classify the remote branch's `remote` tip against `lease` and the local tip `local` (`None`:
-/// no local commit yet).
-///
-/// # Errors
-/// [`Error::Internal`] when local history cannot be read.
-pub fn classify(
-    repo: &gix::Repository,
-    git_dir: &std::path::Path,
-    branch: &SessionBranch,
-    lease: FullSha,
-    local: Option<FullSha>,
-    remote: FullSha,
-) -> Result<RemoteTip> {
-    if remote == lease {
-        // At the lease, but local history may have left it (an amend or rebase of pushed work).
-        if let Some(l) = local
-            && !lease.is_zero()
-            && !crate::gitdir::descends_from(repo, l.id(), lease.id())?
-        {
-            return Ok(RemoteTip::Rewritten);
-        }
-        return Ok(RemoteTip::Lease);
     }
-    if remote.is_zero() {
-        return Ok(RemoteTip::Deleted);
-    }
-    let landed = sent_from_here(git_dir, remote);
-    let own = landed
-        || (pushed_from_here(git_dir, branch, remote) && created_here(git_dir, branch, remote));
-    if !own
-        || !repo.has_object(remote.id())
-        || !(lease.is_zero() || crate::gitdir::descends_from(repo, remote.id(), lease.id())?)
-    {
-        return Ok(RemoteTip::Moved);
-    }
-    match local {
-        Some(l) if crate::gitdir::descends_from(repo, l.id(), remote.id())? => {
-            Ok(RemoteTip::Own { landed })
-        }
-        _ => Ok(RemoteTip::Rewritten),
-    }
-}
-
-/// `.git/git-session-sending`: `<lease> <new>` of the upload in flight, written before the first
-/// request and removed once the new lease is recorded. A landed push whose answer was lost (a cut
-/// connection, a crash) is recognised by it, and only by it or by a plain `git push` from here.
-const SENDING_FILE: &str = "git-session-sending";
-
-/// Whether this tree began uploading `new` (and has not recorded the outcome yet).
-fn sent_from_here(git_dir: &std::path::Path, new: FullSha) -> bool {
-    std::fs::read_to_string(git_dir.join(SENDING_FILE))
-        .is_ok_and(|text| text.split_whitespace().nth(1) == Some(new.to_string().as_str()))
 }
 
 /// " (its token expired at …)" or " (its token expires at …)" for a JWT `exp` in Unix seconds.
@@ -425,106 +438,5 @@ fn expiry_phrase(exp: u64) -> String {
         format!(" — its token expired at {stamp}")
     } else {
         format!(" — its token expires at {stamp}")
-    }
-}
-
-/// Whether plain git pushed `tip` from this tree: the remote-tracking ref's reflog (restore turns
-/// `core.logAllRefUpdates` on) records it as "update by push". A commit that merely reached the
-/// local history — `git pull` of another sandbox's work — does not count: the lease must not
-/// advance to it.
-fn pushed_from_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: FullSha) -> bool {
-    let log = git_dir.join("logs").join(branch.tracking_ref());
-    let Ok(text) = std::fs::read_to_string(log) else {
-        return false;
-    };
-    let tip = tip.to_string();
-    text.lines().any(|line| {
-        let mut fields = line.splitn(3, ' ');
-        let (_old, new) = (fields.next(), fields.next());
-        new == Some(tip.as_str())
-            && line
-                .split('\t')
-                .nth(1)
-                .is_some_and(|m| m.trim() == "update by push")
-    })
-}
-
-/// Whether `tip` was made in this tree: the reflog of `HEAD` (of the main or a linked work tree) or
-/// of the session branch records it as the result of a commit, cherry-pick, revert, `am`, a rebase
-/// step or a true merge — never a fast-forward. A `git push` that
-/// found the remote already at a fetched commit still writes "update by push" for it (the
-/// remote-tracking ref moves), so [`pushed_from_here`] alone would let a stale tree that fetched
-/// another sandbox's tip, reset to it and ran `git push` take the session.
-fn created_here(git_dir: &std::path::Path, branch: &SessionBranch, tip: FullSha) -> bool {
-    let tip = tip.to_string();
-    // git's reflog messages: "<action>: <subject or result>". Only git's own words decide: the
-    // subject and branch names are the user's (a subject may well say "fast-forward").
-    let creates = |message: &str| {
-        let (action, rest) = message.split_once(": ").unwrap_or((message, ""));
-        if action == "commit"
-            || action.starts_with("commit (")
-            || action == "am"
-            || action == "revert"
-        {
-            return true;
-        }
-        if action == "cherry-pick" {
-            return rest != "fast-forward";
-        }
-        if action.starts_with("rebase") || action.starts_with("pull --rebase") {
-            return [
-                "(pick)",
-                "(continue)",
-                "(reword)",
-                "(squash)",
-                "(fixup)",
-                "(edit)",
-                "(merge)",
-            ]
-            .iter()
-            .any(|step| action.ends_with(step));
-        }
-        // "merge <branch>: Merge made by the 'ort' strategy." or "…: Fast-forward"; pulls alike.
-        (action.starts_with("merge ") || action.starts_with("pull"))
-            && message.contains(": Merge made by the '")
-            && message.ends_with(" strategy.")
-    };
-    // HEAD of the main work tree and of every linked one (`git worktree add`), and the branch.
-    let mut logs = vec![
-        git_dir.join("logs/HEAD"),
-        git_dir.join("logs").join(branch.full_ref()),
-    ];
-    if let Ok(worktrees) = std::fs::read_dir(git_dir.join("worktrees")) {
-        logs.extend(worktrees.flatten().map(|w| w.path().join("logs/HEAD")));
-    }
-    logs.iter()
-        .filter_map(|log| std::fs::read_to_string(log).ok())
-        .any(|text| {
-            text.lines().any(|line| {
-                let (ids, message) = line.split_once('\t').unwrap_or((line, ""));
-                ids.split(' ').nth(1) == Some(tip.as_str()) && creates(message.trim())
-            })
-        })
-}
-
-/// The stale-write error, naming both ids.
-fn stale(branch: &SessionBranch, lease: FullSha, remote: FullSha) -> Error {
-    let now = if remote.is_zero() {
-        format!("the remote branch '{branch}' does not exist (it was deleted)")
-    } else {
-        format!("the remote branch '{branch}' is at {remote}")
-    };
-    let expected = if lease.is_zero() {
-        "this sandbox expected to create it (its lease is the zero id)".to_owned()
-    } else {
-        format!("this sandbox's lease is {lease}")
-    };
-    Error::Stale {
-        message: format!(
-            "stale session: {now}, but {expected}; another sandbox owns the session now — the \
-             remote branch was not changed, and nothing local was touched"
-        ),
-        lease,
-        remote_tip: remote,
     }
 }

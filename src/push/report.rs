@@ -118,7 +118,7 @@ impl Report {
     }
 
     /// Decide: `Ok` only on `unpack ok` plus `ok refs/heads/<branch>`. An `ng` for a stale old value
-    /// becomes `on_stale(reason)` (exit 3); other `ng` reasons are [`Error::Rejected`] (exit 9) with the
+    /// is answered by `on_stale(reason)` (which re-reads the tip: exit 3, or a push that landed after all); other `ng` reasons are [`Error::Rejected`] (exit 9) with the
     /// remote's words; a missing report or a side-band error is [`Error::Protocol`] (exit 5).
     ///
     /// # Errors
@@ -127,7 +127,7 @@ impl Report {
         self,
         url: &RemoteUrl,
         branch: &SessionBranch,
-        on_stale: impl FnOnce(&str) -> Error,
+        on_stale: impl FnOnce(&str) -> Result<()>,
     ) -> Result<()> {
         let full = branch.full_ref();
         if let Some(fatal) = &self.fatal {
@@ -167,7 +167,7 @@ impl Report {
                 .iter()
                 .any(|k| r.contains(k));
                 if is_stale {
-                    Err(on_stale(reason))
+                    on_stale(reason)
                 } else {
                     Err(Error::Rejected(format!(
                         "{url} refused to update {full}: {reason}{}",

@@ -39,15 +39,14 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let push_public = push_url.as_ref().map(|u| u.public());
     let written_any = std::cell::Cell::new(false);
     let mut warnings = Vec::new();
+    let origin = |on_remote| OriginConfig {
+        url: Some(&read_url),
+        push_url: push_url.as_ref(),
+        branch: &opts.branch,
+        on_remote,
+    };
     let result = (|| -> Result<RestoreReport> {
-        gitdir::init(
-            &staging,
-            &OriginConfig {
-                url: Some(&read_public),
-                push_url: push_public.as_deref(),
-                branch: &opts.branch,
-            },
-        )?;
+        gitdir::init(&staging, &origin(true))?;
         let interrupt = AtomicBool::new(false);
         let pack_dir = staging.join("objects/pack");
         // The lease lookup (one ref) runs beside the fetch: neither needs the other's answer.
@@ -78,6 +77,10 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         };
         tracing::info!("received {} objects", fetched.objects);
         crate::failpoint::hit("after-fetch");
+        if lease.is_zero() {
+            gitdir::write_config(&staging, &origin(false))?;
+        }
+        crate::prepush::install(&staging, &opts.dir.join(".git"))?;
 
         let repo = super::open_repo(&staging)?;
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {

@@ -248,6 +248,16 @@ impl RemoteUrl {
         url.to_string()
     }
 
+    /// [`public`](Self::public) with the made-up, secret-free user name `user` (what
+    /// `remote.origin.url`/`pushurl` hold, so that git's credential request says which URL it
+    /// is for).
+    pub fn public_as(&self, user: &str) -> String {
+        let mut url = self.base.clone();
+        url.set_query(None);
+        let _ = url.set_username(user);
+        url.to_string()
+    }
+
     /// `scheme`, `host` and `path` (no leading slash) as git's credential protocol names them.
     pub fn credential_parts(&self) -> (String, String, String) {
         let host = match self.base.port() {

@@ -94,26 +94,20 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
     let staging = begin_staging(opts, &plan)?;
     let moving = std::cell::Cell::new(false);
     let result = (|| -> Result<RestoreReport> {
-        let read_public = opts
-            .read
-            .as_ref()
-            .map(|r| r.load())
-            .transpose()?
-            .map(|u| u.public());
-        let push_public = opts
-            .push
-            .as_ref()
-            .map(|p| p.load())
-            .transpose()?
-            .map(|u| u.public());
+        let read_url = opts.read.as_ref().map(|r| r.load()).transpose()?;
+        let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
+        let read_public = read_url.as_ref().map(|u| u.public());
+        let push_public = push_url.as_ref().map(|u| u.public());
         gitdir::init(
             &staging,
             &OriginConfig {
-                url: read_public.as_deref(),
-                push_url: push_public.as_deref(),
+                url: read_url.as_ref(),
+                push_url: push_url.as_ref(),
                 branch: &opts.branch,
+                on_remote: !lease.is_zero(),
             },
         )?;
+        crate::prepush::install(&staging, &opts.dir.join(".git"))?;
         let tree = staging.join(TREE_DIR);
         let tip_hex = opts.tip.to_string();
         let (extracted, commit_id) = match &archive.source {

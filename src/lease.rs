@@ -1,0 +1,293 @@
+//! The lease decision (SPEC rule 3, "The recorded tip (the lease)"): may this tree write the
+//! session branch, given where the remote branch is now?
+//!
+//! One decision for every push from the sandbox's repository — `save`, `push`, and plain
+//! `git push` through the pre-push check ([`crate::prepush`]):
+//! - the remote branch at the lease → a fast-forward from the lease may go;
+//! - at a commit this tree itself let through (the [`Ledger`]) that descends from the lease → the
+//!   lease advances to it, and a fast-forward from it may go;
+//! - anywhere else — another sandbox's commit, also one that merely reached the local history by
+//!   a pull or reset, or one pushed from here around the check (`git push --no-verify`) — or
+//!   deleted → stale (exit 3), nothing uploaded;
+//! - at the lease or at this tree's own commit, but local history no longer contains it (an amend
+//!   or rebase of pushed work) → rewritten (exit 7).
+//!
+//! "This tree's own" comes from git-session's own records only, never from git's reflog: the
+//! ledger `.git/git-session-pushed` lists every commit this tree let through, written (and
+//! fsynced) before any upload and never removed, so a push whose outcome was lost — a killed
+//! `save`, a cut connection, a plain `git push` — is recognised by every later command.
+//!
+//! Writers of one tree are serialised by [`WriteLock`]: two `save`s at once push one after the
+//! other, never against each other.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::types::{FullSha, SessionBranch};
+
+/// Where the remote branch is, for this tree: what a push decides before uploading, and what
+/// `status --remote` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteTip {
+    /// At the lease: a fast-forward from it may go.
+    Lease,
+    /// At a commit this tree let through (recorded in the [`Ledger`]) that descends from the
+    /// lease, and that local history contains: the lease advances to it.
+    Own,
+    /// At the lease or at this tree's own commit, but local history no longer contains it
+    /// (rewritten, e.g. by an amend or a rebase): refused with exit 7.
+    Rewritten,
+    /// Elsewhere: another sandbox wrote, or a push went around the check: refused with exit 3.
+    Moved,
+    /// Gone while the lease names a commit: refused with exit 3.
+    Deleted,
+}
+
+impl RemoteTip {
+    /// The `remote_state` word of `status --json`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RemoteTip::Lease => "lease",
+            RemoteTip::Own => "own",
+            RemoteTip::Rewritten => "rewritten",
+            RemoteTip::Moved => "moved",
+            RemoteTip::Deleted => "deleted",
+        }
+    }
+
+    /// Whether a fast-forward from the remote tip may be pushed.
+    pub fn may_push(&self) -> bool {
+        matches!(self, RemoteTip::Lease | RemoteTip::Own)
+    }
+}
+
+/// Classify the remote branch's `remote` tip (zero id: absent) against `lease` and the local tip
+/// `local` (`None`: no local commit yet), with `ledger` telling this tree's own commits.
+///
+/// # Errors
+/// [`Error::Internal`] when local history cannot be read.
+pub fn classify(
+    repo: &gix::Repository,
+    ledger: &Ledger,
+    lease: FullSha,
+    local: Option<FullSha>,
+    remote: FullSha,
+) -> Result<RemoteTip> {
+    let descends = |a: FullSha, b: FullSha| crate::gitdir::descends_from(repo, a.id(), b.id());
+    if remote == lease {
+        if let Some(l) = local
+            && !lease.is_zero()
+            && !descends(l, lease)?
+        {
+            return Ok(RemoteTip::Rewritten);
+        }
+        return Ok(RemoteTip::Lease);
+    }
+    if remote.is_zero() {
+        return Ok(RemoteTip::Deleted);
+    }
+    if !ledger.contains(remote)
+        || !repo.has_object(remote.id())
+        || !(lease.is_zero() || descends(remote, lease)?)
+    {
+        return Ok(RemoteTip::Moved);
+    }
+    match local {
+        Some(l) if descends(l, remote)? => Ok(RemoteTip::Own),
+        _ => Ok(RemoteTip::Rewritten),
+    }
+}
+
+/// The ledger file's name in the git dir.
+pub const LEDGER_FILE: &str = "git-session-ledger";
+/// The in-flight record of git-session 0.1 builds before the ledger: its commit counts as own.
+const LEGACY_SENDING_FILE: &str = "git-session-sending";
+
+/// The commits this tree let through to the session branch: one line `<old> <new> <by>` per
+/// push that passed the lease check (`by`: `save`, `push` or `git-push`), appended and fsynced
+/// before the upload begins, never removed.
+///
+/// A commit in the ledger whose push failed is harmless: the remote can only come to hold it by
+/// a push of this tree's work.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    git_dir: PathBuf,
+}
+
+impl Ledger {
+    /// The ledger of the repository at `git_dir`.
+    pub fn new(git_dir: &Path) -> Self {
+        Ledger {
+            git_dir: git_dir.to_path_buf(),
+        }
+    }
+
+    /// Whether this tree let `id` through.
+    pub fn contains(&self, id: FullSha) -> bool {
+        let id = id.to_string();
+        let second_field = |text: String| {
+            text.lines()
+                .any(|line| line.split_whitespace().nth(1) == Some(id.as_str()))
+        };
+        [LEDGER_FILE, LEGACY_SENDING_FILE]
+            .iter()
+            .any(|name| std::fs::read_to_string(self.git_dir.join(name)).is_ok_and(second_field))
+    }
+
+    /// Record that this tree lets the push `old..new` through (`by` names who pushes), durably,
+    /// before anything is uploaded.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the ledger cannot be written: nothing may be uploaded then.
+    pub fn record(&self, old: FullSha, new: FullSha, by: &str) -> Result<()> {
+        if self.contains(new) {
+            return Ok(());
+        }
+        let path = self.git_dir.join(LEDGER_FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        file.write_all(format!("{old} {new} {by}\n").as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+        Ok(())
+    }
+}
+
+/// How long a writer waits for another one of the same tree by default.
+const LOCK_WAIT: Duration = Duration::from_secs(600);
+
+/// One writer of the session branch per tree at a time: `save`, `push` and the pre-push check
+/// hold an exclusive `flock` on the git dir itself (so nothing is created in it, and the kernel
+/// releases it when the holder dies: a killed save never blocks the next). Dropping it releases
+/// it.
+#[derive(Debug)]
+pub struct WriteLock {
+    _file: std::fs::File,
+}
+
+impl WriteLock {
+    /// Take the lock of the repository at `git_dir`, waiting for another holder at most
+    /// `GIT_SESSION_LOCK_WAIT_S` seconds (default 600).
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] (exit 7) when another writer holds it longer; [`Error::Internal`] when
+    /// the git dir cannot be opened.
+    pub fn acquire(git_dir: &Path) -> Result<Self> {
+        crate::failpoint::barrier("before-lock");
+        let path = git_dir;
+        let file = std::fs::File::open(path)
+            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let wait = std::env::var("GIT_SESSION_LOCK_WAIT_S")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(LOCK_WAIT, Duration::from_secs);
+        let deadline = std::time::Instant::now() + wait;
+        let mut told = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(WriteLock { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::io(format!("locking {}", path.display()), e));
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Error::Conflict(format!(
+                    "another git-session save or push (or a plain `git push`) has been writing \
+                     from this tree for over {} s (it holds a lock on {}): wait for it to end, \
+                     then run this again; nothing was done",
+                    wait.as_secs(),
+                    path.display()
+                )));
+            }
+            if !told {
+                tracing::warn!(
+                    "another git-session save or push is writing from this tree: waiting for it"
+                );
+                told = true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The stale-write error (exit 3), naming both ids; `local` says what happened to local work and
+/// completes the sentence "the remote branch was not changed; …".
+pub fn stale(branch: &SessionBranch, lease: FullSha, remote: FullSha, local: &str) -> Error {
+    let now = if remote.is_zero() {
+        format!("the remote branch '{branch}' does not exist (it was deleted)")
+    } else {
+        format!("the remote branch '{branch}' is at {remote}")
+    };
+    let expected = if lease.is_zero() {
+        "this sandbox expected to create it (its lease is the zero id)".to_owned()
+    } else {
+        format!("this sandbox's lease is {lease}")
+    };
+    Error::Stale {
+        message: format!(
+            "stale session: {now}, but {expected}; another sandbox owns the session now (or a \
+             push from this tree went around git-session's check, e.g. `git push --no-verify`, \
+             which does not count as this tree's) — the remote branch was not changed; {local}. \
+             To go on, restore the session's current tip (from the backend) into a new folder \
+             and bring your work over"
+        ),
+        lease,
+        remote_tip: remote,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u8) -> FullSha {
+        format!("{:040x}", n).parse().unwrap()
+    }
+
+    #[test]
+    fn the_ledger_records_once_and_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::new(dir.path());
+        assert!(!ledger.contains(id(2)));
+        ledger.record(id(1), id(2), "save").unwrap();
+        ledger.record(id(1), id(2), "save").unwrap();
+        ledger.record(id(2), id(3), "git-push").unwrap();
+        let reopened = Ledger::new(dir.path());
+        assert!(reopened.contains(id(2)) && reopened.contains(id(3)));
+        // The old side of a line is not this tree's work.
+        assert!(!reopened.contains(id(1)));
+        let text = std::fs::read_to_string(dir.path().join(LEDGER_FILE)).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+    }
+
+    #[test]
+    fn the_legacy_in_flight_record_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(LEGACY_SENDING_FILE),
+            format!("{} {}\n", id(1), id(9)),
+        )
+        .unwrap();
+        assert!(Ledger::new(dir.path()).contains(id(9)));
+    }
+
+    #[test]
+    fn the_lock_is_exclusive_and_released_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = WriteLock::acquire(dir.path()).unwrap();
+        let other = std::fs::File::open(dir.path()).unwrap();
+        assert!(matches!(
+            other.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        drop(held);
+        other.try_lock().unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,526 @@
+//! The pre-push check: plain `git push` from the sandbox's repository is held to the same lease as
+//! `save` and `push` (SPEC rule 3), so a stale sandbox cannot take the session with
+//! `git pull && git push`.
+//!
+//! # Mechanism: a `pre-push` hook of git-session's own
+//! Restore writes `.git/hooks/pre-push` and points `core.hooksPath` at that folder (in the
+//! repository's config, so a user-level `core.hooksPath` does not bypass it). git runs the hook
+//! after it has read the remote's ref advertisement, with one line per ref on standard input —
+//! `<local ref> <local id> <remote ref> <remote id>` (githooks(5) "pre-push") — and pushes nothing
+//! when it fails. For the session branch the hook asks [`crate::lease::classify`] about the
+//! remote id, refuses a stale push (exit 3's words), a deletion, or anything but a fast-forward
+//! from the lease (a force push), and records the new commit in the ledger before git uploads.
+//! The race between the advertisement and the update is closed by receive-pack itself: git sends
+//! the advertised id as the old value, and receive-pack refuses the update if the ref moved.
+//!
+//! Why not git's remote-helper mechanism (`url = git-session::https://…`): it covers only pushes
+//! to a configured remote — `git push "$PUSH_URL" HEAD:refs/heads/…` bypasses it — and would put
+//! every fetch through our code too. The hook sees pushes to a remote and to a URL alike; what it
+//! cannot see is `git push --no-verify`, which the next command calls "moved" (not this tree's).
+//! The hook is git-session's own code, not the remote's: rule 8 still holds.
+//!
+//! # Hook managers
+//! husky sets `core.hooksPath` to its own folder; lefthook and pre-commit rewrite `pre-push`.
+//! Every git-session command calls [`ensure`], which re-installs the check with a warning and
+//! keeps what it replaced running: a foreign `pre-push` moves to `pre-push.chained` and runs after
+//! the check; a foreign `core.hooksPath` is remembered (`gitSession.chainedHooksPath`), its
+//! `pre-push` runs after the check and each of its other hooks through a one-line shim.
+//!
+//! # Security
+//! The URL git passes to the hook is the one the person typed (it may carry credentials): the
+//! hook script hands it to git-session in the environment, never in argv, and git-session only
+//! compares it, never prints or stores it.
+
+use std::io::Read as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use gix::bstr::ByteSlice as _;
+
+use crate::error::{Error, Result};
+use crate::lease::{Ledger, RemoteTip, WriteLock};
+use crate::session::{Session, SessionRecord};
+use crate::types::FullSha;
+
+/// The line that marks a hook script as git-session's own.
+const MARKER: &str = "# git-session pre-push check";
+/// The line that marks a shim running a chained hook folder's hook.
+const SHIM_MARKER: &str = "# git-session shim";
+/// Where a foreign `pre-push` found in our hooks folder is kept and run after the check.
+const CHAINED_HOOK: &str = "pre-push.chained";
+/// The config key remembering the hooks folder a hook manager had set.
+const CHAINED_KEY: &str = "gitSession.chainedHooksPath";
+/// Set by the hook for the hooks it chains, so our own script run again (pre-commit's
+/// `pre-push.legacy` copy of it) does nothing the second time.
+const ACTIVE_VAR: &str = "GIT_SESSION_HOOK_ACTIVE";
+/// The remote name (or URL) git passed as `$1`, handed over by the hook script.
+pub const REMOTE_VAR: &str = "GIT_SESSION_HOOK_REMOTE";
+/// The URL git passed as `$2`, handed over by the hook script.
+pub const URL_VAR: &str = "GIT_SESSION_HOOK_URL";
+
+/// The hooks folder of the repository whose git dir will be `git_dir`.
+fn hooks_dir(git_dir: &Path) -> PathBuf {
+    git_dir.join("hooks")
+}
+
+/// Install the check into a git dir being built at `on_disk` that will live at `final_git_dir`
+/// (restore builds it in a staging folder and renames it).
+///
+/// # Errors
+/// [`Error::Internal`] when the hook or the config cannot be written.
+pub fn install(on_disk: &Path, final_git_dir: &Path) -> Result<()> {
+    ensure_at(on_disk, final_git_dir).map(|_| ())
+}
+
+/// Verify that the check is in effect in the repository at `git_dir` and re-install it where it
+/// is not; returns a warning for each thing put back.
+///
+/// # Errors
+/// [`Error::Internal`] when the hook or the config cannot be written.
+pub fn ensure(git_dir: &Path) -> Result<Vec<String>> {
+    ensure_at(git_dir, git_dir)
+}
+
+fn ensure_at(on_disk: &Path, final_git_dir: &Path) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    let ours = hooks_dir(final_git_dir);
+    let workdir = final_git_dir.parent().unwrap_or(final_git_dir);
+    let config_path = on_disk.join("config");
+    let mut config =
+        gix::config::File::from_path_no_includes(config_path.clone(), gix::config::Source::Local)
+            .map_err(|e| Error::internal(format!("reading {}", config_path.display()), e))?;
+    let mut changed = false;
+    let mut chained = config
+        .string(CHAINED_KEY)
+        .map(|v| resolve_hooks_path(v.as_ref(), workdir));
+    match config.string("core.hooksPath") {
+        Some(v) if resolve_hooks_path(v.as_ref(), workdir) == ours => {}
+        Some(v) => {
+            let theirs = resolve_hooks_path(v.as_ref(), workdir);
+            warnings.push(format!(
+                "core.hooksPath was set to {} (a hook manager?), which turned off git-session's \
+                 check of plain `git push`: the check is re-installed, and the hooks of {} still \
+                 run after it",
+                theirs.display(),
+                theirs.display()
+            ));
+            set(&mut config, CHAINED_KEY, v.as_bytes())?;
+            chained = Some(theirs);
+            set(
+                &mut config,
+                "core.hooksPath",
+                ours.as_os_str().as_encoded_bytes(),
+            )?;
+            changed = true;
+        }
+        None => {
+            if on_disk == final_git_dir {
+                warnings.push(
+                    "core.hooksPath was unset, which turned off git-session's check of plain \
+                     `git push`: re-installed"
+                        .into(),
+                );
+            }
+            set(
+                &mut config,
+                "core.hooksPath",
+                ours.as_os_str().as_encoded_bytes(),
+            )?;
+            changed = true;
+        }
+    }
+    if changed {
+        write_config(&config_path, &config)?;
+    }
+    let hooks_on_disk = hooks_dir(on_disk);
+    std::fs::create_dir_all(&hooks_on_disk)
+        .map_err(|e| Error::io(format!("creating {}", hooks_on_disk.display()), e))?;
+    let script = script(&ours, chained.as_deref());
+    let hook = hooks_on_disk.join("pre-push");
+    match std::fs::read(&hook) {
+        Ok(existing) if existing == script.as_bytes() => {}
+        Ok(existing) if existing.starts_with(b"#!/bin/sh\n") && existing.find(MARKER).is_some() => {
+            // An earlier version of ours (another binary path): rewritten quietly.
+            write_script(&hook, &script)?;
+        }
+        Ok(_) => {
+            let keep = hooks_on_disk.join(CHAINED_HOOK);
+            if keep.exists() {
+                let older = hooks_on_disk.join(format!("{CHAINED_HOOK}.old"));
+                std::fs::rename(&keep, &older)
+                    .map_err(|e| Error::io(format!("moving {} aside", keep.display()), e))?;
+            }
+            std::fs::rename(&hook, &keep)
+                .map_err(|e| Error::io(format!("moving {} aside", hook.display()), e))?;
+            write_script(&hook, &script)?;
+            warnings.push(format!(
+                "{} was replaced (by a hook manager?), which turned off git-session's check of \
+                 plain `git push`: the check is re-installed, and the replacement, kept as {}, \
+                 runs after it",
+                hook.display(),
+                keep.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if on_disk == final_git_dir {
+                warnings.push(format!(
+                    "{} was missing, so plain `git push` was not checked against the lease: \
+                     re-installed",
+                    hook.display()
+                ));
+            }
+            write_script(&hook, &script)?;
+        }
+        Err(e) => return Err(Error::io(format!("reading {}", hook.display()), e)),
+    }
+    if let Some(dir) = &chained {
+        shim_chained_hooks(&hooks_on_disk, dir)?;
+    }
+    Ok(warnings)
+}
+
+/// git's reading of a `core.hooksPath` value: `~/` from `HOME`, relative to the work tree.
+fn resolve_hooks_path(value: &gix::bstr::BStr, workdir: &Path) -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let path = gix::config::Path::from(std::borrow::Cow::Borrowed(value))
+        .interpolate(gix::config::path::interpolate::Context {
+            home_dir: home.as_deref(),
+            ..Default::default()
+        })
+        .unwrap_or_else(|_| PathBuf::from(value.to_os_str_lossy().into_owned()));
+    let path = workdir.join(path);
+    path.canonicalize().unwrap_or(path)
+}
+
+fn set(config: &mut gix::config::File, key: &str, value: &[u8]) -> Result<()> {
+    config
+        .set_raw_value(key, gix::bstr::BStr::new(value))
+        .map(|_| ())
+        .map_err(|e| Error::internal(format!("setting {key}"), e))
+}
+
+/// Write `.git/config` under git's own lock (`config.lock`), as `git config` does.
+fn write_config(path: &Path, config: &gix::config::File) -> Result<()> {
+    let mut lock = gix::lock::File::acquire_to_update_resource(
+        path,
+        gix::lock::acquire::Fail::AfterDurationWithBackoff(std::time::Duration::from_secs(2)),
+        None,
+        0,
+    )
+    .map_err(|e| Error::internal(format!("locking {}", path.display()), e))?;
+    config
+        .write_to(&mut lock)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    lock.commit()
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e.error))?;
+    Ok(())
+}
+
+fn write_script(path: &Path, text: &str) -> Result<()> {
+    crate::session::write_atomic(path, text.as_bytes())?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| Error::io(format!("making {} executable", path.display()), e))
+}
+
+/// Quote `s` for a POSIX shell.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The hook script. It reads git's ref lines once, hands them to `git-session hook pre-push`
+/// (remote and URL in the environment), then to each chained hook with git's own arguments.
+fn script(hooks: &Path, chained: Option<&Path>) -> String {
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_owned))
+        .unwrap_or_else(|| "git-session".into());
+    let mut then = vec![format!(
+        "{}/{CHAINED_HOOK}",
+        sh_quote(&hooks.to_string_lossy())
+    )];
+    if let Some(dir) = chained {
+        then.push(format!("{}/pre-push", sh_quote(&dir.to_string_lossy())));
+    }
+    format!(
+        "#!/bin/sh\n\
+         {MARKER}: holds plain `git push` to the session branch to the lease (SPEC rule 3).\n\
+         # Written by git-session; every git-session command re-installs it if it is replaced.\n\
+         # Hooks it replaced run after the check with git's own arguments.\n\
+         if [ -n \"${ACTIVE_VAR}\" ]; then cat >/dev/null; exit 0; fi\n\
+         exe={exe}\n\
+         [ -x \"$exe\" ] || exe=git-session\n\
+         refs=$(cat)\n\
+         printf '%s' \"$refs${{refs:+\n}}\" | {REMOTE_VAR}=$1 {URL_VAR}=$2 \"$exe\" hook pre-push || exit\n\
+         for hook in {then}; do\n\
+         \tif [ -x \"$hook\" ]; then\n\
+         \t\tprintf '%s' \"$refs${{refs:+\n}}\" | {ACTIVE_VAR}=1 \"$hook\" \"$@\" || exit\n\
+         \tfi\n\
+         done\n",
+        exe = sh_quote(&exe),
+        then = then.join(" "),
+    )
+}
+
+/// For each hook of the chained folder `dir` (but `pre-push`, which the check runs), a shim in
+/// our folder that runs it, so a hook manager's other hooks keep working.
+fn shim_chained_hooks(ours: &Path, dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        // Hook names are lower-case words joined by '-' (githooks(5)).
+        if name == "pre-push"
+            || name.is_empty()
+            || !name.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+        {
+            continue;
+        }
+        let target = entry.path();
+        if !target
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        {
+            continue;
+        }
+        let shim = ours.join(name);
+        let text = format!(
+            "#!/bin/sh\n{SHIM_MARKER}: runs the hook of the folder core.hooksPath named before \
+             git-session's check was re-installed.\nexec {} \"$@\"\n",
+            sh_quote(&target.to_string_lossy())
+        );
+        match std::fs::read(&shim) {
+            Ok(existing) if existing == text.as_bytes() => {}
+            Ok(existing) if existing.find(SHIM_MARKER).is_none() => {} // the person's own hook
+            _ => write_script(&shim, &text)?,
+        }
+    }
+    Ok(())
+}
+
+/// Run the check for one `git push` from the work tree `cwd` (git runs hooks in the work tree's
+/// root): `stdin` holds git's ref lines, `remote` and `url` are git's `$1` and `$2`.
+///
+/// # Errors
+/// [`Error::Stale`] (3) when the remote branch is not at the lease or at this tree's own commit;
+/// [`Error::Conflict`] (7) for a push that is not a fast-forward from it or that deletes the
+/// session branch; [`Error::Usage`] (2) when the session record cannot be found.
+pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
+    let git_dir = common_git_dir(cwd);
+    let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
+        Error::Usage(format!(
+            "{} holds no git-session record, but git-session's pre-push check is installed: \
+             git pushed nothing (if this tree is no longer a session, remove the check with \
+             `git config --unset core.hooksPath`)",
+            git_dir.display()
+        ))
+    })?;
+    if !targets_session(&record, remote, url) {
+        return Ok(());
+    }
+    let full = record.branch.full_ref();
+    let updates: Vec<(FullSha, FullSha)> = stdin
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            (f.len() == 4 && f[2] == full).then_some((f[1], f[3]))
+        })
+        .map(|(local, remote)| {
+            let parse = |s: &str| {
+                FullSha::from_wire(s.as_bytes()).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "git passed a malformed object id to pre-push: '{}'",
+                        s.escape_debug()
+                    ))
+                })
+            };
+            Ok((parse(local)?, parse(remote)?))
+        })
+        .collect::<Result<_>>()?;
+    if updates.is_empty() {
+        return Ok(());
+    }
+    let _lock = WriteLock::acquire(&git_dir)?;
+    // The record as of now: a save that held the lock may have moved the lease.
+    let session = Session::open(git_dir.parent().unwrap_or(&git_dir), None)?;
+    let record = &session.record;
+    let repo = crate::restore::open_repo(&git_dir)?;
+    let ledger = Ledger::new(&git_dir);
+    let nothing = "git pushed nothing, and your local commits are kept";
+    for (local, remote_tip) in updates {
+        if local.is_zero() {
+            return Err(Error::Conflict(format!(
+                "refused: this push would delete the session branch '{}' on the remote; \
+                 git-session never deletes it — {nothing}",
+                record.branch
+            )));
+        }
+        if local == remote_tip {
+            continue;
+        }
+        let state = crate::lease::classify(&repo, &ledger, record.lease, Some(local), remote_tip)?;
+        let base = match state {
+            RemoteTip::Lease | RemoteTip::Own if remote_tip.is_zero() => record.tip,
+            RemoteTip::Lease | RemoteTip::Own => remote_tip,
+            RemoteTip::Rewritten => remote_tip,
+            RemoteTip::Moved | RemoteTip::Deleted => {
+                return Err(crate::lease::stale(
+                    &record.branch,
+                    record.lease,
+                    remote_tip,
+                    nothing,
+                ));
+            }
+        };
+        if !crate::gitdir::descends_from(&repo, local.id(), base.id())? {
+            return Err(Error::Conflict(format!(
+                "refused: {local} is not a fast-forward from {} {base} (a force push, or history \
+                 rewritten after a push): git-session lets only fast-forwards through to the \
+                 session branch '{}' — {nothing}; rebuild your work on top of {base}",
+                if remote_tip.is_zero() {
+                    "the restored TIP_SHA"
+                } else {
+                    "the remote tip"
+                },
+                record.branch
+            )));
+        }
+        ledger.record(remote_tip, local, "git-push")?;
+        tracing::info!(
+            "git push of {local} to {full} let through (lease {})",
+            record.lease
+        );
+    }
+    Ok(())
+}
+
+/// Whether a push to `remote` (git's `$1`) at `url` (`$2`) goes to the session's repository:
+/// `origin`, or a URL naming the recorded read or push URL's scheme, host, port and path
+/// (user names and passwords ignored).
+fn targets_session(record: &SessionRecord, remote: &str, url: &str) -> bool {
+    if remote == "origin" {
+        return true;
+    }
+    let key = |s: &str| {
+        let u = url::Url::parse(s).ok()?;
+        Some((
+            u.scheme().to_owned(),
+            u.host_str()?.to_ascii_lowercase(),
+            u.port_or_known_default(),
+            u.path().trim_end_matches('/').to_owned(),
+        ))
+    };
+    let Some(dest) = key(url) else {
+        return false;
+    };
+    [&record.read_url, &record.push_url]
+        .into_iter()
+        .flatten()
+        .any(|recorded| key(recorded).as_ref() == Some(&dest))
+}
+
+/// The git dir holding the session record for a hook run in `cwd`: `GIT_DIR` when git set it,
+/// else `cwd/.git`; a linked work tree's `.git` file leads to its common dir.
+fn common_git_dir(cwd: &Path) -> PathBuf {
+    let dot_git = std::env::var_os("GIT_DIR")
+        .map(|d| cwd.join(d))
+        .unwrap_or_else(|| cwd.join(".git"));
+    let git_dir = if dot_git.is_file() {
+        std::fs::read_to_string(&dot_git)
+            .ok()
+            .and_then(|t| {
+                t.trim()
+                    .strip_prefix("gitdir:")
+                    .map(|p| p.trim().to_owned())
+            })
+            .map(|p| cwd.join(p))
+            .unwrap_or(dot_git)
+    } else {
+        dot_git
+    };
+    match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(common) => {
+            let common = git_dir.join(common.trim());
+            common.canonicalize().unwrap_or(common)
+        }
+        Err(_) => git_dir,
+    }
+}
+
+/// `git-session hook pre-push`: read git's ref lines from stdin and run [`check`].
+///
+/// # Errors
+/// Those of [`check`].
+pub fn run_hook() -> Result<()> {
+    let mut stdin = String::new();
+    std::io::stdin()
+        .take(16 << 20)
+        .read_to_string(&mut stdin)
+        .map_err(|e| Error::io("reading git's ref lines", e))?;
+    let remote = std::env::var(REMOTE_VAR).unwrap_or_default();
+    let url = std::env::var(URL_VAR).unwrap_or_default();
+    let cwd = std::env::current_dir().map_err(|e| Error::io("reading the current directory", e))?;
+    check(&cwd, &remote, &url, &stdin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(read: Option<&str>, push: Option<&str>) -> SessionRecord {
+        SessionRecord {
+            version: 1,
+            branch: "sessions/x".parse().unwrap(),
+            tip: FullSha::zero(),
+            lease: FullSha::zero(),
+            source: crate::session::Source::Git,
+            restored_at: String::new(),
+            tool_version: String::new(),
+            read_url: read.map(str::to_owned),
+            push_url: push.map(str::to_owned),
+            depth: Some(1),
+        }
+    }
+
+    #[test]
+    fn pushes_to_origin_or_to_the_session_url_are_checked_others_are_not() {
+        let r = record(
+            Some("https://git.example.com/org/repo.git"),
+            Some("https://push.example.com/org/repo.git"),
+        );
+        assert!(targets_session(&r, "origin", "https://elsewhere/x.git"));
+        assert!(targets_session(
+            &r,
+            "https://t:secret@git.example.com/org/repo.git",
+            "https://t:secret@git.example.com/org/repo.git"
+        ));
+        assert!(targets_session(
+            &r,
+            "upstream",
+            "https://git-session-push@PUSH.example.com:443/org/repo.git/"
+        ));
+        assert!(!targets_session(
+            &r,
+            "fork",
+            "https://git.example.com/someone/repo.git"
+        ));
+        assert!(!targets_session(&r, "fork", "git@github.com:org/repo.git"));
+    }
+
+    #[test]
+    fn the_script_passes_no_url_in_argv_and_quotes_paths() {
+        let s = script(
+            Path::new("/tmp/a'b/.git/hooks"),
+            Some(Path::new("/w/.husky/_")),
+        );
+        assert!(s.contains(MARKER));
+        assert!(
+            s.contains("'/tmp/a'\\''b/.git/hooks'/pre-push.chained"),
+            "{s}"
+        );
+        assert!(s.contains("'/w/.husky/_'/pre-push"), "{s}");
+        assert!(s.contains("\"$exe\" hook pre-push ||"), "{s}");
+        assert!(!s.contains("hook pre-push \"$"), "{s}");
+    }
+}
