@@ -3,7 +3,9 @@
 //!
 //! Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `mid-checkout` (once half of the files
 //! are written), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
-//! the lease is not recorded yet) and the barrier `after-lease-check` (see [`barrier`]).
+//! the lease is not recorded yet). Barriers (see [`barrier`]): `before-lock` (restore, and `save`,
+//! `push` and the pre-push check before the tree's write lock) and `after-lease-check` (`push`, and
+//! the pre-push check once it let a plain `git push` through).
 
 /// The variable that names the failpoint to trigger.
 pub const VAR: &str = "GIT_SESSION_FAILPOINT";

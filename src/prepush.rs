@@ -387,6 +387,8 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
             )));
         }
         ledger.record(remote_tip, local, "git-push")?;
+        // Race tests hold a plain push here, past its check, against another sandbox's push.
+        crate::failpoint::barrier("after-lease-check");
         tracing::info!(
             "git push of {local} to {full} let through (lease {})",
             record.lease

@@ -8,16 +8,17 @@ use crate::support::{
     GitServer, Run, TOKEN, World, git_session_peak_rss, incompressible, userinfo,
 };
 
-const ZERO: &str = "0000000000000000000000000000000000000000";
+pub(crate) const ZERO: &str = "0000000000000000000000000000000000000000";
 
-struct Setup {
-    w: World,
-    srv: GitServer,
-    ids: Vec<String>,
+/// A server with `repo.git` (two commits, `ids`) and sandboxes restored from it.
+pub(crate) struct Setup {
+    pub(crate) w: World,
+    pub(crate) srv: GitServer,
+    pub(crate) ids: Vec<String>,
 }
 
 impl Setup {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let w = World::new();
         let ids = w.repo(
             "repo.git",
@@ -34,16 +35,16 @@ impl Setup {
         Setup { w, srv, ids }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.srv.url("repo.git", Some(&userinfo()))
     }
 
-    fn bare(&self) -> PathBuf {
+    pub(crate) fn bare(&self) -> PathBuf {
         self.w.srv().join("repo.git")
     }
 
     /// Restore `branch` at `tip` into a new sandbox `name`.
-    fn sandbox(&self, name: &str, branch: &str, tip: &str) -> PathBuf {
+    pub(crate) fn sandbox(&self, name: &str, branch: &str, tip: &str) -> PathBuf {
         let dir = self.w.path(name);
         self.w
             .run(
@@ -59,21 +60,21 @@ impl Setup {
         dir
     }
 
-    fn commit(&self, dir: &Path, file: &str, content: &str) -> String {
+    pub(crate) fn commit(&self, dir: &Path, file: &str, content: &str) -> String {
         std::fs::write(dir.join(file), content).unwrap();
         self.w.git(dir, &["add", "-A"]);
         self.w.git(dir, &["commit", "-qm", &format!("edit {file}")]);
         self.w.git(dir, &["rev-parse", "HEAD"])
     }
 
-    fn push(&self, dir: &Path, extra: &[(&str, &str)]) -> Run {
+    pub(crate) fn push(&self, dir: &Path, extra: &[(&str, &str)]) -> Run {
         let url = self.url();
         let mut vars = vec![("PUSH_URL", url.as_str())];
         vars.extend_from_slice(extra);
         self.w.run(dir, &["push", "--json"], &vars)
     }
 
-    fn remote(&self, branch: &str) -> Option<String> {
+    pub(crate) fn remote(&self, branch: &str) -> Option<String> {
         let out = self.w.git_output(
             &self.bare(),
             &[
@@ -88,14 +89,14 @@ impl Setup {
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
-    fn lease(&self, dir: &Path) -> String {
+    pub(crate) fn lease(&self, dir: &Path) -> String {
         let rec: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join(".git/git-session.json")).unwrap())
                 .unwrap();
         rec["lease"].as_str().unwrap().to_owned()
     }
 
-    fn posts(&self) -> usize {
+    pub(crate) fn posts(&self) -> usize {
         self.srv
             .log()
             .iter()

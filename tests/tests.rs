@@ -5,6 +5,7 @@ mod support;
 
 mod cli;
 mod inputs;
+mod lease;
 mod push;
 mod restore_archive;
 mod restore_git;
