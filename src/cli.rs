@@ -144,6 +144,11 @@ pub struct RestoreArgs {
     /// Most bytes of file data an archive may hold
     #[arg(long, default_value_t = 64 << 30, value_name = "BYTES")]
     pub max_bytes: u64,
+
+    /// Largest object (or delta result) a fetched pack may hold, in bytes; larger is refused
+    /// (exit 6) before anything that size is allocated
+    #[arg(long, default_value_t = crate::restore::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES")]
+    pub max_object_bytes: u64,
 }
 
 /// `save` flags.

@@ -48,7 +48,12 @@ pub enum Error {
     /// Exit 9, `rejected`: the remote refused the update for its own reasons.
     #[error("{0}")]
     Rejected(String),
-    /// Exit 1, `internal`: an unexpected failure (local I/O, a bug).
+    /// Exit 10, `io`: the local file system refused (no space left, a read-only file system,
+    /// permission denied). The message names the path and what to do; an interrupted restore is
+    /// completed by the rerun.
+    #[error("{0}")]
+    LocalIo(String),
+    /// Exit 1, `internal`: an unexpected failure (a bug, or local I/O of another kind).
     #[error("{0}")]
     Internal(String),
 }
@@ -57,7 +62,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// The process exit code of the SPEC's table (`1`–`9`).
+    /// The process exit code of the SPEC's table (`1`–`10`).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Internal(_) => 1,
@@ -69,6 +74,7 @@ impl Error {
             Error::Conflict(_) => 7,
             Error::NotFound(_) => 8,
             Error::Rejected(_) => 9,
+            Error::LocalIo(_) => 10,
         }
     }
 
@@ -84,6 +90,7 @@ impl Error {
             Error::Conflict(_) => "conflict",
             Error::NotFound(_) => "not_found",
             Error::Rejected(_) => "rejected",
+            Error::LocalIo(_) => "io",
         }
     }
 
@@ -105,6 +112,7 @@ impl Error {
             | Error::Conflict(message)
             | Error::NotFound(message)
             | Error::Rejected(message)
+            | Error::LocalIo(message)
             | Error::Internal(message) => {
                 message.push_str(". ");
                 message.push_str(note);
@@ -113,13 +121,70 @@ impl Error {
         self
     }
 
-    /// An internal error for a local I/O failure, naming what was being done.
+    /// A local I/O failure, naming what was being done: [`Error::LocalIo`] (exit 10, with what to
+    /// do) when the file system refused — no space, a quota, a read-only file system, permission
+    /// denied — else [`Error::Internal`].
     pub fn io(context: impl std::fmt::Display, err: std::io::Error) -> Self {
-        Error::Internal(format!("{context}: {err}"))
+        match local_io_hint(err.kind()) {
+            Some(hint) => Error::LocalIo(format!("{context}: {err} — {hint}")),
+            None => Error::Internal(format!("{context}: {err}")),
+        }
+    }
+
+    /// Like [`Error::internal`], but [`Error::LocalIo`] when an [`std::io::Error`] the file system
+    /// refused (see [`Error::io`]) is among the causes of `err` (gix and gix-pack wrap them).
+    pub fn from_chain(
+        context: impl std::fmt::Display,
+        err: &(dyn std::error::Error + 'static),
+    ) -> Self {
+        let text = crate::restore::checkout::chain(err);
+        match local_io_kind(err).and_then(local_io_hint) {
+            Some(hint) => Error::LocalIo(format!("{context}: {text} — {hint}")),
+            None => Error::Internal(format!("{context}: {text}")),
+        }
     }
 
     /// An internal error wrapping any lower-level error with context.
     pub fn internal(context: impl std::fmt::Display, err: impl std::fmt::Display) -> Self {
         Error::Internal(format!("{context}: {err}"))
     }
+}
+
+/// The kind of the first [`std::io::Error`] among `err` and its causes.
+pub fn local_io_kind(err: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        // gix's own error keeps its causes in a tree that `source()` does not walk.
+        if let Some(io) = e
+            .downcast_ref::<gix::Error>()
+            .and_then(|g| g.downcast_any_ref::<std::io::Error>())
+        {
+            return Some(io.kind());
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// What to do about a local file-system refusal of `kind`, or `None` when it is not one.
+pub fn local_io_hint(kind: std::io::ErrorKind) -> Option<&'static str> {
+    use std::io::ErrorKind as K;
+    Some(match kind {
+        K::StorageFull | K::QuotaExceeded | K::FileTooLarge => {
+            "the disk is full: free some space, then run the command again (an interrupted restore \
+             is completed by the rerun)"
+        }
+        K::ReadOnlyFilesystem => {
+            "the file system is read-only: make it writable (or use another folder), then run the \
+             command again"
+        }
+        K::PermissionDenied => {
+            "permission denied: fix the folder's permissions (or run as its owner), then run the \
+             command again"
+        }
+        _ => return None,
+    })
 }

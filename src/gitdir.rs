@@ -139,26 +139,36 @@ fn exact_refspec(b: &SessionBranch) -> String {
 
 /// `origin`'s fetch refspec while the session branch does not exist yet: a pattern whose `*` may
 /// match nothing, so `git fetch` is no error while the branch is absent (an exact refspec fails
-/// with "couldn't find remote ref"), and ls-refs is still asked for that prefix only.
+/// with "couldn't find remote ref"). The `*` sits inside the last component, between its halves:
+/// a pattern `P*S` matches only names that start with `P` and end with `S`, so other sessions'
+/// branches (`sessions/new-old`, `sessions/newer`) are not fetched, and ls-refs is still asked for
+/// the prefix `P` only.
 fn pending_refspec(b: &SessionBranch) -> String {
-    format!("+{}*:{}*", b.full_ref(), b.tracking_ref())
+    let name = b.as_str();
+    let last = name.rsplit('/').next().unwrap_or(name);
+    // At a character boundary near the middle of the last component, after its first character
+    // (so ls-refs is never asked for a whole folder of branches).
+    let mut at = name.len() - last.len() + (last.len() / 2).max(1);
+    while !name.is_char_boundary(at) {
+        at += 1;
+    }
+    let (head, tail) = name.split_at(at);
+    format!("+refs/heads/{head}*{tail}:refs/remotes/origin/{head}*{tail}")
 }
 
-/// After the push that created the session branch: fetch exactly it, and make it the local
-/// branch's upstream (what a clone would have), unless the upstream is already set.
+/// Once the session branch exists on the remote (after the push that created it, by git-session
+/// or plain git): fetch exactly it, and make it the local branch's upstream (what a clone would
+/// have), unless the upstream is already set. Nothing changes when both already hold.
 ///
 /// # Errors
 /// [`Error::Internal`] when the config cannot be read or written.
-pub fn set_upstream(git_dir: &Path, b: &SessionBranch) -> Result<()> {
+pub fn settle_origin(git_dir: &Path, b: &SessionBranch) -> Result<()> {
     let path = git_dir.join("config");
     let mut config =
         gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
             .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
-    let merge_key = format!("branch.{}.merge", b.as_str());
-    if config.string(merge_key.as_str()).is_some() {
-        return Ok(());
-    }
     let err = |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
+    let mut changed = false;
     let pending = pending_refspec(b);
     if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
         && origin.value("fetch").is_some_and(|v| v == pending.as_str())
@@ -166,18 +176,26 @@ pub fn set_upstream(git_dir: &Path, b: &SessionBranch) -> Result<()> {
         origin
             .set("fetch", exact_refspec(b).as_str())
             .map_err(|e| err(&e))?;
+        changed = true;
     }
-    config
-        .set_raw_value_by("branch", Some(b.as_str().into()), "remote", "origin")
-        .map_err(|e| err(&e))?;
-    config
-        .set_raw_value_by(
-            "branch",
-            Some(b.as_str().into()),
-            "merge",
-            b.full_ref().as_str(),
-        )
-        .map_err(|e| err(&e))?;
+    let merge_key = format!("branch.{}.merge", b.as_str());
+    if config.string(merge_key.as_str()).is_none() {
+        config
+            .set_raw_value_by("branch", Some(b.as_str().into()), "remote", "origin")
+            .map_err(|e| err(&e))?;
+        config
+            .set_raw_value_by(
+                "branch",
+                Some(b.as_str().into()),
+                "merge",
+                b.full_ref().as_str(),
+            )
+            .map_err(|e| err(&e))?;
+        changed = true;
+    }
+    if !changed {
+        return Ok(());
+    }
     let mut bytes = Vec::new();
     config
         .write_to(&mut bytes)
@@ -248,4 +266,25 @@ pub fn descends_from(
         queue.extend(commit.parent_ids());
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_sessions_pattern_matches_the_branch_and_few_others() {
+        let b: SessionBranch = "sessions/new".parse().unwrap();
+        assert_eq!(
+            pending_refspec(&b),
+            "+refs/heads/sessions/n*ew:refs/remotes/origin/sessions/n*ew"
+        );
+        let b: SessionBranch = "sessions/4f1c9a".parse().unwrap();
+        assert_eq!(
+            pending_refspec(&b),
+            "+refs/heads/sessions/4f1*c9a:refs/remotes/origin/sessions/4f1*c9a"
+        );
+        let b: SessionBranch = "x".parse().unwrap();
+        assert_eq!(pending_refspec(&b), "+refs/heads/x*:refs/remotes/origin/x*");
+    }
 }

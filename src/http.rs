@@ -47,16 +47,19 @@ impl UrlSource {
     /// # Errors
     /// [`Error::Usage`] when the file cannot be read or does not hold a valid URL.
     pub fn load(&self) -> Result<RemoteUrl> {
-        match self {
-            UrlSource::Fixed(url) => Ok(url.clone()),
+        let url = match self {
+            UrlSource::Fixed(url) => url.clone(),
             UrlSource::File { path, var } => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     Error::Usage(format!("cannot read {var} ({}): {e}", path.display()))
                 })?;
                 RemoteUrl::parse(text.trim())
-                    .map_err(|e| Error::Usage(format!("{var} does not hold a valid URL: {e}")))
+                    .map_err(|e| Error::Usage(format!("{var} does not hold a valid URL: {e}")))?
             }
-        }
+        };
+        // A rotated URL's secret is redacted from what the process shows from now on.
+        crate::redact::learn(&url);
+        Ok(url)
     }
 
     fn rereadable(&self) -> bool {
@@ -195,13 +198,14 @@ impl Http {
         }
     }
 
-    /// Send one request and return the response if its status is 2xx.
+    /// Send one request and return the response if its status is 2xx, its body read under the
+    /// low-speed rule ([`Body`]).
     ///
     /// # Errors
     /// See [`Http::check_status`]; connect errors, timeouts and resets are [`Error::Network`].
-    pub fn send(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Response> {
+    pub fn send(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Body> {
         let resp = self.send_unchecked(url, req)?;
-        self.check_status(url, resp)
+        Ok(Body::new(self.check_status(url, resp)?))
     }
 
     /// Send one request and return the response whatever its status.
@@ -301,6 +305,89 @@ impl Http {
             // Other 4xx: the request itself is refused; retrying cannot help.
             s => Error::Protocol(format!("{url} answered HTTP {s}")),
         })
+    }
+}
+
+/// A response body read under git's low-speed rule (`http.lowSpeedLimit`/`lowSpeedTime`, curl's
+/// `CURLOPT_LOW_SPEED_LIMIT`/`_TIME`): a transfer that stays below 1 KiB/s for 60 s fails, even
+/// when each single read comes in under the read timeout (a server dripping one byte at a time).
+/// The read fails with [`std::io::ErrorKind::TimedOut`], which the callers report as a network
+/// failure (exit 5, retried).
+///
+/// Test knobs: `GIT_SESSION_LOW_SPEED_LIMIT` (bytes per second, default 1024) and
+/// `GIT_SESSION_LOW_SPEED_TIME_MS` (default 60000).
+pub struct Body {
+    inner: Response,
+    limit: u64,
+    time: Duration,
+    /// Where the current measuring window began (`None`: not yet, see [`Body::after_first_byte`]).
+    window: Option<std::time::Instant>,
+    bytes: u64,
+}
+
+impl Body {
+    /// Measure from now.
+    pub fn new(inner: Response) -> Self {
+        let mut body = Body::after_first_byte(inner);
+        body.window = Some(std::time::Instant::now());
+        body
+    }
+
+    /// Measure from the first byte on: the wait for a push's report while the server applies the
+    /// push (its hooks, its index-pack) is not a slow transfer.
+    pub fn after_first_byte(inner: Response) -> Self {
+        let knob = |var: &str, default: u64| {
+            std::env::var(var)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        Body {
+            inner,
+            limit: knob("GIT_SESSION_LOW_SPEED_LIMIT", 1024),
+            time: Duration::from_millis(knob("GIT_SESSION_LOW_SPEED_TIME_MS", 60_000)),
+            window: None,
+            bytes: 0,
+        }
+    }
+
+    /// The response's headers.
+    pub fn headers(&self) -> &HeaderMap {
+        self.inner.headers()
+    }
+
+    /// The response's status.
+    pub fn status(&self) -> StatusCode {
+        self.inner.status()
+    }
+}
+
+impl std::io::Read for Body {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let now = std::time::Instant::now();
+        let start = *self.window.get_or_insert(now);
+        self.bytes += n as u64;
+        let elapsed = now.duration_since(start);
+        if n > 0 && elapsed >= self.time {
+            let wanted = self.limit.saturating_mul(elapsed.as_millis() as u64) / 1000;
+            if self.bytes < wanted {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "the transfer stayed below {} bytes/s for {} s ({} bytes in {:.1} s), \
+                         as git's http.lowSpeedLimit/lowSpeedTime judge a stalled server",
+                        self.limit,
+                        self.time.as_secs(),
+                        self.bytes,
+                        elapsed.as_secs_f64()
+                    ),
+                ));
+            }
+            self.window = Some(now);
+            self.bytes = 0;
+        }
+        Ok(n)
     }
 }
 

@@ -36,6 +36,10 @@ pub enum RemoteTip {
     /// At a commit this tree let through (recorded in the [`Ledger`]) that descends from the
     /// lease, and that local history contains: the lease advances to it.
     Own,
+    /// At a commit this tree let through that descends from the lease and from the local tip
+    /// (pushed from another branch, say): the lease advances to it, nothing is left to push, and
+    /// the local branch can fast-forward to it.
+    Ahead,
     /// At the lease or at this tree's own commit, but local history no longer contains it
     /// (rewritten, e.g. by an amend or a rebase): refused with exit 7.
     Rewritten,
@@ -50,7 +54,7 @@ impl RemoteTip {
     pub fn as_str(&self) -> &'static str {
         match self {
             RemoteTip::Lease => "lease",
-            RemoteTip::Own => "own",
+            RemoteTip::Own | RemoteTip::Ahead => "own",
             RemoteTip::Rewritten => "rewritten",
             RemoteTip::Moved => "moved",
             RemoteTip::Deleted => "deleted",
@@ -59,7 +63,7 @@ impl RemoteTip {
 
     /// Whether a fast-forward from the remote tip may be pushed.
     pub fn may_push(&self) -> bool {
-        matches!(self, RemoteTip::Lease | RemoteTip::Own)
+        matches!(self, RemoteTip::Lease | RemoteTip::Own | RemoteTip::Ahead)
     }
 }
 
@@ -96,6 +100,7 @@ pub fn classify(
     }
     match local {
         Some(l) if descends(l, remote)? => Ok(RemoteTip::Own),
+        Some(l) if descends(remote, l)? => Ok(RemoteTip::Ahead),
         _ => Ok(RemoteTip::Rewritten),
     }
 }

@@ -22,6 +22,7 @@ pub mod output;
 pub mod prepush;
 pub mod progress;
 pub mod push;
+pub mod redact;
 pub mod restore;
 pub mod save;
 pub mod session;
@@ -30,8 +31,9 @@ pub mod types;
 use cli::{Cli, Command};
 pub use error::{Error, Result};
 
-/// Run a parsed command line; returns the process exit code (0–9).
+/// Run a parsed command line; returns the process exit code (0–10).
 pub fn run(cli: Cli) -> u8 {
+    redact::learn_environment();
     init_logging(cli.verbose, cli.quiet);
     progress::enable(cli.json, cli.quiet);
     if failpoint::armed("panic") {
@@ -43,7 +45,7 @@ pub fn run(cli: Cli) -> u8 {
             return match commands::credential::run(&args.operation) {
                 Ok(()) => 0,
                 Err(err) => {
-                    eprintln!("git-session credential: {err}");
+                    eprintln!("git-session credential: {}", redact::text(&err.to_string()));
                     err.exit_code()
                 }
             };
@@ -53,7 +55,7 @@ pub fn run(cli: Cli) -> u8 {
                 Ok(()) => 0,
                 Err(err) => {
                     // git shows the hook's stderr above its own "failed to push some refs".
-                    eprintln!("git-session: {err}");
+                    eprintln!("git-session: {}", redact::text(&err.to_string()));
                     err.exit_code()
                 }
             };
@@ -117,7 +119,7 @@ fn init_logging(verbose: u8, quiet: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(redact::Stderr)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()

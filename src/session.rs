@@ -141,17 +141,47 @@ impl Session {
     /// [`Error::Usage`] (exit 2) when `workdir` holds no restored session, or when `branch` names
     /// another session ("this tree belongs to another session").
     pub fn open(workdir: &Path, branch: Option<&str>) -> Result<Self> {
-        // Like git, find the tree from any folder inside it.
-        let workdir = workdir
+        // Like git, find the tree from any folder inside it; a linked work tree (`git worktree
+        // add`, its `.git` a file) belongs to the main tree, where the session lives.
+        let found = workdir
             .ancestors()
-            .find(|d| Self::path_in(d).is_file())
-            .unwrap_or(workdir);
+            .find(|d| Self::path_in(d).is_file() || d.join(".git").is_file());
+        if let Some(linked) = found.filter(|d| d.join(".git").is_file()) {
+            let main = std::fs::read_to_string(linked.join(".git"))
+                .ok()
+                .and_then(|t| {
+                    t.trim()
+                        .strip_prefix("gitdir:")
+                        .map(|p| linked.join(p.trim()))
+                })
+                .and_then(|dir| {
+                    let common = std::fs::read_to_string(dir.join("commondir")).ok()?;
+                    let common = dir.join(common.trim()).canonicalize().ok()?;
+                    common.parent().map(Path::to_path_buf)
+                });
+            return Err(Error::Usage(match main {
+                Some(main) => format!(
+                    "{} is a linked work tree (`git worktree add`) of {}: the session lives \
+                     there — run git-session in it (or with -C {})",
+                    linked.display(),
+                    main.display(),
+                    main.display()
+                ),
+                None => format!(
+                    "{} is a linked work tree (`git worktree add`): run git-session in the main \
+                     tree, where the session lives",
+                    linked.display()
+                ),
+            }));
+        }
+        let workdir = found.unwrap_or(workdir);
         let git_dir = workdir.join(".git");
         let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
             Error::Usage(format!(
-                "{} holds no git-session session (no {}/{RECORD_FILE}): run `git-session restore` first",
+                "{} is not inside a tree restored by git-session (no .git/{RECORD_FILE} there or \
+                 above): cd into the session's tree, or name it with -C DIR (or SESSION_DIR); \
+                 `git-session restore` makes one",
                 workdir.display(),
-                git_dir.display()
             ))
         })?;
         if let Some(raw) = branch {

@@ -236,20 +236,39 @@ fn the_credential_helper_answers_only_matching_urls_on_stdout() {
         )
     };
     let host = format!("127.0.0.1:{}", f.srv.addr.port());
+    // origin's url and pushurl carry made-up user names that say the direction.
+    let fetch = format!("protocol=http\nhost={host}\npath=repo.git\nusername=git-session-read\n\n");
+    let push_req =
+        format!("protocol=http\nhost={host}\npath=repo.git\nusername=git-session-push\n\n");
     let req = format!("protocol=http\nhost={host}\npath=repo.git\n\n");
     let read = f.srv.url("repo.git", Some("r:read-token-123"));
     let push = f.srv.url("repo.git", Some("p:push-token-456"));
-    let (out, _) = helper(&req, &[("READ_URL", &read)]);
+    let (out, _) = helper(&fetch, &[("READ_URL", &read)]);
     assert_eq!(out, "username=r\npassword=read-token-123\n");
+    let (out, _) = helper(&fetch, &[("READ_URL", &read), ("PUSH_URL", &push)]);
+    assert_eq!(out, "username=r\npassword=read-token-123\n");
+    let (out, _) = helper(&push_req, &[("READ_URL", &read), ("PUSH_URL", &push)]);
+    assert_eq!(out, "username=p\npassword=push-token-456\n");
+    // A push without PUSH_URL: git is told to stop (no prompt), never given READ_URL's token.
+    let (out, err) = helper(&push_req, &[("READ_URL", &read)]);
+    assert_eq!(out, "quit=1\n");
+    assert!(err.contains("PUSH_URL"), "{err}");
+    // A URL typed by hand says no direction: only PUSH_URL's credentials.
     let (out, _) = helper(&req, &[("READ_URL", &read), ("PUSH_URL", &push)]);
     assert_eq!(out, "username=p\npassword=push-token-456\n");
+    let (out, err) = helper(&req, &[("READ_URL", &read)]);
+    assert_eq!(out, "");
+    assert!(err.contains("only PUSH_URL"), "{err}");
     // Another path or host: nothing on stdout, a note on stderr.
     let (out, err) = helper(
         &format!("protocol=http\nhost={host}\npath=other.git\n\n"),
-        &[("READ_URL", &read)],
+        &[("PUSH_URL", &push)],
     );
     assert_eq!(out, "");
-    assert!(err.contains("no session URL"), "{err}");
+    assert!(
+        err.contains("no PUSH_URL in the environment matches"),
+        "{err}"
+    );
     // A _FILE is re-read at every call.
     let file = f.w.tmp.path().join("push-url");
     std::fs::write(&file, &push).unwrap();

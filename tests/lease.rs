@@ -409,7 +409,13 @@ fn a_hook_managers_changes_are_undone_and_its_hooks_chained() {
     run.assert_code(0);
     let warnings = run.json()["warnings"].to_string();
     assert!(warnings.contains("core.hooksPath"), "{warnings}");
-    assert_ne!(s.w.git(&b, &["config", "core.hooksPath"]), ".husky/_");
+    // Put back: git runs its default hooks folder again (where the check is).
+    assert!(
+        !s.w.git_output(&b, &["config", "core.hooksPath"])
+            .status
+            .success(),
+        "core.hooksPath is still set"
+    );
     s.commit(&b, "b.txt", "b\n");
     assert!(
         marks.join("husky-pre-commit").exists(),
@@ -425,7 +431,7 @@ fn a_hook_managers_changes_are_undone_and_its_hooks_chained() {
 
     // lefthook: `pre-push` rewritten in place.
     let c = s.sandbox("c", "sessions/hooks2", &s.ids[1]);
-    let hooks = std::path::PathBuf::from(s.w.git(&c, &["config", "core.hooksPath"]));
+    let hooks = c.join(".git/hooks");
     std::fs::write(
         hooks.join("pre-push"),
         format!(
@@ -555,4 +561,188 @@ fn the_check_and_the_helper_leave_no_secret_on_disk() {
     }
     let hook = std::fs::read_to_string(a.join(".git/hooks/pre-push")).unwrap();
     assert!(!hook.contains(&userinfo()) && !hook.contains(TOKEN));
+}
+
+/// Faults a trial found, each fixed: another spelling of the server's host is checked too; a
+/// moved tree keeps the check; a hook manager's folder that is later removed breaks no `git
+/// commit`; a `core.hooksPath` in a work tree's config is found; pre-commit's migration (our hook
+/// kept as `pre-push.legacy`) raises no false alarm; git-session in a linked work tree says where
+/// the session is (exit 2, not 1); and a push of this tree's own commit from another branch is
+/// "up to date", not "history was rewritten".
+#[test]
+fn the_check_holds_for_other_spellings_moves_and_work_trees() {
+    let s = Setup::new();
+    let branch = "sessions/spell";
+    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
+    let a = s.sandbox("a", branch, &s.ids[1]);
+    let b = s.sandbox("b", branch, &s.ids[1]);
+    std::fs::write(a.join("a.txt"), "a\n").unwrap();
+    s.save(&a, "A", &[]).assert_code(0);
+    let owner_tip = s.remote(branch).unwrap();
+    // B is stale: `localhost` names the same server as the restore's 127.0.0.1.
+    s.commit(&b, "b.txt", "b\n");
+    s.shell_git_ok(&b, &["pull", "-q", "--no-rebase", "--no-edit"]);
+    let other = format!(
+        "http://{}@localhost:{}/repo.git",
+        userinfo(),
+        s.srv.addr.port()
+    );
+    let refspec = format!("HEAD:refs/heads/{branch}");
+    s.shell_git_refused(&b, &["push", "-q", &other, &refspec]);
+    assert_eq!(s.remote(branch).as_deref(), Some(owner_tip.as_str()));
+    // Moved, B is still checked.
+    let moved = s.w.path("b-moved");
+    std::fs::rename(&b, &moved).unwrap();
+    s.shell_git_refused(&moved, &["push", "-q", "origin"]);
+    assert_eq!(s.remote(branch).as_deref(), Some(owner_tip.as_str()));
+    // The owner's push by the other spelling is recorded as its own.
+    let ca = s.commit(&a, "a.txt", "a2\n");
+    s.shell_git_ok(&a, &["push", "-q", &other, &refspec]);
+    assert_eq!(s.remote_state(&a), "own");
+    let run = s.save(&a, "nothing new", &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], ca.as_str());
+
+    // A hook manager's folder removed after the check was put back: `git commit` still works.
+    let husky = a.join(".husky/_");
+    std::fs::create_dir_all(&husky).unwrap();
+    std::fs::write(husky.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(
+        husky.join("pre-commit"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    s.w.git(&a, &["config", "core.hooksPath", ".husky/_"]);
+    s.w.run(&a, &["status"], &[]).assert_code(0);
+    std::fs::remove_dir_all(a.join(".husky")).unwrap();
+    s.commit(&a, "a.txt", "a3\n");
+    s.w.git(&a, &["reset", "-q", "--hard", "HEAD~1"]);
+
+    // core.hooksPath in a work tree's own config (extensions.worktreeConfig).
+    s.w.git(&a, &["config", "extensions.worktreeConfig", "true"]);
+    s.w.git(
+        &a,
+        &[
+            "config",
+            "--worktree",
+            "core.hooksPath",
+            "/nonexistent-hooks",
+        ],
+    );
+    let run = s.w.run(&a, &["status", "--json"], &[]);
+    run.assert_code(0);
+    assert!(
+        run.json()["warnings"]
+            .to_string()
+            .contains("core.hooksPath"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !s.w.git_output(&a, &["config", "--worktree", "core.hooksPath"])
+            .status
+            .success()
+    );
+
+    // pre-commit's migration: our hook kept as pre-push.legacy, which its hook runs.
+    let hooks = a.join(".git/hooks");
+    std::fs::rename(hooks.join("pre-push"), hooks.join("pre-push.legacy")).unwrap();
+    std::fs::write(
+        hooks.join("pre-push"),
+        "#!/bin/sh\nexec \"$(dirname \"$0\")/pre-push.legacy\" \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        hooks.join("pre-push"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let run = s.w.run(&a, &["status", "--json"], &[]);
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "{}",
+        run.stdout
+    );
+
+    // In a linked work tree: exit 2, naming the main tree.
+    let wt = s.w.path("a-wt");
+    s.w.git(
+        &a,
+        &["worktree", "add", "-q", "-b", "side", wt.to_str().unwrap()],
+    );
+    let run = s.w.run(&wt, &["status", "--json"], &[]);
+    run.assert_code(2);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains(a.to_str().unwrap()), "{msg}");
+
+    // This tree's own commit pushed from another branch: the session branch is behind it.
+    let side = s.commit(&wt, "side.txt", "side\n");
+    s.shell_git_ok(&wt, &["push", "-q", "origin", &format!("side:{branch}")]);
+    let run = s.push(&a, &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], side.as_str());
+    assert!(
+        run.json()["warnings"]
+            .to_string()
+            .contains("git merge --ff-only"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(s.lease(&a), side);
+}
+
+/// The owner's plain push while a hook manager had turned the check off is not recorded (the
+/// check did not run), so the next save is refused — and says why: the warning comes with the
+/// failure too, and the stale error names the check having been off.
+#[test]
+fn a_save_refused_after_the_check_was_off_says_why() {
+    let s = Setup::new();
+    let branch = "sessions/off";
+    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
+    let a = s.sandbox("a", branch, &s.ids[1]);
+    std::fs::create_dir_all(a.join(".husky")).unwrap();
+    s.w.git(&a, &["config", "core.hooksPath", ".husky"]);
+    s.commit(&a, "w", "w\n");
+    s.shell_git_ok(&a, &["push", "-q"]);
+    std::fs::write(a.join("v"), "v\n").unwrap();
+    let run = s.save(&a, "v", &[]);
+    run.assert_code(3);
+    let j = run.json();
+    assert!(j["warnings"].to_string().contains("core.hooksPath"), "{j}");
+    let msg = j["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("was off in this tree"), "{msg}");
+    assert!(
+        run.stderr.contains("warning: core.hooksPath"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A new session's fetch refspec takes the session branch only — not other branches that start
+/// with its name — and becomes exact once a plain `git push` created the branch.
+#[test]
+fn a_new_sessions_fetch_takes_no_other_sessions_branches() {
+    let s = Setup::new();
+    for other in ["sessions/new-old", "sessions/newer", "sessions/newish"] {
+        s.w.git(&s.bare(), &["branch", other, &s.ids[0]]);
+    }
+    let a = s.sandbox("a", "sessions/new", &s.ids[1]);
+    s.shell_git_ok(&a, &["fetch", "-q"]);
+    let tracking =
+        s.w.git(&a, &["for-each-ref", "--format=%(refname)", "refs/remotes"]);
+    assert_eq!(tracking, "", "fetched other branches: {tracking}");
+    s.commit(&a, "f", "1\n");
+    s.shell_git_ok(&a, &["push", "-q"]);
+    s.w.run(&a, &["status"], &[]).assert_code(0);
+    assert_eq!(
+        s.w.git(&a, &["config", "--get-all", "remote.origin.fetch"]),
+        "+refs/heads/sessions/new:refs/remotes/origin/sessions/new"
+    );
+    s.shell_git_ok(&a, &["fetch", "-q"]);
+    assert_eq!(
+        s.w.git(&a, &["for-each-ref", "--format=%(refname)", "refs/remotes"]),
+        "refs/remotes/origin/sessions/new"
+    );
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
+use crate::support::wire::{band, pkt};
 use crate::support::{
     GitServer, Run, TOKEN, World, git_session_peak_rss, incompressible, userinfo,
 };
@@ -265,17 +266,6 @@ fn a_declining_hook_is_exit_9_with_its_message() {
     assert_eq!(s.remote("sessions/h"), None);
     // Refused for sure: no record of an upload in flight is kept.
     assert!(!dir.join(".git/git-session-sending").exists());
-}
-
-fn pkt(data: &str) -> String {
-    format!("{:04x}{data}", data.len() + 4)
-}
-
-fn band(channel: u8, inner: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:04x}", inner.len() + 5).into_bytes();
-    out.push(channel);
-    out.extend_from_slice(inner);
-    out
 }
 
 #[test]
@@ -613,7 +603,12 @@ fn push_works_from_the_record_and_refuses_another_session() {
     let elsewhere = s.w.path("not-a-session");
     let run = s.w.run(&elsewhere, &["push"], &[("PUSH_URL", &s.url())]);
     run.assert_code(2);
-    assert!(run.stderr.contains("restore` first"), "{}", run.stderr);
+    // Outside the tree: told to cd into it (or -C), not to restore over it.
+    assert!(
+        run.stderr.contains("cd into the session's tree") && run.stderr.contains("-C DIR"),
+        "{}",
+        run.stderr
+    );
     s.push(&dir, &[("SESSION_BRANCH", "refs/heads/sessions/mine")])
         .assert_code(0);
 }
@@ -637,6 +632,19 @@ fn an_expired_jwt_is_named_in_the_auth_error() {
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
     assert!(!msg.contains(&jwt) && !run.stderr.contains(&jwt));
+    // Restore names it too (it said only "the URL may have expired").
+    let run = s.w.run(
+        &s.w.path("b"),
+        &["restore", "--json"],
+        &[
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", "sessions/j"),
+            ("TIP_SHA", &s.ids[1]),
+        ],
+    );
+    run.assert_code(4);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
 }
 
 /// A JWT whose `exp` lies past year 9999 (or past any integer) counts as not expiring: `status`
@@ -1195,6 +1203,10 @@ fn plain_git_ownership_follows_what_made_the_commit() {
         "{}",
         human.stdout
     );
-    s.push(&f, &[]).assert_code(7);
+    let run = s.push(&f, &[]);
+    run.assert_code(7);
+    // It says how to recover: keep the changes as a new commit on top of the pushed one.
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains(&format!("git reset --soft {z}")), "{msg}");
     assert_eq!(s.remote("sessions/amend2").as_deref(), Some(z.as_str()));
 }

@@ -4,6 +4,7 @@
 mod support;
 
 mod cli;
+mod hostile;
 mod inputs;
 mod lease;
 mod push;

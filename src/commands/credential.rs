@@ -10,8 +10,9 @@
 //! A push with no `PUSH_URL` is answered `quit=1`: git stops at once, with no prompt and no other
 //! helper, after the helper said on stderr what is missing.
 //!
-//! A request with any other user name (a URL a person typed) is answered from whichever session
-//! URL matches its scheme, host and path, one with the same user name first, then `PUSH_URL`.
+//! A request with any other user name (a URL a person typed) carries no direction either: it is
+//! answered with `PUSH_URL`'s credentials when they match its scheme, host and path (they can
+//! fetch and push), never with `READ_URL`'s.
 //! `store` and `erase` do nothing.
 //!
 //! # Security
@@ -149,26 +150,17 @@ fn answer(req: &Request, read: Option<RemoteUrl>, push: Option<RemoteUrl>) -> An
             },
             Err(why) => Answer::Quit(format!("a fetch needs READ_URL's credentials: {why}")),
         },
-        user => {
-            let same_user = |u: &RemoteUrl| {
-                user.is_some_and(|name| {
-                    u.credentials().is_some_and(|c| c.username.expose() == name)
-                })
-            };
-            let mut candidates: Vec<RemoteUrl> = [push, read]
-                .into_iter()
-                .flatten()
-                .filter(|u| req.matches(u) && u.has_credentials())
-                .collect();
-            candidates.sort_by_key(|u| !same_user(u));
-            match candidates.into_iter().next() {
-                Some(url) => Answer::Use(url),
-                None => Answer::Pass(format!(
-                    "no session URL in the environment matches {}",
-                    req.shown()
-                )),
-            }
-        }
+        // A URL typed by hand: git does not say whether it fetches or pushes, so only PUSH_URL
+        // (which can do both) is given; READ_URL's token never goes to a push (SPEC "credential").
+        _ => match push.filter(|u| req.matches(u) && u.has_credentials()) {
+            Some(url) => Answer::Use(url),
+            None => Answer::Pass(format!(
+                "no PUSH_URL in the environment matches {}: for a URL typed by hand git does not \
+                 say whether it fetches or pushes, so only PUSH_URL is given (fetch from `origin` \
+                 to use READ_URL)",
+                req.shown()
+            )),
+        },
     }
 }
 
@@ -208,12 +200,13 @@ mod tests {
             password(answer(&req(Some(PUSH_USER)), read.clone(), push.clone())),
             "PUSHTOK"
         );
-        // A URL typed with the push token's user name gets that one; otherwise PUSH_URL first.
+        // A URL typed by hand (no direction known): PUSH_URL only, never READ_URL's token.
         assert_eq!(
             password(answer(&req(Some("r")), read.clone(), push.clone())),
-            "READTOK"
+            "PUSHTOK"
         );
-        assert_eq!(password(answer(&req(None), read, push)), "PUSHTOK");
+        assert_eq!(password(answer(&req(None), read.clone(), push)), "PUSHTOK");
+        assert!(matches!(answer(&req(None), read, None), Answer::Pass(_)));
     }
 
     #[test]

@@ -37,12 +37,42 @@ pub fn expiry_warnings<'a>(
 }
 
 /// Verify that plain `git push` is still routed through the lease check (a hook manager may have
-/// replaced it) and re-install it; its warnings, or one saying it could not.
-pub fn check_hooks(session: &crate::session::Session) -> Vec<String> {
-    crate::prepush::ensure(&session.git_dir).unwrap_or_else(|e| {
+/// replaced it) and re-install it; its warnings are shown with the command's result, success or
+/// failure ([`crate::output::warn_early`]). Returns whether the check had been off.
+pub fn check_hooks(session: &crate::session::Session) -> bool {
+    let warnings = crate::prepush::ensure(&session.git_dir).unwrap_or_else(|e| {
         vec![format!(
             "could not verify git-session's check of plain `git push` ({e}): a plain push from \
              this tree may not be held to the lease"
         )]
-    })
+    });
+    let was_off = !warnings.is_empty();
+    // A branch a plain `git push` created: fetch exactly it from now on.
+    let branch = &session.record.branch;
+    if session.git_dir.join(branch.tracking_ref()).exists()
+        && let Err(e) = crate::gitdir::settle_origin(&session.git_dir, branch)
+    {
+        tracing::warn!("could not set the session branch's upstream: {e}");
+    }
+    for w in warnings {
+        crate::output::warn_early(w);
+    }
+    was_off
+}
+
+/// The note a stale error gets when the check of plain `git push` had been off in this tree.
+pub const CHECK_WAS_OFF: &str = "git-session's check of plain `git push` was off in this tree \
+    until now (see the warning): a plain push made from here meanwhile was not recorded as this \
+    tree's, so it counts as another sandbox's";
+
+/// " — its token expired at …" or " — its token expires at …" for a JWT `exp` in Unix seconds:
+/// what an auth error adds when the URL's password is a JWT.
+pub fn expiry_phrase(exp: u64) -> String {
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(exp);
+    let stamp = humantime::format_rfc3339_seconds(when);
+    if when <= std::time::SystemTime::now() {
+        format!(" — its token expired at {stamp}")
+    } else {
+        format!(" — its token expires at {stamp}")
+    }
 }

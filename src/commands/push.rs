@@ -20,18 +20,21 @@ pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
     let source = push_source(args)?;
     let (session, _lock) = lock_session(session, args.session_branch.as_deref())?;
-    let mut warnings = super::check_hooks(&session);
+    let check_was_off = super::check_hooks(&session);
     ensure_history(&session)?;
-    let pushed = push_session(session, &source, "nothing local was touched")
-        .map_err(|e| e.with_note("Local commits are kept"))?;
+    let pushed =
+        push_session(session, &source, "nothing local was touched").map_err(|e| match e {
+            Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
+            Error::Stale { .. } => e,
+            other => other.with_note("Local commits are kept"),
+        })?;
     let mut fields = serde_json::Map::new();
     fields.insert("committed".into(), json!(false));
     pushed.fill(&mut fields);
-    warnings.extend(pushed.warnings.iter().cloned());
     Ok(Success {
         command: "push",
         branch: pushed.branch.to_string(),
-        warnings,
+        warnings: pushed.warnings.clone(),
         human: pushed.human(),
         fields,
     })

@@ -50,6 +50,9 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
         push,
         depth: (args.depth > 0).then_some(args.depth),
         force: args.force,
+        limits: crate::restore::pack::PackLimits {
+            max_object_bytes: args.max_object_bytes,
+        },
     };
     let mut expiry = Vec::new();
     for (name, source) in [("READ_URL", &opts.read), ("PUSH_URL", &opts.push)] {
@@ -58,8 +61,22 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
             expiry.extend(super::expiry_warnings([(name, &url)]));
         }
     }
+    // A refused URL whose token is a JWT: say when it expired, as status does.
+    let name_expiry = |e: Error| match e {
+        Error::Auth(msg) => {
+            let phrase = [&opts.read, &opts.push]
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.load().ok()?.jwt_expiry())
+                .min()
+                .map(super::expiry_phrase)
+                .unwrap_or_default();
+            Error::Auth(format!("{msg}{phrase}"))
+        }
+        other => other,
+    };
     let mut report = match from {
-        From::Git => restore_git(&opts)?,
+        From::Git => restore_git(&opts).map_err(name_expiry)?,
         From::Archive => {
             let source = archive_source.ok_or_else(|| {
                 Error::Usage(
@@ -79,7 +96,8 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
                         total_bytes: args.max_bytes,
                     },
                 },
-            )?
+            )
+            .map_err(name_expiry)?
         }
     };
     report.warnings.extend(expiry);
@@ -87,7 +105,7 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
         && let Ok(session) = crate::session::Session::open(&opts.dir, None)
     {
         // A finished restore is left as it is, but plain `git push` must still be checked.
-        report.warnings.extend(super::check_hooks(&session));
+        super::check_hooks(&session);
     }
     let lease_text = if report.lease.is_zero() {
         "new branch".to_owned()

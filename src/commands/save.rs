@@ -27,7 +27,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
     };
     let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()))?;
     let (session, _lock) = super::push::lock_session(session, args.push.session_branch.as_deref())?;
-    let hook_warnings = super::check_hooks(&session);
+    let check_was_off = super::check_hooks(&session);
     super::push::ensure_history(&session)?;
     let committed = stage_and_commit(
         &session.workdir,
@@ -37,8 +37,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
             secrets: &secrets,
         },
     )?;
-    let mut warnings = hook_warnings;
-    warnings.extend(committed.warnings);
+    let mut warnings = committed.warnings;
     let mut fields = serde_json::Map::new();
     fields.insert("committed".into(), json!(committed.commit.is_some()));
     fields.insert("commit".into(), json!(committed.commit));
@@ -80,6 +79,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
     };
     let pushed = super::push::push_session(session, &source, &kept).map_err(|e| match e {
         // The stale error already says what became of local work, and a rerun does not help.
+        Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
         Error::Stale { .. } => e,
         other => {
             let n = note(&other);

@@ -20,7 +20,8 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
     let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?;
     let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?;
-    let mut warnings = super::check_hooks(&session);
+    super::check_hooks(&session);
+    let mut warnings = Vec::new();
     let mut urls = Vec::new();
     for (name, source) in [("READ_URL", &read), ("PUSH_URL", &push)] {
         if let Some(s) = source {
@@ -163,6 +164,11 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             RemoteTip::Own => (
                 rt.to_string(),
                 "a commit this tree pushed: the next push takes it as the lease",
+            ),
+            RemoteTip::Ahead => (
+                rt.to_string(),
+                "a commit this tree pushed, ahead of the local branch: the next push takes it \
+                 as the lease (`git merge --ff-only` brings the branch up to it)",
             ),
             RemoteTip::Rewritten => (
                 rt.to_string(),

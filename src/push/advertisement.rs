@@ -10,6 +10,10 @@ use crate::error::{Error, Result};
 use crate::http::{Http, Request, body_error};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 
+/// The most bytes of a ref advertisement read (line by line; only the session branch and the
+/// capabilities are kept): a million refs take about 60 MiB.
+pub const MAX_ADVERTISEMENT_BYTES: usize = 256 << 20;
+
 /// What the server advertised that a push needs.
 #[derive(Debug)]
 pub struct Advertised {
@@ -73,6 +77,7 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
     };
     let mut first = true;
     let mut sections = 0;
+    let mut seen = 0usize;
     loop {
         let Some(line) = lines.read_line() else {
             sections += 1;
@@ -95,6 +100,13 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
         let Some(data) = line.as_slice() else {
             continue;
         };
+        seen += data.len() + 4;
+        if seen > MAX_ADVERTISEMENT_BYTES {
+            return Err(Error::Protocol(format!(
+                "{url} sent a ref advertisement over {MAX_ADVERTISEMENT_BYTES} bytes: refused (a \
+                 misbehaving server)"
+            )));
+        }
         let data = data.strip_suffix(b"\n").unwrap_or(data);
         if data.starts_with(b"# service=") {
             continue;

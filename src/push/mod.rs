@@ -105,7 +105,7 @@ pub fn push(
                 .load()
                 .ok()
                 .and_then(|u| u.jwt_expiry())
-                .map(expiry_phrase)
+                .map(crate::commands::expiry_phrase)
                 .unwrap_or_default(),
             if msg.contains("HTTP 403") {
                 "HTTP 403"
@@ -130,7 +130,7 @@ pub fn push(
     }
     crate::gitdir::write_ref(&session.git_dir, &branch.tracking_ref(), outcome.tip)?;
     if !outcome.tip.is_zero() {
-        crate::gitdir::set_upstream(&session.git_dir, &branch)?;
+        crate::gitdir::settle_origin(&session.git_dir, &branch)?;
     }
     Ok(outcome)
 }
@@ -176,9 +176,19 @@ impl Attempt<'_> {
     }
 
     fn outcome(&self, previous: FullSha, pushed: bool, warnings: Vec<String>) -> PushOutcome {
+        self.outcome_at(self.local, previous, pushed, warnings)
+    }
+
+    fn outcome_at(
+        &self,
+        tip: FullSha,
+        previous: FullSha,
+        pushed: bool,
+        warnings: Vec<String>,
+    ) -> PushOutcome {
         PushOutcome {
             branch: self.branch().clone(),
-            tip: self.local,
+            tip,
             previous_tip: previous,
             pushed,
             warnings,
@@ -250,6 +260,18 @@ impl Attempt<'_> {
                      advances to it"
                 )],
             }),
+            RemoteTip::Ahead => Ok(Plan::Done(self.outcome_at(
+                remote,
+                lease,
+                false,
+                vec![format!(
+                    "the remote branch is at {remote}, which this tree pushed (from another \
+                     branch?) and which is ahead of local {} ({}): nothing to push; the lease \
+                     advances to it — bring the branch up to it with `git merge --ff-only {remote}`",
+                    branch.full_ref(),
+                    self.local
+                )],
+            ))),
             RemoteTip::Rewritten => Err(self.rewritten(remote)),
             RemoteTip::Lease | RemoteTip::Moved | RemoteTip::Deleted => {
                 Err(stale(branch, lease, remote, self.kept))
@@ -261,9 +283,9 @@ impl Attempt<'_> {
         Error::Conflict(format!(
             "the remote branch '{}' is at {remote}, which this tree pushed, but local {} ({}) no \
              longer contains it: history was rewritten after the push (e.g. an amend or a \
-             rebase); nothing was uploaded (git-session pushes fast-forward only) — rebuild \
-             your work on top of {remote}: `git rebase {remote}` (or `git reset --soft {remote}` \
-             and commit again)",
+             rebase); nothing was uploaded (git-session pushes fast-forward only) — to keep \
+             your changes as a new commit on top of it: `git reset --soft {remote}`, then save \
+             again",
             self.branch(),
             self.branch().full_ref(),
             self.local
@@ -278,7 +300,8 @@ impl Attempt<'_> {
         }
         Err(Error::Conflict(format!(
             "local {} ({}) does not descend from {} {base}: history was rewritten; nothing was \
-             uploaded (git-session pushes fast-forward only)",
+             uploaded (git-session pushes fast-forward only) — to keep your changes as a new \
+             commit on top of it: `git reset --soft {base}`, then save again",
             self.branch().full_ref(),
             self.local,
             if old.is_zero() {
@@ -427,16 +450,5 @@ impl Attempt<'_> {
                 Err(e)
             }
         }
-    }
-}
-
-/// " (its token expired at …)" or " (its token expires at …)" for a JWT `exp` in Unix seconds.
-fn expiry_phrase(exp: u64) -> String {
-    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(exp);
-    let stamp = humantime::format_rfc3339_seconds(when);
-    if when <= std::time::SystemTime::now() {
-        format!(" — its token expired at {stamp}")
-    } else {
-        format!(" — its token expires at {stamp}")
     }
 }

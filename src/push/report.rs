@@ -37,7 +37,9 @@ const MAX_REMOTE_LINES: usize = 20;
 /// [`Error::Network`] when the body breaks off; [`Error::Protocol`] for malformed pkt-lines.
 pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool) -> Result<Report> {
     let mut report = Report::default();
-    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    // The wait for the first byte is the server applying the push, not a slow transfer.
+    let body = crate::http::Body::after_first_byte(resp);
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let status_bytes = if side_band {
         let mut data = Vec::new();
         let mut texts = Vec::new();

@@ -43,6 +43,27 @@ pub fn index_from_tree(
     Ok(gix::index::File::from_state(state, repo.index_path()))
 }
 
+/// Refuse an index naming a blob that `has` does not hold: the server failed to send it (SPEC
+/// rule 2, exit 6), found before anything is written. Gitlinks (submodules) name commits of
+/// another repository and are not looked for.
+///
+/// # Errors
+/// [`Error::Integrity`] naming the path and the blob.
+pub fn require_blobs(index: &gix::index::File, has: impl Fn(&gix::oid) -> bool) -> Result<()> {
+    for entry in index.entries() {
+        if entry.mode == gix::index::entry::Mode::COMMIT || has(&entry.id) {
+            continue;
+        }
+        return Err(Error::Integrity(format!(
+            "the remote's pack lacks the blob {} of '{}': the server sent an incomplete \
+             commit; nothing was written",
+            entry.id,
+            entry.path(index)
+        )));
+    }
+    Ok(())
+}
+
 /// Before a checkout that may replace files (`--force`, or completing an interrupted restore),
 /// refuse what it would delete or must not overwrite (SPEC rule 6: other files are left in place,
 /// nothing is deleted):
@@ -56,6 +77,7 @@ pub fn index_from_tree(
 /// # Errors
 /// [`Error::Conflict`] (exit 7) naming the path, before anything is written.
 pub fn refuse_what_is_in_the_way(
+    repo: &gix::Repository,
     workdir: &Path,
     index: &gix::index::File,
     objects: &impl gix::objs::Find,
@@ -63,6 +85,13 @@ pub fn refuse_what_is_in_the_way(
 ) -> Result<()> {
     let resume_only = resume.is_some();
     let mut cut = resume;
+    // The checkout writes what the tree's `.gitattributes` make of a blob (`eol=crlf`, `ident`,
+    // `working-tree-encoding`): that is what the killed run left, so that is what is compared.
+    let mut to_worktree = if resume_only {
+        Some(WorktreeForm::new(repo, index)?)
+    } else {
+        None
+    };
     let conflict = |path: &Path, what: &str| {
         Error::Conflict(format!(
             "{} {what}: nothing was changed (move it aside{})",
@@ -119,6 +148,12 @@ pub fn refuse_what_is_in_the_way(
             .flatten()
             .map(|d| d.data.to_vec())
             .unwrap_or_default();
+        let blob = match &mut to_worktree {
+            Some(form) if entry.mode != gix::index::entry::Mode::SYMLINK => {
+                form.convert(blob, entry.path(index))?
+            }
+            _ => blob,
+        };
         let on_disk = if meta.file_type().is_symlink() {
             std::fs::read_link(&path)
                 .map(|t| t.into_os_string().into_encoded_bytes())
@@ -156,6 +191,41 @@ pub fn refuse_what_is_in_the_way(
         ));
     }
     Ok(())
+}
+
+/// A blob as the checkout writes it into the work tree: through git's conversions as the tree's
+/// `.gitattributes` ask (read from the tree, as the checkout reads them).
+struct WorktreeForm<'repo> {
+    pipeline: gix::filter::Pipeline<'repo>,
+}
+
+impl<'repo> WorktreeForm<'repo> {
+    fn new(repo: &'repo gix::Repository, index: &gix::index::File) -> Result<Self> {
+        let cache = repo
+            .attributes_only(
+                index,
+                gix::worktree::stack::state::attributes::Source::IdMapping,
+            )
+            .map_err(|e| Error::internal("reading the tree's .gitattributes", chain(&e)))?
+            .detach();
+        let pipeline = gix::filter::Pipeline::new(repo, cache)
+            .map_err(|e| Error::internal("preparing git's conversions", chain(&e)))?;
+        Ok(WorktreeForm { pipeline })
+    }
+
+    fn convert(&mut self, blob: Vec<u8>, path: &gix::bstr::BStr) -> Result<Vec<u8>> {
+        use gix::filter::plumbing::pipeline::convert::ToWorktreeOutcome;
+        let out = self
+            .pipeline
+            .convert_to_worktree(&blob, path, Default::default())
+            .map_err(|e| Error::internal(format!("converting {path}"), chain(&e)))?;
+        Ok(match out {
+            ToWorktreeOutcome::Unchanged(_) => blob,
+            ToWorktreeOutcome::Buffer(converted) => converted.to_vec(),
+            // No filter driver is configured (SPEC rule 8), so none runs.
+            ToWorktreeOutcome::Process(_) => blob,
+        })
+    }
 }
 
 /// Write the files of `index` into `workdir`, reading blobs from `objects`. `overwrite` lets existing files the commit tracks be
@@ -198,11 +268,16 @@ pub fn checkout(
         gix::worktree::state::checkout(index, workdir, objects, &files, &bytes, &interrupt, opts)
     }
     .map_err(|e| {
-        let msg = chain(&e);
-        if msg.contains("exists") || msg.contains("File exists") {
-            Error::Conflict(format!("a file is in the way of the checkout: {msg}"))
+        if crate::error::local_io_kind(&e) == Some(std::io::ErrorKind::AlreadyExists) {
+            Error::Conflict(format!(
+                "a file is in the way of the checkout: {}",
+                chain(&e)
+            ))
         } else {
-            Error::internal("checking out the tree", msg)
+            Error::from_chain(
+                format!("checking out the tree into {}", workdir.display()),
+                &e,
+            )
         }
     })?;
     if !outcome.collisions.is_empty() {
@@ -218,10 +293,13 @@ pub fn checkout(
         )));
     }
     if let Some(first) = outcome.errors.first() {
-        return Err(Error::Internal(format!(
-            "could not write {}: {}",
-            first.path, first.error
-        )));
+        return Err(Error::from_chain(
+            format!(
+                "could not write {}",
+                workdir.join(first.path.to_string()).display()
+            ),
+            &first.error,
+        ));
     }
     Ok(total)
 }
@@ -233,7 +311,7 @@ pub fn checkout(
 pub fn write_index(index: &mut gix::index::File) -> Result<()> {
     index
         .write(gix::index::write::Options::default())
-        .map_err(|e| Error::internal("writing the index", chain(&e)))
+        .map_err(|e| Error::from_chain("writing the index", &e))
 }
 
 /// Render an error with its sources, like `a: b: c`.

@@ -65,12 +65,24 @@ fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
     Error::Protocol(format!("malformed pkt-line from {url}: {e}"))
 }
 
-/// Read data lines until a flush (or a delimiter if `stop_at_delim`), mapping `ERR` lines.
-fn read_section<R: Read>(
+/// The most bytes of one pkt-line section kept in memory: the capability advertisement and the
+/// sections of a fetch response before the pack (`acknowledgments`, `shallow-info`). git's are a
+/// few KiB; a server sending more is refused (exit 5), whatever it sends memory stays bounded.
+pub const MAX_SECTION_BYTES: usize = 1 << 20;
+
+/// The most bytes of an `ls-refs` answer read (line by line, nothing kept but the one ref asked
+/// for): a server sending more is refused (exit 5).
+pub const MAX_LS_REFS_BYTES: usize = 64 << 20;
+
+/// Call `each` with the data lines until a flush (or a delimiter, as `lines` was set up), mapping
+/// `ERR` lines, and refusing more than `limit` bytes.
+fn for_each_line<R: Read>(
     url: &RemoteUrl,
     lines: &mut StreamingPeekableIter<R>,
-) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::new();
+    limit: usize,
+    mut each: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut seen = 0usize;
     while let Some(line) = lines.read_line() {
         let line = line
             .map_err(|e| body_error(url, e))?
@@ -78,11 +90,30 @@ fn read_section<R: Read>(
         if let Some(err) = line.check_error() {
             return Err(upload_pack_error(url, &String::from_utf8_lossy(err.0)));
         }
-        match line.as_slice() {
-            Some(data) => out.push(data.strip_suffix(b"\n").unwrap_or(data).to_vec()),
-            None => break,
+        let Some(data) = line.as_slice() else { break };
+        seen += data.len() + 4;
+        if seen > limit {
+            return Err(Error::Protocol(format!(
+                "{url} sent a pkt-line section over {limit} bytes where git sends a few KiB: \
+                 refused (a misbehaving server)"
+            )));
         }
+        each(data.strip_suffix(b"\n").unwrap_or(data))?;
     }
+    Ok(())
+}
+
+/// Read data lines until a flush (or a delimiter if `lines` stops there), at most
+/// [`MAX_SECTION_BYTES`] of them.
+fn read_section<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    for_each_line(url, lines, MAX_SECTION_BYTES, |data| {
+        out.push(data.to_vec());
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -197,18 +228,20 @@ pub fn ls_ref(
         },
     )?;
     let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
-    for line in read_section(url, &mut lines)? {
+    let mut found = None;
+    for_each_line(url, &mut lines, MAX_LS_REFS_BYTES, |line| {
         let mut parts = line.split(|b| *b == b' ');
         let (Some(oid), Some(name)) = (parts.next(), parts.next()) else {
             return Err(pkt_err(url, "ls-refs line without a ref name"));
         };
-        if name == full.as_bytes() {
+        if name == full.as_bytes() && found.is_none() {
             let id = FullSha::from_wire(oid)
                 .ok_or_else(|| pkt_err(url, "ls-refs line with a malformed object id"))?;
-            return Ok(Some(id));
+            found = Some(id);
         }
-    }
-    Ok(None)
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 /// What a fetch brought.
@@ -222,21 +255,39 @@ pub struct Fetched {
     pub objects: u32,
 }
 
-/// Step 3: fetch `want` (and its history up to `depth` commits, `None` for all) into `pack_dir`,
+/// What to fetch, and where to put it.
+#[derive(Debug, Clone, Copy)]
+pub struct Want<'a> {
+    /// The commit.
+    pub commit: FullSha,
+    /// Its history, in commits (`None`: all).
+    pub depth: Option<u32>,
+    /// Where the pack and its index go (`objects/pack`).
+    pub pack_dir: &'a Path,
+    /// Bounds on what the pack may make this process hold.
+    pub limits: super::pack::PackLimits,
+}
+
+/// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
 /// no tags, no other refs, and index the pack as it streams in.
 ///
 /// # Errors
 /// [`Error::NotFound`] (exit 8) when the server does not have the commit; [`Error::Network`] for a
-/// broken stream (retryable) or a side-band error; [`Error::Integrity`] for a corrupt pack.
+/// broken stream (retryable) or a side-band error; [`Error::Integrity`] for a corrupt pack or one
+/// over the limits; [`Error::LocalIo`] when the disk refuses the pack.
 pub fn fetch_pack(
     http: &Http,
     url: &RemoteUrl,
     caps: &Capabilities,
-    want: FullSha,
-    depth: Option<u32>,
-    pack_dir: &Path,
+    want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
+    let Want {
+        commit: want,
+        depth,
+        pack_dir,
+        limits,
+    } = want;
     let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
     if let Some(depth) = depth {
         if !caps.fetch_supports("shallow") {
@@ -327,17 +378,22 @@ pub fn fetch_pack(
                 std::ops::ControlFlow::Continue(())
             }
         });
-        let res = super::pack::receive(&mut reader, pack_dir, None, interrupt);
+        let res = super::pack::receive(&mut reader, pack_dir, None, limits, interrupt);
         drop(reader);
         res
     };
     if let Some(msg) = remote_error {
         return Err(upload_pack_error(url, &msg));
     }
-    let outcome = outcome.map_err(|e| {
-        if cut.load(std::sync::atomic::Ordering::Relaxed) {
+    let outcome = outcome.map_err(|e| match e {
+        super::pack::ReceiveError::Local(local) => local,
+        super::pack::ReceiveError::TooLarge(why) => {
+            Error::Integrity(format!("the pack from {url} is refused: {why}"))
+        }
+        super::pack::ReceiveError::Corrupt(e) if cut.load(std::sync::atomic::Ordering::Relaxed) => {
             Error::Network(format!("the pack transfer from {url} broke off: {e}"))
-        } else {
+        }
+        super::pack::ReceiveError::Corrupt(e) => {
             Error::Integrity(format!("the pack from {url} is corrupt: {e}"))
         }
     })?;

@@ -58,7 +58,16 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             });
             let fetched = http.with_retries(read, "fetching the commit", |url| {
                 fetch::fetch_pack(
-                    &http, url, &caps, opts.tip, opts.depth, &pack_dir, &interrupt,
+                    &http,
+                    url,
+                    &caps,
+                    fetch::Want {
+                        commit: opts.tip,
+                        depth: opts.depth,
+                        pack_dir: &pack_dir,
+                        limits: opts.limits,
+                    },
+                    &interrupt,
                 )
             });
             let remote_tip = lookup
@@ -80,13 +89,13 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         if lease.is_zero() {
             gitdir::write_config(&staging, &origin(false))?;
         }
-        crate::prepush::install(&staging, &opts.dir.join(".git"))?;
+        crate::prepush::install(&staging)?;
 
         let repo = super::open_repo(&staging)?;
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity(format!("the remote sent an empty pack for {}", opts.tip))
         })?;
-        let objects = super::pack::PackObjects::open(pack_path)
+        let objects = super::pack::PackObjects::open(pack_path, opts.limits)
             .map_err(|e| Error::internal("opening the received pack", e))?;
         let tree = verify_commit(&objects, opts.tip)?;
         gitdir::write_shallow(&staging, &fetched.shallow)?;
@@ -102,8 +111,10 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             started.elapsed().as_millis()
         );
         refuse_staging_paths(&index)?;
+        checkout::require_blobs(&index, |id| objects.contains(id))?;
         if plan.overwrite {
             checkout::refuse_what_is_in_the_way(
+                &repo,
                 &opts.dir,
                 &index,
                 &objects,

@@ -50,6 +50,8 @@ pub struct RestoreOptions {
     pub depth: Option<u32>,
     /// Overwrite files the commit tracks; leave other files in place.
     pub force: bool,
+    /// Bounds on the fetched pack.
+    pub limits: pack::PackLimits,
 }
 
 /// The result of a restore.

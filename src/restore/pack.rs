@@ -67,6 +67,32 @@ impl std::ops::Deref for SharedMap {
     }
 }
 
+/// The default of `--max-object-bytes`: 4 GiB.
+pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 4 << 30;
+
+/// Bounds on what a received pack may make this process hold (SPEC rule 7: every size the
+/// remote decides is bounded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackLimits {
+    /// The largest object or delta result, in bytes: a larger one is refused (exit 6) before it
+    /// is allocated.
+    pub max_object_bytes: u64,
+}
+
+impl Default for PackLimits {
+    fn default() -> Self {
+        PackLimits {
+            max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
+        }
+    }
+}
+
+impl PackLimits {
+    fn alloc_limit(&self) -> Option<usize> {
+        Some(usize::try_from(self.max_object_bytes).unwrap_or(usize::MAX))
+    }
+}
+
 /// What [`receive`] wrote.
 #[derive(Debug)]
 pub struct Received {
@@ -97,6 +123,46 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
+/// Why [`receive`] failed.
+#[derive(Debug)]
+pub enum ReceiveError {
+    /// The local file system refused to hold the pack or its index (no space, read-only,
+    /// permission denied), or another local I/O failure: the stream may be fine.
+    Local(crate::Error),
+    /// The pack claims an object or delta result larger than the limit (exit 6, before it is
+    /// allocated).
+    TooLarge(String),
+    /// The stream is not a valid pack (or was cut: the caller knows whether the connection was).
+    Corrupt(String),
+}
+
+impl ReceiveError {
+    /// A failure of gix-pack reading the stream or writing the files: local when a file-system
+    /// refusal is among its causes (the tee into the pack file, the index writer), too large when
+    /// gix-pack's allocation limit refused a size, else corrupt.
+    fn from_gix(
+        context: &str,
+        err: &(dyn std::error::Error + 'static),
+        limits: PackLimits,
+    ) -> Self {
+        if crate::error::local_io_kind(err)
+            .and_then(crate::error::local_io_hint)
+            .is_some()
+        {
+            return ReceiveError::Local(crate::Error::from_chain(context, err));
+        }
+        if gix::error::classify(err).is_resource_exhausted() {
+            return ReceiveError::TooLarge(format!(
+                "the pack claims an object or delta result over {} bytes (--max-object-bytes \
+                 raises the limit): refused before allocating it ({})",
+                limits.max_object_bytes,
+                super::checkout::chain(err)
+            ));
+        }
+        ReceiveError::Corrupt(super::checkout::chain(err))
+    }
+}
+
 /// Read a version 2 pack from `input` (the bytes of the `packfile` section, side-band removed),
 /// verify every entry, resolve its deltas with up to `thread_limit` threads (`None`: one per core),
 /// and leave `pack-<hash>.pack` and `pack-<hash>.idx` in `pack_dir`. Follows `gitformat-pack`
@@ -109,9 +175,15 @@ pub fn receive(
     input: &mut dyn BufRead,
     pack_dir: &Path,
     thread_limit: Option<usize>,
+    limits: PackLimits,
     interrupt: &AtomicBool,
-) -> Result<Received, String> {
-    let io_err = |what: &str, e: io::Error| format!("{what}: {e}");
+) -> Result<Received, ReceiveError> {
+    let io_err = |what: &str, e: io::Error| {
+        ReceiveError::Local(crate::Error::io(
+            format!("{what} in {}", pack_dir.display()),
+            e,
+        ))
+    };
     let data_tmp = tempfile::Builder::new()
         .prefix("tmp_pack_")
         .tempfile_in(pack_dir)
@@ -134,7 +206,13 @@ pub fn receive(
         gix_pack::data::input::EntryDataMode::Crc32,
         gix::hash::Kind::Sha1,
     )
-    .map_err(|e| super::checkout::chain(&e))?;
+    .map_err(|e| {
+        ReceiveError::from_gix(
+            &format!("writing the received pack into {}", pack_dir.display()),
+            &e,
+            limits,
+        )
+    })?;
     let pack_version = entries.version();
     // Where the last entry ends: the pack's 20-byte checksum follows, and nothing else may.
     let mut entries_end = gix_pack::data::header::SIZE as u64;
@@ -166,10 +244,16 @@ pub fn receive(
             &mut out,
             interrupt,
             gix::hash::Kind::Sha1,
-            None,
+            limits.alloc_limit(),
             pack_version,
         )
-        .map_err(|e| super::checkout::chain(&e))?;
+        .map_err(|e| {
+            ReceiveError::from_gix(
+                &format!("writing the received pack into {}", pack_dir.display()),
+                &e,
+                limits,
+            )
+        })?;
         out.flush()
             .map_err(|e| io_err("writing the pack index", e))?;
         outcome
@@ -188,7 +272,7 @@ pub fn receive(
     let written = {
         let mut file = writer
             .lock()
-            .map_err(|_| "pack writer poisoned".to_owned())?;
+            .map_err(|_| ReceiveError::Corrupt("pack writer poisoned".to_owned()))?;
         file.flush().map_err(|e| io_err("writing the pack", e))?;
         file.get_ref()
             .metadata()
@@ -199,11 +283,11 @@ pub fn receive(
     let mut more = [0u8; 1];
     let unread = input
         .read(&mut more)
-        .map_err(|e| io_err("reading after the pack", e))?;
+        .map_err(|e| ReceiveError::Corrupt(format!("reading after the pack: {e}")))?;
     if written > pack_len || unread > 0 {
-        return Err(format!(
+        return Err(ReceiveError::Corrupt(format!(
             "the server sent data after the end of the pack ({pack_len} bytes): refused, as git does"
-        ));
+        )));
     }
     if outcome.num_objects == 0 {
         return Ok(Received {
@@ -252,7 +336,7 @@ impl PackObjects {
     ///
     /// # Errors
     /// A message when either file cannot be opened or read.
-    pub fn open(data_path: &Path) -> Result<Self, String> {
+    pub fn open(data_path: &Path, limits: PackLimits) -> Result<Self, String> {
         let file = std::fs::File::open(data_path)
             .map_err(|e| format!("opening {}: {e}", data_path.display()))?;
         let map = Arc::new(
@@ -264,7 +348,8 @@ impl PackObjects {
             data_path.to_owned(),
             gix::hash::Kind::Sha1,
         )
-        .map_err(|e| super::checkout::chain(&e))?;
+        .map_err(|e| super::checkout::chain(&e))?
+        .with_alloc_limit_bytes(limits.alloc_limit());
         let index =
             gix_pack::index::File::at(data_path.with_extension("idx"), gix::hash::Kind::Sha1)
                 .map_err(|e| super::checkout::chain(&e))?;
@@ -273,6 +358,13 @@ impl PackObjects {
             index: Arc::new(index),
             map,
         })
+    }
+}
+
+impl PackObjects {
+    /// Whether the pack holds the object `id`.
+    pub fn contains(&self, id: &gix::oid) -> bool {
+        self.index.lookup(id).is_some()
     }
 }
 

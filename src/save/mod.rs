@@ -57,7 +57,10 @@ pub fn stage_and_commit(
     branch: &SessionBranch,
     opts: &CommitOptions<'_>,
 ) -> Result<Committed> {
-    stage_and_commit_in(workdir, branch, opts, &config::ProcessEnv)
+    let out = stage_and_commit_in(workdir, branch, opts, &config::ProcessEnv);
+    // `index.lock` is released by now, one way or the other: only a kill leaves the record.
+    let _ = std::fs::remove_file(workdir.join(".git").join(INDEX_LOCK_OWNER));
+    out
 }
 
 fn stage_and_commit_in(
@@ -386,21 +389,54 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
     Ok(())
 }
 
-/// Take `index.lock`, as every git command that writes the index does.
+/// Where a save records that it holds `index.lock`: `<pid> <inode of index.lock>`.
+const INDEX_LOCK_OWNER: &str = "git-session-index-lock";
+
+/// Take `index.lock`, as every git command that writes the index does. A lock left by a save that
+/// was killed while it held it (the owner record names that very file and a process that is gone)
+/// is removed first: the caller holds the tree's write lock, so no other save is running, and the
+/// file is not another git's. Any other `index.lock` is another git process's: exit 7.
 fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
+    use std::os::unix::fs::MetadataExt as _;
     let path = repo.index_path();
-    gix::lock::File::acquire_to_update_resource(&path, gix::lock::acquire::Fail::Immediately, None, 0)
-        .map_err(|e| {
-            let lock = path.with_extension("lock");
-            if lock.exists() {
-                Error::Conflict(format!(
-                    "{} exists: another git process is using this repository (if none is running, remove the file and save again)",
-                    lock.display()
-                ))
-            } else {
-                fail(format!("locking {}", path.display()), e)
-            }
-        })
+    let lock = path.with_extension("lock");
+    let owner = repo.git_dir().join(INDEX_LOCK_OWNER);
+    if let (Ok(meta), Ok(text)) = (
+        std::fs::symlink_metadata(&lock),
+        std::fs::read_to_string(&owner),
+    ) {
+        let mut fields = text.split_whitespace();
+        let (pid, ino) = (
+            fields.next(),
+            fields.next().and_then(|i| i.parse::<u64>().ok()),
+        );
+        let gone = pid.is_some_and(|p| !Path::new("/proc").join(p).exists());
+        if gone && ino == Some(meta.ino()) {
+            tracing::info!("removing the index.lock a killed save left");
+            let _ = std::fs::remove_file(&lock);
+        }
+    }
+    let file = gix::lock::File::acquire_to_update_resource(
+        &path,
+        gix::lock::acquire::Fail::Immediately,
+        None,
+        0,
+    )
+    .map_err(|e| {
+        if lock.exists() {
+            Error::Conflict(format!(
+                "{} exists: another git process is using this repository (if none is running, \
+                 remove the file and save again)",
+                lock.display()
+            ))
+        } else {
+            fail(format!("locking {}", path.display()), e)
+        }
+    })?;
+    if let Ok(meta) = std::fs::symlink_metadata(&lock) {
+        let _ = std::fs::write(&owner, format!("{} {}\n", std::process::id(), meta.ino()));
+    }
+    Ok(file)
 }
 
 /// Apply the edits to `HEAD^{tree}` and write the changed trees.
@@ -513,12 +549,10 @@ fn write_index(
     Ok(())
 }
 
-/// An internal error naming what was being done, with the whole chain of causes of `err`.
+/// An internal error naming what was being done, with the whole chain of causes of `err` (exit 10
+/// when the file system refused).
 fn fail(context: impl std::fmt::Display, err: impl std::error::Error + 'static) -> Error {
-    Error::Internal(format!(
-        "{context}: {}",
-        crate::restore::checkout::chain(&err)
-    ))
+    Error::from_chain(context, &err)
 }
 
 /// A repository path (bytes, `/`-separated) as a file system path (Unix: the same bytes).

@@ -7,13 +7,14 @@
 #![allow(dead_code)]
 
 pub mod server;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use base64::Engine as _;
 
-pub use server::{GitServer, TestCa};
+pub use server::{Endpoint, GitServer, Scripted, TestCa};
 
 /// The token the test server requires. Distinctive, so a grep finds every leak.
 pub const TOKEN: &str = "tok3n-Sekr1t+/=Zq";
@@ -435,4 +436,52 @@ pub fn git_session_peak_rss(
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// A tmpfs of `size` (mount options such as `1m` or `1m,ro`) mounted at `at`, unmounted on drop,
+/// for full and read-only file systems. Needs root (CI runs as root): without it, `mount` returns
+/// `None` and the test says it was skipped.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    pub fn mount(at: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            assert!(
+                !is_root(),
+                "running as root, but mounting a tmpfs failed: this test cannot run here"
+            );
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return None;
+        }
+        Some(Tmpfs(at.to_owned()))
+    }
+
+    pub fn resize(&self, size: &str) {
+        let ok = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "remount failed");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+pub fn is_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
 }

@@ -82,6 +82,136 @@ pub struct Knobs {
     /// Upload-pack responses still to damage: one byte in the middle of the first side-band-1
     /// packet of the pack is inverted (the framing stays intact, as a bad proxy or disk would).
     pub pack_flips: AtomicUsize,
+    /// Scripted answers of a hostile server, in place of `git http-backend` for the requests they
+    /// name (the first matching one with answers left is used).
+    pub scripted: Mutex<Vec<Scripted>>,
+}
+
+/// Which request a [`Scripted`] answer replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `GET info/refs?service=git-upload-pack` (the protocol v2 capability advertisement).
+    UploadPackAdvertisement,
+    /// `POST git-upload-pack` with `command=ls-refs`.
+    LsRefs,
+    /// `POST git-upload-pack` with `command=fetch`.
+    Fetch,
+    /// `GET info/refs?service=git-receive-pack`.
+    ReceivePackAdvertisement,
+    /// `POST git-receive-pack`.
+    ReceivePack,
+}
+
+/// A hostile server's answer: `head`, then `repeat` again and again until the client goes (an
+/// endless answer), every chunk of `drip_bytes` after a pause of `drip_ms` (a drip).
+#[derive(Debug, Clone)]
+pub struct Scripted {
+    /// The request it answers.
+    pub on: Endpoint,
+    /// The HTTP status.
+    pub status: u16,
+    /// The Content-Type.
+    pub content_type: &'static str,
+    /// The bytes sent first.
+    pub head: Vec<u8>,
+    /// Sent after `head`, forever; empty: the answer ends after `head`.
+    pub repeat: Vec<u8>,
+    /// Pause before each chunk (milliseconds); 0: none.
+    pub drip_ms: u64,
+    /// Chunk size while dripping (bytes); 0 with a drip: one byte.
+    pub drip_bytes: usize,
+    /// How many more requests to answer this way.
+    pub times: usize,
+}
+
+impl Scripted {
+    /// One answer of `body` with HTTP 200 and the Content-Type git uses for `on`.
+    pub fn once(on: Endpoint, body: Vec<u8>) -> Self {
+        Scripted {
+            on,
+            status: 200,
+            content_type: match on {
+                Endpoint::UploadPackAdvertisement => "application/x-git-upload-pack-advertisement",
+                Endpoint::LsRefs | Endpoint::Fetch => "application/x-git-upload-pack-result",
+                Endpoint::ReceivePackAdvertisement => {
+                    "application/x-git-receive-pack-advertisement"
+                }
+                Endpoint::ReceivePack => "application/x-git-receive-pack-result",
+            },
+            head: body,
+            repeat: Vec::new(),
+            drip_ms: 0,
+            drip_bytes: 0,
+            times: 1,
+        }
+    }
+}
+
+/// The endpoint a request is for, from its method, path, query and (POST) body.
+fn endpoint_of(method: &str, path: &str, query: &str, body: &[u8]) -> Option<Endpoint> {
+    let has = |needle: &[u8]| body.windows(needle.len()).any(|w| w == needle);
+    match method {
+        "GET" if path.ends_with("/info/refs") && query.contains("service=git-upload-pack") => {
+            Some(Endpoint::UploadPackAdvertisement)
+        }
+        "GET" if path.ends_with("/info/refs") && query.contains("service=git-receive-pack") => {
+            Some(Endpoint::ReceivePackAdvertisement)
+        }
+        "POST" if path.ends_with("/git-upload-pack") && has(b"command=ls-refs") => {
+            Some(Endpoint::LsRefs)
+        }
+        "POST" if path.ends_with("/git-upload-pack") && has(b"command=fetch") => {
+            Some(Endpoint::Fetch)
+        }
+        "POST" if path.ends_with("/git-receive-pack") => Some(Endpoint::ReceivePack),
+        _ => None,
+    }
+}
+
+/// The response of a [`Scripted`] answer, streamed.
+fn scripted_response(script: Scripted) -> Response<Body> {
+    let status = StatusCode::from_u16(script.status).unwrap_or(StatusCode::OK);
+    let content_type = hyper::header::HeaderValue::from_static(script.content_type);
+    let chunk = match (script.drip_ms, script.drip_bytes) {
+        (0, _) => 64 * 1024,
+        (_, 0) => 1,
+        (_, n) => n,
+    };
+    let stream =
+        futures_util::stream::unfold((script, 0usize), move |(script, mut at)| async move {
+            let total_head = script.head.len();
+            if at >= total_head && script.repeat.is_empty() {
+                return None;
+            }
+            if script.drip_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(script.drip_ms)).await;
+            }
+            let mut out = Vec::with_capacity(chunk);
+            while out.len() < chunk {
+                if at < total_head {
+                    let take = (total_head - at).min(chunk - out.len());
+                    out.extend_from_slice(&script.head[at..at + take]);
+                    at += take;
+                } else if script.repeat.is_empty() {
+                    break;
+                } else {
+                    let r = &script.repeat;
+                    let off = (at - total_head) % r.len();
+                    let take = (r.len() - off).min(chunk - out.len());
+                    out.extend_from_slice(&r[off..off + take]);
+                    at += take;
+                }
+            }
+            Some((
+                Ok::<_, std::io::Error>(Frame::data(Bytes::from(out))),
+                (script, at),
+            ))
+        });
+    let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, content_type);
+    resp
 }
 
 /// Append `junk` inside the last side-band-1 pkt-line of `body` (its length prefix adjusted), or
@@ -474,6 +604,21 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
     entry.body_len = body.len();
     if body.len() <= 64 * 1024 {
         entry.body = body.to_vec();
+    }
+    if let Some(on) = endpoint_of(&method, &path, &query, &body) {
+        let script = {
+            let mut scripts = state.knobs.scripted.lock().unwrap();
+            scripts
+                .iter_mut()
+                .find(|s| s.on == on && s.times > 0)
+                .map(|s| {
+                    s.times -= 1;
+                    s.clone()
+                })
+        };
+        if let Some(script) = script {
+            return respond(&state, entry, scripted_response(script));
+        }
     }
     if method == "POST"
         && path.ends_with("/git-receive-pack")

@@ -42,9 +42,12 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
             &http,
             url,
             &caps,
-            record.tip,
-            Some(1),
-            &pack_dir,
+            fetch::Want {
+                commit: record.tip,
+                depth: Some(1),
+                pack_dir: &pack_dir,
+                limits: crate::restore::pack::PackLimits::default(),
+            },
             &interrupt,
         )
     })?;

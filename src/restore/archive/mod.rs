@@ -107,7 +107,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
                 on_remote: !lease.is_zero(),
             },
         )?;
-        crate::prepush::install(&staging, &opts.dir.join(".git"))?;
+        crate::prepush::install(&staging)?;
         let tree = staging.join(TREE_DIR);
         let tip_hex = opts.tip.to_string();
         let (extracted, commit_id) = match &archive.source {
@@ -439,7 +439,7 @@ fn same_entry(src: &Path, dst: &Path, meta: &std::fs::Metadata) -> bool {
 /// An HTTP response body whose transport failures surface as [`Error::Network`] (retried), not as
 /// a corrupt archive.
 struct NetBody {
-    inner: reqwest::blocking::Response,
+    inner: crate::http::Body,
     url: String,
 }
 

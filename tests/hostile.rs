@@ -1,0 +1,511 @@
+//! A hostile server, a full disk and interrupted restores (SPEC rules 5, 6, 7 and "Network
+//! behaviour"): every size the wire decides is bounded, a local refusal is exit 10 and not a
+//! "corrupt pack", the server's words are redacted of the session's secrets, a dripping server is
+//! given up on, and the rerun completes what a kill or a full disk cut short.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::wire::{
+    band, delta_size, entry_header, fetch_response, ofs_distance, pack_of, pkt, raw_pack, zlib,
+};
+use crate::support::{
+    Endpoint, GitServer, Run, Scripted, TOKEN, Tmpfs, World, assert_no_secret, userinfo,
+};
+
+/// A server with `repo.git` and the ids of its commits.
+struct Hostile {
+    w: World,
+    srv: GitServer,
+    ids: Vec<String>,
+}
+
+impl Hostile {
+    fn new(commits: &[&[(&str, Option<&str>)]]) -> Self {
+        let w = World::new();
+        let ids = w.repo("repo.git", commits);
+        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        Hostile { w, srv, ids }
+    }
+
+    fn url(&self) -> String {
+        self.srv.url("repo.git", Some(&userinfo()))
+    }
+
+    fn bare(&self) -> PathBuf {
+        self.w.srv().join("repo.git")
+    }
+
+    fn script(&self, s: Scripted) {
+        self.srv.knobs.scripted.lock().unwrap().push(s);
+    }
+
+    fn restore(&self, dir: &Path, tip: &str, extra: &[(&str, &str)]) -> Run {
+        let url = self.url();
+        let mut vars = vec![
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", "sessions/h"),
+            ("TIP_SHA", tip),
+        ];
+        vars.extend_from_slice(extra);
+        self.w.run(dir, &["restore", "--json"], &vars)
+    }
+
+    /// The ids of `commit`'s tree and of every blob in it, by path.
+    fn tree_of(&self, commit: &str) -> (String, Vec<(String, String)>) {
+        let bare = self.bare();
+        let tree = self
+            .w
+            .git(&bare, &["rev-parse", &format!("{commit}^{{tree}}")]);
+        let blobs = self
+            .w
+            .git(&bare, &["ls-tree", "-r", commit])
+            .lines()
+            .map(|l| {
+                let (meta, path) = l.split_once('\t').unwrap();
+                (path.to_owned(), meta.split(' ').nth(2).unwrap().to_owned())
+            })
+            .collect();
+        (tree, blobs)
+    }
+}
+
+/// A run of the binary under GNU time and a watchdog: exit code (`None`: killed by the watchdog),
+/// stderr, peak RSS in MiB, wall time.
+struct Measured {
+    code: Option<i32>,
+    stderr: String,
+    peak_mib: u64,
+    wall: Duration,
+}
+
+fn run_measured(
+    w: &World,
+    dir: &Path,
+    args: &[&str],
+    vars: &[(&str, &str)],
+    limit: Duration,
+) -> Measured {
+    std::fs::create_dir_all(dir).unwrap();
+    let rss = tempfile::NamedTempFile::new().unwrap();
+    let started = Instant::now();
+    use std::os::unix::process::CommandExt as _;
+    let mut child = Command::new("/usr/bin/time")
+        .process_group(0)
+        .args(["-f", "%M", "-o"])
+        .arg(rss.path())
+        .arg(env!("CARGO_BIN_EXE_git-session"))
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(w.env())
+        .env("GIT_SESSION_RETRY_BASE_MS", "5")
+        .envs(vars.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("GNU time is needed (apt-get install time)");
+    let mut killed = false;
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            // GNU time and git-session below it: the whole process group.
+            let _ = Command::new("kill")
+                .args(["-9", &format!("-{}", child.id())])
+                .status();
+            killed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let wall = started.elapsed();
+    assert_no_secret("stdout", &out.stdout);
+    assert_no_secret("stderr", &out.stderr);
+    let peak_kib: u64 = std::fs::read_to_string(rss.path())
+        .unwrap_or_default()
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0);
+    // GNU time reports the child's status as its own: "Command exited with non-zero status N".
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let code = if killed {
+        None
+    } else {
+        let text = std::fs::read_to_string(rss.path()).unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix("Command exited with non-zero status "))
+            .and_then(|n| n.trim().parse().ok())
+            .or(Some(0))
+    };
+    Measured {
+        code,
+        stderr,
+        peak_mib: peak_kib / 1024,
+        wall,
+    }
+}
+
+/// A pack that lacks a blob the tree names is an incomplete commit from the server: exit 6
+/// (integrity), not an internal error, and nothing is written.
+#[test]
+fn a_pack_missing_a_blob_is_exit_6_and_nothing_is_written() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n")), ("b/c.txt", Some("c\n"))]]);
+    let tip = h.ids[0].clone();
+    let (tree, blobs) = h.tree_of(&tip);
+    let sub = h.w.git(&h.bare(), &["rev-parse", &format!("{tip}:b")]);
+    let a = &blobs.iter().find(|(p, _)| p == "a.txt").unwrap().1;
+    let pack = pack_of(&h.w, &h.bare(), &[&tip, &tree, &sub, a]);
+    h.script(Scripted::once(Endpoint::Fetch, fetch_response(&pack, &[])));
+    let dir = h.w.path("s");
+    let run = h.restore(&dir, &tip, &[]);
+    run.assert_code(6);
+    let j = run.json();
+    assert_eq!(j["error"]["kind"], "integrity");
+    let msg = j["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("b/c.txt"), "{msg}");
+    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
+}
+
+/// A disk that fills while the pack is written, and one that fills mid-checkout (with files the
+/// checkout converts, `eol=crlf`): exit 10, kind `io`, naming the path and what to do — not a
+/// corrupt pack (6) or an internal error (1); once space is freed the rerun completes the
+/// restore exactly.
+#[test]
+fn a_full_disk_is_exit_10_and_the_rerun_completes() {
+    let mut seed = 7u64;
+    let noise = crate::support::incompressible(3 << 20, &mut seed);
+    let noise = noise.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let zeros = "0".repeat(4 << 20);
+    let bat = "echo one\necho two\n";
+    let h = Hostile::new(&[&[
+        ("noise.txt", Some(noise.as_str())),
+        ("zeros1.txt", Some(zeros.as_str())),
+        ("zeros2.txt", Some(zeros.as_str())),
+        (".gitattributes", Some("*.bat eol=crlf\n")),
+        ("a.bat", Some(bat)),
+        ("b.bat", Some(bat)),
+    ]]);
+    let tip = h.ids[0].clone();
+    let mnt = h.w.tmp.path().join("mnt");
+    // The pack (about 3 MiB, the noise compresses to half) does not fit.
+    let Some(fs) = Tmpfs::mount(&mnt, "1m") else {
+        return;
+    };
+    let dir = mnt.join("tree");
+    let run = h.restore(&dir, &tip, &[]);
+    run.assert_code(10);
+    let j = run.json();
+    assert_eq!(j["error"]["kind"], "io");
+    let msg = j["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&mnt.display().to_string()) && msg.contains("free some space"),
+        "{msg}"
+    );
+    assert!(!msg.contains("corrupt"), "{msg}");
+    // The pack fits, the checkout (14 MiB) does not.
+    fs.resize("6m");
+    let run = h.restore(&dir, &tip, &[]);
+    run.assert_code(10);
+    assert!(
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("free some space")
+    );
+    fs.resize("64m");
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    assert_eq!(h.w.git(&dir, &["rev-parse", "HEAD"]), tip);
+    assert_eq!(h.w.git(&dir, &["status", "--porcelain"]), "");
+    assert_eq!(
+        std::fs::read(dir.join("a.bat")).unwrap(),
+        b"echo one\r\necho two\r\n"
+    );
+    h.w.git(&dir, &["fsck", "--no-progress"]);
+}
+
+/// A restore killed mid-checkout, in a tree whose `.gitattributes` converts files (`eol=crlf`,
+/// as git/git has): the rerun recognises the converted files it wrote and completes the restore
+/// (it compared them with the raw blobs and refused with exit 7).
+#[test]
+fn a_killed_checkout_of_converted_files_is_completed_by_the_rerun() {
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("win/f{i:02}.bat"), format!("echo {i}\necho done\n")))
+        .collect();
+    let mut commit: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    commit.push((".gitattributes", Some("*.bat eol=crlf\n")));
+    let h = Hostile::new(&[&commit]);
+    let tip = h.ids[0].clone();
+    let dir = h.w.path("s");
+    let run = h.restore(&dir, &tip, &[("GIT_SESSION_FAILPOINT", "mid-checkout")]);
+    assert!(
+        run.stderr.contains("failpoint 'mid-checkout'"),
+        "{}",
+        run.stderr
+    );
+    let written = files
+        .iter()
+        .filter(|(p, _)| std::fs::read(dir.join(p)).is_ok_and(|b| b.contains(&b'\r')))
+        .count();
+    assert!(
+        written > 0,
+        "the kill came before any converted file was written"
+    );
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    assert_eq!(h.w.git(&dir, &["status", "--porcelain"]), "");
+    for (p, c) in &files {
+        assert_eq!(
+            String::from_utf8(std::fs::read(dir.join(p)).unwrap()).unwrap(),
+            c.replace('\n', "\r\n")
+        );
+    }
+}
+
+/// A 200-byte pack whose delta claims a 6 GiB result: exit 6 before anything that size is
+/// allocated, in bounded memory (it grew past 6 GiB before); `--max-object-bytes` names the
+/// limit.
+#[test]
+fn a_delta_claiming_a_huge_result_is_exit_6_in_bounded_memory() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let base = b"x".to_vec();
+    let mut first = entry_header(3, base.len() as u64);
+    first.extend_from_slice(&zlib(&base));
+    let mut delta = delta_size(1);
+    delta.extend_from_slice(&delta_size(6 << 30));
+    delta.extend_from_slice(&[0x01, b'y']);
+    let mut second = entry_header(6, delta.len() as u64);
+    second.extend_from_slice(&ofs_distance(first.len() as u64));
+    second.extend_from_slice(&zlib(&delta));
+    let pack = raw_pack(&[first, second]);
+    assert!(pack.len() < 256, "{}", pack.len());
+    let mut s = Scripted::once(Endpoint::Fetch, fetch_response(&pack, &[]));
+    s.times = 10;
+    h.script(s);
+    let url = h.url();
+    let m = run_measured(
+        &h.w,
+        &h.w.path("s"),
+        &["restore", "--json"],
+        &[
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", "sessions/h"),
+            ("TIP_SHA", &tip),
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(m.code, Some(6), "{}", m.stderr);
+    assert!(m.stderr.contains("max-object-bytes"), "{}", m.stderr);
+    assert!(m.peak_mib < 64, "peak RSS {} MiB", m.peak_mib);
+}
+
+/// Endless answers where git sends a few KiB — a capability advertisement, an `ls-refs` answer,
+/// a receive-pack ref advertisement that never end — are refused (exit 5) in bounded memory
+/// (the first two grew past 1 GiB in seconds before).
+#[test]
+fn endless_answers_are_refused_in_bounded_memory() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let url = h.url();
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("PUSH_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/h"),
+        ("TIP_SHA", tip.as_str()),
+    ];
+    let endless = |on: Endpoint, head: Vec<u8>, unit: &str| {
+        let mut s = Scripted::once(on, head);
+        s.repeat = pkt(unit).into_bytes();
+        s.times = 10;
+        s
+    };
+    let service = |name: &str| format!("{}0000", pkt(&format!("# service={name}\n")));
+    let cases = [
+        endless(
+            Endpoint::UploadPackAdvertisement,
+            format!("{}{}", service("git-upload-pack"), pkt("version 2\n")).into_bytes(),
+            "agent=git/2.47.3-endless-endless-endless\n",
+        ),
+        endless(
+            Endpoint::LsRefs,
+            Vec::new(),
+            &format!("{} refs/heads/sessions/h-other-other-other\n", h.ids[0]),
+        ),
+    ];
+    for (i, case) in cases.into_iter().enumerate() {
+        h.srv.knobs.scripted.lock().unwrap().clear();
+        h.script(case);
+        let m = run_measured(
+            &h.w,
+            &h.w.path(&format!("s{i}")),
+            &["restore", "--json"],
+            &vars,
+            Duration::from_secs(120),
+        );
+        assert_eq!(m.code, Some(5), "case {i}: {}", m.stderr);
+        assert!(
+            m.stderr.contains("pkt-line section over"),
+            "case {i}: {}",
+            m.stderr
+        );
+        assert!(m.peak_mib < 64, "case {i}: peak RSS {} MiB", m.peak_mib);
+    }
+    // A push's ref advertisement that never ends.
+    h.srv.knobs.scripted.lock().unwrap().clear();
+    let dir = h.w.path("p");
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+    h.w.git(&dir, &["add", "-A"]);
+    h.w.git(&dir, &["commit", "-qm", "b"]);
+    let first = format!(
+        "{}{}",
+        service("git-receive-pack"),
+        pkt(&format!(
+            "{} refs/heads/main\0report-status side-band-64k\n",
+            h.ids[0]
+        ))
+    );
+    h.script(endless(
+        Endpoint::ReceivePackAdvertisement,
+        first.into_bytes(),
+        &format!(
+            "{} refs/heads/endless-endless-endless-endless-endless\n",
+            h.ids[0]
+        ),
+    ));
+    let m = run_measured(
+        &h.w,
+        &dir,
+        &["push", "--json"],
+        &vars,
+        Duration::from_secs(300),
+    );
+    assert_eq!(m.code, Some(5), "{}", m.stderr);
+    assert!(m.stderr.contains("ref advertisement over"), "{}", m.stderr);
+    assert!(m.peak_mib < 64, "peak RSS {} MiB", m.peak_mib);
+}
+
+/// A server that echoes the request's credentials — in an `ERR` line, in side-band progress and
+/// error messages, in a push report's `ng` reason and its hook output — never gets them shown:
+/// the harness checks every output (and the logs at `-vv`) for every encoding of the token.
+#[test]
+fn secrets_echoed_by_the_server_are_redacted() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("t:{TOKEN}"));
+    let pct = crate::support::pct(TOKEN);
+    let echo = format!("you sent token {TOKEN}, header {basic}, url t:{pct}");
+    // An ERR line in place of the fetch response.
+    h.script(Scripted::once(
+        Endpoint::Fetch,
+        pkt(&format!("ERR upload-pack: {echo}\n")).into_bytes(),
+    ));
+    let run = h.restore(&h.w.path("s1"), &tip, &[("RUST_LOG", "debug")]);
+    run.assert_code(5);
+    assert!(run.stdout.contains("<redacted>"), "{}", run.stdout);
+    // Side-band progress with the secret, then a side-band error with it.
+    let mut body = pkt("packfile\n").into_bytes();
+    body.extend_from_slice(&band(2, echo.as_bytes()));
+    body.extend_from_slice(&band(3, echo.as_bytes()));
+    body.extend_from_slice(b"0000");
+    h.script(Scripted::once(Endpoint::Fetch, body));
+    let run = h.restore(&h.w.path("s2"), &tip, &[("RUST_LOG", "debug")]);
+    run.assert_code(5);
+    assert!(run.stdout.contains("<redacted>"), "{}", run.stdout);
+    // A push report whose ng reason and hook output echo the secret.
+    let dir = h.w.path("p");
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+    h.w.git(&dir, &["add", "-A"]);
+    h.w.git(&dir, &["commit", "-qm", "b"]);
+    let report = format!(
+        "{}{}0000",
+        pkt("unpack ok\n"),
+        pkt(&format!("ng refs/heads/sessions/h hook declined: {echo}\n"))
+    );
+    let mut reply = band(2, format!("{echo}\n").as_bytes());
+    reply.extend_from_slice(&band(1, report.as_bytes()));
+    reply.extend_from_slice(b"0000");
+    h.script(Scripted::once(Endpoint::ReceivePack, reply));
+    let url = h.url();
+    let run = h.w.run(
+        &dir,
+        &["-vv", "push", "--json"],
+        &[("PUSH_URL", &url), ("RUST_LOG", "debug")],
+    );
+    run.assert_code(9);
+    assert!(run.stdout.contains("<redacted>"), "{}", run.stdout);
+}
+
+/// A server that drips its answer (a byte at a time, each within the read timeout) is given up
+/// on by the low-speed rule (exit 5, naming it), where before it was waited on forever; the wait
+/// for a push's report while the server applies it (a slow hook) does not count.
+#[test]
+fn a_dripping_server_is_given_up_on_but_a_slow_hook_is_waited_for() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let mut drip = Scripted::once(
+        Endpoint::UploadPackAdvertisement,
+        format!(
+            "{}0000{}",
+            pkt("# service=git-upload-pack\n"),
+            pkt("version 2\n")
+        )
+        .into_bytes(),
+    );
+    drip.repeat = pkt("agent=git/2.47.3\n").into_bytes();
+    drip.drip_ms = 50;
+    drip.times = 100;
+    h.script(drip);
+    let url = h.url();
+    let knobs = [
+        ("GIT_SESSION_READ_TIMEOUT_MS", "1000"),
+        ("GIT_SESSION_LOW_SPEED_TIME_MS", "1500"),
+        ("GIT_SESSION_LOW_SPEED_LIMIT", "1024"),
+    ];
+    let mut vars = vec![
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/h"),
+        ("TIP_SHA", tip.as_str()),
+    ];
+    vars.extend_from_slice(&knobs);
+    let m = run_measured(
+        &h.w,
+        &h.w.path("s"),
+        &["restore", "--json"],
+        &vars,
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        m.code,
+        Some(5),
+        "not given up on after {:?}: {}",
+        m.wall,
+        m.stderr
+    );
+    assert!(m.stderr.contains("bytes/s"), "{}", m.stderr);
+    assert!(m.wall < Duration::from_secs(40), "{:?}", m.wall);
+
+    // A push whose server takes 3 s in its hook before the report: not a slow transfer.
+    h.srv.knobs.scripted.lock().unwrap().clear();
+    let dir = h.w.path("p");
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    let hook = h.bare().join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\ncat >/dev/null\nsleep 3\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+    h.w.git(&dir, &["add", "-A"]);
+    h.w.git(&dir, &["commit", "-qm", "b"]);
+    let mut vars = vec![("PUSH_URL", url.as_str())];
+    vars.extend_from_slice(&knobs);
+    vars.retain(|(k, _)| *k != "GIT_SESSION_READ_TIMEOUT_MS");
+    let run = h.w.run(&dir, &["push", "--json"], &vars);
+    run.assert_code(0);
+    assert_eq!(run.json()["pushed"], true);
+}
