@@ -52,6 +52,7 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
         force: args.force,
         limits: crate::restore::pack::PackLimits {
             max_object_bytes: args.max_object_bytes,
+            ..Default::default()
         },
     };
     let mut expiry = Vec::new();

@@ -80,7 +80,7 @@ pub fn refuse_what_is_in_the_way(
     repo: &gix::Repository,
     workdir: &Path,
     index: &gix::index::File,
-    objects: &impl gix::objs::Find,
+    objects: &super::pack::PackObjects,
     resume: Option<super::CutShort>,
 ) -> Result<()> {
     let resume_only = resume.is_some();
@@ -142,8 +142,29 @@ pub fn refuse_what_is_in_the_way(
         if !resume_only {
             continue;
         }
-        let blob = objects
-            .try_find(&entry.id, &mut buf)
+        let mtime = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+        if let Some(big) = objects.big(&entry.id) {
+            // Compared a chunk at a time: it is never held whole.
+            let compared = if meta.is_file() {
+                objects
+                    .compare_big(big, &path)
+                    .map_err(|e| Error::io(format!("reading {}", path.display()), e))?
+            } else {
+                super::pack::Compared::Other
+            };
+            match (&mut cut, compared) {
+                (Some(cut), super::pack::Compared::Same) => cut.whole(mtime),
+                (Some(cut), super::pack::Compared::Prefix) => cut.prefix(path.clone(), mtime),
+                _ => {
+                    return Err(conflict(
+                        &path,
+                        "holds content the interrupted restore did not write (changed since?)",
+                    ));
+                }
+            }
+            continue;
+        }
+        let blob = gix::objs::Find::try_find(objects, &entry.id, &mut buf)
             .ok()
             .flatten()
             .map(|d| d.data.to_vec())
@@ -163,7 +184,6 @@ pub fn refuse_what_is_in_the_way(
         };
         let same_kind =
             meta.file_type().is_symlink() == (entry.mode == gix::index::entry::Mode::SYMLINK);
-        let mtime = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
         let ours = match (&mut cut, on_disk) {
             (Some(cut), Some(d)) if same_kind && d == blob => {
                 cut.whole(mtime);
@@ -228,10 +248,13 @@ impl<'repo> WorktreeForm<'repo> {
     }
 }
 
-/// Write the files of `index` into `workdir`, reading blobs from `objects`. `overwrite` lets existing files the commit tracks be
-/// replaced (`--force`, or resuming an interrupted restore); `empty` says the target held nothing.
+/// Write the files of `index` into `workdir`, reading blobs from `objects`. `overwrite` lets
+/// existing files the commit tracks be replaced (`--force`, or resuming an interrupted restore);
+/// `empty` says the target held nothing. Files over the big-object threshold are streamed from
+/// the pack, never held whole, after `before_big_file` was told each one's path.
 ///
-/// Failpoint `mid-checkout` aborts once half of the blobs were read.
+/// Failpoints: `mid-checkout` aborts once half of the blobs were read, `mid-big-file` once half
+/// of a big file is written.
 ///
 /// # Errors
 /// [`Error::Conflict`] when a file is in the way and `overwrite` is false; [`Error::Internal`] on
@@ -243,6 +266,7 @@ pub fn checkout(
     workdir: &Path,
     overwrite: bool,
     empty: bool,
+    before_big_file: &dyn Fn(&Path) -> Result<()>,
 ) -> Result<usize> {
     let mut opts = repo
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
@@ -256,16 +280,27 @@ pub fn checkout(
     let bytes = gix::progress::Discard;
     let interrupt = AtomicBool::new(false);
     let total = index.entries().len();
+    // Files over the big-object threshold are written here, streamed from the pack; gix's
+    // checkout, which holds each blob whole, gets the others.
+    let big = set_big_files_aside(index, &objects)?;
     let _progress = crate::progress::Progress::spinner(&format!("checking out {total} files"));
     let outcome = if failpoint::armed("mid-checkout") {
         let find = AbortAfter {
-            inner: objects,
+            inner: objects.clone(),
             seen: Arc::new(AtomicUsize::new(0)),
             limit: total / 2,
         };
         gix::worktree::state::checkout(index, workdir, find, &files, &bytes, &interrupt, opts)
     } else {
-        gix::worktree::state::checkout(index, workdir, objects, &files, &bytes, &interrupt, opts)
+        gix::worktree::state::checkout(
+            index,
+            workdir,
+            objects.clone(),
+            &files,
+            &bytes,
+            &interrupt,
+            opts,
+        )
     }
     .map_err(|e| {
         if crate::error::local_io_kind(&e) == Some(std::io::ErrorKind::AlreadyExists) {
@@ -301,7 +336,136 @@ pub fn checkout(
             &first.error,
         ));
     }
+    for file in big {
+        before_big_file(Path::new(std::ffi::OsStr::from_bytes(&file.path)))?;
+        let stat = write_big_file(workdir, &file, overwrite, &objects)?;
+        index.dangerously_push_entry(
+            stat,
+            file.id,
+            gix::index::entry::Flags::empty(),
+            file.mode,
+            file.path.as_ref(),
+        );
+    }
+    index.sort_entries();
     Ok(total)
+}
+
+/// A file of the commit over the big-object threshold, taken out of the index for gix's checkout.
+struct BigFile {
+    path: gix::bstr::BString,
+    id: gix::ObjectId,
+    mode: gix::index::entry::Mode,
+    blob: super::pack::BigBlob,
+}
+
+/// Take the big files out of `index` (they go back in, with their stat, once written).
+///
+/// # Errors
+/// [`Error::Integrity`] for a symlink whose target is that big.
+fn set_big_files_aside(
+    index: &mut gix::index::File,
+    objects: &super::pack::PackObjects,
+) -> Result<Vec<BigFile>> {
+    let mut big = Vec::new();
+    for entry in index.entries() {
+        if entry.mode == gix::index::entry::Mode::COMMIT {
+            continue;
+        }
+        let Some(blob) = objects.big(&entry.id) else {
+            continue;
+        };
+        if entry.mode == gix::index::entry::Mode::SYMLINK {
+            return Err(Error::Integrity(format!(
+                "the symlink '{}' has a target of {} bytes: refused, nothing was written",
+                entry.path(index),
+                blob.size()
+            )));
+        }
+        big.push(BigFile {
+            path: entry.path(index).to_owned(),
+            id: entry.id,
+            mode: entry.mode,
+            blob,
+        });
+    }
+    if !big.is_empty() {
+        let paths: std::collections::HashSet<gix::bstr::BString> =
+            big.iter().map(|b| b.path.clone()).collect();
+        index.remove_entries(|_, path, _| paths.contains(path));
+    }
+    Ok(big)
+}
+
+/// Write one big file into `workdir` by streaming it from the pack: its folders created (never
+/// through a symlink), a symlink in its place replaced (never written through); returns its stat.
+///
+/// # Errors
+/// [`Error::Conflict`] for a file in the way without `overwrite`, or a file where a folder goes;
+/// [`Error::LocalIo`] / [`Error::Internal`] for I/O failures.
+fn write_big_file(
+    workdir: &Path,
+    file: &BigFile,
+    overwrite: bool,
+    objects: &super::pack::PackObjects,
+) -> Result<gix::index::entry::Stat> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let rel = Path::new(std::ffi::OsStr::from_bytes(&file.path));
+    let path = workdir.join(rel);
+    let mut dir = workdir.to_path_buf();
+    for component in rel.parent().into_iter().flat_map(|p| p.components()) {
+        dir.push(component);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::Conflict(format!(
+                    "{} is in the way of the checkout (a file where the commit has a folder)",
+                    dir.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&dir)
+                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?,
+            Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
+        }
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(&path) {
+        if !overwrite {
+            return Err(Error::Conflict(format!(
+                "a file is in the way of the checkout: {}",
+                path.display()
+            )));
+        }
+        if meta.file_type().is_symlink() {
+            std::fs::remove_file(&path)
+                .map_err(|e| Error::io(format!("replacing {}", path.display()), e))?;
+        }
+    }
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+    let mut out = HalfwayFailpoint {
+        inner: std::io::BufWriter::with_capacity(256 << 10, out),
+        written: 0,
+        half: file.blob.size() / 2,
+    };
+    objects
+        .stream_big(file.blob, &mut out)
+        .and_then(|_| std::io::Write::flush(&mut out))
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    drop(out);
+    let exec = file.mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+    std::fs::set_permissions(
+        &path,
+        std::fs::Permissions::from_mode(if exec { 0o755 } else { 0o644 }),
+    )
+    .map_err(|e| Error::io(format!("setting the mode of {}", path.display()), e))?;
+    let meta = gix::index::fs::Metadata::from_path_no_follow(&path)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    gix::index::entry::Stat::from_fs(&meta)
+        .map_err(|e| Error::internal(format!("reading {}", path.display()), e))
 }
 
 /// Write the index file.
@@ -327,6 +491,30 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     msg
+}
+
+/// A writer that aborts the process once half of a big file is written (flushed to the file):
+/// the `mid-big-file` failpoint.
+struct HalfwayFailpoint<W: std::io::Write> {
+    inner: std::io::BufWriter<W>,
+    written: u64,
+    half: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for HalfwayFailpoint<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        if self.written > self.half && failpoint::armed("mid-big-file") {
+            self.inner.flush()?;
+            failpoint::hit("mid-big-file");
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// An object finder that aborts the process after `limit` lookups: the `mid-checkout` failpoint.

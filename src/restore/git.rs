@@ -118,8 +118,10 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
                 &opts.dir,
                 &index,
                 &objects,
-                plan.resume_only
-                    .then(|| super::CutShort::new(plan.cut_short_since)),
+                plan.resume_only.then(|| {
+                    super::CutShort::new(plan.cut_short_since)
+                        .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)))
+                }),
             )?;
         }
         written_any.set(true);
@@ -130,6 +132,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             &opts.dir,
             plan.overwrite,
             plan.empty,
+            &|rel| super::note_big_file(&staging, rel),
         )?;
         tracing::debug!(
             "{files} files checked out after {} ms",

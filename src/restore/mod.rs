@@ -13,6 +13,7 @@
 
 pub mod archive;
 pub mod checkout;
+mod entries;
 pub mod fetch;
 mod git;
 mod owner;
@@ -83,6 +84,10 @@ struct Intent {
     /// failed (see [`CutShort`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     checkout_began_ms: Option<u64>,
+    /// The file over the big-object threshold the interrupted checkout was writing (relative to
+    /// the target): however long it took, a prefix of its content there is the killed run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    big_file: Option<PathBuf>,
 }
 
 /// The state of the target directory before a restore.
@@ -210,6 +215,8 @@ pub struct CutShort {
     since: Option<std::time::SystemTime>,
     newest_whole: Option<std::time::SystemTime>,
     candidates: Vec<(PathBuf, std::time::SystemTime)>,
+    /// A big file the killed checkout was writing (absolute): a prefix of it is its own.
+    writing: Option<PathBuf>,
 }
 
 impl CutShort {
@@ -222,6 +229,13 @@ impl CutShort {
             since,
             ..CutShort::default()
         }
+    }
+
+    /// The big file (absolute path) the killed checkout was writing, which may have taken longer
+    /// than the window allows.
+    pub fn writing(mut self, path: Option<PathBuf>) -> Self {
+        self.writing = path;
+        self
     }
 
     /// A file in place that holds exactly the commit's content, last written at `mtime`.
@@ -243,6 +257,7 @@ impl CutShort {
         let until = self.newest_whole.unwrap_or(since).max(since) + Self::SLACK;
         self.candidates
             .iter()
+            .filter(|(p, _)| Some(p) != self.writing.as_ref())
             .find(|(_, mtime)| *mtime < from || *mtime > until)
             .map(|(p, _)| p.as_path())
     }
@@ -267,6 +282,8 @@ struct Plan {
     /// checkout began (the newest pack index in its staging folder). Only such a run can have left
     /// a file cut short (see [`CutShort`]).
     cut_short_since: Option<std::time::SystemTime>,
+    /// The big file the interrupted checkout was writing, relative to the target.
+    cut_short_big: Option<PathBuf>,
     /// The target held nothing (faster checkout).
     empty: bool,
     /// The target holds an interrupted restore of this session: a failure keeps its staging
@@ -282,6 +299,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
             empty: true,
             resume_only: false,
             cut_short_since: None,
+            cut_short_big: None,
             interrupted: false,
         })),
         Target::Session(record) => {
@@ -323,6 +341,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                         .checkout_began_ms
                         .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
                         .or_else(|| checkout_began(&opts.dir.join(STAGING_DIR))),
+                    cut_short_big: intent.big_file.clone(),
                     interrupted: true,
                 }))
             } else {
@@ -346,6 +365,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                     empty: false,
                     resume_only: false,
                     cut_short_since: None,
+                    cut_short_big: None,
                     interrupted: false,
                 }))
             } else {
@@ -414,12 +434,35 @@ fn begin_staging(opts: &RestoreOptions, plan: &Plan) -> Result<PathBuf> {
             .cut_short_since
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        big_file: plan.cut_short_big.clone(),
     };
     let bytes =
         serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
     crate::session::write_atomic(&staging.join(INTENT_FILE), &bytes)?;
     crate::failpoint::hit("after-staging");
     Ok(staging)
+}
+
+/// Record in the staging folder's intent that the checkout is writing the big file `rel`, so a
+/// rerun after a kill knows a prefix of it as the killed run's own (see [`CutShort::writing`]).
+///
+/// # Errors
+/// [`Error::Internal`] when the intent cannot be rewritten.
+fn note_big_file(staging: &Path, rel: &Path) -> Result<()> {
+    let path = staging.join(INTENT_FILE);
+    let bytes =
+        std::fs::read(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let mut intent: Intent =
+        serde_json::from_slice(&bytes).map_err(|e| Error::internal("reading the intent", e))?;
+    if intent.checkout_began_ms.is_none() {
+        intent.checkout_began_ms = checkout_began(staging)
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    }
+    intent.big_file = Some(rel.to_owned());
+    let bytes =
+        serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
+    crate::session::write_atomic(&path, &bytes)
 }
 
 /// Write the record and move the staging folder to `.git`: the restore is finished.

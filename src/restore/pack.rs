@@ -70,6 +70,10 @@ impl std::ops::Deref for SharedMap {
 /// The default of `--max-object-bytes`: 4 GiB.
 pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 4 << 30;
 
+/// Objects over this many bytes are never held in memory whole (git's `core.bigFileThreshold`):
+/// 512 MiB.
+pub const DEFAULT_BIG_OBJECT_BYTES: u64 = 512 << 20;
+
 /// Bounds on what a received pack may make this process hold (SPEC rule 7: every size the
 /// remote decides is bounded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,12 +81,20 @@ pub struct PackLimits {
     /// The largest object or delta result, in bytes: a larger one is refused (exit 6) before it
     /// is allocated.
     pub max_object_bytes: u64,
+    /// Objects larger than this are hashed as they stream in and checked out by streaming from
+    /// the pack, never held whole; a delta with a result this large is refused. Test knob:
+    /// `GIT_SESSION_BIG_OBJECT_BYTES`.
+    pub big_object_bytes: u64,
 }
 
 impl Default for PackLimits {
     fn default() -> Self {
         PackLimits {
             max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
+            big_object_bytes: std::env::var("GIT_SESSION_BIG_OBJECT_BYTES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_BIG_OBJECT_BYTES),
         }
     }
 }
@@ -200,27 +212,12 @@ pub fn receive(
         file: writer.clone(),
         last_read: last_read.clone(),
     };
-    let entries = gix_pack::data::input::BytesToEntriesIter::new_from_header(
+    let (mut entries, learned) = super::entries::EntryStream::new(
         io::BufReader::with_capacity(64 * 1024, tee),
-        gix_pack::data::input::Mode::Verify,
-        gix_pack::data::input::EntryDataMode::Crc32,
-        gix::hash::Kind::Sha1,
-    )
-    .map_err(|e| {
-        ReceiveError::from_gix(
-            &format!("writing the received pack into {}", pack_dir.display()),
-            &e,
-            limits,
-        )
-    })?;
+        limits,
+        pack_dir,
+    )?;
     let pack_version = entries.version();
-    // Where the last entry ends: the pack's 20-byte checksum follows, and nothing else may.
-    let mut entries_end = gix_pack::data::header::SIZE as u64;
-    let mut entries = entries.inspect(|e| {
-        if let Ok(e) = e {
-            entries_end = e.pack_offset + u64::from(e.header_size) + e.compressed_size;
-        }
-    });
 
     let mut index_tmp = tempfile::Builder::new()
         .prefix("tmp_idx_")
@@ -248,17 +245,41 @@ pub fn receive(
             pack_version,
         )
         .map_err(|e| {
-            ReceiveError::from_gix(
-                &format!("writing the received pack into {}", pack_dir.display()),
-                &e,
-                limits,
-            )
-        })?;
+            // The stream's own failure, when it stopped gix-pack; else gix-pack's.
+            learned.borrow_mut().failure.take().unwrap_or_else(|| {
+                ReceiveError::from_gix(
+                    &format!("writing the received pack into {}", pack_dir.display()),
+                    &e,
+                    limits,
+                )
+            })
+        });
+        let outcome = match outcome {
+            Ok(o) => o,
+            // gix-pack refuses a pack it got no entry of; every object of this one was big.
+            Err(_) if learned.borrow().trailer.is_some() && !learned.borrow().big.is_empty() => {
+                gix_pack::index::write::Outcome {
+                    index_version: gix_pack::index::Version::V2,
+                    index_hash: gix::hash::Kind::Sha1.null(),
+                    data_hash: learned.borrow().trailer.expect("checked"),
+                    num_objects: 0,
+                }
+            }
+            Err(e) => return Err(e),
+        };
         out.flush()
             .map_err(|e| io_err("writing the pack index", e))?;
         outcome
     };
     drop(entries);
+    let learned = std::mem::take(&mut *learned.borrow_mut());
+    let entries_end = learned.entries_end.max(gix_pack::data::header::SIZE as u64);
+    // Objects held back from gix-pack (over the big-object threshold) go into the index too.
+    let outcome = if learned.big.is_empty() {
+        outcome
+    } else {
+        merge_big_objects(&mut index_tmp, outcome, &learned.big)?
+    };
     if let Ok(last) = last_read.lock() {
         tracing::debug!(
             "pack: {} objects; stream ended after {} ms, deltas resolved and indexed after {} ms",
@@ -316,6 +337,40 @@ pub fn receive(
     })
 }
 
+/// Rewrite the index gix-pack wrote into `index_tmp` with the `big` objects added.
+fn merge_big_objects(
+    index_tmp: &mut tempfile::NamedTempFile,
+    outcome: gix_pack::index::write::Outcome,
+    big: &[super::entries::BigObject],
+) -> Result<gix_pack::index::write::Outcome, ReceiveError> {
+    let local = |what: &str, e: io::Error| ReceiveError::Local(crate::Error::io(what, e));
+    let mut entries: Vec<(gix::ObjectId, u64, u32)> = Vec::new();
+    if outcome.num_objects > 0 {
+        let index = gix_pack::index::File::at(index_tmp.path(), gix::hash::Kind::Sha1)
+            .map_err(|e| ReceiveError::Corrupt(super::checkout::chain(&e)))?;
+        entries.extend(
+            index
+                .iter()
+                .map(|e| (e.oid, e.pack_offset, e.crc32.unwrap_or_default())),
+        );
+    }
+    entries.extend(big.iter().map(|b| (b.id, b.pack_offset, b.crc32)));
+    let num_objects = entries.len() as u32;
+    let file = index_tmp.as_file_mut();
+    file.set_len(0)
+        .and_then(|()| io::Seek::seek(file, io::SeekFrom::Start(0)).map(|_| ()))
+        .map_err(|e| local("rewriting the pack index", e))?;
+    let mut out = BufWriter::new(&mut *file);
+    let index_hash = super::entries::write_index(entries, &outcome.data_hash, &mut out)
+        .and_then(|id| out.flush().map(|()| id))
+        .map_err(|e| local("writing the pack index", e))?;
+    Ok(gix_pack::index::write::Outcome {
+        index_hash,
+        num_objects,
+        ..outcome
+    })
+}
+
 /// The bytes of one pack entry, for the delta resolution of [`receive`].
 fn resolve_entry(range: gix_pack::data::EntryRange, map: &ReleasingMap) -> Option<&[u8]> {
     map.note((range.end - range.start) as usize);
@@ -329,6 +384,32 @@ pub struct PackObjects {
     pack: Arc<gix_pack::data::File<SharedMap>>,
     index: Arc<gix_pack::index::File>,
     map: Arc<ReleasingMap>,
+    limits: PackLimits,
+}
+
+/// A stored (not deltified) object over the big-object threshold: read by streaming only.
+#[derive(Debug, Clone, Copy)]
+pub struct BigBlob {
+    data_offset: u64,
+    size: u64,
+}
+
+impl BigBlob {
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// How a file on disk compares with an object's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compared {
+    /// The same bytes.
+    Same,
+    /// A strict prefix of the content (a write cut short).
+    Prefix,
+    /// Anything else.
+    Other,
 }
 
 impl PackObjects {
@@ -357,6 +438,7 @@ impl PackObjects {
             pack: Arc::new(pack),
             index: Arc::new(index),
             map,
+            limits,
         })
     }
 }
@@ -365,6 +447,106 @@ impl PackObjects {
     /// Whether the pack holds the object `id`.
     pub fn contains(&self, id: &gix::oid) -> bool {
         self.index.lookup(id).is_some()
+    }
+
+    /// The object `id` when it is over the big-object threshold (and so never decoded whole).
+    pub fn big(&self, id: &gix::oid) -> Option<BigBlob> {
+        let i = self.index.lookup(id)?;
+        let entry = self.pack.entry(self.index.pack_offset_at_index(i)).ok()?;
+        (entry.header.as_kind().is_some() && entry.decompressed_size > self.limits.big_object_bytes)
+            .then_some(BigBlob {
+                data_offset: entry.data_offset,
+                size: entry.decompressed_size,
+            })
+    }
+
+    /// The content of `big`, inflated a chunk at a time from the pack.
+    fn big_reader(&self, big: BigBlob) -> impl Read + '_ {
+        let start = usize::try_from(big.data_offset).unwrap_or(usize::MAX);
+        let data = self.map.map.get(start..).unwrap_or_default();
+        let noted = Noted {
+            data,
+            map: &self.map,
+        };
+        flate2::bufread::ZlibDecoder::new(noted).take(big.size())
+    }
+
+    /// Write the content of `big` to `out` without holding it whole; returns the bytes written.
+    ///
+    /// # Errors
+    /// The I/O error of `out`, or a corrupt stream (fewer bytes than the object's size).
+    pub fn stream_big(&self, big: BigBlob, out: &mut dyn Write) -> io::Result<u64> {
+        let n = io::copy(&mut self.big_reader(big), out)?;
+        if n != big.size() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("the object inflates to {n} bytes, not {}", big.size()),
+            ));
+        }
+        Ok(n)
+    }
+
+    /// Compare the file at `path` with the content of `big`, a chunk at a time.
+    ///
+    /// # Errors
+    /// The I/O error reading the file or the pack.
+    pub fn compare_big(&self, big: BigBlob, path: &Path) -> io::Result<Compared> {
+        let mut file = std::fs::File::open(path)?;
+        let mut content = self.big_reader(big);
+        let (mut a, mut b) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+        loop {
+            let n = read_full(&mut file, &mut a)?;
+            if n == 0 {
+                let more = read_full(&mut content, &mut b[..1])?;
+                return Ok(if more == 0 {
+                    Compared::Same
+                } else {
+                    Compared::Prefix
+                });
+            }
+            let m = read_full(&mut content, &mut b[..n])?;
+            if m != n || a[..n] != b[..n] {
+                return Ok(Compared::Other);
+            }
+        }
+    }
+}
+
+/// Read until `buf` is full or the end.
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// The mapped pack from some offset on, counting what is read so the pages are released.
+struct Noted<'a> {
+    data: &'a [u8],
+    map: &'a ReleasingMap,
+}
+
+impl Read for Noted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.data.len().min(buf.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Noted<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        Ok(&self.data[..self.data.len().min(64 << 10)])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.data = &self.data[n..];
+        self.map.note(n);
     }
 }
 
@@ -378,6 +560,16 @@ impl gix::objs::Find for PackObjects {
             return Ok(None);
         };
         let entry = self.pack.entry(self.index.pack_offset_at_index(i))?;
+        if entry.header.as_kind().is_some()
+            && entry.decompressed_size > self.limits.big_object_bytes
+        {
+            use gix::error::ErrorExt as _;
+            return Err(io::Error::other(format!(
+                "object {id} is {} bytes, over the {} that are ever held in memory whole",
+                entry.decompressed_size, self.limits.big_object_bytes
+            ))
+            .raise());
+        }
         let mut inflate = gix::zlib::Inflate::default();
         let outcome = self.pack.decode_entry(
             entry,

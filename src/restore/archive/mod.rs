@@ -177,7 +177,8 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
             (true, true) => Replace::Identical,
             (true, false) => Replace::Any,
         };
-        let mut cut = super::CutShort::new(plan.cut_short_since);
+        let mut cut = super::CutShort::new(plan.cut_short_since)
+            .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)));
         into_place(
             &tree,
             &opts.dir,

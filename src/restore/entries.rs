@@ -1,0 +1,460 @@
+//! The entries of a pack as it streams in (`gitformat-pack`: the 12-byte header, entries of a
+//! type-and-size header and zlib data, the 20-byte SHA-1 trailer), for gix-pack's index writer —
+//! in bounded memory, whatever the pack holds.
+//!
+//! gix-pack's own `BytesToEntriesIter` keeps each entry's compressed bytes in a buffer (an
+//! incompressible 1 GiB blob holds 1 GiB), and its index writer inflates every base object whole
+//! to hash it. Here nothing is buffered: compressed bytes go through the CRC-32, the pack's
+//! SHA-1 and zlib as they pass, 64 KiB at a time. An object bigger than the big-object threshold
+//! (512 MiB by default, git's `core.bigFileThreshold`) is hashed here as it streams and held back
+//! from gix-pack (see [`BigObject`]): it is never in memory whole, here or at the checkout. A
+//! delta whose result would be that big, or whose base is such an object, is refused (exit 6):
+//! git's `pack-objects` never makes one (objects over `core.bigFileThreshold` are not deltified).
+
+use std::cell::RefCell;
+use std::io::{self, BufRead, Read};
+use std::rc::Rc;
+
+use gix::odb::pack as gix_pack;
+use gix_pack::data::entry::Header;
+use gix_pack::data::input::Entry;
+
+use super::pack::{PackLimits, ReceiveError};
+
+/// An object held back from gix-pack's index writer: hashed as it streamed in, written into the
+/// index by [`super::pack`], checked out by streaming it from the pack.
+#[derive(Debug, Clone)]
+pub struct BigObject {
+    /// Its id.
+    pub id: gix::ObjectId,
+    /// Where its entry starts in the pack.
+    pub pack_offset: u64,
+    /// The CRC-32 of its whole entry (header and compressed data), for the index.
+    pub crc32: u32,
+}
+
+/// What the stream learned besides the entries it yields.
+#[derive(Debug, Default)]
+pub struct Learned {
+    /// The objects held back.
+    pub big: Vec<BigObject>,
+    /// Where the last entry ends: the 20-byte checksum follows, and nothing else may.
+    pub entries_end: u64,
+    /// The pack's checksum, verified against the bytes.
+    pub trailer: Option<gix::ObjectId>,
+    /// Why the stream stopped early, when it did (gix-pack sees only a generic error).
+    pub failure: Option<ReceiveError>,
+}
+
+/// The consumed bytes of a [`BufRead`], fed to the pack's SHA-1 and the current entry's CRC-32.
+struct Tap<R> {
+    inner: R,
+    offset: u64,
+    sha1: Option<gix::hash::Hasher>,
+    crc: crc32fast::Hasher,
+}
+
+impl<R: BufRead> Read for Tap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Tap<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        if let Ok(buf) = self.inner.fill_buf() {
+            let used = &buf[..n.min(buf.len())];
+            if let Some(h) = self.sha1.as_mut() {
+                h.update(used);
+            }
+            self.crc.update(used);
+        }
+        self.offset += n as u64;
+        self.inner.consume(n);
+    }
+}
+
+/// The pack's entries for `gix_pack::index::write_data_iter_to_stream` (with `crc32` set), the
+/// big objects left out.
+pub struct EntryStream<R> {
+    tap: Tap<R>,
+    objects_left: u32,
+    num_objects: u32,
+    version: gix_pack::data::Version,
+    limits: PackLimits,
+    big_offsets: std::collections::HashSet<u64>,
+    /// One entry held back, so the last one yielded can carry the trailer even when the pack's
+    /// last entry is a big one.
+    held: Option<Entry>,
+    learned: Rc<RefCell<Learned>>,
+    done: bool,
+    scratch: Vec<u8>,
+    /// Where the tee writes the pack, for messages about a refusing disk.
+    pack_dir: std::path::PathBuf,
+}
+
+impl<R: BufRead> EntryStream<R> {
+    /// Read the pack's header from `input`.
+    ///
+    /// # Errors
+    /// [`ReceiveError::Corrupt`] for a stream that does not start with a version 2 or 3 pack header.
+    pub fn new(
+        input: R,
+        limits: PackLimits,
+        pack_dir: &std::path::Path,
+    ) -> Result<(Self, Rc<RefCell<Learned>>), ReceiveError> {
+        let mut tap = Tap {
+            inner: input,
+            offset: 0,
+            sha1: Some(gix::hash::hasher(gix::hash::Kind::Sha1)),
+            crc: crc32fast::Hasher::new(),
+        };
+        let mut header = [0u8; gix_pack::data::header::SIZE];
+        tap.read_exact(&mut header)
+            .map_err(|e| stream_error("reading the pack header", e, pack_dir))?;
+        let (version, num_objects) = gix_pack::data::header::decode(&header)
+            .map_err(|e| ReceiveError::Corrupt(super::checkout::chain(&e)))?;
+        let learned = Rc::new(RefCell::new(Learned::default()));
+        Ok((
+            EntryStream {
+                tap,
+                objects_left: num_objects,
+                num_objects,
+                version,
+                limits,
+                big_offsets: Default::default(),
+                held: None,
+                learned: learned.clone(),
+                done: false,
+                scratch: vec![0; 64 * 1024],
+                pack_dir: pack_dir.to_owned(),
+            },
+            learned,
+        ))
+    }
+
+    /// The pack's version.
+    pub fn version(&self) -> gix_pack::data::Version {
+        self.version
+    }
+
+    /// Read the next entry; `Ok(None)` for one held back (big).
+    fn next_entry(&mut self) -> Result<Option<Entry>, ReceiveError> {
+        self.objects_left -= 1;
+        let pack_offset = self.tap.offset;
+        self.tap.crc = crc32fast::Hasher::new();
+        let header = gix_pack::data::Entry::from_read(
+            &mut self.tap,
+            pack_offset,
+            gix::hash::Kind::Sha1.len_in_bytes(),
+        )
+        .map_err(|e| stream_error("reading an entry header", e, &self.pack_dir))?;
+        let header_size = self.tap.offset - pack_offset;
+        let size = header.decompressed_size;
+        if size > self.limits.max_object_bytes {
+            return Err(ReceiveError::TooLarge(format!(
+                "an entry at offset {pack_offset} of the pack claims {size} bytes, over the \
+                 limit of {} (--max-object-bytes raises it)",
+                self.limits.max_object_bytes
+            )));
+        }
+        let big = size > self.limits.big_object_bytes;
+        let kind = header.header.as_kind();
+        match header.header {
+            Header::OfsDelta { base_distance } => {
+                let base = pack_offset.checked_sub(base_distance);
+                if base.is_some_and(|b| self.big_offsets.contains(&b)) {
+                    return Err(ReceiveError::TooLarge(format!(
+                        "the pack holds a delta (at offset {pack_offset}) against an object over \
+                         {} bytes: git never makes one (core.bigFileThreshold), and it would have \
+                         to be held in memory whole",
+                        self.limits.big_object_bytes
+                    )));
+                }
+            }
+            Header::RefDelta { .. } => {}
+            _ => {}
+        }
+        let mut hasher = match (big, kind) {
+            (true, Some(kind)) => {
+                let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+                h.update(&gix::objs::encode::loose_header(kind, size));
+                Some(h)
+            }
+            _ => None,
+        };
+        let is_delta = kind.is_none();
+        let data_start = self.tap.offset;
+        let mut inflated = 0u64;
+        // A delta's first bytes, until its two size varints are read (at most 20 bytes).
+        let mut delta_head: Option<Vec<u8>> = is_delta.then(Vec::new);
+        {
+            let mut z = flate2::bufread::ZlibDecoder::new(&mut self.tap);
+            loop {
+                let n = match z.read(&mut self.scratch) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) => return Err(stream_error("inflating an entry", e, &self.pack_dir)),
+                };
+                if let Some(head) = delta_head.as_mut() {
+                    // The delta's header: the base's size, then the result's (gitformat-pack
+                    // "Deltified representation"); refused before gix-pack allocates the result.
+                    head.extend_from_slice(&self.scratch[..n.min(20)]);
+                    let result = delta_result_size(head);
+                    if result.is_some() || head.len() >= 20 {
+                        delta_head = None;
+                    }
+                    if let Some(result) = result
+                        && result > self.limits.big_object_bytes
+                    {
+                        return Err(ReceiveError::TooLarge(format!(
+                            "the pack holds a delta (at offset {pack_offset}) whose result claims \
+                             {result} bytes, over {}: {}",
+                            if result > self.limits.max_object_bytes {
+                                self.limits.max_object_bytes
+                            } else {
+                                self.limits.big_object_bytes
+                            },
+                            if result > self.limits.max_object_bytes {
+                                "over the object limit (--max-object-bytes raises it)"
+                            } else {
+                                "git never deltifies objects that big (core.bigFileThreshold), \
+                                 and the result would have to be held in memory whole"
+                            }
+                        )));
+                    }
+                }
+                if let Some(h) = hasher.as_mut() {
+                    h.update(&self.scratch[..n]);
+                }
+                inflated += n as u64;
+                if inflated > size {
+                    break;
+                }
+            }
+        }
+        if inflated != size {
+            return Err(ReceiveError::Corrupt(format!(
+                "pack entry at offset {pack_offset} inflates to {inflated} bytes, but its header \
+                 says {size}"
+            )));
+        }
+        let compressed_size = self.tap.offset - data_start;
+        let crc32 = self.tap.crc.clone().finalize();
+        self.learned.borrow_mut().entries_end = self.tap.offset;
+        if let Some(h) = hasher {
+            let id = h
+                .try_finalize()
+                .map_err(|e| ReceiveError::Corrupt(format!("hashing a big object: {e}")))?;
+            self.big_offsets.insert(pack_offset);
+            self.learned.borrow_mut().big.push(BigObject {
+                id,
+                pack_offset,
+                crc32,
+            });
+            return Ok(None);
+        }
+        if big {
+            return Err(ReceiveError::TooLarge(format!(
+                "the pack holds a delta (at offset {pack_offset}) of {size} bytes of \
+                 instructions, over {}: it would have to be held in memory whole",
+                self.limits.big_object_bytes
+            )));
+        }
+        Ok(Some(Entry {
+            header: header.header,
+            header_size: header_size as u16,
+            pack_offset,
+            compressed: None,
+            compressed_size,
+            crc32: Some(crc32),
+            decompressed_size: size,
+            trailer: None,
+        }))
+    }
+
+    /// After the last entry: the trailer, checked against the SHA-1 of everything before it.
+    fn read_trailer(&mut self) -> Result<gix::ObjectId, ReceiveError> {
+        let sha1 = self.tap.sha1.take().expect("hashing until the trailer");
+        let mut trailer = [0u8; 20];
+        self.tap
+            .read_exact(&mut trailer)
+            .map_err(|e| stream_error("reading the pack's checksum", e, &self.pack_dir))?;
+        let expected = gix::ObjectId::from_bytes_or_panic(&trailer);
+        let actual = sha1
+            .try_finalize()
+            .map_err(|e| ReceiveError::Corrupt(format!("hashing the pack: {e}")))?;
+        if actual != expected {
+            return Err(ReceiveError::Corrupt(format!(
+                "the pack's checksum is {expected}, but its bytes hash to {actual}"
+            )));
+        }
+        Ok(expected)
+    }
+
+    fn step(&mut self) -> Result<Option<Entry>, ReceiveError> {
+        while self.objects_left > 0 {
+            let Some(entry) = self.next_entry()? else {
+                continue;
+            };
+            if let Some(prev) = self.held.replace(entry) {
+                return Ok(Some(prev));
+            }
+        }
+        if self.done {
+            return Ok(None);
+        }
+        self.done = true;
+        let trailer = self.read_trailer()?;
+        self.learned.borrow_mut().trailer = Some(trailer);
+        Ok(self.held.take().map(|mut last| {
+            last.trailer = Some(trailer);
+            last
+        }))
+    }
+}
+
+impl<R: BufRead> Iterator for EntryStream<R> {
+    type Item = gix::Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.learned.borrow().failure.is_some() {
+            return None;
+        }
+        match self.step() {
+            Ok(entry) => entry.map(Ok),
+            Err(e) => {
+                self.learned.borrow_mut().failure = Some(e);
+                // gix-pack needs an error of its own kind; the real one is in `Learned`.
+                use gix::error::ErrorExt as _;
+                Some(Err(io::Error::other("the pack stream failed").raise()))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.objects_left as usize + usize::from(self.held.is_some());
+        (left.min(self.num_objects as usize), Some(left))
+    }
+}
+
+/// The result size of a delta from the first bytes of its data: two little-endian base-128
+/// varints, the base's size then the result's; `None` when they do not fit in `data`.
+fn delta_result_size(data: &[u8]) -> Option<u64> {
+    let mut it = data.iter();
+    let mut varint = || {
+        let (mut value, mut shift) = (0u64, 0u32);
+        for &b in it.by_ref() {
+            if shift >= 64 {
+                return None;
+            }
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(value);
+            }
+            shift += 7;
+        }
+        None
+    };
+    varint()?;
+    varint()
+}
+
+/// A failure reading the stream: local (the tee into the pack file refused: the disk is full) or
+/// a broken or corrupt stream, named with its causes ("unexpected EOF during chunk size line").
+fn stream_error(what: &str, e: io::Error, pack_dir: &std::path::Path) -> ReceiveError {
+    if crate::error::local_io_hint(e.kind()).is_some() {
+        ReceiveError::Local(crate::Error::io(
+            format!(
+                "writing the received pack into {} ({what})",
+                pack_dir.display()
+            ),
+            e,
+        ))
+    } else {
+        ReceiveError::Corrupt(format!("{what}: {}", super::checkout::chain(&e)))
+    }
+}
+
+/// Write a version 2 pack index (`gitformat-pack` "Version 2 pack-*.idx files") of `entries`
+/// (id, offset, CRC-32) for the pack whose checksum is `pack_hash`; returns the index's checksum.
+///
+/// # Errors
+/// The I/O error of `out`.
+pub fn write_index(
+    mut entries: Vec<(gix::ObjectId, u64, u32)>,
+    pack_hash: &gix::oid,
+    out: &mut dyn io::Write,
+) -> io::Result<gix::ObjectId> {
+    entries.sort_by_key(|e| e.0);
+    let mut bytes = Vec::with_capacity(8 + 1024 + entries.len() * 28 + 40);
+    bytes.extend_from_slice(b"\xfftOc");
+    bytes.extend_from_slice(&2u32.to_be_bytes());
+    let mut fanout = [0u32; 256];
+    for (id, _, _) in &entries {
+        fanout[id.as_slice()[0] as usize] += 1;
+    }
+    let mut total = 0u32;
+    for n in fanout {
+        total += n;
+        bytes.extend_from_slice(&total.to_be_bytes());
+    }
+    for (id, _, _) in &entries {
+        bytes.extend_from_slice(id.as_slice());
+    }
+    for (_, _, crc) in &entries {
+        bytes.extend_from_slice(&crc.to_be_bytes());
+    }
+    let mut large = Vec::new();
+    for (_, offset, _) in &entries {
+        if *offset < 0x8000_0000 {
+            bytes.extend_from_slice(&(*offset as u32).to_be_bytes());
+        } else {
+            bytes.extend_from_slice(&(0x8000_0000u32 | large.len() as u32).to_be_bytes());
+            large.push(*offset);
+        }
+    }
+    for offset in large {
+        bytes.extend_from_slice(&offset.to_be_bytes());
+    }
+    bytes.extend_from_slice(pack_hash.as_bytes());
+    let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+    h.update(&bytes);
+    let id = h
+        .try_finalize()
+        .map_err(|e| io::Error::other(format!("hashing the index: {e}")))?;
+    bytes.extend_from_slice(id.as_slice());
+    out.write_all(&bytes)?;
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_sizes_are_read_from_the_varints() {
+        // base 1, result 6 GiB (varint of 6 << 30).
+        let mut d = vec![0x01];
+        let mut v = 6u64 << 30;
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                d.push(b);
+                break;
+            }
+            d.push(b | 0x80);
+        }
+        assert_eq!(delta_result_size(&d), Some(6 << 30));
+        assert_eq!(delta_result_size(&[0x80]), None);
+    }
+}
