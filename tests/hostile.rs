@@ -139,6 +139,13 @@ fn run_measured(
             .and_then(|n| n.trim().parse().ok())
             .or(Some(0))
     };
+    // The figures BENCHMARKS.md quotes ("memory against a hostile server").
+    eprintln!(
+        "measured: git-session {} → exit {code:?}, peak RSS {} KiB, {:.1} s",
+        args.join(" "),
+        peak_kib,
+        wall.as_secs_f64()
+    );
     Measured {
         code,
         stderr,
