@@ -253,6 +253,8 @@ pub struct Fetched {
     pub pack_path: Option<std::path::PathBuf>,
     /// The number of objects the pack held.
     pub objects: u32,
+    /// The objects over the big-object threshold.
+    pub big: Vec<gix::ObjectId>,
 }
 
 /// What to fetch, and where to put it.
@@ -401,6 +403,7 @@ pub fn fetch_pack(
         shallow,
         pack_path: outcome.data_path,
         objects: outcome.num_objects,
+        big: outcome.big,
     })
 }
 

@@ -95,7 +95,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity(format!("the remote sent an empty pack for {}", opts.tip))
         })?;
-        let objects = super::pack::PackObjects::open(pack_path, opts.limits)
+        let objects = super::pack::PackObjects::open(pack_path, opts.limits, &fetched.big)
             .map_err(|e| Error::internal("opening the received pack", e))?;
         let tree = verify_commit(&objects, opts.tip)?;
         gitdir::write_shallow(&staging, &fetched.shallow)?;

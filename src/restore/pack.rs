@@ -112,6 +112,8 @@ pub struct Received {
     pub data_path: Option<PathBuf>,
     /// The number of objects in the pack.
     pub num_objects: u32,
+    /// The objects over the big-object threshold (see [`PackObjects::open`]).
+    pub big: Vec<gix::ObjectId>,
 }
 
 /// Copies what the pack parser reads into the pack file.
@@ -314,6 +316,7 @@ pub fn receive(
         return Ok(Received {
             data_path: None,
             num_objects: 0,
+            big: Vec::new(),
         });
     }
     let data_path = pack_dir.join(format!("pack-{}.pack", outcome.data_hash.to_hex()));
@@ -334,6 +337,7 @@ pub fn receive(
     Ok(Received {
         data_path: Some(data_path),
         num_objects: outcome.num_objects,
+        big: learned.big.iter().map(|b| b.id).collect(),
     })
 }
 
@@ -385,6 +389,9 @@ pub struct PackObjects {
     index: Arc<gix_pack::index::File>,
     map: Arc<ReleasingMap>,
     limits: PackLimits,
+    /// The objects [`receive`] found over the big-object threshold: known without reading the
+    /// pack (a look at every entry's header would make the whole mapping resident).
+    big: Arc<std::collections::HashSet<gix::ObjectId>>,
 }
 
 /// A stored (not deltified) object over the big-object threshold: read by streaming only.
@@ -413,11 +420,16 @@ pub enum Compared {
 }
 
 impl PackObjects {
-    /// Open `pack-<hash>.pack` at `data_path` and its `.idx` beside it.
+    /// Open `pack-<hash>.pack` at `data_path` and its `.idx` beside it; `big` names the objects
+    /// over the big-object threshold ([`Received::big`]), which are only ever streamed.
     ///
     /// # Errors
     /// A message when either file cannot be opened or read.
-    pub fn open(data_path: &Path, limits: PackLimits) -> Result<Self, String> {
+    pub fn open(
+        data_path: &Path,
+        limits: PackLimits,
+        big: &[gix::ObjectId],
+    ) -> Result<Self, String> {
         let file = std::fs::File::open(data_path)
             .map_err(|e| format!("opening {}: {e}", data_path.display()))?;
         let map = Arc::new(
@@ -439,6 +451,7 @@ impl PackObjects {
             index: Arc::new(index),
             map,
             limits,
+            big: Arc::new(big.iter().copied().collect()),
         })
     }
 }
@@ -451,6 +464,9 @@ impl PackObjects {
 
     /// The object `id` when it is over the big-object threshold (and so never decoded whole).
     pub fn big(&self, id: &gix::oid) -> Option<BigBlob> {
+        if !self.big.contains(id) {
+            return None;
+        }
         let i = self.index.lookup(id)?;
         let entry = self.pack.entry(self.index.pack_offset_at_index(i)).ok()?;
         (entry.header.as_kind().is_some() && entry.decompressed_size > self.limits.big_object_bytes)
