@@ -147,7 +147,7 @@ pub struct RestoreArgs {
 
     /// Largest object (or delta result) a fetched pack may hold, in bytes; larger is refused
     /// (exit 6) before anything that size is allocated
-    #[arg(long, default_value_t = crate::restore::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES")]
     pub max_object_bytes: u64,
 }
 

@@ -137,7 +137,7 @@ impl Error {
         context: impl std::fmt::Display,
         err: &(dyn std::error::Error + 'static),
     ) -> Self {
-        let text = crate::restore::checkout::chain(err);
+        let text = crate::error::chain(err);
         match local_io_kind(err).and_then(local_io_hint) {
             Some(hint) => Error::LocalIo(format!("{context}: {text} — {hint}")),
             None => Error::Internal(format!("{context}: {text}")),
@@ -148,6 +148,21 @@ impl Error {
     pub fn internal(context: impl std::fmt::Display, err: impl std::fmt::Display) -> Self {
         Error::Internal(format!("{context}: {err}"))
     }
+}
+
+/// Render an error with its sources, like `a: b: c`.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        source = s.source();
+    }
+    msg
 }
 
 /// The kind of the first [`std::io::Error`] among `err` and its causes.

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
-use crate::http::UrlSource;
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
+use crate::wire::http::UrlSource;
 
 fn env_nonempty(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.is_empty())

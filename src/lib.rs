@@ -14,19 +14,18 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod failpoint;
-pub mod gitdir;
-pub mod http;
+pub mod fs;
 pub mod inputs;
-pub mod lease;
 pub mod output;
-pub mod prepush;
+pub mod pack;
 pub mod progress;
 pub mod push;
 pub mod redact;
+pub mod repo;
 pub mod restore;
 pub mod save;
-pub mod session;
 pub mod types;
+pub mod wire;
 
 use cli::{Cli, Command};
 pub use error::{Error, Result};
@@ -91,7 +90,7 @@ pub fn run(cli: Cli) -> u8 {
         cli.command,
         Command::Save(_) | Command::Push(_) | Command::Status(_)
     ) && let Ok(dir) = inputs::session_dir(cli.dir.as_deref())
-        && let Ok(session) = session::Session::open(&dir, None)
+        && let Ok(session) = repo::session::Session::open(&dir, None)
         && let Err(e) = session.restore_ownership()
     {
         tracing::warn!("could not hand .git back to the tree's owner: {e}");

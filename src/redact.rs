@@ -5,7 +5,7 @@
 //! ([`RemoteUrl::secret_forms`]) replaced by `<redacted>`.
 //!
 //! The secrets are learned from every session URL the process loads ([`learn`], called by
-//! [`UrlSource::load`](crate::http::UrlSource::load) and the inputs), so a rotated `_FILE` is
+//! [`UrlSource::load`](crate::wire::http::UrlSource::load) and the inputs), so a rotated `_FILE` is
 //! covered too.
 
 use std::sync::Mutex;

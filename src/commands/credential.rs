@@ -23,8 +23,8 @@
 use std::io::{BufRead, Write};
 
 use crate::error::{Error, Result};
-use crate::gitdir::{PUSH_USER, READ_USER};
 use crate::inputs;
+use crate::repo::layout::{PUSH_USER, READ_USER};
 use crate::types::RemoteUrl;
 
 /// What git asked for.

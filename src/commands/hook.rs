@@ -1,15 +1,15 @@
 //! `git-session hook pre-push`: the check git runs before a plain `git push` (installed by
-//! restore; see [`crate::prepush`]). Hidden: git calls it, people do not.
+//! restore; see [`crate::repo::prepush`]). Hidden: git calls it, people do not.
 
 use crate::error::{Error, Result};
 
 /// Run the hook named `name`; only `pre-push` exists.
 ///
 /// # Errors
-/// [`Error::Usage`] for another name; those of [`crate::prepush::run_hook`].
+/// [`Error::Usage`] for another name; those of [`crate::repo::prepush::run_hook`].
 pub fn run(name: &str) -> Result<()> {
     match name {
-        "pre-push" => crate::prepush::run_hook(),
+        "pre-push" => crate::repo::prepush::run_hook(),
         other => Err(Error::Usage(format!(
             "unknown hook '{other}': git-session installs only pre-push"
         ))),

@@ -39,8 +39,8 @@ pub fn expiry_warnings<'a>(
 /// Verify that plain `git push` is still routed through the lease check (a hook manager may have
 /// replaced it) and re-install it; its warnings are shown with the command's result, success or
 /// failure ([`crate::output::warn_early`]). Returns whether the check had been off.
-pub fn check_hooks(session: &crate::session::Session) -> bool {
-    let warnings = crate::prepush::ensure(&session.git_dir).unwrap_or_else(|e| {
+pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
+    let warnings = crate::repo::prepush::ensure(&session.git_dir).unwrap_or_else(|e| {
         vec![format!(
             "could not verify git-session's check of plain `git push` ({e}): a plain push from \
              this tree may not be held to the lease"
@@ -50,7 +50,7 @@ pub fn check_hooks(session: &crate::session::Session) -> bool {
     // A branch a plain `git push` created: fetch exactly it from now on.
     let branch = &session.record.branch;
     if session.git_dir.join(branch.tracking_ref()).exists()
-        && let Err(e) = crate::gitdir::settle_origin(&session.git_dir, branch)
+        && let Err(e) = crate::repo::layout::settle_origin(&session.git_dir, branch)
     {
         tracing::warn!("could not set the session branch's upstream: {e}");
     }

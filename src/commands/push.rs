@@ -5,12 +5,12 @@ use serde_json::json;
 
 use crate::cli::PushArgs;
 use crate::error::{Error, Result};
-use crate::http::UrlSource;
 use crate::inputs;
-use crate::lease::WriteLock;
 use crate::output::Success;
 use crate::push::{PushOutcome, push};
-use crate::session::Session;
+use crate::repo::lease::WriteLock;
+use crate::repo::session::Session;
+use crate::wire::http::UrlSource;
 
 /// Run `push` in `dir`.
 ///

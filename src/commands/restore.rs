@@ -50,7 +50,7 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
         push,
         depth: (args.depth > 0).then_some(args.depth),
         force: args.force,
-        limits: crate::restore::pack::PackLimits {
+        limits: crate::pack::PackLimits {
             max_object_bytes: args.max_object_bytes,
             ..Default::default()
         },
@@ -103,7 +103,7 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
     };
     report.warnings.extend(expiry);
     if report.noop
-        && let Ok(session) = crate::session::Session::open(&opts.dir, None)
+        && let Ok(session) = crate::repo::session::Session::open(&opts.dir, None)
     {
         // A finished restore is left as it is, but plain `git push` must still be checked.
         super::check_hooks(&session);

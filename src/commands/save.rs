@@ -5,8 +5,8 @@ use serde_json::json;
 use crate::cli::SaveArgs;
 use crate::error::{Error, Result};
 use crate::output::Success;
+use crate::repo::session::Session;
 use crate::save::{CommitOptions, stage_and_commit};
-use crate::session::Session;
 
 /// Run `save` in `dir`.
 ///

@@ -5,12 +5,13 @@ use serde_json::json;
 
 use crate::cli::StatusArgs;
 use crate::error::Result;
-use crate::http::Http;
 use crate::inputs;
 use crate::output::Success;
-use crate::restore::{fetch, open_repo};
-use crate::session::Session;
+use crate::repo::open as open_repo;
+use crate::repo::session::Session;
 use crate::types::FullSha;
+use crate::wire::http::Http;
+use crate::wire::upload_pack as fetch;
 
 /// Run `status` in `dir`.
 ///
@@ -140,7 +141,7 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
         },
     ];
     match head {
-        Some(h) if h == base || crate::gitdir::descends_from(&repo, h.id(), base.id())? => {
+        Some(h) if h == base || crate::repo::descends_from(&repo, h.id(), base.id())? => {
             human.push(format!("HEAD: {h}, {ahead} commit(s) ahead of the lease"));
         }
         Some(h) => human.push(format!(
@@ -154,11 +155,11 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     }
     let mut remote_state = None;
     if let Some(rt) = remote_tip {
-        use crate::lease::RemoteTip;
+        use crate::repo::lease::RemoteTip;
         // The same question as a push's step 2: a tip that merely reached HEAD (a pull or reset
         // to another sandbox's work) is still someone else's session.
-        let ledger = crate::lease::Ledger::new(&session.git_dir);
-        let tip_state = crate::lease::classify(&repo, &ledger, record.lease, branch_tip, rt)?;
+        let ledger = crate::repo::lease::Ledger::new(&session.git_dir);
+        let tip_state = crate::repo::lease::classify(&repo, &ledger, record.lease, branch_tip, rt)?;
         let (shown, state) = match tip_state {
             RemoteTip::Lease => (show(rt), "at the lease: a push will fast-forward"),
             RemoteTip::Own => (

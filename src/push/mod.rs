@@ -8,7 +8,7 @@
 //!
 //! One attempt, in order:
 //! 1. read the remote branch from the receive-pack advertisement;
-//! 2. ask [`crate::lease::classify`] about it: at the lease → go on; at this tree's own commit
+//! 2. ask [`crate::repo::lease::classify`] about it: at the lease → go on; at this tree's own commit
 //!    (the ledger) → the lease advances, and if it is the local tip the push already landed;
 //!    anywhere else → exit 3 before uploading, naming both ids; rewritten → exit 7;
 //! 3. check locally that the new commit descends from the lease (and from `TIP_SHA`) → else exit 7;
@@ -21,21 +21,13 @@
 //!
 //! Transient failures repeat the whole attempt, so every retry re-reads the remote tip first.
 
-mod advertisement;
-mod pack;
-mod report;
-
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
-
 use crate::error::{Error, Result};
-use crate::http::{Http, Request, UrlSource};
-use crate::lease::{Ledger, RemoteTip, classify, stale};
-use crate::session::Session;
+use crate::pack::generate as pack;
+use crate::repo::lease::{Ledger, RemoteTip, classify, stale};
+use crate::repo::session::Session;
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
-
-/// Request bodies up to this size go out in one piece with a Content-Length; larger ones are
-/// streamed after an authentication probe.
-const SMALL_BODY: u64 = 64 * 1024;
+use crate::wire::http::{Http, UrlSource};
+use crate::wire::receive_pack::{self, advertisement, report};
 
 /// What a push did.
 #[derive(Debug, Clone)]
@@ -56,7 +48,7 @@ pub struct PushOutcome {
 /// record the new lease. `kept` completes the stale error's "the remote branch was not changed;
 /// …" with what became of local work (e.g. "nothing local was touched").
 ///
-/// The caller holds the tree's [`WriteLock`](crate::lease::WriteLock) and opened `session` under it.
+/// The caller holds the tree's [`WriteLock`](crate::repo::lease::WriteLock) and opened `session` under it.
 ///
 /// # Errors
 /// [`Error::Stale`] (3) when the remote branch is not at the lease; [`Error::Auth`] (4);
@@ -70,11 +62,12 @@ pub fn push(
     secrets: &[String],
     kept: &str,
 ) -> Result<PushOutcome> {
-    let repo = crate::restore::open_repo(&session.git_dir)?;
+    let repo = crate::repo::open(&session.git_dir)?;
     let branch = session.record.branch.clone();
     // Mid-rebase the branch still names the old commits: pushing them would leave the rebased
     // ones unpushable (fast-forward only).
-    if let Some((what, dir, finish)) = crate::save::stopped_operation(&session.git_dir) {
+    if let Some((what, dir, finish)) = crate::repo::operations::stopped_operation(&session.git_dir)
+    {
         return Err(Error::Conflict(format!(
             "{what} is in progress (.git/{dir}): finish it with {finish}, then push again; \
              nothing was uploaded"
@@ -117,7 +110,7 @@ pub fn push(
         other => other,
     })?;
     let mut outcome = outcome;
-    if let Some(head) = crate::save::commits_off_branch(&repo, &branch) {
+    if let Some(head) = crate::repo::operations::commits_off_branch(&repo, &branch) {
         outcome.warnings.push(format!(
             "HEAD ({head}) holds commits that {} lacks, and they were not pushed: switch back \
              (`git switch {branch}`), bring them over (`git merge {head}`) and push again",
@@ -128,9 +121,9 @@ pub fn push(
         session.record.lease = outcome.tip;
         session.record.write(&session.git_dir)?;
     }
-    crate::gitdir::write_ref(&session.git_dir, &branch.tracking_ref(), outcome.tip)?;
+    crate::repo::layout::write_ref(&session.git_dir, &branch.tracking_ref(), outcome.tip)?;
     if !outcome.tip.is_zero() {
-        crate::gitdir::settle_origin(&session.git_dir, &branch)?;
+        crate::repo::layout::settle_origin(&session.git_dir, &branch)?;
     }
     Ok(outcome)
 }
@@ -295,7 +288,7 @@ impl Attempt<'_> {
     /// Step 3: fast-forward only, from `old` (or from `TIP_SHA` for a new branch).
     fn check_fast_forward(&self, old: FullSha) -> Result<()> {
         let base = self.base(old);
-        if crate::gitdir::descends_from(self.repo, self.local.id(), base.id())? {
+        if crate::repo::descends_from(self.repo, self.local.id(), base.id())? {
             return Ok(());
         }
         Err(Error::Conflict(format!(
@@ -360,67 +353,7 @@ impl Attempt<'_> {
             body.old,
             body.new
         );
-        let http = self.http;
-        let headers = || {
-            vec![
-                (
-                    CONTENT_TYPE,
-                    HeaderValue::from_static("application/x-git-receive-pack-request"),
-                ),
-                (
-                    ACCEPT,
-                    HeaderValue::from_static("application/x-git-receive-pack-result"),
-                ),
-            ]
-        };
-        // Each send is given time for the whole body, not only the read timeout (see `send_upload`).
-        let send_len = |payload: reqwest::blocking::Body, len: u64| {
-            http.send_upload(
-                url,
-                Request {
-                    endpoint: "git-receive-pack",
-                    headers: headers(),
-                    body: Some(payload),
-                },
-                len,
-            )
-        };
-        let send = |payload: reqwest::blocking::Body| send_len(payload, body.len);
-        let resp = if body.len <= SMALL_BODY {
-            // Small: in one piece with Content-Length, so an early refusal (401) is read, not cut off.
-            let mut bytes = Vec::with_capacity(body.len as usize);
-            std::io::Read::read_to_end(&mut body.reader(), &mut bytes)
-                .map_err(|e| Error::io("reading the spooled pack", e))?;
-            send(bytes.into())?
-        } else {
-            // Large: first a probe (an empty request, as git's `probe_rpc`) so that authentication
-            // fails before the upload, then the body streamed from the file, chunked; a server that
-            // wants a length (411) gets it on a second try.
-            let probe = send_len(b"0000".to_vec().into(), 4)?;
-            http.check_status(url, probe)?;
-            let sized = || -> Result<reqwest::blocking::Response> {
-                send(reqwest::blocking::Body::sized(body.reader(), body.len))
-            };
-            if body.sized.get() {
-                sized()?
-            } else {
-                let resp = send(reqwest::blocking::Body::new(body.reader())).inspect_err(|_| {
-                    // A server that answers before reading a chunked body (411) can look like a cut
-                    // connection: the retry, which re-reads the tip first, sends a length instead.
-                    body.sized.set(true);
-                })?;
-                if resp.status() == reqwest::StatusCode::LENGTH_REQUIRED {
-                    tracing::info!(
-                        "the server refused a chunked body (411): resending with Content-Length"
-                    );
-                    body.sized.set(true);
-                    sized()?
-                } else {
-                    resp
-                }
-            }
-        };
-        http.check_status(url, resp)
+        receive_pack::send(self.http, url, body)
     }
 
     /// Step 5 for an `ng` because the ref was not at `old` any more: where is it now?

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, chain};
 use crate::failpoint;
 
 /// Path protections applied to every tree entry: git's `core.protectNTFS` (`GIT~1`, trailing dots
@@ -80,7 +80,7 @@ pub fn refuse_what_is_in_the_way(
     repo: &gix::Repository,
     workdir: &Path,
     index: &gix::index::File,
-    objects: &super::pack::PackObjects,
+    objects: &crate::pack::PackObjects,
     resume: Option<super::CutShort>,
 ) -> Result<()> {
     let resume_only = resume.is_some();
@@ -150,11 +150,11 @@ pub fn refuse_what_is_in_the_way(
                     .compare_big(big, &path)
                     .map_err(|e| Error::io(format!("reading {}", path.display()), e))?
             } else {
-                super::pack::Compared::Other
+                crate::pack::Compared::Other
             };
             match (&mut cut, compared) {
-                (Some(cut), super::pack::Compared::Same) => cut.whole(mtime),
-                (Some(cut), super::pack::Compared::Prefix) => cut.prefix(path.clone(), mtime),
+                (Some(cut), crate::pack::Compared::Same) => cut.whole(mtime),
+                (Some(cut), crate::pack::Compared::Prefix) => cut.prefix(path.clone(), mtime),
                 _ => {
                     return Err(conflict(
                         &path,
@@ -261,7 +261,7 @@ impl<'repo> WorktreeForm<'repo> {
 /// other I/O failures.
 pub fn checkout(
     repo: &gix::Repository,
-    objects: super::pack::PackObjects,
+    objects: crate::pack::PackObjects,
     index: &mut gix::index::File,
     workdir: &Path,
     overwrite: bool,
@@ -356,7 +356,7 @@ struct BigFile {
     path: gix::bstr::BString,
     id: gix::ObjectId,
     mode: gix::index::entry::Mode,
-    blob: super::pack::BigBlob,
+    blob: crate::pack::BigBlob,
 }
 
 /// Take the big files out of `index` (they go back in, with their stat, once written).
@@ -365,7 +365,7 @@ struct BigFile {
 /// [`Error::Integrity`] for a symlink whose target is that big.
 fn set_big_files_aside(
     index: &mut gix::index::File,
-    objects: &super::pack::PackObjects,
+    objects: &crate::pack::PackObjects,
 ) -> Result<Vec<BigFile>> {
     let mut big = Vec::new();
     for entry in index.entries() {
@@ -407,7 +407,7 @@ fn write_big_file(
     workdir: &Path,
     file: &BigFile,
     overwrite: bool,
-    objects: &super::pack::PackObjects,
+    objects: &crate::pack::PackObjects,
 ) -> Result<gix::index::entry::Stat> {
     use std::os::unix::fs::PermissionsExt as _;
     let rel = Path::new(std::ffi::OsStr::from_bytes(&file.path));
@@ -476,21 +476,6 @@ pub fn write_index(index: &mut gix::index::File) -> Result<()> {
     index
         .write(gix::index::write::Options::default())
         .map_err(|e| Error::from_chain("writing the index", &e))
-}
-
-/// Render an error with its sources, like `a: b: c`.
-pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut msg = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !msg.contains(&text) {
-            msg.push_str(": ");
-            msg.push_str(&text);
-        }
-        source = s.source();
-    }
-    msg
 }
 
 /// A writer that aborts the process once half of a big file is written (flushed to the file):

@@ -4,14 +4,13 @@
 use std::os::unix::ffi::OsStrExt as _;
 use std::sync::atomic::AtomicBool;
 
-use super::{
-    RestoreOptions, RestoreReport, abandon, begin_staging, checkout, fetch, owner, plan, publish,
-};
+use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, plan, publish};
 use crate::error::{Error, Result};
-use crate::gitdir::{self, OriginConfig};
-use crate::http::Http;
-use crate::session::{SessionRecord, Source, now_rfc3339};
+use crate::repo::layout::{self, OriginConfig};
+use crate::repo::session::{SessionRecord, Source, now_rfc3339};
 use crate::types::FullSha;
+use crate::wire::http::Http;
+use crate::wire::upload_pack as fetch;
 
 /// Restore `opts.tip` from `opts.read` over smart HTTP protocol v2 into `opts.dir`.
 ///
@@ -46,7 +45,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         on_remote,
     };
     let result = (|| -> Result<RestoreReport> {
-        gitdir::init(&staging, &origin(true))?;
+        layout::init(&staging, &origin(true))?;
         let interrupt = AtomicBool::new(false);
         let pack_dir = staging.join("objects/pack");
         // The lease lookup (one ref) runs beside the fetch: neither needs the other's answer.
@@ -87,21 +86,21 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         tracing::info!("received {} objects", fetched.objects);
         crate::failpoint::hit("after-fetch");
         if lease.is_zero() {
-            gitdir::write_config(&staging, &origin(false))?;
+            layout::write_config(&staging, &origin(false))?;
         }
-        crate::prepush::install(&staging)?;
+        crate::repo::prepush::install(&staging)?;
 
-        let repo = super::open_repo(&staging)?;
+        let repo = crate::repo::open(&staging)?;
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity(format!("the remote sent an empty pack for {}", opts.tip))
         })?;
-        let objects = super::pack::PackObjects::open(pack_path, opts.limits, &fetched.big)
+        let objects = crate::pack::PackObjects::open(pack_path, opts.limits, &fetched.big)
             .map_err(|e| Error::internal("opening the received pack", e))?;
         let tree = verify_commit(&objects, opts.tip)?;
-        gitdir::write_shallow(&staging, &fetched.shallow)?;
-        gitdir::write_ref(&staging, &opts.branch.full_ref(), opts.tip)?;
+        layout::write_shallow(&staging, &fetched.shallow)?;
+        layout::write_ref(&staging, &opts.branch.full_ref(), opts.tip)?;
         if lease == opts.tip {
-            gitdir::write_ref(&staging, &opts.branch.tracking_ref(), opts.tip)?;
+            layout::write_ref(&staging, &opts.branch.tracking_ref(), opts.tip)?;
         }
 
         let started = std::time::Instant::now();
@@ -138,9 +137,9 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             "{files} files checked out after {} ms",
             started.elapsed().as_millis()
         );
-        let owner = owner::owner_to_match(&opts.dir, &staging);
+        let owner = crate::fs::owner::owner_to_match(&opts.dir, &staging);
         if let Some(owner) = owner {
-            owner::chown_checkout(&opts.dir, &index, owner)?;
+            crate::fs::owner::chown_checkout(&opts.dir, &index, owner)?;
             refresh_stat(&opts.dir, &mut index)?;
         }
         checkout::write_index(&mut index)?;

@@ -13,20 +13,16 @@
 
 pub mod archive;
 pub mod checkout;
-mod entries;
-pub mod fetch;
 mod git;
-mod owner;
-pub mod pack;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::http::UrlSource;
-use crate::session::{SessionRecord, Source};
+use crate::repo::session::{SessionRecord, Source};
 use crate::types::{FullSha, SessionBranch};
+use crate::wire::http::UrlSource;
 
 pub use git::restore_git;
 
@@ -52,7 +48,7 @@ pub struct RestoreOptions {
     /// Overwrite files the commit tracks; leave other files in place.
     pub force: bool,
     /// Bounds on the fetched pack.
-    pub limits: pack::PackLimits,
+    pub limits: crate::pack::PackLimits,
 }
 
 /// The result of a restore.
@@ -388,32 +384,11 @@ fn holds_tip(dir: &Path, record: &SessionRecord, tip: FullSha) -> Result<bool> {
         // An archive restore has no history yet: the record is the proof.
         return Ok(true);
     }
-    let repo = open_repo(&dir.join(".git"))?;
+    let repo = crate::repo::open(&dir.join(".git"))?;
     let Ok(head) = repo.head_id() else {
         return Ok(record.tip == tip);
     };
-    crate::gitdir::descends_from(&repo, head.detach(), tip.id())
-}
-
-/// Give `git_dir` and everything in it to `owner` (see [`crate::session::Session::restore_ownership`]).
-///
-/// # Errors
-/// [`Error::Internal`] when an ownership change fails.
-pub fn chown_git_dir(git_dir: &Path, owner: (u32, u32)) -> Result<()> {
-    owner::chown_tree(git_dir, owner)
-}
-
-/// Open a repository with nothing from user or system configuration (SPEC rule 8).
-///
-/// # Errors
-/// [`Error::Internal`] when the git dir cannot be opened.
-pub fn open_repo(git_dir: &Path) -> Result<gix::Repository> {
-    gix::open_opts(git_dir, gix::open::Options::isolated()).map_err(|e| {
-        Error::internal(
-            format!("opening {}", git_dir.display()),
-            checkout::chain(&e),
-        )
-    })
+    crate::repo::descends_from(&repo, head.detach(), tip.id())
 }
 
 /// Create (or recreate) the staging folder with its intent file.
@@ -438,7 +413,7 @@ fn begin_staging(opts: &RestoreOptions, plan: &Plan) -> Result<PathBuf> {
     };
     let bytes =
         serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
-    crate::session::write_atomic(&staging.join(INTENT_FILE), &bytes)?;
+    crate::fs::write_atomic(&staging.join(INTENT_FILE), &bytes)?;
     crate::failpoint::hit("after-staging");
     Ok(staging)
 }
@@ -462,7 +437,7 @@ fn note_big_file(staging: &Path, rel: &Path) -> Result<()> {
     intent.big_file = Some(rel.to_owned());
     let bytes =
         serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
-    crate::session::write_atomic(&path, &bytes)
+    crate::fs::write_atomic(&path, &bytes)
 }
 
 /// Write the record and move the staging folder to `.git`: the restore is finished.
@@ -477,12 +452,12 @@ fn publish(
     record.write(staging)?;
     let _ = std::fs::remove_file(staging.join(INTENT_FILE));
     if let Some(owner) = owner {
-        owner::chown_tree(staging, owner)?;
+        crate::fs::owner::chown_tree(staging, owner)?;
     }
     let git_dir = opts.dir.join(".git");
     std::fs::rename(staging, &git_dir)
         .map_err(|e| Error::io(format!("moving {} into place", git_dir.display()), e))?;
-    crate::session::sync_dir(&opts.dir);
+    crate::fs::sync_dir(&opts.dir);
     crate::failpoint::hit("after-publish");
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 use gix::bstr::{BStr, BString};
 
 use crate::error::{Error, Result};
+use crate::repo::operations::{commits_off_branch, stopped_operation};
 use crate::types::{FullSha, SessionBranch};
 
 mod changes;
@@ -206,32 +207,6 @@ fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository>
     Ok(repo)
 }
 
-/// A rebase or `git am` stopped midway (its state folder in the git dir): what it is, its folder,
-/// and how to finish it. A rebase leaves `HEAD` off the branch, and `git switch` is refused until
-/// it ends; `git am` stops on the branch.
-pub(crate) fn stopped_operation(
-    git_dir: &Path,
-) -> Option<(&'static str, &'static str, &'static str)> {
-    if git_dir.join("rebase-merge").is_dir() {
-        return Some(("a rebase", "rebase-merge", REBASE_FINISH));
-    }
-    let apply = git_dir.join("rebase-apply");
-    if apply.join("applying").exists() {
-        return Some((
-            "`git am`",
-            "rebase-apply",
-            "`git am --continue` (or `git am --abort`)",
-        ));
-    }
-    apply
-        .is_dir()
-        .then_some(("a rebase", "rebase-apply", REBASE_FINISH))
-}
-
-/// How to finish a stopped rebase. `--abort` resets the work tree, so it is flagged.
-const REBASE_FINISH: &str =
-    "`git rebase --continue` (or `git rebase --abort`, which also drops uncommitted changes)";
-
 /// How to get `HEAD` back onto the session branch: `git switch`, and when `HEAD` holds commits the
 /// branch lacks, a `git merge` of them afterwards (a fast-forward when it can be), so that none is
 /// left behind.
@@ -245,29 +220,6 @@ fn switch_back(repo: &gix::Repository, branch: &SessionBranch) -> String {
             format!("{switch}, then bring over the commits made there (`git merge {head}`)")
         }
         None => switch,
-    }
-}
-
-/// `HEAD`'s commit when it is off the session branch and holds commits the branch lacks (made on
-/// a detached `HEAD`, another branch, or during a bisect): they would be left behind.
-pub(crate) fn commits_off_branch(
-    repo: &gix::Repository,
-    branch: &SessionBranch,
-) -> Option<gix::ObjectId> {
-    let head = repo.head_id().ok().map(|id| id.detach());
-    let tip = repo
-        .try_find_reference(branch.full_ref().as_str())
-        .ok()
-        .flatten()
-        .and_then(|mut r| r.peel_to_id().ok())
-        .map(|id| id.detach());
-    match (head, tip) {
-        (Some(head), Some(tip))
-            if head != tip && !crate::gitdir::descends_from(repo, tip, head).unwrap_or(false) =>
-        {
-            Some(head)
-        }
-        _ => None,
     }
 }
 
@@ -490,7 +442,7 @@ fn update_branch(
             Error::Conflict(format!(
                 "could not move {} from {old} to the new commit {new}: {}",
                 branch.full_ref(),
-                crate::restore::checkout::chain(&e)
+                crate::error::chain(&e)
             ))
         })?;
     let full = branch.full_ref();

@@ -9,9 +9,11 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, Result};
-use crate::http::{Http, UrlSource};
-use crate::restore::{checkout, fetch, open_repo, owner};
-use crate::session::{Session, Source};
+use crate::repo::open as open_repo;
+use crate::repo::session::{Session, Source};
+use crate::restore::checkout;
+use crate::wire::http::{Http, UrlSource};
+use crate::wire::upload_pack as fetch;
 
 /// Whether `session` is an archive restore whose branch has no commit yet.
 pub fn needs_history(session: &Session) -> bool {
@@ -46,7 +48,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
                 commit: record.tip,
                 depth: Some(1),
                 pack_dir: &pack_dir,
-                limits: crate::restore::pack::PackLimits::default(),
+                limits: crate::pack::PackLimits::default(),
             },
             &interrupt,
         )
@@ -62,7 +64,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
     let tree = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
         .tree_id()
         .map_err(|e| Error::Integrity(format!("commit {} is malformed: {e}", record.tip)))?;
-    crate::gitdir::write_shallow(&session.git_dir, &fetched.shallow)?;
+    crate::repo::layout::write_shallow(&session.git_dir, &fetched.shallow)?;
 
     let mut index = checkout::index_from_tree(&repo, &repo.objects, tree)?;
     let (entries, paths) = index.entries_mut_and_pathbacking();
@@ -79,18 +81,22 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
     }
     checkout::write_index(&mut index)?;
     if record.lease == record.tip {
-        crate::gitdir::write_ref(&session.git_dir, &record.branch.tracking_ref(), record.tip)?;
+        crate::repo::layout::write_ref(
+            &session.git_dir,
+            &record.branch.tracking_ref(),
+            record.tip,
+        )?;
     }
     // Run as root in another user's tree (a boot script's `status`), what was fetched and written
     // belongs to the tree's owner, as everything restore creates does (SPEC rule 9). Before the
     // branch is set: a kill in between leaves the branch unborn, so the next command attaches again.
-    let owner = owner::owner_to_match(&session.workdir, &session.git_dir.join("index"));
+    let owner = crate::fs::owner::owner_to_match(&session.workdir, &session.git_dir.join("index"));
     if let Some(owner) = owner {
-        owner::chown_tree(&session.git_dir, owner)?;
+        crate::fs::owner::chown_tree(&session.git_dir, owner)?;
     }
-    crate::gitdir::write_ref(&session.git_dir, &record.branch.full_ref(), record.tip)?;
+    crate::repo::layout::write_ref(&session.git_dir, &record.branch.full_ref(), record.tip)?;
     if let Some(owner) = owner {
-        owner::chown_tree(&session.git_dir.join("refs"), owner)?;
+        crate::fs::owner::chown_tree(&session.git_dir.join("refs"), owner)?;
     }
     tracing::info!(
         "attached the history of {} to the archive-restored tree",

@@ -15,12 +15,13 @@ use std::path::{Path, PathBuf};
 pub use extract::Strip;
 pub use tar_stream::Limits;
 
-use super::{RestoreOptions, RestoreReport, abandon, begin_staging, fetch, owner, plan, publish};
+use super::{RestoreOptions, RestoreReport, abandon, begin_staging, plan, publish};
 use crate::error::{Error, Result};
-use crate::gitdir::{self, OriginConfig};
-use crate::http::{Http, Request, UrlSource};
-use crate::session::{SessionRecord, Source, now_rfc3339};
+use crate::repo::layout::{self, OriginConfig};
+use crate::repo::session::{SessionRecord, Source, now_rfc3339};
 use crate::types::FullSha;
+use crate::wire::http::{Http, Request, UrlSource};
+use crate::wire::upload_pack as fetch;
 
 /// Where the archive comes from.
 #[derive(Debug)]
@@ -98,7 +99,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
         let read_public = read_url.as_ref().map(|u| u.public());
         let push_public = push_url.as_ref().map(|u| u.public());
-        gitdir::init(
+        layout::init(
             &staging,
             &OriginConfig {
                 url: read_url.as_ref(),
@@ -107,7 +108,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
                 on_remote: !lease.is_zero(),
             },
         )?;
-        crate::prepush::install(&staging)?;
+        crate::repo::prepush::install(&staging)?;
         let tree = staging.join(TREE_DIR);
         let tip_hex = opts.tip.to_string();
         let (extracted, commit_id) = match &archive.source {
@@ -166,9 +167,9 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         }
         crate::failpoint::hit("after-extract");
 
-        let owner = owner::owner_to_match(&opts.dir, &staging);
+        let owner = crate::fs::owner::owner_to_match(&opts.dir, &staging);
         if let Some(owner) = owner {
-            owner::chown_tree(&tree, owner)?;
+            crate::fs::owner::chown_tree(&tree, owner)?;
         }
         // Everything in the way is found before the first entry moves: a conflict leaves the
         // target as it was.
@@ -440,7 +441,7 @@ fn same_entry(src: &Path, dst: &Path, meta: &std::fs::Metadata) -> bool {
 /// An HTTP response body whose transport failures surface as [`Error::Network`] (retried), not as
 /// a corrupt archive.
 struct NetBody {
-    inner: crate::http::Body,
+    inner: crate::wire::http::Body,
     url: String,
 }
 

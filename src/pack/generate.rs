@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicBool;
 use gix_pack::data::output;
 use gix_packetline::blocking_io::encode;
 
+use crate::error::chain;
 use crate::error::{Error, Result};
-use crate::restore::checkout::chain;
 use crate::types::FullSha;
 
 /// A request body on disk.

@@ -12,8 +12,8 @@ use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::StreamingPeekableIter;
 
 use crate::error::{Error, Result};
-use crate::http::body_error;
 use crate::types::{RemoteUrl, SessionBranch};
+use crate::wire::http::body_error;
 
 /// What the server reported.
 #[derive(Debug, Default)]
@@ -38,7 +38,7 @@ const MAX_REMOTE_LINES: usize = 20;
 pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool) -> Result<Report> {
     let mut report = Report::default();
     // The wait for the first byte is the server applying the push, not a slow transfer.
-    let body = crate::http::Body::after_first_byte(resp);
+    let body = crate::wire::http::Body::after_first_byte(resp);
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let status_bytes = if side_band {
         let mut data = Vec::new();

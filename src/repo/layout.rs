@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::session::write_atomic;
+use crate::fs::write_atomic;
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 
 /// The remote settings restore writes: credential-free URLs only.
@@ -234,38 +234,6 @@ pub fn write_shallow(git_dir: &Path, ids: &[gix::ObjectId]) -> Result<()> {
     sorted.sort();
     sorted.dedup();
     write_atomic(&path, (sorted.join("\n") + "\n").as_bytes())
-}
-
-/// Whether `descendant` is `ancestor` or has it in its history, walking parents through the local
-/// object database (missing parents — a shallow boundary — end the walk).
-///
-/// # Errors
-/// [`Error::Internal`] when an object cannot be read.
-pub fn descends_from(
-    repo: &gix::Repository,
-    descendant: gix::ObjectId,
-    ancestor: gix::ObjectId,
-) -> Result<bool> {
-    let mut seen = std::collections::HashSet::new();
-    let mut queue = vec![descendant];
-    let mut buf = Vec::new();
-    while let Some(id) = queue.pop() {
-        if id == ancestor {
-            return Ok(true);
-        }
-        if !seen.insert(id) {
-            continue;
-        }
-        let Ok(Some(data)) = gix::objs::Find::try_find(&repo.objects, &id, &mut buf) else {
-            continue;
-        };
-        if data.kind != gix::objs::Kind::Commit {
-            continue;
-        }
-        let commit = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1);
-        queue.extend(commit.parent_ids());
-    }
-    Ok(false)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! with `Git-Protocol: version=2`, then `POST $GIT_URL/git-upload-pack`) and `gitprotocol-v2`
 //! (`ls-refs` with `ref-prefix`, `fetch` with `want`, `deepen`, `done`; response sections
 //! `shallow-info` and `packfile` with side-band). Pkt-lines are read and written with gix-packetline;
-//! the pack is indexed as it streams in ([`super::pack::receive`], on gix-pack).
+//! the pack is indexed as it streams in ([`crate::pack::receive`], on gix-pack).
 
 use std::io::Read;
 use std::path::Path;
@@ -15,8 +15,8 @@ use gix_packetline::blocking_io::{StreamingPeekableIter, encode};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 
 use crate::error::{Error, Result};
-use crate::http::{Http, Request, body_error};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
+use crate::wire::http::{Http, Request, body_error};
 
 const AGENT: &str = concat!("git-session/", env!("CARGO_PKG_VERSION"));
 
@@ -267,7 +267,7 @@ pub struct Want<'a> {
     /// Where the pack and its index go (`objects/pack`).
     pub pack_dir: &'a Path,
     /// Bounds on what the pack may make this process hold.
-    pub limits: super::pack::PackLimits,
+    pub limits: crate::pack::PackLimits,
 }
 
 /// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
@@ -380,7 +380,7 @@ pub fn fetch_pack(
                 std::ops::ControlFlow::Continue(())
             }
         });
-        let res = super::pack::receive(&mut reader, pack_dir, None, limits, interrupt);
+        let res = crate::pack::receive(&mut reader, pack_dir, None, limits, interrupt);
         drop(reader);
         res
     };
@@ -388,14 +388,14 @@ pub fn fetch_pack(
         return Err(upload_pack_error(url, &msg));
     }
     let outcome = outcome.map_err(|e| match e {
-        super::pack::ReceiveError::Local(local) => local,
-        super::pack::ReceiveError::TooLarge(why) => {
+        crate::pack::ReceiveError::Local(local) => local,
+        crate::pack::ReceiveError::TooLarge(why) => {
             Error::Integrity(format!("the pack from {url} is refused: {why}"))
         }
-        super::pack::ReceiveError::Corrupt(e) if cut.load(std::sync::atomic::Ordering::Relaxed) => {
+        crate::pack::ReceiveError::Corrupt(e) if cut.load(std::sync::atomic::Ordering::Relaxed) => {
             Error::Network(format!("the pack transfer from {url} broke off: {e}"))
         }
-        super::pack::ReceiveError::Corrupt(e) => {
+        crate::pack::ReceiveError::Corrupt(e) => {
             Error::Integrity(format!("the pack from {url} is corrupt: {e}"))
         }
     })?;

@@ -19,7 +19,7 @@ use gix::odb::pack as gix_pack;
 use gix_pack::data::entry::Header;
 use gix_pack::data::input::Entry;
 
-use super::pack::{PackLimits, ReceiveError};
+use super::{PackLimits, ReceiveError};
 
 /// An object held back from gix-pack's index writer: hashed as it streamed in, written into the
 /// index by [`super::pack`], checked out by streaming it from the pack.
@@ -121,7 +121,7 @@ impl<R: BufRead> EntryStream<R> {
         tap.read_exact(&mut header)
             .map_err(|e| stream_error("reading the pack header", e, pack_dir))?;
         let (version, num_objects) = gix_pack::data::header::decode(&header)
-            .map_err(|e| ReceiveError::Corrupt(super::checkout::chain(&e)))?;
+            .map_err(|e| ReceiveError::Corrupt(crate::error::chain(&e)))?;
         let learned = Rc::new(RefCell::new(Learned::default()));
         Ok((
             EntryStream {
@@ -380,7 +380,7 @@ fn stream_error(what: &str, e: io::Error, pack_dir: &std::path::Path) -> Receive
             e,
         ))
     } else {
-        ReceiveError::Corrupt(format!("{what}: {}", super::checkout::chain(&e)))
+        ReceiveError::Corrupt(format!("{what}: {}", crate::error::chain(&e)))
     }
 }
 

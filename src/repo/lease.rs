@@ -2,7 +2,7 @@
 //! session branch, given where the remote branch is now?
 //!
 //! One decision for every push from the sandbox's repository — `save`, `push`, and plain
-//! `git push` through the pre-push check ([`crate::prepush`]):
+//! `git push` through the pre-push check ([`crate::repo::prepush`]):
 //! - the remote branch at the lease → a fast-forward from the lease may go;
 //! - at a commit this tree itself let through (the [`Ledger`]) that descends from the lease → the
 //!   lease advances to it, and a fast-forward from it may go;
@@ -79,7 +79,7 @@ pub fn classify(
     local: Option<FullSha>,
     remote: FullSha,
 ) -> Result<RemoteTip> {
-    let descends = |a: FullSha, b: FullSha| crate::gitdir::descends_from(repo, a.id(), b.id());
+    let descends = |a: FullSha, b: FullSha| crate::repo::descends_from(repo, a.id(), b.id());
     if remote == lease {
         if let Some(l) = local
             && !lease.is_zero()

@@ -9,7 +9,7 @@
 //! the hook after it has read the remote's ref advertisement, with one line per ref on standard
 //! input — `<local ref> <local id> <remote ref> <remote id>` (githooks(5) "pre-push") — and pushes
 //! nothing when it fails. For every push to the session branch's name, whatever the URL (the same
-//! server has many spellings), the hook asks [`crate::lease::classify`] about the remote id,
+//! server has many spellings), the hook asks [`crate::repo::lease::classify`] about the remote id,
 //! refuses a stale push (exit 3's words), a deletion, or anything but a fast-forward from the lease
 //! (a force push), and records the new commit in the ledger before git uploads. The race between
 //! the advertisement and the update is closed by receive-pack itself: git sends the advertised id
@@ -43,8 +43,8 @@ use std::path::{Path, PathBuf};
 use gix::bstr::ByteSlice as _;
 
 use crate::error::{Error, Result};
-use crate::lease::{Ledger, RemoteTip, WriteLock};
-use crate::session::{Session, SessionRecord};
+use crate::repo::lease::{Ledger, RemoteTip, WriteLock};
+use crate::repo::session::{Session, SessionRecord};
 use crate::types::FullSha;
 
 /// The line that marks a hook script as git-session's own.
@@ -241,7 +241,7 @@ fn write_config(path: &Path, config: &gix::config::File) -> Result<()> {
 }
 
 fn write_script(path: &Path, text: &str) -> Result<()> {
-    crate::session::write_atomic(path, text.as_bytes())?;
+    crate::fs::write_atomic(path, text.as_bytes())?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| Error::io(format!("making {} executable", path.display()), e))
 }
@@ -370,7 +370,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
     // The record as of now: a save that held the lock may have moved the lease.
     let session = Session::open(git_dir.parent().unwrap_or(&git_dir), None)?;
     let record = &session.record;
-    let repo = crate::restore::open_repo(&git_dir)?;
+    let repo = crate::repo::open(&git_dir)?;
     let ledger = Ledger::new(&git_dir);
     let nothing = if elsewhere {
         "git pushed nothing, and your local commits are kept (every push to this branch name is \
@@ -390,13 +390,14 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
         if local == remote_tip {
             continue;
         }
-        let state = crate::lease::classify(&repo, &ledger, record.lease, Some(local), remote_tip)?;
+        let state =
+            crate::repo::lease::classify(&repo, &ledger, record.lease, Some(local), remote_tip)?;
         let base = match state {
             RemoteTip::Lease | RemoteTip::Own if remote_tip.is_zero() => record.tip,
             RemoteTip::Lease | RemoteTip::Own | RemoteTip::Ahead => remote_tip,
             RemoteTip::Rewritten => remote_tip,
             RemoteTip::Moved | RemoteTip::Deleted => {
-                return Err(crate::lease::stale(
+                return Err(crate::repo::lease::stale(
                     &record.branch,
                     record.lease,
                     remote_tip,
@@ -404,7 +405,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
                 ));
             }
         };
-        if !crate::gitdir::descends_from(&repo, local.id(), base.id())? {
+        if !crate::repo::descends_from(&repo, local.id(), base.id())? {
             return Err(Error::Conflict(format!(
                 "refused: {local} is not a fast-forward from {} {base} (a force push, or history \
                  rewritten after a push): git-session lets only fast-forwards through to the \
@@ -508,7 +509,7 @@ mod tests {
             branch: "sessions/x".parse().unwrap(),
             tip: FullSha::zero(),
             lease: FullSha::zero(),
-            source: crate::session::Source::Git,
+            source: crate::repo::session::Source::Git,
             restored_at: String::new(),
             tool_version: String::new(),
             read_url: read.map(str::to_owned),

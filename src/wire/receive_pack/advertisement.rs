@@ -7,8 +7,8 @@ use gix_packetline::blocking_io::StreamingPeekableIter;
 use reqwest::header::CONTENT_TYPE;
 
 use crate::error::{Error, Result};
-use crate::http::{Http, Request, body_error};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
+use crate::wire::http::{Http, Request, body_error};
 
 /// The most bytes of a ref advertisement read (line by line; only the session branch and the
 /// capabilities are kept): a million refs take about 60 MiB.

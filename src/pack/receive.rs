@@ -1,0 +1,294 @@
+//! The received pack: written to `objects/pack` as it streams in and indexed, as git's
+//! `index-pack` leaves it (`pack-<hash>.pack` and `.idx`).
+//!
+//! This is gix-pack's `Bundle::write_to_directory` (stream → entries → temporary pack file →
+//! `index::write_data_iter_to_stream` → `pack-<hash>.{pack,idx}`) with three changes: the entries
+//! come from our own stream ([`super::entries`], which buffers nothing and holds big objects
+//! back), big objects are merged into the index afterwards, and the pack is mapped through a
+//! [`ReleasingMap`], so the pages of a large pack do not all stay in the resident set while its
+//! deltas are resolved. The file stays in the page cache; only this process's mapping is bounded.
+
+use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use gix::odb::pack as gix_pack;
+
+use super::{PackLimits, ReleasingMap};
+
+/// What [`receive`] wrote.
+#[derive(Debug)]
+pub struct Received {
+    /// `objects/pack/pack-<hash>.pack`, or `None` for an empty pack (nothing is written then).
+    pub data_path: Option<PathBuf>,
+    /// The number of objects in the pack.
+    pub num_objects: u32,
+    /// The objects over the big-object threshold (see [`PackObjects::open`]).
+    pub big: Vec<gix::ObjectId>,
+}
+
+/// Copies what the pack parser reads into the pack file.
+struct Tee<R> {
+    reader: R,
+    file: Arc<Mutex<BufWriter<std::fs::File>>>,
+    last_read: Arc<Mutex<std::time::Instant>>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.reader.read(buf)?;
+        self.file
+            .lock()
+            .map_err(|_| io::Error::other("pack writer poisoned"))?
+            .write_all(&buf[..n])?;
+        if let Ok(mut last) = self.last_read.lock() {
+            *last = std::time::Instant::now();
+        }
+        Ok(n)
+    }
+}
+
+/// Why [`receive`] failed.
+#[derive(Debug)]
+pub enum ReceiveError {
+    /// The local file system refused to hold the pack or its index (no space, read-only,
+    /// permission denied), or another local I/O failure: the stream may be fine.
+    Local(crate::Error),
+    /// The pack claims an object or delta result larger than the limit (exit 6, before it is
+    /// allocated).
+    TooLarge(String),
+    /// The stream is not a valid pack (or was cut: the caller knows whether the connection was).
+    Corrupt(String),
+}
+
+impl ReceiveError {
+    /// A failure of gix-pack reading the stream or writing the files: local when a file-system
+    /// refusal is among its causes (the tee into the pack file, the index writer), too large when
+    /// gix-pack's allocation limit refused a size, else corrupt.
+    fn from_gix(
+        context: &str,
+        err: &(dyn std::error::Error + 'static),
+        limits: PackLimits,
+    ) -> Self {
+        if crate::error::local_io_kind(err)
+            .and_then(crate::error::local_io_hint)
+            .is_some()
+        {
+            return ReceiveError::Local(crate::Error::from_chain(context, err));
+        }
+        if gix::error::classify(err).is_resource_exhausted() {
+            return ReceiveError::TooLarge(format!(
+                "the pack claims an object or delta result over {} bytes (--max-object-bytes \
+                 raises the limit): refused before allocating it ({})",
+                limits.max_object_bytes,
+                crate::error::chain(err)
+            ));
+        }
+        ReceiveError::Corrupt(crate::error::chain(err))
+    }
+}
+
+/// Read a version 2 pack from `input` (the bytes of the `packfile` section, side-band removed),
+/// verify every entry, resolve its deltas with up to `thread_limit` threads (`None`: one per core),
+/// and leave `pack-<hash>.pack` and `pack-<hash>.idx` in `pack_dir`. Follows `gitformat-pack`
+/// (pack and index version 2).
+///
+/// # Errors
+/// A message for a corrupt or truncated pack (the caller decides whether a cut stream caused it),
+/// or an I/O failure writing the files.
+pub fn receive(
+    input: &mut dyn BufRead,
+    pack_dir: &Path,
+    thread_limit: Option<usize>,
+    limits: PackLimits,
+    interrupt: &AtomicBool,
+) -> Result<Received, ReceiveError> {
+    let io_err = |what: &str, e: io::Error| {
+        ReceiveError::Local(crate::Error::io(
+            format!("{what} in {}", pack_dir.display()),
+            e,
+        ))
+    };
+    let data_tmp = tempfile::Builder::new()
+        .prefix("tmp_pack_")
+        .tempfile_in(pack_dir)
+        .map_err(|e| io_err("creating the temporary pack file", e))?;
+    let writer = data_tmp
+        .as_file()
+        .try_clone()
+        .map_err(|e| io_err("opening the temporary pack file", e))?;
+    let writer = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, writer)));
+    let started = std::time::Instant::now();
+    let last_read = Arc::new(Mutex::new(started));
+    let tee = Tee {
+        reader: &mut *input,
+        file: writer.clone(),
+        last_read: last_read.clone(),
+    };
+    let (mut entries, learned) = super::entries::EntryStream::new(
+        io::BufReader::with_capacity(64 * 1024, tee),
+        limits,
+        pack_dir,
+    )?;
+    let pack_version = entries.version();
+
+    let mut index_tmp = tempfile::Builder::new()
+        .prefix("tmp_idx_")
+        .tempfile_in(pack_dir)
+        .map_err(|e| io_err("creating the temporary index file", e))?;
+    let outcome = {
+        let mut out = BufWriter::new(index_tmp.as_file_mut());
+        let outcome = gix_pack::index::write_data_iter_to_stream(
+            gix_pack::index::Version::V2,
+            || {
+                let mut file = writer
+                    .lock()
+                    .map_err(|_| io::Error::other("pack writer poisoned"))?;
+                file.flush()?;
+                let map = ReleasingMap::new(file.get_ref())?;
+                Ok((resolve_entry, map))
+            },
+            &mut entries,
+            thread_limit,
+            &mut gix::progress::Discard,
+            &mut out,
+            interrupt,
+            gix::hash::Kind::Sha1,
+            limits.alloc_limit(),
+            pack_version,
+        )
+        .map_err(|e| {
+            // The stream's own failure, when it stopped gix-pack; else gix-pack's.
+            learned.borrow_mut().failure.take().unwrap_or_else(|| {
+                ReceiveError::from_gix(
+                    &format!("writing the received pack into {}", pack_dir.display()),
+                    &e,
+                    limits,
+                )
+            })
+        });
+        let outcome = match outcome {
+            Ok(o) => o,
+            // gix-pack refuses a pack it got no entry of; every object of this one was big.
+            Err(_) if learned.borrow().trailer.is_some() && !learned.borrow().big.is_empty() => {
+                gix_pack::index::write::Outcome {
+                    index_version: gix_pack::index::Version::V2,
+                    index_hash: gix::hash::Kind::Sha1.null(),
+                    data_hash: learned.borrow().trailer.expect("checked"),
+                    num_objects: 0,
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        out.flush()
+            .map_err(|e| io_err("writing the pack index", e))?;
+        outcome
+    };
+    drop(entries);
+    let learned = std::mem::take(&mut *learned.borrow_mut());
+    let entries_end = learned.entries_end.max(gix_pack::data::header::SIZE as u64);
+    // Objects held back from gix-pack (over the big-object threshold) go into the index too.
+    let outcome = if learned.big.is_empty() {
+        outcome
+    } else {
+        merge_big_objects(&mut index_tmp, outcome, &learned.big)?
+    };
+    if let Ok(last) = last_read.lock() {
+        tracing::debug!(
+            "pack: {} objects; stream ended after {} ms, deltas resolved and indexed after {} ms",
+            outcome.num_objects,
+            last.duration_since(started).as_millis(),
+            started.elapsed().as_millis()
+        );
+    }
+    // Bytes after the checksum are refused, as `git index-pack` does: in the last side-band packet
+    // the parser's buffer has already copied them into the file; in a later packet they wait unread.
+    let written = {
+        let mut file = writer
+            .lock()
+            .map_err(|_| ReceiveError::Corrupt("pack writer poisoned".to_owned()))?;
+        file.flush().map_err(|e| io_err("writing the pack", e))?;
+        file.get_ref()
+            .metadata()
+            .map_err(|e| io_err("reading the pack's size", e))?
+            .len()
+    };
+    let pack_len = entries_end + gix::hash::Kind::Sha1.len_in_bytes() as u64;
+    let mut more = [0u8; 1];
+    let unread = input
+        .read(&mut more)
+        .map_err(|e| ReceiveError::Corrupt(format!("reading after the pack: {e}")))?;
+    if written > pack_len || unread > 0 {
+        return Err(ReceiveError::Corrupt(format!(
+            "the server sent data after the end of the pack ({pack_len} bytes): refused, as git does"
+        )));
+    }
+    if outcome.num_objects == 0 {
+        return Ok(Received {
+            data_path: None,
+            num_objects: 0,
+            big: Vec::new(),
+        });
+    }
+    let data_path = pack_dir.join(format!("pack-{}.pack", outcome.data_hash.to_hex()));
+    let index_path = data_path.with_extension("idx");
+    // Read-only, as `git index-pack` leaves them.
+    for file in [data_tmp.as_file(), index_tmp.as_file()] {
+        use std::os::unix::fs::PermissionsExt as _;
+        file.set_permissions(std::fs::Permissions::from_mode(0o444))
+            .map_err(|e| io_err("making the pack read-only", e))?;
+    }
+    // The pack first: an index without its pack would make the directory unreadable.
+    data_tmp
+        .persist(&data_path)
+        .map_err(|e| io_err("moving the pack into place", e.error))?;
+    index_tmp
+        .persist(&index_path)
+        .map_err(|e| io_err("moving the pack index into place", e.error))?;
+    Ok(Received {
+        data_path: Some(data_path),
+        num_objects: outcome.num_objects,
+        big: learned.big.iter().map(|b| b.id).collect(),
+    })
+}
+
+/// Rewrite the index gix-pack wrote into `index_tmp` with the `big` objects added.
+fn merge_big_objects(
+    index_tmp: &mut tempfile::NamedTempFile,
+    outcome: gix_pack::index::write::Outcome,
+    big: &[super::entries::BigObject],
+) -> Result<gix_pack::index::write::Outcome, ReceiveError> {
+    let local = |what: &str, e: io::Error| ReceiveError::Local(crate::Error::io(what, e));
+    let mut entries: Vec<(gix::ObjectId, u64, u32)> = Vec::new();
+    if outcome.num_objects > 0 {
+        let index = gix_pack::index::File::at(index_tmp.path(), gix::hash::Kind::Sha1)
+            .map_err(|e| ReceiveError::Corrupt(crate::error::chain(&e)))?;
+        entries.extend(
+            index
+                .iter()
+                .map(|e| (e.oid, e.pack_offset, e.crc32.unwrap_or_default())),
+        );
+    }
+    entries.extend(big.iter().map(|b| (b.id, b.pack_offset, b.crc32)));
+    let num_objects = entries.len() as u32;
+    let file = index_tmp.as_file_mut();
+    file.set_len(0)
+        .and_then(|()| io::Seek::seek(file, io::SeekFrom::Start(0)).map(|_| ()))
+        .map_err(|e| local("rewriting the pack index", e))?;
+    let mut out = BufWriter::new(&mut *file);
+    let index_hash = super::entries::write_index(entries, &outcome.data_hash, &mut out)
+        .and_then(|id| out.flush().map(|()| id))
+        .map_err(|e| local("writing the pack index", e))?;
+    Ok(gix_pack::index::write::Outcome {
+        index_hash,
+        num_objects,
+        ..outcome
+    })
+}
+
+/// The bytes of one pack entry, for the delta resolution of [`receive`].
+fn resolve_entry(range: gix_pack::data::EntryRange, map: &ReleasingMap) -> Option<&[u8]> {
+    map.note((range.end - range.start) as usize);
+    map.map.get(range.start as usize..range.end as usize)
+}

@@ -1,0 +1,12 @@
+//! The wire: git's smart HTTP, as a client (`gitprotocol-http`, `gitprotocol-v2`,
+//! `gitprotocol-pack`). [`http`] is the client (TLS, timeouts, the low-speed rule, bounded
+//! retries, status mapping); [`upload_pack`] fetches (protocol v2: the capability advertisement,
+//! `ls-refs`, `fetch`); [`receive_pack`] pushes (the ref advertisement, the request, the report).
+//!
+//! The wire knows no commands and no local repository: it moves bytes and parses what the
+//! server sends, every size bounded, every text from the server shown only through
+//! [`crate::redact`].
+
+pub mod http;
+pub mod receive_pack;
+pub mod upload_pack;
