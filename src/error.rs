@@ -1,73 +1,255 @@
-//! The one error type of git-session and its mapping to the exit codes of the SPEC's table.
+//! The one error type of git-session, its rendering and its mapping to the exit codes of the
+//! SPEC's table.
 //!
-//! Every failure that reaches `main` is an [`Error`]; [`Error::exit_code`] and [`Error::kind`] are
-//! exhaustive matches, so a new variant does not compile until it has a code and a JSON `kind`.
+//! Every failure that reaches `main` is an [`Error`]. Variants that callers decide on carry
+//! fields ([`Stale`], [`Auth`], [`Conflict`], [`LocalIo`]); every message is rendered from them
+//! here, in [`Error`]'s `Display`, and no caller reads message text to decide. [`Error::exit_code`]
+//! and [`Error::kind`] are exhaustive matches, so a new variant does not compile until it has a
+//! code and a JSON `kind`.
 
-use crate::types::FullSha;
+use std::fmt;
 
-/// A failure of a command, carrying a message that says what happened and what to do.
+use crate::types::{FullSha, SessionBranch};
+
+/// A failure of a command: what happened and what to do.
 ///
 /// # Security
 /// Messages are built from redacted values only: URLs are shown through
-/// [`RemoteUrl`](crate::types::RemoteUrl)'s `Display`, which never shows userinfo.
-#[derive(Debug, thiserror::Error)]
+/// [`RemoteUrl`](crate::types::RemoteUrl)'s `Display`, which never shows userinfo; text from the
+/// remote goes through [`crate::redact`] before it is shown.
+#[derive(Debug)]
 pub enum Error {
     /// Exit 2, `usage`: invalid input (abbreviated SHA, bad branch name, credentials on argv,
     /// a missing variable, another session's tree, SHA-256).
-    #[error("{0}")]
     Usage(String),
     /// Exit 3, `stale`: the session branch on the remote is not at the lease.
-    #[error("{message}")]
-    Stale {
-        /// What happened, naming both ids.
-        message: String,
-        /// The recorded tip this sandbox expected on the remote (zero id: absent).
-        lease: FullSha,
-        /// The tip the remote has now (zero id: absent).
-        remote_tip: FullSha,
-    },
+    Stale(Box<Stale>),
     /// Exit 4, `auth`: credentials refused (HTTP 401/403).
-    #[error("{0}")]
-    Auth(String),
+    Auth(Box<Auth>),
     /// Exit 5, `network`: the remote is unreachable or unusable after bounded retries
-    /// (also TLS failures and servers without protocol v2).
-    #[error("{0}")]
+    /// (also TLS failures and servers without protocol v2). Retried.
     Network(String),
     /// Exit 5, `network`: the remote answered something that breaks the protocol (not retried).
-    #[error("{0}")]
     Protocol(String),
     /// Exit 6, `integrity`: wrong object, unsafe tree entry, corrupt or truncated stream.
-    #[error("{0}")]
     Integrity(String),
     /// Exit 7, `conflict`: other content or uncommitted work in the way.
-    #[error("{0}")]
-    Conflict(String),
+    Conflict(Conflict),
     /// Exit 8, `not_found`: the commit or the repository does not exist on the remote.
-    #[error("{0}")]
     NotFound(String),
     /// Exit 9, `rejected`: the remote refused the update for its own reasons.
-    #[error("{0}")]
     Rejected(String),
     /// Exit 10, `io`: the local file system refused (no space left, a read-only file system,
-    /// permission denied). The message names the path and what to do; an interrupted restore is
-    /// completed by the rerun.
-    #[error("{0}")]
-    LocalIo(String),
+    /// permission denied).
+    LocalIo(LocalIo),
     /// Exit 1, `internal`: an unexpected failure (a bug, or local I/O of another kind).
-    #[error("{0}")]
     Internal(String),
+    /// Another error with a sentence about what became of local work added; its code and kind.
+    Noted {
+        /// The error.
+        error: Box<Error>,
+        /// The sentence added.
+        note: String,
+    },
 }
+
+/// A stale write (SPEC rule 3): the remote branch is not at the lease, nor at this tree's own
+/// commit.
+#[derive(Debug)]
+pub struct Stale {
+    /// The session branch.
+    pub branch: SessionBranch,
+    /// The recorded tip this sandbox expected on the remote (zero id: absent).
+    pub lease: FullSha,
+    /// The tip the remote has now (zero id: absent).
+    pub remote_tip: FullSha,
+    /// What became of local work, completing "the remote branch was not changed; …".
+    pub local: String,
+    /// The server's own words, when its compare-and-swap refused (an `ng` reason).
+    pub remote_says: Option<String>,
+}
+
+/// Why credentials were refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthCause {
+    /// The URL carries none, and the remote requires them.
+    NoCredentials,
+    /// Refused (401) or not enough (403).
+    Refused,
+    /// Refused after earlier requests of this process succeeded: the URL expired meanwhile.
+    RefusedAfterSuccess,
+}
+
+/// Credentials refused by the remote (exit 4).
+#[derive(Debug)]
+pub struct Auth {
+    /// The credential-free URL.
+    pub url: String,
+    /// The HTTP status: 401 or 403.
+    pub status: u16,
+    /// Why.
+    pub cause: AuthCause,
+    /// When the URL's token (a JWT) expires or expired, Unix seconds.
+    pub expires_at: Option<u64>,
+    /// The write URL (`PUSH_URL`) was refused, not the read URL.
+    pub write: bool,
+}
+
+/// A local conflict (exit 7): the problem, and whether it is one `save` refuses until the user
+/// acts (then the message ends by saying to save again; `status` shows the problem alone).
+#[derive(Debug)]
+pub struct Conflict {
+    /// What is in the way and how to clear it.
+    pub problem: String,
+    /// A refusal of `save`: nothing was committed, save again once cleared.
+    pub save_again: bool,
+}
+
+/// A refusal of the local file system (exit 10).
+#[derive(Debug)]
+pub struct LocalIo {
+    /// What was being done, naming the path.
+    pub context: String,
+    /// The system's words, with their causes.
+    pub cause: String,
+    /// The kind, which decides what to do.
+    pub kind: std::io::ErrorKind,
+}
+
+/// The tail of a refusal of `save` ([`Conflict::save_again`]).
+const SAVE_AGAIN: &str = ", then save again; nothing was committed";
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(m)
+            | Error::Network(m)
+            | Error::Protocol(m)
+            | Error::Integrity(m)
+            | Error::NotFound(m)
+            | Error::Rejected(m)
+            | Error::Internal(m) => f.write_str(m),
+            Error::Stale(s) => s.fmt(f),
+            Error::Auth(a) => a.fmt(f),
+            Error::Conflict(c) => {
+                f.write_str(&c.problem)?;
+                if c.save_again {
+                    f.write_str(SAVE_AGAIN)?;
+                }
+                Ok(())
+            }
+            Error::LocalIo(l) => write!(
+                f,
+                "{}: {} — {}",
+                l.context,
+                l.cause,
+                local_io_hint(l.kind).unwrap_or("fix it, then run the command again")
+            ),
+            Error::Noted { error, note } => write!(f, "{error}. {note}"),
+        }
+    }
+}
+
+impl fmt::Display for Stale {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let branch = &self.branch;
+        let now = if self.remote_tip.is_zero() {
+            format!("the remote branch '{branch}' does not exist (it was deleted)")
+        } else {
+            format!("the remote branch '{branch}' is at {}", self.remote_tip)
+        };
+        let expected = if self.lease.is_zero() {
+            "this sandbox expected to create it (its lease is the zero id)".to_owned()
+        } else {
+            format!("this sandbox's lease is {}", self.lease)
+        };
+        write!(
+            f,
+            "stale session: {now}, but {expected}; another sandbox owns the session now (or a \
+             push from this tree went around git-session's check, e.g. `git push --no-verify`, \
+             which does not count as this tree's) — the remote branch was not changed; {}. To go \
+             on, restore the session's current tip (from the backend) into a new folder and \
+             bring your work over",
+            self.local
+        )?;
+        if let Some(says) = &self.remote_says {
+            write!(f, " (remote: {says})")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let url = &self.url;
+        let status = self.status;
+        let expiry = self.expires_at.map(expiry_phrase).unwrap_or_default();
+        match (self.write, self.cause) {
+            (_, AuthCause::NoCredentials) => write!(
+                f,
+                "{}credentials rejected by {url} (HTTP {status}): the URL carries no \
+                 credentials; the remote requires them",
+                if self.write {
+                    "the write URL was refused: "
+                } else {
+                    ""
+                }
+            ),
+            (true, _) => write!(
+                f,
+                "the write URL was refused — it may have expired; mint a new one{expiry} (HTTP \
+                 {status} from {url})"
+            ),
+            (false, AuthCause::RefusedAfterSuccess) => write!(
+                f,
+                "credentials rejected by {url} (HTTP {status}) after earlier requests succeeded: \
+                 the URL has likely expired and must be re-minted{expiry}"
+            ),
+            (false, _) if status == 403 => write!(
+                f,
+                "access denied by {url} (HTTP 403): the URL lacks the permission for this \
+                 operation, or has expired{expiry}"
+            ),
+            (false, _) => write!(
+                f,
+                "credentials rejected by {url} (HTTP {status}) — the URL may have expired; mint \
+                 a new one{expiry}"
+            ),
+        }
+    }
+}
+
+/// " — its token expired at …" or " — its token expires at …" for a JWT `exp` in Unix seconds.
+pub fn expiry_phrase(exp: u64) -> String {
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(exp);
+    let stamp = humantime::format_rfc3339_seconds(when);
+    if when <= std::time::SystemTime::now() {
+        format!(" — its token expired at {stamp}")
+    } else {
+        format!(" — its token expires at {stamp}")
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// The result type of git-session's fallible operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The error below any notes.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Noted { error, .. } => error.root(),
+            other => other,
+        }
+    }
+
     /// The process exit code of the SPEC's table (`1`–`10`).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Internal(_) => 1,
             Error::Usage(_) => 2,
-            Error::Stale { .. } => 3,
+            Error::Stale(_) => 3,
             Error::Auth(_) => 4,
             Error::Network(_) | Error::Protocol(_) => 5,
             Error::Integrity(_) => 6,
@@ -75,6 +257,7 @@ impl Error {
             Error::NotFound(_) => 8,
             Error::Rejected(_) => 9,
             Error::LocalIo(_) => 10,
+            Error::Noted { error, .. } => error.exit_code(),
         }
     }
 
@@ -83,7 +266,7 @@ impl Error {
         match self {
             Error::Internal(_) => "internal",
             Error::Usage(_) => "usage",
-            Error::Stale { .. } => "stale",
+            Error::Stale(_) => "stale",
             Error::Auth(_) => "auth",
             Error::Network(_) | Error::Protocol(_) => "network",
             Error::Integrity(_) => "integrity",
@@ -91,61 +274,72 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::Rejected(_) => "rejected",
             Error::LocalIo(_) => "io",
+            Error::Noted { error, .. } => error.kind(),
         }
     }
 
     /// Whether a retry of the same request may succeed (connect errors, resets, timeouts, 5xx, 429).
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Network(_))
+        matches!(self.root(), Error::Network(_))
     }
 
-    /// The same error with `note` appended to its message as a new sentence (what became of local
-    /// work, say); the kind and the exit code stay.
-    pub fn with_note(mut self, note: &str) -> Self {
-        match &mut self {
-            Error::Stale { message, .. }
-            | Error::Usage(message)
-            | Error::Auth(message)
-            | Error::Network(message)
-            | Error::Protocol(message)
-            | Error::Integrity(message)
-            | Error::Conflict(message)
-            | Error::NotFound(message)
-            | Error::Rejected(message)
-            | Error::LocalIo(message)
-            | Error::Internal(message) => {
-                message.push_str(". ");
-                message.push_str(note);
-            }
+    /// A conflict (exit 7) that is not a refusal of `save`.
+    pub fn conflict(problem: impl Into<String>) -> Self {
+        Error::Conflict(Conflict {
+            problem: problem.into(),
+            save_again: false,
+        })
+    }
+
+    /// A refusal of `save` (exit 7) the user can clear: the message ends "then save again;
+    /// nothing was committed".
+    pub fn save_refused(problem: impl Into<String>) -> Self {
+        Error::Conflict(Conflict {
+            problem: problem.into(),
+            save_again: true,
+        })
+    }
+
+    /// The same error with `note` added as a new sentence (what became of local work, say); the
+    /// kind and the exit code stay.
+    pub fn with_note(self, note: &str) -> Self {
+        Error::Noted {
+            error: Box::new(self),
+            note: note.to_owned(),
         }
-        self
     }
 
     /// A local I/O failure, naming what was being done: [`Error::LocalIo`] (exit 10, with what to
     /// do) when the file system refused — no space, a quota, a read-only file system, permission
     /// denied — else [`Error::Internal`].
-    pub fn io(context: impl std::fmt::Display, err: std::io::Error) -> Self {
-        match local_io_hint(err.kind()) {
-            Some(hint) => Error::LocalIo(format!("{context}: {err} — {hint}")),
-            None => Error::Internal(format!("{context}: {err}")),
+    pub fn io(context: impl fmt::Display, err: std::io::Error) -> Self {
+        if local_io_hint(err.kind()).is_some() {
+            Error::LocalIo(LocalIo {
+                context: context.to_string(),
+                cause: err.to_string(),
+                kind: err.kind(),
+            })
+        } else {
+            Error::Internal(format!("{context}: {err}"))
         }
     }
 
     /// Like [`Error::internal`], but [`Error::LocalIo`] when an [`std::io::Error`] the file system
     /// refused (see [`Error::io`]) is among the causes of `err` (gix and gix-pack wrap them).
-    pub fn from_chain(
-        context: impl std::fmt::Display,
-        err: &(dyn std::error::Error + 'static),
-    ) -> Self {
-        let text = crate::error::chain(err);
-        match local_io_kind(err).and_then(local_io_hint) {
-            Some(hint) => Error::LocalIo(format!("{context}: {text} — {hint}")),
+    pub fn from_chain(context: impl fmt::Display, err: &(dyn std::error::Error + 'static)) -> Self {
+        let text = chain(err);
+        match local_io_kind(err).filter(|k| local_io_hint(*k).is_some()) {
+            Some(kind) => Error::LocalIo(LocalIo {
+                context: context.to_string(),
+                cause: text,
+                kind,
+            }),
             None => Error::Internal(format!("{context}: {text}")),
         }
     }
 
     /// An internal error wrapping any lower-level error with context.
-    pub fn internal(context: impl std::fmt::Display, err: impl std::fmt::Display) -> Self {
+    pub fn internal(context: impl fmt::Display, err: impl fmt::Display) -> Self {
         Error::Internal(format!("{context}: {err}"))
     }
 }

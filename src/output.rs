@@ -88,12 +88,9 @@ pub fn failure(json_mode: bool, command: &str, err: &Error) {
         obj.insert("exit_code".into(), json!(err.exit_code()));
         obj.insert("error".into(), Value::Object(error));
         obj.insert("warnings".into(), json!(warnings));
-        if let Error::Stale {
-            lease, remote_tip, ..
-        } = err
-        {
-            obj.insert("lease".into(), Value::String(lease.to_string()));
-            obj.insert("remote_tip".into(), Value::String(remote_tip.to_string()));
+        if let Error::Stale(s) = err.root() {
+            obj.insert("lease".into(), Value::String(s.lease.to_string()));
+            obj.insert("remote_tip".into(), Value::String(s.remote_tip.to_string()));
         }
         let _ = writeln!(std::io::stdout().lock(), "{}", Value::Object(obj));
     }

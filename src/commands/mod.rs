@@ -64,15 +64,3 @@ pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
 pub const CHECK_WAS_OFF: &str = "git-session's check of plain `git push` was off in this tree \
     until now (see the warning): a plain push made from here meanwhile was not recorded as this \
     tree's, so it counts as another sandbox's";
-
-/// " — its token expired at …" or " — its token expires at …" for a JWT `exp` in Unix seconds:
-/// what an auth error adds when the URL's password is a JWT.
-pub fn expiry_phrase(exp: u64) -> String {
-    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(exp);
-    let stamp = humantime::format_rfc3339_seconds(when);
-    if when <= std::time::SystemTime::now() {
-        format!(" — its token expired at {stamp}")
-    } else {
-        format!(" — its token expires at {stamp}")
-    }
-}

@@ -62,22 +62,8 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
             expiry.extend(super::expiry_warnings([(name, &url)]));
         }
     }
-    // A refused URL whose token is a JWT: say when it expired, as status does.
-    let name_expiry = |e: Error| match e {
-        Error::Auth(msg) => {
-            let phrase = [&opts.read, &opts.push]
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.load().ok()?.jwt_expiry())
-                .min()
-                .map(super::expiry_phrase)
-                .unwrap_or_default();
-            Error::Auth(format!("{msg}{phrase}"))
-        }
-        other => other,
-    };
     let mut report = match from {
-        From::Git => restore_git(&opts).map_err(name_expiry)?,
+        From::Git => restore_git(&opts)?,
         From::Archive => {
             let source = archive_source.ok_or_else(|| {
                 Error::Usage(
@@ -97,8 +83,7 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
                         total_bytes: args.max_bytes,
                     },
                 },
-            )
-            .map_err(name_expiry)?
+            )?
         }
     };
     report.warnings.extend(expiry);

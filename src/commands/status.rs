@@ -55,9 +55,8 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     };
     // When save would refuse (exit 7: HEAD off the session branch, a merge or rebase stopped
     // midway), status still reports the rest, with save's reason as a warning.
-    let save_refuses = |msg: String| {
-        let reason = msg.strip_suffix(crate::save::SAVE_AGAIN).unwrap_or(&msg);
-        format!("save would refuse (exit 7): {reason}; nothing is committed until then")
+    let save_refuses = |problem: String| {
+        format!("save would refuse (exit 7): {problem}; nothing is committed until then")
     };
     let mut changes_unknown = None;
     let mut blocked = false;
@@ -70,8 +69,8 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
                 }
                 Some(pending.changes)
             }
-            Err(crate::Error::Conflict(msg)) => {
-                warnings.push(save_refuses(msg));
+            Err(crate::Error::Conflict(c)) => {
+                warnings.push(save_refuses(c.problem));
                 changes_unknown = Some("(HEAD is not on the session branch: see the warning)");
                 None
             }

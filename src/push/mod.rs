@@ -68,7 +68,7 @@ pub fn push(
     // ones unpushable (fast-forward only).
     if let Some((what, dir, finish)) = crate::repo::operations::stopped_operation(&session.git_dir)
     {
-        return Err(Error::Conflict(format!(
+        return Err(Error::conflict(format!(
             "{what} is in progress (.git/{dir}): finish it with {finish}, then push again; \
              nothing was uploaded"
         )));
@@ -87,26 +87,12 @@ pub fn push(
     };
     let outcome = http.with_retries(source, "pushing", |url| attempt.run(url));
     drop(attempt);
+    // The write URL, refused: the message says so (and that it may have expired).
     let outcome = outcome.map_err(|e| match e {
-        // No credentials at all: http's message says so; "expired" would mislead.
-        Error::Auth(msg) if source.load().is_ok_and(|u| !u.has_credentials()) => {
-            Error::Auth(format!("the write URL was refused: {msg}"))
+        Error::Auth(mut a) => {
+            a.write = true;
+            Error::Auth(a)
         }
-        Error::Auth(msg) => Error::Auth(format!(
-            "the write URL was refused — it may have expired; mint a new one{} ({} from {})",
-            source
-                .load()
-                .ok()
-                .and_then(|u| u.jwt_expiry())
-                .map(crate::commands::expiry_phrase)
-                .unwrap_or_default(),
-            if msg.contains("HTTP 403") {
-                "HTTP 403"
-            } else {
-                "HTTP 401"
-            },
-            source.load().map(|u| u.to_string()).unwrap_or_default()
-        )),
         other => other,
     })?;
     let mut outcome = outcome;
@@ -132,7 +118,7 @@ pub fn push(
 fn local_tip(repo: &gix::Repository, branch: &SessionBranch) -> Result<FullSha> {
     let full = branch.full_ref();
     let mut r = repo.find_reference(full.as_str()).map_err(|e| {
-        Error::Conflict(format!(
+        Error::conflict(format!(
             "the session branch {full} has no commit to push: {e}"
         ))
     })?;
@@ -273,7 +259,7 @@ impl Attempt<'_> {
     }
 
     fn rewritten(&self, remote: FullSha) -> Error {
-        Error::Conflict(format!(
+        Error::conflict(format!(
             "the remote branch '{}' is at {remote}, which this tree pushed, but local {} ({}) no \
              longer contains it: history was rewritten after the push (e.g. an amend or a \
              rebase); nothing was uploaded (git-session pushes fast-forward only) — to keep \
@@ -291,7 +277,7 @@ impl Attempt<'_> {
         if crate::repo::descends_from(self.repo, self.local.id(), base.id())? {
             return Ok(());
         }
-        Err(Error::Conflict(format!(
+        Err(Error::conflict(format!(
             "local {} ({}) does not descend from {} {base}: history was rewritten; nothing was \
              uploaded (git-session pushes fast-forward only) — to keep your changes as a new \
              commit on top of it: `git reset --soft {base}`, then save again",
@@ -377,8 +363,8 @@ impl Attempt<'_> {
             ))),
             _ => {
                 let mut e = stale(self.branch(), old, now, self.kept);
-                if let Error::Stale { message, .. } = &mut e {
-                    message.push_str(&format!(" (remote: {reason})"));
+                if let Error::Stale(s) = &mut e {
+                    s.remote_says = Some(reason.to_owned());
                 }
                 Err(e)
             }

@@ -202,7 +202,7 @@ impl WriteLock {
                 }
             }
             if std::time::Instant::now() >= deadline {
-                return Err(Error::Conflict(format!(
+                return Err(Error::conflict(format!(
                     "another git-session save or push (or a plain `git push`) has been writing \
                      from this tree for over {} s (it holds a lock on {}): wait for it to end, \
                      then run this again; nothing was done",
@@ -222,29 +222,16 @@ impl WriteLock {
 }
 
 /// The stale-write error (exit 3), naming both ids; `local` says what happened to local work and
-/// completes the sentence "the remote branch was not changed; …".
+/// completes the sentence "the remote branch was not changed; …" (rendered by
+/// [`crate::error::Stale`]).
 pub fn stale(branch: &SessionBranch, lease: FullSha, remote: FullSha, local: &str) -> Error {
-    let now = if remote.is_zero() {
-        format!("the remote branch '{branch}' does not exist (it was deleted)")
-    } else {
-        format!("the remote branch '{branch}' is at {remote}")
-    };
-    let expected = if lease.is_zero() {
-        "this sandbox expected to create it (its lease is the zero id)".to_owned()
-    } else {
-        format!("this sandbox's lease is {lease}")
-    };
-    Error::Stale {
-        message: format!(
-            "stale session: {now}, but {expected}; another sandbox owns the session now (or a \
-             push from this tree went around git-session's check, e.g. `git push --no-verify`, \
-             which does not count as this tree's) — the remote branch was not changed; {local}. \
-             To go on, restore the session's current tip (from the backend) into a new folder \
-             and bring your work over"
-        ),
+    Error::Stale(Box::new(crate::error::Stale {
+        branch: branch.clone(),
         lease,
         remote_tip: remote,
-    }
+        local: local.to_owned(),
+        remote_says: None,
+    }))
 }
 
 #[cfg(test)]

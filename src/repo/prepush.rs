@@ -381,7 +381,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
     };
     for (local, remote_tip) in updates {
         if local.is_zero() {
-            return Err(Error::Conflict(format!(
+            return Err(Error::conflict(format!(
                 "refused: this push would delete the session branch '{}' on the remote; \
                  git-session never deletes it — {nothing}",
                 record.branch
@@ -406,7 +406,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
             }
         };
         if !crate::repo::descends_from(&repo, local.id(), base.id())? {
-            return Err(Error::Conflict(format!(
+            return Err(Error::conflict(format!(
                 "refused: {local} is not a fast-forward from {} {base} (a force push, or history \
                  rewritten after a push): git-session lets only fast-forwards through to the \
                  session branch '{}' — {nothing}; rebuild your work on top of {base}",

@@ -93,7 +93,7 @@ pub fn refuse_what_is_in_the_way(
         None
     };
     let conflict = |path: &Path, what: &str| {
-        Error::Conflict(format!(
+        Error::conflict(format!(
             "{} {what}: nothing was changed (move it aside{})",
             path.display(),
             if resume_only {
@@ -304,7 +304,7 @@ pub fn checkout(
     }
     .map_err(|e| {
         if crate::error::local_io_kind(&e) == Some(std::io::ErrorKind::AlreadyExists) {
-            Error::Conflict(format!(
+            Error::conflict(format!(
                 "a file is in the way of the checkout: {}",
                 chain(&e)
             ))
@@ -418,7 +418,7 @@ fn write_big_file(
         match std::fs::symlink_metadata(&dir) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
-                return Err(Error::Conflict(format!(
+                return Err(Error::conflict(format!(
                     "{} is in the way of the checkout (a file where the commit has a folder)",
                     dir.display()
                 )));
@@ -430,7 +430,7 @@ fn write_big_file(
     }
     if let Ok(meta) = std::fs::symlink_metadata(&path) {
         if !overwrite {
-            return Err(Error::Conflict(format!(
+            return Err(Error::conflict(format!(
                 "a file is in the way of the checkout: {}",
                 path.display()
             )));

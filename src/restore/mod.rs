@@ -318,7 +318,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                     warnings: Vec::new(),
                 }));
             }
-            Err(Error::Conflict(format!(
+            Err(Error::conflict(format!(
                 "{} already holds session '{}' at a commit that does not descend from {}: \
                  nothing was changed (move the tree aside to restore afresh)",
                 opts.dir.display(),
@@ -341,7 +341,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                     interrupted: true,
                 }))
             } else {
-                Err(Error::Conflict(format!(
+                Err(Error::conflict(format!(
                     "{} holds an interrupted restore of '{}' at {}: rerun that restore, or pass --force",
                     opts.dir.display(),
                     intent.branch,
@@ -349,7 +349,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                 )))
             }
         }
-        Target::ForeignRepository => Err(Error::Conflict(format!(
+        Target::ForeignRepository => Err(Error::conflict(format!(
             "{} already holds a git repository that git-session did not restore: nothing was changed",
             opts.dir.display()
         ))),
@@ -366,7 +366,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                 }))
             } else {
                 let shown: Vec<_> = names.iter().take(5).cloned().collect();
-                Err(Error::Conflict(format!(
+                Err(Error::conflict(format!(
                     "{} is not empty ({}{}): restore would mix the commit with other content; \
                      pass --force to overwrite the files the commit tracks and keep the others",
                     opts.dir.display(),

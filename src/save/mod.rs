@@ -223,29 +223,26 @@ fn switch_back(repo: &gix::Repository, branch: &SessionBranch) -> String {
     }
 }
 
-/// The tail of every refusal of `save` that the user can clear (status shows the rest).
-pub(crate) const SAVE_AGAIN: &str = ", then save again; nothing was committed";
-
 /// The commit `HEAD` is at, checking that `HEAD` is on the session branch.
 ///
 /// # Errors
 /// [`Error::Conflict`] when it is not, saying how to get back without losing commits (ending in
-/// [`SAVE_AGAIN`]).
+/// [`Error::save_refused`]).
 fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::ObjectId> {
     let full = branch.full_ref();
     let head_name = repo.head_name().map_err(|e| fail("reading HEAD", e))?;
     let off_branch = match head_name {
         Some(name) if name.as_bstr() == full.as_str() => None,
         _ if let Some((what, dir, finish)) = stopped_operation(repo.git_dir()) => {
-            return Err(Error::Conflict(format!(
+            return Err(Error::save_refused(format!(
                 "{what} is in progress (.git/{dir}), so HEAD is not on the session branch {full}: \
-                 finish it with {finish}{SAVE_AGAIN}"
+                 finish it with {finish}"
             )));
         }
         _ if repo.git_dir().join("BISECT_START").exists() => {
-            return Err(Error::Conflict(format!(
+            return Err(Error::save_refused(format!(
                 "a bisect is in progress (.git/BISECT_START), so HEAD is not on the session branch \
-                 {full}: end it with `git bisect reset`{}{SAVE_AGAIN}",
+                 {full}: end it with `git bisect reset`{}",
                 commits_off_branch(repo, branch)
                     .map(|head| format!(
                         ", then bring over the commits made during it (`git merge {head}`)"
@@ -257,8 +254,8 @@ fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::O
         None => Some("HEAD is detached".to_owned()),
     };
     if let Some(where_) = off_branch {
-        return Err(Error::Conflict(format!(
-            "{where_}, not on the session branch {full}: {}{SAVE_AGAIN}",
+        return Err(Error::save_refused(format!(
+            "{where_}, not on the session branch {full}: {}",
             switch_back(repo, branch)
         )));
     }
@@ -266,7 +263,7 @@ fn session_head(repo: &gix::Repository, branch: &SessionBranch) -> Result<gix::O
         .try_find_reference(full.as_str())
         .map_err(|e| fail(format!("reading {full}"), e))?;
     let Some(mut reference) = reference else {
-        return Err(Error::Conflict(format!(
+        return Err(Error::conflict(format!(
             "the session branch {full} has no commit yet: its history must be fetched before saving"
         )));
     };
@@ -322,8 +319,8 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
             }
             None => " (or undo the operation that made them)".to_owned(),
         };
-        return Err(Error::Conflict(format!(
-            "{} path(s) are unmerged ({}{}): resolve the conflicts and `git add` them{then}{SAVE_AGAIN}",
+        return Err(Error::save_refused(format!(
+            "{} path(s) are unmerged ({}{}): resolve the conflicts and `git add` them{then}",
             unmerged.len(),
             shown.join(", "),
             if unmerged.len() > shown.len() {
@@ -334,8 +331,8 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
         )));
     }
     if let Some((file, what, finish)) = operation {
-        return Err(Error::Conflict(format!(
-            "{what} is in progress (.git/{file}): finish it with {finish}{SAVE_AGAIN}"
+        return Err(Error::save_refused(format!(
+            "{what} is in progress (.git/{file}): finish it with {finish}"
         )));
     }
     Ok(())
@@ -376,7 +373,7 @@ fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
     )
     .map_err(|e| {
         if lock.exists() {
-            Error::Conflict(format!(
+            Error::conflict(format!(
                 "{} exists: another git process is using this repository (if none is running, \
                  remove the file and save again)",
                 lock.display()
@@ -439,7 +436,7 @@ fn update_branch(
     let edits = repo
         .edit_references_as([edit], Some(committer.to_ref(&mut time)))
         .map_err(|e| {
-            Error::Conflict(format!(
+            Error::conflict(format!(
                 "could not move {} from {old} to the new commit {new}: {}",
                 branch.full_ref(),
                 crate::error::chain(&e)
@@ -555,7 +552,7 @@ pub struct PendingChanges {
     /// The changed paths.
     pub changes: Vec<PendingChange>,
     /// Why `save` would refuse until the user acts (an unfinished merge, unmerged paths, …): its
-    /// exit-7 message, ending in [`SAVE_AGAIN`].
+    /// exit-7 problem (without "then save again").
     pub blocked: Option<String>,
 }
 
@@ -590,7 +587,7 @@ pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<Pending
         .map_err(|e| fail("reading the index", e))?;
     let blocked = match refuse_unfinished_operations(&git_dir, &index) {
         Ok(()) => None,
-        Err(Error::Conflict(msg)) => Some(msg),
+        Err(Error::Conflict(c)) => Some(c.problem),
         Err(e) => return Err(e),
     };
     let plan = changes::collect(&repo, &index, head_tree)?;

@@ -171,7 +171,7 @@ impl Http {
         let attempt = || -> Result<T> {
             let url = source.load()?;
             match op(&url) {
-                Err(Error::Auth(msg)) if reread_after_401 && msg.contains("HTTP 401") => {
+                Err(Error::Auth(a)) if reread_after_401 && a.status == 401 => {
                     reread_after_401 = false;
                     tracing::info!("{what}: HTTP 401; re-reading the URL file once");
                     let url = source.load()?;
@@ -280,19 +280,25 @@ impl Http {
             return Ok(resp);
         }
         Err(match status {
-            StatusCode::UNAUTHORIZED => {
-                let expired = if self.succeeded_once.load(Ordering::Relaxed) {
-                    " after earlier requests succeeded: the URL has likely expired and must be re-minted"
-                } else if url.has_credentials() {
-                    " — the URL may have expired; mint a new one"
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                use crate::error::AuthCause;
+                let cause = if !url.has_credentials() {
+                    AuthCause::NoCredentials
+                } else if status == StatusCode::UNAUTHORIZED
+                    && self.succeeded_once.load(Ordering::Relaxed)
+                {
+                    AuthCause::RefusedAfterSuccess
                 } else {
-                    ": the URL carries no credentials; the remote requires them"
+                    AuthCause::Refused
                 };
-                Error::Auth(format!("credentials rejected by {url} (HTTP 401){expired}"))
+                Error::Auth(Box::new(crate::error::Auth {
+                    url: url.to_string(),
+                    status: status.as_u16(),
+                    cause,
+                    expires_at: url.jwt_expiry(),
+                    write: false,
+                }))
             }
-            StatusCode::FORBIDDEN => Error::Auth(format!(
-                "access denied by {url} (HTTP 403): the URL lacks the permission for this operation, or has expired"
-            )),
             StatusCode::NOT_FOUND => {
                 Error::NotFound(format!("repository not found at {url} (HTTP 404)"))
             }

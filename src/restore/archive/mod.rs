@@ -189,7 +189,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
             &Default::default(),
         )?;
         if let Some(path) = cut.first_foreign() {
-            return Err(Error::Conflict(format!(
+            return Err(Error::conflict(format!(
                 "{} is in the way of the restore: nothing was changed (it holds content the \
                  interrupted restore did not write: move it aside, or pass --force to overwrite \
                  the files the commit tracks)",
@@ -346,7 +346,7 @@ fn into_place(
                 }
             }
             Ok(meta) if meta.is_dir() => {
-                return Err(Error::Conflict(format!(
+                return Err(Error::conflict(format!(
                     "{} is a directory where the commit has a file: nothing was changed",
                     dst.display()
                 )));
@@ -355,7 +355,7 @@ fn into_place(
             Ok(meta)
                 if src_is_dir && !(meta.file_type().is_symlink() && replace == Replace::Any) =>
             {
-                return Err(Error::Conflict(format!(
+                return Err(Error::conflict(format!(
                     "{} is a file where the commit has a directory: nothing was changed",
                     dst.display()
                 )));
@@ -371,7 +371,7 @@ fn into_place(
                 }
             }
             Ok(_) => {
-                return Err(Error::Conflict(format!(
+                return Err(Error::conflict(format!(
                     "{} is in the way of the restore: nothing was changed{}",
                     dst.display(),
                     if replace == Replace::Identical {
