@@ -86,15 +86,6 @@ pub fn run(cli: Cli) -> u8 {
             unreachable!("handled before the session directory")
         }
     });
-    if matches!(
-        cli.command,
-        Command::Save(_) | Command::Push(_) | Command::Status(_)
-    ) && let Ok(dir) = inputs::session_dir(cli.dir.as_deref())
-        && let Ok(session) = repo::session::Session::open(&dir, None)
-        && let Err(e) = session.restore_ownership()
-    {
-        tracing::warn!("could not hand .git back to the tree's owner: {e}");
-    }
     match result {
         Ok(success) => {
             output::success(cli.json, cli.quiet, success);

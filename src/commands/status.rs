@@ -19,6 +19,7 @@ use crate::wire::upload_pack as fetch;
 /// [`crate::Error::Usage`] outside a restored session; network errors with `--remote`.
 pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
+    let _hand_back = session.hand_back_on_drop();
     let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?;
     let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?;
     super::check_hooks(&session);

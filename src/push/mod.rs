@@ -142,7 +142,7 @@ struct Attempt<'a> {
 }
 
 /// What step 2 decided.
-enum Plan {
+enum LeaseCheck {
     /// Nothing to send: the remote is at `tip` already.
     Done(PushOutcome),
     /// Send `old..local`.
@@ -178,8 +178,8 @@ impl Attempt<'_> {
         let adv = advertisement::read(self.http, url, self.branch())?;
         let remote = adv.tip.unwrap_or_else(FullSha::zero);
         let (old, warnings) = match self.check_lease(remote)? {
-            Plan::Done(outcome) => return Ok(outcome),
-            Plan::Send { old, warnings } => (old, warnings),
+            LeaseCheck::Done(outcome) => return Ok(outcome),
+            LeaseCheck::Send { old, warnings } => (old, warnings),
         };
         crate::failpoint::barrier("after-lease-check");
         if old == self.local {
@@ -203,7 +203,7 @@ impl Attempt<'_> {
     }
 
     /// Step 2: the lease.
-    fn check_lease(&self, remote: FullSha) -> Result<Plan> {
+    fn check_lease(&self, remote: FullSha) -> Result<LeaseCheck> {
         let lease = self.session.record.lease;
         let branch = self.branch();
         if remote == lease {
@@ -212,7 +212,7 @@ impl Attempt<'_> {
             {
                 return Err(self.rewritten(remote));
             }
-            return Ok(Plan::Send {
+            return Ok(LeaseCheck::Send {
                 old: lease,
                 warnings: Vec::new(),
             });
@@ -229,9 +229,9 @@ impl Attempt<'_> {
                          from {lease} to it"
                     )]
                 };
-                Ok(Plan::Done(self.outcome(lease, pushed, warnings)))
+                Ok(LeaseCheck::Done(self.outcome(lease, pushed, warnings)))
             }
-            RemoteTip::Own => Ok(Plan::Send {
+            RemoteTip::Own => Ok(LeaseCheck::Send {
                 old: remote,
                 warnings: vec![format!(
                     "the remote branch moved from {lease} to {remote}, which this tree pushed \
@@ -239,7 +239,7 @@ impl Attempt<'_> {
                      advances to it"
                 )],
             }),
-            RemoteTip::Ahead => Ok(Plan::Done(self.outcome_at(
+            RemoteTip::Ahead => Ok(LeaseCheck::Done(self.outcome_at(
                 remote,
                 lease,
                 false,

@@ -21,9 +21,9 @@ use crate::wire::upload_pack as fetch;
 pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let created_dir = !opts.dir.exists();
     let _lock = super::lock_target(&opts.dir)?;
-    let plan = match plan(opts, Source::Git)? {
-        Ok(plan) => plan,
-        Err(noop) => return Ok(noop),
+    let plan = match plan(opts)? {
+        super::Decision::Restore(plan) => plan,
+        super::Decision::Done(noop) => return Ok(*noop),
     };
     let read = opts.read.as_ref().ok_or_else(|| {
         Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())

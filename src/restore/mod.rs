@@ -287,10 +287,18 @@ struct Plan {
     interrupted: bool,
 }
 
-/// Decide what to do with the target, or finish early: `Ok(Err(report))` is a no-op success.
-fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Plan, RestoreReport>> {
+/// What [`plan`] decided.
+enum Decision {
+    /// Restore, writing as the plan says.
+    Restore(Plan),
+    /// The target already holds this session: a no-op success.
+    Done(Box<RestoreReport>),
+}
+
+/// Decide what to do with the target: restore it, or finish early (a no-op).
+fn plan(opts: &RestoreOptions) -> Result<Decision> {
     match inspect(&opts.dir)? {
-        Target::Empty => Ok(Ok(Plan {
+        Target::Empty => Ok(Decision::Restore(Plan {
             overwrite: opts.force,
             empty: true,
             resume_only: false,
@@ -308,7 +316,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                 )));
             }
             if holds_tip(&opts.dir, &record, opts.tip)? {
-                return Ok(Err(RestoreReport {
+                return Ok(Decision::Done(Box::new(RestoreReport {
                     branch: record.branch.clone(),
                     tip: opts.tip,
                     lease: record.lease,
@@ -316,7 +324,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
                     noop: true,
                     files: 0,
                     warnings: Vec::new(),
-                }));
+                })));
             }
             Err(Error::conflict(format!(
                 "{} already holds session '{}' at a commit that does not descend from {}: \
@@ -329,7 +337,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
         Target::Interrupted(intent) => {
             if intent.branch == opts.branch && intent.tip == opts.tip || opts.force {
                 tracing::info!("resuming an interrupted restore of {}", intent.tip);
-                Ok(Ok(Plan {
+                Ok(Decision::Restore(Plan {
                     overwrite: true,
                     empty: false,
                     resume_only: !opts.force,
@@ -355,8 +363,7 @@ fn plan(opts: &RestoreOptions, source: Source) -> Result<std::result::Result<Pla
         ))),
         Target::Occupied(names) => {
             if opts.force {
-                let _ = source;
-                Ok(Ok(Plan {
+                Ok(Decision::Restore(Plan {
                     overwrite: true,
                     empty: false,
                     resume_only: false,

@@ -60,9 +60,9 @@ const TREE_DIR: &str = "tree";
 pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Result<RestoreReport> {
     let target_existed = opts.dir.exists();
     let _lock = super::lock_target(&opts.dir)?;
-    let plan = match plan(opts, Source::Archive)? {
-        Ok(plan) => plan,
-        Err(noop) => return Ok(noop),
+    let plan = match plan(opts)? {
+        super::Decision::Restore(plan) => plan,
+        super::Decision::Done(noop) => return Ok(*noop),
     };
     let mut warnings = Vec::new();
     // The lease: asked of the remote when a READ_URL is known, else TIP_SHA.
