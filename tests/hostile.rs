@@ -450,8 +450,9 @@ fn secrets_echoed_by_the_server_are_redacted() {
 }
 
 /// A server that drips its answer (a byte at a time, each within the read timeout) is given up
-/// on by the low-speed rule (exit 5, naming it), where before it was waited on forever; the wait
-/// for a push's report while the server applies it (a slow hook) does not count.
+/// on by the low-speed rule (exit 5, naming it), where before it was waited on forever; what does
+/// not count: the keep-alives upload-pack sends while it prepares a pack (the rule measures the
+/// pack's bytes from the first), and the wait for a push's report while the server applies it.
 #[test]
 fn a_dripping_server_is_given_up_on_but_a_slow_hook_is_waited_for() {
     let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
@@ -497,6 +498,38 @@ fn a_dripping_server_is_given_up_on_but_a_slow_hook_is_waited_for() {
     );
     assert!(m.stderr.contains("bytes/s"), "{}", m.stderr);
     assert!(m.wall < Duration::from_secs(40), "{:?}", m.wall);
+
+    // A fetch whose server sends only keep-alives for 3 s before the pack (upload-pack counting
+    // and compressing): not a slow transfer, the pack's bytes are measured from the first.
+    h.srv.knobs.scripted.lock().unwrap().clear();
+    let (tree, blobs) = h.tree_of(&tip);
+    let ids: Vec<&str> = std::iter::once(tip.as_str())
+        .chain(std::iter::once(tree.as_str()))
+        .chain(blobs.iter().map(|(_, id)| id.as_str()))
+        .collect();
+    let pack = pack_of(&h.w, &h.bare(), &ids);
+    let keepalives: Vec<u8> = std::iter::repeat_n(b"0005\x01".as_slice(), 30)
+        .flatten()
+        .copied()
+        .collect();
+    let mut body = pkt("packfile\n").into_bytes();
+    body.extend_from_slice(&keepalives);
+    let rest = fetch_response(&pack, &[]);
+    body.extend_from_slice(&rest[pkt("packfile\n").len()..]);
+    let mut slow_start = Scripted::once(Endpoint::Fetch, body);
+    slow_start.drip_ms = 100;
+    slow_start.drip_bytes = 5;
+    slow_start.drip_first = 13 + keepalives.len();
+    h.script(slow_start);
+    let mut vars = vec![
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/h"),
+        ("TIP_SHA", tip.as_str()),
+    ];
+    vars.extend_from_slice(&knobs);
+    let run =
+        h.w.run(&h.w.path("slow-start"), &["restore", "--json"], &vars);
+    run.assert_code(0);
 
     // A push whose server takes 3 s in its hook before the report: not a slow transfer.
     h.srv.knobs.scripted.lock().unwrap().clear();

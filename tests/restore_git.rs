@@ -970,7 +970,7 @@ fn a_stalled_read_times_out_and_is_retried() {
         &url,
         "s",
         &ids[1],
-        &[("GIT_SESSION_READ_TIMEOUT_MS", "500")],
+        &[("GIT_SESSION_READ_TIMEOUT_MS", "2000")],
     )
     .assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
@@ -983,7 +983,7 @@ fn a_stalled_read_times_out_and_is_retried() {
         &url,
         "s",
         &ids[1],
-        &[("GIT_SESSION_READ_TIMEOUT_MS", "500")],
+        &[("GIT_SESSION_READ_TIMEOUT_MS", "2000")],
     );
     run.assert_code(5);
     assert!(run.stderr.contains("timed out"), "{}", run.stderr);

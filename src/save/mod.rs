@@ -338,20 +338,23 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
     Ok(())
 }
 
-/// Where a save records that it holds `index.lock`: `<pid> <inode of index.lock>`.
+/// Where a save records that it takes `index.lock`: `<pid>` before taking it, `<pid> <inode of
+/// index.lock>` once it holds it.
 const INDEX_LOCK_OWNER: &str = "git-session-index-lock";
 
 /// Take `index.lock`, as every git command that writes the index does. A lock left by a save that
-/// was killed while it held it (the owner record names that very file and a process that is gone)
-/// is removed first: the caller holds the tree's write lock, so no other save is running, and the
-/// file is not another git's. Any other `index.lock` is another git process's: exit 7.
+/// was killed while it held it is removed first: the owner record names a process that is gone,
+/// and either that very file (by inode) or, when the kill came before the inode was recorded, a
+/// file made within a second of the record. The caller holds the tree's write lock, so no other
+/// save is running. Any other `index.lock` is another git process's: exit 7.
 fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
     use std::os::unix::fs::MetadataExt as _;
     let path = repo.index_path();
     let lock = path.with_extension("lock");
     let owner = repo.git_dir().join(INDEX_LOCK_OWNER);
-    if let (Ok(meta), Ok(text)) = (
+    if let (Ok(meta), Ok(record), Ok(text)) = (
         std::fs::symlink_metadata(&lock),
+        std::fs::symlink_metadata(&owner),
         std::fs::read_to_string(&owner),
     ) {
         let mut fields = text.split_whitespace();
@@ -360,11 +363,19 @@ fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
             fields.next().and_then(|i| i.parse::<u64>().ok()),
         );
         let gone = pid.is_some_and(|p| !Path::new("/proc").join(p).exists());
-        if gone && ino == Some(meta.ino()) {
+        let made_then = || {
+            let (Ok(a), Ok(b)) = (meta.modified(), record.modified()) else {
+                return false;
+            };
+            a.duration_since(b).unwrap_or_default() < std::time::Duration::from_secs(1)
+                && b.duration_since(a).unwrap_or_default() < std::time::Duration::from_secs(1)
+        };
+        if gone && ino.map_or_else(made_then, |ino| ino == meta.ino()) {
             tracing::info!("removing the index.lock a killed save left");
             let _ = std::fs::remove_file(&lock);
         }
     }
+    let _ = std::fs::write(&owner, format!("{}\n", std::process::id()));
     let file = gix::lock::File::acquire_to_update_resource(
         &path,
         gix::lock::acquire::Fail::Immediately,

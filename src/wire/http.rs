@@ -314,64 +314,84 @@ impl Http {
     }
 }
 
-/// A response body read under git's low-speed rule (`http.lowSpeedLimit`/`lowSpeedTime`, curl's
+/// git's low-speed rule (`http.lowSpeedLimit`/`lowSpeedTime`, curl's
 /// `CURLOPT_LOW_SPEED_LIMIT`/`_TIME`): a transfer that stays below 1 KiB/s for 60 s fails, even
 /// when each single read comes in under the read timeout (a server dripping one byte at a time).
-/// The read fails with [`std::io::ErrorKind::TimedOut`], which the callers report as a network
+/// A failing read is [`std::io::ErrorKind::TimedOut`], which the callers report as a network
 /// failure (exit 5, retried).
 ///
-/// Test knobs: `GIT_SESSION_LOW_SPEED_LIMIT` (bytes per second, default 1024) and
-/// `GIT_SESSION_LOW_SPEED_TIME_MS` (default 60000).
-pub struct Body {
-    inner: Response,
+/// Test knobs: `GIT_SESSION_LOW_SPEED_LIMIT` (bytes per second, default 1024),
+/// `GIT_SESSION_LOW_SPEED_TIME_MS` (default 60000) and `GIT_SESSION_FIRST_BYTE_WAIT_MS` (how long
+/// a pack may take to start, default 600000, see [`LowSpeed::for_pack`]).
+#[derive(Debug, Clone)]
+pub struct LowSpeed {
     limit: u64,
     time: Duration,
-    /// Where the current measuring window began (`None`: not yet, see [`Body::after_first_byte`]).
+    /// Where the current measuring window began (`None`: at the first byte).
     window: Option<std::time::Instant>,
     bytes: u64,
+    /// Before the first byte, the wait ends here (`None`: no bound but the read timeout's).
+    first_byte_by: Option<std::time::Instant>,
 }
 
-impl Body {
-    /// Measure from now.
-    pub fn new(inner: Response) -> Self {
-        let mut body = Body::after_first_byte(inner);
-        body.window = Some(std::time::Instant::now());
-        body
+fn knob(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+impl LowSpeed {
+    /// Measured from now.
+    pub fn now() -> Self {
+        LowSpeed {
+            window: Some(std::time::Instant::now()),
+            ..LowSpeed::after_first_byte()
+        }
     }
 
-    /// Measure from the first byte on: the wait for a push's report while the server applies the
-    /// push (its hooks, its index-pack) is not a slow transfer.
-    pub fn after_first_byte(inner: Response) -> Self {
-        let knob = |var: &str, default: u64| {
-            std::env::var(var)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(default)
-        };
-        Body {
-            inner,
+    /// Measured from the first byte on: the wait for a push's report while the server applies
+    /// the push (its hooks, its index-pack) is not a slow transfer.
+    pub fn after_first_byte() -> Self {
+        LowSpeed {
             limit: knob("GIT_SESSION_LOW_SPEED_LIMIT", 1024),
             time: Duration::from_millis(knob("GIT_SESSION_LOW_SPEED_TIME_MS", 60_000)),
             window: None,
             bytes: 0,
+            first_byte_by: None,
         }
     }
 
-    /// The response's headers.
-    pub fn headers(&self) -> &HeaderMap {
-        self.inner.headers()
+    /// For a pack's bytes: measured from its first byte, which may take the server a while
+    /// (upload-pack counts and compresses objects first, sending only keep-alives), but at most
+    /// `GIT_SESSION_FIRST_BYTE_WAIT_MS` (10 minutes).
+    pub fn for_pack() -> Self {
+        let wait = Duration::from_millis(knob("GIT_SESSION_FIRST_BYTE_WAIT_MS", 600_000));
+        LowSpeed {
+            first_byte_by: Some(std::time::Instant::now() + wait),
+            ..LowSpeed::after_first_byte()
+        }
     }
 
-    /// The response's status.
-    pub fn status(&self) -> StatusCode {
-        self.inner.status()
-    }
-}
-
-impl std::io::Read for Body {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+    /// Count a read of `n` bytes.
+    ///
+    /// # Errors
+    /// [`std::io::ErrorKind::TimedOut`] when the rule is broken.
+    pub fn count(&mut self, n: usize) -> std::io::Result<()> {
         let now = std::time::Instant::now();
+        if self.window.is_none() && n == 0 {
+            return Ok(());
+        }
+        if self.window.is_none()
+            && let Some(by) = self.first_byte_by
+            && now > by
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the server sent no pack data within the time a pack may take to start \
+                 (GIT_SESSION_FIRST_BYTE_WAIT_MS)",
+            ));
+        }
         let start = *self.window.get_or_insert(now);
         self.bytes += n as u64;
         let elapsed = now.duration_since(start);
@@ -392,6 +412,91 @@ impl std::io::Read for Body {
             }
             self.window = Some(now);
             self.bytes = 0;
+        }
+        Ok(())
+    }
+}
+
+/// A reader (or buffered reader) whose bytes are held to a [`LowSpeed`] rule.
+pub struct Measured<R> {
+    inner: R,
+    rule: LowSpeed,
+}
+
+impl<R> Measured<R> {
+    /// `inner` under `rule`.
+    pub fn new(inner: R, rule: LowSpeed) -> Self {
+        Measured { inner, rule }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Measured<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.rule.count(n)?;
+        Ok(n)
+    }
+}
+
+impl<R: std::io::BufRead> std::io::BufRead for Measured<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        // A broken rule shows at the next read: `consume` cannot fail.
+        let _ = self.rule.count(n);
+        self.inner.consume(n);
+    }
+}
+
+/// A response body, read under a [`LowSpeed`] rule (or none, when its payload is measured
+/// instead: a fetch's pack, see [`Body::unmeasured`]).
+pub struct Body {
+    inner: Response,
+    rule: Option<LowSpeed>,
+}
+
+impl Body {
+    /// Measured from now.
+    pub fn new(inner: Response) -> Self {
+        Body {
+            inner,
+            rule: Some(LowSpeed::now()),
+        }
+    }
+
+    /// Measured from the first byte on (see [`LowSpeed::after_first_byte`]).
+    pub fn after_first_byte(inner: Response) -> Self {
+        Body {
+            inner,
+            rule: Some(LowSpeed::after_first_byte()),
+        }
+    }
+
+    /// Not measured here: the caller measures the payload (a fetch's pack bytes, between which
+    /// upload-pack sends keep-alives while it prepares the pack).
+    pub fn unmeasured(mut self) -> Self {
+        self.rule = None;
+        self
+    }
+
+    /// The response's headers.
+    pub fn headers(&self) -> &HeaderMap {
+        self.inner.headers()
+    }
+
+    /// The response's status.
+    pub fn status(&self) -> StatusCode {
+        self.inner.status()
+    }
+}
+
+impl std::io::Read for Body {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(rule) = self.rule.as_mut() {
+            rule.count(n)?;
         }
         Ok(n)
     }

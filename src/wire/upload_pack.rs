@@ -302,14 +302,17 @@ pub fn fetch_pack(
     args.push(format!("want {want}"));
     args.push("done".to_owned());
     let body = command_body(caps, "fetch", &args)?;
-    let resp = http.send(
-        url,
-        Request {
-            endpoint: "git-upload-pack",
-            headers: v2_headers(true),
-            body: Some(body.into()),
-        },
-    )?;
+    let resp = http
+        .send(
+            url,
+            Request {
+                endpoint: "git-upload-pack",
+                headers: v2_headers(true),
+                body: Some(body.into()),
+            },
+        )?
+        // The pack's bytes are measured instead (below): keep-alives come before them.
+        .unmeasured();
     let cut = std::sync::Arc::new(AtomicBool::new(false));
     let body = CutDetector {
         inner: crate::progress::Counted {
@@ -380,9 +383,9 @@ pub fn fetch_pack(
                 std::ops::ControlFlow::Continue(())
             }
         });
-        let res = crate::pack::receive(&mut reader, pack_dir, None, limits, interrupt);
-        drop(reader);
-        res
+        let mut reader =
+            crate::wire::http::Measured::new(&mut reader, crate::wire::http::LowSpeed::for_pack());
+        crate::pack::receive(&mut reader, pack_dir, None, limits, interrupt)
     };
     if let Some(msg) = remote_error {
         return Err(upload_pack_error(url, &msg));

@@ -120,6 +120,9 @@ pub struct Scripted {
     pub drip_ms: u64,
     /// Chunk size while dripping (bytes); 0 with a drip: one byte.
     pub drip_bytes: usize,
+    /// When non-zero, only this many first bytes are dripped; the rest goes at full speed (a
+    /// server that takes a while to start, sending keep-alives).
+    pub drip_first: usize,
     /// How many more requests to answer this way.
     pub times: usize,
 }
@@ -142,6 +145,7 @@ impl Scripted {
             repeat: Vec::new(),
             drip_ms: 0,
             drip_bytes: 0,
+            drip_first: 0,
             times: 1,
         }
     }
@@ -183,9 +187,17 @@ fn scripted_response(script: Scripted) -> Response<Body> {
             if at >= total_head && script.repeat.is_empty() {
                 return None;
             }
-            if script.drip_ms > 0 {
+            let dripping = script.drip_ms > 0 && (script.drip_first == 0 || at < script.drip_first);
+            if dripping {
                 tokio::time::sleep(std::time::Duration::from_millis(script.drip_ms)).await;
             }
+            let chunk = if dripping && script.drip_first > 0 {
+                chunk.min(script.drip_first - at)
+            } else if script.drip_first > 0 {
+                64 * 1024
+            } else {
+                chunk
+            };
             let mut out = Vec::with_capacity(chunk);
             while out.len() < chunk {
                 if at < total_head {
