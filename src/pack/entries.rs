@@ -159,31 +159,10 @@ impl<R: BufRead> EntryStream<R> {
         .map_err(|e| stream_error("reading an entry header", e, &self.pack_dir))?;
         let header_size = self.tap.offset - pack_offset;
         let size = header.decompressed_size;
-        if size > self.limits.max_object_bytes {
-            return Err(ReceiveError::TooLarge(format!(
-                "an entry at offset {pack_offset} of the pack claims {size} bytes, over the \
-                 limit of {} (--max-object-bytes raises it)",
-                self.limits.max_object_bytes
-            )));
-        }
+        self.check_claims(pack_offset, &header)?;
         let big = size > self.limits.big_object_bytes;
         let kind = header.header.as_kind();
-        match header.header {
-            Header::OfsDelta { base_distance } => {
-                let base = pack_offset.checked_sub(base_distance);
-                if base.is_some_and(|b| self.big_offsets.contains(&b)) {
-                    return Err(ReceiveError::TooLarge(format!(
-                        "the pack holds a delta (at offset {pack_offset}) against an object over \
-                         {} bytes: git never makes one (core.bigFileThreshold), and it would have \
-                         to be held in memory whole",
-                        self.limits.big_object_bytes
-                    )));
-                }
-            }
-            Header::RefDelta { .. } => {}
-            _ => {}
-        }
-        let mut hasher = match (big, kind) {
+        let hasher = match (big, kind) {
             (true, Some(kind)) => {
                 let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
                 h.update(&gix::objs::encode::loose_header(kind, size));
@@ -191,62 +170,8 @@ impl<R: BufRead> EntryStream<R> {
             }
             _ => None,
         };
-        let is_delta = kind.is_none();
         let data_start = self.tap.offset;
-        let mut inflated = 0u64;
-        // A delta's first bytes, until its two size varints are read (at most 20 bytes).
-        let mut delta_head: Option<Vec<u8>> = is_delta.then(Vec::new);
-        {
-            let mut z = flate2::bufread::ZlibDecoder::new(&mut self.tap);
-            loop {
-                let n = match z.read(&mut self.scratch) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) => return Err(stream_error("inflating an entry", e, &self.pack_dir)),
-                };
-                if let Some(head) = delta_head.as_mut() {
-                    // The delta's header: the base's size, then the result's (gitformat-pack
-                    // "Deltified representation"); refused before gix-pack allocates the result.
-                    head.extend_from_slice(&self.scratch[..n.min(20)]);
-                    let result = delta_result_size(head);
-                    if result.is_some() || head.len() >= 20 {
-                        delta_head = None;
-                    }
-                    if let Some(result) = result
-                        && result > self.limits.big_object_bytes
-                    {
-                        return Err(ReceiveError::TooLarge(format!(
-                            "the pack holds a delta (at offset {pack_offset}) whose result claims \
-                             {result} bytes, over {}: {}",
-                            if result > self.limits.max_object_bytes {
-                                self.limits.max_object_bytes
-                            } else {
-                                self.limits.big_object_bytes
-                            },
-                            if result > self.limits.max_object_bytes {
-                                "over the object limit (--max-object-bytes raises it)"
-                            } else {
-                                "git never deltifies objects that big (core.bigFileThreshold), \
-                                 and the result would have to be held in memory whole"
-                            }
-                        )));
-                    }
-                }
-                if let Some(h) = hasher.as_mut() {
-                    h.update(&self.scratch[..n]);
-                }
-                inflated += n as u64;
-                if inflated > size {
-                    break;
-                }
-            }
-        }
-        if inflated != size {
-            return Err(ReceiveError::Corrupt(format!(
-                "pack entry at offset {pack_offset} inflates to {inflated} bytes, but its header \
-                 says {size}"
-            )));
-        }
+        let hasher = self.inflate(pack_offset, size, kind.is_none(), hasher)?;
         let compressed_size = self.tap.offset - data_start;
         let crc32 = self.tap.crc.clone().finalize();
         self.learned.borrow_mut().entries_end = self.tap.offset;
@@ -279,6 +204,83 @@ impl<R: BufRead> EntryStream<R> {
             decompressed_size: size,
             trailer: None,
         }))
+    }
+
+    /// Refuse what an entry's header claims before anything that size exists: an object over
+    /// the object limit, a delta against a big object.
+    fn check_claims(
+        &self,
+        pack_offset: u64,
+        header: &gix_pack::data::Entry,
+    ) -> Result<(), ReceiveError> {
+        let size = header.decompressed_size;
+        if size > self.limits.max_object_bytes {
+            return Err(ReceiveError::TooLarge(format!(
+                "an entry at offset {pack_offset} of the pack claims {size} bytes, over the \
+                 limit of {} (--max-object-bytes raises it)",
+                self.limits.max_object_bytes
+            )));
+        }
+        if let Header::OfsDelta { base_distance } = header.header
+            && pack_offset
+                .checked_sub(base_distance)
+                .is_some_and(|b| self.big_offsets.contains(&b))
+        {
+            return Err(ReceiveError::TooLarge(format!(
+                "the pack holds a delta (at offset {pack_offset}) against an object over {} \
+                 bytes: git never makes one (core.bigFileThreshold), and it would have to be held \
+                 in memory whole",
+                self.limits.big_object_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Inflate the entry's data as it passes, 64 KiB at a time, into `hasher` when it is a big
+    /// object's; a delta's result size is checked as soon as its header is read. Returns the
+    /// hasher.
+    fn inflate(
+        &mut self,
+        pack_offset: u64,
+        size: u64,
+        is_delta: bool,
+        mut hasher: Option<gix::hash::Hasher>,
+    ) -> Result<Option<gix::hash::Hasher>, ReceiveError> {
+        let mut inflated = 0u64;
+        // A delta's first bytes, until its two size varints are read (at most 20 bytes).
+        let mut delta_head: Option<Vec<u8>> = is_delta.then(Vec::new);
+        let mut z = flate2::bufread::ZlibDecoder::new(&mut self.tap);
+        loop {
+            let n = match z.read(&mut self.scratch) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => return Err(stream_error("inflating an entry", e, &self.pack_dir)),
+            };
+            if let Some(head) = delta_head.as_mut() {
+                head.extend_from_slice(&self.scratch[..n.min(20)]);
+                let result = delta_result_size(head);
+                if result.is_some() || head.len() >= 20 {
+                    delta_head = None;
+                }
+                if let Some(result) = result {
+                    self.limits.check_delta_result(pack_offset, result)?;
+                }
+            }
+            if let Some(h) = hasher.as_mut() {
+                h.update(&self.scratch[..n]);
+            }
+            inflated += n as u64;
+            if inflated > size {
+                break;
+            }
+        }
+        if inflated != size {
+            return Err(ReceiveError::Corrupt(format!(
+                "pack entry at offset {pack_offset} inflates to {inflated} bytes, but its header \
+                 says {size}"
+            )));
+        }
+        Ok(hasher)
     }
 
     /// After the last entry: the trailer, checked against the SHA-1 of everything before it.
@@ -343,6 +345,33 @@ impl<R: BufRead> Iterator for EntryStream<R> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.objects_left as usize + usize::from(self.held.is_some());
         (left.min(self.num_objects as usize), Some(left))
+    }
+}
+
+impl PackLimits {
+    /// Refuse a delta whose header claims a result over the big-object threshold (gitformat-pack
+    /// "Deltified representation": the base's size, then the result's), before gix-pack allocates
+    /// it.
+    fn check_delta_result(&self, pack_offset: u64, result: u64) -> Result<(), ReceiveError> {
+        if result <= self.big_object_bytes {
+            return Ok(());
+        }
+        let (limit, why) = if result > self.max_object_bytes {
+            (
+                self.max_object_bytes,
+                "over the object limit (--max-object-bytes raises it)",
+            )
+        } else {
+            (
+                self.big_object_bytes,
+                "git never deltifies objects that big (core.bigFileThreshold), and the result \
+                 would have to be held in memory whole",
+            )
+        };
+        Err(ReceiveError::TooLarge(format!(
+            "the pack holds a delta (at offset {pack_offset}) whose result claims {result} bytes, \
+             over {limit}: {why}"
+        )))
     }
 }
 

@@ -104,12 +104,7 @@ pub fn receive(
     limits: PackLimits,
     interrupt: &AtomicBool,
 ) -> Result<Received, ReceiveError> {
-    let io_err = |what: &str, e: io::Error| {
-        ReceiveError::Local(crate::Error::io(
-            format!("{what} in {}", pack_dir.display()),
-            e,
-        ))
-    };
+    let io_err = |what: &str, e: io::Error| local_io(pack_dir, what, e);
     let data_tmp = tempfile::Builder::new()
         .prefix("tmp_pack_")
         .tempfile_in(pack_dir)
@@ -126,74 +121,19 @@ pub fn receive(
         file: writer.clone(),
         last_read: last_read.clone(),
     };
-    let (mut entries, learned) = super::entries::EntryStream::new(
-        io::BufReader::with_capacity(64 * 1024, tee),
-        limits,
-        pack_dir,
-    )?;
-    let pack_version = entries.version();
-
     let mut index_tmp = tempfile::Builder::new()
         .prefix("tmp_idx_")
         .tempfile_in(pack_dir)
         .map_err(|e| io_err("creating the temporary index file", e))?;
-    let outcome = {
-        let mut out = BufWriter::new(index_tmp.as_file_mut());
-        let outcome = gix_pack::index::write_data_iter_to_stream(
-            gix_pack::index::Version::V2,
-            || {
-                let mut file = writer
-                    .lock()
-                    .map_err(|_| io::Error::other("pack writer poisoned"))?;
-                file.flush()?;
-                let map = ReleasingMap::new(file.get_ref())?;
-                Ok((resolve_entry, map))
-            },
-            &mut entries,
-            thread_limit,
-            &mut gix::progress::Discard,
-            &mut out,
-            interrupt,
-            gix::hash::Kind::Sha1,
-            limits.alloc_limit(),
-            pack_version,
-        )
-        .map_err(|e| {
-            // The stream's own failure, when it stopped gix-pack; else gix-pack's.
-            learned.borrow_mut().failure.take().unwrap_or_else(|| {
-                ReceiveError::from_gix(
-                    &format!("writing the received pack into {}", pack_dir.display()),
-                    &e,
-                    limits,
-                )
-            })
-        });
-        let outcome = match outcome {
-            Ok(o) => o,
-            // gix-pack refuses a pack it got no entry of; every object of this one was big.
-            Err(_) if learned.borrow().trailer.is_some() && !learned.borrow().big.is_empty() => {
-                gix_pack::index::write::Outcome {
-                    index_version: gix_pack::index::Version::V2,
-                    index_hash: gix::hash::Kind::Sha1.null(),
-                    data_hash: learned.borrow().trailer.expect("checked"),
-                    num_objects: 0,
-                }
-            }
-            Err(e) => return Err(e),
-        };
-        out.flush()
-            .map_err(|e| io_err("writing the pack index", e))?;
-        outcome
-    };
-    drop(entries);
-    let learned = std::mem::take(&mut *learned.borrow_mut());
-    let entries_end = learned.entries_end.max(gix_pack::data::header::SIZE as u64);
-    // Objects held back from gix-pack (over the big-object threshold) go into the index too.
-    let outcome = if learned.big.is_empty() {
-        outcome
-    } else {
-        merge_big_objects(&mut index_tmp, outcome, &learned.big)?
-    };
+    let (outcome, learned) = index(
+        io::BufReader::with_capacity(64 * 1024, tee),
+        &writer,
+        &mut index_tmp,
+        pack_dir,
+        thread_limit,
+        limits,
+        interrupt,
+    )?;
     if let Ok(last) = last_read.lock() {
         tracing::debug!(
             "pack: {} objects; stream ended after {} ms, deltas resolved and indexed after {} ms",
@@ -202,28 +142,7 @@ pub fn receive(
             started.elapsed().as_millis()
         );
     }
-    // Bytes after the checksum are refused, as `git index-pack` does: in the last side-band packet
-    // the parser's buffer has already copied them into the file; in a later packet they wait unread.
-    let written = {
-        let mut file = writer
-            .lock()
-            .map_err(|_| ReceiveError::Corrupt("pack writer poisoned".to_owned()))?;
-        file.flush().map_err(|e| io_err("writing the pack", e))?;
-        file.get_ref()
-            .metadata()
-            .map_err(|e| io_err("reading the pack's size", e))?
-            .len()
-    };
-    let pack_len = entries_end + gix::hash::Kind::Sha1.len_in_bytes() as u64;
-    let mut more = [0u8; 1];
-    let unread = input
-        .read(&mut more)
-        .map_err(|e| ReceiveError::Corrupt(format!("reading after the pack: {e}")))?;
-    if written > pack_len || unread > 0 {
-        return Err(ReceiveError::Corrupt(format!(
-            "the server sent data after the end of the pack ({pack_len} bytes): refused, as git does"
-        )));
-    }
+    refuse_data_after_the_pack(input, &writer, learned.entries_end, pack_dir)?;
     if outcome.num_objects == 0 {
         return Ok(Received {
             data_path: None,
@@ -251,6 +170,120 @@ pub fn receive(
         num_objects: outcome.num_objects,
         big: learned.big.iter().map(|b| b.id).collect(),
     })
+}
+
+/// A local I/O failure around the pack files in `pack_dir`.
+fn local_io(pack_dir: &Path, what: &str, e: io::Error) -> ReceiveError {
+    ReceiveError::Local(crate::Error::io(
+        format!("{what} in {}", pack_dir.display()),
+        e,
+    ))
+}
+
+type PackWriter = Arc<Mutex<BufWriter<std::fs::File>>>;
+
+/// Stream the pack's entries from `stream` into gix-pack's index writer, which resolves the
+/// deltas through a [`ReleasingMap`] of the pack file `writer` fills; big objects held back by
+/// the stream are merged into the index afterwards.
+fn index(
+    stream: impl BufRead,
+    writer: &PackWriter,
+    index_tmp: &mut tempfile::NamedTempFile,
+    pack_dir: &Path,
+    thread_limit: Option<usize>,
+    limits: PackLimits,
+    interrupt: &AtomicBool,
+) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
+    let (mut entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
+    let pack_version = entries.version();
+    let mut out = BufWriter::new(index_tmp.as_file_mut());
+    let outcome = gix_pack::index::write_data_iter_to_stream(
+        gix_pack::index::Version::V2,
+        || {
+            let mut file = writer
+                .lock()
+                .map_err(|_| io::Error::other("pack writer poisoned"))?;
+            file.flush()?;
+            let map = ReleasingMap::new(file.get_ref())?;
+            Ok((resolve_entry, map))
+        },
+        &mut entries,
+        thread_limit,
+        &mut gix::progress::Discard,
+        &mut out,
+        interrupt,
+        gix::hash::Kind::Sha1,
+        limits.alloc_limit(),
+        pack_version,
+    )
+    .map_err(|e| {
+        // The stream's own failure, when it stopped gix-pack; else gix-pack's.
+        learned.borrow_mut().failure.take().unwrap_or_else(|| {
+            ReceiveError::from_gix(
+                &format!("writing the received pack into {}", pack_dir.display()),
+                &e,
+                limits,
+            )
+        })
+    });
+    let outcome = match outcome {
+        Ok(o) => o,
+        // gix-pack refuses a pack it got no entry of; every object of this one was big.
+        Err(_) if learned.borrow().trailer.is_some() && !learned.borrow().big.is_empty() => {
+            gix_pack::index::write::Outcome {
+                index_version: gix_pack::index::Version::V2,
+                index_hash: gix::hash::Kind::Sha1.null(),
+                data_hash: learned.borrow().trailer.expect("checked"),
+                num_objects: 0,
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    out.flush()
+        .map_err(|e| local_io(pack_dir, "writing the pack index", e))?;
+    drop(out);
+    drop(entries);
+    let learned = std::mem::take(&mut *learned.borrow_mut());
+    // Objects held back from gix-pack (over the big-object threshold) go into the index too.
+    let outcome = if learned.big.is_empty() {
+        outcome
+    } else {
+        merge_big_objects(index_tmp, outcome, &learned.big)?
+    };
+    Ok((outcome, learned))
+}
+
+/// Bytes after the checksum are refused, as `git index-pack` does: in the last side-band packet
+/// the parser's buffer has already copied them into the file; in a later packet they wait unread.
+fn refuse_data_after_the_pack(
+    input: &mut dyn BufRead,
+    writer: &PackWriter,
+    entries_end: u64,
+    pack_dir: &Path,
+) -> Result<(), ReceiveError> {
+    let written = {
+        let mut file = writer
+            .lock()
+            .map_err(|_| ReceiveError::Corrupt("pack writer poisoned".to_owned()))?;
+        file.flush()
+            .map_err(|e| local_io(pack_dir, "writing the pack", e))?;
+        file.get_ref()
+            .metadata()
+            .map_err(|e| local_io(pack_dir, "reading the pack's size", e))?
+            .len()
+    };
+    let entries_end = entries_end.max(gix_pack::data::header::SIZE as u64);
+    let pack_len = entries_end + gix::hash::Kind::Sha1.len_in_bytes() as u64;
+    let mut more = [0u8; 1];
+    let unread = input
+        .read(&mut more)
+        .map_err(|e| ReceiveError::Corrupt(format!("reading after the pack: {e}")))?;
+    if written > pack_len || unread > 0 {
+        return Err(ReceiveError::Corrupt(format!(
+            "the server sent data after the end of the pack ({pack_len} bytes): refused, as git does"
+        )));
+    }
+    Ok(())
 }
 
 /// Rewrite the index gix-pack wrote into `index_tmp` with the `big` objects added.

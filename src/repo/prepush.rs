@@ -87,23 +87,36 @@ pub fn ensure(git_dir: &Path) -> Result<Vec<String>> {
 fn ensure_in(git_dir: &Path, fresh: bool) -> Result<Vec<String>> {
     let mut warnings = Vec::new();
     let hooks = git_dir.join("hooks");
-    let mut chained = None;
-    // A hooks folder a hook manager set, in the repository's config or a work tree's.
+    let chained = take_back_hooks_path(git_dir, &mut warnings)?;
+    std::fs::create_dir_all(&hooks)
+        .map_err(|e| Error::io(format!("creating {}", hooks.display()), e))?;
+    put_the_hook_back(&hooks, &script(chained.as_deref()), fresh, &mut warnings)?;
+    if let Some(dir) = &chained {
+        shim_chained_hooks(&hooks, git_dir.parent().unwrap_or(git_dir), dir)?;
+    }
+    Ok(warnings)
+}
+
+/// A `core.hooksPath` a hook manager set — in the repository's config or a work tree's — turns
+/// the check off: remove it, remember it (`gitSession.chainedHooksPath`), and return the folder
+/// whose hooks now run through the check (also one remembered earlier).
+fn take_back_hooks_path(git_dir: &Path, warnings: &mut Vec<String>) -> Result<Option<String>> {
+    let read = |path: &Path| {
+        gix::config::File::from_path_no_includes(path.to_owned(), gix::config::Source::Local)
+            .map_err(|e| Error::internal(format!("reading {}", path.display()), e))
+    };
+    let main = git_dir.join("config");
+    let mut chained = read(&main)?.string(CHAINED_KEY).map(|v| v.to_string());
+    let workdir = git_dir.parent().unwrap_or(git_dir);
     for name in ["config", "config.worktree"] {
         let path = git_dir.join(name);
         if !path.is_file() {
             continue;
         }
-        let mut config =
-            gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
-                .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
-        if name == "config" {
-            chained = config.string(CHAINED_KEY).map(|v| v.to_string());
-        }
+        let mut config = read(&path)?;
         let Some(theirs) = config.string("core.hooksPath").map(|v| v.to_string()) else {
             continue;
         };
-        let workdir = git_dir.parent().unwrap_or(git_dir);
         if resolve_hooks_path(theirs.as_str().into(), workdir)
             == resolve_hooks_path(b".git/hooks".into(), workdir)
         {
@@ -124,31 +137,28 @@ fn ensure_in(git_dir: &Path, fresh: bool) -> Result<Vec<String>> {
             }
         }
         write_config(&path, &config)?;
-        if name == "config" {
-            let mut again =
-                gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
-                    .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
-            set(&mut again, CHAINED_KEY, theirs.as_bytes())?;
-            write_config(&path, &again)?;
-        } else {
-            let main = git_dir.join("config");
-            let mut cfg =
-                gix::config::File::from_path_no_includes(main.clone(), gix::config::Source::Local)
-                    .map_err(|e| Error::internal(format!("reading {}", main.display()), e))?;
-            set(&mut cfg, CHAINED_KEY, theirs.as_bytes())?;
-            write_config(&main, &cfg)?;
-        }
+        let mut remembered = read(&main)?;
+        set(&mut remembered, CHAINED_KEY, theirs.as_bytes())?;
+        write_config(&main, &remembered)?;
         chained = Some(theirs);
     }
-    std::fs::create_dir_all(&hooks)
-        .map_err(|e| Error::io(format!("creating {}", hooks.display()), e))?;
-    let script = script(chained.as_deref());
+    Ok(chained)
+}
+
+/// Make `hooks/pre-push` the check's `script` again: a foreign hook found there is kept as
+/// `pre-push.chained` and runs after the check.
+fn put_the_hook_back(
+    hooks: &Path,
+    script: &str,
+    fresh: bool,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
     let hook = hooks.join("pre-push");
     match std::fs::read(&hook) {
         Ok(existing) if existing == script.as_bytes() => {}
         Ok(existing) if existing.starts_with(b"#!/bin/sh\n") && existing.find(MARKER).is_some() => {
             // An earlier version of ours (another binary path): rewritten quietly.
-            write_script(&hook, &script)?;
+            write_script(&hook, script)?;
         }
         Ok(_) => {
             let keep = hooks.join(CHAINED_HOOK);
@@ -159,7 +169,7 @@ fn ensure_in(git_dir: &Path, fresh: bool) -> Result<Vec<String>> {
             }
             std::fs::rename(&hook, &keep)
                 .map_err(|e| Error::io(format!("moving {} aside", hook.display()), e))?;
-            write_script(&hook, &script)?;
+            write_script(&hook, script)?;
             // pre-commit keeps the hook it replaced as `pre-push.legacy` and runs it: ours, so
             // the check ran all along; the replacement now runs after it instead.
             let ran_ours = std::fs::read(hooks.join("pre-push.legacy"))
@@ -182,14 +192,11 @@ fn ensure_in(git_dir: &Path, fresh: bool) -> Result<Vec<String>> {
                     hook.display()
                 ));
             }
-            write_script(&hook, &script)?;
+            write_script(&hook, script)?;
         }
         Err(e) => return Err(Error::io(format!("reading {}", hook.display()), e)),
     }
-    if let Some(dir) = &chained {
-        shim_chained_hooks(&hooks, git_dir.parent().unwrap_or(git_dir), dir)?;
-    }
-    Ok(warnings)
+    Ok(())
 }
 
 /// git's reading of a `core.hooksPath` value: `~/` from `HOME`, relative to the work tree.

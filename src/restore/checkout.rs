@@ -83,51 +83,22 @@ pub fn refuse_what_is_in_the_way(
     objects: &crate::pack::PackObjects,
     resume: Option<super::CutShort>,
 ) -> Result<()> {
-    let resume_only = resume.is_some();
-    let mut cut = resume;
-    // The checkout writes what the tree's `.gitattributes` make of a blob (`eol=crlf`, `ident`,
-    // `working-tree-encoding`): that is what the killed run left, so that is what is compared.
-    let mut to_worktree = if resume_only {
-        Some(WorktreeForm::new(repo, index)?)
-    } else {
-        None
+    let mut judge = InTheWay {
+        workdir,
+        resume_only: resume.is_some(),
+        cut: resume,
+        // The checkout writes what the tree's `.gitattributes` make of a blob (`eol=crlf`,
+        // `ident`, `working-tree-encoding`): that is what the killed run left, so that is what is
+        // compared.
+        to_worktree: None,
+        folders_seen: Default::default(),
     };
-    let conflict = |path: &Path, what: &str| {
-        Error::conflict(format!(
-            "{} {what}: nothing was changed (move it aside{})",
-            path.display(),
-            if resume_only {
-                ", or pass --force to overwrite the files the commit tracks"
-            } else {
-                ""
-            }
-        ))
-    };
-    let mut folders_seen = std::collections::HashSet::new();
-    let mut buf = Vec::new();
+    if judge.resume_only {
+        judge.to_worktree = Some(WorktreeForm::new(repo, index)?);
+    }
     for entry in index.entries() {
-        let rel = std::path::Path::new(std::ffi::OsStr::from_bytes(entry.path(index)));
-        let mut parent = std::path::PathBuf::new();
-        let mut components = rel.components().peekable();
-        while let Some(component) = components.next() {
-            if components.peek().is_none() {
-                break;
-            }
-            parent.push(component);
-            if !folders_seen.insert(parent.clone()) {
-                continue;
-            }
-            match std::fs::symlink_metadata(workdir.join(&parent)) {
-                // A symlink holds no content: `--force` replaces it (never writing through it).
-                Ok(meta) if !meta.is_dir() && (resume_only || !meta.file_type().is_symlink()) => {
-                    return Err(conflict(
-                        &workdir.join(&parent),
-                        "is a file where the commit has a folder",
-                    ));
-                }
-                _ => {}
-            }
-        }
+        let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path(index)));
+        judge.leading_folders(rel)?;
         let path = workdir.join(rel);
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
@@ -135,82 +106,127 @@ pub fn refuse_what_is_in_the_way(
         if meta.is_dir() {
             let empty = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_none());
             if !empty {
-                return Err(conflict(&path, "is a folder where the commit has a file"));
+                return Err(judge.conflict(&path, "is a folder where the commit has a file"));
             }
             continue;
         }
-        if !resume_only {
-            continue;
-        }
-        let mtime = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
-        if let Some(big) = objects.big(&entry.id) {
-            // Compared a chunk at a time: it is never held whole.
-            let compared = if meta.is_file() {
-                objects
-                    .compare_big(big, &path)
-                    .map_err(|e| Error::io(format!("reading {}", path.display()), e))?
-            } else {
-                crate::pack::Compared::Other
-            };
-            match (&mut cut, compared) {
-                (Some(cut), crate::pack::Compared::Same) => cut.whole(mtime),
-                (Some(cut), crate::pack::Compared::Prefix) => cut.prefix(path.clone(), mtime),
-                _ => {
-                    return Err(conflict(
-                        &path,
-                        "holds content the interrupted restore did not write (changed since?)",
-                    ));
-                }
-            }
-            continue;
-        }
-        let blob = gix::objs::Find::try_find(objects, &entry.id, &mut buf)
-            .ok()
-            .flatten()
-            .map(|d| d.data.to_vec())
-            .unwrap_or_default();
-        let blob = match &mut to_worktree {
-            Some(form) if entry.mode != gix::index::entry::Mode::SYMLINK => {
-                form.convert(blob, entry.path(index))?
-            }
-            _ => blob,
-        };
-        let on_disk = if meta.file_type().is_symlink() {
-            std::fs::read_link(&path)
-                .map(|t| t.into_os_string().into_encoded_bytes())
-                .ok()
-        } else {
-            std::fs::read(&path).ok()
-        };
-        let same_kind =
-            meta.file_type().is_symlink() == (entry.mode == gix::index::entry::Mode::SYMLINK);
-        let ours = match (&mut cut, on_disk) {
-            (Some(cut), Some(d)) if same_kind && d == blob => {
-                cut.whole(mtime);
-                true
-            }
-            (Some(cut), Some(d))
-                if same_kind && !meta.file_type().is_symlink() && blob.starts_with(&d) =>
-            {
-                cut.prefix(path.clone(), mtime);
-                true
-            }
-            _ => false,
-        };
-        if !ours {
-            return Err(conflict(
-                &path,
-                "holds content the interrupted restore did not write (changed since?)",
-            ));
+        if judge.resume_only {
+            judge.resumed_file(entry, index, objects, &path, &meta)?;
         }
     }
-    if let Some(path) = cut.as_ref().and_then(|c| c.first_foreign()) {
-        return Err(conflict(
-            path,
-            "holds content the interrupted restore did not write (changed since?)",
-        ));
+    if let Some(path) = judge.cut.as_ref().and_then(|c| c.first_foreign()) {
+        return Err(judge.conflict(path, NOT_WRITTEN_BY_THE_RESTORE));
     }
     Ok(())
+}
+
+const NOT_WRITTEN_BY_THE_RESTORE: &str =
+    "holds content the interrupted restore did not write (changed since?)";
+
+/// The state of [`refuse_what_is_in_the_way`]'s walk.
+struct InTheWay<'a> {
+    workdir: &'a Path,
+    resume_only: bool,
+    cut: Option<super::CutShort>,
+    to_worktree: Option<WorktreeForm<'a>>,
+    folders_seen: std::collections::HashSet<std::path::PathBuf>,
+}
+
+impl InTheWay<'_> {
+    fn conflict(&self, path: &Path, what: &str) -> Error {
+        Error::conflict(format!(
+            "{} {what}: nothing was changed (move it aside{})",
+            path.display(),
+            if self.resume_only {
+                ", or pass --force to overwrite the files the commit tracks"
+            } else {
+                ""
+            }
+        ))
+    }
+
+    /// Refuse a file where the commit has one of `rel`'s leading folders. A symlink holds no
+    /// content: `--force` replaces it (never writing through it).
+    fn leading_folders(&mut self, rel: &Path) -> Result<()> {
+        let mut parent = std::path::PathBuf::new();
+        let mut components = rel.components().peekable();
+        while let Some(component) = components.next() {
+            if components.peek().is_none() {
+                break;
+            }
+            parent.push(component);
+            if !self.folders_seen.insert(parent.clone()) {
+                continue;
+            }
+            if let Ok(meta) = std::fs::symlink_metadata(self.workdir.join(&parent))
+                && !meta.is_dir()
+                && (self.resume_only || !meta.file_type().is_symlink())
+            {
+                return Err(self.conflict(
+                    &self.workdir.join(&parent),
+                    "is a file where the commit has a folder",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Completing an interrupted restore: the file at `path` must hold the commit's content, or
+    /// a prefix of it that the killed checkout cut short.
+    fn resumed_file(
+        &mut self,
+        entry: &gix::index::Entry,
+        index: &gix::index::File,
+        objects: &crate::pack::PackObjects,
+        path: &Path,
+        meta: &std::fs::Metadata,
+    ) -> Result<()> {
+        use crate::pack::Compared;
+        let mtime = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+        let symlink = meta.file_type().is_symlink();
+        let compared = if let Some(big) = objects.big(&entry.id) {
+            // Compared a chunk at a time: it is never held whole.
+            if meta.is_file() {
+                objects
+                    .compare_big(big, path)
+                    .map_err(|e| Error::io(format!("reading {}", path.display()), e))?
+            } else {
+                Compared::Other
+            }
+        } else {
+            let mut buf = Vec::new();
+            let blob = gix::objs::Find::try_find(objects, &entry.id, &mut buf)
+                .ok()
+                .flatten()
+                .map(|d| d.data.to_vec())
+                .unwrap_or_default();
+            let blob = match &mut self.to_worktree {
+                Some(form) if entry.mode != gix::index::entry::Mode::SYMLINK => {
+                    form.convert(blob, entry.path(index))?
+                }
+                _ => blob,
+            };
+            let on_disk = if symlink {
+                std::fs::read_link(path)
+                    .map(|t| t.into_os_string().into_encoded_bytes())
+                    .ok()
+            } else {
+                std::fs::read(path).ok()
+            };
+            let same_kind = symlink == (entry.mode == gix::index::entry::Mode::SYMLINK);
+            match on_disk {
+                Some(d) if same_kind && d == blob => Compared::Same,
+                Some(d) if same_kind && !symlink && blob.starts_with(&d) => Compared::Prefix,
+                _ => Compared::Other,
+            }
+        };
+        match (&mut self.cut, compared) {
+            (Some(cut), Compared::Same) => cut.whole(mtime),
+            (Some(cut), Compared::Prefix) => cut.prefix(path.to_owned(), mtime),
+            _ => return Err(self.conflict(path, NOT_WRITTEN_BY_THE_RESTORE)),
+        }
+        Ok(())
+    }
 }
 
 /// A blob as the checkout writes it into the work tree: through git's conversions as the tree's

@@ -16,7 +16,8 @@ use crate::wire::upload_pack as fetch;
 ///
 /// # Errors
 /// Usage (2) for another session's tree or a SHA-256 remote; auth (4); network (5); integrity (6)
-/// for a wrong object or an unsafe tree entry; conflict (7) for content in the way; not found (8).
+/// for a wrong object or an unsafe tree entry; conflict (7) for content in the way; not found (8);
+/// io (10) when the disk refuses.
 #[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
 pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let created_dir = !opts.dir.exists();
@@ -29,37 +30,106 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
     })?;
     let http = Http::new()?;
-
     let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
     let staging = begin_staging(opts, &plan)?;
-    let read_url = read.load()?;
-    let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
-    let read_public = read_url.public();
-    let push_public = push_url.as_ref().map(|u| u.public());
-    let written_any = std::cell::Cell::new(false);
-    let mut warnings = Vec::new();
-    let origin = |on_remote| OriginConfig {
-        url: Some(&read_url),
-        push_url: push_url.as_ref(),
-        branch: &opts.branch,
-        on_remote,
+    let run = Run {
+        opts,
+        plan: &plan,
+        read,
+        http: &http,
+        caps: &caps,
+        staging: &staging,
+        read_url: read.load()?,
+        push_url: opts.push.as_ref().map(|p| p.load()).transpose()?,
+        written_any: std::cell::Cell::new(false),
     };
-    let result = (|| -> Result<RestoreReport> {
-        layout::init(&staging, &origin(true))?;
+    let result = run.restore();
+    if result.is_err() && !run.written_any.get() && !plan.interrupted {
+        abandon(&staging);
+        if created_dir {
+            // Nothing was written: leave no empty folder behind either.
+            let _ = std::fs::remove_dir(&opts.dir);
+        }
+    }
+    result
+}
+
+/// One git restore once the target is planned and the staging folder begun.
+struct Run<'a> {
+    opts: &'a RestoreOptions,
+    plan: &'a super::Plan,
+    read: &'a crate::wire::http::UrlSource,
+    http: &'a Http,
+    caps: &'a fetch::Capabilities,
+    staging: &'a std::path::Path,
+    read_url: crate::types::RemoteUrl,
+    push_url: Option<crate::types::RemoteUrl>,
+    /// Whether anything was written into the target: a failure then keeps the intent.
+    written_any: std::cell::Cell<bool>,
+}
+
+impl Run<'_> {
+    fn origin(&self, on_remote: bool) -> OriginConfig<'_> {
+        OriginConfig {
+            url: Some(&self.read_url),
+            push_url: self.push_url.as_ref(),
+            branch: &self.opts.branch,
+            on_remote,
+        }
+    }
+
+    fn restore(&self) -> Result<RestoreReport> {
+        let opts = self.opts;
+        layout::init(self.staging, &self.origin(true))?;
+        let (lease, fetched, warnings) = self.fetch()?;
+        tracing::info!("received {} objects", fetched.objects);
+        crate::failpoint::hit("after-fetch");
+        if lease.is_zero() {
+            layout::write_config(self.staging, &self.origin(false))?;
+        }
+        crate::repo::prepush::install(self.staging)?;
+        let (files, owner) = self.check_out(lease, &fetched)?;
+        let record = SessionRecord {
+            version: 1,
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease,
+            source: Source::Git,
+            restored_at: now_rfc3339(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            read_url: Some(self.read_url.public()),
+            push_url: self.push_url.as_ref().map(|u| u.public()),
+            depth: opts.depth,
+        };
+        publish(opts, self.staging, &record, owner)?;
+        Ok(RestoreReport {
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease,
+            source: Source::Git,
+            noop: false,
+            files,
+            warnings,
+        })
+    }
+
+    /// Fetch the commit, and beside it look up the session branch (one ref: neither needs the
+    /// other's answer); returns the lease, the pack, and a warning when the branch is elsewhere.
+    fn fetch(&self) -> Result<(FullSha, fetch::Fetched, Vec<String>)> {
+        let (opts, http, read, caps) = (self.opts, self.http, self.read, self.caps);
         let interrupt = AtomicBool::new(false);
-        let pack_dir = staging.join("objects/pack");
-        // The lease lookup (one ref) runs beside the fetch: neither needs the other's answer.
+        let pack_dir = self.staging.join("objects/pack");
         let (remote_tip, fetched) = std::thread::scope(|scope| {
             let lookup = scope.spawn(|| {
                 http.with_retries(read, "looking up the session branch", |url| {
-                    fetch::ls_ref(&http, url, &caps, &opts.branch)
+                    fetch::ls_ref(http, url, caps, &opts.branch)
                 })
             });
             let fetched = http.with_retries(read, "fetching the commit", |url| {
                 fetch::fetch_pack(
-                    &http,
+                    http,
                     url,
-                    &caps,
+                    caps,
                     fetch::Want {
                         commit: opts.tip,
                         depth: opts.depth,
@@ -75,6 +145,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             (remote_tip, fetched)
         });
         let (remote_tip, fetched) = (remote_tip?, fetched?);
+        let mut warnings = Vec::new();
         let lease = match remote_tip {
             None => FullSha::zero(),
             Some(t) if t == opts.tip => opts.tip,
@@ -83,26 +154,30 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
                 opts.tip
             }
         };
-        tracing::info!("received {} objects", fetched.objects);
-        crate::failpoint::hit("after-fetch");
-        if lease.is_zero() {
-            layout::write_config(&staging, &origin(false))?;
-        }
-        crate::repo::prepush::install(&staging)?;
+        Ok((lease, fetched, warnings))
+    }
 
-        let repo = crate::repo::open(&staging)?;
+    /// Verify the commit, build the index from its tree (refusing unsafe entries and what is in
+    /// the way), check the files out and write the index; returns the number of files and the
+    /// owner everything was handed to (SPEC rule 9).
+    fn check_out(
+        &self,
+        lease: FullSha,
+        fetched: &fetch::Fetched,
+    ) -> Result<(usize, Option<(u32, u32)>)> {
+        let (opts, plan, staging) = (self.opts, self.plan, self.staging);
+        let repo = crate::repo::open(staging)?;
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity(format!("the remote sent an empty pack for {}", opts.tip))
         })?;
         let objects = crate::pack::PackObjects::open(pack_path, opts.limits, &fetched.big)
             .map_err(|e| Error::internal("opening the received pack", e))?;
         let tree = verify_commit(&objects, opts.tip)?;
-        layout::write_shallow(&staging, &fetched.shallow)?;
-        layout::write_ref(&staging, &opts.branch.full_ref(), opts.tip)?;
+        layout::write_shallow(staging, &fetched.shallow)?;
+        layout::write_ref(staging, &opts.branch.full_ref(), opts.tip)?;
         if lease == opts.tip {
-            layout::write_ref(&staging, &opts.branch.tracking_ref(), opts.tip)?;
+            layout::write_ref(staging, &opts.branch.tracking_ref(), opts.tip)?;
         }
-
         let started = std::time::Instant::now();
         let mut index = checkout::index_from_tree(&repo, &objects, tree)?;
         tracing::debug!(
@@ -112,18 +187,13 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         refuse_staging_paths(&index)?;
         checkout::require_blobs(&index, |id| objects.contains(id))?;
         if plan.overwrite {
-            checkout::refuse_what_is_in_the_way(
-                &repo,
-                &opts.dir,
-                &index,
-                &objects,
-                plan.resume_only.then(|| {
-                    super::CutShort::new(plan.cut_short_since)
-                        .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)))
-                }),
-            )?;
+            let resume = plan.resume_only.then(|| {
+                super::CutShort::new(plan.cut_short_since)
+                    .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)))
+            });
+            checkout::refuse_what_is_in_the_way(&repo, &opts.dir, &index, &objects, resume)?;
         }
-        written_any.set(true);
+        self.written_any.set(true);
         let files = checkout::checkout(
             &repo,
             objects,
@@ -131,51 +201,21 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
             &opts.dir,
             plan.overwrite,
             plan.empty,
-            &|rel| super::note_big_file(&staging, rel),
+            &|rel| super::note_big_file(staging, rel),
         )?;
         tracing::debug!(
             "{files} files checked out after {} ms",
             started.elapsed().as_millis()
         );
-        let owner = crate::fs::owner::owner_to_match(&opts.dir, &staging);
+        let owner = crate::fs::owner::owner_to_match(&opts.dir, staging);
         if let Some(owner) = owner {
             crate::fs::owner::chown_checkout(&opts.dir, &index, owner)?;
             refresh_stat(&opts.dir, &mut index)?;
         }
         checkout::write_index(&mut index)?;
         tracing::debug!("index written after {} ms", started.elapsed().as_millis());
-
-        let record = SessionRecord {
-            version: 1,
-            branch: opts.branch.clone(),
-            tip: opts.tip,
-            lease,
-            source: Source::Git,
-            restored_at: now_rfc3339(),
-            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            read_url: Some(read_public.clone()),
-            push_url: push_public.clone(),
-            depth: opts.depth,
-        };
-        publish(opts, &staging, &record, owner)?;
-        Ok(RestoreReport {
-            branch: opts.branch.clone(),
-            tip: opts.tip,
-            lease,
-            source: Source::Git,
-            noop: false,
-            files,
-            warnings: std::mem::take(&mut warnings),
-        })
-    })();
-    if result.is_err() && !written_any.get() && !plan.interrupted {
-        abandon(&staging);
-        if created_dir {
-            // Nothing was written: leave no empty folder behind either.
-            let _ = std::fs::remove_dir(&opts.dir);
-        }
+        Ok((files, owner))
     }
-    result
 }
 
 /// Refuse a tree that has an entry at the staging folder's path: checking it out would write into
