@@ -114,35 +114,38 @@ fn matches_blob(
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(false);
     };
-    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let reading = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
     if mode == gix::index::entry::Mode::SYMLINK {
         if !meta.file_type().is_symlink() {
             return Ok(false);
         }
-        let target = std::fs::read_link(path)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let target = std::fs::read_link(path).map_err(reading)?;
         let bytes = target.as_os_str().as_bytes();
-        hasher.update(format!("blob {}\0", bytes.len()).as_bytes());
-        hasher.update(bytes);
-    } else {
-        let exec = meta.permissions().mode() & 0o100 != 0;
-        let want_exec = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
-        if !meta.is_file() || exec != want_exec {
-            return Ok(false);
-        }
-        hasher.update(format!("blob {}\0", meta.len()).as_bytes());
-        let mut file = std::fs::File::open(path)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = file
-                .read(&mut buf)
-                .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-        }
+        let hash = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes);
+        return Ok(hash.is_ok_and(|h| h == id));
     }
-    Ok(hasher.try_finalize().map(|h| h == id).unwrap_or(false))
+    let exec = meta.permissions().mode() & 0o100 != 0;
+    let want_exec = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+    if !meta.is_file() || exec != want_exec {
+        return Ok(false);
+    }
+    let mut file = std::fs::File::open(path).map_err(reading)?;
+    let hash = gix::objs::compute_stream_hash(
+        gix::hash::Kind::Sha1,
+        gix::objs::Kind::Blob,
+        &mut file,
+        meta.len(),
+        &mut gix::progress::Discard,
+        &AtomicBool::new(false),
+    );
+    match hash {
+        // A file that changed size since its stat is not the blob: only `meta.len()` bytes were
+        // hashed, so one more byte (or one fewer) means it differs.
+        Ok(h) => Ok(h == id && file.read(&mut [0u8; 1]).map_err(reading)? == 0),
+        Err(e) => match e.downcast_any_ref::<std::io::Error>() {
+            Some(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+            Some(io) => Err(reading(std::io::Error::new(io.kind(), io.to_string()))),
+            None => Ok(false),
+        },
+    }
 }
