@@ -80,6 +80,26 @@ pub struct TarStream<R> {
     ended: bool,
 }
 
+/// What pax and GNU long-name headers said about the member that follows them.
+#[derive(Default)]
+struct Extensions {
+    path: Option<Vec<u8>>,
+    link: Option<Vec<u8>>,
+    size: Option<u64>,
+    long_name: Option<Vec<u8>>,
+    long_link: Option<Vec<u8>>,
+}
+
+impl Extensions {
+    fn is_empty(&self) -> bool {
+        self.path.is_none()
+            && self.link.is_none()
+            && self.size.is_none()
+            && self.long_name.is_none()
+            && self.long_link.is_none()
+    }
+}
+
 fn corrupt(msg: impl std::fmt::Display) -> Error {
     Error::Integrity(format!("the archive is corrupt or unsafe: {msg}"))
 }
@@ -163,11 +183,7 @@ impl<R: Read> TarStream<R> {
     /// truncated stream; [`Error::Network`] when the transport broke.
     pub fn next_member(&mut self) -> Result<Option<Member>> {
         self.finish_member()?;
-        let mut pax_path: Option<Vec<u8>> = None;
-        let mut pax_link: Option<Vec<u8>> = None;
-        let mut pax_size: Option<u64> = None;
-        let mut long_name: Option<Vec<u8>> = None;
-        let mut long_link: Option<Vec<u8>> = None;
+        let mut ext = Extensions::default();
         loop {
             let mut block = [0u8; 512];
             if !read_block(&mut self.inner, &mut block)? {
@@ -178,12 +194,7 @@ impl<R: Read> TarStream<R> {
                 ));
             }
             if block.iter().all(|b| *b == 0) {
-                if pax_path.is_some()
-                    || pax_link.is_some()
-                    || pax_size.is_some()
-                    || long_name.is_some()
-                    || long_link.is_some()
-                {
+                if !ext.is_empty() {
                     return Err(corrupt(
                         "extension headers without the member they describe",
                     ));
@@ -196,83 +207,91 @@ impl<R: Read> TarStream<R> {
             verify_checksum(&block)?;
             self.count_entry()?;
             let size = header.entry_size().map_err(corrupt)?;
-            let flag = header.entry_type().as_byte();
-            match flag {
-                b'x' | b'g' => {
-                    let data = self.read_small(size, "pax")?;
-                    for (key, value) in parse_pax(&data)? {
-                        if flag == b'g' {
-                            if key == b"comment" {
-                                self.commit_id = Some(String::from_utf8_lossy(&value).into_owned());
-                            }
-                            continue;
-                        }
-                        match key.as_slice() {
-                            b"path" => pax_path = Some(value),
-                            b"linkpath" => pax_link = Some(value),
-                            b"size" => {
-                                let s = std::str::from_utf8(&value)
-                                    .ok()
-                                    .and_then(|s| s.parse::<u64>().ok())
-                                    .ok_or_else(|| corrupt("a pax size that is not a number"))?;
-                                pax_size = Some(s);
-                            }
-                            k if k.starts_with(b"GNU.sparse.") => {
-                                return Err(corrupt(
-                                    "a sparse file (GNU.sparse pax records): git archive never writes them",
-                                ));
-                            }
-                            _ => {}
-                        }
-                    }
-                    continue;
-                }
-                b'L' | b'K' => {
+            match header.entry_type().as_byte() {
+                flag @ (b'x' | b'g') => self.read_pax(size, flag == b'g', &mut ext)?,
+                flag @ (b'L' | b'K') => {
                     let mut data = self.read_small(size, "GNU long name")?;
                     while data.last() == Some(&0) {
                         data.pop();
                     }
                     if flag == b'L' {
-                        long_name = Some(data);
+                        ext.long_name = Some(data);
                     } else {
-                        long_link = Some(data);
+                        ext.long_link = Some(data);
                     }
-                    continue;
+                }
+                _ => return self.member(header, size, ext).map(Some),
+            }
+        }
+    }
+
+    /// Read a pax header: a global one (`g`) may carry the commit id, an extended one (`x`) the
+    /// path, link target and size of the member that follows.
+    fn read_pax(&mut self, size: u64, global: bool, ext: &mut Extensions) -> Result<()> {
+        let data = self.read_small(size, "pax")?;
+        for (key, value) in parse_pax(&data)? {
+            if global {
+                if key == b"comment" {
+                    self.commit_id = Some(String::from_utf8_lossy(&value).into_owned());
+                }
+                continue;
+            }
+            match key.as_slice() {
+                b"path" => ext.path = Some(value),
+                b"linkpath" => ext.link = Some(value),
+                b"size" => {
+                    let s = std::str::from_utf8(&value)
+                        .ok()
+                        .and_then(|s| s.parse::<u64>().ok())
+                        .ok_or_else(|| corrupt("a pax size that is not a number"))?;
+                    ext.size = Some(s);
+                }
+                k if k.starts_with(b"GNU.sparse.") => {
+                    return Err(corrupt(
+                        "a sparse file (GNU.sparse pax records): git archive never writes them",
+                    ));
                 }
                 _ => {}
             }
-            let size = pax_size.unwrap_or(size);
-            self.total = self.total.saturating_add(size);
-            if self.total > self.limits.total_bytes {
-                return Err(corrupt(format!(
-                    "more than {} bytes of data (--max-bytes)",
-                    self.limits.total_bytes
-                )));
-            }
-            let path = pax_path
-                .or(long_name)
-                .unwrap_or_else(|| header.path_bytes().into_owned());
-            let kind = match flag {
-                b'0' | 0 | b'7' => {
-                    let mode = header.mode().map_err(corrupt)?;
-                    Kind::File {
-                        exec: mode & 0o111 != 0,
-                    }
-                }
-                b'5' => Kind::Dir,
-                b'2' => {
-                    let target = pax_link
-                        .or(long_link)
-                        .or_else(|| header.link_name_bytes().map(|c| c.into_owned()))
-                        .unwrap_or_default();
-                    Kind::Symlink(target)
-                }
-                other => Kind::Other(other),
-            };
-            self.pending = size;
-            self.padding = padding(size);
-            return Ok(Some(Member { path, kind }));
         }
+        Ok(())
+    }
+
+    /// The member `header` describes, with what its extension headers said; its data is next.
+    fn member(&mut self, header: &tar::Header, size: u64, ext: Extensions) -> Result<Member> {
+        let size = ext.size.unwrap_or(size);
+        self.total = self.total.saturating_add(size);
+        if self.total > self.limits.total_bytes {
+            return Err(corrupt(format!(
+                "more than {} bytes of data (--max-bytes)",
+                self.limits.total_bytes
+            )));
+        }
+        let path = ext
+            .path
+            .or(ext.long_name)
+            .unwrap_or_else(|| header.path_bytes().into_owned());
+        let kind = match header.entry_type().as_byte() {
+            b'0' | 0 | b'7' => {
+                let mode = header.mode().map_err(corrupt)?;
+                Kind::File {
+                    exec: mode & 0o111 != 0,
+                }
+            }
+            b'5' => Kind::Dir,
+            b'2' => {
+                let target = ext
+                    .link
+                    .or(ext.long_link)
+                    .or_else(|| header.link_name_bytes().map(|c| c.into_owned()))
+                    .unwrap_or_default();
+                Kind::Symlink(target)
+            }
+            other => Kind::Other(other),
+        };
+        self.pending = size;
+        self.padding = padding(size);
+        Ok(Member { path, kind })
     }
 
     /// Read what follows the end-of-archive marker to the end of the stream, so that a truncated or
