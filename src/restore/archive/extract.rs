@@ -85,36 +85,111 @@ pub fn extract<R: Read>(
     strip: Strip,
     tip_hex: &str,
 ) -> Result<Extracted> {
-    let mut out = Extracted::default();
-    let mut strip_state: Option<(usize, Option<Vec<u8>>)> = match strip {
-        Strip::Components(n) => Some((n, None)),
-        Strip::Auto => None,
+    let mut extraction = Extraction {
+        root,
+        tip_hex,
+        strip: match strip {
+            Strip::Components(n) => Some((n, None)),
+            Strip::Auto => None,
+        },
+        checked_parent: None,
+        out: Extracted::default(),
     };
-    // The parent (relative, '/'-joined) whose every component was last checked to be a directory.
-    let mut checked_parent: Option<Vec<u8>> = None;
     while let Some(member) = stream.next_member()? {
         // git archive writes the commit id first: a wrong archive stops here, not at its end.
         if let Some(id) = &stream.commit_id {
             super::check_commit_id(id, tip_hex)?;
         }
         let Member { path, kind } = member;
-        let components = check_raw_path(&path, &kind)?;
-        if let Kind::Other(flag) = kind {
-            return Err(unsafe_entry(&path, type_name(flag)));
+        if let Some(target) = extraction.place(&path, &kind)? {
+            extraction.create(stream, &path, kind, &target)?;
         }
-        let ty = match &kind {
+    }
+    Ok(extraction.out)
+}
+
+/// The state of one [`extract`].
+struct Extraction<'a> {
+    root: &'a Path,
+    tip_hex: &'a str,
+    /// Components to drop, and the top-level folder they are (with [`Strip::Auto`]); decided by
+    /// the first member.
+    strip: Option<(usize, Option<Vec<u8>>)>,
+    /// The parent (relative, '/'-joined) whose every component was last checked to be a directory.
+    checked_parent: Option<Vec<u8>>,
+    out: Extracted,
+}
+
+impl Extraction<'_> {
+    /// Where the member `path` goes below the root, every rule checked and its parents created;
+    /// `None` when there is nothing to create (a stripped folder, a directory already there).
+    fn place(&mut self, path: &[u8], kind: &Kind) -> Result<Option<PathBuf>> {
+        let components = check_raw_path(path, kind)?;
+        let ty = match kind {
             Kind::File { .. } => Type::File,
             Kind::Dir => Type::Dir,
             Kind::Symlink(_) => Type::Symlink,
-            Kind::Other(_) => unreachable!("refused above"),
+            Kind::Other(flag) => return Err(unsafe_entry(path, type_name(*flag))),
         };
-        let (n, prefix) = strip_state.get_or_insert_with(|| {
+        let n = self.stripped(path, &components, ty, kind)?;
+        if components.len() <= n {
+            // The stripped folder itself (or, with --strip-components, a member above the cut).
+            return Ok(None);
+        }
+        let rel = &components[n..];
+        if rel[0].eq_ignore_ascii_case(STAGING_DIR.as_bytes()) {
+            // The git dir is built there and becomes `.git`: an entry there would be a hook or config.
+            return Err(unsafe_entry(
+                path,
+                format!("{STAGING_DIR} is where git-session builds the git dir"),
+            ));
+        }
+        // Every ancestor must be a real directory: never write through a link.
+        let parent = rel[..rel.len() - 1].join(&b'/');
+        if !parent.is_empty() && self.checked_parent.as_deref() != Some(parent.as_slice()) {
+            ensure_dirs(self.root, &rel[..rel.len() - 1], path, &mut self.out)?;
+            self.checked_parent = Some(parent);
+        }
+        let target = self.root.join(OsStr::from_bytes(&rel.join(&b'/')));
+        match existing_type(&target, path)? {
+            Some(prev) if prev != ty => {
+                return Err(unsafe_entry(
+                    path,
+                    format!("it appears twice, as {} and as {}", prev.name(), ty.name()),
+                ));
+            }
+            Some(Type::Dir) => return Ok(None),
+            Some(prev) => {
+                // The same file or symlink again: the later one wins, as tar does (counted once).
+                std::fs::remove_file(&target)
+                    .map_err(|e| Error::io(format!("replacing {}", target.display()), e))?;
+                match prev {
+                    Type::File => self.out.files -= 1,
+                    _ => self.out.symlinks -= 1,
+                }
+            }
+            None => {}
+        }
+        Ok(Some(target))
+    }
+
+    /// How many leading components of `path` to drop. With [`Strip::Auto`] the first member
+    /// decides; after it, every member must be inside the folder it stripped.
+    fn stripped(
+        &mut self,
+        path: &[u8],
+        components: &[Vec<u8>],
+        ty: Type,
+        kind: &Kind,
+    ) -> Result<usize> {
+        let tip_hex = self.tip_hex;
+        let (n, prefix) = self.strip.get_or_insert_with(|| {
             let first = components.first().cloned().unwrap_or_default();
             let holds_id = first.len() >= 7
                 && String::from_utf8_lossy(&first)
                     .to_ascii_lowercase()
                     .contains(&tip_hex[..7]);
-            let is_folder = components.len() > 1 || kind == Kind::Dir;
+            let is_folder = components.len() > 1 || *kind == Kind::Dir;
             if holds_id && is_folder {
                 (1, Some(first))
             } else {
@@ -124,13 +199,13 @@ pub fn extract<R: Read>(
         if let Some(prefix) = prefix {
             if components.first() != Some(prefix) {
                 return Err(unsafe_entry(
-                    &path,
+                    path,
                     "outside the archive's single top-level folder",
                 ));
             }
             if components.len() == 1 && ty != Type::Dir {
                 return Err(unsafe_entry(
-                    &path,
+                    path,
                     format!(
                         "the archive's top-level folder appears again as {}",
                         ty.name()
@@ -138,75 +213,48 @@ pub fn extract<R: Read>(
                 ));
             }
         }
-        if components.len() <= *n {
-            // The stripped folder itself (or, with --strip-components, a member above the cut).
-            continue;
-        }
-        let rel = &components[*n..];
-        if rel[0].eq_ignore_ascii_case(STAGING_DIR.as_bytes()) {
-            // The git dir is built there and becomes `.git`: an entry there would be a hook or config.
-            return Err(unsafe_entry(
-                &path,
-                format!("{STAGING_DIR} is where git-session builds the git dir"),
-            ));
-        }
-        // Every ancestor must be a real directory: never write through a link.
-        let parent = rel[..rel.len() - 1].join(&b'/');
-        if !parent.is_empty() && checked_parent.as_deref() != Some(parent.as_slice()) {
-            ensure_dirs(root, &rel[..rel.len() - 1], &path, &mut out)?;
-            checked_parent = Some(parent);
-        }
-        let full = rel.join(&b'/');
-        let target: PathBuf = root.join(OsStr::from_bytes(&full));
-        match existing_type(&target, &path)? {
-            Some(prev) if prev != ty => {
-                return Err(unsafe_entry(
-                    &path,
-                    format!("it appears twice, as {} and as {}", prev.name(), ty.name()),
-                ));
-            }
-            Some(Type::Dir) => continue,
-            Some(prev) => {
-                // The same file or symlink again: the later one wins, as tar does (counted once).
-                std::fs::remove_file(&target)
-                    .map_err(|e| Error::io(format!("replacing {}", target.display()), e))?;
-                match prev {
-                    Type::File => out.files -= 1,
-                    _ => out.symlinks -= 1,
-                }
-            }
-            None => {}
-        }
+        Ok(*n)
+    }
+
+    /// Create the member at `target` (nothing is there: see [`Extraction::place`]); a file is
+    /// created with `O_EXCL`, which never follows a link.
+    fn create<R: Read>(
+        &mut self,
+        stream: &mut TarStream<R>,
+        path: &[u8],
+        kind: Kind,
+        target: &Path,
+    ) -> Result<()> {
         match kind {
             Kind::Dir => {
-                std::fs::create_dir(&target).map_err(|e| create_error(&path, &target, e))?;
-                out.dirs += 1;
+                std::fs::create_dir(target).map_err(|e| create_error(path, target, e))?;
+                self.out.dirs += 1;
             }
             Kind::File { exec } => {
                 let file = std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
                     .mode(if exec { 0o777 } else { 0o666 })
-                    .open(&target)
-                    .map_err(|e| create_error(&path, &target, e))?;
+                    .open(target)
+                    .map_err(|e| create_error(path, target, e))?;
                 let mut w = BufWriter::with_capacity(64 * 1024, file);
-                copy(&mut stream.data(), &mut w, &target)?;
+                copy(&mut stream.data(), &mut w, target)?;
                 w.flush()
                     .map_err(|e| Error::io(format!("writing {}", target.display()), e))?;
-                out.files += 1;
+                self.out.files += 1;
             }
             Kind::Symlink(link) => {
                 if link.is_empty() || link.contains(&0) {
-                    return Err(unsafe_entry(&path, "a symlink without a usable target"));
+                    return Err(unsafe_entry(path, "a symlink without a usable target"));
                 }
-                std::os::unix::fs::symlink(OsStr::from_bytes(&link), &target)
-                    .map_err(|e| create_error(&path, &target, e))?;
-                out.symlinks += 1;
+                std::os::unix::fs::symlink(OsStr::from_bytes(&link), target)
+                    .map_err(|e| create_error(path, target, e))?;
+                self.out.symlinks += 1;
             }
-            Kind::Other(_) => unreachable!("refused above"),
+            Kind::Other(_) => unreachable!("refused by Extraction::place"),
         }
+        Ok(())
     }
-    Ok(out)
 }
 
 /// What is at `path` (not following a link), if anything; `member` names the archive entry.
