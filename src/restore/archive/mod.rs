@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::{SessionRecord, Source, now_rfc3339};
 use crate::types::FullSha;
+use crate::types::RemoteUrl;
 use crate::wire::http::{Http, Request, UrlSource};
 use crate::wire::upload_pack as fetch;
 
@@ -65,114 +66,194 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         super::Decision::Done(noop) => return Ok(*noop),
     };
     let mut warnings = Vec::new();
-    // The lease: asked of the remote when a READ_URL is known, else TIP_SHA.
     let http = Http::new()?;
-    let lease = match &opts.read {
-        None => opts.tip,
-        Some(read) => {
-            let remote = http.with_retries(read, "looking up the session branch", |url| {
-                let caps = fetch::handshake(&http, url)?;
-                fetch::ls_ref(&http, url, &caps, &opts.branch)
-            })?;
-            match remote {
-                None => FullSha::zero(),
-                Some(t) if t == opts.tip => opts.tip,
-                Some(other) => {
-                    warnings.push(super::stale_tip_warning(&opts.branch, other, opts.tip));
-                    opts.tip
-                }
-            }
-        }
-    };
-
+    let lease = look_up_lease(&http, opts, &mut warnings)?;
     // A file source is opened before anything is created: a wrong path changes nothing.
-    let mut file = match &archive.source {
+    let file = match &archive.source {
         ArchiveSource::File(path) => Some(std::fs::File::open(path).map_err(|e| {
             Error::Usage(format!("cannot open the archive {}: {e}", path.display()))
         })?),
         _ => None,
     };
     let staging = begin_staging(opts, &plan)?;
-    let moving = std::cell::Cell::new(false);
-    let result = (|| -> Result<RestoreReport> {
+    let mut run = Staged {
+        opts,
+        archive,
+        plan: &plan,
+        staging: &staging,
+        http: &http,
+        lease,
+        warnings,
+        moving: false,
+    };
+    let result = run.restore(file);
+    if result.is_err() && !run.moving && !plan.interrupted {
+        // Nothing of the archive reached the target: remove the staging folder, the target is as
+        // it was. A failure while moving entries (local I/O) keeps it, with its intent, so that
+        // the next run completes the move; so does completing an interrupted restore, whose
+        // files are already in the target. A target folder this run created goes too (only if
+        // empty: `remove_dir` never deletes content).
+        abandon(&staging);
+        if !target_existed {
+            let _ = std::fs::remove_dir(&opts.dir);
+        }
+    }
+    result
+}
+
+/// The lease: asked of the remote when a READ_URL is known, else `TIP_SHA`.
+fn look_up_lease(
+    http: &Http,
+    opts: &RestoreOptions,
+    warnings: &mut Vec<String>,
+) -> Result<FullSha> {
+    let Some(read) = &opts.read else {
+        return Ok(opts.tip);
+    };
+    let remote = http.with_retries(read, "looking up the session branch", |url| {
+        let caps = fetch::handshake(http, url)?;
+        fetch::ls_ref(http, url, &caps, &opts.branch)
+    })?;
+    Ok(match remote {
+        None => FullSha::zero(),
+        Some(t) if t == opts.tip => opts.tip,
+        Some(other) => {
+            warnings.push(super::stale_tip_warning(&opts.branch, other, opts.tip));
+            opts.tip
+        }
+    })
+}
+
+/// One archive restore from the staging folder on.
+struct Staged<'a> {
+    opts: &'a RestoreOptions,
+    archive: &'a ArchiveOptions,
+    plan: &'a super::Plan,
+    staging: &'a Path,
+    http: &'a Http,
+    lease: FullSha,
+    warnings: Vec<String>,
+    /// Entries have begun to move into the target: a failure from then on keeps the staging folder.
+    moving: bool,
+}
+
+impl Staged<'_> {
+    /// Build the git dir, extract and check the archive, move it into place, publish the record.
+    fn restore(&mut self, file: Option<std::fs::File>) -> Result<RestoreReport> {
+        let opts = self.opts;
+        let (read_public, push_public) = self.init_git_dir()?;
+        let tree = self.staging.join(TREE_DIR);
+        let tip_hex = opts.tip.to_string();
+        let (extracted, commit_id) = self.extract(&tree, file, &tip_hex)?;
+        self.check_recorded_commit(commit_id, &tip_hex)?;
+        crate::failpoint::hit("after-extract");
+
+        let owner = crate::fs::owner::owner_to_match(&opts.dir, self.staging);
+        if let Some(owner) = owner {
+            crate::fs::owner::chown_tree(&tree, owner)?;
+        }
+        self.move_into_place(&tree)?;
+        std::fs::remove_dir_all(&tree)
+            .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
+        let record = SessionRecord {
+            version: 1,
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease: self.lease,
+            source: Source::Archive,
+            restored_at: now_rfc3339(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            read_url: read_public,
+            push_url: push_public,
+            depth: opts.depth,
+        };
+        publish(opts, self.staging, &record, owner)?;
+        Ok(RestoreReport {
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease: self.lease,
+            source: Source::Archive,
+            noop: false,
+            files: extracted.files + extracted.symlinks,
+            warnings: std::mem::take(&mut self.warnings),
+        })
+    }
+
+    /// The staging git dir with its remote and the check of plain `git push`; returns the URLs'
+    /// credential-free forms for the record.
+    fn init_git_dir(&self) -> Result<(Option<String>, Option<String>)> {
+        let opts = self.opts;
         let read_url = opts.read.as_ref().map(|r| r.load()).transpose()?;
         let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
-        let read_public = read_url.as_ref().map(|u| u.public());
-        let push_public = push_url.as_ref().map(|u| u.public());
         layout::init(
-            &staging,
+            self.staging,
             &OriginConfig {
                 url: read_url.as_ref(),
                 push_url: push_url.as_ref(),
                 branch: &opts.branch,
-                on_remote: !lease.is_zero(),
+                on_remote: !self.lease.is_zero(),
             },
         )?;
-        crate::repo::prepush::install(&staging)?;
-        let tree = staging.join(TREE_DIR);
-        let tip_hex = opts.tip.to_string();
-        let (extracted, commit_id) = match &archive.source {
+        crate::repo::prepush::install(self.staging)?;
+        Ok((
+            read_url.as_ref().map(|u| u.public()),
+            push_url.as_ref().map(|u| u.public()),
+        ))
+    }
+
+    /// Unpack the archive into a fresh `tree`; a download that breaks off starts again from
+    /// an empty folder.
+    fn extract(
+        &self,
+        tree: &Path,
+        file: Option<std::fs::File>,
+        tip_hex: &str,
+    ) -> Result<(extract::Extracted, Option<String>)> {
+        let archive = self.archive;
+        match &archive.source {
             ArchiveSource::Url(source) => {
-                http.with_retries(source, "downloading the archive", |url| {
-                    fresh_dir(&tree)?;
-                    let resp = http
-                        .send(
-                            url,
-                            Request {
-                                endpoint: "",
-                                headers: Vec::new(),
-                                body: None,
-                            },
-                        )
-                        .map_err(|e| match e {
-                            Error::NotFound(_) => {
-                                Error::NotFound(format!("no archive at {url} (HTTP 404)"))
-                            }
-                            other => other,
-                        })?;
-                    let body = NetBody {
-                        inner: resp,
-                        url: url.to_string(),
-                    };
-                    let body = crate::progress::Counted {
-                        inner: body,
-                        progress: crate::progress::Progress::bytes("downloading the archive"),
-                    };
-                    unpack(body, &tree, archive, &tip_hex)
-                })?
+                self.http
+                    .with_retries(source, "downloading the archive", |url| {
+                        fresh_dir(tree)?;
+                        unpack(download(self.http, url)?, tree, archive, tip_hex)
+                    })
             }
             ArchiveSource::File(_) => {
-                fresh_dir(&tree)?;
-                let file = file.take().expect("opened above");
-                unpack(file, &tree, archive, &tip_hex)?
+                fresh_dir(tree)?;
+                let file = file.expect("opened by restore_archive");
+                unpack(file, tree, archive, tip_hex)
             }
             ArchiveSource::Stdin => {
-                fresh_dir(&tree)?;
-                unpack(std::io::stdin().lock(), &tree, archive, &tip_hex)?
+                fresh_dir(tree)?;
+                unpack(std::io::stdin().lock(), tree, archive, tip_hex)
             }
-        };
-        match commit_id {
-            Some(id) => check_commit_id(&id, &tip_hex)?,
-            None if archive.require_commit_id => {
-                return Err(Error::Integrity(
-                    "the archive records no commit id (git archive's pax global header) and \
-                     --require-commit-id is set: nothing was restored"
-                        .into(),
-                ));
-            }
-            None => warnings.push(format!(
-                "the archive records no commit id (git archive's pax global header): it could not be \
-                 checked against TIP_SHA {tip_hex}"
-            )),
         }
-        crate::failpoint::hit("after-extract");
+    }
 
-        let owner = crate::fs::owner::owner_to_match(&opts.dir, &staging);
-        if let Some(owner) = owner {
-            crate::fs::owner::chown_tree(&tree, owner)?;
+    /// Without a recorded commit id the archive cannot be checked: refused with
+    /// `--require-commit-id`, else a warning.
+    fn check_recorded_commit(&mut self, commit_id: Option<String>, tip_hex: &str) -> Result<()> {
+        match commit_id {
+            Some(id) => check_commit_id(&id, tip_hex),
+            None if self.archive.require_commit_id => Err(Error::Integrity(
+                "the archive records no commit id (git archive's pax global header) and \
+                 --require-commit-id is set: nothing was restored"
+                    .into(),
+            )),
+            None => {
+                self.warnings.push(format!(
+                    "the archive records no commit id (git archive's pax global header): it could not be \
+                     checked against TIP_SHA {tip_hex}"
+                ));
+                Ok(())
+            }
         }
-        // Everything in the way is found before the first entry moves: a conflict leaves the
-        // target as it was.
+    }
+
+    /// Everything in the way is found before the first entry moves: a conflict leaves the target
+    /// as it was.
+    fn move_into_place(&mut self, tree: &Path) -> Result<()> {
+        let (opts, plan) = (self.opts, self.plan);
         let replace = match (plan.overwrite, plan.resume_only) {
             (false, _) => Replace::Nothing,
             (true, true) => Replace::Identical,
@@ -181,7 +262,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         let mut cut = super::CutShort::new(plan.cut_short_since)
             .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)));
         into_place(
-            &tree,
+            tree,
             &opts.dir,
             replace,
             Pass::Check,
@@ -197,45 +278,33 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
             )));
         }
         let accepted = cut.accepted();
-        moving.set(true);
-        into_place(&tree, &opts.dir, replace, Pass::Move, &mut cut, &accepted)?;
-        std::fs::remove_dir_all(&tree)
-            .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
-        let record = SessionRecord {
-            version: 1,
-            branch: opts.branch.clone(),
-            tip: opts.tip,
-            lease,
-            source: Source::Archive,
-            restored_at: now_rfc3339(),
-            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            read_url: read_public.clone(),
-            push_url: push_public.clone(),
-            depth: opts.depth,
-        };
-        publish(opts, &staging, &record, owner)?;
-        Ok(RestoreReport {
-            branch: opts.branch.clone(),
-            tip: opts.tip,
-            lease,
-            source: Source::Archive,
-            noop: false,
-            files: extracted.files + extracted.symlinks,
-            warnings: std::mem::take(&mut warnings),
-        })
-    })();
-    if result.is_err() && !moving.get() && !plan.interrupted {
-        // Nothing of the archive reached the target: remove the staging folder, the target is as
-        // it was. A failure while moving entries (local I/O) keeps it, with its intent, so that
-        // the next run completes the move; so does completing an interrupted restore, whose
-        // files are already in the target. A target folder this run created goes too (only if
-        // empty: `remove_dir` never deletes content).
-        abandon(&staging);
-        if !target_existed {
-            let _ = std::fs::remove_dir(&opts.dir);
-        }
+        self.moving = true;
+        into_place(tree, &opts.dir, replace, Pass::Move, &mut cut, &accepted)
     }
-    result
+}
+
+/// GET the archive; a 404 names the archive.
+fn download(http: &Http, url: &RemoteUrl) -> Result<impl Read> {
+    let resp = http
+        .send(
+            url,
+            Request {
+                endpoint: "",
+                headers: Vec::new(),
+                body: None,
+            },
+        )
+        .map_err(|e| match e {
+            Error::NotFound(_) => Error::NotFound(format!("no archive at {url} (HTTP 404)")),
+            other => other,
+        })?;
+    Ok(crate::progress::Counted {
+        inner: NetBody {
+            inner: resp,
+            url: url.to_string(),
+        },
+        progress: crate::progress::Progress::bytes("downloading the archive"),
+    })
 }
 
 /// Compare the commit id an archive records with `TIP_SHA`.
