@@ -7,31 +7,39 @@ use crate::error::{Error, Result};
 use crate::inputs;
 use crate::output::Success;
 use crate::restore::archive::{ArchiveOptions, ArchiveSource, Limits, Strip, restore_archive};
-use crate::restore::{RestoreOptions, restore_git};
+use crate::restore::{RestoreOptions, RestoreReport, restore_git};
 
 /// Run `restore` in `dir` (already resolved from `-C`/`SESSION_DIR`).
 ///
 /// # Errors
 /// See [`restore_git`]; usage errors (exit 2) for invalid or missing inputs come first.
 pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
+    let (opts, from, archive_source) = validate(args, dir)?;
+    let expiry = expiry_warnings(&opts)?;
+    let mut report = match from {
+        From::Git => restore_git(&opts)?,
+        From::Archive => restore_archive(&opts, &archive_options(args, archive_source)?)?,
+    };
+    report.warnings.extend(expiry);
+    if report.noop
+        && let Ok(session) = crate::repo::session::Session::open(&opts.dir, None)
+    {
+        // A finished restore is left as it is, but plain `git push` must still be checked.
+        super::check_hooks(&session);
+    }
+    Ok(success(&opts, report))
+}
+
+/// Every input checked, and the source chosen, before any network I/O.
+fn validate(
+    args: &RestoreArgs,
+    dir: std::path::PathBuf,
+) -> Result<(RestoreOptions, From, Option<ArchiveSource>)> {
     let tip = inputs::tip(args.tip_sha.as_deref())?;
     let branch = inputs::branch(args.session_branch.as_deref())?;
     let push = inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?;
     let read = inputs::url(args.read_url.as_deref(), "READ_URL", "READ_URL_FILE")?;
-    let archive_source = if let Some(path) = &args.archive {
-        Some(if path.as_os_str() == "-" {
-            ArchiveSource::Stdin
-        } else {
-            ArchiveSource::File(path.clone())
-        })
-    } else {
-        inputs::url(
-            args.archive_url.as_deref(),
-            "ARCHIVE_URL",
-            "ARCHIVE_URL_FILE",
-        )?
-        .map(ArchiveSource::Url)
-    };
+    let archive_source = archive_source(args)?;
     let from = args.from.unwrap_or(if archive_source.is_some() {
         From::Archive
     } else {
@@ -55,6 +63,28 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
             ..Default::default()
         },
     };
+    Ok((opts, from, archive_source))
+}
+
+/// `--archive` (a file, or `-` for stdin) wins over an archive URL.
+fn archive_source(args: &RestoreArgs) -> Result<Option<ArchiveSource>> {
+    if let Some(path) = &args.archive {
+        return Ok(Some(if path.as_os_str() == "-" {
+            ArchiveSource::Stdin
+        } else {
+            ArchiveSource::File(path.clone())
+        }));
+    }
+    Ok(inputs::url(
+        args.archive_url.as_deref(),
+        "ARCHIVE_URL",
+        "ARCHIVE_URL_FILE",
+    )?
+    .map(ArchiveSource::Url))
+}
+
+/// Loading the URLs also fails early on an unreadable URL file.
+fn expiry_warnings(opts: &RestoreOptions) -> Result<Vec<String>> {
     let mut expiry = Vec::new();
     for (name, source) in [("READ_URL", &opts.read), ("PUSH_URL", &opts.push)] {
         if let Some(s) = source {
@@ -62,37 +92,30 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
             expiry.extend(super::expiry_warnings([(name, &url)]));
         }
     }
-    let mut report = match from {
-        From::Git => restore_git(&opts)?,
-        From::Archive => {
-            let source = archive_source.ok_or_else(|| {
-                Error::Usage(
-                    "restore --from archive needs ARCHIVE_URL, --archive-url or --archive FILE|-"
-                        .into(),
-                )
-            })?;
-            restore_archive(
-                &opts,
-                &ArchiveOptions {
-                    source,
-                    strip: args.strip_components.map_or(Strip::Auto, Strip::Components),
-                    require_commit_id: args.require_commit_id,
-                    limits: Limits {
-                        header_bytes: args.max_header_bytes,
-                        entries: args.max_entries,
-                        total_bytes: args.max_bytes,
-                    },
-                },
-            )?
-        }
-    };
-    report.warnings.extend(expiry);
-    if report.noop
-        && let Ok(session) = crate::repo::session::Session::open(&opts.dir, None)
-    {
-        // A finished restore is left as it is, but plain `git push` must still be checked.
-        super::check_hooks(&session);
-    }
+    Ok(expiry)
+}
+
+/// How to read the archive; `--from archive` without a source is a usage error.
+fn archive_options(args: &RestoreArgs, source: Option<ArchiveSource>) -> Result<ArchiveOptions> {
+    let source = source.ok_or_else(|| {
+        Error::Usage(
+            "restore --from archive needs ARCHIVE_URL, --archive-url or --archive FILE|-".into(),
+        )
+    })?;
+    Ok(ArchiveOptions {
+        source,
+        strip: args.strip_components.map_or(Strip::Auto, Strip::Components),
+        require_commit_id: args.require_commit_id,
+        limits: Limits {
+            header_bytes: args.max_header_bytes,
+            entries: args.max_entries,
+            total_bytes: args.max_bytes,
+        },
+    })
+}
+
+/// The report as the command's output.
+fn success(opts: &RestoreOptions, report: RestoreReport) -> Success {
     let lease_text = if report.lease.is_zero() {
         "new branch".to_owned()
     } else {
@@ -123,11 +146,11 @@ pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
     );
     fields.insert("noop".into(), Value::Bool(report.noop));
     fields.insert("files".into(), json!(report.files));
-    Ok(Success {
+    Success {
         command: "restore",
         branch: report.branch.to_string(),
         warnings: report.warnings,
         fields,
         human,
-    })
+    }
 }
