@@ -7,10 +7,12 @@ use crate::cli::StatusArgs;
 use crate::error::Result;
 use crate::inputs;
 use crate::output::Success;
+use crate::repo::lease::RemoteTip;
 use crate::repo::open as open_repo;
 use crate::repo::session::Session;
+use crate::save::PendingChange;
 use crate::types::FullSha;
-use crate::wire::http::Http;
+use crate::wire::http::{Http, UrlSource};
 use crate::wire::upload_pack as fetch;
 
 /// Run `status` in `dir`.
@@ -20,32 +22,133 @@ use crate::wire::upload_pack as fetch;
 pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
     let _hand_back = session.hand_back_on_drop();
-    let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?;
-    let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?;
-    super::check_hooks(&session);
-    let mut warnings = Vec::new();
-    let mut urls = Vec::new();
-    for (name, source) in [("READ_URL", &read), ("PUSH_URL", &push)] {
-        if let Some(s) = source {
-            urls.push((name, s.load()?));
-        }
-    }
-    warnings.extend(super::expiry_warnings(urls.iter().map(|(n, u)| (*n, u))));
-    let expires = urls.iter().filter_map(|(_, u)| u.jwt_expiry()).min();
-
-    if read.is_some() {
-        super::push::ensure_history(&session)?;
-    }
-    let record = &session.record;
-    let has_history = !crate::restore::archive::attach::needs_history(&session);
-    let repo = open_repo(&session.git_dir)?;
-    let head = repo.head_id().ok().map(|id| FullSha::from_id(id.detach()));
-    let base = if record.lease.is_zero() {
-        record.tip
+    let urls = Urls::read(&session)?;
+    let local = Local::gather(&session, &urls)?;
+    let remote_tip = if args.remote {
+        Some(ask_remote(&urls, &session)?)
     } else {
-        record.lease
+        None
     };
-    let ahead = match head {
+    let found = Classified::of(&local, remote_tip)?;
+    let record = &session.record;
+    Ok(Success {
+        command: "status",
+        branch: record.branch.to_string(),
+        fields: json_fields(&local, &found),
+        human: human_lines(&local, &found).join("\n"),
+        warnings: local.warnings,
+    })
+}
+
+/// The session URLs as given, loaded: an unreadable URL file fails status before anything else.
+struct Urls {
+    read: Option<UrlSource>,
+    push: Option<UrlSource>,
+    /// The earliest JWT expiry among them, shown to the user.
+    expires: Option<u64>,
+    /// Tokens about to expire.
+    warnings: Vec<String>,
+}
+
+impl Urls {
+    fn read(session: &Session) -> Result<Self> {
+        let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?;
+        let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?;
+        super::check_hooks(session);
+        let mut urls = Vec::new();
+        for (name, source) in [("READ_URL", &read), ("PUSH_URL", &push)] {
+            if let Some(s) = source {
+                urls.push((name, s.load()?));
+            }
+        }
+        let warnings = super::expiry_warnings(urls.iter().map(|(n, u)| (*n, u)));
+        let expires = urls.iter().filter_map(|(_, u)| u.jwt_expiry()).min();
+        Ok(Urls {
+            read,
+            push,
+            expires,
+            warnings,
+        })
+    }
+}
+
+/// What status reads from the tree, before any remote is asked.
+struct Local<'a> {
+    session: &'a Session,
+    repo: gix::Repository,
+    head: Option<FullSha>,
+    /// What `HEAD` is counted from: the lease, or `TIP_SHA` for a new branch.
+    base: FullSha,
+    ahead: usize,
+    changes: Changes,
+    on_branch: bool,
+    /// What a push would send: the session branch, wherever `HEAD` is.
+    branch_tip: Option<FullSha>,
+    expires: Option<u64>,
+    warnings: Vec<String>,
+}
+
+/// The files `save` would commit, when they can be known.
+enum Changes {
+    Listed {
+        changes: Vec<PendingChange>,
+        /// `save` would refuse until what the warning names is done.
+        blocked: bool,
+    },
+    /// Why they cannot be known.
+    Unknown(&'static str),
+}
+
+impl<'a> Local<'a> {
+    fn gather(session: &'a Session, urls: &Urls) -> Result<Self> {
+        if urls.read.is_some() {
+            super::push::ensure_history(session)?;
+        }
+        let record = &session.record;
+        let has_history = !crate::restore::archive::attach::needs_history(session);
+        let repo = open_repo(&session.git_dir)?;
+        let head = repo.head_id().ok().map(|id| FullSha::from_id(id.detach()));
+        let base = if record.lease.is_zero() {
+            record.tip
+        } else {
+            record.lease
+        };
+        let ahead = commits_ahead(&repo, head, base);
+        let mut warnings = urls.warnings.clone();
+        let changes = if has_history {
+            pending_changes(session, &mut warnings)?
+        } else {
+            Changes::Unknown("until history is attached (set READ_URL)")
+        };
+        let on_branch = repo
+            .head_name()
+            .ok()
+            .flatten()
+            .is_some_and(|name| name.as_bstr() == record.branch.full_ref().as_str());
+        let branch_tip = repo
+            .try_find_reference(record.branch.full_ref().as_str())
+            .ok()
+            .flatten()
+            .and_then(|mut r| r.peel_to_id().ok())
+            .map(|id| FullSha::from_id(id.detach()));
+        Ok(Local {
+            session,
+            repo,
+            head,
+            base,
+            ahead,
+            changes,
+            on_branch,
+            branch_tip,
+            expires: urls.expires,
+            warnings,
+        })
+    }
+}
+
+/// Commits in `HEAD` that `base` does not have (0 when they cannot be counted).
+fn commits_ahead(repo: &gix::Repository, head: Option<FullSha>, base: FullSha) -> usize {
+    match head {
         Some(h) if h != base => repo
             .rev_walk([h.id()])
             .with_hidden([base.id()])
@@ -53,69 +156,96 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             .map(|walk| walk.filter_map(Result::ok).count())
             .unwrap_or(0),
         _ => 0,
-    };
-    // When save would refuse (exit 7: HEAD off the session branch, a merge or rebase stopped
-    // midway), status still reports the rest, with save's reason as a warning.
+    }
+}
+
+/// When save would refuse (exit 7: HEAD off the session branch, a merge or rebase stopped midway),
+/// status still reports the rest, with save's reason as a warning.
+fn pending_changes(session: &Session, warnings: &mut Vec<String>) -> Result<Changes> {
     let save_refuses = |problem: String| {
         format!("save would refuse (exit 7): {problem}; nothing is committed until then")
     };
-    let mut changes_unknown = None;
-    let mut blocked = false;
-    let changed = if has_history {
-        match crate::save::pending_changes(&session.workdir, &record.branch) {
-            Ok(pending) => {
-                if let Some(msg) = pending.blocked {
-                    warnings.push(save_refuses(msg));
-                    blocked = true;
-                }
-                Some(pending.changes)
+    match crate::save::pending_changes(&session.workdir, &session.record.branch) {
+        Ok(pending) => {
+            let blocked = pending.blocked.is_some();
+            if let Some(msg) = pending.blocked {
+                warnings.push(save_refuses(msg));
             }
-            Err(crate::Error::Conflict(c)) => {
-                warnings.push(save_refuses(c.problem));
-                changes_unknown = Some("(HEAD is not on the session branch: see the warning)");
-                None
-            }
-            Err(e) => return Err(e),
+            Ok(Changes::Listed {
+                changes: pending.changes,
+                blocked,
+            })
         }
-    } else {
-        changes_unknown = Some("until history is attached (set READ_URL)");
-        None
-    };
-    let on_branch = repo
-        .head_name()
-        .ok()
-        .flatten()
-        .is_some_and(|name| name.as_bstr() == record.branch.full_ref().as_str());
-    // What a push would send: the session branch, wherever HEAD is.
-    let branch_tip = repo
-        .try_find_reference(record.branch.full_ref().as_str())
-        .ok()
-        .flatten()
-        .and_then(|mut r| r.peel_to_id().ok())
-        .map(|id| FullSha::from_id(id.detach()));
-    let remote_tip = if args.remote {
-        let source = read.as_ref().or(push.as_ref()).ok_or_else(|| {
-            crate::Error::Usage("status --remote needs READ_URL (or READ_URL_FILE)".into())
-        })?;
-        let http = Http::new()?;
-        let tip = http.with_retries(source, "looking up the session branch", |url| {
-            let caps = fetch::handshake(&http, url)?;
-            fetch::ls_ref(&http, url, &caps, &record.branch)
-        })?;
-        Some(tip.unwrap_or_else(FullSha::zero))
-    } else {
-        None
-    };
+        Err(crate::Error::Conflict(c)) => {
+            warnings.push(save_refuses(c.problem));
+            Ok(Changes::Unknown(
+                "(HEAD is not on the session branch: see the warning)",
+            ))
+        }
+        Err(e) => Err(e),
+    }
+}
 
-    let show = |id: FullSha| {
-        if id.is_zero() {
-            "none (a new branch)".to_owned()
-        } else {
-            id.to_string()
-        }
-    };
+/// The session branch's tip on the remote (zero: absent), asked of READ_URL (else PUSH_URL).
+fn ask_remote(urls: &Urls, session: &Session) -> Result<FullSha> {
+    let source = urls.read.as_ref().or(urls.push.as_ref()).ok_or_else(|| {
+        crate::Error::Usage("status --remote needs READ_URL (or READ_URL_FILE)".into())
+    })?;
+    let http = Http::new()?;
+    let tip = http.with_retries(source, "looking up the session branch", |url| {
+        let caps = fetch::handshake(&http, url)?;
+        fetch::ls_ref(&http, url, &caps, &session.record.branch)
+    })?;
+    Ok(tip.unwrap_or_else(FullSha::zero))
+}
+
+/// Where `HEAD` and the remote tip stand against the lease.
+struct Classified {
+    head: HeadState,
+    /// With `--remote`: the remote tip and what a push would make of it.
+    remote: Option<(FullSha, RemoteTip)>,
+}
+
+enum HeadState {
+    /// At or after the base.
+    Descends(FullSha),
+    /// History was rewritten: a push is refused.
+    Rewritten(FullSha),
+    /// No commit yet (an archive restore).
+    Unborn,
+}
+
+impl Classified {
+    fn of(local: &Local, remote_tip: Option<FullSha>) -> Result<Self> {
+        let (repo, base) = (&local.repo, local.base);
+        let head = match local.head {
+            Some(h) if h == base || crate::repo::descends_from(repo, h.id(), base.id())? => {
+                HeadState::Descends(h)
+            }
+            Some(h) => HeadState::Rewritten(h),
+            None => HeadState::Unborn,
+        };
+        let remote = match remote_tip {
+            Some(rt) => {
+                // The same question as a push's step 2: a tip that merely reached HEAD (a pull or
+                // reset to another sandbox's work) is still someone else's session.
+                let ledger = crate::repo::lease::Ledger::new(&local.session.git_dir);
+                let lease = local.session.record.lease;
+                let state =
+                    crate::repo::lease::classify(repo, &ledger, lease, local.branch_tip, rt)?;
+                Some((rt, state))
+            }
+            None => None,
+        };
+        Ok(Classified { head, remote })
+    }
+}
+
+/// The human report, a line each.
+fn human_lines(local: &Local, found: &Classified) -> Vec<String> {
+    let record = &local.session.record;
     let mut human = vec![
-        if on_branch {
+        if local.on_branch {
             format!("On session branch {}", record.branch)
         } else {
             format!(
@@ -140,110 +270,115 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
             )
         },
     ];
-    match head {
-        Some(h) if h == base || crate::repo::descends_from(&repo, h.id(), base.id())? => {
-            human.push(format!("HEAD: {h}, {ahead} commit(s) ahead of the lease"));
+    human.push(match found.head {
+        HeadState::Descends(h) => {
+            format!("HEAD: {h}, {} commit(s) ahead of the lease", local.ahead)
         }
-        Some(h) => human.push(format!(
-            "HEAD: {h}, which does not descend from {base} (history was rewritten): a push will \
-             be refused (exit 7)"
-        )),
-        None => human.push(
-            "HEAD: no commit yet (restored from an archive; history is fetched on the first save)"
-                .into(),
+        HeadState::Rewritten(h) => format!(
+            "HEAD: {h}, which does not descend from {} (history was rewritten): a push will \
+             be refused (exit 7)",
+            local.base
         ),
+        HeadState::Unborn => {
+            "HEAD: no commit yet (restored from an archive; history is fetched on the first save)"
+                .into()
+        }
+    });
+    if let Some((rt, state)) = found.remote {
+        human.push(remote_line(rt, state));
     }
-    let mut remote_state = None;
-    if let Some(rt) = remote_tip {
-        use crate::repo::lease::RemoteTip;
-        // The same question as a push's step 2: a tip that merely reached HEAD (a pull or reset
-        // to another sandbox's work) is still someone else's session.
-        let ledger = crate::repo::lease::Ledger::new(&session.git_dir);
-        let tip_state = crate::repo::lease::classify(&repo, &ledger, record.lease, branch_tip, rt)?;
-        let (shown, state) = match tip_state {
-            RemoteTip::Lease => (show(rt), "at the lease: a push will fast-forward"),
-            RemoteTip::Own => (
-                rt.to_string(),
-                "a commit this tree pushed: the next push takes it as the lease",
-            ),
-            RemoteTip::Ahead => (
-                rt.to_string(),
-                "a commit this tree pushed, ahead of the local branch: the next push takes it \
-                 as the lease (`git merge --ff-only` brings the branch up to it)",
-            ),
-            RemoteTip::Rewritten => (
-                rt.to_string(),
-                "local history no longer contains it (rewritten, e.g. by an amend or a rebase): \
-                 a push will be refused (exit 7)",
-            ),
-            RemoteTip::Deleted => (
-                "absent".to_owned(),
-                "deleted: a push from here will be refused (exit 3)",
-            ),
-            RemoteTip::Moved => (
-                rt.to_string(),
-                "moved: another sandbox wrote (or a push from here went around git-session's \
-                 check, e.g. `git push --no-verify`); a push from here will be refused (exit 3)",
-            ),
-        };
-        let key = tip_state.as_str();
-        remote_state = Some(key);
-        human.push(format!("Remote: {shown} ({state})"));
-    }
-    match &changed {
-        Some(c) if c.is_empty() => human.push("Changes: none".into()),
-        Some(c) => {
-            human.push(if blocked {
+    match &local.changes {
+        Changes::Listed { changes, .. } if changes.is_empty() => human.push("Changes: none".into()),
+        Changes::Listed { changes, blocked } => {
+            human.push(if *blocked {
                 format!(
                     "Changes ({}), not committed until what the warning names is done:",
-                    c.len()
+                    changes.len()
                 )
             } else {
-                format!("Changes ({}), committed by `git session save`:", c.len())
+                format!(
+                    "Changes ({}), committed by `git session save`:",
+                    changes.len()
+                )
             });
-            human.extend(c.iter().map(|ch| format!("  {} {}", ch.status, ch.path)));
+            human.extend(
+                changes
+                    .iter()
+                    .map(|ch| format!("  {} {}", ch.status, ch.path)),
+            );
         }
-        None => human.push(format!(
-            "Changes: unknown {}",
-            changes_unknown.unwrap_or("")
-        )),
+        Changes::Unknown(why) => human.push(format!("Changes: unknown {why}")),
     }
-    if let Some(exp) = expires {
-        human.push(format!(
-            "URL token expires at {}",
-            humantime::format_rfc3339_seconds(
-                std::time::UNIX_EPOCH + std::time::Duration::from_secs(exp)
-            )
-        ));
+    if let Some(exp) = local.expires {
+        human.push(format!("URL token expires at {}", rfc3339(exp)));
     }
+    human
+}
 
+/// The `Remote:` line: the tip and what a push from here would do.
+fn remote_line(rt: FullSha, state: RemoteTip) -> String {
+    let (shown, what) = match state {
+        RemoteTip::Lease => (
+            if rt.is_zero() {
+                "none (a new branch)".to_owned()
+            } else {
+                rt.to_string()
+            },
+            "at the lease: a push will fast-forward",
+        ),
+        RemoteTip::Own => (
+            rt.to_string(),
+            "a commit this tree pushed: the next push takes it as the lease",
+        ),
+        RemoteTip::Ahead => (
+            rt.to_string(),
+            "a commit this tree pushed, ahead of the local branch: the next push takes it \
+             as the lease (`git merge --ff-only` brings the branch up to it)",
+        ),
+        RemoteTip::Rewritten => (
+            rt.to_string(),
+            "local history no longer contains it (rewritten, e.g. by an amend or a rebase): \
+             a push will be refused (exit 7)",
+        ),
+        RemoteTip::Deleted => (
+            "absent".to_owned(),
+            "deleted: a push from here will be refused (exit 3)",
+        ),
+        RemoteTip::Moved => (
+            rt.to_string(),
+            "moved: another sandbox wrote (or a push from here went around git-session's \
+             check, e.g. `git push --no-verify`); a push from here will be refused (exit 3)",
+        ),
+    };
+    format!("Remote: {shown} ({what})")
+}
+
+/// The JSON report's fields.
+fn json_fields(local: &Local, found: &Classified) -> serde_json::Map<String, serde_json::Value> {
+    let record = &local.session.record;
+    let changed = match &local.changes {
+        Changes::Listed { changes, .. } => Some(changes),
+        Changes::Unknown(_) => None,
+    };
     let mut fields = serde_json::Map::new();
     fields.insert("lease".into(), json!(record.lease));
-    fields.insert("head".into(), json!(head));
+    fields.insert("head".into(), json!(local.head));
     fields.insert("tip".into(), json!(record.tip));
     fields.insert("source".into(), json!(record.source.as_str()));
-    fields.insert("ahead".into(), json!(ahead));
+    fields.insert("ahead".into(), json!(local.ahead));
     fields.insert("changed".into(), json!(changed));
-    if args.remote {
-        fields.insert("remote_tip".into(), json!(remote_tip));
+    if let Some((rt, state)) = found.remote {
+        fields.insert("remote_tip".into(), json!(rt));
         // "lease" (a push fast-forwards), "own" (this tree pushed it), "rewritten" (refused with
         // exit 7), "moved" or "deleted" (refused with exit 3).
-        fields.insert("remote_state".into(), json!(remote_state));
+        fields.insert("remote_state".into(), json!(state.as_str()));
     }
-    fields.insert(
-        "url_expires_at".into(),
-        json!(expires.map(|e| {
-            humantime::format_rfc3339_seconds(
-                std::time::UNIX_EPOCH + std::time::Duration::from_secs(e),
-            )
-            .to_string()
-        })),
-    );
-    Ok(Success {
-        command: "status",
-        branch: record.branch.to_string(),
-        warnings,
-        fields,
-        human: human.join("\n"),
-    })
+    fields.insert("url_expires_at".into(), json!(local.expires.map(rfc3339)));
+    fields
+}
+
+/// A Unix time as RFC 3339, to the second.
+fn rfc3339(secs: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+        .to_string()
 }
