@@ -51,8 +51,33 @@ pub fn collect(
     head_tree: gix::ObjectId,
 ) -> Result<Plan> {
     let mut plan = Plan::default();
+    collect_staged(repo, index, head_tree, &mut plan.targets)?;
+    // Work tree state wins over staged state: it is recorded second.
+    for item in worktree_status(repo, index)? {
+        match item {
+            Seen::Worktree(path) => {
+                plan.targets.insert(path, Target::Worktree);
+            }
+            Seen::Removed(path) => {
+                plan.targets.insert(path, Target::Remove);
+            }
+            Seen::Fresh(path, stat) => {
+                plan.fresh_stats.insert(path, stat);
+            }
+            Seen::NestedRepo(path) => plan.nested_repos.push(path),
+        }
+    }
+    plan.nested_repos.sort();
+    Ok(plan)
+}
 
-    // Staged with plain git: HEAD^{tree} against the index.
+/// Changes staged with plain git: `HEAD^{tree}` against the index, into `targets`.
+fn collect_staged(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    head_tree: gix::ObjectId,
+    targets: &mut BTreeMap<BString, Target>,
+) -> Result<()> {
     let mut pathspec = repo
         .pathspec(
             false,
@@ -68,55 +93,62 @@ pub fn collect(
         Some(&mut pathspec),
         gix::status::tree_index::TrackRenames::Disabled,
         |change, _, _| {
-            use gix::diff::index::ChangeRef;
-            match change {
-                ChangeRef::Addition {
-                    location,
-                    entry_mode,
-                    id,
-                    ..
-                }
-                | ChangeRef::Modification {
-                    location,
-                    entry_mode,
-                    id,
-                    ..
-                } => {
-                    plan.targets.insert(
-                        location.into_owned(),
-                        Target::Index {
-                            id: id.into_owned(),
-                            mode: entry_mode,
-                        },
-                    );
-                }
-                ChangeRef::Deletion { location, .. } => {
-                    plan.targets.insert(location.into_owned(), Target::Remove);
-                }
-                ChangeRef::Rewrite {
-                    source_location,
-                    location,
-                    entry_mode,
-                    id,
-                    ..
-                } => {
-                    plan.targets
-                        .insert(source_location.into_owned(), Target::Remove);
-                    plan.targets.insert(
-                        location.into_owned(),
-                        Target::Index {
-                            id: id.into_owned(),
-                            mode: entry_mode,
-                        },
-                    );
-                }
-            }
+            record_staged(change, targets);
             Ok(gix::diff::index::Action::Continue(()))
         },
     )
     .map_err(|e| super::fail("comparing HEAD with the index", e))?;
+    Ok(())
+}
 
-    // The work tree against the index, and untracked files. Work tree state wins over staged state.
+/// Where one staged change puts the content of its path (a rewrite: the source is removed).
+fn record_staged(change: gix::diff::index::ChangeRef<'_, '_>, targets: &mut BTreeMap<BString, Target>) {
+    use gix::diff::index::ChangeRef;
+    match change {
+        ChangeRef::Addition {
+            location,
+            entry_mode,
+            id,
+            ..
+        }
+        | ChangeRef::Modification {
+            location,
+            entry_mode,
+            id,
+            ..
+        } => {
+            targets.insert(
+                location.into_owned(),
+                Target::Index {
+                    id: id.into_owned(),
+                    mode: entry_mode,
+                },
+            );
+        }
+        ChangeRef::Deletion { location, .. } => {
+            targets.insert(location.into_owned(), Target::Remove);
+        }
+        ChangeRef::Rewrite {
+            source_location,
+            location,
+            entry_mode,
+            id,
+            ..
+        } => {
+            targets.insert(source_location.into_owned(), Target::Remove);
+            targets.insert(
+                location.into_owned(),
+                Target::Index {
+                    id: id.into_owned(),
+                    mode: entry_mode,
+                },
+            );
+        }
+    }
+}
+
+/// The work tree against the index, and untracked files (honouring the ignore rules).
+fn worktree_status(repo: &gix::Repository, index: &gix::index::State) -> Result<Vec<Seen>> {
     let dirwalk = repo
         .dirwalk_options()
         .map_err(|e| super::fail("preparing the directory walk", e))?
@@ -145,23 +177,7 @@ pub fn collect(
         options,
     )
     .map_err(|e| super::fail("comparing the index with the work tree", e))?;
-
-    for item in visitor.items {
-        match item {
-            Seen::Worktree(path) => {
-                plan.targets.insert(path, Target::Worktree);
-            }
-            Seen::Removed(path) => {
-                plan.targets.insert(path, Target::Remove);
-            }
-            Seen::Fresh(path, stat) => {
-                plan.fresh_stats.insert(path, stat);
-            }
-            Seen::NestedRepo(path) => plan.nested_repos.push(path),
-        }
-    }
-    plan.nested_repos.sort();
-    Ok(plan)
+    Ok(visitor.items)
 }
 
 enum Seen {

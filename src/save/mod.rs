@@ -70,40 +70,15 @@ fn stage_and_commit_in(
     opts: &CommitOptions<'_>,
     env: &dyn config::Env,
 ) -> Result<Committed> {
-    let message = clean_message(opts.message)
-        .ok_or_else(|| Error::Usage("the commit message is empty".into()))?;
-    if opts.secrets.iter().any(|s| message.contains(s.as_str())) {
-        return Err(Error::Integrity(
-            "the commit message contains a session token: nothing was committed; write the message \
-             without it"
-                .into(),
-        ));
-    }
+    let message = commit_message(opts)?;
     let git_dir = workdir.join(".git");
     let user = config::UserConfig::load(&git_dir, workdir, env);
     let mut warnings = user.warnings.clone();
-    let now = gix::date::Time::now_local_or_utc();
-    let author = config::signature(config::Role::Author, &user, env, now)?;
-    let committer = config::signature(config::Role::Committer, &user, env, now)?;
-    for (role, who) in [("author", &author), ("committer", &committer)] {
-        if opts.secrets.iter().any(|s| {
-            who.name.to_string().contains(s.as_str()) || who.email.to_string().contains(s.as_str())
-        }) {
-            return Err(Error::Integrity(format!(
-                "the {role} name or email contains a session token: nothing was committed; set \
-                 GIT_{}_NAME/EMAIL or user.name/user.email without it",
-                role.to_uppercase()
-            )));
-        }
-    }
+    let (author, committer) = identities(&user, env, opts.secrets)?;
 
     let repo = open(&git_dir, user.excludes_file.as_deref())?;
     let head = session_head(&repo, branch)?;
-    let head_tree_id = repo
-        .find_commit(head)
-        .and_then(|c| c.tree_id())
-        .map_err(|e| fail(format!("reading the HEAD commit {head}"), e))?
-        .detach();
+    let head_tree_id = head_tree_of(&repo, head)?;
     let head_tree = repo
         .find_tree(head_tree_id)
         .map_err(|e| fail(format!("reading the tree of HEAD {head}"), e))?;
@@ -124,46 +99,17 @@ fn stage_and_commit_in(
         upserts = staged.upserts.len(),
         "save: changes found"
     );
-    if staged.removals.is_empty() && staged.upserts.is_empty() {
+    let Some(tree) = new_tree(&repo, head_tree_id, &staged)? else {
         return Ok(Committed {
             commit: None,
             warnings,
         });
-    }
-
-    let tree = write_tree(&repo, head_tree_id, &staged)?;
-    if tree == head_tree_id {
-        return Ok(Committed {
-            commit: None,
-            warnings,
-        });
-    }
-    let commit = gix::objs::Commit {
-        tree,
-        parents: std::iter::once(head).collect(),
-        author,
-        committer: committer.clone(),
-        encoding: None,
-        message: message.as_str().into(),
-        extra_headers: Vec::new(),
     };
-    let commit_id = repo
-        .write_object(&commit)
-        .map_err(|e| fail("writing the commit", e))?
-        .detach();
-    update_branch(&repo, branch, head, commit_id, &committer, &message)?;
 
-    let stats = staged
-        .upserts
-        .iter()
-        .filter_map(|(path, _, id)| {
-            staged
-                .stats
-                .get(path)
-                .map(|stat| (path.as_ref(), (*id, *stat)))
-        })
-        .collect();
-    if let Err(e) = write_index(&repo, index_lock, tree, &index, &plan.fresh_stats, &stats) {
+    let commit_id = write_commit(&repo, tree, head, author, committer.clone(), &message)?;
+    update_branch(&repo, branch, head, commit_id, &committer, &message)?;
+    let hashed = hashed_stats(&staged);
+    if let Err(e) = write_index(&repo, index_lock, tree, &index, &plan.fresh_stats, &hashed) {
         warnings.push(format!(
             "committed {commit_id}, but the index could not be rewritten ({e}); `git reset` repairs it"
         ));
@@ -172,6 +118,99 @@ fn stage_and_commit_in(
         commit: Some(FullSha::from_id(commit_id)),
         warnings,
     })
+}
+
+/// The commit message, cleaned like `git commit -m` does.
+///
+/// # Errors
+/// [`Error::Usage`] when nothing is left of it; [`Error::Integrity`] when it holds a secret.
+fn commit_message(opts: &CommitOptions<'_>) -> Result<String> {
+    let message = clean_message(opts.message)
+        .ok_or_else(|| Error::Usage("the commit message is empty".into()))?;
+    if opts.secrets.iter().any(|s| message.contains(s.as_str())) {
+        return Err(Error::Integrity(
+            "the commit message contains a session token: nothing was committed; write the message \
+             without it"
+                .into(),
+        ));
+    }
+    Ok(message)
+}
+
+/// The author and the committer of the new commit, dated now unless the environment says otherwise.
+///
+/// # Errors
+/// [`Error::Usage`] for a malformed `GIT_<ROLE>_DATE`; [`Error::Integrity`] when a name or email
+/// holds a secret.
+fn identities(
+    user: &config::UserConfig,
+    env: &dyn config::Env,
+    secrets: &[String],
+) -> Result<(gix::actor::Signature, gix::actor::Signature)> {
+    let now = gix::date::Time::now_local_or_utc();
+    let author = config::signature(config::Role::Author, user, env, now)?;
+    let committer = config::signature(config::Role::Committer, user, env, now)?;
+    for (role, who) in [("author", &author), ("committer", &committer)] {
+        if secrets.iter().any(|s| {
+            who.name.to_string().contains(s.as_str()) || who.email.to_string().contains(s.as_str())
+        }) {
+            return Err(Error::Integrity(format!(
+                "the {role} name or email contains a session token: nothing was committed; set \
+                 GIT_{}_NAME/EMAIL or user.name/user.email without it",
+                role.to_uppercase()
+            )));
+        }
+    }
+    Ok((author, committer))
+}
+
+/// The tree of the commit `head`.
+fn head_tree_of(repo: &gix::Repository, head: gix::ObjectId) -> Result<gix::ObjectId> {
+    Ok(repo
+        .find_commit(head)
+        .and_then(|c| c.tree_id())
+        .map_err(|e| fail(format!("reading the HEAD commit {head}"), e))?
+        .detach())
+}
+
+/// Write the commit of `tree` on top of `head`.
+fn write_commit(
+    repo: &gix::Repository,
+    tree: gix::ObjectId,
+    head: gix::ObjectId,
+    author: gix::actor::Signature,
+    committer: gix::actor::Signature,
+    message: &str,
+) -> Result<gix::ObjectId> {
+    let commit = gix::objs::Commit {
+        tree,
+        parents: std::iter::once(head).collect(),
+        author,
+        committer,
+        encoding: None,
+        message: message.into(),
+        extra_headers: Vec::new(),
+    };
+    Ok(repo
+        .write_object(&commit)
+        .map_err(|e| fail("writing the commit", e))?
+        .detach())
+}
+
+/// The object and the stat data (taken before reading) of every work tree file that was hashed.
+fn hashed_stats(
+    staged: &stage::Staged,
+) -> HashMap<&BStr, (gix::ObjectId, gix::index::entry::Stat)> {
+    staged
+        .upserts
+        .iter()
+        .filter_map(|(path, _, id)| {
+            staged
+                .stats
+                .get(path)
+                .map(|stat| (path.as_ref(), (*id, *stat)))
+        })
+        .collect()
 }
 
 /// Open the repository with nothing but its own config (SPEC rule 8), `core.excludesFile` set to
@@ -399,6 +438,19 @@ fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
     Ok(file)
 }
 
+/// The tree of the new commit, `None` when the edits leave `HEAD^{tree}` as it is.
+fn new_tree(
+    repo: &gix::Repository,
+    head_tree: gix::ObjectId,
+    staged: &stage::Staged,
+) -> Result<Option<gix::ObjectId>> {
+    if staged.removals.is_empty() && staged.upserts.is_empty() {
+        return Ok(None);
+    }
+    let tree = write_tree(repo, head_tree, staged)?;
+    Ok((tree != head_tree).then_some(tree))
+}
+
 /// Apply the edits to `HEAD^{tree}` and write the changed trees.
 fn write_tree(
     repo: &gix::Repository,
@@ -588,11 +640,7 @@ pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<Pending
     let user = config::UserConfig::load(&git_dir, workdir, &config::ProcessEnv);
     let repo = open(&git_dir, user.excludes_file.as_deref())?;
     let head = session_head(&repo, branch)?;
-    let head_tree = repo
-        .find_commit(head)
-        .and_then(|c| c.tree_id())
-        .map_err(|e| fail(format!("reading the HEAD commit {head}"), e))?
-        .detach();
+    let head_tree = head_tree_of(&repo, head)?;
     let index = repo
         .index_or_empty()
         .map_err(|e| fail("reading the index", e))?;

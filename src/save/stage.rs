@@ -78,71 +78,124 @@ pub fn stage(
     head_tree: &gix::Tree<'_>,
     secrets: &[String],
 ) -> Result<Staged> {
-    let mut staged = Staged::default();
-    let mut secret_paths: Vec<BString> = Vec::new();
-    let rules = name_rules();
     let exec_bit = repo
         .filesystem_options()
         .map_err(|e| super::fail("reading core.fileMode", e))?
         .executable_bit;
-
+    let mut stager = Stager {
+        repo,
+        head_tree,
+        scanner: Scanner::new(secrets),
+        staged: Staged::default(),
+        secret_paths: Vec::new(),
+        secret_names: 0,
+    };
+    let rules = name_rules();
     let mut from_worktree: Vec<&BStr> = Vec::new();
-    let mut scanner = Scanner::new(secrets);
-    // Paths that hold a token are refused like contents that do, and never shown.
-    let mut secret_names = 0usize;
     for (path, target) in &plan.targets {
-        if *target != Target::Remove && scanner.scan_all(path, SCAN_CHUNK) {
-            secret_names += 1;
-            continue;
-        }
-        match target {
-            Target::Remove => staged.removals.push(path.clone()),
-            Target::Worktree => {
-                if let Some(reason) = invalid_name(path.as_ref(), rules) {
-                    staged.warnings.push(format!(
-                        "left out {path}: git refuses this file name ({reason})"
-                    ));
-                } else {
-                    from_worktree.push(path.as_ref());
-                }
-            }
-            Target::Index { id, mode } => {
-                let Some(kind) = mode.to_tree_entry_mode().map(|m| m.kind()) else {
-                    continue;
-                };
-                if kind == EntryKind::Commit {
-                    staged.upserts.push((path.clone(), kind, *id));
-                    continue;
-                }
-                // A blob staged with plain git: it is new content too, so it is checked like a file.
-                let header = repo
-                    .find_header(*id)
-                    .map_err(|e| super::fail(format!("reading the staged object of {path}"), e))?;
-                if header.size() > MAX_FILE_BYTES {
-                    staged
-                        .warnings
-                        .push(too_large(path.as_ref(), header.size(), head_tree)?);
-                    continue;
-                }
-                let blob = repo
-                    .find_blob(*id)
-                    .map_err(|e| super::fail(format!("reading the staged object of {path}"), e))?;
-                if scanner.scan_all(&blob.data, SCAN_CHUNK) {
-                    secret_paths.push(path.clone());
-                    continue;
-                }
-                staged.upserts.push((path.clone(), kind, *id));
-            }
+        if stager.sort_target(path, target, rules)? {
+            from_worktree.push(path.as_ref());
         }
     }
     for (path, outcome) in hash_all(repo, index, workdir, &from_worktree, secrets, exec_bit)? {
+        stager.record_outcome(path, outcome)?;
+    }
+    for path in &plan.nested_repos {
+        stager.leave_out_nested_repo(path.as_ref());
+    }
+    stager.finish()
+}
+
+/// The edits collected so far, and the paths refused for holding a secret.
+struct Stager<'a> {
+    repo: &'a gix::Repository,
+    head_tree: &'a gix::Tree<'a>,
+    scanner: Scanner<'a>,
+    staged: Staged,
+    /// Paths whose content holds a secret.
+    secret_paths: Vec<BString>,
+    /// How many paths hold a secret in their name: refused like contents that do, and never shown.
+    secret_names: usize,
+}
+
+impl Stager<'_> {
+    /// Stage what `target` says for `path`, short of reading the work tree: `true` when the work
+    /// tree file at `path` is to be hashed.
+    fn sort_target(
+        &mut self,
+        path: &BString,
+        target: &Target,
+        rules: gix::validate::path::component::Options,
+    ) -> Result<bool> {
+        if *target != Target::Remove && self.scanner.scan_all(path, SCAN_CHUNK) {
+            self.secret_names += 1;
+            return Ok(false);
+        }
+        match target {
+            Target::Remove => self.staged.removals.push(path.clone()),
+            Target::Worktree => {
+                if let Some(reason) = invalid_name(path.as_ref(), rules) {
+                    self.staged.warnings.push(format!(
+                        "left out {path}: git refuses this file name ({reason})"
+                    ));
+                } else {
+                    return Ok(true);
+                }
+            }
+            Target::Index { id, mode } => self.take_staged_entry(path, *id, *mode)?,
+        }
+        Ok(false)
+    }
+
+    /// Take the index entry staged with plain git at `path`, checked like a work tree file.
+    fn take_staged_entry(
+        &mut self,
+        path: &BString,
+        id: gix::ObjectId,
+        mode: gix::index::entry::Mode,
+    ) -> Result<()> {
+        let Some(kind) = mode.to_tree_entry_mode().map(|m| m.kind()) else {
+            return Ok(());
+        };
+        if kind == EntryKind::Commit {
+            self.staged.upserts.push((path.clone(), kind, id));
+            return Ok(());
+        }
+        // A blob staged with plain git: it is new content too, so it is checked like a file.
+        let header = self
+            .repo
+            .find_header(id)
+            .map_err(|e| super::fail(format!("reading the staged object of {path}"), e))?;
+        if header.size() > MAX_FILE_BYTES {
+            self.staged
+                .warnings
+                .push(too_large(path.as_ref(), header.size(), self.head_tree)?);
+            return Ok(());
+        }
+        let blob = self
+            .repo
+            .find_blob(id)
+            .map_err(|e| super::fail(format!("reading the staged object of {path}"), e))?;
+        if self.scanner.scan_all(&blob.data, SCAN_CHUNK) {
+            self.secret_paths.push(path.clone());
+            return Ok(());
+        }
+        self.staged.upserts.push((path.clone(), kind, id));
+        Ok(())
+    }
+
+    /// Stage (or leave out, with a warning) the work tree path that hashing found to be `outcome`.
+    fn record_outcome(&mut self, path: &BStr, outcome: Outcome) -> Result<()> {
+        let staged = &mut self.staged;
         match outcome {
             Outcome::Gone => staged.removals.push(path.to_owned()),
             Outcome::Blob { kind, id, stat } => {
                 staged.upserts.push((path.to_owned(), kind, id));
                 staged.stats.insert(path.to_owned(), stat);
             }
-            Outcome::TooLarge(size) => staged.warnings.push(too_large(path, size, head_tree)?),
+            Outcome::TooLarge(size) => staged
+                .warnings
+                .push(too_large(path, size, self.head_tree)?),
             Outcome::NestedRepo => {
                 // A tracked file replaced by a repository: the file is gone, the repository is
                 // not staged.
@@ -152,34 +205,48 @@ pub fn stage(
             Outcome::Untrackable => staged.warnings.push(format!(
                 "left out {path}: it is not a regular file, symbolic link or directory"
             )),
-            Outcome::Secret => secret_paths.push(path.to_owned()),
+            Outcome::Secret => self.secret_paths.push(path.to_owned()),
         }
+        Ok(())
     }
-    for path in &plan.nested_repos {
-        if scanner.scan_all(path, SCAN_CHUNK) {
-            staged
+
+    /// Warn about the untracked nested repository at `path` (never naming a path with a secret).
+    fn leave_out_nested_repo(&mut self, path: &BStr) {
+        if self.scanner.scan_all(path, SCAN_CHUNK) {
+            self.staged
                 .warnings
                 .push("left out a nested git repository whose path holds a session token".into());
         } else {
-            staged.warnings.push(nested_repo(path.as_ref()));
+            self.staged.warnings.push(nested_repo(path));
         }
     }
 
-    if !secret_paths.is_empty() || secret_names > 0 {
-        secret_paths.sort();
-        let mut shown: Vec<String> = secret_paths.iter().take(5).map(|p| p.to_string()).collect();
-        if secret_paths.len() > 5 {
-            shown.push(format!("{} more files", secret_paths.len() - 5));
+    /// The edits, or the refusal when any path or content holds a secret.
+    fn finish(mut self) -> Result<Staged> {
+        if self.secret_paths.is_empty() && self.secret_names == 0 {
+            return Ok(self.staged);
         }
-        if secret_names > 0 {
-            shown.push(format!("{secret_names} file(s) whose path contains it"));
+        self.secret_paths.sort();
+        let mut shown: Vec<String> = self
+            .secret_paths
+            .iter()
+            .take(5)
+            .map(|p| p.to_string())
+            .collect();
+        if self.secret_paths.len() > 5 {
+            shown.push(format!("{} more files", self.secret_paths.len() - 5));
         }
-        return Err(Error::Integrity(format!(
+        if self.secret_names > 0 {
+            shown.push(format!(
+                "{} file(s) whose path contains it",
+                self.secret_names
+            ));
+        }
+        Err(Error::Integrity(format!(
             "refusing to commit a session token: found in {}; remove it (or ignore the file) and save again. Nothing was committed",
             shown.join(", "),
-        )));
+        )))
     }
-    Ok(staged)
 }
 
 /// The warning for a file over the limit: new files are left out, tracked ones stay as committed.
