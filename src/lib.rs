@@ -3,9 +3,11 @@
 //! The product contract is `SPEC.md` (shared with the backend). This crate is the sandbox side of the
 //! handoff: `restore` (git over smart HTTP protocol v2, or a tar.gz archive), `save`, `push`, `status`.
 //!
-//! Layout: [`cli`] (flags), [`inputs`] (flags and environment into [`types`]), [`commands`] (one file per
-//! command), [`restore`] (the restore data flow), [`http`] (client, retries), [`error`] (the one error
-//! type and the exit codes), [`output`] (the only printing).
+//! Layout (drawn in `ARCHITECTURE.md`): [`cli`] (flags), [`inputs`] (flags and environment into
+//! [`types`]), [`commands`] (one file per command); the read path [`restore`], the write path
+//! [`save`] then [`push`]; the local repository [`repo`]; the wire [`wire`] and the pack format
+//! [`pack`]; [`fs`] at the bottom; [`error`] (the one error type and the exit codes), [`output`]
+//! (the only printing of results), [`redact`].
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)] // the one exception: `restore::pack` maps the received pack

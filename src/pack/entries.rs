@@ -22,7 +22,7 @@ use gix_pack::data::input::Entry;
 use super::{PackLimits, ReceiveError};
 
 /// An object held back from gix-pack's index writer: hashed as it streamed in, written into the
-/// index by [`super::pack`], checked out by streaming it from the pack.
+/// index by [`super::receive()`], checked out by streaming it from the pack.
 #[derive(Debug, Clone)]
 pub struct BigObject {
     /// Its id.

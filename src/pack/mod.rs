@@ -1,4 +1,4 @@
-//! Packs (`gitformat-pack`): received and indexed as they stream in ([`receive`], through our own
+//! Packs (`gitformat-pack`): received and indexed as they stream in ([`mod@receive`], through our own
 //! entry stream [`entries`]), read back for the checkout ([`objects`]), and generated for a push
 //! ([`generate`]). The wire delivers and sends the bytes; this module knows only the format.
 //!
@@ -23,7 +23,7 @@ pub use receive::{ReceiveError, Received, receive};
 const RELEASE_EVERY: usize = 4 << 20;
 
 /// A read-only mapping of a pack file whose resident pages are dropped (`madvise(MADV_DONTNEED)`)
-/// after every [`RELEASE_EVERY`] bytes served; later reads fault them back in from the page cache.
+/// after every `RELEASE_EVERY` bytes served; later reads fault them back in from the page cache.
 pub struct ReleasingMap {
     map: memmap2::Mmap,
     served: AtomicUsize,

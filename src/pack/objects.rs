@@ -50,7 +50,7 @@ pub enum Compared {
 
 impl PackObjects {
     /// Open `pack-<hash>.pack` at `data_path` and its `.idx` beside it; `big` names the objects
-    /// over the big-object threshold ([`Received::big`]), which are only ever streamed.
+    /// over the big-object threshold ([`Received::big`](super::Received::big)), which are only ever streamed.
     ///
     /// # Errors
     /// A message when either file cannot be opened or read.

@@ -24,7 +24,7 @@ pub struct Received {
     pub data_path: Option<PathBuf>,
     /// The number of objects in the pack.
     pub num_objects: u32,
-    /// The objects over the big-object threshold (see [`PackObjects::open`]).
+    /// The objects over the big-object threshold (see [`PackObjects::open`](super::PackObjects::open)).
     pub big: Vec<gix::ObjectId>,
 }
 

@@ -47,12 +47,12 @@ pub struct Committed {
 /// stat data of the work tree files, so `git status` is clean and fast afterwards).
 ///
 /// # Errors
-/// [`Error::Integrity`](crate::Error::Integrity) (exit 6) when a file to commit contains a secret
-/// (nothing is committed); [`Error::Usage`](crate::Error::Usage) for an empty message or a
-/// malformed `GIT_AUTHOR_DATE`/`GIT_COMMITTER_DATE`; [`Error::Conflict`](crate::Error::Conflict)
+/// [`Error::Integrity`] (exit 6) when a file to commit contains a secret
+/// (nothing is committed); [`Error::Usage`] for an empty message or a
+/// malformed `GIT_AUTHOR_DATE`/`GIT_COMMITTER_DATE`; [`Error::Conflict`]
 /// when `HEAD` is not on the session branch, the index is locked by another git process, a merge,
 /// cherry-pick or revert is in progress, or paths are unmerged;
-/// [`Error::Internal`](crate::Error::Internal) on I/O failures.
+/// [`Error::Internal`] on I/O failures.
 pub fn stage_and_commit(
     workdir: &Path,
     branch: &SessionBranch,

@@ -4,7 +4,7 @@
 //! with `Git-Protocol: version=2`, then `POST $GIT_URL/git-upload-pack`) and `gitprotocol-v2`
 //! (`ls-refs` with `ref-prefix`, `fetch` with `want`, `deepen`, `done`; response sections
 //! `shallow-info` and `packfile` with side-band). Pkt-lines are read and written with gix-packetline;
-//! the pack is indexed as it streams in ([`crate::pack::receive`], on gix-pack).
+//! the pack is indexed as it streams in ([`crate::pack::receive()`], on gix-pack).
 
 use std::io::Read;
 use std::path::Path;
