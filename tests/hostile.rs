@@ -555,26 +555,12 @@ fn a_dripping_server_is_given_up_on_but_a_slow_hook_is_waited_for() {
 #[test]
 fn a_1_gib_blob_restores_in_bounded_memory() {
     let w = World::new();
-    let scratch = w.tmp.path().join("big-seed");
-    std::fs::create_dir_all(&scratch).unwrap();
-    w.git(&scratch, &["init", "-q", "-b", "main"]);
+    let scratch = w.scratch("big-seed");
     let big = std::fs::File::create(scratch.join("zeros.bin")).unwrap();
     big.set_len(1 << 30).unwrap();
     std::fs::write(scratch.join("small.txt"), "small\n").unwrap();
-    w.git(&scratch, &["add", "-A"]);
-    w.git(&scratch, &["commit", "-qm", "a big one"]);
-    let tip = w.git(&scratch, &["rev-parse", "HEAD"]);
-    let bare = w.srv().join("repo.git");
-    w.git(
-        w.tmp.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            scratch.to_str().unwrap(),
-            bare.to_str().unwrap(),
-        ],
-    );
+    let tip = w.commit_all(&scratch, "a big one");
+    w.serve_scratch(&scratch, "repo.git");
     let srv = GitServer::start(&w.srv(), None);
     let url = srv.url("repo.git", None);
     let dir = w.path("s");
@@ -616,14 +602,10 @@ fn big_objects_stream_and_a_killed_big_write_is_resumed() {
     let mut seed = 11u64;
     let noise = crate::support::incompressible(48 << 20, &mut seed);
     let w = World::new();
-    let scratch = w.tmp.path().join("noise-seed");
-    std::fs::create_dir_all(&scratch).unwrap();
-    w.git(&scratch, &["init", "-q", "-b", "main"]);
+    let scratch = w.scratch("noise-seed");
     std::fs::write(scratch.join("noise.bin"), &noise).unwrap();
     std::fs::write(scratch.join("a.txt"), "a\n").unwrap();
-    w.git(&scratch, &["add", "-A"]);
-    w.git(&scratch, &["commit", "-qm", "noise"]);
-    let tip = w.git(&scratch, &["rev-parse", "HEAD"]);
+    let tip = w.commit_all(&scratch, "noise");
     // Two near-copies of a 64 KiB text: the server deltifies one against the other.
     let text: String = (0..4096)
         .map(|i| format!("line {i:05} of the text\n"))
@@ -634,20 +616,8 @@ fn big_objects_stream_and_a_killed_big_write_is_resumed() {
         text.replace("line 00007", "LINE 00007"),
     )
     .unwrap();
-    w.git(&scratch, &["add", "-A"]);
-    w.git(&scratch, &["commit", "-qm", "texts"]);
-    let texts = w.git(&scratch, &["rev-parse", "HEAD"]);
-    let bare = w.srv().join("repo.git");
-    w.git(
-        w.tmp.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            scratch.to_str().unwrap(),
-            bare.to_str().unwrap(),
-        ],
-    );
+    let texts = w.commit_all(&scratch, "texts");
+    w.serve_scratch(&scratch, "repo.git");
     let srv = GitServer::start(&w.srv(), None);
     let url = srv.url("repo.git", None);
     let knob = ("GIT_SESSION_BIG_OBJECT_BYTES", "4194304");

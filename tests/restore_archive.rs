@@ -1668,18 +1668,7 @@ fn real_git_archive_equals_git_checkout() {
 /// Serve `repo` (a scratch work tree) as the bare `srv/<name>.git`, receive-pack on, every push kept
 /// as a pack (so the pushed objects can be counted).
 fn serve_bare(w: &World, repo: &Path, name: &str) -> PathBuf {
-    let bare = w.srv().join(format!("{name}.git"));
-    w.git(
-        w.tmp.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            repo.to_str().unwrap(),
-            bare.to_str().unwrap(),
-        ],
-    );
-    w.git(&bare, &["config", "http.receivepack", "true"]);
+    let bare = w.serve_scratch(repo, &format!("{name}.git"));
     w.git(&bare, &["config", "receive.unpackLimit", "1"]);
     w.git(&bare, &["config", "transfer.unpackLimit", "1"]);
     bare

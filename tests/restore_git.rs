@@ -1161,28 +1161,15 @@ fn a_tree_entry_at_the_staging_folder_is_refused() {
 #[test]
 fn a_large_pack_restores_with_bounded_memory() {
     let w = World::new();
-    let scratch = w.path("scratch-big");
+    let scratch = w.scratch("scratch-big");
     std::fs::create_dir_all(scratch.join("blobs")).unwrap();
-    w.git(&scratch, &["init", "-q", "-b", "main"]);
     let mut x: u64 = 0x2545F4914F6CDD1D;
     for i in 0..96 {
         let buf = incompressible(1 << 20, &mut x);
         std::fs::write(scratch.join(format!("blobs/{i:02}.bin")), buf).unwrap();
     }
-    w.git(&scratch, &["add", "-A"]);
-    w.git(&scratch, &["commit", "-qm", "big"]);
-    let sha = w.git(&scratch, &["rev-parse", "HEAD"]);
-    let bare = w.srv().join("big.git");
-    w.git(
-        w.tmp.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            scratch.to_str().unwrap(),
-            bare.to_str().unwrap(),
-        ],
-    );
+    let sha = w.commit_all(&scratch, "big");
+    w.serve_scratch(&scratch, "big.git");
     let srv = GitServer::start(&w.srv(), None);
     let dir = w.path("sandbox");
     std::fs::create_dir_all(&dir).unwrap();

@@ -216,14 +216,44 @@ impl World {
             .unwrap()
     }
 
+    /// A fresh scratch work tree `tmp/<name>` (`git init -b main`), to be filled and then served
+    /// with [`World::commit_all`] and [`World::serve_scratch`].
+    pub fn scratch(&self, name: &str) -> PathBuf {
+        let scratch = self.tmp.path().join(name);
+        std::fs::create_dir_all(&scratch).unwrap();
+        self.git(&scratch, &["init", "-q", "-b", "main"]);
+        scratch
+    }
+
+    /// `git add -A && git commit` in `scratch`; returns the new commit's id.
+    pub fn commit_all(&self, scratch: &Path, message: &str) -> String {
+        self.git(scratch, &["add", "-A"]);
+        self.git(scratch, &["commit", "-q", "--allow-empty", "-m", message]);
+        self.git(scratch, &["rev-parse", "HEAD"])
+    }
+
+    /// Serve `scratch` as the bare `srv/<name>` (a bare clone, receive-pack on). Returns its path.
+    pub fn serve_scratch(&self, scratch: &Path, name: &str) -> PathBuf {
+        let bare = self.srv().join(name);
+        self.git(
+            self.tmp.path(),
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                scratch.to_str().unwrap(),
+                bare.to_str().unwrap(),
+            ],
+        );
+        self.git(&bare, &["config", "http.receivepack", "true"]);
+        bare
+    }
+
     /// Create the bare repository `srv/<name>` holding one commit per entry of `commits`
     /// (each a list of `(path, content)`; content `None` deletes), on branch `main`.
     /// Returns the commit ids in order.
     pub fn repo(&self, name: &str, commits: &[&[(&str, Option<&str>)]]) -> Vec<String> {
-        let bare = self.srv().join(name);
-        let scratch = self.tmp.path().join(format!("scratch-{name}"));
-        std::fs::create_dir_all(&scratch).unwrap();
-        self.git(&scratch, &["init", "-q", "-b", "main"]);
+        let scratch = self.scratch(&format!("scratch-{name}"));
         let mut ids = Vec::new();
         for (i, files) in commits.iter().enumerate() {
             for (path, content) in files.iter() {
@@ -251,30 +281,9 @@ impl World {
                     }
                 }
             }
-            self.git(&scratch, &["add", "-A"]);
-            self.git(
-                &scratch,
-                &[
-                    "commit",
-                    "-q",
-                    "--allow-empty",
-                    "-m",
-                    &format!("commit {i}"),
-                ],
-            );
-            ids.push(self.git(&scratch, &["rev-parse", "HEAD"]));
+            ids.push(self.commit_all(&scratch, &format!("commit {i}")));
         }
-        self.git(
-            self.tmp.path(),
-            &[
-                "clone",
-                "-q",
-                "--bare",
-                scratch.to_str().unwrap(),
-                bare.to_str().unwrap(),
-            ],
-        );
-        self.git(&bare, &["config", "http.receivepack", "true"]);
+        let bare = self.serve_scratch(&scratch, name);
         self.git(&bare, &["config", "uploadpack.allowAnySHA1InWant", "false"]);
         ids
     }
