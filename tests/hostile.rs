@@ -4,14 +4,13 @@
 //! given up on, and the rerun completes what a kill or a full disk cut short.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::wire::{
     band, delta_size, entry_header, fetch_response, ofs_distance, pack_of, pkt, raw_pack, zlib,
 };
 use crate::support::{
-    Endpoint, GitServer, Run, Scripted, TOKEN, Tmpfs, World, assert_no_secret, userinfo,
+    Endpoint, GitServer, Measured, Run, Scripted, TOKEN, Tmpfs, World, measure, userinfo,
 };
 
 /// A server with `repo.git` and the ids of its commits.
@@ -71,15 +70,7 @@ impl Hostile {
     }
 }
 
-/// A run of the binary under GNU time and a watchdog: exit code (`None`: killed by the watchdog),
-/// stderr, peak RSS in MiB, wall time.
-struct Measured {
-    code: Option<i32>,
-    stderr: String,
-    peak_mib: u64,
-    wall: Duration,
-}
-
+/// [`measure`] with the world's environment.
 fn run_measured(
     w: &World,
     dir: &Path,
@@ -87,71 +78,7 @@ fn run_measured(
     vars: &[(&str, &str)],
     limit: Duration,
 ) -> Measured {
-    std::fs::create_dir_all(dir).unwrap();
-    let rss = tempfile::NamedTempFile::new().unwrap();
-    let started = Instant::now();
-    use std::os::unix::process::CommandExt as _;
-    let mut child = Command::new("/usr/bin/time")
-        .process_group(0)
-        .args(["-f", "%M", "-o"])
-        .arg(rss.path())
-        .arg(env!("CARGO_BIN_EXE_git-session"))
-        .args(args)
-        .current_dir(dir)
-        .env_clear()
-        .envs(w.env())
-        .env("GIT_SESSION_RETRY_BASE_MS", "5")
-        .envs(vars.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("GNU time is needed (apt-get install time)");
-    let mut killed = false;
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > limit {
-            // GNU time and git-session below it: the whole process group.
-            let _ = Command::new("kill")
-                .args(["-9", &format!("-{}", child.id())])
-                .status();
-            killed = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let wall = started.elapsed();
-    assert_no_secret("stdout", &out.stdout);
-    assert_no_secret("stderr", &out.stderr);
-    let peak_kib: u64 = std::fs::read_to_string(rss.path())
-        .unwrap_or_default()
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or(0);
-    // GNU time reports the child's status as its own: "Command exited with non-zero status N".
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let code = if killed {
-        None
-    } else {
-        let text = std::fs::read_to_string(rss.path()).unwrap_or_default();
-        text.lines()
-            .find_map(|l| l.strip_prefix("Command exited with non-zero status "))
-            .and_then(|n| n.trim().parse().ok())
-            .or(Some(0))
-    };
-    // The figures BENCHMARKS.md quotes ("memory against a hostile server").
-    eprintln!(
-        "measured: git-session {} → exit {code:?}, peak RSS {} KiB, {:.1} s",
-        args.join(" "),
-        peak_kib,
-        wall.as_secs_f64()
-    );
-    Measured {
-        code,
-        stderr,
-        peak_mib: peak_kib / 1024,
-        wall,
-    }
+    measure(w.env(), dir, args, vars, limit)
 }
 
 /// A pack that lacks a blob the tree names is an incomplete commit from the server: exit 6
@@ -305,9 +232,7 @@ fn a_delta_claiming_a_huge_result_is_exit_6_in_bounded_memory() {
         ],
         Duration::from_secs(120),
     );
-    assert_eq!(m.code, Some(6), "{}", m.stderr);
-    assert!(m.stderr.contains("max-object-bytes"), "{}", m.stderr);
-    assert!(m.peak_mib < 64, "peak RSS {} MiB", m.peak_mib);
+    m.assert_refused("a 6 GiB delta result", 6, "max-object-bytes", 64);
 }
 
 /// Endless answers where git sends a few KiB — a capability advertisement, an `ls-refs` answer,
@@ -353,13 +278,7 @@ fn endless_answers_are_refused_in_bounded_memory() {
             &vars,
             Duration::from_secs(120),
         );
-        assert_eq!(m.code, Some(5), "case {i}: {}", m.stderr);
-        assert!(
-            m.stderr.contains("pkt-line section over"),
-            "case {i}: {}",
-            m.stderr
-        );
-        assert!(m.peak_mib < 64, "case {i}: peak RSS {} MiB", m.peak_mib);
+        m.assert_refused(&format!("case {i}"), 5, "pkt-line section over", 64);
     }
     // A push's ref advertisement that never ends.
     h.srv.knobs.scripted.lock().unwrap().clear();
@@ -391,9 +310,12 @@ fn endless_answers_are_refused_in_bounded_memory() {
         &vars,
         Duration::from_secs(300),
     );
-    assert_eq!(m.code, Some(5), "{}", m.stderr);
-    assert!(m.stderr.contains("ref advertisement over"), "{}", m.stderr);
-    assert!(m.peak_mib < 64, "peak RSS {} MiB", m.peak_mib);
+    m.assert_refused(
+        "an endless ref advertisement",
+        5,
+        "ref advertisement over",
+        64,
+    );
 }
 
 /// A server that echoes the request's credentials — in an `ERR` line, in side-band progress and

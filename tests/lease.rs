@@ -3,13 +3,30 @@
 //! concurrent save is never a false stale, and credentials go per direction. Plain git is run as
 //! a person in the sandbox shell would: credentials only in `READ_URL`/`PUSH_URL`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::push::Setup;
 use crate::support::{TOKEN, all_files, assert_no_secret, userinfo};
 
 impl Setup {
+    /// The session `branch` at the seed's second commit, restored into sandboxes `a` and `b`.
+    fn two_sandboxes(&self, branch: &str) -> (PathBuf, PathBuf) {
+        self.w.git(&self.bare(), &["branch", branch, &self.ids[1]]);
+        (
+            self.sandbox("a", branch, &self.ids[1]),
+            self.sandbox("b", branch, &self.ids[1]),
+        )
+    }
+
+    /// Sandbox `a` saves a new file `a.txt` holding `text`; `b`'s lease is stale from then on.
+    /// Returns the remote `branch`'s new tip.
+    fn owner_saves(&self, a: &Path, branch: &str, text: &str) -> String {
+        std::fs::write(a.join("a.txt"), text).unwrap();
+        self.save(a, "A's work", &[]).assert_code(0);
+        self.remote(branch).unwrap()
+    }
+
     /// Plain git in `dir` with the session URLs in the environment (no other credentials).
     fn shell_git(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
         let url = self.url();
@@ -75,12 +92,8 @@ impl Setup {
 fn a_stale_sandbox_cannot_take_the_session_with_git_pull_and_git_push() {
     let s = Setup::new();
     let branch = "sessions/pull";
-    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
-    let a = s.sandbox("a", branch, &s.ids[1]);
-    let b = s.sandbox("b", branch, &s.ids[1]);
-    std::fs::write(a.join("a.txt"), "from a\n").unwrap();
-    s.save(&a, "A's work", &[]).assert_code(0);
-    let ca = s.remote(branch).unwrap();
+    let (a, b) = s.two_sandboxes(branch);
+    let ca = s.owner_saves(&a, branch, "from a\n");
     let cb = s.commit(&b, "b.txt", "from b\n");
     assert_eq!(s.remote_state(&b), "moved");
 
@@ -289,9 +302,7 @@ fn two_saves_at_once_in_one_tree_are_serialised() {
 fn a_plain_push_racing_another_sandbox_exactly_one_wins() {
     let s = Setup::new();
     let branch = "sessions/plainrace";
-    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
-    let a = s.sandbox("a", branch, &s.ids[1]);
-    let b = s.sandbox("b", branch, &s.ids[1]);
+    let (a, b) = s.two_sandboxes(branch);
     let ca = s.commit(&a, "a.txt", "a\n");
     let cb = s.commit(&b, "b.txt", "b\n");
     let barrier = s.w.tmp.path().join("plainrace");
@@ -380,11 +391,8 @@ fn fetches_get_read_url_and_pushes_push_url_even_on_the_same_host_and_path() {
 fn a_hook_managers_changes_are_undone_and_its_hooks_chained() {
     let s = Setup::new();
     let branch = "sessions/hooks";
-    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
-    let a = s.sandbox("a", branch, &s.ids[1]);
-    let b = s.sandbox("b", branch, &s.ids[1]);
-    std::fs::write(a.join("a.txt"), "a\n").unwrap();
-    s.save(&a, "A", &[]).assert_code(0);
+    let (a, b) = s.two_sandboxes(branch);
+    s.owner_saves(&a, branch, "a\n");
 
     // husky: its own hooks folder in core.hooksPath.
     let husky = b.join(".husky/_");
@@ -508,11 +516,8 @@ fn a_new_sessions_plain_git_has_no_gone_upstream() {
 fn a_failed_saves_message_names_the_local_commit_it_keeps() {
     let s = Setup::new();
     let branch = "sessions/words";
-    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
-    let a = s.sandbox("a", branch, &s.ids[1]);
-    let b = s.sandbox("b", branch, &s.ids[1]);
-    std::fs::write(a.join("a.txt"), "a\n").unwrap();
-    s.save(&a, "A", &[]).assert_code(0);
+    let (a, b) = s.two_sandboxes(branch);
+    s.owner_saves(&a, branch, "a\n");
     std::fs::write(b.join("b.txt"), "b\n").unwrap();
     let run = s.save(&b, "B", &[]);
     run.assert_code(3);
@@ -573,12 +578,8 @@ fn the_check_and_the_helper_leave_no_secret_on_disk() {
 fn the_check_holds_for_other_spellings_moves_and_work_trees() {
     let s = Setup::new();
     let branch = "sessions/spell";
-    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
-    let a = s.sandbox("a", branch, &s.ids[1]);
-    let b = s.sandbox("b", branch, &s.ids[1]);
-    std::fs::write(a.join("a.txt"), "a\n").unwrap();
-    s.save(&a, "A", &[]).assert_code(0);
-    let owner_tip = s.remote(branch).unwrap();
+    let (a, b) = s.two_sandboxes(branch);
+    let owner_tip = s.owner_saves(&a, branch, "a\n");
     // B is stale: `localhost` names the same server as the restore's 127.0.0.1.
     s.commit(&b, "b.txt", "b\n");
     s.shell_git_ok(&b, &["pull", "-q", "--no-rebase", "--no-edit"]);

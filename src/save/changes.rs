@@ -102,7 +102,10 @@ fn collect_staged(
 }
 
 /// Where one staged change puts the content of its path (a rewrite: the source is removed).
-fn record_staged(change: gix::diff::index::ChangeRef<'_, '_>, targets: &mut BTreeMap<BString, Target>) {
+fn record_staged(
+    change: gix::diff::index::ChangeRef<'_, '_>,
+    targets: &mut BTreeMap<BString, Target>,
+) {
     use gix::diff::index::ChangeRef;
     match change {
         ChangeRef::Addition {

@@ -193,9 +193,7 @@ impl Stager<'_> {
                 staged.upserts.push((path.to_owned(), kind, id));
                 staged.stats.insert(path.to_owned(), stat);
             }
-            Outcome::TooLarge(size) => staged
-                .warnings
-                .push(too_large(path, size, self.head_tree)?),
+            Outcome::TooLarge(size) => staged.warnings.push(too_large(path, size, self.head_tree)?),
             Outcome::NestedRepo => {
                 // A tracked file replaced by a repository: the file is gone, the repository is
                 // not staged.
