@@ -155,7 +155,19 @@ pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
             "{url} is not a smart-HTTP git server (Content-Type '{ctype}')"
         )));
     }
-    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    read_advertisement(url, resp)
+}
+
+/// Parse the body of `GET info/refs?service=git-upload-pack`: an optional `# service=` section,
+/// then `version 2` and the capabilities up to a flush (`gitprotocol-v2` "Capability
+/// Advertisement"). `url` is for messages only.
+///
+/// # Errors
+/// As [`handshake`], but for the HTTP ones: [`Error::Protocol`] for a v0/v1 answer, malformed
+/// pkt-lines, an `ERR` line or a section over [`MAX_SECTION_BYTES`]; [`Error::Network`] for a
+/// body that breaks off; [`Error::Usage`] for `object-format=sha256`.
+fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Capabilities> {
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut first = read_section(url, &mut lines)?;
     if first.first().is_some_and(|l| l.starts_with(b"# service=")) {
         lines.reset();
@@ -227,14 +239,25 @@ pub fn ls_ref(
             body: Some(body.into()),
         },
     )?;
-    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    read_ls_refs(url, resp, &full)
+}
+
+/// Parse an `ls-refs` response (`gitprotocol-v2` "ls-refs": `<oid> <refname>` lines up to a
+/// flush) for the id of `full_ref`, reading at most [`MAX_LS_REFS_BYTES`] and keeping nothing
+/// else. `url` is for messages only.
+///
+/// # Errors
+/// [`Error::Protocol`] for malformed lines, an `ERR` line or an answer over the bound;
+/// [`Error::Network`] for a body that breaks off.
+fn read_ls_refs(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Option<FullSha>> {
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut found = None;
     for_each_line(url, &mut lines, MAX_LS_REFS_BYTES, |line| {
         let mut parts = line.split(|b| *b == b' ');
         let (Some(oid), Some(name)) = (parts.next(), parts.next()) else {
             return Err(pkt_err(url, "ls-refs line without a ref name"));
         };
-        if name == full.as_bytes() && found.is_none() {
+        if name == full_ref.as_bytes() && found.is_none() {
             let id = FullSha::from_wire(oid)
                 .ok_or_else(|| pkt_err(url, "ls-refs line with a malformed object id"))?;
             found = Some(id);
@@ -284,24 +307,7 @@ pub fn fetch_pack(
     want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
-    let Want {
-        commit: want,
-        depth,
-        pack_dir,
-        limits,
-    } = want;
-    let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
-    if let Some(depth) = depth {
-        if !caps.fetch_supports("shallow") {
-            return Err(Error::Protocol(format!(
-                "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
-            )));
-        }
-        args.push(format!("deepen {depth}"));
-    }
-    args.push(format!("want {want}"));
-    args.push("done".to_owned());
-    let body = command_body(caps, "fetch", &args)?;
+    let body = fetch_request(url, caps, want.commit, want.depth)?;
     let resp = http
         .send(
             url,
@@ -311,14 +317,59 @@ pub fn fetch_pack(
                 body: Some(body.into()),
             },
         )?
-        // The pack's bytes are measured instead (below): keep-alives come before them.
+        // The pack's bytes are measured instead (in receive_packfile): keep-alives come before them.
         .unmeasured();
+    let body = crate::progress::Counted {
+        inner: resp,
+        progress: crate::progress::Progress::bytes("receiving objects"),
+    };
+    read_fetch(url, body, want, interrupt)
+}
+
+/// The `fetch` request (`gitprotocol-v2` "fetch"): `ofs-delta`, `no-progress`, `deepen <depth>`
+/// when a depth is asked for, `want <commit>`, `done`.
+///
+/// # Errors
+/// [`Error::Protocol`] when a depth is asked for and the server's `fetch` lacks `shallow`.
+fn fetch_request(
+    url: &RemoteUrl,
+    caps: &Capabilities,
+    commit: FullSha,
+    depth: Option<u32>,
+) -> Result<Vec<u8>> {
+    let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
+    if let Some(depth) = depth {
+        if !caps.fetch_supports("shallow") {
+            return Err(Error::Protocol(format!(
+                "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
+            )));
+        }
+        args.push(format!("deepen {depth}"));
+    }
+    args.push(format!("want {commit}"));
+    args.push("done".to_owned());
+    command_body(caps, "fetch", &args)
+}
+
+/// Parse a `fetch` response (`gitprotocol-v2` "fetch" "output"): the sections before the pack
+/// (`acknowledgments`, `shallow-info`, `wanted-refs`, each at most [`MAX_SECTION_BYTES`]), then
+/// the `packfile` section, whose side-band channel 1 streams into [`crate::pack::receive`] in
+/// `want.pack_dir`. `url` is for messages only.
+///
+/// # Errors
+/// As [`fetch_pack`], but for the HTTP ones: [`Error::Network`] also for a body that breaks off
+/// before the pack; [`Error::Protocol`] for malformed pkt-lines, an unknown section, an `ERR`
+/// line or a side-band error (channel 3) — [`Error::NotFound`] when either says the commit is
+/// not the server's.
+fn read_fetch(
+    url: &RemoteUrl,
+    body: impl Read,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+) -> Result<Fetched> {
     let cut = std::sync::Arc::new(AtomicBool::new(false));
     let body = CutDetector {
-        inner: crate::progress::Counted {
-            inner: resp,
-            progress: crate::progress::Progress::bytes("receiving objects"),
-        },
+        inner: body,
         cut: cut.clone(),
     };
     let mut lines = StreamingPeekableIter::new(
@@ -326,6 +377,23 @@ pub fn fetch_pack(
         &[PacketLineRef::Flush, PacketLineRef::Delimiter],
         false,
     );
+    let shallow = read_sections_before_pack(url, &mut lines)?;
+    lines.reset_with(&[PacketLineRef::Flush]);
+    let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut)?;
+    Ok(Fetched {
+        shallow,
+        pack_path: outcome.data_path,
+        objects: outcome.num_objects,
+        big: outcome.big,
+    })
+}
+
+/// Read the sections of a fetch response up to the `packfile` header, returning the
+/// `shallow-info` ids.
+fn read_sections_before_pack<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+) -> Result<Vec<gix::ObjectId>> {
     let mut shallow = Vec::new();
     loop {
         let name = match lines.read_line() {
@@ -347,9 +415,9 @@ pub fn fetch_pack(
             )));
         };
         match name.as_slice() {
-            b"packfile" => break,
+            b"packfile" => return Ok(shallow),
             b"shallow-info" => {
-                for l in read_section(url, &mut lines)? {
+                for l in read_section(url, lines)? {
                     if let Some(hex) = l.strip_prefix(b"shallow ") {
                         let id = FullSha::from_wire(hex)
                             .ok_or_else(|| pkt_err(url, "malformed shallow line"))?;
@@ -359,7 +427,7 @@ pub fn fetch_pack(
                 lines.reset();
             }
             b"acknowledgments" | b"wanted-refs" => {
-                read_section(url, &mut lines)?;
+                read_section(url, lines)?;
                 lines.reset();
             }
             other => {
@@ -370,7 +438,18 @@ pub fn fetch_pack(
             }
         }
     }
-    lines.reset_with(&[PacketLineRef::Flush]);
+}
+
+/// Stream the `packfile` section's channel 1 into [`crate::pack::receive`]; progress (channel 2)
+/// goes to the debug log, an error on channel 3 ends the transfer and is returned as the
+/// server's error. `cut` tells whether the body broke off (see [`pack_error`]).
+fn receive_packfile<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+    cut: &AtomicBool,
+) -> Result<crate::pack::Received> {
     let mut remote_error: Option<String> = None;
     let outcome = {
         let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
@@ -385,29 +464,29 @@ pub fn fetch_pack(
         });
         let mut reader =
             crate::wire::http::Measured::new(&mut reader, crate::wire::http::LowSpeed::for_pack());
-        crate::pack::receive(&mut reader, pack_dir, None, limits, interrupt)
+        crate::pack::receive(&mut reader, want.pack_dir, None, want.limits, interrupt)
     };
     if let Some(msg) = remote_error {
         return Err(upload_pack_error(url, &msg));
     }
-    let outcome = outcome.map_err(|e| match e {
+    outcome.map_err(|e| pack_error(url, e, cut.load(std::sync::atomic::Ordering::Relaxed)))
+}
+
+/// Map a failure of [`crate::pack::receive`]: a corrupt pack from a connection that was `cut` is
+/// a network failure (retried), else corruption (exit 6).
+fn pack_error(url: &RemoteUrl, err: crate::pack::ReceiveError, cut: bool) -> Error {
+    match err {
         crate::pack::ReceiveError::Local(local) => local,
         crate::pack::ReceiveError::TooLarge(why) => {
             Error::Integrity(format!("the pack from {url} is refused: {why}"))
         }
-        crate::pack::ReceiveError::Corrupt(e) if cut.load(std::sync::atomic::Ordering::Relaxed) => {
+        crate::pack::ReceiveError::Corrupt(e) if cut => {
             Error::Network(format!("the pack transfer from {url} broke off: {e}"))
         }
         crate::pack::ReceiveError::Corrupt(e) => {
             Error::Integrity(format!("the pack from {url} is corrupt: {e}"))
         }
-    })?;
-    Ok(Fetched {
-        shallow,
-        pack_path: outcome.data_path,
-        objects: outcome.num_objects,
-        big: outcome.big,
-    })
+    }
 }
 
 /// Records whether the response body failed or ended early, so that a pack error caused by a cut

@@ -2,6 +2,8 @@
 //! "Reference Discovery"): `GET info/refs?service=git-receive-pack`, read as a stream, keeping
 //! only the session branch and the capabilities.
 
+use std::io::Read;
+
 use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::StreamingPeekableIter;
 use reqwest::header::CONTENT_TYPE;
@@ -69,8 +71,19 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
             "{url} is not a smart-HTTP git server for pushes (Content-Type '{ctype}')"
         )));
     }
-    let full = branch.full_ref();
-    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    parse(url, resp, &branch.full_ref())
+}
+
+/// Parse a receive-pack ref advertisement (`gitprotocol-pack` "Reference Discovery": the
+/// `# service=git-receive-pack` section, then `<oid> <refname>` lines, the first with the
+/// capabilities after a NUL, up to a flush), keeping the id of `full_ref` and the capabilities,
+/// reading at most [`MAX_ADVERTISEMENT_BYTES`]. `url` is for messages only.
+///
+/// # Errors
+/// [`Error::Protocol`] for malformed lines, an `ERR` line or an advertisement over the bound;
+/// [`Error::Network`] for a body that breaks off; [`Error::Usage`] for a SHA-256 repository.
+fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Advertised> {
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut out = Advertised {
         tip: None,
         caps: Vec::new(),
@@ -111,35 +124,47 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
         if data.starts_with(b"# service=") {
             continue;
         }
-        let (refline, caps) = match data.iter().position(|b| *b == 0) {
-            Some(nul) => (&data[..nul], Some(&data[nul + 1..])),
-            None => (data, None),
-        };
-        if first {
-            first = false;
-            if let Some(caps) = caps {
-                out.caps = String::from_utf8_lossy(caps)
-                    .split(' ')
-                    .filter(|c| !c.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-            }
-            if let Some(fmt) = out.get("object-format")
-                && fmt != "sha1"
-            {
-                return Err(Error::Usage(format!(
-                    "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
-                )));
-            }
-        }
-        let Some(sp) = refline.iter().position(|b| *b == b' ') else {
-            return Err(pkt_err(url, "a ref line without a name"));
-        };
-        if &refline[sp + 1..] == full.as_bytes() {
-            let id = FullSha::from_wire(&refline[..sp])
-                .ok_or_else(|| pkt_err(url, "a malformed object id"))?;
-            out.tip = Some(id);
-        }
+        ref_line(url, data, std::mem::take(&mut first), full_ref, &mut out)?;
     }
     Ok(out)
+}
+
+/// One `<oid> <refname>[\0<capabilities>]` line: the capabilities are read from the `first`
+/// one; the id is kept when the name is `full_ref`.
+fn ref_line(
+    url: &RemoteUrl,
+    data: &[u8],
+    first: bool,
+    full_ref: &str,
+    out: &mut Advertised,
+) -> Result<()> {
+    let (refline, caps) = match data.iter().position(|b| *b == 0) {
+        Some(nul) => (&data[..nul], Some(&data[nul + 1..])),
+        None => (data, None),
+    };
+    if first {
+        if let Some(caps) = caps {
+            out.caps = String::from_utf8_lossy(caps)
+                .split(' ')
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
+        if let Some(fmt) = out.get("object-format")
+            && fmt != "sha1"
+        {
+            return Err(Error::Usage(format!(
+                "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
+            )));
+        }
+    }
+    let Some(sp) = refline.iter().position(|b| *b == b' ') else {
+        return Err(pkt_err(url, "a ref line without a name"));
+    };
+    if &refline[sp + 1..] == full_ref.as_bytes() {
+        let id = FullSha::from_wire(&refline[..sp])
+            .ok_or_else(|| pkt_err(url, "a malformed object id"))?;
+        out.tip = Some(id);
+    }
+    Ok(())
 }

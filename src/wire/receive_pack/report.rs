@@ -36,61 +36,28 @@ const MAX_REMOTE_LINES: usize = 20;
 /// # Errors
 /// [`Error::Network`] when the body breaks off; [`Error::Protocol`] for malformed pkt-lines.
 pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool) -> Result<Report> {
-    let mut report = Report::default();
     // The wait for the first byte is the server applying the push, not a slow transfer.
-    let body = crate::wire::http::Body::after_first_byte(resp);
+    parse(
+        url,
+        crate::wire::http::Body::after_first_byte(resp),
+        side_band,
+    )
+}
+
+/// Parse a receive-pack response body: the report-status pkt-lines (`unpack <status>`, then
+/// `ok <ref>` or `ng <ref> <reason>`), inside side-band channel 1 when `side_band`, with channel
+/// 2's text kept (its last [`MAX_REMOTE_LINES`] lines) and a channel 3 error in
+/// [`Report::fatal`]. `url` is for messages only.
+///
+/// # Errors
+/// As [`read`].
+fn parse(url: &RemoteUrl, body: impl Read, side_band: bool) -> Result<Report> {
+    let mut report = Report::default();
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let status_bytes = if side_band {
-        let mut data = Vec::new();
-        let mut texts = Vec::new();
-        let mut fatal = None;
-        {
-            let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
-                let text = String::from_utf8_lossy(text);
-                if is_err {
-                    fatal = Some(text.trim().to_owned());
-                    std::ops::ControlFlow::Break(())
-                } else {
-                    for l in text
-                        .split(['\n', '\r'])
-                        .map(str::trim)
-                        .filter(|l| !l.is_empty())
-                    {
-                        texts.push(l.to_owned());
-                    }
-                    if texts.len() > MAX_REMOTE_LINES {
-                        let excess = texts.len() - MAX_REMOTE_LINES;
-                        texts.drain(..excess);
-                    }
-                    std::ops::ControlFlow::Continue(())
-                }
-            });
-            // The report is small; a server streaming more than this is not sending a report.
-            let res = (&mut reader).take(1 << 20).read_to_end(&mut data);
-            drop(reader);
-            if let Err(e) = res
-                && fatal.is_none()
-            {
-                return Err(body_error(url, e));
-            }
-        }
-        report.remote_text = texts;
-        report.fatal = fatal;
-        data
+        read_side_band(url, &mut lines, &mut report)?
     } else {
-        let mut data = Vec::new();
-        while let Some(line) = lines.read_line() {
-            let line = line
-                .map_err(|e| body_error(url, e))?
-                .map_err(|e| Error::Protocol(format!("malformed report from {url}: {e}")))?;
-            if let Some(d) = line.as_slice() {
-                gix_packetline::blocking_io::encode::data_to_write(d, &mut data)
-                    .map_err(|e| Error::io("buffering the report", e))?;
-            }
-        }
-        gix_packetline::blocking_io::encode::flush_to_write(&mut data)
-            .map_err(|e| Error::io("buffering the report", e))?;
-        data
+        read_plain(url, &mut lines)?
     };
     let mut inner =
         StreamingPeekableIter::new(status_bytes.as_slice(), &[PacketLineRef::Flush], false);
@@ -108,6 +75,69 @@ pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool)
         }
     }
     Ok(report)
+}
+
+/// The bytes of side-band channel 1 (at most 1 MiB), with channel 2's text and channel 3's
+/// error put in `report`.
+fn read_side_band<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+    report: &mut Report,
+) -> Result<Vec<u8>> {
+    let mut data = Vec::new();
+    let mut texts = Vec::new();
+    let mut fatal = None;
+    {
+        let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
+            let text = String::from_utf8_lossy(text);
+            if is_err {
+                fatal = Some(text.trim().to_owned());
+                std::ops::ControlFlow::Break(())
+            } else {
+                for l in text
+                    .split(['\n', '\r'])
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                {
+                    texts.push(l.to_owned());
+                }
+                if texts.len() > MAX_REMOTE_LINES {
+                    let excess = texts.len() - MAX_REMOTE_LINES;
+                    texts.drain(..excess);
+                }
+                std::ops::ControlFlow::Continue(())
+            }
+        });
+        // The report is small; a server streaming more than this is not sending a report.
+        let res = (&mut reader).take(1 << 20).read_to_end(&mut data);
+        drop(reader);
+        if let Err(e) = res
+            && fatal.is_none()
+        {
+            return Err(body_error(url, e));
+        }
+    }
+    report.remote_text = texts;
+    report.fatal = fatal;
+    Ok(data)
+}
+
+/// The report's pkt-lines up to a flush, re-encoded with the flush, when no side-band was asked
+/// for.
+fn read_plain<R: Read>(url: &RemoteUrl, lines: &mut StreamingPeekableIter<R>) -> Result<Vec<u8>> {
+    let mut data = Vec::new();
+    while let Some(line) = lines.read_line() {
+        let line = line
+            .map_err(|e| body_error(url, e))?
+            .map_err(|e| Error::Protocol(format!("malformed report from {url}: {e}")))?;
+        if let Some(d) = line.as_slice() {
+            gix_packetline::blocking_io::encode::data_to_write(d, &mut data)
+                .map_err(|e| Error::io("buffering the report", e))?;
+        }
+    }
+    gix_packetline::blocking_io::encode::flush_to_write(&mut data)
+        .map_err(|e| Error::io("buffering the report", e))?;
+    Ok(data)
 }
 
 impl Report {
