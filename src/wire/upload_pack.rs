@@ -505,3 +505,257 @@ impl<R: Read> Read for CutDetector<R> {
         res
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::testing::{
+        BRANCH, COMMIT2, COMMIT3, Endless, NOT_OUR_REF, assert_err, cuts, pkt, url,
+        with_first_prefix,
+    };
+
+    const ADVERTISEMENT: &[u8] =
+        include_bytes!("../../tests/fixtures/wire/v2-advertisement.response");
+    const LS_REFS_BRANCH: &[u8] =
+        include_bytes!("../../tests/fixtures/wire/ls-refs-branch.response");
+    const LS_REFS_NONE: &[u8] = include_bytes!("../../tests/fixtures/wire/ls-refs-none.response");
+    const FETCH: &[u8] = include_bytes!("../../tests/fixtures/wire/fetch-depth-1.response");
+    const RECEIVE_PACK_ADVERTISEMENT: &[u8] =
+        include_bytes!("../../tests/fixtures/wire/receive-pack-advertisement.response");
+    /// The id of the pack in [`FETCH`] (its trailer), and its objects as `git verify-pack` lists
+    /// them: commit2, its tree, its blob, in id order.
+    const PACK_ID: &str = "422f3fabcfc8ed43aa55c0a61ac13625cfa203c5";
+    const PACK_OBJECTS: [&str; 3] = [
+        "7efcb40c074ff29c8533aa9d58e5adb80c7aaecb",
+        COMMIT2,
+        "f719efd430d52bcfc8566a43b2eb655688d38871",
+    ];
+    /// Length prefixes that are not one: not hex, the invalid length 3, longer than a pkt-line.
+    const BAD_PREFIXES: [&[u8; 4]; 3] = [b"00x0", b"0003", b"ffff"];
+
+    fn value(caps: &Capabilities, name: &str) -> Option<String> {
+        caps.get(name).map(str::to_owned)
+    }
+
+    fn supports(caps: &Capabilities, feature: &str) -> bool {
+        caps.fetch_supports(feature)
+    }
+
+    #[test]
+    fn advertisement_gives_the_recorded_capabilities() {
+        let caps = read_advertisement(&url(), ADVERTISEMENT).unwrap();
+        assert_eq!(value(&caps, "agent").as_deref(), Some("git/2.47.3"));
+        assert_eq!(value(&caps, "ls-refs").as_deref(), Some("unborn"));
+        assert_eq!(value(&caps, "object-format").as_deref(), Some("sha1"));
+        assert_eq!(value(&caps, "server-option").as_deref(), Some(""));
+        assert_eq!(value(&caps, "version"), None);
+        assert!(supports(&caps, "shallow") && supports(&caps, "wait-for-done"));
+        assert!(!supports(&caps, "filter"));
+    }
+
+    #[test]
+    fn advertisement_after_a_service_section_is_read_too() {
+        let body = [
+            &pkt(b"# service=git-upload-pack\n")[..],
+            b"0000",
+            ADVERTISEMENT,
+        ]
+        .concat();
+        let caps = read_advertisement(&url(), body.as_slice()).unwrap();
+        assert_eq!(value(&caps, "agent").as_deref(), Some("git/2.47.3"));
+    }
+
+    #[test]
+    fn advertisement_of_protocol_v0_is_refused() {
+        let err = read_advertisement(&url(), RECEIVE_PACK_ADVERTISEMENT).unwrap_err();
+        assert!(
+            matches!(&err, Error::Protocol(m) if m.contains("does not speak git protocol v2")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn advertisement_of_sha256_is_a_usage_error() {
+        let body = [
+            &pkt(b"version 2\n")[..],
+            &pkt(b"object-format=sha256\n"),
+            b"0000",
+        ]
+        .concat();
+        assert_err!(read_advertisement(&url(), body.as_slice()), Error::Usage(_));
+    }
+
+    #[test]
+    fn advertisement_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(ADVERTISEMENT, 0) {
+            assert_err!(read_advertisement(&url(), cut), Error::Network(_));
+        }
+    }
+
+    #[test]
+    fn advertisement_with_a_bad_length_or_an_err_line_is_refused() {
+        for prefix in BAD_PREFIXES {
+            let body = with_first_prefix(ADVERTISEMENT, prefix);
+            assert_err!(
+                read_advertisement(&url(), body.as_slice()),
+                Error::Protocol(_)
+            );
+        }
+        let err = pkt(b"ERR access denied");
+        assert_err!(
+            read_advertisement(&url(), err.as_slice()),
+            Error::Protocol(_)
+        );
+    }
+
+    #[test]
+    fn advertisement_without_end_is_refused_at_the_bound() {
+        let body = Endless::new(pkt(b"version 2\n"), pkt(&[b'x'; 1000]), MAX_SECTION_BYTES);
+        assert_err!(read_advertisement(&url(), body), Error::Protocol(_));
+    }
+
+    #[test]
+    fn ls_refs_finds_the_branch_or_nothing() {
+        let found = read_ls_refs(&url(), LS_REFS_BRANCH, BRANCH).unwrap();
+        assert_eq!(found.map(|id| id.to_string()).as_deref(), Some(COMMIT2));
+        // Only the exact name counts, not a prefix of it.
+        let prefix = &BRANCH[..BRANCH.len() - 1];
+        assert_eq!(read_ls_refs(&url(), LS_REFS_BRANCH, prefix).unwrap(), None);
+        assert_eq!(read_ls_refs(&url(), LS_REFS_NONE, BRANCH).unwrap(), None);
+    }
+
+    #[test]
+    fn ls_refs_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(LS_REFS_BRANCH, 0).chain(cuts(LS_REFS_NONE, 0)) {
+            assert_err!(read_ls_refs(&url(), cut, BRANCH), Error::Network(_));
+        }
+    }
+
+    #[test]
+    fn ls_refs_with_a_bad_line_is_refused() {
+        for prefix in BAD_PREFIXES {
+            let body = with_first_prefix(LS_REFS_BRANCH, prefix);
+            assert_err!(
+                read_ls_refs(&url(), body.as_slice(), BRANCH),
+                Error::Protocol(_)
+            );
+        }
+        let no_name = [&pkt(format!("{COMMIT2}\n").as_bytes())[..], b"0000"].concat();
+        let bad_id = [
+            &pkt(format!("{COMMIT2}x {BRANCH}\n").as_bytes())[..],
+            b"0000",
+        ]
+        .concat();
+        for body in [no_name, bad_id, pkt(b"ERR ls-refs failed")] {
+            assert_err!(
+                read_ls_refs(&url(), body.as_slice(), BRANCH),
+                Error::Protocol(_)
+            );
+        }
+    }
+
+    #[test]
+    fn ls_refs_without_end_is_refused_at_the_bound() {
+        let line = format!("{COMMIT3} refs/heads/{}\n", "x".repeat(60_000));
+        let body = Endless::new(Vec::new(), pkt(line.as_bytes()), MAX_LS_REFS_BYTES);
+        assert_err!(read_ls_refs(&url(), body, BRANCH), Error::Protocol(_));
+    }
+
+    /// [`read_fetch`] of `body` for commit2 at depth 1 into a new directory, kept with the result.
+    fn fetch_with(
+        body: impl Read,
+        limits: crate::pack::PackLimits,
+    ) -> (Result<Fetched>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let want = Want {
+            commit: COMMIT2.parse().unwrap(),
+            depth: Some(1),
+            pack_dir: dir.path(),
+            limits,
+        };
+        (read_fetch(&url(), body, want, &AtomicBool::new(false)), dir)
+    }
+
+    fn fetch(body: impl Read) -> Result<Fetched> {
+        fetch_with(body, crate::pack::PackLimits::default()).0
+    }
+
+    /// [`FETCH`] up to the end of the `packfile` header, then `rest`.
+    fn packfile_then(rest: &[u8]) -> Vec<u8> {
+        let header = FETCH.windows(9).position(|w| w == b"packfile\n").unwrap() + 9;
+        [&FETCH[..header], rest].concat()
+    }
+
+    #[test]
+    fn fetch_gives_the_shallow_commit_and_the_pack() {
+        let (fetched, dir) = fetch_with(FETCH, crate::pack::PackLimits::default());
+        let fetched = fetched.unwrap();
+        assert_eq!(
+            fetched.shallow,
+            vec![COMMIT2.parse::<FullSha>().unwrap().id()]
+        );
+        assert_eq!(fetched.objects, 3);
+        assert!(fetched.big.is_empty());
+        let pack = dir.path().join(format!("pack-{PACK_ID}.pack"));
+        assert_eq!(fetched.pack_path.as_deref(), Some(pack.as_path()));
+        let index =
+            gix_pack::index::File::at(pack.with_extension("idx"), gix::hash::Kind::Sha1).unwrap();
+        let ids: Vec<String> = index.iter().map(|e| e.oid.to_string()).collect();
+        assert_eq!(ids, PACK_OBJECTS);
+    }
+
+    #[test]
+    fn fetch_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(FETCH, 0) {
+            assert_err!(fetch(cut), Error::Network(_));
+        }
+        assert_err!(fetch(&b"0000"[..]), Error::Network(m) if m.contains("without a pack"));
+    }
+
+    #[test]
+    fn fetch_with_a_corrupt_or_too_large_pack_is_an_integrity_failure() {
+        // The pack's last byte, the end of its checksum, sits in the last side-band packet.
+        let mut corrupt = FETCH.to_vec();
+        let last = corrupt.len() - 5;
+        corrupt[last] ^= 0xff;
+        assert_err!(fetch(corrupt.as_slice()), Error::Integrity(_));
+        let small = crate::pack::PackLimits {
+            max_object_bytes: 100,
+            big_object_bytes: 100,
+        };
+        assert_err!(fetch_with(FETCH, small).0, Error::Integrity(m) if m.contains("refused"));
+    }
+
+    #[test]
+    fn fetch_with_a_bad_line_or_section_is_refused() {
+        for prefix in BAD_PREFIXES {
+            assert_err!(
+                fetch(with_first_prefix(FETCH, prefix).as_slice()),
+                Error::Protocol(_)
+            );
+        }
+        let unknown = [&pkt(b"surprise\n")[..], b"0000"].concat();
+        let bad_shallow = [&pkt(b"shallow-info\n")[..], &pkt(b"shallow 1234"), b"0001"].concat();
+        for body in [unknown, bad_shallow, pkt(b"ERR fetch failed")] {
+            assert_err!(fetch(body.as_slice()), Error::Protocol(_));
+        }
+    }
+
+    #[test]
+    fn fetch_of_a_commit_the_server_lacks_is_not_found() {
+        assert_err!(fetch(pkt(NOT_OUR_REF).as_slice()), Error::NotFound(_));
+        let mut on_channel_3 = b"\x03".to_vec();
+        on_channel_3.extend_from_slice(&NOT_OUR_REF[4..]);
+        let body = packfile_then(&pkt(&on_channel_3));
+        assert_err!(fetch(body.as_slice()), Error::NotFound(_));
+        let body = packfile_then(&pkt(b"\x03fatal: out of memory\n"));
+        assert_err!(fetch(body.as_slice()), Error::Protocol(m) if m.contains("out of memory"));
+    }
+
+    #[test]
+    fn fetch_section_without_end_is_refused_at_the_bound() {
+        let line = pkt(format!("shallow {COMMIT2}").as_bytes());
+        let body = Endless::new(pkt(b"shallow-info\n"), line, MAX_SECTION_BYTES);
+        assert_err!(fetch(body), Error::Protocol(_));
+    }
+}

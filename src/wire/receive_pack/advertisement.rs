@@ -168,3 +168,91 @@ fn ref_line(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::testing::{
+        BRANCH, COMMIT2, COMMIT3, Endless, assert_err, cuts, pkt, url, with_first_prefix,
+    };
+
+    const ADVERTISEMENT: &[u8] =
+        include_bytes!("../../../tests/fixtures/wire/receive-pack-advertisement.response");
+    /// Where the `# service=git-receive-pack` section (and its flush) ends.
+    const SERVICE_END: usize = 0x23;
+
+    fn tip(adv: &Advertised) -> Option<String> {
+        adv.tip.map(|id| id.to_string())
+    }
+
+    #[test]
+    fn the_recorded_advertisement_gives_the_branch_and_the_capabilities() {
+        let adv = parse(&url(), ADVERTISEMENT, BRANCH).unwrap();
+        assert_eq!(tip(&adv).as_deref(), Some(COMMIT2));
+        for cap in [
+            "report-status",
+            "report-status-v2",
+            "side-band-64k",
+            "quiet",
+            "atomic",
+        ] {
+            assert!(adv.has(cap), "{cap}");
+        }
+        assert!(!adv.has("push-options") && !adv.has("side-band"));
+        assert_eq!(adv.get("object-format"), Some("sha1"));
+        assert_eq!(adv.get("agent"), Some("git/2.47.3"));
+        assert_eq!(adv.get("delete-refs"), Some(""));
+    }
+
+    #[test]
+    fn the_first_ref_is_found_behind_its_capabilities_and_an_absent_one_is_none() {
+        let adv = parse(&url(), ADVERTISEMENT, "refs/heads/main").unwrap();
+        assert_eq!(tip(&adv).as_deref(), Some(COMMIT3));
+        let adv = parse(&url(), ADVERTISEMENT, "refs/heads/sessions/ab").unwrap();
+        assert_eq!(adv.tip, None);
+        assert!(adv.has("report-status"));
+    }
+
+    #[test]
+    fn an_advertisement_without_the_service_section_is_read_too() {
+        let adv = parse(&url(), &ADVERTISEMENT[SERVICE_END..], BRANCH).unwrap();
+        assert_eq!(tip(&adv).as_deref(), Some(COMMIT2));
+        assert!(adv.has("side-band-64k"));
+    }
+
+    #[test]
+    fn an_advertisement_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(ADVERTISEMENT, 0) {
+            assert_err!(parse(&url(), cut, BRANCH), Error::Network(_));
+        }
+    }
+
+    #[test]
+    fn malformed_lines_and_err_lines_are_refused() {
+        for prefix in [b"00x0", b"0003", b"ffff"] {
+            let body = with_first_prefix(ADVERTISEMENT, prefix);
+            assert_err!(parse(&url(), body.as_slice(), BRANCH), Error::Protocol(_));
+        }
+        let refs = |line: String| [&pkt(line.as_bytes())[..], b"0000"].concat();
+        for body in [
+            refs(format!("{COMMIT3}\0report-status\n")),
+            refs(format!("{COMMIT3}x {BRANCH}\0report-status\n")),
+            pkt(b"ERR access denied"),
+        ] {
+            assert_err!(parse(&url(), body.as_slice(), BRANCH), Error::Protocol(_));
+        }
+        let sha256 = refs(format!("{COMMIT3} {BRANCH}\0object-format=sha256\n"));
+        assert_err!(parse(&url(), sha256.as_slice(), BRANCH), Error::Usage(_));
+    }
+
+    #[test]
+    fn an_advertisement_without_end_is_refused_at_the_bound() {
+        let line = pkt(format!("{COMMIT3} refs/heads/{}\n", "x".repeat(60_000)).as_bytes());
+        let body = Endless::new(
+            ADVERTISEMENT[..SERVICE_END].to_vec(),
+            line,
+            MAX_ADVERTISEMENT_BYTES,
+        );
+        assert_err!(parse(&url(), body, BRANCH), Error::Protocol(_));
+    }
+}

@@ -214,3 +214,134 @@ impl Report {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::testing::{BRANCH, COMMIT2, COMMIT3, Endless, assert_err, cuts, pkt, url};
+
+    const OK: &[u8] = include_bytes!("../../../tests/fixtures/wire/report-ok.response");
+    const NG: &[u8] = include_bytes!("../../../tests/fixtures/wire/report-ng.response");
+    const NG_HOOK: &[u8] = include_bytes!("../../../tests/fixtures/wire/report-ng-hook.response");
+    const NG_PLAIN: &[u8] =
+        include_bytes!("../../../tests/fixtures/wire/report-ng-no-side-band.response");
+
+    fn branch() -> SessionBranch {
+        BRANCH.strip_prefix("refs/heads/").unwrap().parse().unwrap()
+    }
+
+    /// What `report` decides, with the reason a stale answer was handed to `on_stale`.
+    fn decide(report: Report) -> (Result<()>, Option<String>) {
+        let mut stale = None;
+        let result = report.into_result(&url(), &branch(), |reason| {
+            stale = Some(reason.to_owned());
+            Ok(())
+        });
+        (result, stale)
+    }
+
+    fn ng(reason: &str) -> Vec<(String, Option<String>)> {
+        vec![(BRANCH.to_owned(), Some(reason.to_owned()))]
+    }
+
+    #[test]
+    fn ok_is_success() {
+        let report = parse(&url(), OK, true).unwrap();
+        assert_eq!(report.unpack.as_deref(), Some("ok"));
+        assert_eq!(report.refs, vec![(BRANCH.to_owned(), None)]);
+        assert!(report.remote_text.is_empty() && report.fatal.is_none());
+        let (result, stale) = decide(report);
+        assert!(result.is_ok() && stale.is_none(), "{result:?}");
+    }
+
+    #[test]
+    fn a_stale_ng_goes_to_on_stale_with_and_without_side_band() {
+        let report = parse(&url(), NG, true).unwrap();
+        assert_eq!(
+            report.remote_text,
+            [format!(
+                "error: cannot lock ref '{BRANCH}': is at {COMMIT3} but expected {COMMIT2}"
+            )]
+        );
+        let plain = parse(&url(), NG_PLAIN, false).unwrap();
+        assert!(plain.remote_text.is_empty());
+        for report in [report, plain] {
+            assert_eq!(report.unpack.as_deref(), Some("ok"));
+            assert_eq!(report.refs, ng("failed to update ref"));
+            let (result, stale) = decide(report);
+            assert!(result.is_ok(), "{result:?}");
+            assert_eq!(stale.as_deref(), Some("failed to update ref"));
+        }
+    }
+
+    #[test]
+    fn a_hook_s_ng_is_rejected_with_its_words() {
+        let report = parse(&url(), NG_HOOK, true).unwrap();
+        assert_eq!(report.remote_text, ["hook: sessions are frozen"]);
+        assert_eq!(report.refs, ng("pre-receive hook declined"));
+        let (result, stale) = decide(report);
+        assert!(stale.is_none());
+        assert_err!(
+            result,
+            Error::Rejected(m) if m.contains("pre-receive hook declined")
+                && m.contains("\nremote: hook: sessions are frozen")
+        );
+    }
+
+    #[test]
+    fn a_report_cut_off_anywhere_is_a_network_failure() {
+        for (body, side_band) in [(OK, true), (NG, true), (NG_HOOK, true), (NG_PLAIN, false)] {
+            for cut in cuts(body, 0) {
+                assert_err!(parse(&url(), cut, side_band), Error::Network(_));
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_pkt_lines_are_refused() {
+        let mut bad = NG_PLAIN.to_vec();
+        bad[..4].copy_from_slice(b"00x0");
+        assert_err!(parse(&url(), bad.as_slice(), false), Error::Protocol(_));
+        // Inside side-band, the line reader's errors come as I/O errors.
+        bad = OK.to_vec();
+        bad[..4].copy_from_slice(b"00x0");
+        assert_err!(parse(&url(), bad.as_slice(), true), Error::Network(_));
+        let err = pkt(b"ERR no report");
+        assert_err!(parse(&url(), err.as_slice(), true), Error::Network(_));
+    }
+
+    #[test]
+    fn a_fatal_error_or_no_report_is_a_protocol_failure() {
+        let body = [&pkt(b"\x03fatal: the disk is full\n")[..], OK].concat();
+        let report = parse(&url(), body.as_slice(), true).unwrap();
+        assert_eq!(report.fatal.as_deref(), Some("fatal: the disk is full"));
+        assert_err!(decide(report).0, Error::Protocol(m) if m.contains("the disk is full"));
+        let err = pkt(b"ERR no report");
+        let report = parse(&url(), [&err[..], b"0000"].concat().as_slice(), false).unwrap();
+        assert_eq!(report.unpack, None);
+        assert_err!(decide(report).0, Error::Protocol(_));
+    }
+
+    #[test]
+    fn only_the_last_remote_lines_are_kept() {
+        let lines: Vec<u8> = (0..MAX_REMOTE_LINES + 5)
+            .flat_map(|i| pkt(format!("\x02line {i}\n").as_bytes()))
+            .collect();
+        let report = parse(&url(), [&lines[..], OK].concat().as_slice(), true).unwrap();
+        let kept: Vec<String> = (5..MAX_REMOTE_LINES + 5)
+            .map(|i| format!("line {i}"))
+            .collect();
+        assert_eq!(report.remote_text, kept);
+        assert_eq!(report.unpack.as_deref(), Some("ok"));
+    }
+
+    #[test]
+    fn an_endless_side_band_is_read_up_to_its_bound_and_is_no_report() {
+        let mut line = b"\x01".to_vec();
+        line.extend_from_slice(&[b'x'; 60_000]);
+        let body = Endless::new(Vec::new(), pkt(&line), 1 << 20);
+        let report = parse(&url(), body, true).unwrap();
+        assert_eq!(report.unpack, None);
+        assert_err!(decide(report).0, Error::Protocol(_));
+    }
+}
