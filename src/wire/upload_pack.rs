@@ -20,27 +20,15 @@ use crate::wire::http::{Http, Request, body_error};
 
 const AGENT: &str = concat!("git-session/", env!("CARGO_PKG_VERSION"));
 
-/// The capabilities a protocol v2 server advertised (`gitprotocol-v2` "Capability Advertisement").
-#[derive(Debug, Clone, Default)]
-pub struct Capabilities {
-    lines: Vec<String>,
-}
+/// The capabilities a protocol v2 server advertised (`gitprotocol-v2` "Capability
+/// Advertisement"): gix's own, one capability a line, `name` or `name=value`.
+pub use gix::protocol::transport::client::Capabilities;
 
-impl Capabilities {
-    /// The value of capability `name` (`""` for a bare capability), if advertised.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.lines.iter().find_map(|l| match l.split_once('=') {
-            Some((k, v)) if k == name => Some(v),
-            None if l == name => Some(""),
-            _ => None,
-        })
-    }
-
-    /// Whether the `fetch` command supports the feature `feature` (e.g. `shallow`).
-    pub fn fetch_supports(&self, feature: &str) -> bool {
-        self.get("fetch")
-            .is_some_and(|v| v.split(' ').any(|f| f == feature))
-    }
+/// Whether the server's `fetch` command supports `feature` (e.g. `shallow`, from `fetch=shallow`).
+fn fetch_supports(caps: &Capabilities, feature: &str) -> bool {
+    caps.capability("fetch")
+        .and_then(|fetch| fetch.supports(feature))
+        .unwrap_or(false)
 }
 
 fn v2_headers(post: bool) -> Vec<(HeaderName, HeaderValue)> {
@@ -173,22 +161,17 @@ fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Capabilities> 
         lines.reset();
         first = read_section(url, &mut lines)?;
     }
-    let mut it = first
-        .into_iter()
-        .map(|l| String::from_utf8_lossy(&l).into_owned());
-    match it.next() {
-        Some(v) if v == "version 2" => {}
-        _ => {
-            return Err(Error::Protocol(format!(
-                "{url} does not speak git protocol v2 (it answered with protocol v0/v1); \
-                 git-session needs v2 to fetch one commit by id (git ≥ 2.18 with protocol.version=2)"
-            )));
-        }
+    if first.first().map(Vec::as_slice) != Some(b"version 2") {
+        return Err(Error::Protocol(format!(
+            "{url} does not speak git protocol v2 (it answered with protocol v0/v1); \
+             git-session needs v2 to fetch one commit by id (git ≥ 2.18 with protocol.version=2)"
+        )));
     }
-    let caps = Capabilities {
-        lines: it.collect(),
-    };
-    if let Some(fmt) = caps.get("object-format")
+    // The section is bounded above; gix parses what it holds.
+    let caps = Capabilities::from_lines(first.join(&b'\n').into()).map_err(|e| pkt_err(url, e))?;
+    if let Some(fmt) = caps
+        .capability("object-format")
+        .map(|c| c.value().unwrap_or_default())
         && fmt != "sha1"
     {
         return Err(Error::Usage(format!(
@@ -202,10 +185,10 @@ fn command_body(caps: &Capabilities, command: &str, args: &[String]) -> Result<V
     let mut body = Vec::with_capacity(256);
     let io = |e| Error::io("encoding a pkt-line", e);
     encode::text_to_write(format!("command={command}").as_bytes(), &mut body).map_err(io)?;
-    if caps.get("agent").is_some() {
+    if caps.contains("agent") {
         encode::text_to_write(format!("agent={AGENT}").as_bytes(), &mut body).map_err(io)?;
     }
-    if caps.get("object-format").is_some() {
+    if caps.contains("object-format") {
         encode::text_to_write(b"object-format=sha1", &mut body).map_err(io)?;
     }
     encode::delim_to_write(&mut body).map_err(io)?;
@@ -339,7 +322,7 @@ fn fetch_request(
 ) -> Result<Vec<u8>> {
     let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
     if let Some(depth) = depth {
-        if !caps.fetch_supports("shallow") {
+        if !fetch_supports(caps, "shallow") {
             return Err(Error::Protocol(format!(
                 "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
             )));
@@ -534,11 +517,8 @@ mod tests {
     const BAD_PREFIXES: [&[u8; 4]; 3] = [b"00x0", b"0003", b"ffff"];
 
     fn value(caps: &Capabilities, name: &str) -> Option<String> {
-        caps.get(name).map(str::to_owned)
-    }
-
-    fn supports(caps: &Capabilities, feature: &str) -> bool {
-        caps.fetch_supports(feature)
+        caps.capability(name)
+            .map(|c| c.value().unwrap_or_default().to_string())
     }
 
     #[test]
@@ -549,8 +529,8 @@ mod tests {
         assert_eq!(value(&caps, "object-format").as_deref(), Some("sha1"));
         assert_eq!(value(&caps, "server-option").as_deref(), Some(""));
         assert_eq!(value(&caps, "version"), None);
-        assert!(supports(&caps, "shallow") && supports(&caps, "wait-for-done"));
-        assert!(!supports(&caps, "filter"));
+        assert!(fetch_supports(&caps, "shallow") && fetch_supports(&caps, "wait-for-done"));
+        assert!(!fetch_supports(&caps, "filter"));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 use std::io::Read;
 
+use gix::bstr::BStr;
+use gix::protocol::transport::client::Capabilities;
 use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::StreamingPeekableIter;
 use reqwest::header::CONTENT_TYPE;
@@ -21,7 +23,8 @@ pub const MAX_ADVERTISEMENT_BYTES: usize = 256 << 20;
 pub struct Advertised {
     /// Where the session branch is (`None`: absent).
     pub tip: Option<FullSha>,
-    caps: Vec<String>,
+    /// The capabilities after the NUL of the first ref line (`None`: none there).
+    caps: Option<Capabilities>,
 }
 
 impl Advertised {
@@ -30,13 +33,10 @@ impl Advertised {
         self.get(name).is_some()
     }
 
-    /// The value of capability `name` (`""` for a bare one).
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.caps.iter().find_map(|c| match c.split_once('=') {
-            Some((k, v)) if k == name => Some(v),
-            None if c == name => Some(""),
-            _ => None,
-        })
+    /// The value of capability `name` (empty for a bare one), if advertised.
+    pub fn get(&self, name: &str) -> Option<&BStr> {
+        let cap = self.caps.as_ref()?.capability(name)?;
+        Some(cap.value().unwrap_or_default())
     }
 }
 
@@ -86,7 +86,7 @@ fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Advertised>
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut out = Advertised {
         tip: None,
-        caps: Vec::new(),
+        caps: None,
     };
     let mut first = true;
     let mut sections = 0;
@@ -143,12 +143,9 @@ fn ref_line(
         None => (data, None),
     };
     if first {
-        if let Some(caps) = caps {
-            out.caps = String::from_utf8_lossy(caps)
-                .split(' ')
-                .filter(|c| !c.is_empty())
-                .map(str::to_owned)
-                .collect();
+        if caps.is_some_and(|caps| !caps.is_empty()) {
+            let (caps, _) = Capabilities::from_bytes(data).map_err(|e| pkt_err(url, e))?;
+            out.caps = Some(caps);
         }
         if let Some(fmt) = out.get("object-format")
             && fmt != "sha1"
@@ -199,9 +196,10 @@ mod tests {
             assert!(adv.has(cap), "{cap}");
         }
         assert!(!adv.has("push-options") && !adv.has("side-band"));
-        assert_eq!(adv.get("object-format"), Some("sha1"));
-        assert_eq!(adv.get("agent"), Some("git/2.47.3"));
-        assert_eq!(adv.get("delete-refs"), Some(""));
+        let value = |name| adv.get(name).map(|v| v.to_string());
+        assert_eq!(value("object-format").as_deref(), Some("sha1"));
+        assert_eq!(value("agent").as_deref(), Some("git/2.47.3"));
+        assert_eq!(value("delete-refs").as_deref(), Some(""));
     }
 
     #[test]
