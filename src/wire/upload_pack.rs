@@ -4,7 +4,7 @@
 //! with `Git-Protocol: version=2`, then `POST $GIT_URL/git-upload-pack`) and `gitprotocol-v2`
 //! (`ls-refs` with `ref-prefix`, `fetch` with `want`, `deepen`, `done`; response sections
 //! `shallow-info` and `packfile` with side-band). Pkt-lines are read and written with gix-packetline;
-//! the pack is indexed as it streams in ([`crate::pack::receive`], on gix-pack).
+//! the pack is indexed as it streams in ([`crate::pack::receive()`], on gix-pack).
 
 use std::io::Read;
 use std::path::Path;
@@ -53,13 +53,16 @@ fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
     Error::Protocol(format!("malformed pkt-line from {url}: {e}"))
 }
 
-/// The most bytes of one pkt-line section kept in memory: the capability advertisement and the
-/// sections of a fetch response before the pack (`acknowledgments`, `shallow-info`). git's are a
-/// few KiB; a server sending more is refused (exit 5), whatever it sends memory stays bounded.
+/// The most bytes (pkt-line prefixes included) of one pkt-line section kept in memory: the
+/// capability advertisement (`gitprotocol-v2` "Capability Advertisement") and the sections of a
+/// fetch response before the pack (`gitprotocol-v2` "fetch": `acknowledgments`, `shallow-info`,
+/// `wanted-refs`). git's are a few KiB; a server sending more is refused with
+/// [`Error::Protocol`] (exit 5), so whatever it sends memory stays bounded.
 pub const MAX_SECTION_BYTES: usize = 1 << 20;
 
-/// The most bytes of an `ls-refs` answer read (line by line, nothing kept but the one ref asked
-/// for): a server sending more is refused (exit 5).
+/// The most bytes (pkt-line prefixes included) of an `ls-refs` answer read (`gitprotocol-v2`
+/// "ls-refs"; line by line, nothing kept but the one ref asked for): a server sending more is
+/// refused with [`Error::Protocol`] (exit 5).
 pub const MAX_LS_REFS_BYTES: usize = 64 << 20;
 
 /// Call `each` with the data lines until a flush (or a delimiter, as `lines` was set up), mapping
@@ -118,10 +121,15 @@ fn upload_pack_error(url: &RemoteUrl, msg: &str) -> Error {
     }
 }
 
-/// Step 1: the capability advertisement. Requires protocol v2 and SHA-1.
+/// Step 1: the capability advertisement, `GET info/refs?service=git-upload-pack` with
+/// `Git-Protocol: version=2` (`gitprotocol-http` "Smart Clients", `gitprotocol-v2` "Capability
+/// Advertisement"). Requires protocol v2 and SHA-1; returns the capabilities after `version 2`
+/// (at most [`MAX_SECTION_BYTES`] of them).
 ///
 /// # Errors
-/// [`Error::Network`] (exit 5) for a server without protocol v2 or one that is not smart HTTP;
+/// [`Error::Protocol`] (exit 5, not retried) for a server that is not smart HTTP (another
+/// Content-Type), one without protocol v2, malformed pkt-lines, an `ERR` line or an advertisement
+/// over [`MAX_SECTION_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off;
 /// [`Error::Usage`] (exit 2) for `object-format=sha256`; HTTP errors as [`Http::check_status`].
 pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
     let resp = http.send(
@@ -151,9 +159,7 @@ pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
 /// Advertisement"). `url` is for messages only.
 ///
 /// # Errors
-/// As [`handshake`], but for the HTTP ones: [`Error::Protocol`] for a v0/v1 answer, malformed
-/// pkt-lines, an `ERR` line or a section over [`MAX_SECTION_BYTES`]; [`Error::Network`] for a
-/// body that breaks off; [`Error::Usage`] for `object-format=sha256`.
+/// As [`handshake`], but for the HTTP ones and the Content-Type.
 fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Capabilities> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut first = read_section(url, &mut lines)?;
@@ -200,12 +206,15 @@ fn command_body(caps: &Capabilities, command: &str, args: &[String]) -> Result<V
 }
 
 /// Step 2: where the session branch is on the remote, asking for that one ref only
-/// (`ls-refs` with `ref-prefix refs/heads/<branch>`, then an exact match).
+/// (`POST git-upload-pack` with `command=ls-refs` and `ref-prefix refs/heads/<branch>`, then an
+/// exact match of the `<oid> <refname>` lines: `gitprotocol-v2` "ls-refs").
 ///
-/// Returns `None` when the remote has no such branch.
+/// Returns the branch's commit, `None` when the remote has no such branch.
 ///
 /// # Errors
-/// HTTP and protocol errors as in [`handshake`].
+/// [`Error::Protocol`] (exit 5) for malformed lines, an `ERR` line or an answer over
+/// [`MAX_LS_REFS_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off; HTTP
+/// errors as [`Http::check_status`].
 pub fn ls_ref(
     http: &Http,
     url: &RemoteUrl,
@@ -230,8 +239,7 @@ pub fn ls_ref(
 /// else. `url` is for messages only.
 ///
 /// # Errors
-/// [`Error::Protocol`] for malformed lines, an `ERR` line or an answer over the bound;
-/// [`Error::Network`] for a body that breaks off.
+/// As [`ls_ref`], but for the HTTP ones.
 fn read_ls_refs(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Option<FullSha>> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut found = None;
@@ -250,7 +258,8 @@ fn read_ls_refs(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Opti
     Ok(found)
 }
 
-/// What a fetch brought.
+/// What a fetch brought: the `shallow-info` section's `shallow` ids and the `packfile` section's
+/// pack, indexed (`gitprotocol-v2` "fetch", output).
 #[derive(Debug)]
 pub struct Fetched {
     /// The commits the server marked `shallow` (their parents were not sent).
@@ -277,12 +286,18 @@ pub struct Want<'a> {
 }
 
 /// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
-/// no tags, no other refs, and index the pack as it streams in.
+/// no tags, no other refs, and index the pack as it streams in (`POST git-upload-pack` with
+/// `command=fetch`: `gitprotocol-v2` "fetch"; the pack in side-band channel 1, read under
+/// [`crate::wire::http::LowSpeed::for_pack`]).
 ///
 /// # Errors
-/// [`Error::NotFound`] (exit 8) when the server does not have the commit; [`Error::Network`] for a
-/// broken stream (retryable) or a side-band error; [`Error::Integrity`] for a corrupt pack or one
-/// over the limits; [`Error::LocalIo`] when the disk refuses the pack.
+/// [`Error::NotFound`] (exit 8) when the server does not have the commit (an `ERR` line or a
+/// side-band error saying so); [`Error::Network`] (exit 5, retried) for a stream that breaks off,
+/// before or inside the pack; [`Error::Protocol`] (exit 5) for a server without
+/// `fetch=shallow` when a depth is asked for, malformed pkt-lines, an unknown section, a section
+/// over [`MAX_SECTION_BYTES`], another `ERR` line or side-band error; [`Error::Integrity`]
+/// (exit 6) for a corrupt pack or one over `want.limits`; [`Error::LocalIo`] when the disk
+/// refuses the pack.
 pub fn fetch_pack(
     http: &Http,
     url: &RemoteUrl,
@@ -336,14 +351,11 @@ fn fetch_request(
 
 /// Parse a `fetch` response (`gitprotocol-v2` "fetch" "output"): the sections before the pack
 /// (`acknowledgments`, `shallow-info`, `wanted-refs`, each at most [`MAX_SECTION_BYTES`]), then
-/// the `packfile` section, whose side-band channel 1 streams into [`crate::pack::receive`] in
+/// the `packfile` section, whose side-band channel 1 streams into [`crate::pack::receive()`] in
 /// `want.pack_dir`. `url` is for messages only.
 ///
 /// # Errors
-/// As [`fetch_pack`], but for the HTTP ones: [`Error::Network`] also for a body that breaks off
-/// before the pack; [`Error::Protocol`] for malformed pkt-lines, an unknown section, an `ERR`
-/// line or a side-band error (channel 3) — [`Error::NotFound`] when either says the commit is
-/// not the server's.
+/// As [`fetch_pack`], but for the HTTP ones and the missing `fetch=shallow`.
 fn read_fetch(
     url: &RemoteUrl,
     body: impl Read,
@@ -423,7 +435,7 @@ fn read_sections_before_pack<R: Read>(
     }
 }
 
-/// Stream the `packfile` section's channel 1 into [`crate::pack::receive`]; progress (channel 2)
+/// Stream the `packfile` section's channel 1 into [`crate::pack::receive()`]; progress (channel 2)
 /// goes to the debug log, an error on channel 3 ends the transfer and is returned as the
 /// server's error. `cut` tells whether the body broke off (see [`pack_error`]).
 fn receive_packfile<R: Read>(
@@ -455,7 +467,7 @@ fn receive_packfile<R: Read>(
     outcome.map_err(|e| pack_error(url, e, cut.load(std::sync::atomic::Ordering::Relaxed)))
 }
 
-/// Map a failure of [`crate::pack::receive`]: a corrupt pack from a connection that was `cut` is
+/// Map a failure of [`crate::pack::receive()`]: a corrupt pack from a connection that was `cut` is
 /// a network failure (retried), else corruption (exit 6).
 fn pack_error(url: &RemoteUrl, err: crate::pack::ReceiveError, cut: bool) -> Error {
     match err {

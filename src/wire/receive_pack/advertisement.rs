@@ -14,11 +14,14 @@ use crate::error::{Error, Result};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 use crate::wire::http::{Http, Request, body_error};
 
-/// The most bytes of a ref advertisement read (line by line; only the session branch and the
-/// capabilities are kept): a million refs take about 60 MiB.
+/// The most bytes (pkt-line prefixes included) of a ref advertisement read (line by line; only
+/// the session branch and the capabilities are kept): a million refs take about 60 MiB. A server
+/// sending more is refused with [`Error::Protocol`] (exit 5).
 pub const MAX_ADVERTISEMENT_BYTES: usize = 256 << 20;
 
-/// What the server advertised that a push needs.
+/// What the server advertised that a push needs (`gitprotocol-pack` "Reference Discovery"): the
+/// session branch's id and the capabilities of the first ref line (`gitprotocol-capabilities`),
+/// parsed by gix.
 #[derive(Debug)]
 pub struct Advertised {
     /// Where the session branch is (`None`: absent).
@@ -46,11 +49,15 @@ fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// Read the advertisement.
+/// Read the advertisement: `GET info/refs?service=git-receive-pack` (`gitprotocol-http` "Smart
+/// Clients"), a `# service=git-receive-pack` section, then the refs up to a flush
+/// (`gitprotocol-pack` "Reference Discovery"), at most [`MAX_ADVERTISEMENT_BYTES`] of them.
 ///
 /// # Errors
-/// HTTP errors as [`Http::check_status`]; [`Error::Protocol`] for a server that is not smart HTTP
-/// or sends malformed lines; [`Error::Usage`] for a SHA-256 repository.
+/// HTTP errors as [`Http::check_status`]; [`Error::Protocol`] (exit 5) for a server that is not
+/// smart HTTP (another Content-Type), malformed lines, an `ERR` line or an advertisement over
+/// [`MAX_ADVERTISEMENT_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off;
+/// [`Error::Usage`] (exit 2) for a SHA-256 repository.
 pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Advertised> {
     let resp = http.send(
         url,
@@ -80,8 +87,7 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
 /// reading at most [`MAX_ADVERTISEMENT_BYTES`]. `url` is for messages only.
 ///
 /// # Errors
-/// [`Error::Protocol`] for malformed lines, an `ERR` line or an advertisement over the bound;
-/// [`Error::Network`] for a body that breaks off; [`Error::Usage`] for a SHA-256 repository.
+/// As [`read`], but for the HTTP ones and the Content-Type.
 fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Advertised> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut out = Advertised {

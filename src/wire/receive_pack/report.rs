@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::types::{RemoteUrl, SessionBranch};
 use crate::wire::http::body_error;
 
-/// What the server reported.
+/// What the server reported (`gitprotocol-pack` "Report Status"; side-band channels 2 and 3 as
+/// `gitprotocol-capabilities` "side-band, side-band-64k").
 #[derive(Debug, Default)]
 pub struct Report {
     /// The `unpack` status (`ok` or an error), if any was sent.
@@ -31,10 +32,16 @@ pub struct Report {
 /// Cap on the `remote:` lines kept for messages.
 const MAX_REMOTE_LINES: usize = 20;
 
-/// Read the response body.
+/// Read the response body of `POST git-receive-pack`: the report-status pkt-lines, inside
+/// side-band channel 1 when `side_band` (at most 1 MiB of it is read; what follows is left
+/// unread, so a report that does not end there counts as none), else as the body itself. The
+/// low-speed rule runs from the first byte (the wait before it is the server applying the push).
+/// Deciding what the report means is [`Report::into_result`]'s.
 ///
 /// # Errors
-/// [`Error::Network`] when the body breaks off; [`Error::Protocol`] for malformed pkt-lines.
+/// [`Error::Network`] (exit 5, retried) when the body breaks off, and with `side_band` for
+/// malformed pkt-lines or an `ERR` line too (the side-band reader reports them as I/O errors);
+/// [`Error::Protocol`] (exit 5) for malformed pkt-lines without side-band.
 pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool) -> Result<Report> {
     // The wait for the first byte is the server applying the push, not a slow transfer.
     parse(
@@ -149,9 +156,11 @@ impl Report {
         }
     }
 
-    /// Decide: `Ok` only on `unpack ok` plus `ok refs/heads/<branch>`. An `ng` for a stale old value
-    /// is answered by `on_stale(reason)` (which re-reads the tip: exit 3, or a push that landed after all); other `ng` reasons are [`Error::Rejected`] (exit 9) with the
-    /// remote's words; a missing report or a side-band error is [`Error::Protocol`] (exit 5).
+    /// Decide (`gitprotocol-pack` "Report Status"): `Ok` only on `unpack ok` plus
+    /// `ok refs/heads/<branch>`. An `ng` for a stale old value is answered by `on_stale(reason)`
+    /// (which re-reads the tip: exit 3, or a push that landed after all); an `unpack` error and
+    /// other `ng` reasons are [`Error::Rejected`] (exit 9) with the remote's words; a missing
+    /// report, no status for the branch or a side-band error is [`Error::Protocol`] (exit 5).
     ///
     /// # Errors
     /// As above.
