@@ -10,3 +10,6 @@
 pub mod http;
 pub mod receive_pack;
 pub mod upload_pack;
+
+#[cfg(test)]
+mod testing;

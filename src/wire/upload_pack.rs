@@ -20,27 +20,15 @@ use crate::wire::http::{Http, Request, body_error};
 
 const AGENT: &str = concat!("git-session/", env!("CARGO_PKG_VERSION"));
 
-/// The capabilities a protocol v2 server advertised (`gitprotocol-v2` "Capability Advertisement").
-#[derive(Debug, Clone, Default)]
-pub struct Capabilities {
-    lines: Vec<String>,
-}
+/// The capabilities a protocol v2 server advertised (`gitprotocol-v2` "Capability
+/// Advertisement"): gix's own, one capability a line, `name` or `name=value`.
+pub use gix::protocol::transport::client::Capabilities;
 
-impl Capabilities {
-    /// The value of capability `name` (`""` for a bare capability), if advertised.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.lines.iter().find_map(|l| match l.split_once('=') {
-            Some((k, v)) if k == name => Some(v),
-            None if l == name => Some(""),
-            _ => None,
-        })
-    }
-
-    /// Whether the `fetch` command supports the feature `feature` (e.g. `shallow`).
-    pub fn fetch_supports(&self, feature: &str) -> bool {
-        self.get("fetch")
-            .is_some_and(|v| v.split(' ').any(|f| f == feature))
-    }
+/// Whether the server's `fetch` command supports `feature` (e.g. `shallow`, from `fetch=shallow`).
+fn fetch_supports(caps: &Capabilities, feature: &str) -> bool {
+    caps.capability("fetch")
+        .and_then(|fetch| fetch.supports(feature))
+        .unwrap_or(false)
 }
 
 fn v2_headers(post: bool) -> Vec<(HeaderName, HeaderValue)> {
@@ -65,13 +53,16 @@ fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
     Error::Protocol(format!("malformed pkt-line from {url}: {e}"))
 }
 
-/// The most bytes of one pkt-line section kept in memory: the capability advertisement and the
-/// sections of a fetch response before the pack (`acknowledgments`, `shallow-info`). git's are a
-/// few KiB; a server sending more is refused (exit 5), whatever it sends memory stays bounded.
+/// The most bytes (pkt-line prefixes included) of one pkt-line section kept in memory: the
+/// capability advertisement (`gitprotocol-v2` "Capability Advertisement") and the sections of a
+/// fetch response before the pack (`gitprotocol-v2` "fetch": `acknowledgments`, `shallow-info`,
+/// `wanted-refs`). git's are a few KiB; a server sending more is refused with
+/// [`Error::Protocol`] (exit 5), so whatever it sends memory stays bounded.
 pub const MAX_SECTION_BYTES: usize = 1 << 20;
 
-/// The most bytes of an `ls-refs` answer read (line by line, nothing kept but the one ref asked
-/// for): a server sending more is refused (exit 5).
+/// The most bytes (pkt-line prefixes included) of an `ls-refs` answer read (`gitprotocol-v2`
+/// "ls-refs"; line by line, nothing kept but the one ref asked for): a server sending more is
+/// refused with [`Error::Protocol`] (exit 5).
 pub const MAX_LS_REFS_BYTES: usize = 64 << 20;
 
 /// Call `each` with the data lines until a flush (or a delimiter, as `lines` was set up), mapping
@@ -130,10 +121,15 @@ fn upload_pack_error(url: &RemoteUrl, msg: &str) -> Error {
     }
 }
 
-/// Step 1: the capability advertisement. Requires protocol v2 and SHA-1.
+/// Step 1: the capability advertisement, `GET info/refs?service=git-upload-pack` with
+/// `Git-Protocol: version=2` (`gitprotocol-http` "Smart Clients", `gitprotocol-v2` "Capability
+/// Advertisement"). Requires protocol v2 and SHA-1; returns the capabilities after `version 2`
+/// (at most [`MAX_SECTION_BYTES`] of them).
 ///
 /// # Errors
-/// [`Error::Network`] (exit 5) for a server without protocol v2 or one that is not smart HTTP;
+/// [`Error::Protocol`] (exit 5, not retried) for a server that is not smart HTTP (another
+/// Content-Type), one without protocol v2, malformed pkt-lines, an `ERR` line or an advertisement
+/// over [`MAX_SECTION_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off;
 /// [`Error::Usage`] (exit 2) for `object-format=sha256`; HTTP errors as [`Http::check_status`].
 pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
     let resp = http.send(
@@ -155,28 +151,33 @@ pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
             "{url} is not a smart-HTTP git server (Content-Type '{ctype}')"
         )));
     }
-    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    read_advertisement(url, resp)
+}
+
+/// Parse the body of `GET info/refs?service=git-upload-pack`: an optional `# service=` section,
+/// then `version 2` and the capabilities up to a flush (`gitprotocol-v2` "Capability
+/// Advertisement"). `url` is for messages only.
+///
+/// # Errors
+/// As [`handshake`], but for the HTTP ones and the Content-Type.
+fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Capabilities> {
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut first = read_section(url, &mut lines)?;
     if first.first().is_some_and(|l| l.starts_with(b"# service=")) {
         lines.reset();
         first = read_section(url, &mut lines)?;
     }
-    let mut it = first
-        .into_iter()
-        .map(|l| String::from_utf8_lossy(&l).into_owned());
-    match it.next() {
-        Some(v) if v == "version 2" => {}
-        _ => {
-            return Err(Error::Protocol(format!(
-                "{url} does not speak git protocol v2 (it answered with protocol v0/v1); \
-                 git-session needs v2 to fetch one commit by id (git ≥ 2.18 with protocol.version=2)"
-            )));
-        }
+    if first.first().map(Vec::as_slice) != Some(b"version 2") {
+        return Err(Error::Protocol(format!(
+            "{url} does not speak git protocol v2 (it answered with protocol v0/v1); \
+             git-session needs v2 to fetch one commit by id (git ≥ 2.18 with protocol.version=2)"
+        )));
     }
-    let caps = Capabilities {
-        lines: it.collect(),
-    };
-    if let Some(fmt) = caps.get("object-format")
+    // The section is bounded above; gix parses what it holds.
+    let caps = Capabilities::from_lines(first.join(&b'\n').into()).map_err(|e| pkt_err(url, e))?;
+    if let Some(fmt) = caps
+        .capability("object-format")
+        .map(|c| c.value().unwrap_or_default())
         && fmt != "sha1"
     {
         return Err(Error::Usage(format!(
@@ -190,10 +191,10 @@ fn command_body(caps: &Capabilities, command: &str, args: &[String]) -> Result<V
     let mut body = Vec::with_capacity(256);
     let io = |e| Error::io("encoding a pkt-line", e);
     encode::text_to_write(format!("command={command}").as_bytes(), &mut body).map_err(io)?;
-    if caps.get("agent").is_some() {
+    if caps.contains("agent") {
         encode::text_to_write(format!("agent={AGENT}").as_bytes(), &mut body).map_err(io)?;
     }
-    if caps.get("object-format").is_some() {
+    if caps.contains("object-format") {
         encode::text_to_write(b"object-format=sha1", &mut body).map_err(io)?;
     }
     encode::delim_to_write(&mut body).map_err(io)?;
@@ -205,12 +206,15 @@ fn command_body(caps: &Capabilities, command: &str, args: &[String]) -> Result<V
 }
 
 /// Step 2: where the session branch is on the remote, asking for that one ref only
-/// (`ls-refs` with `ref-prefix refs/heads/<branch>`, then an exact match).
+/// (`POST git-upload-pack` with `command=ls-refs` and `ref-prefix refs/heads/<branch>`, then an
+/// exact match of the `<oid> <refname>` lines: `gitprotocol-v2` "ls-refs").
 ///
-/// Returns `None` when the remote has no such branch.
+/// Returns the branch's commit, `None` when the remote has no such branch.
 ///
 /// # Errors
-/// HTTP and protocol errors as in [`handshake`].
+/// [`Error::Protocol`] (exit 5) for malformed lines, an `ERR` line or an answer over
+/// [`MAX_LS_REFS_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off; HTTP
+/// errors as [`Http::check_status`].
 pub fn ls_ref(
     http: &Http,
     url: &RemoteUrl,
@@ -227,14 +231,24 @@ pub fn ls_ref(
             body: Some(body.into()),
         },
     )?;
-    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    read_ls_refs(url, resp, &full)
+}
+
+/// Parse an `ls-refs` response (`gitprotocol-v2` "ls-refs": `<oid> <refname>` lines up to a
+/// flush) for the id of `full_ref`, reading at most [`MAX_LS_REFS_BYTES`] and keeping nothing
+/// else. `url` is for messages only.
+///
+/// # Errors
+/// As [`ls_ref`], but for the HTTP ones.
+fn read_ls_refs(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Option<FullSha>> {
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut found = None;
     for_each_line(url, &mut lines, MAX_LS_REFS_BYTES, |line| {
         let mut parts = line.split(|b| *b == b' ');
         let (Some(oid), Some(name)) = (parts.next(), parts.next()) else {
             return Err(pkt_err(url, "ls-refs line without a ref name"));
         };
-        if name == full.as_bytes() && found.is_none() {
+        if name == full_ref.as_bytes() && found.is_none() {
             let id = FullSha::from_wire(oid)
                 .ok_or_else(|| pkt_err(url, "ls-refs line with a malformed object id"))?;
             found = Some(id);
@@ -244,7 +258,8 @@ pub fn ls_ref(
     Ok(found)
 }
 
-/// What a fetch brought.
+/// What a fetch brought: the `shallow-info` section's `shallow` ids and the `packfile` section's
+/// pack, indexed (`gitprotocol-v2` "fetch", output).
 #[derive(Debug)]
 pub struct Fetched {
     /// The commits the server marked `shallow` (their parents were not sent).
@@ -271,12 +286,18 @@ pub struct Want<'a> {
 }
 
 /// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
-/// no tags, no other refs, and index the pack as it streams in.
+/// no tags, no other refs, and index the pack as it streams in (`POST git-upload-pack` with
+/// `command=fetch`: `gitprotocol-v2` "fetch"; the pack in side-band channel 1, read under
+/// [`crate::wire::http::LowSpeed::for_pack`]).
 ///
 /// # Errors
-/// [`Error::NotFound`] (exit 8) when the server does not have the commit; [`Error::Network`] for a
-/// broken stream (retryable) or a side-band error; [`Error::Integrity`] for a corrupt pack or one
-/// over the limits; [`Error::LocalIo`] when the disk refuses the pack.
+/// [`Error::NotFound`] (exit 8) when the server does not have the commit (an `ERR` line or a
+/// side-band error saying so); [`Error::Network`] (exit 5, retried) for a stream that breaks off,
+/// before or inside the pack; [`Error::Protocol`] (exit 5) for a server without
+/// `fetch=shallow` when a depth is asked for, malformed pkt-lines, an unknown section, a section
+/// over [`MAX_SECTION_BYTES`], another `ERR` line or side-band error; [`Error::Integrity`]
+/// (exit 6) for a corrupt pack or one over `want.limits`; [`Error::LocalIo`] when the disk
+/// refuses the pack.
 pub fn fetch_pack(
     http: &Http,
     url: &RemoteUrl,
@@ -284,24 +305,7 @@ pub fn fetch_pack(
     want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
-    let Want {
-        commit: want,
-        depth,
-        pack_dir,
-        limits,
-    } = want;
-    let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
-    if let Some(depth) = depth {
-        if !caps.fetch_supports("shallow") {
-            return Err(Error::Protocol(format!(
-                "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
-            )));
-        }
-        args.push(format!("deepen {depth}"));
-    }
-    args.push(format!("want {want}"));
-    args.push("done".to_owned());
-    let body = command_body(caps, "fetch", &args)?;
+    let body = fetch_request(url, caps, want.commit, want.depth)?;
     let resp = http
         .send(
             url,
@@ -311,14 +315,56 @@ pub fn fetch_pack(
                 body: Some(body.into()),
             },
         )?
-        // The pack's bytes are measured instead (below): keep-alives come before them.
+        // The pack's bytes are measured instead (in receive_packfile): keep-alives come before them.
         .unmeasured();
+    let body = crate::progress::Counted {
+        inner: resp,
+        progress: crate::progress::Progress::bytes("receiving objects"),
+    };
+    read_fetch(url, body, want, interrupt)
+}
+
+/// The `fetch` request (`gitprotocol-v2` "fetch"): `ofs-delta`, `no-progress`, `deepen <depth>`
+/// when a depth is asked for, `want <commit>`, `done`.
+///
+/// # Errors
+/// [`Error::Protocol`] when a depth is asked for and the server's `fetch` lacks `shallow`.
+fn fetch_request(
+    url: &RemoteUrl,
+    caps: &Capabilities,
+    commit: FullSha,
+    depth: Option<u32>,
+) -> Result<Vec<u8>> {
+    let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
+    if let Some(depth) = depth {
+        if !fetch_supports(caps, "shallow") {
+            return Err(Error::Protocol(format!(
+                "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
+            )));
+        }
+        args.push(format!("deepen {depth}"));
+    }
+    args.push(format!("want {commit}"));
+    args.push("done".to_owned());
+    command_body(caps, "fetch", &args)
+}
+
+/// Parse a `fetch` response (`gitprotocol-v2` "fetch" "output"): the sections before the pack
+/// (`acknowledgments`, `shallow-info`, `wanted-refs`, each at most [`MAX_SECTION_BYTES`]), then
+/// the `packfile` section, whose side-band channel 1 streams into [`crate::pack::receive()`] in
+/// `want.pack_dir`. `url` is for messages only.
+///
+/// # Errors
+/// As [`fetch_pack`], but for the HTTP ones and the missing `fetch=shallow`.
+fn read_fetch(
+    url: &RemoteUrl,
+    body: impl Read,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+) -> Result<Fetched> {
     let cut = std::sync::Arc::new(AtomicBool::new(false));
     let body = CutDetector {
-        inner: crate::progress::Counted {
-            inner: resp,
-            progress: crate::progress::Progress::bytes("receiving objects"),
-        },
+        inner: body,
         cut: cut.clone(),
     };
     let mut lines = StreamingPeekableIter::new(
@@ -326,6 +372,23 @@ pub fn fetch_pack(
         &[PacketLineRef::Flush, PacketLineRef::Delimiter],
         false,
     );
+    let shallow = read_sections_before_pack(url, &mut lines)?;
+    lines.reset_with(&[PacketLineRef::Flush]);
+    let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut)?;
+    Ok(Fetched {
+        shallow,
+        pack_path: outcome.data_path,
+        objects: outcome.num_objects,
+        big: outcome.big,
+    })
+}
+
+/// Read the sections of a fetch response up to the `packfile` header, returning the
+/// `shallow-info` ids.
+fn read_sections_before_pack<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+) -> Result<Vec<gix::ObjectId>> {
     let mut shallow = Vec::new();
     loop {
         let name = match lines.read_line() {
@@ -347,9 +410,9 @@ pub fn fetch_pack(
             )));
         };
         match name.as_slice() {
-            b"packfile" => break,
+            b"packfile" => return Ok(shallow),
             b"shallow-info" => {
-                for l in read_section(url, &mut lines)? {
+                for l in read_section(url, lines)? {
                     if let Some(hex) = l.strip_prefix(b"shallow ") {
                         let id = FullSha::from_wire(hex)
                             .ok_or_else(|| pkt_err(url, "malformed shallow line"))?;
@@ -359,7 +422,7 @@ pub fn fetch_pack(
                 lines.reset();
             }
             b"acknowledgments" | b"wanted-refs" => {
-                read_section(url, &mut lines)?;
+                read_section(url, lines)?;
                 lines.reset();
             }
             other => {
@@ -370,7 +433,18 @@ pub fn fetch_pack(
             }
         }
     }
-    lines.reset_with(&[PacketLineRef::Flush]);
+}
+
+/// Stream the `packfile` section's channel 1 into [`crate::pack::receive()`]; progress (channel 2)
+/// goes to the debug log, an error on channel 3 ends the transfer and is returned as the
+/// server's error. `cut` tells whether the body broke off (see [`pack_error`]).
+fn receive_packfile<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+    cut: &AtomicBool,
+) -> Result<crate::pack::Received> {
     let mut remote_error: Option<String> = None;
     let outcome = {
         let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
@@ -385,29 +459,29 @@ pub fn fetch_pack(
         });
         let mut reader =
             crate::wire::http::Measured::new(&mut reader, crate::wire::http::LowSpeed::for_pack());
-        crate::pack::receive(&mut reader, pack_dir, None, limits, interrupt)
+        crate::pack::receive(&mut reader, want.pack_dir, None, want.limits, interrupt)
     };
     if let Some(msg) = remote_error {
         return Err(upload_pack_error(url, &msg));
     }
-    let outcome = outcome.map_err(|e| match e {
+    outcome.map_err(|e| pack_error(url, e, cut.load(std::sync::atomic::Ordering::Relaxed)))
+}
+
+/// Map a failure of [`crate::pack::receive()`]: a corrupt pack from a connection that was `cut` is
+/// a network failure (retried), else corruption (exit 6).
+fn pack_error(url: &RemoteUrl, err: crate::pack::ReceiveError, cut: bool) -> Error {
+    match err {
         crate::pack::ReceiveError::Local(local) => local,
         crate::pack::ReceiveError::TooLarge(why) => {
             Error::Integrity(format!("the pack from {url} is refused: {why}"))
         }
-        crate::pack::ReceiveError::Corrupt(e) if cut.load(std::sync::atomic::Ordering::Relaxed) => {
+        crate::pack::ReceiveError::Corrupt(e) if cut => {
             Error::Network(format!("the pack transfer from {url} broke off: {e}"))
         }
         crate::pack::ReceiveError::Corrupt(e) => {
             Error::Integrity(format!("the pack from {url} is corrupt: {e}"))
         }
-    })?;
-    Ok(Fetched {
-        shallow,
-        pack_path: outcome.data_path,
-        objects: outcome.num_objects,
-        big: outcome.big,
-    })
+    }
 }
 
 /// Records whether the response body failed or ended early, so that a pack error caused by a cut
@@ -424,5 +498,256 @@ impl<R: Read> Read for CutDetector<R> {
             self.cut.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::testing::{
+        BRANCH, COMMIT2, COMMIT3, Endless, NOT_OUR_REF, assert_err, cuts, pkt, url,
+        with_first_prefix,
+    };
+
+    const ADVERTISEMENT: &[u8] =
+        include_bytes!("../../tests/fixtures/wire/v2-advertisement.response");
+    const LS_REFS_BRANCH: &[u8] =
+        include_bytes!("../../tests/fixtures/wire/ls-refs-branch.response");
+    const LS_REFS_NONE: &[u8] = include_bytes!("../../tests/fixtures/wire/ls-refs-none.response");
+    const FETCH: &[u8] = include_bytes!("../../tests/fixtures/wire/fetch-depth-1.response");
+    const RECEIVE_PACK_ADVERTISEMENT: &[u8] =
+        include_bytes!("../../tests/fixtures/wire/receive-pack-advertisement.response");
+    /// The id of the pack in [`FETCH`] (its trailer), and its objects as `git verify-pack` lists
+    /// them: commit2, its tree, its blob, in id order.
+    const PACK_ID: &str = "422f3fabcfc8ed43aa55c0a61ac13625cfa203c5";
+    const PACK_OBJECTS: [&str; 3] = [
+        "7efcb40c074ff29c8533aa9d58e5adb80c7aaecb",
+        COMMIT2,
+        "f719efd430d52bcfc8566a43b2eb655688d38871",
+    ];
+    /// Length prefixes that are not one: not hex, the invalid length 3, longer than a pkt-line.
+    const BAD_PREFIXES: [&[u8; 4]; 3] = [b"00x0", b"0003", b"ffff"];
+
+    fn value(caps: &Capabilities, name: &str) -> Option<String> {
+        caps.capability(name)
+            .map(|c| c.value().unwrap_or_default().to_string())
+    }
+
+    #[test]
+    fn advertisement_gives_the_recorded_capabilities() {
+        let caps = read_advertisement(&url(), ADVERTISEMENT).unwrap();
+        assert_eq!(value(&caps, "agent").as_deref(), Some("git/2.47.3"));
+        assert_eq!(value(&caps, "ls-refs").as_deref(), Some("unborn"));
+        assert_eq!(value(&caps, "object-format").as_deref(), Some("sha1"));
+        assert_eq!(value(&caps, "server-option").as_deref(), Some(""));
+        assert_eq!(value(&caps, "version"), None);
+        assert!(fetch_supports(&caps, "shallow") && fetch_supports(&caps, "wait-for-done"));
+        assert!(!fetch_supports(&caps, "filter"));
+    }
+
+    #[test]
+    fn advertisement_after_a_service_section_is_read_too() {
+        let body = [
+            &pkt(b"# service=git-upload-pack\n")[..],
+            b"0000",
+            ADVERTISEMENT,
+        ]
+        .concat();
+        let caps = read_advertisement(&url(), body.as_slice()).unwrap();
+        assert_eq!(value(&caps, "agent").as_deref(), Some("git/2.47.3"));
+    }
+
+    #[test]
+    fn advertisement_of_protocol_v0_is_refused() {
+        let err = read_advertisement(&url(), RECEIVE_PACK_ADVERTISEMENT).unwrap_err();
+        assert!(
+            matches!(&err, Error::Protocol(m) if m.contains("does not speak git protocol v2")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn advertisement_of_sha256_is_a_usage_error() {
+        let body = [
+            &pkt(b"version 2\n")[..],
+            &pkt(b"object-format=sha256\n"),
+            b"0000",
+        ]
+        .concat();
+        assert_err!(read_advertisement(&url(), body.as_slice()), Error::Usage(_));
+    }
+
+    #[test]
+    fn advertisement_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(ADVERTISEMENT, 0) {
+            assert_err!(read_advertisement(&url(), cut), Error::Network(_));
+        }
+    }
+
+    #[test]
+    fn advertisement_with_a_bad_length_or_an_err_line_is_refused() {
+        for prefix in BAD_PREFIXES {
+            let body = with_first_prefix(ADVERTISEMENT, prefix);
+            assert_err!(
+                read_advertisement(&url(), body.as_slice()),
+                Error::Protocol(_)
+            );
+        }
+        let err = pkt(b"ERR access denied");
+        assert_err!(
+            read_advertisement(&url(), err.as_slice()),
+            Error::Protocol(_)
+        );
+    }
+
+    #[test]
+    fn advertisement_without_end_is_refused_at_the_bound() {
+        let body = Endless::new(pkt(b"version 2\n"), pkt(&[b'x'; 1000]), MAX_SECTION_BYTES);
+        assert_err!(read_advertisement(&url(), body), Error::Protocol(_));
+    }
+
+    #[test]
+    fn ls_refs_finds_the_branch_or_nothing() {
+        let found = read_ls_refs(&url(), LS_REFS_BRANCH, BRANCH).unwrap();
+        assert_eq!(found.map(|id| id.to_string()).as_deref(), Some(COMMIT2));
+        // Only the exact name counts, not a prefix of it.
+        let prefix = &BRANCH[..BRANCH.len() - 1];
+        assert_eq!(read_ls_refs(&url(), LS_REFS_BRANCH, prefix).unwrap(), None);
+        assert_eq!(read_ls_refs(&url(), LS_REFS_NONE, BRANCH).unwrap(), None);
+    }
+
+    #[test]
+    fn ls_refs_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(LS_REFS_BRANCH, 0).chain(cuts(LS_REFS_NONE, 0)) {
+            assert_err!(read_ls_refs(&url(), cut, BRANCH), Error::Network(_));
+        }
+    }
+
+    #[test]
+    fn ls_refs_with_a_bad_line_is_refused() {
+        for prefix in BAD_PREFIXES {
+            let body = with_first_prefix(LS_REFS_BRANCH, prefix);
+            assert_err!(
+                read_ls_refs(&url(), body.as_slice(), BRANCH),
+                Error::Protocol(_)
+            );
+        }
+        let no_name = [&pkt(format!("{COMMIT2}\n").as_bytes())[..], b"0000"].concat();
+        let bad_id = [
+            &pkt(format!("{COMMIT2}x {BRANCH}\n").as_bytes())[..],
+            b"0000",
+        ]
+        .concat();
+        for body in [no_name, bad_id, pkt(b"ERR ls-refs failed")] {
+            assert_err!(
+                read_ls_refs(&url(), body.as_slice(), BRANCH),
+                Error::Protocol(_)
+            );
+        }
+    }
+
+    #[test]
+    fn ls_refs_without_end_is_refused_at_the_bound() {
+        let line = format!("{COMMIT3} refs/heads/{}\n", "x".repeat(60_000));
+        let body = Endless::new(Vec::new(), pkt(line.as_bytes()), MAX_LS_REFS_BYTES);
+        assert_err!(read_ls_refs(&url(), body, BRANCH), Error::Protocol(_));
+    }
+
+    /// [`read_fetch`] of `body` for commit2 at depth 1 into a new directory, kept with the result.
+    fn fetch_with(
+        body: impl Read,
+        limits: crate::pack::PackLimits,
+    ) -> (Result<Fetched>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let want = Want {
+            commit: COMMIT2.parse().unwrap(),
+            depth: Some(1),
+            pack_dir: dir.path(),
+            limits,
+        };
+        (read_fetch(&url(), body, want, &AtomicBool::new(false)), dir)
+    }
+
+    fn fetch(body: impl Read) -> Result<Fetched> {
+        fetch_with(body, crate::pack::PackLimits::default()).0
+    }
+
+    /// [`FETCH`] up to the end of the `packfile` header, then `rest`.
+    fn packfile_then(rest: &[u8]) -> Vec<u8> {
+        let header = FETCH.windows(9).position(|w| w == b"packfile\n").unwrap() + 9;
+        [&FETCH[..header], rest].concat()
+    }
+
+    #[test]
+    fn fetch_gives_the_shallow_commit_and_the_pack() {
+        let (fetched, dir) = fetch_with(FETCH, crate::pack::PackLimits::default());
+        let fetched = fetched.unwrap();
+        assert_eq!(
+            fetched.shallow,
+            vec![COMMIT2.parse::<FullSha>().unwrap().id()]
+        );
+        assert_eq!(fetched.objects, 3);
+        assert!(fetched.big.is_empty());
+        let pack = dir.path().join(format!("pack-{PACK_ID}.pack"));
+        assert_eq!(fetched.pack_path.as_deref(), Some(pack.as_path()));
+        let index =
+            gix_pack::index::File::at(pack.with_extension("idx"), gix::hash::Kind::Sha1).unwrap();
+        let ids: Vec<String> = index.iter().map(|e| e.oid.to_string()).collect();
+        assert_eq!(ids, PACK_OBJECTS);
+    }
+
+    #[test]
+    fn fetch_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(FETCH, 0) {
+            assert_err!(fetch(cut), Error::Network(_));
+        }
+        assert_err!(fetch(&b"0000"[..]), Error::Network(m) if m.contains("without a pack"));
+    }
+
+    #[test]
+    fn fetch_with_a_corrupt_or_too_large_pack_is_an_integrity_failure() {
+        // The pack's last byte, the end of its checksum, sits in the last side-band packet.
+        let mut corrupt = FETCH.to_vec();
+        let last = corrupt.len() - 5;
+        corrupt[last] ^= 0xff;
+        assert_err!(fetch(corrupt.as_slice()), Error::Integrity(_));
+        let small = crate::pack::PackLimits {
+            max_object_bytes: 100,
+            big_object_bytes: 100,
+        };
+        assert_err!(fetch_with(FETCH, small).0, Error::Integrity(m) if m.contains("refused"));
+    }
+
+    #[test]
+    fn fetch_with_a_bad_line_or_section_is_refused() {
+        for prefix in BAD_PREFIXES {
+            assert_err!(
+                fetch(with_first_prefix(FETCH, prefix).as_slice()),
+                Error::Protocol(_)
+            );
+        }
+        let unknown = [&pkt(b"surprise\n")[..], b"0000"].concat();
+        let bad_shallow = [&pkt(b"shallow-info\n")[..], &pkt(b"shallow 1234"), b"0001"].concat();
+        for body in [unknown, bad_shallow, pkt(b"ERR fetch failed")] {
+            assert_err!(fetch(body.as_slice()), Error::Protocol(_));
+        }
+    }
+
+    #[test]
+    fn fetch_of_a_commit_the_server_lacks_is_not_found() {
+        assert_err!(fetch(pkt(NOT_OUR_REF).as_slice()), Error::NotFound(_));
+        let mut on_channel_3 = b"\x03".to_vec();
+        on_channel_3.extend_from_slice(&NOT_OUR_REF[4..]);
+        let body = packfile_then(&pkt(&on_channel_3));
+        assert_err!(fetch(body.as_slice()), Error::NotFound(_));
+        let body = packfile_then(&pkt(b"\x03fatal: out of memory\n"));
+        assert_err!(fetch(body.as_slice()), Error::Protocol(m) if m.contains("out of memory"));
+    }
+
+    #[test]
+    fn fetch_section_without_end_is_refused_at_the_bound() {
+        let line = pkt(format!("shallow {COMMIT2}").as_bytes());
+        let body = Endless::new(pkt(b"shallow-info\n"), line, MAX_SECTION_BYTES);
+        assert_err!(fetch(body), Error::Protocol(_));
     }
 }

@@ -2,6 +2,10 @@
 //! "Reference Discovery"): `GET info/refs?service=git-receive-pack`, read as a stream, keeping
 //! only the session branch and the capabilities.
 
+use std::io::Read;
+
+use gix::bstr::BStr;
+use gix::protocol::transport::client::Capabilities;
 use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::StreamingPeekableIter;
 use reqwest::header::CONTENT_TYPE;
@@ -10,16 +14,20 @@ use crate::error::{Error, Result};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 use crate::wire::http::{Http, Request, body_error};
 
-/// The most bytes of a ref advertisement read (line by line; only the session branch and the
-/// capabilities are kept): a million refs take about 60 MiB.
+/// The most bytes (pkt-line prefixes included) of a ref advertisement read (line by line; only
+/// the session branch and the capabilities are kept): a million refs take about 60 MiB. A server
+/// sending more is refused with [`Error::Protocol`] (exit 5).
 pub const MAX_ADVERTISEMENT_BYTES: usize = 256 << 20;
 
-/// What the server advertised that a push needs.
+/// What the server advertised that a push needs (`gitprotocol-pack` "Reference Discovery"): the
+/// session branch's id and the capabilities of the first ref line (`gitprotocol-capabilities`),
+/// parsed by gix.
 #[derive(Debug)]
 pub struct Advertised {
     /// Where the session branch is (`None`: absent).
     pub tip: Option<FullSha>,
-    caps: Vec<String>,
+    /// The capabilities after the NUL of the first ref line (`None`: none there).
+    caps: Option<Capabilities>,
 }
 
 impl Advertised {
@@ -28,13 +36,10 @@ impl Advertised {
         self.get(name).is_some()
     }
 
-    /// The value of capability `name` (`""` for a bare one).
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.caps.iter().find_map(|c| match c.split_once('=') {
-            Some((k, v)) if k == name => Some(v),
-            None if c == name => Some(""),
-            _ => None,
-        })
+    /// The value of capability `name` (empty for a bare one), if advertised.
+    pub fn get(&self, name: &str) -> Option<&BStr> {
+        let cap = self.caps.as_ref()?.capability(name)?;
+        Some(cap.value().unwrap_or_default())
     }
 }
 
@@ -44,11 +49,15 @@ fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// Read the advertisement.
+/// Read the advertisement: `GET info/refs?service=git-receive-pack` (`gitprotocol-http` "Smart
+/// Clients"), a `# service=git-receive-pack` section, then the refs up to a flush
+/// (`gitprotocol-pack` "Reference Discovery"), at most [`MAX_ADVERTISEMENT_BYTES`] of them.
 ///
 /// # Errors
-/// HTTP errors as [`Http::check_status`]; [`Error::Protocol`] for a server that is not smart HTTP
-/// or sends malformed lines; [`Error::Usage`] for a SHA-256 repository.
+/// HTTP errors as [`Http::check_status`]; [`Error::Protocol`] (exit 5) for a server that is not
+/// smart HTTP (another Content-Type), malformed lines, an `ERR` line or an advertisement over
+/// [`MAX_ADVERTISEMENT_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off;
+/// [`Error::Usage`] (exit 2) for a SHA-256 repository.
 pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Advertised> {
     let resp = http.send(
         url,
@@ -69,11 +78,21 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
             "{url} is not a smart-HTTP git server for pushes (Content-Type '{ctype}')"
         )));
     }
-    let full = branch.full_ref();
-    let mut lines = StreamingPeekableIter::new(resp, &[PacketLineRef::Flush], false);
+    parse(url, resp, &branch.full_ref())
+}
+
+/// Parse a receive-pack ref advertisement (`gitprotocol-pack` "Reference Discovery": the
+/// `# service=git-receive-pack` section, then `<oid> <refname>` lines, the first with the
+/// capabilities after a NUL, up to a flush), keeping the id of `full_ref` and the capabilities,
+/// reading at most [`MAX_ADVERTISEMENT_BYTES`]. `url` is for messages only.
+///
+/// # Errors
+/// As [`read`], but for the HTTP ones and the Content-Type.
+fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Advertised> {
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut out = Advertised {
         tip: None,
-        caps: Vec::new(),
+        caps: None,
     };
     let mut first = true;
     let mut sections = 0;
@@ -111,35 +130,133 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
         if data.starts_with(b"# service=") {
             continue;
         }
-        let (refline, caps) = match data.iter().position(|b| *b == 0) {
-            Some(nul) => (&data[..nul], Some(&data[nul + 1..])),
-            None => (data, None),
-        };
-        if first {
-            first = false;
-            if let Some(caps) = caps {
-                out.caps = String::from_utf8_lossy(caps)
-                    .split(' ')
-                    .filter(|c| !c.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-            }
-            if let Some(fmt) = out.get("object-format")
-                && fmt != "sha1"
-            {
-                return Err(Error::Usage(format!(
-                    "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
-                )));
-            }
-        }
-        let Some(sp) = refline.iter().position(|b| *b == b' ') else {
-            return Err(pkt_err(url, "a ref line without a name"));
-        };
-        if &refline[sp + 1..] == full.as_bytes() {
-            let id = FullSha::from_wire(&refline[..sp])
-                .ok_or_else(|| pkt_err(url, "a malformed object id"))?;
-            out.tip = Some(id);
-        }
+        ref_line(url, data, std::mem::take(&mut first), full_ref, &mut out)?;
     }
     Ok(out)
+}
+
+/// One `<oid> <refname>[\0<capabilities>]` line: the capabilities are read from the `first`
+/// one; the id is kept when the name is `full_ref`.
+fn ref_line(
+    url: &RemoteUrl,
+    data: &[u8],
+    first: bool,
+    full_ref: &str,
+    out: &mut Advertised,
+) -> Result<()> {
+    let (refline, caps) = match data.iter().position(|b| *b == 0) {
+        Some(nul) => (&data[..nul], Some(&data[nul + 1..])),
+        None => (data, None),
+    };
+    if first {
+        if caps.is_some_and(|caps| !caps.is_empty()) {
+            let (caps, _) = Capabilities::from_bytes(data).map_err(|e| pkt_err(url, e))?;
+            out.caps = Some(caps);
+        }
+        if let Some(fmt) = out.get("object-format")
+            && fmt != "sha1"
+        {
+            return Err(Error::Usage(format!(
+                "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
+            )));
+        }
+    }
+    let Some(sp) = refline.iter().position(|b| *b == b' ') else {
+        return Err(pkt_err(url, "a ref line without a name"));
+    };
+    if &refline[sp + 1..] == full_ref.as_bytes() {
+        let id = FullSha::from_wire(&refline[..sp])
+            .ok_or_else(|| pkt_err(url, "a malformed object id"))?;
+        out.tip = Some(id);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::testing::{
+        BRANCH, COMMIT2, COMMIT3, Endless, assert_err, cuts, pkt, url, with_first_prefix,
+    };
+
+    const ADVERTISEMENT: &[u8] =
+        include_bytes!("../../../tests/fixtures/wire/receive-pack-advertisement.response");
+    /// Where the `# service=git-receive-pack` section (and its flush) ends.
+    const SERVICE_END: usize = 0x23;
+
+    fn tip(adv: &Advertised) -> Option<String> {
+        adv.tip.map(|id| id.to_string())
+    }
+
+    #[test]
+    fn the_recorded_advertisement_gives_the_branch_and_the_capabilities() {
+        let adv = parse(&url(), ADVERTISEMENT, BRANCH).unwrap();
+        assert_eq!(tip(&adv).as_deref(), Some(COMMIT2));
+        for cap in [
+            "report-status",
+            "report-status-v2",
+            "side-band-64k",
+            "quiet",
+            "atomic",
+        ] {
+            assert!(adv.has(cap), "{cap}");
+        }
+        assert!(!adv.has("push-options") && !adv.has("side-band"));
+        let value = |name| adv.get(name).map(|v| v.to_string());
+        assert_eq!(value("object-format").as_deref(), Some("sha1"));
+        assert_eq!(value("agent").as_deref(), Some("git/2.47.3"));
+        assert_eq!(value("delete-refs").as_deref(), Some(""));
+    }
+
+    #[test]
+    fn the_first_ref_is_found_behind_its_capabilities_and_an_absent_one_is_none() {
+        let adv = parse(&url(), ADVERTISEMENT, "refs/heads/main").unwrap();
+        assert_eq!(tip(&adv).as_deref(), Some(COMMIT3));
+        let adv = parse(&url(), ADVERTISEMENT, "refs/heads/sessions/ab").unwrap();
+        assert_eq!(adv.tip, None);
+        assert!(adv.has("report-status"));
+    }
+
+    #[test]
+    fn an_advertisement_without_the_service_section_is_read_too() {
+        let adv = parse(&url(), &ADVERTISEMENT[SERVICE_END..], BRANCH).unwrap();
+        assert_eq!(tip(&adv).as_deref(), Some(COMMIT2));
+        assert!(adv.has("side-band-64k"));
+    }
+
+    #[test]
+    fn an_advertisement_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(ADVERTISEMENT, 0) {
+            assert_err!(parse(&url(), cut, BRANCH), Error::Network(_));
+        }
+    }
+
+    #[test]
+    fn malformed_lines_and_err_lines_are_refused() {
+        for prefix in [b"00x0", b"0003", b"ffff"] {
+            let body = with_first_prefix(ADVERTISEMENT, prefix);
+            assert_err!(parse(&url(), body.as_slice(), BRANCH), Error::Protocol(_));
+        }
+        let refs = |line: String| [&pkt(line.as_bytes())[..], b"0000"].concat();
+        for body in [
+            refs(format!("{COMMIT3}\0report-status\n")),
+            refs(format!("{COMMIT3}x {BRANCH}\0report-status\n")),
+            pkt(b"ERR access denied"),
+        ] {
+            assert_err!(parse(&url(), body.as_slice(), BRANCH), Error::Protocol(_));
+        }
+        let sha256 = refs(format!("{COMMIT3} {BRANCH}\0object-format=sha256\n"));
+        assert_err!(parse(&url(), sha256.as_slice(), BRANCH), Error::Usage(_));
+    }
+
+    #[test]
+    fn an_advertisement_without_end_is_refused_at_the_bound() {
+        let line = pkt(format!("{COMMIT3} refs/heads/{}\n", "x".repeat(60_000)).as_bytes());
+        let body = Endless::new(
+            ADVERTISEMENT[..SERVICE_END].to_vec(),
+            line,
+            MAX_ADVERTISEMENT_BYTES,
+        );
+        assert_err!(parse(&url(), body, BRANCH), Error::Protocol(_));
+    }
 }
