@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use gix::bstr::{BString, ByteSlice};
+use gix::config::{Source, path::interpolate};
 
 use crate::error::{Error, Result};
 
@@ -83,77 +84,61 @@ impl UserConfig {
         out.excludes_file = match excludes {
             // An empty value switches the file off.
             Some(v) if v.trim().is_empty() => None,
-            Some(v) => expand_path(v.as_bstr(), workdir, env),
-            None => xdg_config_dir(env).map(|d| d.join("git").join("ignore")),
+            Some(v) => resolve_path(v.as_bstr(), workdir, env),
+            None => default_excludes_file(env),
         };
         out
     }
 }
 
-/// The config files git reads, lowest precedence first.
-fn config_files(git_dir: &Path, env: &dyn Env) -> Vec<(PathBuf, gix::config::Source)> {
-    use gix::config::Source;
-    let mut files = Vec::new();
-    if !is_truthy(env.var("GIT_CONFIG_NOSYSTEM")) {
-        let system = non_empty(env.var("GIT_CONFIG_SYSTEM"))
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/etc/gitconfig"));
-        files.push((system, Source::System));
+/// The config files git reads, lowest precedence first: system, XDG, global, the repository's own
+/// (no `config.worktree`). `GIT_CONFIG_GLOBAL` names one file for both XDG and global: read once.
+fn config_files(git_dir: &Path, env: &dyn Env) -> Vec<(PathBuf, Source)> {
+    let mut files: Vec<(PathBuf, Source)> = Vec::new();
+    for source in [Source::System, Source::Git, Source::User, Source::Local] {
+        let Some(path) = source.storage_location(&mut var_if_set(env)) else {
+            continue;
+        };
+        // The repository's own file is named relative to the git directory.
+        let path = match source {
+            Source::Local => git_dir.join(path),
+            _ => path,
+        };
+        files.retain(|(seen, _)| *seen != path);
+        files.push((path, source));
     }
-    match non_empty(env.var("GIT_CONFIG_GLOBAL")) {
-        Some(global) => files.push((PathBuf::from(global), Source::User)),
-        None => {
-            if let Some(xdg) = xdg_config_dir(env) {
-                files.push((xdg.join("git").join("config"), Source::Git));
-            }
-            if let Some(home) = non_empty(env.var("HOME")) {
-                files.push((PathBuf::from(home).join(".gitconfig"), Source::User));
-            }
-        }
-    }
-    files.push((git_dir.join("config"), Source::Local));
     files
 }
 
-/// `$XDG_CONFIG_HOME`, else `$HOME/.config`.
-fn xdg_config_dir(env: &dyn Env) -> Option<PathBuf> {
-    non_empty(env.var("XDG_CONFIG_HOME"))
-        .map(PathBuf::from)
-        .or_else(|| non_empty(env.var("HOME")).map(|h| PathBuf::from(h).join(".config")))
+/// git's default `core.excludesFile`, `ignore` beside the XDG config file:
+/// `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`.
+fn default_excludes_file(env: &dyn Env) -> Option<PathBuf> {
+    let mut var = var_if_set(env);
+    let mut xdg_only = |name: &str| (name != "GIT_CONFIG_GLOBAL").then(|| var(name)).flatten();
+    Source::Git
+        .storage_location(&mut xdg_only)
+        .map(|config| config.with_file_name("ignore"))
 }
 
-fn non_empty(v: Option<std::ffi::OsString>) -> Option<std::ffi::OsString> {
-    v.filter(|v| !v.is_empty())
+/// The environment as gix reads it, an empty variable counting as unset.
+fn var_if_set(env: &dyn Env) -> impl FnMut(&str) -> Option<std::ffi::OsString> + '_ {
+    |name| env.var(name).filter(|v| !v.is_empty())
 }
 
-/// git's boolean reading of an environment variable (`GIT_CONFIG_NOSYSTEM=1`, `true`, `yes`, `on`).
-fn is_truthy(v: Option<std::ffi::OsString>) -> bool {
-    match v {
-        None => false,
-        Some(v) => {
-            let v = v.to_string_lossy().trim().to_ascii_lowercase();
-            !(v.is_empty() || v == "0" || v == "false" || v == "no" || v == "off")
-        }
-    }
-}
-
-/// Expand `~/` (and a lone `~`) to `$HOME`; a relative path is taken relative to the work tree
-/// (where git runs its commands from). `~user/` is not supported (left as is).
-fn expand_path(value: &gix::bstr::BStr, workdir: &Path, env: &dyn Env) -> Option<PathBuf> {
-    let value = value.trim();
-    let home = || non_empty(env.var("HOME")).map(PathBuf::from);
-    let path = if value == b"~" {
-        home()?
-    } else if let Some(rest) = value.strip_prefix(b"~/") {
-        home()?.join(super::bytes_to_path(rest.as_bstr()))
-    } else {
-        super::bytes_to_path(value.as_bstr()).to_path_buf()
+/// `core.excludesFile` as a path: `~/`, `~user/` and a lone `~` expanded as git does, a relative
+/// path taken relative to the work tree (where git runs its commands from). `None` when it cannot
+/// be expanded (no `$HOME`, unknown user, `%(prefix)/`).
+fn resolve_path(value: &gix::bstr::BStr, workdir: &Path, env: &dyn Env) -> Option<PathBuf> {
+    let home = var_if_set(env)("HOME").map(PathBuf::from);
+    let context = interpolate::Context {
+        home_dir: home.as_deref(),
+        ..Default::default()
     };
-    Some(if path.is_relative() {
-        workdir.join(path)
-    } else {
-        path
-    })
+    let path = gix::config::Path::from(value.trim().as_bstr())
+        .interpolate(context)
+        .ok()?;
+    // An absolute path replaces the work tree.
+    Some(workdir.join(path))
 }
 
 /// Which identity of a commit.
@@ -473,5 +458,82 @@ mod tests {
             cfg.excludes_file.as_deref(),
             Some(Path::new("/x/git/ignore"))
         );
+    }
+
+    #[test]
+    fn environment_switches_and_empty_variables() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (home, git_dir) = (tmp.path().join("home"), tmp.path().join(".git"));
+        std::fs::create_dir_all(home.join(".config/git")).unwrap();
+        std::fs::create_dir_all(&git_dir).unwrap();
+        std::fs::write(home.join(".gitconfig"), "[user]\n\tname = Home\n").unwrap();
+        std::fs::write(home.join(".config/git/config"), "[user]\n\temail = xdg@x\n").unwrap();
+        let (system, broken) = (tmp.path().join("system"), tmp.path().join("broken"));
+        std::fs::write(&system, "[core]\n\texcludesFile = ~\n").unwrap();
+        std::fs::write(&broken, "[user\n").unwrap();
+        let home = home.to_str().unwrap();
+        let system = system.to_str().unwrap();
+
+        // An empty GIT_CONFIG_GLOBAL counts as unset (git would read no global file): the XDG and
+        // home files are read.
+        let cfg = UserConfig::load(
+            &git_dir,
+            tmp.path(),
+            &env(&[
+                ("HOME", home),
+                ("GIT_CONFIG_GLOBAL", ""),
+                ("GIT_CONFIG_SYSTEM", system),
+            ]),
+        );
+        assert_eq!(
+            (cfg.name, cfg.email),
+            (Some("Home".into()), Some("xdg@x".into()))
+        );
+        assert_eq!(cfg.excludes_file.as_deref(), Some(Path::new(home)));
+
+        // GIT_CONFIG_NOSYSTEM is a git boolean.
+        for (value, reads_system) in [
+            ("1", true),
+            ("true", true),
+            ("yes", true),
+            ("on", true),
+            ("0", false),
+            ("false", false),
+            ("", false),
+        ] {
+            let e = env(&[
+                ("HOME", home),
+                ("GIT_CONFIG_SYSTEM", system),
+                ("GIT_CONFIG_NOSYSTEM", value),
+            ]);
+            let cfg = UserConfig::load(&git_dir, tmp.path(), &e);
+            let from_system = cfg.excludes_file.as_deref() == Some(Path::new(home));
+            assert_eq!(from_system, !reads_system, "GIT_CONFIG_NOSYSTEM={value}");
+        }
+
+        // GIT_CONFIG_GLOBAL stands for both the XDG and the home file, and is read once.
+        let cfg = UserConfig::load(
+            &git_dir,
+            tmp.path(),
+            &env(&[
+                ("HOME", home),
+                ("GIT_CONFIG_GLOBAL", broken.to_str().unwrap()),
+                ("GIT_CONFIG_NOSYSTEM", "1"),
+            ]),
+        );
+        assert_eq!((cfg.name, cfg.email, cfg.warnings.len()), (None, None, 1));
+
+        // `~` needs a home: none, no file.
+        std::fs::write(
+            git_dir.join("config"),
+            "[core]\n\texcludesFile = ~/ignore\n",
+        )
+        .unwrap();
+        let cfg = UserConfig::load(
+            &git_dir,
+            tmp.path(),
+            &env(&[("HOME", ""), ("GIT_CONFIG_NOSYSTEM", "1")]),
+        );
+        assert_eq!(cfg.excludes_file, None);
     }
 }
