@@ -218,97 +218,41 @@ fn sanitize(v: &gix::bstr::BStr) -> BString {
     cleaned.trim().into()
 }
 
-/// Parse a date as git does for `GIT_AUTHOR_DATE`: RFC 3339 / ISO 8601 (`2026-01-01T00:00:00Z`,
-/// with or without `T`, offsets `Z`, `+hh:mm`, `+hhmm`), `@<unix> <tz>`, `<unix> <tz>`, RFC 2822.
+/// Parse a date as git does for `GIT_AUTHOR_DATE`, with `gix::date::parse`: RFC 3339 / ISO 8601
+/// (`2026-01-01T00:00:00Z`, with or without `T`, offsets `Z`, `+hh:mm`, `+hhmm`), `@<unix> <tz>`,
+/// `<unix> <tz>`, RFC 2822. No relative dates (`yesterday`, `2 days ago`): git refuses them there.
 pub fn parse_date(raw: &str) -> Option<gix::date::Time> {
     let raw = raw.trim();
-    if let Some(t) = parse_iso8601(raw) {
-        return Some(t);
-    }
-    gix::date::parse(raw, None).ok()
-}
-
-/// `YYYY-MM-DD[T ]HH:MM:SS[.frac][ ](Z|±HH:MM|±HHMM|±HH)`; without a zone: UTC.
-fn parse_iso8601(s: &str) -> Option<gix::date::Time> {
-    let b = s.as_bytes();
-    if b.len() < 19 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(r)?;
-        if part.bytes().all(|c| c.is_ascii_digit()) {
-            part.parse().ok()
-        } else {
-            None
-        }
-    };
-    if b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let mut rest = &s[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        rest = &frac[digits..];
-    }
-    let rest = rest.trim_start();
-    let offset = if rest.is_empty() || rest.eq_ignore_ascii_case("z") {
-        0
-    } else {
-        let sign = match rest.as_bytes()[0] {
-            b'+' => 1,
-            b'-' => -1,
-            _ => return None,
-        };
-        let digits: String = rest[1..].chars().filter(|c| *c != ':').collect();
-        if !digits.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        let (h, m) = match digits.len() {
-            2 => (digits.parse::<i64>().ok()?, 0),
-            4 => (
-                digits[..2].parse::<i64>().ok()?,
-                digits[2..].parse::<i64>().ok()?,
-            ),
-            _ => return None,
-        };
-        if h > 14 || m > 59 {
-            return None;
-        }
-        sign * (h * 3600 + m * 60)
-    };
-    let days = days_from_civil(year, month, day);
-    let local = days * 86_400 + hour * 3600 + minute * 60 + second;
+    let (input, carried) = iso_in_gix_range(raw).unwrap_or_else(|| (raw.to_owned(), 0));
+    let t = gix::date::parse(&input, None).ok()?;
     Some(gix::date::Time::new(
-        local - offset,
-        i32::try_from(offset).ok()?,
+        t.seconds.checked_add(carried)?,
+        t.offset,
     ))
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// gix reads ISO 8601 more strictly than git, which also takes a lowercase `t` and `z`, second 60
+/// and a day past the end of its month (`2026-02-30` is March 2nd). `YYYY-MM-DD?HH:MM:SS…` gets
+/// day 01, second 00 and upper case, with the seconds that moved, to be added back.
+fn iso_in_gix_range(s: &str) -> Option<(String, i64)> {
+    let b = s.as_bytes();
+    let two_digits = |i: usize| match b.get(i..i + 2)? {
+        &[t, u] if t.is_ascii_digit() && u.is_ascii_digit() => {
+            Some(i64::from((t - b'0') * 10 + u - b'0'))
+        }
+        _ => None,
+    };
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || b.get(16) != Some(&b':') {
+        return None;
+    }
+    let (day, second) = (two_digits(8)?, two_digits(17)?);
+    if !(1..=31).contains(&day) || second > 60 {
+        return None;
+    }
+    let mut s = s.to_ascii_uppercase();
+    s.replace_range(8..10, "01");
+    s.replace_range(17..19, "00");
+    Some((s, (day - 1) * 86_400 + second))
 }
 
 #[cfg(test)]
@@ -348,6 +292,42 @@ mod tests {
         assert_eq!(t.seconds, 0);
         assert!(parse_date("not a date").is_none());
         assert!(parse_date("2026-13-01T00:00:00Z").is_none());
+
+        // More of git's formats, each as `git commit-tree` records it in GIT_COMMITTER_DATE.
+        for (raw, seconds, offset) in [
+            ("2026-01-01T02:00:00+0200", 1_767_225_600, 7200),
+            ("2026-01-01T02:00:00 +02:00", 1_767_225_600, 7200),
+            ("2026-01-01 02:00:00+02", 1_767_225_600, 7200),
+            ("2026-01-01T00:00:00+23:59", 1_767_139_260, 86_340),
+            ("Thu Jan 1 00:00:00 2026 +0000", 1_767_225_600, 0),
+            ("Thu, 1 Jan 2026 01:00:00 +0100", 1_767_225_600, 3600),
+            ("@0 +0000", 0, 0),
+        ] {
+            let t = parse_date(raw).unwrap_or_else(|| panic!("{raw}"));
+            assert_eq!((t.seconds, t.offset), (seconds, offset), "{raw}");
+        }
+        // gix alone refuses these (lowercase `t`/`z`, second 60, a day past the month's end); the
+        // committer date `git cat-file -p` shows for each.
+        for (raw, git) in [
+            ("2026-01-01t00:00:00z", "1767225600 +0000"),
+            ("2026-01-01T00:00:60Z", "1767225660 +0000"),
+            ("2026-12-31T23:59:60.5+01:00", "1798758000 +0100"),
+            ("2026-02-30T00:00:00Z", "1772409600 +0000"),
+            ("2026-04-31 12:00:00 +0200", "1777629600 +0200"),
+        ] {
+            let t = parse_date(raw).unwrap_or_else(|| panic!("{raw}"));
+            assert_eq!(t.format(gix::date::time::Format::Raw).unwrap(), git);
+        }
+        // git refuses these, relative dates included.
+        for raw in [
+            "yesterday",
+            "now",
+            "2 days ago",
+            "2026-01-32T00:00:00Z",
+            "2026-01-00T00:00:00Z",
+        ] {
+            assert!(parse_date(raw).is_none(), "{raw}");
+        }
     }
 
     #[test]
