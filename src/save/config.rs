@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use gix::bstr::{BString, ByteSlice};
+use gix::config::{Source, path::interpolate};
 
 use crate::error::{Error, Result};
 
@@ -83,77 +84,61 @@ impl UserConfig {
         out.excludes_file = match excludes {
             // An empty value switches the file off.
             Some(v) if v.trim().is_empty() => None,
-            Some(v) => expand_path(v.as_bstr(), workdir, env),
-            None => xdg_config_dir(env).map(|d| d.join("git").join("ignore")),
+            Some(v) => resolve_path(v.as_bstr(), workdir, env),
+            None => default_excludes_file(env),
         };
         out
     }
 }
 
-/// The config files git reads, lowest precedence first.
-fn config_files(git_dir: &Path, env: &dyn Env) -> Vec<(PathBuf, gix::config::Source)> {
-    use gix::config::Source;
-    let mut files = Vec::new();
-    if !is_truthy(env.var("GIT_CONFIG_NOSYSTEM")) {
-        let system = non_empty(env.var("GIT_CONFIG_SYSTEM"))
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/etc/gitconfig"));
-        files.push((system, Source::System));
+/// The config files git reads, lowest precedence first: system, XDG, global, the repository's own
+/// (no `config.worktree`). `GIT_CONFIG_GLOBAL` names one file for both XDG and global: read once.
+fn config_files(git_dir: &Path, env: &dyn Env) -> Vec<(PathBuf, Source)> {
+    let mut files: Vec<(PathBuf, Source)> = Vec::new();
+    for source in [Source::System, Source::Git, Source::User, Source::Local] {
+        let Some(path) = source.storage_location(&mut var_if_set(env)) else {
+            continue;
+        };
+        // The repository's own file is named relative to the git directory.
+        let path = match source {
+            Source::Local => git_dir.join(path),
+            _ => path,
+        };
+        files.retain(|(seen, _)| *seen != path);
+        files.push((path, source));
     }
-    match non_empty(env.var("GIT_CONFIG_GLOBAL")) {
-        Some(global) => files.push((PathBuf::from(global), Source::User)),
-        None => {
-            if let Some(xdg) = xdg_config_dir(env) {
-                files.push((xdg.join("git").join("config"), Source::Git));
-            }
-            if let Some(home) = non_empty(env.var("HOME")) {
-                files.push((PathBuf::from(home).join(".gitconfig"), Source::User));
-            }
-        }
-    }
-    files.push((git_dir.join("config"), Source::Local));
     files
 }
 
-/// `$XDG_CONFIG_HOME`, else `$HOME/.config`.
-fn xdg_config_dir(env: &dyn Env) -> Option<PathBuf> {
-    non_empty(env.var("XDG_CONFIG_HOME"))
-        .map(PathBuf::from)
-        .or_else(|| non_empty(env.var("HOME")).map(|h| PathBuf::from(h).join(".config")))
+/// git's default `core.excludesFile`, `ignore` beside the XDG config file:
+/// `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`.
+fn default_excludes_file(env: &dyn Env) -> Option<PathBuf> {
+    let mut var = var_if_set(env);
+    let mut xdg_only = |name: &str| (name != "GIT_CONFIG_GLOBAL").then(|| var(name)).flatten();
+    Source::Git
+        .storage_location(&mut xdg_only)
+        .map(|config| config.with_file_name("ignore"))
 }
 
-fn non_empty(v: Option<std::ffi::OsString>) -> Option<std::ffi::OsString> {
-    v.filter(|v| !v.is_empty())
+/// The environment as gix reads it, an empty variable counting as unset.
+fn var_if_set(env: &dyn Env) -> impl FnMut(&str) -> Option<std::ffi::OsString> + '_ {
+    |name| env.var(name).filter(|v| !v.is_empty())
 }
 
-/// git's boolean reading of an environment variable (`GIT_CONFIG_NOSYSTEM=1`, `true`, `yes`, `on`).
-fn is_truthy(v: Option<std::ffi::OsString>) -> bool {
-    match v {
-        None => false,
-        Some(v) => {
-            let v = v.to_string_lossy().trim().to_ascii_lowercase();
-            !(v.is_empty() || v == "0" || v == "false" || v == "no" || v == "off")
-        }
-    }
-}
-
-/// Expand `~/` (and a lone `~`) to `$HOME`; a relative path is taken relative to the work tree
-/// (where git runs its commands from). `~user/` is not supported (left as is).
-fn expand_path(value: &gix::bstr::BStr, workdir: &Path, env: &dyn Env) -> Option<PathBuf> {
-    let value = value.trim();
-    let home = || non_empty(env.var("HOME")).map(PathBuf::from);
-    let path = if value == b"~" {
-        home()?
-    } else if let Some(rest) = value.strip_prefix(b"~/") {
-        home()?.join(super::bytes_to_path(rest.as_bstr()))
-    } else {
-        super::bytes_to_path(value.as_bstr()).to_path_buf()
+/// `core.excludesFile` as a path: `~/`, `~user/` and a lone `~` expanded as git does, a relative
+/// path taken relative to the work tree (where git runs its commands from). `None` when it cannot
+/// be expanded (no `$HOME`, unknown user, `%(prefix)/`).
+fn resolve_path(value: &gix::bstr::BStr, workdir: &Path, env: &dyn Env) -> Option<PathBuf> {
+    let home = var_if_set(env)("HOME").map(PathBuf::from);
+    let context = interpolate::Context {
+        home_dir: home.as_deref(),
+        ..Default::default()
     };
-    Some(if path.is_relative() {
-        workdir.join(path)
-    } else {
-        path
-    })
+    let path = gix::config::Path::from(value.trim().as_bstr())
+        .interpolate(context)
+        .ok()?;
+    // An absolute path replaces the work tree.
+    Some(workdir.join(path))
 }
 
 /// Which identity of a commit.
@@ -233,97 +218,41 @@ fn sanitize(v: &gix::bstr::BStr) -> BString {
     cleaned.trim().into()
 }
 
-/// Parse a date as git does for `GIT_AUTHOR_DATE`: RFC 3339 / ISO 8601 (`2026-01-01T00:00:00Z`,
-/// with or without `T`, offsets `Z`, `+hh:mm`, `+hhmm`), `@<unix> <tz>`, `<unix> <tz>`, RFC 2822.
+/// Parse a date as git does for `GIT_AUTHOR_DATE`, with `gix::date::parse`: RFC 3339 / ISO 8601
+/// (`2026-01-01T00:00:00Z`, with or without `T`, offsets `Z`, `+hh:mm`, `+hhmm`), `@<unix> <tz>`,
+/// `<unix> <tz>`, RFC 2822. No relative dates (`yesterday`, `2 days ago`): git refuses them there.
 pub fn parse_date(raw: &str) -> Option<gix::date::Time> {
     let raw = raw.trim();
-    if let Some(t) = parse_iso8601(raw) {
-        return Some(t);
-    }
-    gix::date::parse(raw, None).ok()
-}
-
-/// `YYYY-MM-DD[T ]HH:MM:SS[.frac][ ](Z|±HH:MM|±HHMM|±HH)`; without a zone: UTC.
-fn parse_iso8601(s: &str) -> Option<gix::date::Time> {
-    let b = s.as_bytes();
-    if b.len() < 19 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(r)?;
-        if part.bytes().all(|c| c.is_ascii_digit()) {
-            part.parse().ok()
-        } else {
-            None
-        }
-    };
-    if b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't' || b[10] == b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let mut rest = &s[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        rest = &frac[digits..];
-    }
-    let rest = rest.trim_start();
-    let offset = if rest.is_empty() || rest.eq_ignore_ascii_case("z") {
-        0
-    } else {
-        let sign = match rest.as_bytes()[0] {
-            b'+' => 1,
-            b'-' => -1,
-            _ => return None,
-        };
-        let digits: String = rest[1..].chars().filter(|c| *c != ':').collect();
-        if !digits.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        let (h, m) = match digits.len() {
-            2 => (digits.parse::<i64>().ok()?, 0),
-            4 => (
-                digits[..2].parse::<i64>().ok()?,
-                digits[2..].parse::<i64>().ok()?,
-            ),
-            _ => return None,
-        };
-        if h > 14 || m > 59 {
-            return None;
-        }
-        sign * (h * 3600 + m * 60)
-    };
-    let days = days_from_civil(year, month, day);
-    let local = days * 86_400 + hour * 3600 + minute * 60 + second;
+    let (input, carried) = iso_in_gix_range(raw).unwrap_or_else(|| (raw.to_owned(), 0));
+    let t = gix::date::parse(&input, None).ok()?;
     Some(gix::date::Time::new(
-        local - offset,
-        i32::try_from(offset).ok()?,
+        t.seconds.checked_add(carried)?,
+        t.offset,
     ))
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// gix reads ISO 8601 more strictly than git, which also takes a lowercase `t` and `z`, second 60
+/// and a day past the end of its month (`2026-02-30` is March 2nd). `YYYY-MM-DD?HH:MM:SS…` gets
+/// day 01, second 00 and upper case, with the seconds that moved, to be added back.
+fn iso_in_gix_range(s: &str) -> Option<(String, i64)> {
+    let b = s.as_bytes();
+    let two_digits = |i: usize| match b.get(i..i + 2)? {
+        &[t, u] if t.is_ascii_digit() && u.is_ascii_digit() => {
+            Some(i64::from((t - b'0') * 10 + u - b'0'))
+        }
+        _ => None,
+    };
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || b.get(16) != Some(&b':') {
+        return None;
+    }
+    let (day, second) = (two_digits(8)?, two_digits(17)?);
+    if !(1..=31).contains(&day) || second > 60 {
+        return None;
+    }
+    let mut s = s.to_ascii_uppercase();
+    s.replace_range(8..10, "01");
+    s.replace_range(17..19, "00");
+    Some((s, (day - 1) * 86_400 + second))
 }
 
 #[cfg(test)]
@@ -363,6 +292,42 @@ mod tests {
         assert_eq!(t.seconds, 0);
         assert!(parse_date("not a date").is_none());
         assert!(parse_date("2026-13-01T00:00:00Z").is_none());
+
+        // More of git's formats, each as `git commit-tree` records it in GIT_COMMITTER_DATE.
+        for (raw, seconds, offset) in [
+            ("2026-01-01T02:00:00+0200", 1_767_225_600, 7200),
+            ("2026-01-01T02:00:00 +02:00", 1_767_225_600, 7200),
+            ("2026-01-01 02:00:00+02", 1_767_225_600, 7200),
+            ("2026-01-01T00:00:00+23:59", 1_767_139_260, 86_340),
+            ("Thu Jan 1 00:00:00 2026 +0000", 1_767_225_600, 0),
+            ("Thu, 1 Jan 2026 01:00:00 +0100", 1_767_225_600, 3600),
+            ("@0 +0000", 0, 0),
+        ] {
+            let t = parse_date(raw).unwrap_or_else(|| panic!("{raw}"));
+            assert_eq!((t.seconds, t.offset), (seconds, offset), "{raw}");
+        }
+        // gix alone refuses these (lowercase `t`/`z`, second 60, a day past the month's end); the
+        // committer date `git cat-file -p` shows for each.
+        for (raw, git) in [
+            ("2026-01-01t00:00:00z", "1767225600 +0000"),
+            ("2026-01-01T00:00:60Z", "1767225660 +0000"),
+            ("2026-12-31T23:59:60.5+01:00", "1798758000 +0100"),
+            ("2026-02-30T00:00:00Z", "1772409600 +0000"),
+            ("2026-04-31 12:00:00 +0200", "1777629600 +0200"),
+        ] {
+            let t = parse_date(raw).unwrap_or_else(|| panic!("{raw}"));
+            assert_eq!(t.format(gix::date::time::Format::Raw).unwrap(), git);
+        }
+        // git refuses these, relative dates included.
+        for raw in [
+            "yesterday",
+            "now",
+            "2 days ago",
+            "2026-01-32T00:00:00Z",
+            "2026-01-00T00:00:00Z",
+        ] {
+            assert!(parse_date(raw).is_none(), "{raw}");
+        }
     }
 
     #[test]
@@ -473,5 +438,82 @@ mod tests {
             cfg.excludes_file.as_deref(),
             Some(Path::new("/x/git/ignore"))
         );
+    }
+
+    #[test]
+    fn environment_switches_and_empty_variables() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (home, git_dir) = (tmp.path().join("home"), tmp.path().join(".git"));
+        std::fs::create_dir_all(home.join(".config/git")).unwrap();
+        std::fs::create_dir_all(&git_dir).unwrap();
+        std::fs::write(home.join(".gitconfig"), "[user]\n\tname = Home\n").unwrap();
+        std::fs::write(home.join(".config/git/config"), "[user]\n\temail = xdg@x\n").unwrap();
+        let (system, broken) = (tmp.path().join("system"), tmp.path().join("broken"));
+        std::fs::write(&system, "[core]\n\texcludesFile = ~\n").unwrap();
+        std::fs::write(&broken, "[user\n").unwrap();
+        let home = home.to_str().unwrap();
+        let system = system.to_str().unwrap();
+
+        // An empty GIT_CONFIG_GLOBAL counts as unset (git would read no global file): the XDG and
+        // home files are read.
+        let cfg = UserConfig::load(
+            &git_dir,
+            tmp.path(),
+            &env(&[
+                ("HOME", home),
+                ("GIT_CONFIG_GLOBAL", ""),
+                ("GIT_CONFIG_SYSTEM", system),
+            ]),
+        );
+        assert_eq!(
+            (cfg.name, cfg.email),
+            (Some("Home".into()), Some("xdg@x".into()))
+        );
+        assert_eq!(cfg.excludes_file.as_deref(), Some(Path::new(home)));
+
+        // GIT_CONFIG_NOSYSTEM is a git boolean.
+        for (value, reads_system) in [
+            ("1", true),
+            ("true", true),
+            ("yes", true),
+            ("on", true),
+            ("0", false),
+            ("false", false),
+            ("", false),
+        ] {
+            let e = env(&[
+                ("HOME", home),
+                ("GIT_CONFIG_SYSTEM", system),
+                ("GIT_CONFIG_NOSYSTEM", value),
+            ]);
+            let cfg = UserConfig::load(&git_dir, tmp.path(), &e);
+            let from_system = cfg.excludes_file.as_deref() == Some(Path::new(home));
+            assert_eq!(from_system, !reads_system, "GIT_CONFIG_NOSYSTEM={value}");
+        }
+
+        // GIT_CONFIG_GLOBAL stands for both the XDG and the home file, and is read once.
+        let cfg = UserConfig::load(
+            &git_dir,
+            tmp.path(),
+            &env(&[
+                ("HOME", home),
+                ("GIT_CONFIG_GLOBAL", broken.to_str().unwrap()),
+                ("GIT_CONFIG_NOSYSTEM", "1"),
+            ]),
+        );
+        assert_eq!((cfg.name, cfg.email, cfg.warnings.len()), (None, None, 1));
+
+        // `~` needs a home: none, no file.
+        std::fs::write(
+            git_dir.join("config"),
+            "[core]\n\texcludesFile = ~/ignore\n",
+        )
+        .unwrap();
+        let cfg = UserConfig::load(
+            &git_dir,
+            tmp.path(),
+            &env(&[("HOME", ""), ("GIT_CONFIG_NOSYSTEM", "1")]),
+        );
+        assert_eq!(cfg.excludes_file, None);
     }
 }

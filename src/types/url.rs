@@ -3,6 +3,7 @@
 use std::fmt;
 
 use base64::Engine as _;
+use zeroize::Zeroize as _;
 
 /// A secret string (a token or password). Its `Debug` and `Display` print `<redacted>`, and its
 /// bytes are overwritten when it is dropped.
@@ -21,10 +22,8 @@ impl Secret {
 
 impl Drop for Secret {
     fn drop(&mut self) {
-        // SAFETY-free zeroing: replace every byte through a safe API, then keep the length at zero.
-        let zeros = "\0".repeat(self.0.len());
-        self.0.replace_range(.., &zeros);
-        self.0.clear();
+        // Every byte of the buffer (its spare capacity too), by writes the optimiser keeps.
+        self.0.zeroize();
     }
 }
 
