@@ -7,6 +7,7 @@ mod cli;
 mod hostile;
 mod inputs;
 mod lease;
+mod pack_thin;
 mod push;
 mod restore_archive;
 mod restore_git;

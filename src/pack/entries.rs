@@ -146,6 +146,11 @@ impl<R: BufRead> EntryStream<R> {
         self.version
     }
 
+    /// The number of objects the pack's header claims.
+    pub fn num_objects(&self) -> u32 {
+        self.num_objects
+    }
+
     /// Read the next entry; `Ok(None)` for one held back (big).
     fn next_entry(&mut self) -> Result<Option<Entry>, ReceiveError> {
         self.objects_left -= 1;

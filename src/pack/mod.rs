@@ -1,5 +1,5 @@
 //! Packs (`gitformat-pack`): received and indexed as they stream in ([`mod@receive`], through our own
-//! entry stream [`entries`]), read back for the checkout ([`objects`]), and generated for a push
+//! entry stream [`entries`]; a thin pack completed from the local objects first, [`thin`]), read back for the checkout ([`objects`]), and generated for a push
 //! ([`generate`]). The wire delivers and sends the bytes; this module knows only the format.
 //!
 //! Memory is bounded whatever a pack holds: the pack is read through a [`ReleasingMap`] whose
@@ -11,12 +11,14 @@ pub mod entries;
 pub mod generate;
 pub mod objects;
 pub mod receive;
+pub mod thin;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub use objects::{BigBlob, Compared, PackObjects};
 pub use receive::{ReceiveError, Received, receive};
+pub use thin::receive_thin;
 
 /// How many bytes of the pack (compressed, while indexing) or of objects (decoded, while checking
 /// out) may be served before the mapping's pages are released again.

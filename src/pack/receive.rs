@@ -29,10 +29,11 @@ pub struct Received {
 }
 
 /// Copies what the pack parser reads into the pack file.
-struct Tee<R> {
-    reader: R,
-    file: Arc<Mutex<BufWriter<std::fs::File>>>,
-    last_read: Arc<Mutex<std::time::Instant>>,
+pub(super) struct Tee<R> {
+    pub(super) reader: R,
+    pub(super) file: PackWriter,
+    /// When the last bytes arrived.
+    pub(super) last_read: Arc<Mutex<std::time::Instant>>,
 }
 
 impl<R: Read> Read for Tee<R> {
@@ -105,15 +106,7 @@ pub fn receive(
     interrupt: &AtomicBool,
 ) -> Result<Received, ReceiveError> {
     let io_err = |what: &str, e: io::Error| local_io(pack_dir, what, e);
-    let data_tmp = tempfile::Builder::new()
-        .prefix("tmp_pack_")
-        .tempfile_in(pack_dir)
-        .map_err(|e| io_err("creating the temporary pack file", e))?;
-    let writer = data_tmp
-        .as_file()
-        .try_clone()
-        .map_err(|e| io_err("opening the temporary pack file", e))?;
-    let writer = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, writer)));
+    let (data_tmp, writer) = temporary_pack(pack_dir)?;
     let started = std::time::Instant::now();
     let last_read = Arc::new(Mutex::new(started));
     let tee = Tee {
@@ -172,15 +165,33 @@ pub fn receive(
     })
 }
 
+/// A temporary `tmp_pack_*` file in `pack_dir` (removed when dropped), and a buffered writer
+/// into it.
+pub(super) fn temporary_pack(
+    pack_dir: &Path,
+) -> Result<(tempfile::NamedTempFile, PackWriter), ReceiveError> {
+    let io_err = |what: &str, e: io::Error| local_io(pack_dir, what, e);
+    let file = tempfile::Builder::new()
+        .prefix("tmp_pack_")
+        .tempfile_in(pack_dir)
+        .map_err(|e| io_err("creating the temporary pack file", e))?;
+    let writer = file
+        .as_file()
+        .try_clone()
+        .map_err(|e| io_err("opening the temporary pack file", e))?;
+    let writer = Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, writer)));
+    Ok((file, writer))
+}
+
 /// A local I/O failure around the pack files in `pack_dir`.
-fn local_io(pack_dir: &Path, what: &str, e: io::Error) -> ReceiveError {
+pub(super) fn local_io(pack_dir: &Path, what: &str, e: io::Error) -> ReceiveError {
     ReceiveError::Local(crate::Error::io(
         format!("{what} in {}", pack_dir.display()),
         e,
     ))
 }
 
-type PackWriter = Arc<Mutex<BufWriter<std::fs::File>>>;
+pub(super) type PackWriter = Arc<Mutex<BufWriter<std::fs::File>>>;
 
 /// Stream the pack's entries from `stream` into gix-pack's index writer, which resolves the
 /// deltas through a [`ReleasingMap`] of the pack file `writer` fills; big objects held back by
@@ -255,7 +266,7 @@ fn index(
 
 /// Bytes after the checksum are refused, as `git index-pack` does: in the last side-band packet
 /// the parser's buffer has already copied them into the file; in a later packet they wait unread.
-fn refuse_data_after_the_pack(
+pub(super) fn refuse_data_after_the_pack(
     input: &mut dyn BufRead,
     writer: &PackWriter,
     entries_end: u64,

@@ -327,6 +327,12 @@ impl World {
 
     /// Run git with `input` on stdin; panics on failure.
     pub fn git_stdin(&self, dir: &Path, args: &[&str], input: &[u8]) -> String {
+        let out = self.git_stdin_bytes(dir, args, input);
+        String::from_utf8_lossy(&out).trim().to_owned()
+    }
+
+    /// Run git with `input` on stdin and return its stdout as is (a pack); panics on failure.
+    pub fn git_stdin_bytes(&self, dir: &Path, args: &[&str], input: &[u8]) -> Vec<u8> {
         use std::io::Write as _;
         let mut child = Command::new("git")
             .args(args)
@@ -345,7 +351,7 @@ impl World {
             "git {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        out.stdout
     }
 
     /// Run the binary in `cwd` with the isolated environment plus `vars`, and check its output for

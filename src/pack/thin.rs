@@ -1,0 +1,377 @@
+//! Thin packs completed, as `git index-pack --fix-thin` does: a fetch with `thin-pack` into a
+//! repository that already holds some objects may receive `REF_DELTA` entries against bases the
+//! pack does not contain (`gitformat-pack`, "Deltified representation"; `gitprotocol-capabilities`,
+//! "thin-pack"). The bases are copied from the local object database to the end of the pack as
+//! whole objects, the header's object count and the trailing SHA-1 are rewritten, and the
+//! completed pack goes through [`receive()`](super::receive()) like any other.
+//!
+//! Memory stays bounded as in [`super::receive()`]: the stream is parsed by our own
+//! [`EntryStream`] (every size checked against [`PackLimits`] before it is allocated) while it is
+//! written to a temporary file, and the file is hashed by streaming it.
+
+use std::collections::BTreeSet;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
+use std::os::unix::fs::FileExt as _;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use gix::ObjectId;
+use gix::odb::pack as gix_pack;
+use gix_pack::data::entry::Header;
+
+use super::entries::EntryStream;
+use super::receive::{Tee, local_io, refuse_data_after_the_pack, temporary_pack};
+use super::{PackLimits, ReceiveError, Received, receive};
+
+/// How many bytes are read or written at a time.
+const CHUNK: usize = 64 * 1024;
+
+/// Read a version 2 pack from `input` (the bytes of the `packfile` section, side-band removed),
+/// complete it when it is thin, and leave `pack-<hash>.pack` and `pack-<hash>.idx` in `pack_dir`
+/// (the `objects/pack` folder of the repository `local` reads), as `git index-pack --fix-thin`
+/// does. `thread_limit`, `limits` and `interrupt` mean what they mean for
+/// [`receive()`](super::receive()), which indexes the completed pack.
+///
+/// - The stream is written to a temporary `tmp_pack_*` file in `pack_dir` as its entries are
+///   parsed; bytes after the pack's checksum are refused, as `git index-pack` does. The file is
+///   removed when this returns, whatever the outcome.
+/// - A base named by a `REF_DELTA` entry is *external* when `local` has it and no object of the
+///   pack has its id. External bases are appended, each as a whole object (type-and-size
+///   header, zlib data), in the order of their ids; the header's count grows by their number and
+///   the trailing SHA-1 is recomputed over the whole file. The result's `num_objects` counts them.
+/// - A pack with no `REF_DELTA` against an object `local` has (an empty pack, a pack that is not
+///   thin) is indexed as it came: the result is what [`receive()`](super::receive()) gives.
+///
+/// Whether a base `local` has is also in the pack is decided by a first indexing of the pack
+/// completed with all such bases, in a temporary folder in `pack_dir`: an id the index lists at an
+/// offset before the appended bases is the pack's own. When none is (the usual case for a thin
+/// pack), that indexing is the result, moved into `pack_dir`; otherwise the pack is completed
+/// again without them and indexed once more.
+///
+/// # Errors
+/// - [`ReceiveError::TooLarge`] for an entry over `limits` (as [`receive()`](super::receive())),
+///   and for a base in `local` over `limits.big_object_bytes`: gix's object database hands out
+///   only whole objects, so such a base is refused before it is read rather than held in memory
+///   (git's `pack-objects` never deltifies against objects over `core.bigFileThreshold`).
+/// - [`ReceiveError::Corrupt`] for a stream that is not a valid pack, truncated or followed by
+///   more data, and for a `REF_DELTA` whose base is neither in the pack nor in `local` (the
+///   server sent a delta against an object we do not have): the message names the id.
+/// - [`ReceiveError::Local`] when the file system refuses the files, or `local` fails to read a
+///   base.
+pub fn receive_thin(
+    input: &mut dyn BufRead,
+    pack_dir: &Path,
+    local: &impl gix::objs::FindObjectOrHeader,
+    thread_limit: Option<usize>,
+    limits: PackLimits,
+    interrupt: &AtomicBool,
+) -> Result<Received, ReceiveError> {
+    let spooled = Spooled::read(input, pack_dir, limits)?;
+    let (mut external, missing) = spooled.partition_bases(local, limits)?;
+    let index = |into: &Path| {
+        spooled
+            .index(into, thread_limit, limits, interrupt)
+            .map_err(|e| name_missing(e, &missing))
+    };
+    if external.is_empty() {
+        return index(pack_dir);
+    }
+    spooled.complete(&external, local)?;
+    let probe_dir = tempfile::Builder::new()
+        .prefix("tmp_thin_")
+        .tempdir_in(pack_dir)
+        .map_err(|e| local_io(pack_dir, "creating a temporary folder", e))?;
+    let probe = index(probe_dir.path())?;
+    let in_pack = spooled.own_objects(&probe, &external)?;
+    if in_pack.is_empty() {
+        return move_into(probe, pack_dir);
+    }
+    tracing::debug!(
+        "thin pack: {} of {} delta bases are in the pack itself",
+        in_pack.len(),
+        external.len()
+    );
+    drop(probe_dir);
+    external.retain(|id| !in_pack.contains(id));
+    spooled.complete(&external, local)?;
+    index(pack_dir)
+}
+
+/// The received pack in its temporary file, and what its entries said.
+struct Spooled {
+    file: tempfile::NamedTempFile,
+    version: gix_pack::data::Version,
+    /// The count in the pack's header as received.
+    num_objects: u32,
+    /// Where the received entries end (the received checksum followed).
+    entries_end: u64,
+    /// Every base a `REF_DELTA` entry names.
+    bases: BTreeSet<ObjectId>,
+    pack_dir: std::path::PathBuf,
+}
+
+impl Spooled {
+    /// Write `input` into a temporary file in `pack_dir` while its entries are parsed, collecting
+    /// the `REF_DELTA` bases; refuse data after the checksum.
+    fn read(
+        input: &mut dyn BufRead,
+        pack_dir: &Path,
+        limits: PackLimits,
+    ) -> Result<Self, ReceiveError> {
+        let (file, writer) = temporary_pack(pack_dir)?;
+        let tee = Tee {
+            reader: &mut *input,
+            file: writer.clone(),
+            last_read: Arc::new(Mutex::new(std::time::Instant::now())),
+        };
+        let (mut entries, learned) =
+            EntryStream::new(BufReader::with_capacity(CHUNK, tee), limits, pack_dir)?;
+        let (version, num_objects) = (entries.version(), entries.num_objects());
+        let mut bases = BTreeSet::new();
+        for entry in &mut entries {
+            let entry = entry.map_err(|e| {
+                learned.borrow_mut().failure.take().unwrap_or_else(|| {
+                    ReceiveError::Corrupt(format!("reading the pack: {}", crate::error::chain(&e)))
+                })
+            })?;
+            if let Header::RefDelta { base_id } = entry.header {
+                bases.insert(base_id);
+            }
+        }
+        drop(entries);
+        let entries_end = learned
+            .borrow()
+            .entries_end
+            .max(gix_pack::data::header::SIZE as u64);
+        refuse_data_after_the_pack(input, &writer, entries_end, pack_dir)?;
+        Ok(Spooled {
+            file,
+            version,
+            num_objects,
+            entries_end,
+            bases,
+            pack_dir: pack_dir.to_owned(),
+        })
+    }
+
+    /// The bases `local` has (candidates for appending, their sizes checked), and those it lacks
+    /// (the pack must hold them itself).
+    fn partition_bases(
+        &self,
+        local: &impl gix::objs::FindHeader,
+        limits: PackLimits,
+    ) -> Result<(Vec<ObjectId>, Vec<ObjectId>), ReceiveError> {
+        let (mut found, mut missing) = (Vec::new(), Vec::new());
+        for id in &self.bases {
+            let header = local
+                .try_header(id)
+                .map_err(|e| read_base_error(id, &e, &self.pack_dir))?;
+            let Some(header) = header else {
+                missing.push(*id);
+                continue;
+            };
+            if header.size > limits.big_object_bytes {
+                return Err(ReceiveError::TooLarge(format!(
+                    "the pack holds a delta against {id}, a {} of {} bytes in the local \
+                     repository, over {}: git never deltifies objects that big \
+                     (core.bigFileThreshold), and the base would have to be held in memory whole",
+                    header.kind, header.size, limits.big_object_bytes
+                )));
+            }
+            found.push(*id);
+        }
+        Ok((found, missing))
+    }
+
+    /// Make the file the received pack followed by `bases` (read from `local`) as whole objects,
+    /// with the header's count and the trailing SHA-1 to match.
+    fn complete(
+        &self,
+        bases: &[ObjectId],
+        local: &impl gix::objs::Find,
+    ) -> Result<(), ReceiveError> {
+        let io_err = |what: &str, e: io::Error| local_io(&self.pack_dir, what, e);
+        let count = u32::try_from(bases.len())
+            .ok()
+            .and_then(|n| self.num_objects.checked_add(n))
+            .ok_or_else(|| {
+                ReceiveError::Corrupt(format!(
+                    "the pack's {} objects and {} delta bases are more than a pack can hold",
+                    self.num_objects,
+                    bases.len()
+                ))
+            })?;
+        let file = self.file.as_file();
+        file.set_len(self.entries_end)
+            .map_err(|e| io_err("cutting the received checksum off the pack", e))?;
+        let mut out = BufWriter::with_capacity(CHUNK, file);
+        out.seek(io::SeekFrom::Start(self.entries_end))
+            .map_err(|e| io_err("appending the delta bases to the pack", e))?;
+        let mut buf = Vec::new();
+        for id in bases {
+            let object = local
+                .try_find(id, &mut buf)
+                .map_err(|e| read_base_error(id, &e, &self.pack_dir))?
+                .ok_or_else(|| {
+                    ReceiveError::Local(crate::Error::Internal(format!(
+                        "the delta base {id} left the local repository while the pack was read"
+                    )))
+                })?;
+            write_whole_entry(&mut out, object.kind, object.data)
+                .map_err(|e| io_err("appending the delta bases to the pack", e))?;
+        }
+        let end = out
+            .stream_position()
+            .and_then(|end| out.flush().map(|()| end))
+            .map_err(|e| io_err("appending the delta bases to the pack", e))?;
+        drop(out);
+        file.write_all_at(&gix_pack::data::header::encode(self.version, count), 0)
+            .map_err(|e| io_err("rewriting the pack header", e))?;
+        let checksum =
+            sha1_of_prefix(file, end).map_err(|e| io_err("hashing the completed pack", e))?;
+        file.write_all_at(checksum.as_slice(), end)
+            .map_err(|e| io_err("writing the completed pack's checksum", e))
+    }
+
+    /// Index the file as it now is into `dir`, through [`receive()`].
+    fn index(
+        &self,
+        dir: &Path,
+        thread_limit: Option<usize>,
+        limits: PackLimits,
+        interrupt: &AtomicBool,
+    ) -> Result<Received, ReceiveError> {
+        let file = self
+            .file
+            .reopen()
+            .map_err(|e| local_io(&self.pack_dir, "reopening the temporary pack file", e))?;
+        let mut input = BufReader::with_capacity(CHUNK, file);
+        receive(&mut input, dir, thread_limit, limits, interrupt)
+    }
+
+    /// Those of `appended` that the pack indexed as `probe` also holds among its own entries
+    /// (before the appended ones).
+    fn own_objects(
+        &self,
+        probe: &Received,
+        appended: &[ObjectId],
+    ) -> Result<BTreeSet<ObjectId>, ReceiveError> {
+        let Some(data_path) = &probe.data_path else {
+            return Ok(BTreeSet::new());
+        };
+        let index =
+            gix_pack::index::File::at(data_path.with_extension("idx"), gix::hash::Kind::Sha1)
+                .map_err(|e| {
+                    ReceiveError::Local(crate::Error::from_chain(
+                        format!("reading the index {} just written", data_path.display()),
+                        &e,
+                    ))
+                })?;
+        Ok(index
+            .iter()
+            .filter(|e| e.pack_offset < self.entries_end && appended.binary_search(&e.oid).is_ok())
+            .map(|e| e.oid)
+            .collect())
+    }
+}
+
+/// One pack entry holding `data` whole: the type-and-size header, then the zlib-compressed data.
+fn write_whole_entry(out: &mut dyn Write, kind: gix::objs::Kind, data: &[u8]) -> io::Result<()> {
+    use gix::objs::Kind;
+    let header = match kind {
+        Kind::Blob => Header::Blob,
+        Kind::Tree => Header::Tree,
+        Kind::Commit => Header::Commit,
+        Kind::Tag => Header::Tag,
+    };
+    header.write_to(data.len() as u64, out)?;
+    let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::default());
+    z.write_all(data)?;
+    z.finish().map(|_| ())
+}
+
+/// The SHA-1 of the first `len` bytes of `file`, read `CHUNK` bytes at a time.
+fn sha1_of_prefix(file: &std::fs::File, len: u64) -> io::Result<ObjectId> {
+    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let mut reader = BufReader::with_capacity(CHUNK, file).take(len);
+    let mut hashed = 0u64;
+    reader.get_mut().seek(io::SeekFrom::Start(0))?;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        hasher.update(chunk);
+        let n = chunk.len();
+        hashed += n as u64;
+        reader.consume(n);
+    }
+    if hashed != len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("the pack file ends after {hashed} of {len} bytes"),
+        ));
+    }
+    hasher
+        .try_finalize()
+        .map_err(|e| io::Error::other(format!("hashing the pack: {e}")))
+}
+
+/// Move the pack and index `probe` wrote (in a temporary folder) into `pack_dir`: the pack first,
+/// as [`receive()`] does, for an index without its pack would make the folder unreadable.
+fn move_into(probe: Received, pack_dir: &Path) -> Result<Received, ReceiveError> {
+    let Some(from) = &probe.data_path else {
+        return Ok(probe);
+    };
+    let name = from.file_name().expect("pack-<hash>.pack");
+    let data_path = pack_dir.join(name);
+    for (from, to) in [
+        (from.clone(), data_path.clone()),
+        (from.with_extension("idx"), data_path.with_extension("idx")),
+    ] {
+        std::fs::rename(&from, &to)
+            .map_err(|e| local_io(pack_dir, "moving the completed pack into place", e))?;
+    }
+    Ok(Received {
+        data_path: Some(data_path),
+        ..probe
+    })
+}
+
+/// A failure of `local` reading the base `id`.
+fn read_base_error(id: &ObjectId, e: &gix::Error, pack_dir: &Path) -> ReceiveError {
+    ReceiveError::Local(crate::Error::from_chain(
+        format!(
+            "reading the delta base {id} from the repository of {}",
+            pack_dir.display()
+        ),
+        e,
+    ))
+}
+
+/// A corrupt pack's message, with the delta bases the local repository lacks (so the pack had to
+/// hold them): a delta against one the pack does not hold is one against an object we do not have.
+fn name_missing(err: ReceiveError, missing: &[ObjectId]) -> ReceiveError {
+    const SHOWN: usize = 5;
+    match err {
+        ReceiveError::Corrupt(msg) if !missing.is_empty() => {
+            let mut ids: Vec<String> = missing
+                .iter()
+                .take(SHOWN)
+                .map(|id| id.to_string())
+                .collect();
+            if missing.len() > SHOWN {
+                ids.push("…".to_owned());
+            }
+            ReceiveError::Corrupt(format!(
+                "the local repository lacks {} of the pack's delta bases ({}), so the pack had to \
+                 hold them, and a delta against one it does not hold is a delta against an object \
+                 we do not have: {msg}",
+                missing.len(),
+                ids.join(", ")
+            ))
+        }
+        other => other,
+    }
+}
