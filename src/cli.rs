@@ -38,6 +38,9 @@ pub struct Cli {
 pub enum Command {
     /// Restore the tree of TIP_SHA on the session branch into the work tree
     Restore(RestoreArgs),
+    /// Bake the tree of a base commit into a template (no session yet); a later restore there
+    /// fetches and writes only what changed since
+    Bake(BakeArgs),
     /// Stage everything, commit, and push to the session branch (fast-forward only)
     Save(SaveArgs),
     /// Push the session branch's local commits (fast-forward only, against the lease)
@@ -65,6 +68,7 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Command::Restore(_) => "restore",
+            Command::Bake(_) => "bake",
             Command::Save(_) => "save",
             Command::Push(_) => "push",
             Command::Status(_) => "status",
@@ -144,6 +148,23 @@ pub struct RestoreArgs {
     /// Most bytes of file data an archive may hold
     #[arg(long, default_value_t = 64 << 30, value_name = "BYTES")]
     pub max_bytes: u64,
+
+    /// Largest object (or delta result) a fetched pack may hold, in bytes; larger is refused
+    /// (exit 6) before anything that size is allocated
+    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES")]
+    pub max_object_bytes: u64,
+}
+
+/// `bake` flags. Without flags everything comes from the environment.
+#[derive(Debug, clap::Args)]
+pub struct BakeArgs {
+    /// Smart-HTTP(S) URL to read from, without credentials [env: READ_URL_FILE, READ_URL]
+    #[arg(long, value_name = "URL")]
+    pub read_url: Option<String>,
+
+    /// The full 40-hex-digit id of the base commit to bake in
+    #[arg(long, env = "TIP_SHA", value_name = "SHA")]
+    pub tip_sha: Option<String>,
 
     /// Largest object (or delta result) a fetched pack may hold, in bytes; larger is refused
     /// (exit 6) before anything that size is allocated

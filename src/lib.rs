@@ -78,6 +78,7 @@ pub fn run(cli: Cli) -> u8 {
     let command = cli.command.name();
     let result = inputs::session_dir(cli.dir.as_deref()).and_then(|dir| match &cli.command {
         Command::Restore(args) => commands::restore::run(args, dir),
+        Command::Bake(args) => commands::bake::run(args, dir),
         Command::Save(args) => commands::save::run(args, dir),
         Command::Push(args) => commands::push::run(args, dir),
         Command::Status(args) => commands::status::run(args, dir),

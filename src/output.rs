@@ -61,7 +61,13 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
         let mut obj = Map::new();
         obj.insert("ok".into(), Value::Bool(true));
         obj.insert("command".into(), Value::String(s.command.into()));
-        obj.insert("branch".into(), Value::String(s.branch));
+        // A template (bake) has no session branch.
+        let branch = if s.branch.is_empty() {
+            Value::Null
+        } else {
+            Value::String(s.branch)
+        };
+        obj.insert("branch".into(), branch);
         obj.insert("warnings".into(), json!(s.warnings));
         obj.extend(s.fields);
         let _ = writeln!(out, "{}", redact::json(Value::Object(obj)));

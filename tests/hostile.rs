@@ -600,3 +600,24 @@ fn big_objects_stream_and_a_killed_big_write_is_resumed() {
     run.assert_code(6);
     assert!(run.stdout.contains("delta"), "{}", run.stdout);
 }
+
+/// A pack that does not start within the time a pack may take to start (here: none) is a network
+/// failure — exit 5, retried, the staging folder gone — not a corrupt pack (it was exit 6).
+#[test]
+fn a_pack_that_never_starts_is_a_network_failure() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let dir = h.w.path("s");
+    h.srv.clear_log();
+    let run = h.restore(&dir, &tip, &[("GIT_SESSION_FIRST_BYTE_WAIT_MS", "0")]);
+    run.assert_code(5);
+    assert_eq!(run.json()["error"]["kind"], "network", "{}", run.stderr);
+    let fetches = h
+        .srv
+        .log()
+        .iter()
+        .filter(|e| String::from_utf8_lossy(&e.body).contains("command=fetch"))
+        .count();
+    assert!(fetches > 1, "retried: {fetches} fetch requests");
+    assert!(!dir.join(".git").exists());
+}

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod bake;
 mod cli;
 mod hostile;
 mod inputs;

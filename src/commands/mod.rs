@@ -1,6 +1,7 @@
 //! One file per command: each validates its inputs, runs its data flow and returns an
 //! [`output::Success`](crate::output::Success).
 
+pub mod bake;
 pub mod credential;
 pub mod hook;
 pub mod push;

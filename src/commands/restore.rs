@@ -62,6 +62,7 @@ fn validate(
             max_object_bytes: args.max_object_bytes,
             ..Default::default()
         },
+        template: false,
     };
     Ok((opts, from, archive_source))
 }

@@ -62,6 +62,29 @@ fn quote(s: &str) -> String {
 /// # Errors
 /// [`Error::Internal`] on I/O failure.
 pub fn init(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
+    create_folders(git_dir)?;
+    write_atomic(
+        &git_dir.join("HEAD"),
+        format!("ref: {}\n", origin.branch.full_ref()).as_bytes(),
+    )?;
+    write_config(git_dir, origin)
+}
+
+/// Create the layout of a template's git dir (`git-session bake`): `HEAD` detached at `base`,
+/// a config with no remote (the image must not carry the read URL) and no credential helper.
+///
+/// # Errors
+/// [`Error::LocalIo`] on I/O failure.
+pub fn init_template(git_dir: &Path, base: FullSha) -> Result<()> {
+    create_folders(git_dir)?;
+    write_atomic(&git_dir.join("HEAD"), format!("{base}\n").as_bytes())?;
+    write_atomic(&git_dir.join("config"), CORE_CONFIG.as_bytes())
+}
+
+/// The `[core]` section every git dir restore builds starts with.
+const CORE_CONFIG: &str = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
+
+fn create_folders(git_dir: &Path) -> Result<()> {
     for sub in [
         "objects/pack",
         "objects/info",
@@ -72,11 +95,7 @@ pub fn init(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
         std::fs::create_dir_all(git_dir.join(sub))
             .map_err(|e| Error::io(format!("creating {}", git_dir.join(sub).display()), e))?;
     }
-    write_atomic(
-        &git_dir.join("HEAD"),
-        format!("ref: {}\n", origin.branch.full_ref()).as_bytes(),
-    )?;
-    write_config(git_dir, origin)
+    Ok(())
 }
 
 /// Write the whole `config` of a git dir restore is building (see [`OriginConfig`]).
@@ -89,9 +108,7 @@ pub fn write_config(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
 
 fn config_text(origin: &OriginConfig<'_>) -> String {
     let b = origin.branch;
-    let mut c = String::from(
-        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
-    );
+    let mut c = String::from(CORE_CONFIG);
     // Without a read URL (an archive restore given only PUSH_URL), the push URL names the same
     // repository: `origin` fetches from it too, so plain git has a remote at all.
     if let Some(url) = origin.url.or(origin.push_url) {

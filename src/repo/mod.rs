@@ -1,5 +1,5 @@
 //! The local repository: its layout and config ([`layout`]), the session record ([`session`]),
-//! the lease decision ([`lease`]) and the check that holds plain `git push` to it
+//! the template record of a baked tree ([`template`]), the lease decision ([`lease`]) and the check that holds plain `git push` to it
 //! ([`prepush`]), and what git is in the middle of ([`operations`]).
 //!
 //! Opened with nothing from user or system git config (SPEC rule 8). Knows no wire and no
@@ -10,6 +10,7 @@ pub mod lease;
 pub mod operations;
 pub mod prepush;
 pub mod session;
+pub mod template;
 
 use std::path::Path;
 

@@ -67,6 +67,29 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
+    /// The record of a git restore (format version 1, restored now by this git-session).
+    pub fn of_git_restore(
+        branch: SessionBranch,
+        tip: FullSha,
+        lease: FullSha,
+        read_url: &crate::types::RemoteUrl,
+        push_url: Option<&crate::types::RemoteUrl>,
+        depth: Option<u32>,
+    ) -> Self {
+        SessionRecord {
+            version: 1,
+            branch,
+            tip,
+            lease,
+            source: Source::Git,
+            restored_at: now_rfc3339(),
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            read_url: Some(read_url.public()),
+            push_url: push_url.map(|u| u.public()),
+            depth,
+        }
+    }
+
     /// The record's path inside `git_dir`.
     pub fn path(git_dir: &Path) -> PathBuf {
         git_dir.join(RECORD_FILE)
@@ -175,6 +198,15 @@ impl Session {
         }
         let workdir = found.unwrap_or(workdir);
         let git_dir = workdir.join(".git");
+        if found.is_none()
+            && let Some(template) = crate::repo::template::TemplateRecord::read(&git_dir)?
+        {
+            return Err(Error::Usage(format!(
+                "{} is a template baked at {} (`git-session bake`), not a session yet:                  `git-session restore` there (READ_URL, SESSION_BRANCH, TIP_SHA) boots one",
+                workdir.display(),
+                template.base
+            )));
+        }
         let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
             Error::Usage(format!(
                 "{} is not inside a tree restored by git-session (no .git/{RECORD_FILE} there or \

@@ -231,12 +231,13 @@ impl InTheWay<'_> {
 
 /// A blob as the checkout writes it into the work tree: through git's conversions as the tree's
 /// `.gitattributes` ask (read from the tree, as the checkout reads them).
-struct WorktreeForm<'repo> {
+pub(crate) struct WorktreeForm<'repo> {
     pipeline: gix::filter::Pipeline<'repo>,
 }
 
 impl<'repo> WorktreeForm<'repo> {
-    fn new(repo: &'repo gix::Repository, index: &gix::index::File) -> Result<Self> {
+    /// The conversions `index`'s `.gitattributes` ask for.
+    pub(crate) fn new(repo: &'repo gix::Repository, index: &gix::index::File) -> Result<Self> {
         let cache = repo
             .attributes_only(
                 index,
@@ -249,7 +250,8 @@ impl<'repo> WorktreeForm<'repo> {
         Ok(WorktreeForm { pipeline })
     }
 
-    fn convert(&mut self, blob: Vec<u8>, path: &gix::bstr::BStr) -> Result<Vec<u8>> {
+    /// `blob` as the checkout writes it at `path`.
+    pub(crate) fn convert(&mut self, blob: Vec<u8>, path: &gix::bstr::BStr) -> Result<Vec<u8>> {
         use gix::filter::plumbing::pipeline::convert::ToWorktreeOutcome;
         let out = self
             .pipeline
@@ -331,6 +333,32 @@ pub fn checkout(
             )
         }
     })?;
+    refuse_failures(workdir, &outcome)?;
+    for file in big {
+        before_big_file(Path::new(std::ffi::OsStr::from_bytes(&file.path)))?;
+        let stat = write_big_file(workdir, &file, overwrite, &objects)?;
+        index.dangerously_push_entry(
+            stat,
+            file.id,
+            gix::index::entry::Flags::empty(),
+            file.mode,
+            file.path.as_ref(),
+        );
+    }
+    index.sort_entries();
+    Ok(total)
+}
+
+/// Refuse what gix's checkout reports: paths that collide on this file system (exit 6), or the
+/// first file it could not write.
+///
+/// # Errors
+/// [`Error::Integrity`] for collisions; the local failure (exit 10 for a full disk and the
+/// like) for the first file not written.
+pub fn refuse_failures(
+    workdir: &Path,
+    outcome: &gix::worktree::state::checkout::Outcome,
+) -> Result<()> {
     if !outcome.collisions.is_empty() {
         let paths: Vec<String> = outcome
             .collisions
@@ -352,19 +380,7 @@ pub fn checkout(
             &first.error,
         ));
     }
-    for file in big {
-        before_big_file(Path::new(std::ffi::OsStr::from_bytes(&file.path)))?;
-        let stat = write_big_file(workdir, &file, overwrite, &objects)?;
-        index.dangerously_push_entry(
-            stat,
-            file.id,
-            gix::index::entry::Flags::empty(),
-            file.mode,
-            file.path.as_ref(),
-        );
-    }
-    index.sort_entries();
-    Ok(total)
+    Ok(())
 }
 
 /// A file of the commit over the big-object threshold, taken out of the index for gix's checkout.

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, plan, publish};
 use crate::error::{Error, Result};
 use crate::repo::layout::{self, OriginConfig};
-use crate::repo::session::{SessionRecord, Source, now_rfc3339};
+use crate::repo::session::{SessionRecord, Source};
 use crate::types::FullSha;
 use crate::wire::http::Http;
 use crate::wire::upload_pack as fetch;
@@ -25,6 +25,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let plan = match plan(opts)? {
         super::Decision::Restore(plan) => plan,
         super::Decision::Done(noop) => return Ok(*noop),
+        super::Decision::Boot(template) => return super::boot::boot(opts, &template),
     };
     let read = opts.read.as_ref().ok_or_else(|| {
         Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
@@ -80,27 +81,29 @@ impl Run<'_> {
 
     fn restore(&self) -> Result<RestoreReport> {
         let opts = self.opts;
-        layout::init(self.staging, &self.origin(true))?;
+        if opts.template {
+            layout::init_template(self.staging, opts.tip)?;
+        } else {
+            layout::init(self.staging, &self.origin(true))?;
+        }
         let (lease, fetched, warnings) = self.fetch()?;
         tracing::info!("received {} objects", fetched.objects);
         crate::failpoint::hit("after-fetch");
-        if lease.is_zero() {
-            layout::write_config(self.staging, &self.origin(false))?;
+        if !opts.template {
+            if lease.is_zero() {
+                layout::write_config(self.staging, &self.origin(false))?;
+            }
+            crate::repo::prepush::install(self.staging)?;
         }
-        crate::repo::prepush::install(self.staging)?;
         let (files, owner) = self.check_out(lease, &fetched)?;
-        let record = SessionRecord {
-            version: 1,
-            branch: opts.branch.clone(),
-            tip: opts.tip,
+        let record = SessionRecord::of_git_restore(
+            opts.branch.clone(),
+            opts.tip,
             lease,
-            source: Source::Git,
-            restored_at: now_rfc3339(),
-            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            read_url: Some(self.read_url.public()),
-            push_url: self.push_url.as_ref().map(|u| u.public()),
-            depth: opts.depth,
-        };
+            &self.read_url,
+            self.push_url.as_ref(),
+            opts.depth,
+        );
         publish(opts, self.staging, &record, owner)?;
         Ok(RestoreReport {
             branch: opts.branch.clone(),
@@ -121,6 +124,10 @@ impl Run<'_> {
         let pack_dir = self.staging.join("objects/pack");
         let (remote_tip, fetched) = std::thread::scope(|scope| {
             let lookup = scope.spawn(|| {
+                if opts.template {
+                    // A template has no session branch, hence no lease.
+                    return Ok(None);
+                }
                 http.with_retries(read, "looking up the session branch", |url| {
                     fetch::ls_ref(http, url, caps, &opts.branch)
                 })
@@ -135,6 +142,7 @@ impl Run<'_> {
                         depth: opts.depth,
                         pack_dir: &pack_dir,
                         limits: opts.limits,
+                        base: None,
                     },
                     &interrupt,
                 )
@@ -146,14 +154,7 @@ impl Run<'_> {
         });
         let (remote_tip, fetched) = (remote_tip?, fetched?);
         let mut warnings = Vec::new();
-        let lease = match remote_tip {
-            None => FullSha::zero(),
-            Some(t) if t == opts.tip => opts.tip,
-            Some(other) => {
-                warnings.push(super::stale_tip_warning(&opts.branch, other, opts.tip));
-                opts.tip
-            }
-        };
+        let lease = super::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
         Ok((lease, fetched, warnings))
     }
 
@@ -174,8 +175,10 @@ impl Run<'_> {
             .map_err(|e| Error::internal("opening the received pack", e))?;
         let tree = verify_commit(&objects, opts.tip)?;
         layout::write_shallow(staging, &fetched.shallow)?;
-        layout::write_ref(staging, &opts.branch.full_ref(), opts.tip)?;
-        if lease == opts.tip {
+        if !opts.template {
+            layout::write_ref(staging, &opts.branch.full_ref(), opts.tip)?;
+        }
+        if lease == opts.tip && !opts.template {
             layout::write_ref(staging, &opts.branch.tracking_ref(), opts.tip)?;
         }
         let started = std::time::Instant::now();
@@ -240,7 +243,7 @@ fn refuse_staging_paths(index: &gix::index::File) -> Result<()> {
 }
 
 /// Check that `tip` arrived and is a commit; return its tree.
-fn verify_commit(objects: &impl gix::objs::Find, tip: FullSha) -> Result<gix::ObjectId> {
+pub(super) fn verify_commit(objects: &impl gix::objs::Find, tip: FullSha) -> Result<gix::ObjectId> {
     let mut buf = Vec::new();
     let data = objects
         .try_find(&tip.id(), &mut buf)
@@ -261,7 +264,7 @@ fn verify_commit(objects: &impl gix::objs::Find, tip: FullSha) -> Result<gix::Ob
 
 /// Refresh the index's stat data after an ownership change (which moves ctime), so that `git status`
 /// does not re-hash every file.
-fn refresh_stat(workdir: &std::path::Path, index: &mut gix::index::File) -> Result<()> {
+pub(super) fn refresh_stat(workdir: &std::path::Path, index: &mut gix::index::File) -> Result<()> {
     let (entries, path_backing) = index.entries_mut_and_pathbacking();
     for entry in entries {
         let rel = std::path::Path::new(std::ffi::OsStr::from_bytes(entry.path_in(path_backing)));

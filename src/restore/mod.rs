@@ -12,6 +12,7 @@
 //!    commit) discards and redoes, overwriting the files it had written.
 
 pub mod archive;
+mod boot;
 pub mod checkout;
 mod git;
 
@@ -49,7 +50,14 @@ pub struct RestoreOptions {
     pub force: bool,
     /// Bounds on the fetched pack.
     pub limits: crate::pack::PackLimits,
+    /// Bake a template (`git-session bake`): `tip` is the base; no lease is looked up, `HEAD` is
+    /// left detached and a template record is written instead of a session record. `branch` is
+    /// then [`TEMPLATE_BRANCH`], which only names the bake in its intent.
+    pub template: bool,
 }
+
+/// The branch name a bake's intent carries (a bake has no session branch).
+pub const TEMPLATE_BRANCH: &str = "git-session-template";
 
 /// The result of a restore.
 #[derive(Debug)]
@@ -94,6 +102,8 @@ enum Target {
     Session(Box<SessionRecord>),
     /// An interrupted restore of this intent.
     Interrupted(Intent),
+    /// A baked template (`git-session bake`), possibly with an interrupted boot in it.
+    Template(crate::repo::template::TemplateRecord),
     /// A `.git` that restore did not write.
     ForeignRepository,
     /// Other files (a few names for the message).
@@ -103,10 +113,15 @@ enum Target {
 fn inspect(dir: &Path) -> Result<Target> {
     let git_dir = dir.join(".git");
     if git_dir.exists() {
-        return Ok(match SessionRecord::read(&git_dir)? {
-            Some(record) => Target::Session(Box::new(record)),
-            None => Target::ForeignRepository,
-        });
+        if let Some(record) = SessionRecord::read(&git_dir)? {
+            return Ok(Target::Session(Box::new(record)));
+        }
+        return Ok(
+            match crate::repo::template::TemplateRecord::read(&git_dir)? {
+                Some(template) => Target::Template(template),
+                None => Target::ForeignRepository,
+            },
+        );
     }
     let intent_path = dir.join(STAGING_DIR).join(INTENT_FILE);
     if let Ok(bytes) = std::fs::read(&intent_path)
@@ -291,6 +306,8 @@ struct Plan {
 enum Decision {
     /// Restore, writing as the plan says.
     Restore(Plan),
+    /// Boot a session from the baked template in the target ([`boot`]).
+    Boot(crate::repo::template::TemplateRecord),
     /// The target already holds this session: a no-op success.
     Done(Box<RestoreReport>),
 }
@@ -298,6 +315,12 @@ enum Decision {
 /// Decide what to do with the target: restore it, or finish early (a no-op).
 fn plan(opts: &RestoreOptions) -> Result<Decision> {
     match inspect(&opts.dir)? {
+        Target::Template(template) => plan_template(opts, template),
+        Target::Session(record) if opts.template => Err(Error::conflict(format!(
+            "{} holds session '{}', not a template: bake into an empty directory",
+            opts.dir.display(),
+            record.branch
+        ))),
         Target::Empty => Ok(Decision::Restore(Plan {
             overwrite: opts.force,
             empty: true,
@@ -385,6 +408,33 @@ fn plan(opts: &RestoreOptions) -> Result<Decision> {
     }
 }
 
+/// A target holding a template: a bake of the same base is done already; a restore boots it.
+fn plan_template(
+    opts: &RestoreOptions,
+    template: crate::repo::template::TemplateRecord,
+) -> Result<Decision> {
+    if !opts.template {
+        return Ok(Decision::Boot(template));
+    }
+    if template.base == opts.tip {
+        return Ok(Decision::Done(Box::new(RestoreReport {
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease: FullSha::zero(),
+            source: Source::Git,
+            noop: true,
+            files: 0,
+            warnings: Vec::new(),
+        })));
+    }
+    Err(Error::conflict(format!(
+        "{} already holds a template baked at {}, not {}: bake into an empty directory",
+        opts.dir.display(),
+        template.base,
+        opts.tip
+    )))
+}
+
 /// Whether the finished restore in `dir` has `HEAD` at `tip` or descending from it.
 fn holds_tip(dir: &Path, record: &SessionRecord, tip: FullSha) -> Result<bool> {
     if record.tip == tip && record.source == Source::Archive {
@@ -456,7 +506,17 @@ fn publish(
     owner: Option<(u32, u32)>,
 ) -> Result<()> {
     crate::failpoint::hit("before-record");
-    record.write(staging)?;
+    if opts.template {
+        crate::repo::template::TemplateRecord {
+            version: 1,
+            base: opts.tip,
+            baked_at: record.restored_at.clone(),
+            tool_version: record.tool_version.clone(),
+        }
+        .write(staging)?;
+    } else {
+        record.write(staging)?;
+    }
     let _ = std::fs::remove_file(staging.join(INTENT_FILE));
     if let Some(owner) = owner {
         crate::fs::owner::chown_tree(staging, owner)?;
@@ -467,6 +527,24 @@ fn publish(
     crate::fs::sync_dir(&opts.dir);
     crate::failpoint::hit("after-publish");
     Ok(())
+}
+
+/// The lease from where ls-refs found the session branch (`None`: not there, a new session): the
+/// zero id, or `TIP_SHA`, with a warning when the branch is elsewhere.
+fn lease_from(
+    branch: &SessionBranch,
+    tip: FullSha,
+    remote_tip: Option<FullSha>,
+    warnings: &mut Vec<String>,
+) -> FullSha {
+    match remote_tip {
+        None => FullSha::zero(),
+        Some(t) if t == tip => tip,
+        Some(other) => {
+            warnings.push(stale_tip_warning(branch, other, tip));
+            tip
+        }
+    }
 }
 
 /// The warning for a remote branch that is not at `TIP_SHA`: the backend handed out a stale tip.

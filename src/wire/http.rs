@@ -421,19 +421,33 @@ impl LowSpeed {
 pub struct Measured<R> {
     inner: R,
     rule: LowSpeed,
+    gave_up: bool,
 }
 
 impl<R> Measured<R> {
     /// `inner` under `rule`.
     pub fn new(inner: R, rule: LowSpeed) -> Self {
-        Measured { inner, rule }
+        Measured {
+            inner,
+            rule,
+            gave_up: false,
+        }
+    }
+
+    /// Whether the rule was broken: a read failed because the transfer was too slow (a network
+    /// failure, whatever the reader above made of the failed read).
+    pub fn gave_up(&self) -> bool {
+        self.gave_up
     }
 }
 
 impl<R: std::io::Read> std::io::Read for Measured<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.rule.count(n)?;
+        if let Err(e) = self.rule.count(n) {
+            self.gave_up = true;
+            return Err(e);
+        }
         Ok(n)
     }
 }
@@ -445,7 +459,9 @@ impl<R: std::io::BufRead> std::io::BufRead for Measured<R> {
 
     fn consume(&mut self, n: usize) {
         // A broken rule shows at the next read: `consume` cannot fail.
-        let _ = self.rule.count(n);
+        if self.rule.count(n).is_err() {
+            self.gave_up = true;
+        }
         self.inner.consume(n);
     }
 }

@@ -272,6 +272,29 @@ pub struct Fetched {
     pub big: Vec<gix::ObjectId>,
 }
 
+/// What the local repository already holds, for a fetch of only the difference: a shallow
+/// repository (a baked template) sends every shallow commit (`shallow <id>`), its commits as
+/// `have`, and asks for a thin pack (`gitprotocol-v2` "fetch"), which is completed from `local`
+/// before it is stored, as `git index-pack --fix-thin` does.
+#[derive(Clone, Copy)]
+pub struct Base<'a> {
+    /// The commits in `.git/shallow`.
+    pub shallow: &'a [gix::ObjectId],
+    /// Commits the repository has, with their trees and blobs.
+    pub haves: &'a [gix::ObjectId],
+    /// The repository's objects: the bases of the thin pack's deltas.
+    pub local: &'a gix::OdbHandle,
+}
+
+impl std::fmt::Debug for Base<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Base")
+            .field("shallow", &self.shallow)
+            .field("haves", &self.haves)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What to fetch, and where to put it.
 #[derive(Debug, Clone, Copy)]
 pub struct Want<'a> {
@@ -283,6 +306,8 @@ pub struct Want<'a> {
     pub pack_dir: &'a Path,
     /// Bounds on what the pack may make this process hold.
     pub limits: crate::pack::PackLimits,
+    /// What the repository holds already (`None`: nothing, a whole depth-limited pack).
+    pub base: Option<Base<'a>>,
 }
 
 /// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
@@ -305,7 +330,7 @@ pub fn fetch_pack(
     want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
-    let body = fetch_request(url, caps, want.commit, want.depth)?;
+    let body = fetch_request(url, caps, &want)?;
     let resp = http
         .send(
             url,
@@ -324,19 +349,19 @@ pub fn fetch_pack(
     read_fetch(url, body, want, interrupt)
 }
 
-/// The `fetch` request (`gitprotocol-v2` "fetch"): `ofs-delta`, `no-progress`, `deepen <depth>`
-/// when a depth is asked for, `want <commit>`, `done`.
+/// The `fetch` request (`gitprotocol-v2` "fetch"): `ofs-delta`, `no-progress`, with a base
+/// `thin-pack` and a `shallow <id>` per shallow commit, `deepen <depth>` when a depth is asked
+/// for, `want <commit>`, with a base a `have <id>` per commit it holds, `done`.
 ///
 /// # Errors
 /// [`Error::Protocol`] when a depth is asked for and the server's `fetch` lacks `shallow`.
-fn fetch_request(
-    url: &RemoteUrl,
-    caps: &Capabilities,
-    commit: FullSha,
-    depth: Option<u32>,
-) -> Result<Vec<u8>> {
+fn fetch_request(url: &RemoteUrl, caps: &Capabilities, want: &Want<'_>) -> Result<Vec<u8>> {
     let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
-    if let Some(depth) = depth {
+    if let Some(base) = want.base {
+        args.push("thin-pack".to_owned());
+        args.extend(base.shallow.iter().map(|id| format!("shallow {id}")));
+    }
+    if let Some(depth) = want.depth {
         if !fetch_supports(caps, "shallow") {
             return Err(Error::Protocol(format!(
                 "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
@@ -344,7 +369,10 @@ fn fetch_request(
         }
         args.push(format!("deepen {depth}"));
     }
-    args.push(format!("want {commit}"));
+    args.push(format!("want {}", want.commit));
+    if let Some(base) = want.base {
+        args.extend(base.haves.iter().map(|id| format!("have {id}")));
+    }
     args.push("done".to_owned());
     command_body(caps, "fetch", &args)
 }
@@ -459,7 +487,22 @@ fn receive_packfile<R: Read>(
         });
         let mut reader =
             crate::wire::http::Measured::new(&mut reader, crate::wire::http::LowSpeed::for_pack());
-        crate::pack::receive(&mut reader, want.pack_dir, None, want.limits, interrupt)
+        let received = match want.base {
+            Some(base) => crate::pack::receive_thin(
+                &mut reader,
+                want.pack_dir,
+                base.local,
+                None,
+                want.limits,
+                interrupt,
+            ),
+            None => crate::pack::receive(&mut reader, want.pack_dir, None, want.limits, interrupt),
+        };
+        // The low-speed rule giving up is a network failure (retried), not a corrupt pack.
+        if reader.gave_up() {
+            cut.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        received
     };
     if let Some(msg) = remote_error {
         return Err(upload_pack_error(url, &msg));
@@ -664,6 +707,7 @@ mod tests {
             depth: Some(1),
             pack_dir: dir.path(),
             limits,
+            base: None,
         };
         (read_fetch(&url(), body, want, &AtomicBool::new(false)), dir)
     }

@@ -46,6 +46,8 @@ pub struct LogEntry {
 /// Fault injection and auth, changeable while the server runs.
 #[derive(Default)]
 pub struct Knobs {
+    /// Bytes of response bodies `git http-backend` sent through the normal path, all requests.
+    pub sent_bytes: std::sync::atomic::AtomicU64,
     /// Requests still to fail with 503 before answering normally.
     pub fail_next: AtomicUsize,
     /// Ignore `Git-Protocol` (behave like a v0-only server).
@@ -772,15 +774,20 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         }
         return respond(&state, entry, resp);
     }
-    let stream = futures_util::stream::unfold((stdout, child), |(mut out, child)| async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        match out.read(&mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(Frame::data(Bytes::from(buf))), (out, child)))
+    let knobs = state.knobs.clone();
+    let stream = futures_util::stream::unfold((stdout, child), move |(mut out, child)| {
+        let knobs = knobs.clone();
+        async move {
+            let mut buf = vec![0u8; 64 * 1024];
+            match out.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    knobs.sent_bytes.fetch_add(n as u64, Ordering::SeqCst);
+                    buf.truncate(n);
+                    Some((Ok(Frame::data(Bytes::from(buf))), (out, child)))
+                }
+                Err(e) => Some((Err(e), (out, child))),
             }
-            Err(e) => Some((Err(e), (out, child))),
         }
     });
     let mut resp = Response::new(BodyExt::boxed(StreamBody::new(stream)));

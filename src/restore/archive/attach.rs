@@ -45,6 +45,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
             url,
             &caps,
             fetch::Want {
+                base: None,
                 commit: record.tip,
                 depth: Some(1),
                 pack_dir: &pack_dir,

@@ -64,6 +64,13 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
     let plan = match plan(opts)? {
         super::Decision::Restore(plan) => plan,
         super::Decision::Done(noop) => return Ok(*noop),
+        super::Decision::Boot(template) => {
+            return Err(Error::Usage(format!(
+                "{} holds a template baked at {}: boot it with a git restore (no --from archive)",
+                opts.dir.display(),
+                template.base
+            )));
+        }
     };
     let mut warnings = Vec::new();
     let http = Http::new()?;

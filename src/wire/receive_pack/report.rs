@@ -32,6 +32,10 @@ pub struct Report {
 /// Cap on the `remote:` lines kept for messages.
 const MAX_REMOTE_LINES: usize = 20;
 
+/// The most bytes of report kept: a report is a few lines; a server streaming more than this is
+/// not sending one.
+const MAX_REPORT_BYTES: usize = 1 << 20;
+
 /// Read the response body of `POST git-receive-pack`: the report-status pkt-lines, inside
 /// side-band channel 1 when `side_band` (at most 1 MiB of it is read; what follows is left
 /// unread, so a report that does not end there counts as none), else as the body itself. The
@@ -115,8 +119,9 @@ fn read_side_band<R: Read>(
                 std::ops::ControlFlow::Continue(())
             }
         });
-        // The report is small; a server streaming more than this is not sending a report.
-        let res = (&mut reader).take(1 << 20).read_to_end(&mut data);
+        let res = (&mut reader)
+            .take(MAX_REPORT_BYTES as u64)
+            .read_to_end(&mut data);
         drop(reader);
         if let Err(e) = res
             && fatal.is_none()
@@ -129,11 +134,19 @@ fn read_side_band<R: Read>(
     Ok(data)
 }
 
-/// The report's pkt-lines up to a flush, re-encoded with the flush, when no side-band was asked
-/// for.
+/// The report's pkt-lines up to a flush (at most [`MAX_REPORT_BYTES`]), re-encoded with the
+/// flush, when no side-band was asked for.
+///
+/// # Errors
+/// [`Error::Protocol`] for malformed lines or a report over the bound.
 fn read_plain<R: Read>(url: &RemoteUrl, lines: &mut StreamingPeekableIter<R>) -> Result<Vec<u8>> {
     let mut data = Vec::new();
     while let Some(line) = lines.read_line() {
+        if data.len() > MAX_REPORT_BYTES {
+            return Err(Error::Protocol(format!(
+                "the push report from {url} is over {MAX_REPORT_BYTES} bytes: not a report"
+            )));
+        }
         let line = line
             .map_err(|e| body_error(url, e))?
             .map_err(|e| Error::Protocol(format!("malformed report from {url}: {e}")))?;
@@ -352,5 +365,12 @@ mod tests {
         let report = parse(&url(), body, true).unwrap();
         assert_eq!(report.unpack, None);
         assert_err!(decide(report).0, Error::Protocol(_));
+    }
+
+    #[test]
+    fn an_endless_plain_report_is_refused_at_its_bound() {
+        let line = format!("ok refs/heads/{}\n", "x".repeat(60_000));
+        let body = Endless::new(Vec::new(), pkt(line.as_bytes()), MAX_REPORT_BYTES);
+        assert_err!(parse(&url(), body, false), Error::Protocol(m) if m.contains("over"));
     }
 }

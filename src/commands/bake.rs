@@ -1,0 +1,70 @@
+//! `git-session bake`: restore the tree of a base commit as a template — no session branch, no
+//! lease, `HEAD` detached at the base — for a sandbox image built once and booted many times. A
+//! later `restore` in the baked tree fetches and writes only what changed since the base.
+
+use serde_json::json;
+
+use crate::cli::BakeArgs;
+use crate::error::{Error, Result};
+use crate::inputs;
+use crate::output::Success;
+use crate::restore::{RestoreOptions, TEMPLATE_BRANCH, restore_git};
+use crate::types::SessionBranch;
+
+/// Run `bake` in `dir` (already resolved from `-C`/`SESSION_DIR`).
+///
+/// # Errors
+/// Usage (2) for missing or invalid inputs, before any network I/O; then as `restore` (auth 4,
+/// network 5, integrity 6, conflict 7 for a non-empty folder or another template, not found 8,
+/// io 10).
+pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
+    let tip = inputs::tip(args.tip_sha.as_deref())?;
+    let read =
+        inputs::url(args.read_url.as_deref(), "READ_URL", "READ_URL_FILE")?.ok_or_else(|| {
+            Error::Usage(
+                "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (for an image \
+                 build, a build secret: READ_URL_FILE=/run/secrets/read_url)"
+                    .into(),
+            )
+        })?;
+    let opts = RestoreOptions {
+        dir,
+        branch: TEMPLATE_BRANCH
+            .parse::<SessionBranch>()
+            .expect("a valid branch name"),
+        tip,
+        read: Some(read),
+        push: None,
+        depth: Some(1),
+        force: false,
+        limits: crate::pack::PackLimits {
+            max_object_bytes: args.max_object_bytes,
+            ..Default::default()
+        },
+        template: true,
+    };
+    let report = restore_git(&opts)?;
+    let human = if report.noop {
+        format!(
+            "{} already holds a template baked at {tip}; nothing to do",
+            opts.dir.display()
+        )
+    } else {
+        format!(
+            "baked {tip} into {} ({} files): a restore there fetches only what changed since",
+            opts.dir.display(),
+            report.files
+        )
+    };
+    let mut fields = serde_json::Map::new();
+    fields.insert("base".into(), json!(report.tip));
+    fields.insert("noop".into(), json!(report.noop));
+    fields.insert("files".into(), json!(report.files));
+    Ok(Success {
+        command: "bake",
+        branch: String::new(),
+        warnings: report.warnings,
+        fields,
+        human,
+    })
+}

@@ -1,0 +1,654 @@
+//! The boot: `restore` into a baked template (`git-session bake`). Only the objects between the
+//! template's base and `TIP_SHA` are fetched (a thin pack, completed from the tree's own objects),
+//! and only the files that differ between the two commits are written or removed; untracked and
+//! ignored files (what the template build installed) are kept.
+//!
+//! In order, each step safe to repeat, so a kill anywhere is completed by the rerun:
+//! 1. the boot intent (`.git/git-session-boot.json`: branch and tip) is written;
+//! 2. the fetch: `want TIP_SHA`, a `shallow` line for every shallow commit, the base as `have`,
+//!    `thin-pack`, `deepen 1` (`gitprotocol-v2` "fetch"); skipped when `TIP_SHA` is already here;
+//!    failpoint `after-fetch`;
+//! 3. the switch: every path the two trees disagree on is classified against the work tree
+//!    (size and mtime against the index first; a file is read only when they differ or the
+//!    commit changes it): a file still as the base had it is written or removed; one already as
+//!    `TIP_SHA` has it (an earlier, killed boot) is left; a local change `TIP_SHA` leaves alone is
+//!    kept with a warning; a local change `TIP_SHA` also changes is a conflict (exit 7, nothing
+//!    changed; `--force` takes `TIP_SHA`'s version). Failpoint `mid-switch` after the removals;
+//! 4. the index of `TIP_SHA` (stat data kept for the files not written), refs, `shallow`, config,
+//!    the pre-push check; failpoint `before-record`;
+//! 5. the session record, then the template record and the intent are removed.
+
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use gix::bstr::{BStr, BString, ByteSlice as _};
+use serde::{Deserialize, Serialize};
+
+use super::{RestoreOptions, RestoreReport, checkout};
+use crate::error::{Error, Result};
+use crate::repo::layout::{self, OriginConfig};
+use crate::repo::session::{SessionRecord, Source};
+use crate::repo::template::TemplateRecord;
+use crate::types::{FullSha, SessionBranch};
+use crate::wire::http::Http;
+use crate::wire::upload_pack as fetch;
+
+/// The boot intent's file name inside `.git`.
+const BOOT_INTENT: &str = "git-session-boot.json";
+
+/// What an interrupted boot was doing.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct BootIntent {
+    branch: SessionBranch,
+    tip: FullSha,
+}
+
+/// Boot the session `opts.branch` at `opts.tip` from the template in `opts.dir`.
+///
+/// # Errors
+/// Usage (2) without `READ_URL`; auth (4); network (5); integrity (6) for a wrong or incomplete
+/// pack; conflict (7) for a local change that `TIP_SHA` also changes, or another interrupted
+/// boot; not found (8); io (10).
+pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreReport> {
+    let git_dir = opts.dir.join(".git");
+    begin(opts, &git_dir)?;
+    let read = opts.read.as_ref().ok_or_else(|| {
+        Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE".into())
+    })?;
+    let read_url = read.load()?;
+    let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
+    let http = Http::new()?;
+    let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
+    let (lease, mut warnings, shallow) =
+        fetch_difference(opts, template, &git_dir, &http, read, &caps)?;
+    crate::failpoint::hit("after-fetch");
+
+    let repo = crate::repo::open(&git_dir)?;
+    let mut shallow = shallow;
+    if !shallow.contains(&opts.tip.id()) && !parents_here(&repo, opts.tip)? {
+        // The fetch was skipped (an earlier, killed boot made it) or its shallow-info is gone.
+        shallow.push(opts.tip.id());
+    }
+    let Switched {
+        files,
+        owner,
+        warnings: kept,
+    } = switch(opts, template, &repo)?;
+    warnings.extend(kept);
+    drop(repo);
+
+    let origin = OriginConfig {
+        url: Some(&read_url),
+        push_url: push_url.as_ref(),
+        branch: &opts.branch,
+        on_remote: !lease.is_zero(),
+    };
+    layout::write_shallow(&git_dir, &shallow)?;
+    layout::write_ref(&git_dir, &opts.branch.full_ref(), opts.tip)?;
+    if lease == opts.tip {
+        layout::write_ref(&git_dir, &opts.branch.tracking_ref(), opts.tip)?;
+    }
+    crate::fs::write_atomic(
+        &git_dir.join("HEAD"),
+        format!("ref: {}\n", opts.branch.full_ref()).as_bytes(),
+    )?;
+    layout::write_config(&git_dir, &origin)?;
+    crate::repo::prepush::install(&git_dir)?;
+    crate::failpoint::hit("before-record");
+    let record = SessionRecord::of_git_restore(
+        opts.branch.clone(),
+        opts.tip,
+        lease,
+        &read_url,
+        push_url.as_ref(),
+        opts.depth,
+    );
+    if let Some(owner) = owner {
+        crate::fs::owner::chown_tree(&git_dir, owner)?;
+    }
+    record.write(&git_dir)?;
+    if let Some((uid, gid)) = owner {
+        let path = SessionRecord::path(&git_dir);
+        std::os::unix::fs::lchown(&path, Some(uid), Some(gid))
+            .map_err(|e| Error::io(format!("changing the owner of {}", path.display()), e))?;
+    }
+    let _ = std::fs::remove_file(TemplateRecord::path(&git_dir));
+    let _ = std::fs::remove_file(git_dir.join(BOOT_INTENT));
+    crate::fs::sync_dir(&git_dir);
+    Ok(RestoreReport {
+        branch: opts.branch.clone(),
+        tip: opts.tip,
+        lease,
+        source: Source::Git,
+        noop: false,
+        files,
+        warnings,
+    })
+}
+
+/// Step 1: refuse another interrupted boot (unless `--force`), record this one, and sweep the
+/// temporary pack files a killed fetch left.
+fn begin(opts: &RestoreOptions, git_dir: &Path) -> Result<()> {
+    let path = git_dir.join(BOOT_INTENT);
+    let intent = BootIntent {
+        branch: opts.branch.clone(),
+        tip: opts.tip,
+    };
+    if let Ok(bytes) = std::fs::read(&path)
+        && let Ok(earlier) = serde_json::from_slice::<BootIntent>(&bytes)
+        && earlier != intent
+        && !opts.force
+    {
+        return Err(Error::conflict(format!(
+            "{} holds an interrupted boot of '{}' at {}: rerun that restore, or pass --force",
+            opts.dir.display(),
+            earlier.branch,
+            earlier.tip
+        )));
+    }
+    let bytes =
+        serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
+    crate::fs::write_atomic(&path, &bytes)?;
+    if let Ok(entries) = std::fs::read_dir(git_dir.join("objects/pack")) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.as_bytes().starts_with(b"tmp_") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Step 2: the lease (ls-refs) and the objects between the base and `TIP_SHA`, beside each other;
+/// returns the lease, warnings, and the shallow commits afterwards.
+fn fetch_difference(
+    opts: &RestoreOptions,
+    template: &TemplateRecord,
+    git_dir: &Path,
+    http: &Http,
+    read: &crate::wire::http::UrlSource,
+    caps: &fetch::Capabilities,
+) -> Result<(FullSha, Vec<String>, Vec<gix::ObjectId>)> {
+    let repo = crate::repo::open(git_dir)?;
+    let mut shallow = read_shallow(git_dir)?;
+    let have_tip = gix::objs::Exists::exists(&repo.objects, &opts.tip.id());
+    let interrupt = AtomicBool::new(false);
+    let pack_dir = git_dir.join("objects/pack");
+    let mut warnings = Vec::new();
+    let (remote_tip, fetched) = std::thread::scope(|scope| {
+        let lookup = scope.spawn(|| {
+            http.with_retries(read, "looking up the session branch", |url| {
+                fetch::ls_ref(http, url, caps, &opts.branch)
+            })
+        });
+        let fetched = if have_tip {
+            tracing::info!("{} is here already (an earlier boot fetched it)", opts.tip);
+            Ok(None)
+        } else {
+            let haves = [template.base.id()];
+            let base = fetch::Base {
+                shallow: &shallow,
+                haves: &haves,
+                local: &repo.objects,
+            };
+            let thin = http.with_retries(read, "fetching the commit", |url| {
+                fetch::fetch_pack(
+                    http,
+                    url,
+                    caps,
+                    want(opts, &pack_dir, Some(base)),
+                    &interrupt,
+                )
+            });
+            match thin {
+                Err(e) if e.exit_code() == 6 => {
+                    // The cache must never fail a boot: fetch the whole commit instead.
+                    warnings.push(format!(
+                        "the fetch of what changed since the template's base {} failed ({e}): \
+                         fetched the whole commit instead",
+                        template.base
+                    ));
+                    http.with_retries(read, "fetching the commit", |url| {
+                        fetch::fetch_pack(http, url, caps, want(opts, &pack_dir, None), &interrupt)
+                    })
+                    .map(Some)
+                }
+                other => other.map(Some),
+            }
+        };
+        let remote_tip = lookup
+            .join()
+            .unwrap_or_else(|_| Err(Error::Internal("the lease lookup panicked".into())));
+        (remote_tip, fetched)
+    });
+    let (remote_tip, fetched) = (remote_tip?, fetched?);
+    if let Some(fetched) = fetched {
+        tracing::info!("received {} objects", fetched.objects);
+        shallow.extend(fetched.shallow);
+    }
+    let lease = super::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
+    Ok((lease, warnings, shallow))
+}
+
+/// The fetch of `TIP_SHA` into `pack_dir`, thin against `base` when given.
+fn want<'a>(
+    opts: &RestoreOptions,
+    pack_dir: &'a Path,
+    base: Option<fetch::Base<'a>>,
+) -> fetch::Want<'a> {
+    fetch::Want {
+        commit: opts.tip,
+        depth: Some(opts.depth.unwrap_or(1)),
+        pack_dir,
+        limits: opts.limits,
+        base,
+    }
+}
+
+/// Whether every parent of `commit` is in the repository (else it is a shallow commit).
+fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bool> {
+    let mut buf = Vec::new();
+    let data = gix::objs::Find::try_find(&repo.objects, &commit.id(), &mut buf)
+        .map_err(|e| Error::internal(format!("reading {commit}"), e))?
+        .ok_or_else(|| Error::Integrity(format!("the remote's pack does not contain {commit}")))?;
+    let parents: Vec<_> = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+        .parent_ids()
+        .collect();
+    Ok(parents
+        .iter()
+        .all(|p| gix::objs::Exists::exists(&repo.objects, p)))
+}
+
+/// The commits listed in `.git/shallow`.
+fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
+    let path = git_dir.join("shallow");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    };
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            gix::ObjectId::from_hex(l.trim().as_bytes()).map_err(|_| {
+                Error::Internal(format!(
+                    "{} holds a malformed line '{l}': bake the template again",
+                    path.display()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// What the work tree holds at a path, as far as the switch needs to know.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Local {
+    /// Nothing there.
+    Missing,
+    /// The content of this blob (with this mode).
+    Blob(gix::ObjectId),
+    /// Something else (a local change).
+    Other,
+}
+
+/// What [`switch`] did.
+struct Switched {
+    /// Files written or removed.
+    files: usize,
+    /// The owner they were handed to (SPEC rule 9), if restore runs as root for another user.
+    owner: Option<(u32, u32)>,
+    /// One for each local change kept.
+    warnings: Vec<String>,
+}
+
+/// What the switch will do, path by path, decided before anything is written.
+#[derive(Default)]
+struct Moves {
+    /// Paths to write from `TIP_SHA`.
+    to_write: Vec<BString>,
+    /// Files to remove (`TIP_SHA` has none there).
+    to_remove: Vec<PathBuf>,
+    /// Gitlink folders `TIP_SHA` no longer has (removed when empty).
+    gitlinks_gone: Vec<PathBuf>,
+    /// `.gitattributes` files already as `TIP_SHA` has them (read by the checkout).
+    attributes: Vec<BString>,
+    /// Local changes `TIP_SHA` leaves alone: kept.
+    kept: Vec<String>,
+    /// Local changes `TIP_SHA` changes too.
+    conflicts: Vec<String>,
+    /// Stat data of files known to hold their entry's content.
+    stats: HashMap<BString, gix::index::entry::Stat>,
+}
+
+/// Step 3: move the work tree from the base's tree to `TIP_SHA`'s, then write the index.
+fn switch(
+    opts: &RestoreOptions,
+    template: &TemplateRecord,
+    repo: &gix::Repository,
+) -> Result<Switched> {
+    let tip_tree = super::git::verify_commit(&repo.objects, opts.tip)?;
+    let mut index = checkout::index_from_tree(repo, &repo.objects, tip_tree)?;
+    checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
+    let old = repo
+        .index_or_empty()
+        .map_err(|e| Error::internal("reading the template's index", crate::error::chain(&e)))?;
+    let mut moves = plan_moves(opts, repo, &index, &old)?;
+    refuse_conflicts(opts, template, &mut moves.conflicts)?;
+    remove_files(&opts.dir, &moves.to_remove)?;
+    for dir in &moves.gitlinks_gone {
+        let _ = std::fs::remove_dir(opts.dir.join(dir));
+    }
+    crate::failpoint::hit("mid-switch");
+    // The boot intent is this process's own file: its owner says who we are.
+    let owner = crate::fs::owner::owner_to_match(&opts.dir, &repo.git_dir().join(BOOT_INTENT));
+    let mut written = write_files(repo, &opts.dir, &index, &moves.to_write, &moves.attributes)?;
+    if let Some(part) = written.as_mut() {
+        if let Some(owner) = owner {
+            crate::fs::owner::chown_checkout(&opts.dir, part, owner)?;
+            super::git::refresh_stat(&opts.dir, part)?;
+        }
+        moves.stats.extend(
+            part.entries()
+                .iter()
+                .map(|e| (e.path(part).to_owned(), e.stat)),
+        );
+    }
+    apply_stats(&mut index, &moves.stats);
+    checkout::write_index(&mut index)?;
+    moves.kept.sort();
+    let warnings = moves
+        .kept
+        .iter()
+        .map(|p| {
+            format!(
+                "'{p}' was changed in the template after the bake and {} leaves it as the base \
+                 had it: kept as a local change",
+                opts.tip
+            )
+        })
+        .collect();
+    Ok(Switched {
+        files: moves.to_write.len() + moves.to_remove.len(),
+        owner,
+        warnings,
+    })
+}
+
+/// Decide every path: `index` is `TIP_SHA`'s, `old` the template's (the base's, with the stat
+/// data of the files as the bake wrote them).
+fn plan_moves(
+    opts: &RestoreOptions,
+    repo: &gix::Repository,
+    index: &gix::index::File,
+    old: &gix::index::File,
+) -> Result<Moves> {
+    let old_entries: HashMap<&BStr, &gix::index::Entry> =
+        old.entries().iter().map(|e| (e.path(old), e)).collect();
+    let mut probe = Probe::new(repo, &opts.dir, index, old)?;
+    let mut moves = Moves::default();
+    for entry in index.entries() {
+        let path = entry.path(index);
+        let base = old_entries.get(path).copied();
+        if entry.mode == gix::index::entry::Mode::COMMIT {
+            // A gitlink (submodule) is an empty folder here; its content is another repository's.
+            let dir = opts.dir.join(path.to_path_lossy());
+            if !dir.exists() {
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+            }
+            continue;
+        }
+        let local = probe.local(path, base)?;
+        let unchanged_by_tip = base.is_some_and(|b| b.id == entry.id && b.mode == entry.mode);
+        if unchanged_by_tip {
+            if local != Local::Blob(entry.id) {
+                moves.kept.push(path.to_string());
+            } else if let Some(b) = base {
+                moves.stats.insert(path.to_owned(), b.stat);
+            }
+        } else if local == Local::Blob(entry.id) && !probe.mode_differs(path, entry.mode) {
+            // As `TIP_SHA` has it already: an earlier, killed boot wrote it.
+        } else if local == base.map_or(Local::Missing, |b| Local::Blob(b.id)) || opts.force {
+            moves.to_write.push(path.to_owned());
+            continue;
+        } else {
+            moves.conflicts.push(path.to_string());
+        }
+        if path.ends_with(b".gitattributes") && local == Local::Blob(entry.id) {
+            // Read by the checkout for the conversions; rewriting it as it is changes nothing.
+            moves.attributes.push(path.to_owned());
+        }
+    }
+    let new_paths: std::collections::HashSet<&BStr> =
+        index.entries().iter().map(|e| e.path(index)).collect();
+    for (path, base) in &old_entries {
+        if new_paths.contains(path) {
+            continue;
+        }
+        let rel = path.to_path_lossy().into_owned();
+        if base.mode == gix::index::entry::Mode::COMMIT {
+            moves.gitlinks_gone.push(rel);
+            continue;
+        }
+        match probe.local(path, Some(*base))? {
+            Local::Missing => {}
+            Local::Blob(id) if id == base.id => moves.to_remove.push(rel),
+            _ if opts.force => moves.to_remove.push(rel),
+            _ => moves.conflicts.push(path.to_string()),
+        }
+    }
+    Ok(moves)
+}
+
+/// Exit 7, nothing changed, when a local change meets a change of `TIP_SHA`'s.
+fn refuse_conflicts(
+    opts: &RestoreOptions,
+    template: &TemplateRecord,
+    conflicts: &mut [String],
+) -> Result<()> {
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    conflicts.sort();
+    let shown: Vec<_> = conflicts.iter().take(5).cloned().collect();
+    Err(Error::conflict(format!(
+        "files changed in the template since it was baked at {} are also changed by {}: {}{}; \
+         nothing was changed (pass --force to take {}'s version)",
+        template.base,
+        opts.tip,
+        shown.join(", "),
+        if conflicts.len() > 5 { ", …" } else { "" },
+        opts.tip
+    )))
+}
+
+/// Remove the files `TIP_SHA` no longer has, and the folders that leaves empty.
+fn remove_files(workdir: &Path, paths: &[PathBuf]) -> Result<()> {
+    for rel in paths {
+        let path = workdir.join(rel);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("removing {}", path.display()), e)),
+        }
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d == workdir || std::fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+    Ok(())
+}
+
+/// Write `paths` (entries of `index`) with gix's checkout — symlinks, exec bits, `.gitattributes`
+/// conversions and its refusal to write through a symlink — and return the index of what was
+/// written, with its new stat data (`None`: nothing to write).
+/// `attributes` (`.gitattributes` files already as `TIP_SHA` has them) go into the checkout's
+/// index too, so the conversions are read from `TIP_SHA`'s tree.
+fn write_files(
+    repo: &gix::Repository,
+    workdir: &Path,
+    index: &gix::index::File,
+    paths: &[BString],
+    attributes: &[BString],
+) -> Result<Option<gix::index::File>> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let wanted: std::collections::HashSet<&BStr> =
+        paths.iter().chain(attributes).map(|p| p.as_ref()).collect();
+    let mut part = gix::index::State::new(gix::hash::Kind::Sha1);
+    for entry in index.entries() {
+        let path = entry.path(index);
+        if wanted.contains(path) {
+            part.dangerously_push_entry(
+                Default::default(),
+                entry.id,
+                gix::index::entry::Flags::empty(),
+                entry.mode,
+                path,
+            );
+        }
+    }
+    let mut part = gix::index::File::from_state(part, repo.index_path());
+    let mut opts = repo
+        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
+        .map_err(|e| Error::internal("preparing the checkout", crate::error::chain(&e)))?;
+    opts.overwrite_existing = true;
+    opts.validate = checkout::protections();
+    opts.keep_going = false;
+    let interrupt = AtomicBool::new(false);
+    let outcome = gix::worktree::state::checkout(
+        &mut part,
+        workdir,
+        repo.objects.clone(),
+        &gix::progress::Discard,
+        &gix::progress::Discard,
+        &interrupt,
+        opts,
+    )
+    .map_err(|e| Error::from_chain(format!("writing into {}", workdir.display()), &e))?;
+    checkout::refuse_failures(workdir, &outcome)?;
+    Ok(Some(part))
+}
+
+/// Put the stat data of files known to hold their entry's content into `index`, so `git status`
+/// re-reads none of them.
+fn apply_stats(index: &mut gix::index::File, stats: &HashMap<BString, gix::index::entry::Stat>) {
+    let (entries, backing) = index.entries_mut_and_pathbacking();
+    for entry in entries {
+        if let Some(stat) = stats.get(entry.path_in(backing)) {
+            entry.stat = *stat;
+        }
+    }
+}
+
+/// Reads what the work tree holds at a path: by size and mtime against the template's index when
+/// they match, else by comparing the file with the blobs it may hold, in their work-tree form.
+struct Probe<'repo> {
+    repo: &'repo gix::Repository,
+    workdir: PathBuf,
+    tip_form: checkout::WorktreeForm<'repo>,
+    base_form: checkout::WorktreeForm<'repo>,
+    tip: HashMap<BString, (gix::ObjectId, gix::index::entry::Mode)>,
+}
+
+impl<'repo> Probe<'repo> {
+    fn new(
+        repo: &'repo gix::Repository,
+        workdir: &Path,
+        tip: &gix::index::File,
+        base: &gix::index::File,
+    ) -> Result<Self> {
+        Ok(Probe {
+            repo,
+            workdir: workdir.to_owned(),
+            tip_form: checkout::WorktreeForm::new(repo, tip)?,
+            base_form: checkout::WorktreeForm::new(repo, base)?,
+            tip: tip
+                .entries()
+                .iter()
+                .map(|e| (e.path(tip).to_owned(), (e.id, e.mode)))
+                .collect(),
+        })
+    }
+
+    /// Whether the file at `path` is of another kind or exec bit than `mode`.
+    fn mode_differs(&self, path: &BStr, mode: gix::index::entry::Mode) -> bool {
+        use std::os::unix::fs::PermissionsExt as _;
+        let Ok(meta) = std::fs::symlink_metadata(self.workdir.join(path.to_path_lossy())) else {
+            return true;
+        };
+        let is_link = meta.file_type().is_symlink();
+        match mode {
+            gix::index::entry::Mode::SYMLINK => !is_link,
+            gix::index::entry::Mode::FILE_EXECUTABLE => {
+                is_link || meta.permissions().mode() & 0o100 == 0
+            }
+            gix::index::entry::Mode::FILE => is_link || meta.permissions().mode() & 0o100 != 0,
+            _ => false,
+        }
+    }
+
+    /// What is at `path`, whose entry in the template's index is `base`.
+    fn local(&mut self, path: &BStr, base: Option<&gix::index::Entry>) -> Result<Local> {
+        let full = self.workdir.join(path.to_path_lossy());
+        let meta = match std::fs::symlink_metadata(&full) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Local::Missing),
+            Err(e) if e.raw_os_error() == Some(20) => return Ok(Local::Missing), // ENOTDIR
+            Err(e) => return Err(Error::io(format!("reading {}", full.display()), e)),
+        };
+        if meta.is_dir() {
+            return Ok(Local::Other);
+        }
+        if let Some(b) = base
+            && same_size_and_mtime(&b.stat, &meta)
+        {
+            return Ok(Local::Blob(b.id));
+        }
+        let on_disk = if meta.file_type().is_symlink() {
+            std::fs::read_link(&full).map(|t| t.into_os_string().into_encoded_bytes())
+        } else {
+            std::fs::read(&full)
+        }
+        .map_err(|e| Error::io(format!("reading {}", full.display()), e))?;
+        let candidates = [
+            self.tip.get(path).map(|(id, mode)| (*id, *mode, true)),
+            base.map(|b| (b.id, b.mode, false)),
+        ];
+        for (id, mode, is_tip) in candidates.into_iter().flatten() {
+            let mut buf = Vec::new();
+            let Ok(Some(blob)) = gix::objs::Find::try_find(&self.repo.objects, &id, &mut buf)
+            else {
+                continue;
+            };
+            let blob = blob.data.to_vec();
+            let form = if mode == gix::index::entry::Mode::SYMLINK {
+                blob
+            } else if is_tip {
+                self.tip_form.convert(blob, path)?
+            } else {
+                self.base_form.convert(blob, path)?
+            };
+            if form == on_disk {
+                return Ok(Local::Blob(id));
+            }
+        }
+        Ok(Local::Other)
+    }
+}
+
+/// A template copied layer by layer keeps sizes and mtimes, not inodes or ctimes: only those two
+/// are compared.
+fn same_size_and_mtime(stat: &gix::index::entry::Stat, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    u64::from(stat.size) == (meta.size() & 0xffff_ffff)
+        && i64::from(stat.mtime.secs) == meta.mtime()
+        && i64::from(stat.mtime.nsecs) == meta.mtime_nsec()
+}

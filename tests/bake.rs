@@ -1,0 +1,335 @@
+//! Boot from a baked template: `git-session bake` restores a base commit as a template, and a
+//! `restore` in that tree fetches only what changed since the base (a thin pack, `shallow`,
+//! `have`, `deepen`), writes only the files that differ and keeps what the template added.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret};
+
+/// A repository whose base (commit 1) has many files and whose tip (commit 3) changes a few:
+/// `keep.txt` unchanged, `edit.txt` edited, `gone.txt` removed, `new/added.txt` added.
+struct Baked {
+    w: World,
+    srv: GitServer,
+    ids: Vec<String>,
+}
+
+impl Baked {
+    fn new() -> Self {
+        let w = World::new();
+        let many: Vec<(String, String)> = (0..40)
+            .map(|i| {
+                (
+                    format!("lib/f{i:02}.txt"),
+                    format!("{}\n", "x".repeat(4000 + i)),
+                )
+            })
+            .collect();
+        let mut first: Vec<(&str, Option<&str>)> = many
+            .iter()
+            .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+            .collect();
+        first.extend([
+            ("keep.txt", Some("keep\n")),
+            ("edit.txt", Some("one\ntwo\nthree\n")),
+            ("gone.txt", Some("bye\n")),
+            ("sub/gone2.txt", Some("bye too\n")),
+            (".gitignore", Some("build/\n")),
+        ]);
+        let ids = w.repo(
+            "repo.git",
+            &[
+                &[("seed.txt", Some("seed\n"))],
+                &first,
+                &[("edit.txt", Some("one\nTWO\nthree\n"))],
+                &[
+                    ("gone.txt", None),
+                    ("sub/gone2.txt", None),
+                    ("new/added.txt", Some("added\n")),
+                ],
+            ],
+        );
+        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        Baked { w, srv, ids }
+    }
+
+    fn base(&self) -> &str {
+        &self.ids[1]
+    }
+
+    fn tip(&self) -> &str {
+        &self.ids[3]
+    }
+
+    fn url(&self) -> String {
+        self.srv.url("repo.git", Some(&crate::support::userinfo()))
+    }
+
+    fn bake(&self, dir: &Path) -> Run {
+        let url = self.url();
+        self.w.run(
+            dir,
+            &["bake", "--json"],
+            &[("READ_URL", url.as_str()), ("TIP_SHA", self.base())],
+        )
+    }
+
+    fn boot(&self, dir: &Path, extra: &[(&str, &str)], flags: &[&str]) -> Run {
+        let url = self.url();
+        let mut vars = vec![
+            ("READ_URL", url.as_str()),
+            ("PUSH_URL", url.as_str()),
+            ("SESSION_BRANCH", "sessions/baked"),
+            ("TIP_SHA", self.tip()),
+        ];
+        vars.extend_from_slice(extra);
+        let mut args = vec!["restore", "--json"];
+        args.extend_from_slice(flags);
+        self.w.run(dir, &args, &vars)
+    }
+
+    /// A baked tree with what a template build adds: an untracked folder and an ignored one.
+    fn baked_tree(&self, name: &str) -> std::path::PathBuf {
+        let dir = self.w.path(name);
+        self.bake(&dir).assert_code(0);
+        std::fs::create_dir_all(dir.join("node_modules/pkg")).unwrap();
+        std::fs::write(dir.join("node_modules/pkg/index.js"), "x\n").unwrap();
+        std::fs::create_dir_all(dir.join("build")).unwrap();
+        std::fs::write(dir.join("build/out.o"), "o\n").unwrap();
+        dir
+    }
+
+    /// The checks every finished boot must pass, judged by the git CLI.
+    fn assert_booted(&self, dir: &Path) {
+        let w = &self.w;
+        assert_eq!(w.git(dir, &["rev-parse", "HEAD"]), self.tip());
+        assert_eq!(
+            w.git(dir, &["symbolic-ref", "HEAD"]),
+            "refs/heads/sessions/baked"
+        );
+        w.git(dir, &["diff", "--quiet", self.tip()]);
+        assert_eq!(
+            w.git(dir, &["status", "--porcelain"]),
+            "?? node_modules/",
+            "only what the template added"
+        );
+        w.git(dir, &["fsck", "--no-progress"]);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("node_modules/pkg/index.js")).unwrap(),
+            "x\n"
+        );
+        assert!(dir.join("build/out.o").exists());
+        assert!(!dir.join("gone.txt").exists() && !dir.join("sub").exists());
+        assert!(!dir.join(".git/git-session-template.json").exists());
+    }
+}
+
+/// Bake at the base, then boot at the tip: the tree is exactly the tip's, the template's
+/// untracked and ignored files are kept, files the tip leaves alone are not rewritten, the fetch
+/// names the base (`shallow`, `have`, `thin-pack`, `deepen 1`) and the server sends far fewer
+/// bytes than for a cold restore; `save` afterwards pushes a child of the tip.
+#[test]
+fn a_baked_tree_boots_with_only_the_difference() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    let w = &b.w;
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert!(
+        w.git_output(&dir, &["symbolic-ref", "-q", "HEAD"])
+            .status
+            .code()
+            == Some(1),
+        "HEAD is detached in a template"
+    );
+    let config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
+    assert!(
+        !config.contains("127.0.0.1"),
+        "no URL in the image: {config}"
+    );
+    assert_no_secret(".git/config", config.as_bytes());
+    let status = w.run(&dir, &["status", "--json"], &[]);
+    status.assert_code(2);
+    assert!(status.stderr.contains("template"), "{}", status.stderr);
+    let unchanged = std::fs::metadata(dir.join("lib/f07.txt")).unwrap();
+
+    b.srv.clear_log();
+    let before = b.srv.knobs.sent_bytes.load(Ordering::SeqCst);
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(0);
+    let boot_bytes = b.srv.knobs.sent_bytes.load(Ordering::SeqCst) - before;
+    assert_eq!(run.json()["tip"], b.tip());
+    b.assert_booted(&dir);
+    let after = std::fs::metadata(dir.join("lib/f07.txt")).unwrap();
+    use std::os::unix::fs::MetadataExt as _;
+    assert_eq!(
+        (unchanged.ino(), unchanged.mtime_nsec()),
+        (after.ino(), after.mtime_nsec()),
+        "a file the tip leaves alone is not rewritten"
+    );
+    let fetch = b
+        .srv
+        .log()
+        .into_iter()
+        .find(|e| e.method == "POST" && String::from_utf8_lossy(&e.body).contains("command=fetch"))
+        .expect("a fetch request");
+    let body = String::from_utf8_lossy(&fetch.body).into_owned();
+    for line in [
+        format!("shallow {}", b.base()),
+        format!("have {}", b.base()),
+        "thin-pack".to_owned(),
+        "deepen 1".to_owned(),
+        format!("want {}", b.tip()),
+    ] {
+        assert!(body.contains(&line), "no '{line}' in the fetch: {body}");
+    }
+
+    // A cold restore of the same tip, for the bytes.
+    let before = b.srv.knobs.sent_bytes.load(Ordering::SeqCst);
+    b.boot(&w.path("cold"), &[], &[]).assert_code(0);
+    let cold_bytes = b.srv.knobs.sent_bytes.load(Ordering::SeqCst) - before;
+    eprintln!("measured: baked boot {boot_bytes} bytes, cold restore {cold_bytes} bytes");
+    assert!(
+        boot_bytes * 4 < cold_bytes,
+        "boot {boot_bytes} bytes, cold {cold_bytes}"
+    );
+
+    std::fs::write(dir.join("keep.txt"), "edited after boot\n").unwrap();
+    let url = b.url();
+    w.run(
+        &dir,
+        &["save", "-m", "after boot", "--json"],
+        &[("PUSH_URL", url.as_str())],
+    )
+    .assert_code(0);
+    let remote = w.git(&w.srv().join("repo.git"), &["rev-parse", "sessions/baked"]);
+    assert_eq!(
+        w.git(
+            &w.srv().join("repo.git"),
+            &["rev-parse", &format!("{remote}^")]
+        ),
+        b.tip()
+    );
+}
+
+/// A tracked file changed in the template after the bake: kept as a local change (a warning
+/// names it) when the tip leaves it as the base had it; exit 7 with nothing changed when the tip
+/// changes it too; `--force` takes the tip's version.
+#[test]
+fn files_changed_after_the_bake_are_kept_or_refused() {
+    let b = Baked::new();
+    let w = &b.w;
+    let dir = b.baked_tree("t");
+    std::fs::write(dir.join("keep.txt"), "template's own\n").unwrap();
+    std::fs::write(dir.join("edit.txt"), "template's edit\n").unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(run.stderr.contains("edit.txt"), "{}", run.stderr);
+    assert_eq!(
+        w.git(&dir, &["rev-parse", "HEAD"]),
+        b.base(),
+        "nothing changed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("edit.txt")).unwrap(),
+        "template's edit\n"
+    );
+    assert!(dir.join("gone.txt").exists());
+    assert!(dir.join(".git/git-session-template.json").exists());
+
+    // --force takes the tip's version of edit.txt; keep.txt stays the template's.
+    let run = b.boot(&dir, &[], &["--force"]);
+    run.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("edit.txt")).unwrap(),
+        "one\nTWO\nthree\n"
+    );
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("keep.txt"), "{warnings}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("keep.txt")).unwrap(),
+        "template's own\n"
+    );
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain"]),
+        " M keep.txt\n?? node_modules/"
+    );
+
+    // Without --force, a change the tip leaves alone is kept and the boot succeeds.
+    let dir = b.baked_tree("u");
+    std::fs::write(dir.join("lib/f03.txt"), "mine\n").unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(0);
+    assert!(run.json()["warnings"].to_string().contains("lib/f03.txt"));
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain"]),
+        " M lib/f03.txt\n?? node_modules/"
+    );
+}
+
+/// A boot killed at each of its failpoints (after the fetch, mid-switch, before the record) is
+/// completed by the rerun, exactly.
+#[test]
+fn a_killed_boot_is_completed_by_the_rerun() {
+    let b = Baked::new();
+    for (i, point) in ["after-fetch", "mid-switch", "before-record"]
+        .iter()
+        .enumerate()
+    {
+        let dir = b.baked_tree(&format!("k{i}"));
+        let run = b.boot(&dir, &[("GIT_SESSION_FAILPOINT", point)], &[]);
+        assert!(
+            run.stderr.contains(&format!("failpoint '{point}'")),
+            "{point}: {}",
+            run.stderr
+        );
+        assert!(
+            dir.join(".git/git-session-template.json").exists(),
+            "{point}: killed before the end"
+        );
+        let run = b.boot(&dir, &[], &[]);
+        run.assert_code(0);
+        b.assert_booted(&dir);
+    }
+}
+
+/// A base the server does not have (a template baked from another repository) never fails the
+/// boot: the whole commit is fetched instead, and the tree is exactly the tip's.
+#[test]
+fn a_base_the_server_lacks_still_boots() {
+    let b = Baked::new();
+    let w = &b.w;
+    // Another repository: the same tip's files, none of the base's history.
+    let other = w.scratch("other");
+    let tip_files = w.git(
+        &w.srv().join("repo.git"),
+        &["ls-tree", "-r", "--name-only", b.tip()],
+    );
+    for path in tip_files.lines() {
+        let content = w.git_output(
+            &w.srv().join("repo.git"),
+            &["show", &format!("{}:{path}", b.tip())],
+        );
+        let p = other.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content.stdout).unwrap();
+    }
+    let other_tip = w.commit_all(&other, "unrelated history");
+    w.serve_scratch(&other, "other.git");
+    let dir = b.baked_tree("t");
+    let url = b.srv.url("other.git", Some(&crate::support::userinfo()));
+    let run = w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", "sessions/other"),
+            ("TIP_SHA", other_tip.as_str()),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), other_tip);
+    w.git(&dir, &["diff", "--quiet", &other_tip]);
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+    w.git(&dir, &["fsck", "--no-progress"]);
+}
