@@ -333,3 +333,28 @@ fn a_base_the_server_lacks_still_boots() {
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
     w.git(&dir, &["fsck", "--no-progress"]);
 }
+
+/// Run as root on a folder owned by another user, everything bake and the boot create belongs
+/// to that user (SPEC rule 9), and git run as that user sees what the boot left.
+#[test]
+fn bake_and_boot_as_root_hand_everything_to_the_folders_owner() {
+    if !crate::support::is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let b = Baked::new();
+    let dir = b.w.path("owned");
+    crate::support::give_to_nobody(&dir);
+    b.bake(&dir).assert_code(0);
+    crate::support::assert_all_nobodys(&dir);
+    b.boot(&dir, &[], &[]).assert_code(0);
+    crate::support::assert_all_nobodys(&dir);
+    // Judged as root, past git's ownership check: the tree is not root's.
+    let git = |args: &[&str]| {
+        let mut all = vec!["-c", "safe.directory=*"];
+        all.extend_from_slice(args);
+        b.w.git(&dir, &all)
+    };
+    assert_eq!(git(&["rev-parse", "HEAD"]), b.tip());
+    assert_eq!(git(&["status", "--porcelain"]), "");
+}

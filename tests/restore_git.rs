@@ -902,32 +902,9 @@ fn root_restore_hands_the_tree_to_the_directory_owner() {
     let ids = fixture(&w);
     let srv = GitServer::start(&w.srv(), None);
     let dir = w.path("owned");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-    // Let the other user reach the directory.
-    let mut p = dir.parent();
-    while let Some(d) = p {
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(d).unwrap().permissions().mode();
-        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o005));
-        p = d.parent();
-    }
+    crate::support::give_to_nobody(&dir);
     restore(&w, &dir, &srv.url("repo.git", None), "s", &ids[1], &[]).assert_code(0);
-    let mut stack = vec![dir.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let m = std::fs::symlink_metadata(e.path()).unwrap();
-            assert_eq!(
-                (m.uid(), m.gid()),
-                (65534, 65534),
-                "{} is not the owner's",
-                e.path().display()
-            );
-            if m.is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
+    crate::support::assert_all_nobodys(&dir);
     // git, run as that user, sees a clean tree and no dubious ownership.
     if let Ok(out) = std::process::Command::new("setpriv")
         .args([

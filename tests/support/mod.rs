@@ -528,6 +528,42 @@ pub fn git_session_peak_rss(
     m.peak_kib
 }
 
+/// UID and GID of `nobody`, the other user of the ownership tests (SPEC rule 9).
+pub const NOBODY: (u32, u32) = (65534, 65534);
+
+/// Create `dir` owned by [`NOBODY`], reachable by that user.
+pub fn give_to_nobody(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::os::unix::fs::chown(dir, Some(NOBODY.0), Some(NOBODY.1)).unwrap();
+    let mut p = dir.parent();
+    while let Some(d) = p {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(d).unwrap().permissions().mode();
+        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o005));
+        p = d.parent();
+    }
+}
+
+/// Everything below `dir` belongs to [`NOBODY`].
+pub fn assert_all_nobodys(dir: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            assert_eq!(
+                (m.uid(), m.gid()),
+                NOBODY,
+                "{} is not the owner's",
+                e.path().display()
+            );
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+}
+
 /// A tmpfs of `size` (mount options such as `1m` or `1m,ro`) mounted at `at`, unmounted on drop,
 /// for full and read-only file systems. Needs root (CI runs as root): without it, `mount` returns
 /// `None` and the test says it was skipped.
