@@ -268,7 +268,7 @@ fn files_changed_after_the_bake_are_kept_or_refused() {
 }
 
 /// A boot killed at each of its failpoints (after the fetch, mid-switch, before the record) is
-/// completed by the rerun, exactly.
+/// completed by the rerun, exactly — also a file the kill cut short while it was written.
 #[test]
 fn a_killed_boot_is_completed_by_the_rerun() {
     let b = Baked::new();
@@ -287,6 +287,10 @@ fn a_killed_boot_is_completed_by_the_rerun() {
             dir.join(".git/git-session-template.json").exists(),
             "{point}: killed before the end"
         );
+        if *point == "mid-switch" {
+            // As a kill while the file was being written leaves it: cut short.
+            std::fs::write(dir.join("edit.txt"), "one\nT").unwrap();
+        }
         let run = b.boot(&dir, &[], &[]);
         run.assert_code(0);
         b.assert_booted(&dir);

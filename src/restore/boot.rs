@@ -39,10 +39,22 @@ use crate::wire::upload_pack as fetch;
 const BOOT_INTENT: &str = "git-session-boot.json";
 
 /// What an interrupted boot was doing.
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Serialize, Deserialize)]
 struct BootIntent {
     branch: SessionBranch,
     tip: FullSha,
+    /// The paths the switch was writing when it was written last: a kill may have cut any of
+    /// them short, so the rerun writes them again whatever they hold.
+    #[serde(default)]
+    writing: Vec<String>,
+}
+
+impl BootIntent {
+    fn write(&self, git_dir: &Path) -> Result<()> {
+        let bytes =
+            serde_json::to_vec(self).map_err(|e| Error::internal("encoding the intent", e))?;
+        crate::fs::write_atomic(&git_dir.join(BOOT_INTENT), &bytes)
+    }
 }
 
 /// Boot the session `opts.branch` at `opts.tip` from the template in `opts.dir`.
@@ -53,7 +65,7 @@ struct BootIntent {
 /// boot; not found (8); io (10).
 pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreReport> {
     let git_dir = opts.dir.join(".git");
-    begin(opts, &git_dir)?;
+    let intent = begin(opts, &git_dir)?;
     let read = opts.read.as_ref().ok_or_else(|| {
         Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE".into())
     })?;
@@ -75,7 +87,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         files,
         owner,
         warnings: kept,
-    } = switch(opts, template, &repo)?;
+    } = switch(opts, template, &repo, intent)?;
     warnings.extend(kept);
     drop(repo);
 
@@ -128,29 +140,31 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     })
 }
 
-/// Step 1: refuse another interrupted boot (unless `--force`), record this one, and sweep the
-/// temporary pack files a killed fetch left.
-fn begin(opts: &RestoreOptions, git_dir: &Path) -> Result<()> {
+/// Step 1: refuse another interrupted boot (unless `--force`), record this one (keeping what an
+/// interrupted run of the same boot was writing), and sweep the temporary pack files a killed
+/// fetch left.
+fn begin(opts: &RestoreOptions, git_dir: &Path) -> Result<BootIntent> {
     let path = git_dir.join(BOOT_INTENT);
-    let intent = BootIntent {
+    let mut intent = BootIntent {
         branch: opts.branch.clone(),
         tip: opts.tip,
+        writing: Vec::new(),
     };
     if let Ok(bytes) = std::fs::read(&path)
         && let Ok(earlier) = serde_json::from_slice::<BootIntent>(&bytes)
-        && earlier != intent
-        && !opts.force
     {
-        return Err(Error::conflict(format!(
-            "{} holds an interrupted boot of '{}' at {}: rerun that restore, or pass --force",
-            opts.dir.display(),
-            earlier.branch,
-            earlier.tip
-        )));
+        if earlier.branch == intent.branch && earlier.tip == intent.tip {
+            intent.writing = earlier.writing;
+        } else if !opts.force {
+            return Err(Error::conflict(format!(
+                "{} holds an interrupted boot of '{}' at {}: rerun that restore, or pass --force",
+                opts.dir.display(),
+                earlier.branch,
+                earlier.tip
+            )));
+        }
     }
-    let bytes =
-        serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
-    crate::fs::write_atomic(&path, &bytes)?;
+    intent.write(git_dir)?;
     if let Ok(entries) = std::fs::read_dir(git_dir.join("objects/pack")) {
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -159,7 +173,7 @@ fn begin(opts: &RestoreOptions, git_dir: &Path) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(intent)
 }
 
 /// Step 2: the lease (ls-refs) and the objects between the base and `TIP_SHA`, beside each other;
@@ -328,6 +342,7 @@ fn switch(
     opts: &RestoreOptions,
     template: &TemplateRecord,
     repo: &gix::Repository,
+    mut intent: BootIntent,
 ) -> Result<Switched> {
     let tip_tree = super::git::verify_commit(&repo.objects, opts.tip)?;
     let mut index = checkout::index_from_tree(repo, &repo.objects, tip_tree)?;
@@ -335,8 +350,13 @@ fn switch(
     let old = repo
         .index_or_empty()
         .map_err(|e| Error::internal("reading the template's index", crate::error::chain(&e)))?;
-    let mut moves = plan_moves(opts, repo, &index, &old)?;
+    let cut_short: std::collections::HashSet<&str> =
+        intent.writing.iter().map(String::as_str).collect();
+    let mut moves = plan_moves(opts, repo, &index, &old, &cut_short)?;
     refuse_conflicts(opts, template, &mut moves.conflicts)?;
+    // Before the first file is written: a kill from here on may cut any of them short.
+    intent.writing = moves.to_write.iter().map(|p| p.to_string()).collect();
+    intent.write(repo.git_dir())?;
     remove_files(&opts.dir, &moves.to_remove)?;
     for dir in &moves.gitlinks_gone {
         let _ = std::fs::remove_dir(opts.dir.join(dir));
@@ -378,12 +398,14 @@ fn switch(
 }
 
 /// Decide every path: `index` is `TIP_SHA`'s, `old` the template's (the base's, with the stat
-/// data of the files as the bake wrote them).
+/// data of the files as the bake wrote them); `cut_short` the paths an interrupted run of this
+/// boot was writing.
 fn plan_moves(
     opts: &RestoreOptions,
     repo: &gix::Repository,
     index: &gix::index::File,
     old: &gix::index::File,
+    cut_short: &std::collections::HashSet<&str>,
 ) -> Result<Moves> {
     let old_entries: HashMap<&BStr, &gix::index::Entry> =
         old.entries().iter().map(|e| (e.path(old), e)).collect();
@@ -411,7 +433,10 @@ fn plan_moves(
             }
         } else if local == Local::Blob(entry.id) && !probe.mode_differs(path, entry.mode) {
             // As `TIP_SHA` has it already: an earlier, killed boot wrote it.
-        } else if local == base.map_or(Local::Missing, |b| Local::Blob(b.id)) || opts.force {
+        } else if local == base.map_or(Local::Missing, |b| Local::Blob(b.id))
+            || opts.force
+            || cut_short.contains(path.to_str_lossy().as_ref())
+        {
             moves.to_write.push(path.to_owned());
             continue;
         } else {
