@@ -153,6 +153,11 @@ pub struct RestoreArgs {
     /// (exit 6) before anything that size is allocated
     #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES")]
     pub max_object_bytes: u64,
+
+    /// A baked template (`git-session bake`) whose objects seed a restore into an empty folder:
+    /// only what changed since its base is fetched; the result does not depend on DIR
+    #[arg(long, env = "GIT_SESSION_CACHE", value_name = "DIR")]
+    pub cache: Option<PathBuf>,
 }
 
 /// `bake` flags. Without flags everything comes from the environment.

@@ -18,12 +18,13 @@ struct Baked {
 impl Baked {
     fn new() -> Self {
         let w = World::new();
+        // Text that does not compress, so the bytes sent show what was fetched.
+        let mut seed = 7u64;
         let many: Vec<(String, String)> = (0..40)
             .map(|i| {
-                (
-                    format!("lib/f{i:02}.txt"),
-                    format!("{}\n", "x".repeat(4000 + i)),
-                )
+                let noise = crate::support::incompressible(2000, &mut seed);
+                let hex: String = noise.iter().map(|b| format!("{b:02x}")).collect();
+                (format!("lib/f{i:02}.txt"), format!("{hex}\n"))
             })
             .collect();
         let mut first: Vec<(&str, Option<&str>)> = many
@@ -361,4 +362,68 @@ fn bake_and_boot_as_root_hand_everything_to_the_folders_owner() {
     };
     assert_eq!(git(&["rev-parse", "HEAD"]), b.tip());
     assert_eq!(git(&["status", "--porcelain"]), "");
+}
+
+/// `restore --cache DIR` into an empty folder: the baked template at DIR serves the base, only
+/// the difference is fetched, and the result does not depend on DIR (removed, `git fsck` still
+/// passes; no alternates). A damaged cache or a folder that is no template costs a full fetch
+/// with a warning naming why, never a failed restore.
+#[test]
+fn a_restore_seeded_from_a_cache_fetches_only_the_difference() {
+    let b = Baked::new();
+    let w = &b.w;
+    let cache = w.path("cache");
+    b.bake(&cache).assert_code(0);
+    let judge = |dir: &Path| {
+        assert_eq!(w.git(dir, &["rev-parse", "HEAD"]), b.tip());
+        w.git(dir, &["diff", "--quiet", b.tip()]);
+        assert_eq!(w.git(dir, &["status", "--porcelain"]), "");
+        assert!(!dir.join(".git/objects/info/alternates").exists());
+    };
+    let before = b.srv.knobs.sent_bytes.load(Ordering::SeqCst);
+    let cache_arg = cache.to_str().unwrap();
+    let run = b.boot(&w.path("s"), &[], &["--cache", cache_arg]);
+    run.assert_code(0);
+    let seeded = b.srv.knobs.sent_bytes.load(Ordering::SeqCst) - before;
+    judge(&w.path("s"));
+    let before = b.srv.knobs.sent_bytes.load(Ordering::SeqCst);
+    b.boot(&w.path("cold"), &[], &[]).assert_code(0);
+    let cold = b.srv.knobs.sent_bytes.load(Ordering::SeqCst) - before;
+    eprintln!("measured: seeded from a cache {seeded} bytes, cold {cold} bytes");
+    assert!(seeded * 4 < cold, "seeded {seeded} bytes, cold {cold}");
+    std::fs::remove_dir_all(&cache).unwrap();
+    w.git(&w.path("s"), &["fsck", "--no-progress"]);
+    judge(&w.path("s"));
+
+    // A damaged cache: one byte of its pack flipped.
+    let cache = w.path("cache2");
+    b.bake(&cache).assert_code(0);
+    let pack = std::fs::read_dir(cache.join(".git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "pack"))
+        .unwrap();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&pack, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::write(&pack, bytes).unwrap();
+    let run = b.boot(&w.path("d"), &[], &["--cache", cache.to_str().unwrap()]);
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("damaged"), "{warnings}");
+    judge(&w.path("d"));
+    w.git(&w.path("d"), &["fsck", "--no-progress"]);
+
+    // A folder that is no template.
+    let run = b.boot(&w.path("e"), &[], &["--cache", w.srv().to_str().unwrap()]);
+    run.assert_code(0);
+    assert!(
+        run.json()["warnings"]
+            .to_string()
+            .contains("not a baked template")
+    );
+    judge(&w.path("e"));
 }

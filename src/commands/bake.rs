@@ -42,6 +42,7 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
             ..Default::default()
         },
         template: true,
+        cache: None,
     };
     let report = restore_git(&opts)?;
     let human = if report.noop {

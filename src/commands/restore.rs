@@ -63,6 +63,7 @@ fn validate(
             ..Default::default()
         },
         template: false,
+        cache: args.cache.clone(),
     };
     Ok((opts, from, archive_source))
 }

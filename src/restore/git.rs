@@ -27,6 +27,22 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         super::Decision::Done(noop) => return Ok(*noop),
         super::Decision::Boot(template) => return super::boot::boot(opts, &template),
     };
+    let mut cache_warning = None;
+    if let Some(cache) = opts
+        .cache
+        .as_deref()
+        .filter(|_| plan.empty && !opts.template)
+    {
+        match super::cache::seed(opts, cache) {
+            Ok(template) => return super::boot::boot(opts, &template),
+            Err(why) => {
+                cache_warning = Some(format!(
+                    "the cache {} was not used ({why}): the whole commit is fetched",
+                    cache.display()
+                ));
+            }
+        }
+    }
     let read = opts.read.as_ref().ok_or_else(|| {
         Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
     })?;
@@ -44,7 +60,10 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         push_url: opts.push.as_ref().map(|p| p.load()).transpose()?,
         written_any: std::cell::Cell::new(false),
     };
-    let result = run.restore();
+    let result = run.restore().map(|mut report| {
+        report.warnings.extend(cache_warning);
+        report
+    });
     if result.is_err() && !run.written_any.get() && !plan.interrupted {
         abandon(&staging);
         if created_dir {

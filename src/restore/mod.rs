@@ -13,6 +13,7 @@
 
 pub mod archive;
 mod boot;
+mod cache;
 pub mod checkout;
 mod git;
 
@@ -54,6 +55,9 @@ pub struct RestoreOptions {
     /// left detached and a template record is written instead of a session record. `branch` is
     /// then [`TEMPLATE_BRANCH`], which only names the bake in its intent.
     pub template: bool,
+    /// A baked template (or its git dir) whose objects seed a restore into an empty folder
+    /// (`--cache`, see [`cache`]).
+    pub cache: Option<PathBuf>,
 }
 
 /// The branch name a bake's intent carries (a bake has no session branch).
