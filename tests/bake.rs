@@ -427,3 +427,45 @@ fn a_restore_seeded_from_a_cache_fetches_only_the_difference() {
     );
     judge(&w.path("e"));
 }
+
+/// Run as root on another user's folder, a boot reads objects over gix's 16 MiB limit for
+/// repositories of another user (exit 1, "Entry too large to fit in memory", before).
+#[test]
+fn a_root_boot_of_another_users_template_reads_big_objects() {
+    if !crate::support::is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let w = World::new();
+    let scratch = w.scratch("big");
+    let mut seed = 3u64;
+    let mut big = crate::support::incompressible(17 << 20, &mut seed);
+    std::fs::write(scratch.join("big.bin"), &big).unwrap();
+    let base = w.commit_all(&scratch, "base");
+    big.extend_from_slice(b"appended\n");
+    std::fs::write(scratch.join("big.bin"), &big).unwrap();
+    let tip = w.commit_all(&scratch, "tip");
+    w.serve_scratch(&scratch, "big.git");
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("big.git", None);
+    let dir = w.path("owned");
+    crate::support::give_to_nobody(&dir);
+    w.run(
+        &dir,
+        &["bake", "--json"],
+        &[("READ_URL", url.as_str()), ("TIP_SHA", base.as_str())],
+    )
+    .assert_code(0);
+    w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", "sessions/big"),
+            ("TIP_SHA", tip.as_str()),
+        ],
+    )
+    .assert_code(0);
+    assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), big);
+    crate::support::assert_all_nobodys(&dir);
+}

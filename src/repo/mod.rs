@@ -21,7 +21,12 @@ use crate::error::{Error, Result};
 /// # Errors
 /// [`Error::Internal`] when the git dir cannot be opened.
 pub fn open(git_dir: &Path) -> Result<gix::Repository> {
-    gix::open_opts(git_dir, gix::open::Options::isolated()).map_err(|e| {
+    // Restore runs as root on trees it hands to their owner (rule 9): gix then opens them with
+    // reduced trust (their config cannot make it run anything), which also caps every object at
+    // 16 MiB. The cap is lifted; the sizes of what was received are bounded by `PackLimits`.
+    let options = gix::open::Options::isolated()
+        .config_overrides(["gitoxide.objects.allocLimitIfReducedTrust=0"]);
+    gix::open_opts(git_dir, options).map_err(|e| {
         Error::internal(
             format!("opening {}", git_dir.display()),
             crate::error::chain(&e),

@@ -202,7 +202,8 @@ impl Session {
             && let Some(template) = crate::repo::template::TemplateRecord::read(&git_dir)?
         {
             return Err(Error::Usage(format!(
-                "{} is a template baked at {} (`git-session bake`), not a session yet:                  `git-session restore` there (READ_URL, SESSION_BRANCH, TIP_SHA) boots one",
+                "{} is a template baked at {} (`git-session bake`), not a session yet: \
+                 `git-session restore` there (READ_URL, SESSION_BRANCH, TIP_SHA) boots one",
                 workdir.display(),
                 template.base
             )));

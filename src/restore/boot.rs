@@ -155,7 +155,9 @@ fn begin(opts: &RestoreOptions, git_dir: &Path) -> Result<BootIntent> {
     {
         if earlier.branch == intent.branch && earlier.tip == intent.tip {
             intent.writing = earlier.writing;
-        } else if !opts.force {
+        } else if !earlier.writing.is_empty() && !opts.force {
+            // Only a boot that began to switch the files binds the tree to its commit; one that
+            // failed before (a wrong id, a refused token, a conflict) changed nothing.
             return Err(Error::conflict(format!(
                 "{} holds an interrupted boot of '{}' at {}: rerun that restore, or pass --force",
                 opts.dir.display(),
@@ -670,10 +672,11 @@ impl<'repo> Probe<'repo> {
 }
 
 /// A template copied layer by layer keeps sizes and mtimes, not inodes or ctimes: only those two
-/// are compared.
+/// are compared, and the nanoseconds only when the file still has them (an image layer's export
+/// may keep whole seconds only).
 fn same_size_and_mtime(stat: &gix::index::entry::Stat, meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt as _;
     u64::from(stat.size) == (meta.size() & 0xffff_ffff)
         && i64::from(stat.mtime.secs) == meta.mtime()
-        && i64::from(stat.mtime.nsecs) == meta.mtime_nsec()
+        && (meta.mtime_nsec() == 0 || i64::from(stat.mtime.nsecs) == meta.mtime_nsec())
 }
