@@ -469,3 +469,110 @@ fn a_root_boot_of_another_users_template_reads_big_objects() {
     assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), big);
     crate::support::assert_all_nobodys(&dir);
 }
+
+/// From a trial: a tracked symlink the tip turns into a folder, a folder it turns into a file,
+/// removed `.gitattributes` rules (files it leaves alone change their work-tree form), and
+/// untracked content in the way of what it adds — refused (exit 7, nothing changed) even with
+/// `--force`, never deleted.
+#[test]
+fn the_switch_handles_symlinks_folders_attributes_and_what_is_in_the_way() {
+    let w = World::new();
+    let ids = w.repo(
+        "repo.git",
+        &[
+            &[
+                ("shared/a.txt", Some("a\n")),
+                ("vendor", Some("->shared")),
+                ("dir2file/x.txt", Some("x\n")),
+                ("doc.txt", Some("line one\nline two\n")),
+                (".gitattributes", Some("*.txt text eol=crlf\n")),
+            ],
+            &[
+                ("vendor", None),
+                ("vendor/a.txt", Some("a\n")),
+                ("dir2file/x.txt", None),
+                ("dir2file", Some("now a file\n")),
+                (".gitattributes", None),
+                ("addir/new.txt", Some("new\n")),
+                ("topnew.txt", Some("top\n")),
+            ],
+        ],
+    );
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let bake = |name: &str| {
+        let dir = w.path(name);
+        w.run(
+            &dir,
+            &["bake", "--json"],
+            &[("READ_URL", url.as_str()), ("TIP_SHA", ids[0].as_str())],
+        )
+        .assert_code(0);
+        dir
+    };
+    let boot = |dir: &Path, flags: &[&str]| {
+        let mut args = vec!["restore", "--json"];
+        args.extend_from_slice(flags);
+        w.run(
+            dir,
+            &args,
+            &[
+                ("READ_URL", url.as_str()),
+                ("SESSION_BRANCH", "sessions/s"),
+                ("TIP_SHA", ids[1].as_str()),
+            ],
+        )
+    };
+    let dir = bake("t");
+    assert_eq!(
+        std::fs::read(dir.join("doc.txt")).unwrap(),
+        b"line one\r\nline two\r\n"
+    );
+    boot(&dir, &[]).assert_code(0);
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
+    w.git(&dir, &["diff", "--quiet", &ids[1]]);
+    assert!(
+        std::fs::symlink_metadata(dir.join("vendor"))
+            .unwrap()
+            .is_dir()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("vendor/a.txt")).unwrap(),
+        "a\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("dir2file")).unwrap(),
+        "now a file\n"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("doc.txt")).unwrap(),
+        b"line one\nline two\n"
+    );
+
+    // An untracked file where the tip adds a folder, an untracked folder with content where it
+    // adds a file: refused, with --force too, and kept.
+    let dir = bake("u");
+    std::fs::write(dir.join("addir"), "precious\n").unwrap();
+    std::fs::create_dir_all(dir.join("topnew.txt/inner")).unwrap();
+    std::fs::write(dir.join("topnew.txt/inner/keep"), "mine\n").unwrap();
+    for flags in [&[][..], &["--force"][..]] {
+        let run = boot(&dir, flags);
+        run.assert_code(7);
+        assert!(
+            run.stderr.contains("addir") && run.stderr.contains("topnew.txt"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(
+            w.git(&dir, &["rev-parse", "HEAD"]),
+            ids[0],
+            "nothing changed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("addir")).unwrap(),
+            "precious\n"
+        );
+        assert!(dir.join("topnew.txt/inner/keep").exists());
+        assert!(dir.join("dir2file/x.txt").exists());
+    }
+}

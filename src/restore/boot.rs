@@ -306,6 +306,8 @@ enum Local {
     Missing,
     /// The content of this blob (with this mode).
     Blob(gix::ObjectId),
+    /// A folder (tracked files below it are judged on their own).
+    Dir,
     /// Something else (a local change).
     Other,
 }
@@ -413,6 +415,20 @@ fn plan_moves(
         old.entries().iter().map(|e| (e.path(old), e)).collect();
     let mut probe = Probe::new(repo, &opts.dir, index, old)?;
     let mut moves = Moves::default();
+    // Changed conversions change the work-tree form of files whose blobs did not change: those
+    // are written again, as a fresh checkout writes them.
+    let attributes_changed = index
+        .entries()
+        .iter()
+        .filter(|e| e.path(index).ends_with(b".gitattributes"))
+        .map(|e| (e.path(index), e.id))
+        .collect::<std::collections::BTreeSet<_>>()
+        != old
+            .entries()
+            .iter()
+            .filter(|e| e.path(old).ends_with(b".gitattributes"))
+            .map(|e| (e.path(old), e.id))
+            .collect::<std::collections::BTreeSet<_>>();
     for entry in index.entries() {
         let path = entry.path(index);
         let base = old_entries.get(path).copied();
@@ -430,12 +446,16 @@ fn plan_moves(
         if unchanged_by_tip {
             if local != Local::Blob(entry.id) {
                 moves.kept.push(path.to_string());
+            } else if attributes_changed && entry.mode != gix::index::entry::Mode::SYMLINK {
+                moves.to_write.push(path.to_owned());
+                continue;
             } else if let Some(b) = base {
                 moves.stats.insert(path.to_owned(), b.stat);
             }
         } else if local == Local::Blob(entry.id) && !probe.mode_differs(path, entry.mode) {
             // As `TIP_SHA` has it already: an earlier, killed boot wrote it.
         } else if local == base.map_or(Local::Missing, |b| Local::Blob(b.id))
+            || base.is_none() && local == Local::Dir
             || opts.force
             || cut_short.contains(path.to_str_lossy().as_ref())
         {
@@ -463,11 +483,84 @@ fn plan_moves(
         match probe.local(path, Some(*base))? {
             Local::Missing => {}
             Local::Blob(id) if id == base.id => moves.to_remove.push(rel),
+            // A folder where the base had a file is the user's: never removed.
+            Local::Dir => moves.conflicts.push(path.to_string()),
             _ if opts.force => moves.to_remove.push(rel),
             _ => moves.conflicts.push(path.to_string()),
         }
     }
+    refuse_what_is_in_the_way(&opts.dir, &mut moves)?;
     Ok(moves)
+}
+
+/// The first leading folder of `rel` that is not a real folder (a symlink or a file), if any.
+fn leading_blocker(workdir: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut prefix = PathBuf::new();
+    let mut components = rel.components().peekable();
+    while let Some(c) = components.next() {
+        // The last component is the path itself, not a leading folder.
+        components.peek()?;
+        prefix.push(c);
+        match std::fs::symlink_metadata(workdir.join(&prefix)) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Some(prefix),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Untracked content in the way of a file `TIP_SHA` adds — a file or symlink where it has a
+/// folder, a folder with anything in it that is not a tracked file being removed — is exit 7,
+/// `--force` or not (as for a plain restore): the switch never deletes what it does not track.
+fn refuse_what_is_in_the_way(workdir: &Path, moves: &mut Moves) -> Result<()> {
+    let removed: std::collections::HashSet<&Path> =
+        moves.to_remove.iter().map(PathBuf::as_path).collect();
+    let mut in_the_way = Vec::new();
+    for path in &moves.to_write {
+        let rel = path.to_path_lossy();
+        if let Some(blocker) = leading_blocker(workdir, &rel)
+            && !removed.contains(blocker.as_path())
+        {
+            in_the_way.push(blocker.display().to_string());
+            continue;
+        }
+        let full = workdir.join(&rel);
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir())
+            && !only_removed_files_below(workdir, &rel, &removed)
+        {
+            in_the_way.push(rel.display().to_string());
+        }
+    }
+    if in_the_way.is_empty() {
+        return Ok(());
+    }
+    in_the_way.sort();
+    in_the_way.dedup();
+    Err(Error::conflict(format!(
+        "untracked content is in the way of files the commit adds: {}; nothing was changed \
+         (move it aside and rerun; --force does not delete what git-session does not track)",
+        in_the_way.join(", ")
+    )))
+}
+
+/// Whether everything below the folder `rel` is a file in `removed` (or an empty folder).
+fn only_removed_files_below(
+    workdir: &Path,
+    rel: &Path,
+    removed: &std::collections::HashSet<&Path>,
+) -> bool {
+    let Ok(entries) = std::fs::read_dir(workdir.join(rel)) else {
+        return false;
+    };
+    entries.flatten().all(|e| {
+        let child = rel.join(e.file_name());
+        match e.file_type() {
+            Ok(t) if t.is_dir() => only_removed_files_below(workdir, &child, removed),
+            Ok(_) => removed.contains(child.as_path()),
+            Err(_) => false,
+        }
+    })
 }
 
 /// Exit 7, nothing changed, when a local change meets a change of `TIP_SHA`'s.
@@ -624,7 +717,12 @@ impl<'repo> Probe<'repo> {
 
     /// What is at `path`, whose entry in the template's index is `base`.
     fn local(&mut self, path: &BStr, base: Option<&gix::index::Entry>) -> Result<Local> {
-        let full = self.workdir.join(path.to_path_lossy());
+        let rel = path.to_path_lossy();
+        if leading_blocker(&self.workdir, &rel).is_some() {
+            // Not reached through a symlink or a file: nothing of its own is there.
+            return Ok(Local::Missing);
+        }
+        let full = self.workdir.join(&rel);
         let meta = match std::fs::symlink_metadata(&full) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Local::Missing),
@@ -632,7 +730,7 @@ impl<'repo> Probe<'repo> {
             Err(e) => return Err(Error::io(format!("reading {}", full.display()), e)),
         };
         if meta.is_dir() {
-            return Ok(Local::Other);
+            return Ok(Local::Dir);
         }
         if let Some(b) = base
             && same_size_and_mtime(&b.stat, &meta)

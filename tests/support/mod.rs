@@ -279,6 +279,8 @@ impl World {
                     }
                     None => {
                         let _ = std::fs::remove_file(&p);
+                        // A folder left empty goes too (a path may become a file later).
+                        let _ = std::fs::remove_dir(p.parent().unwrap());
                     }
                 }
             }
