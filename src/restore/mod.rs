@@ -400,9 +400,13 @@ fn plan(opts: &RestoreOptions) -> Result<Decision> {
                 }))
             } else {
                 let shown: Vec<_> = names.iter().take(5).cloned().collect();
+                let hint = if opts.template {
+                    "bake into an empty folder"
+                } else {
+                    "pass --force to overwrite the files the commit tracks and keep the others"
+                };
                 Err(Error::conflict(format!(
-                    "{} is not empty ({}{}): restore would mix the commit with other content; \
-                     pass --force to overwrite the files the commit tracks and keep the others",
+                    "{} is not empty ({}{}): restore would mix the commit with other content; {hint}",
                     opts.dir.display(),
                     shown.join(", "),
                     if names.len() > 5 { ", …" } else { "" }
