@@ -576,3 +576,26 @@ fn the_switch_handles_symlinks_folders_attributes_and_what_is_in_the_way() {
         assert!(dir.join("dir2file/x.txt").exists());
     }
 }
+
+/// An exec bit changed in the template is a local change, as git counts it: kept with a warning
+/// when the tip leaves the file alone, exit 7 when the tip changes the file too.
+#[test]
+fn an_exec_bit_changed_after_the_bake_is_a_local_change() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let b = Baked::new();
+    let dir = b.baked_tree("x");
+    let exec = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(dir.join("edit.txt"), exec.clone()).unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(run.stderr.contains("edit.txt"), "{}", run.stderr);
+    std::fs::set_permissions(dir.join("edit.txt"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(dir.join("keep.txt"), exec).unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(0);
+    assert!(run.json()["warnings"].to_string().contains("keep.txt"));
+    assert_eq!(
+        b.w.git(&dir, &["status", "--porcelain"]),
+        " M keep.txt\n?? node_modules/"
+    );
+}

@@ -331,6 +331,8 @@ struct Moves {
     to_remove: Vec<PathBuf>,
     /// Gitlink folders `TIP_SHA` no longer has (removed when empty).
     gitlinks_gone: Vec<PathBuf>,
+    /// Gitlink folders `TIP_SHA` has that are missing here (created empty, as git does).
+    gitlinks_new: Vec<PathBuf>,
     /// `.gitattributes` files already as `TIP_SHA` has them (read by the checkout).
     attributes: Vec<BString>,
     /// Local changes `TIP_SHA` leaves alone: kept.
@@ -364,6 +366,11 @@ fn switch(
     remove_files(&opts.dir, &moves.to_remove)?;
     for dir in &moves.gitlinks_gone {
         let _ = std::fs::remove_dir(opts.dir.join(dir));
+    }
+    for rel in &moves.gitlinks_new {
+        let dir = opts.dir.join(rel);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
     crate::failpoint::hit("mid-switch");
     // The boot intent is this process's own file: its owner says who we are.
@@ -434,15 +441,21 @@ fn plan_moves(
         let base = old_entries.get(path).copied();
         if entry.mode == gix::index::entry::Mode::COMMIT {
             // A gitlink (submodule) is an empty folder here; its content is another repository's.
-            let dir = opts.dir.join(path.to_path_lossy());
-            if !dir.exists() {
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+            let rel = path.to_path_lossy().into_owned();
+            if !opts.dir.join(&rel).exists() {
+                moves.gitlinks_new.push(rel);
             }
             continue;
         }
         let local = probe.local(path, base)?;
         let unchanged_by_tip = base.is_some_and(|b| b.id == entry.id && b.mode == entry.mode);
+        // A changed exec bit (or kind) is a local change too, as git counts it.
+        let local = match (local, base) {
+            (Local::Blob(id), Some(b)) if id == b.id && probe.mode_differs(path, b.mode) => {
+                Local::Other
+            }
+            _ => local,
+        };
         if unchanged_by_tip {
             if local != Local::Blob(entry.id) {
                 moves.kept.push(path.to_string());
