@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use super::{RestoreOptions, RestoreReport, checkout};
 use crate::error::{Error, Result};
 use crate::repo::layout::{self, OriginConfig};
-use crate::repo::session::{SessionRecord, Source};
+use crate::repo::session::SessionRecord;
 use crate::repo::template::TemplateRecord;
 use crate::types::{FullSha, SessionBranch};
 use crate::wire::http::Http;
@@ -129,15 +129,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     let _ = std::fs::remove_file(TemplateRecord::path(&git_dir));
     let _ = std::fs::remove_file(git_dir.join(BOOT_INTENT));
     crate::fs::sync_dir(&git_dir);
-    Ok(RestoreReport {
-        branch: opts.branch.clone(),
-        tip: opts.tip,
-        lease,
-        source: Source::Git,
-        noop: false,
-        files,
-        warnings,
-    })
+    Ok(RestoreReport::of_git(opts, lease, files, warnings))
 }
 
 /// Step 1: refuse another interrupted boot (unless `--force`), record this one (keeping what an

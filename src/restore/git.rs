@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, plan, publish};
 use crate::error::{Error, Result};
 use crate::repo::layout::{self, OriginConfig};
-use crate::repo::session::{SessionRecord, Source};
+use crate::repo::session::SessionRecord;
 use crate::types::FullSha;
 use crate::wire::http::Http;
 use crate::wire::upload_pack as fetch;
@@ -124,15 +124,7 @@ impl Run<'_> {
             opts.depth,
         );
         publish(opts, self.staging, &record, owner)?;
-        Ok(RestoreReport {
-            branch: opts.branch.clone(),
-            tip: opts.tip,
-            lease,
-            source: Source::Git,
-            noop: false,
-            files,
-            warnings,
-        })
+        Ok(RestoreReport::of_git(opts, lease, files, warnings))
     }
 
     /// Fetch the commit, and beside it look up the session branch (one ref: neither needs the

@@ -82,6 +82,21 @@ pub struct RestoreReport {
     pub warnings: Vec<String>,
 }
 
+impl RestoreReport {
+    /// A git restore of `opts.tip` that wrote `files` files.
+    fn of_git(opts: &RestoreOptions, lease: FullSha, files: usize, warnings: Vec<String>) -> Self {
+        RestoreReport {
+            branch: opts.branch.clone(),
+            tip: opts.tip,
+            lease,
+            source: Source::Git,
+            noop: false,
+            files,
+            warnings,
+        }
+    }
+}
+
 /// What the staging folder says about the restore that created it.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 struct Intent {
