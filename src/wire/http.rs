@@ -198,6 +198,40 @@ impl Http {
         }
     }
 
+    /// `GET info/refs?service=<service>` (`gitprotocol-http` "Smart Clients"), with `headers`;
+    /// returns the body once its Content-Type is `application/x-<service>-advertisement`.
+    ///
+    /// # Errors
+    /// As [`Http::send`]; [`Error::Protocol`] for another Content-Type (not a smart server).
+    pub fn advertisement(
+        &self,
+        url: &RemoteUrl,
+        service: &str,
+        headers: Vec<(HeaderName, HeaderValue)>,
+    ) -> Result<Body> {
+        let endpoint = format!("info/refs?service={service}");
+        let resp = self.send(
+            url,
+            Request {
+                endpoint: &endpoint,
+                headers,
+                body: None,
+            },
+        )?;
+        let ctype = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        if ctype != format!("application/x-{service}-advertisement") {
+            return Err(Error::Protocol(format!(
+                "{url} is not a smart-HTTP git server for {service} (Content-Type '{ctype}')"
+            )));
+        }
+        Ok(resp)
+    }
+
     /// Send one request and return the response if its status is 2xx, its body read under the
     /// low-speed rule ([`Body`]).
     ///

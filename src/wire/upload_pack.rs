@@ -132,25 +132,7 @@ fn upload_pack_error(url: &RemoteUrl, msg: &str) -> Error {
 /// over [`MAX_SECTION_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off;
 /// [`Error::Usage`] (exit 2) for `object-format=sha256`; HTTP errors as [`Http::check_status`].
 pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
-    let resp = http.send(
-        url,
-        Request {
-            endpoint: "info/refs?service=git-upload-pack",
-            headers: v2_headers(false),
-            body: None,
-        },
-    )?;
-    let ctype = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    if ctype != "application/x-git-upload-pack-advertisement" {
-        return Err(Error::Protocol(format!(
-            "{url} is not a smart-HTTP git server (Content-Type '{ctype}')"
-        )));
-    }
+    let resp = http.advertisement(url, "git-upload-pack", v2_headers(false))?;
     read_advertisement(url, resp)
 }
 

@@ -8,11 +8,10 @@ use gix::bstr::BStr;
 use gix::protocol::transport::client::Capabilities;
 use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::StreamingPeekableIter;
-use reqwest::header::CONTENT_TYPE;
 
 use crate::error::{Error, Result};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
-use crate::wire::http::{Http, Request, body_error};
+use crate::wire::http::{Http, body_error};
 
 /// The most bytes (pkt-line prefixes included) of a ref advertisement read (line by line; only
 /// the session branch and the capabilities are kept): a million refs take about 60 MiB. A server
@@ -59,25 +58,7 @@ fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
 /// [`MAX_ADVERTISEMENT_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off;
 /// [`Error::Usage`] (exit 2) for a SHA-256 repository.
 pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Advertised> {
-    let resp = http.send(
-        url,
-        Request {
-            endpoint: "info/refs?service=git-receive-pack",
-            headers: Vec::new(),
-            body: None,
-        },
-    )?;
-    let ctype = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    if ctype != "application/x-git-receive-pack-advertisement" {
-        return Err(Error::Protocol(format!(
-            "{url} is not a smart-HTTP git server for pushes (Content-Type '{ctype}')"
-        )));
-    }
+    let resp = http.advertisement(url, "git-receive-pack", Vec::new())?;
     parse(url, resp, &branch.full_ref())
 }
 
