@@ -55,6 +55,14 @@ impl Baked {
         Baked { w, srv, ids }
     }
 
+    /// A repository of these four commits: commit 1 is the base, commit 3 the tip.
+    fn of(commits: &[&[(&str, Option<&str>)]; 4]) -> Self {
+        let w = World::new();
+        let ids = w.repo("repo.git", commits);
+        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        Baked { w, srv, ids }
+    }
+
     fn base(&self) -> &str {
         &self.ids[1]
     }
@@ -160,6 +168,11 @@ fn a_baked_tree_boots_with_only_the_difference() {
     run.assert_code(0);
     let boot_bytes = b.srv.knobs.sent_bytes.load(Ordering::SeqCst) - before;
     assert_eq!(run.json()["tip"], b.tip());
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "a server that knows the base"
+    );
     b.assert_booted(&dir);
     let after = std::fs::metadata(dir.join("lib/f07.txt")).unwrap();
     use std::os::unix::fs::MetadataExt as _;
@@ -299,7 +312,8 @@ fn a_killed_boot_is_completed_by_the_rerun() {
 }
 
 /// A base the server does not have (a template baked from another repository) never fails the
-/// boot: the whole commit is fetched instead, and the tree is exactly the tip's.
+/// boot: the whole commit is fetched instead, with a warning naming the base, and the tree is
+/// exactly the tip's.
 #[test]
 fn a_base_the_server_lacks_still_boots() {
     let b = Baked::new();
@@ -333,6 +347,11 @@ fn a_base_the_server_lacks_still_boots() {
         ],
     );
     run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("did not use the template's base") && warnings.contains(b.base()),
+        "{warnings}"
+    );
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), other_tip);
     w.git(&dir, &["diff", "--quiet", &other_tip]);
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
@@ -598,4 +617,72 @@ fn an_exec_bit_changed_after_the_bake_is_a_local_change() {
         b.w.git(&dir, &["status", "--porcelain"]),
         " M keep.txt\n?? node_modules/"
     );
+}
+
+/// A disk that fills during the boot's switch (the thin pack fits, a file the tip adds does not):
+/// exit 10 naming the folder and what to do, the template's own files kept; once space is freed
+/// the rerun completes the boot exactly.
+#[test]
+fn a_full_disk_during_the_switch_is_exit_10_and_the_rerun_completes() {
+    // 4 MiB that compress to a few KiB: the pack is small, the file is not.
+    let big = "0".repeat(4 << 20);
+    let b = Baked::of(&[
+        &[("seed.txt", Some("seed\n"))],
+        &[
+            ("keep.txt", Some("keep\n")),
+            ("edit.txt", Some("one\n")),
+            ("gone.txt", Some("bye\n")),
+        ],
+        &[("edit.txt", Some("two\n"))],
+        &[("gone.txt", None), ("big.txt", Some(big.as_str()))],
+    ]);
+    let mnt = b.w.tmp.path().join("mnt");
+    let Some(fs) = crate::support::Tmpfs::mount(&mnt, "8m") else {
+        return;
+    };
+    let dir = mnt.join("tree");
+    b.bake(&dir).assert_code(0);
+    std::fs::create_dir_all(dir.join("node_modules")).unwrap();
+    std::fs::write(dir.join("node_modules/x.js"), "x\n").unwrap();
+    // Leave 1 MiB: the thin pack fits, big.txt does not.
+    let avail = |p: &Path| -> u64 {
+        let out = std::process::Command::new("df")
+            .args(["--output=avail", "-B1"])
+            .arg(p)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let filler = mnt.join("filler");
+    std::fs::write(&filler, vec![0u8; (avail(&mnt) - (1 << 20)) as usize]).unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(10);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains(&format!("writing into {}", dir.display())),
+        "the switch failed, not the fetch: {msg}"
+    );
+    assert!(
+        msg.contains(&mnt.display().to_string()) && msg.contains("free some space"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("node_modules/x.js")).unwrap(),
+        "x\n"
+    );
+    std::fs::remove_file(&filler).unwrap();
+    fs.resize("16m");
+    b.boot(&dir, &[], &[]).assert_code(0);
+    let w = &b.w;
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.tip());
+    w.git(&dir, &["diff", "--quiet", b.tip()]);
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+    assert_eq!(std::fs::read_to_string(dir.join("big.txt")).unwrap(), big);
+    w.git(&dir, &["fsck", "--no-progress"]);
 }

@@ -185,6 +185,7 @@ fn fetch_difference(
     let have_tip = gix::objs::Exists::exists(&repo.objects, &opts.tip.id());
     let interrupt = AtomicBool::new(false);
     let pack_dir = git_dir.join("objects/pack");
+    let before = pack_indexes(&pack_dir)?;
     let mut warnings = Vec::new();
     let (remote_tip, fetched) = std::thread::scope(|scope| {
         let lookup = scope.spawn(|| {
@@ -235,6 +236,17 @@ fn fetch_difference(
     let (remote_tip, fetched) = (remote_tip?, fetched?);
     if let Some(fetched) = fetched {
         tracing::info!("received {} objects", fetched.objects);
+        if let Some(pack) = &fetched.pack_path {
+            let known = already_here(pack, &before)?;
+            // A thin pack holds only new objects, plus at most one appended delta base per
+            // delta; a server that ignored the `have` sends the unchanged objects too.
+            if known > 0 && u64::from(known) * 2 > u64::from(fetched.objects) {
+                warnings.push(format!(
+                    "the server did not use the template's base {} ({known} of the {} objects                      it sent were in the template already): this boot fetched the whole commit;                      bake the template again at a commit the server has",
+                    template.base, fetched.objects
+                ));
+            }
+        }
         shallow.extend(fetched.shallow);
     }
     let lease = super::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
@@ -254,6 +266,40 @@ fn want<'a>(
         limits: opts.limits,
         base,
     }
+}
+
+/// The indexes of the packs in `pack_dir` (the template's, before the fetch).
+fn pack_indexes(pack_dir: &Path) -> Result<Vec<gix::odb::pack::index::File>> {
+    let entries = match std::fs::read_dir(pack_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("listing {}", pack_dir.display()), e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| Error::io(format!("listing {}", pack_dir.display()), e))?
+            .path();
+        if path.extension().is_some_and(|x| x == "idx") {
+            // An unreadable index is the odb's to report; here it only counts nothing.
+            if let Ok(idx) = gix::odb::pack::index::File::at(&path, gix::hash::Kind::Sha1) {
+                out.push(idx);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// How many objects of the pack at `pack` (its `.idx` beside it) the indexes `before` hold.
+fn already_here(pack: &Path, before: &[gix::odb::pack::index::File]) -> Result<u32> {
+    let idx = pack.with_extension("idx");
+    let received = gix::odb::pack::index::File::at(&idx, gix::hash::Kind::Sha1)
+        .map_err(|e| Error::internal(format!("reading {}", idx.display()), e))?;
+    let known = received
+        .iter()
+        .filter(|e| before.iter().any(|b| b.lookup(e.oid).is_some()))
+        .count();
+    Ok(u32::try_from(known).unwrap_or(u32::MAX))
 }
 
 /// Whether every parent of `commit` is in the repository (else it is a shallow commit).
