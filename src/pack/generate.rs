@@ -1,9 +1,17 @@
 //! The receive-pack request body: the update command as pkt-lines, a flush, then a pack of exactly
 //! the objects the remote lacks (`gitprotocol-pack` "Reference Update Request and Packfile
 //! Transfer"), spooled to a temporary file — never to memory — so retries and a 411 resend reuse it.
+//!
+//! A blob whose path held another blob in the tree the push builds on (which the server has) is
+//! sent as a delta against that blob when that is smaller ([`super::delta`]): a thin pack, which
+//! receive-pack completes unless it advertises `no-thin`.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
 use std::sync::atomic::AtomicBool;
+
+use gix::ObjectId;
+use gix::bstr::BString;
 
 use gix_pack::data::output;
 use gix_packetline::blocking_io::encode;
@@ -53,25 +61,46 @@ impl std::io::Read for SpoolReader {
     }
 }
 
-/// Write the request for `old → new` on `refname` into a temporary file in the git dir.
+/// Blobs larger than this (or whose base is) are sent whole, never as a delta: the encoding holds
+/// both and the source's index, so memory stays below the whole-object case of a push.
+pub const DELTA_MAX_BYTES: usize = 8 << 20;
+
+/// One ref update to send.
+pub struct Update<'a> {
+    /// The ref's value the server must still have (the lease; zero for a new ref).
+    pub old: FullSha,
+    /// The value to set.
+    pub new: FullSha,
+    /// A commit the server has that `new` descends from: the lease, or `TIP_SHA` for a new branch.
+    pub base: FullSha,
+    /// The full ref name.
+    pub refname: &'a str,
+    /// The capabilities to ask for on the command line.
+    pub caps: &'a [String],
+    /// Whether the pack may hold deltas against objects it does not carry (receive-pack did not
+    /// advertise `no-thin`).
+    pub thin: bool,
+}
+
+/// Write the request for `update` into a temporary file in the git dir.
 ///
-/// The pack holds the commits `base..new` (with `base` the lease, or `TIP_SHA` for a new branch,
-/// which the server has) and the trees and blobs they add compared with their parents — which works
-/// from a depth-1 restore, where nothing older than `base` exists locally.
+/// The pack holds the commits `base..new` and the trees and blobs they add compared with their
+/// parents — which works from a depth-1 restore, where nothing older than `base` exists locally —
+/// with blobs as deltas against `base`'s blob at the same path when `thin` and smaller.
 ///
 /// # Errors
 /// [`Error::Integrity`] when an object to push holds a session token (`secrets`);
 /// [`Error::Internal`] when objects cannot be read, [`Error::LocalIo`] when the file cannot be
 /// written.
-pub fn spool(
-    repo: &gix::Repository,
-    old: FullSha,
-    new: FullSha,
-    base: FullSha,
-    refname: &str,
-    caps: &[String],
-    secrets: &[String],
-) -> Result<Spooled> {
+pub fn spool(repo: &gix::Repository, update: &Update<'_>, secrets: &[String]) -> Result<Spooled> {
+    let Update {
+        old,
+        new,
+        base,
+        refname,
+        caps,
+        thin,
+    } = *update;
     let io = |e| Error::io("writing the push request", e);
     sweep_old_spools(repo.git_dir());
     let file = tempfile::tempfile_in(repo.git_dir())
@@ -96,7 +125,12 @@ pub fn spool(
     db.prevent_pack_unload();
     let counts = objects_to_push(&db, &commits)?;
     let num = counts.len() as u32;
-    write_pack(&db, counts, &mut out, secrets)?;
+    let bases = if thin {
+        delta_bases(repo, &commits, &counts, base)?
+    } else {
+        HashMap::new()
+    };
+    write_pack(&db, counts, &bases, &mut out, secrets)?;
     out.flush().map_err(io)?;
     let f = out.into_inner().map_err(|e| io(e.into_error()))?;
     let len = f.metadata().map_err(io)?.len();
@@ -192,22 +226,88 @@ fn objects_to_push(db: &Db, commits: &[gix::ObjectId]) -> Result<Vec<output::Cou
     Ok(counts)
 }
 
-/// Write the pack of `counts` to `out`, one object at a time, each a whole (non-delta) entry:
-/// memory stays at the largest object, whatever the push's size. (`iter_from_counts` batches
-/// objects into chunks sized by their count, which holds tens of large blobs at once, and its
-/// copied deltas refer to entries by position, which needs in-order delivery.)
+/// For each blob to push, the blob the same path held in `base`'s tree, when there is one and it
+/// differs: the delta base the server has. Paths come from the new trees of `commits` (a tree
+/// not in `counts` holds no new blob).
+fn delta_bases(
+    repo: &gix::Repository,
+    commits: &[ObjectId],
+    counts: &[output::Count],
+    base: FullSha,
+) -> Result<HashMap<ObjectId, ObjectId>> {
+    let new: HashSet<ObjectId> = counts.iter().map(|c| c.id).collect();
+    let internal =
+        |what: &str, e: &(dyn std::error::Error + 'static)| Error::internal(what, chain(e));
+    let mut paths: HashMap<ObjectId, BString> = HashMap::new();
+    let mut walked = HashSet::new();
+    for commit in commits {
+        let tree = repo
+            .find_commit(*commit)
+            .and_then(|c| c.tree_id().map(|t| t.detach()))
+            .map_err(|e| internal("reading a commit to push", &e))?;
+        let mut stack = vec![(tree, BString::default())];
+        while let Some((tree, prefix)) = stack.pop() {
+            if !new.contains(&tree) || !walked.insert(tree) {
+                continue;
+            }
+            let tree = repo
+                .find_tree(tree)
+                .map_err(|e| internal("reading a tree to push", &e))?;
+            for entry in tree.iter() {
+                let entry = entry.map_err(|e| internal("reading a tree to push", &e))?;
+                let mut path = prefix.clone();
+                if !path.is_empty() {
+                    path.push(b'/');
+                }
+                path.extend_from_slice(entry.filename());
+                let id = entry.object_id();
+                if entry.mode().is_tree() {
+                    stack.push((id, path));
+                } else if entry.mode().is_blob() && new.contains(&id) {
+                    paths.entry(id).or_insert(path);
+                }
+            }
+        }
+    }
+    let base_tree = repo
+        .find_commit(base.id())
+        .and_then(|c| c.tree())
+        .map_err(|e| internal("reading the tree the push builds on", &e))?;
+    let mut bases = HashMap::new();
+    for (blob, path) in paths {
+        let entry = base_tree
+            .lookup_entry(path.split(|&b| b == b'/'))
+            .map_err(|e| internal("reading the tree the push builds on", &e))?;
+        if let Some(entry) = entry
+            && entry.mode().is_blob()
+            && entry.object_id() != blob
+        {
+            bases.insert(blob, entry.object_id());
+        }
+    }
+    Ok(bases)
+}
+
+/// Write the pack of `counts` to `out`, one object at a time, each a whole entry or a delta
+/// against its blob in `bases` (when both are at most [`DELTA_MAX_BYTES`] and the delta is under
+/// half the blob's size, as git's `try_delta` asks): memory stays at the largest object, whatever
+/// the push's size. (`iter_from_counts` batches objects into chunks sized by their count, which
+/// holds tens of large blobs at once, and its copied deltas refer to entries by position, which
+/// needs in-order delivery.)
 ///
 /// SPEC rule 5: a session token never leaves in a pushed file, whoever committed it — nor in a
 /// commit message, an identity or a file name (commits and trees are scanned too).
 fn write_pack(
     db: &Db,
     counts: Vec<output::Count>,
+    bases: &HashMap<ObjectId, ObjectId>,
     out: &mut dyn Write,
     secrets: &[String],
 ) -> Result<()> {
     let num = counts.len() as u32;
     let compression = gix::zlib::Compression::default();
     let mut obj_buf = Vec::new();
+    let mut base_buf = Vec::new();
     let leaked = std::cell::Cell::new(None::<(gix::objs::Kind, gix::ObjectId)>);
     let leaked_ref = &leaked;
     let entries = counts.into_iter().map(move |count| {
@@ -221,6 +321,19 @@ fn write_pack(
         {
             leaked_ref.set(Some((obj.kind, count.id)));
             return Err(gix::error::message!("a pushed object holds a session token").raise());
+        }
+        if let Some(base) = bases.get(&count.id)
+            && obj.data.len() <= DELTA_MAX_BYTES
+            && let Some(delta) = delta_against(db, base, obj.data, &mut base_buf)
+        {
+            return Ok(vec![output::Entry {
+                id: count.id,
+                kind: output::entry::Kind::DeltaOid { id: *base },
+                decompressed_size: delta.len(),
+                compressed_data: deflate(&delta, compression).map_err(|e| {
+                    gix::error::message!("compressing the delta of {}: {e}", count.id).raise()
+                })?,
+            }]);
         }
         output::Entry::from_data(&count, &obj, compression).map(|e| vec![e])
     });
@@ -240,6 +353,25 @@ fn write_pack(
         }
     }
     Ok(())
+}
+
+/// The delta from blob `base` to `target`, when `base` is here, at most [`DELTA_MAX_BYTES`], and
+/// the delta is under half of `target`'s size.
+fn delta_against(db: &Db, base: &ObjectId, target: &[u8], buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let header = gix::objs::FindHeader::try_header(db, base).ok()??;
+    if header.size > DELTA_MAX_BYTES as u64 {
+        return None;
+    }
+    let source = gix::objs::Find::try_find(db, base, buf).ok()??;
+    super::delta::encode(source.data, target, target.len() / 2)
+}
+
+/// `data`, zlib-compressed as pack entries are.
+fn deflate(data: &[u8], compression: gix::zlib::Compression) -> std::io::Result<Vec<u8>> {
+    let mut out = gix::zlib::stream::deflate::Write::new(Vec::new(), compression);
+    out.write_all(data)?;
+    out.flush()?;
+    Ok(out.into_inner())
 }
 
 /// The refusal of an object holding a session token, naming where it sits.

@@ -316,15 +316,16 @@ impl Attempt<'_> {
             caps.push(format!("object-format={fmt}"));
         }
         caps.push(format!("agent=git-session/{}", env!("CARGO_PKG_VERSION")));
-        *spooled = Some(pack::spool(
-            self.repo,
+        let refname = self.branch().full_ref();
+        let update = pack::Update {
             old,
-            self.local,
-            self.base(old),
-            &self.branch().full_ref(),
-            &caps,
-            self.secrets,
-        )?);
+            new: self.local,
+            base: self.base(old),
+            refname: &refname,
+            caps: &caps,
+            thin: !adv.has("no-thin"),
+        };
+        *spooled = Some(pack::spool(self.repo, &update, self.secrets)?);
         Ok(())
     }
 
