@@ -1,8 +1,11 @@
 //! Serve the bare repositories under a folder over smart HTTP on 127.0.0.1, through the same
 //! `git http-backend` bridge the tests use. For the demo and the benchmarks.
 //!
-//! Usage: `cargo run --release --example serve -- ROOT [--port N] [--token TOKEN] [--tls CA_PEM_OUT]`
-//! Prints `ready <base-url>` on stdout once listening, then serves until killed.
+//! Usage: `cargo run --release --example serve -- ROOT [--port N] [--token TOKEN] [--tls CA_PEM_OUT]
+//! [--sent-bytes FILE]`
+//! Prints `ready <base-url>` on stdout once listening, then serves until killed. With `--sent-bytes`,
+//! FILE holds the bytes of response bodies `git http-backend` has sent so far (a decimal number,
+//! replaced atomically within 10 ms of a change): the benchmarks read it before and after a run.
 
 #[path = "../tests/support/server.rs"]
 mod server;
@@ -13,12 +16,13 @@ fn main() {
         args.next()
             .expect("usage: serve ROOT [--port N] [--token T] [--tls CA_PEM_OUT]"),
     );
-    let (mut port, mut token, mut tls_out) = (0u16, None, None);
+    let (mut port, mut token, mut tls_out, mut sent_out) = (0u16, None, None, None);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--port" => port = args.next().and_then(|p| p.parse().ok()).expect("--port N"),
             "--token" => token = args.next(),
             "--tls" => tls_out = args.next(),
+            "--sent-bytes" => sent_out = args.next().map(std::path::PathBuf::from),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -32,8 +36,23 @@ fn main() {
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     // Serve until killed.
-    let _srv = srv;
+    let mut written = None;
     loop {
-        std::thread::park();
+        match &sent_out {
+            Some(out) => {
+                let now = srv
+                    .knobs
+                    .sent_bytes
+                    .load(std::sync::atomic::Ordering::SeqCst);
+                if written != Some(now) {
+                    let tmp = out.with_extension("tmp");
+                    std::fs::write(&tmp, format!("{now}\n")).expect("writing --sent-bytes");
+                    std::fs::rename(&tmp, out).expect("renaming --sent-bytes");
+                    written = Some(now);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            None => std::thread::park(),
+        }
     }
 }
