@@ -686,3 +686,60 @@ fn a_full_disk_during_the_switch_is_exit_10_and_the_rerun_completes() {
     assert_eq!(std::fs::read_to_string(dir.join("big.txt")).unwrap(), big);
     w.git(&dir, &["fsck", "--no-progress"]);
 }
+
+/// The files the tip changes are rewritten in place (same inode: the template's blocks reused)
+/// whether they grow or shrink; a file with another name (a hard link) is replaced by a new file,
+/// so the other name keeps the base's content (the checkout's truncation wrote through it).
+#[test]
+fn changed_files_are_rewritten_in_place_but_never_through_a_hard_link() {
+    let long = "long line\n".repeat(500);
+    let b = Baked::of(&[
+        &[("seed.txt", Some("seed\n"))],
+        &[
+            ("grow.txt", Some("short\n")),
+            ("shrink.txt", Some(long.as_str())),
+            ("run.sh", Some("echo one\n")),
+            ("linked.txt", Some("base\n")),
+        ],
+        &[
+            ("grow.txt", Some(long.as_str())),
+            ("shrink.txt", Some("short\n")),
+        ],
+        &[
+            ("linked.txt", Some("tip\n")),
+            ("run.sh", Some("echo two\n")),
+        ],
+    ]);
+    let w = &b.w;
+    let dir = w.path("t");
+    b.bake(&dir).assert_code(0);
+    let outside = w.tmp.path().join("outside.txt");
+    std::fs::hard_link(dir.join("linked.txt"), &outside).unwrap();
+    use std::os::unix::fs::MetadataExt as _;
+    let ino = |p: &str| std::fs::metadata(dir.join(p)).unwrap().ino();
+    let before = [ino("grow.txt"), ino("shrink.txt"), ino("run.sh")];
+    b.boot(&dir, &[], &[]).assert_code(0);
+    assert_eq!(before, [ino("grow.txt"), ino("shrink.txt"), ino("run.sh")]);
+    assert_eq!(std::fs::read_to_string(dir.join("grow.txt")).unwrap(), long);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("shrink.txt")).unwrap(),
+        "short\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("run.sh")).unwrap(),
+        "echo two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("linked.txt")).unwrap(),
+        "tip\n"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "base\n");
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.tip());
+    w.git(&dir, &["diff", "--quiet", b.tip()]);
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
+    assert_eq!(
+        w.git(&dir, &["diff-files", "--name-only"]),
+        "",
+        "the index has the rewritten files' stat data"
+    );
+}

@@ -388,8 +388,11 @@ fn switch(
     repo: &gix::Repository,
     mut intent: BootIntent,
 ) -> Result<Switched> {
+    let started = std::time::Instant::now();
+    let ms = || started.elapsed().as_millis();
     let tip_tree = super::git::verify_commit(&repo.objects, opts.tip)?;
     let mut index = checkout::index_from_tree(repo, &repo.objects, tip_tree)?;
+    tracing::debug!("switch: the index of {} built after {} ms", opts.tip, ms());
     checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
     let old = repo
         .index_or_empty()
@@ -397,6 +400,13 @@ fn switch(
     let cut_short: std::collections::HashSet<&str> =
         intent.writing.iter().map(String::as_str).collect();
     let mut moves = plan_moves(opts, repo, &index, &old, &cut_short)?;
+    tracing::debug!(
+        "switch: {} to write, {} to remove, {} kept, planned after {} ms",
+        moves.to_write.len(),
+        moves.to_remove.len(),
+        moves.kept.len(),
+        ms()
+    );
     refuse_conflicts(opts, template, &mut moves.conflicts)?;
     // Before the first file is written: a kill from here on may cut any of them short.
     intent.writing = moves.to_write.iter().map(|p| p.to_string()).collect();
@@ -413,7 +423,15 @@ fn switch(
     crate::failpoint::hit("mid-switch");
     // The boot intent is this process's own file: its owner says who we are.
     let owner = crate::fs::owner::owner_to_match(&opts.dir, &repo.git_dir().join(BOOT_INTENT));
-    let mut written = write_files(repo, &opts.dir, &index, &moves.to_write, &moves.attributes)?;
+    tracing::debug!("switch: removed after {} ms", ms());
+    let rest = write_in_place(opts, repo, &index, &moves.to_write, &mut moves.stats)?;
+    tracing::debug!(
+        "switch: {} files rewritten in place after {} ms",
+        moves.to_write.len() - rest.len(),
+        ms()
+    );
+    let mut written = write_files(repo, &opts.dir, &index, &rest, &moves.attributes)?;
+    tracing::debug!("switch: written after {} ms", ms());
     if let Some(part) = written.as_mut() {
         if let Some(owner) = owner {
             crate::fs::owner::chown_checkout(&opts.dir, part, owner)?;
@@ -427,6 +445,7 @@ fn switch(
     }
     apply_stats(&mut index, &moves.stats);
     checkout::write_index(&mut index)?;
+    tracing::debug!("switch: the index written after {} ms", ms());
     moves.kept.sort();
     let warnings = moves
         .kept
@@ -540,37 +559,52 @@ fn plan_moves(
             _ => moves.conflicts.push(path.to_string()),
         }
     }
-    refuse_what_is_in_the_way(&opts.dir, &mut moves)?;
+    refuse_what_is_in_the_way(&opts.dir, &mut moves, &probe.folders)?;
     Ok(moves)
 }
 
 /// The first leading folder of `rel` that is not a real folder (a symlink or a file), if any.
-fn leading_blocker(workdir: &Path, rel: &Path) -> Option<PathBuf> {
+fn leading_blocker(workdir: &Path, rel: &Path, folders: &Folders) -> Option<PathBuf> {
     let mut prefix = PathBuf::new();
     let mut components = rel.components().peekable();
     while let Some(c) = components.next() {
         // The last component is the path itself, not a leading folder.
         components.peek()?;
         prefix.push(c);
-        match std::fs::symlink_metadata(workdir.join(&prefix)) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Some(prefix),
-            Err(_) => return None,
+        let known = folders.0.borrow().get(&prefix).copied();
+        let kind = known.unwrap_or_else(|| {
+            let kind = match std::fs::symlink_metadata(workdir.join(&prefix)) {
+                Ok(m) if m.is_dir() => Some(true),
+                Ok(_) => Some(false),
+                Err(_) => None,
+            };
+            folders.0.borrow_mut().insert(prefix.clone(), kind);
+            kind
+        });
+        match kind {
+            Some(true) => {}
+            Some(false) => return Some(prefix),
+            None => return None,
         }
     }
     None
 }
 
+/// What each leading folder of the paths is (a folder, something else, or nothing), looked up once
+/// per plan: the plan reads every path of the tree, and most share their folders.
+#[derive(Default)]
+struct Folders(std::cell::RefCell<HashMap<PathBuf, Option<bool>>>);
+
 /// Untracked content in the way of a file `TIP_SHA` adds — a file or symlink where it has a
 /// folder, a folder with anything in it that is not a tracked file being removed — is exit 7,
 /// `--force` or not (as for a plain restore): the switch never deletes what it does not track.
-fn refuse_what_is_in_the_way(workdir: &Path, moves: &mut Moves) -> Result<()> {
+fn refuse_what_is_in_the_way(workdir: &Path, moves: &mut Moves, folders: &Folders) -> Result<()> {
     let removed: std::collections::HashSet<&Path> =
         moves.to_remove.iter().map(PathBuf::as_path).collect();
     let mut in_the_way = Vec::new();
     for path in &moves.to_write {
         let rel = path.to_path_lossy();
-        if let Some(blocker) = leading_blocker(workdir, &rel)
+        if let Some(blocker) = leading_blocker(workdir, &rel, folders)
             && !removed.contains(blocker.as_path())
         {
             in_the_way.push(blocker.display().to_string());
@@ -693,6 +727,7 @@ fn write_files(
     opts.overwrite_existing = true;
     opts.validate = checkout::protections();
     opts.keep_going = false;
+    opts.thread_limit = None;
     let interrupt = AtomicBool::new(false);
     let outcome = gix::worktree::state::checkout(
         &mut part,
@@ -706,6 +741,92 @@ fn write_files(
     .map_err(|e| Error::from_chain(format!("writing into {}", workdir.display()), &e))?;
     checkout::refuse_failures(workdir, &outcome)?;
     Ok(Some(part))
+}
+
+/// Rewrite, in place, the files of `paths` that exist as regular files with one link and whose
+/// blobs are under the big-object threshold: opened without truncation, written from the start,
+/// cut to the new length, exec bit set as the entry's mode says. On ext4 this reuses the file's
+/// blocks, where truncating or unlinking first frees them (measured here: about 20 µs a file
+/// against 350–450 µs). Their stat data goes into `stats`; returns the paths left for the
+/// checkout (new files, symlinks, big blobs, and hard-linked files, removed first so the
+/// checkout never writes through the link).
+fn write_in_place(
+    opts: &RestoreOptions,
+    repo: &gix::Repository,
+    index: &gix::index::File,
+    paths: &[BString],
+    stats: &mut HashMap<BString, gix::index::entry::Stat>,
+) -> Result<Vec<BString>> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let wanted: std::collections::HashSet<&BStr> = paths.iter().map(|p| p.as_ref()).collect();
+    let mut form = checkout::WorktreeForm::new(repo, index)?;
+    let mut rest = Vec::new();
+    let mut buf = Vec::new();
+    for entry in index.entries() {
+        let path = entry.path(index);
+        if !wanted.contains(path) {
+            continue;
+        }
+        let exec = match entry.mode {
+            gix::index::entry::Mode::FILE => false,
+            gix::index::entry::Mode::FILE_EXECUTABLE => true,
+            _ => {
+                rest.push(path.to_owned());
+                continue;
+            }
+        };
+        let full = opts.dir.join(path.to_path_lossy());
+        let small = gix::objs::FindHeader::try_header(&repo.objects, &entry.id)
+            .ok()
+            .flatten()
+            .is_some_and(|h| h.size < opts.limits.big_object_bytes);
+        let file = gix::fs::open_options_no_follow()
+            .write(true)
+            .open(&full)
+            .ok()
+            .and_then(|f| f.metadata().ok().map(|m| (f, m)))
+            .filter(|(_, m)| m.is_file());
+        let file = match file {
+            Some((file, meta)) if meta.nlink() == 1 && small => file,
+            Some((_, meta)) if meta.nlink() > 1 => {
+                // Another name of the same file (a template's hard link) keeps its content:
+                // the checkout writes a new file here, never through the link.
+                std::fs::remove_file(&full)
+                    .map_err(|e| Error::io(format!("removing {}", full.display()), e))?;
+                rest.push(path.to_owned());
+                continue;
+            }
+            _ => {
+                rest.push(path.to_owned());
+                continue;
+            }
+        };
+        let mut file = file;
+        let blob = gix::objs::Find::try_find(&repo.objects, &entry.id, &mut buf)
+            .map_err(|e| Error::internal(format!("reading {}", entry.id), e))?
+            .ok_or_else(|| Error::Integrity(format!("blob {} of '{path}' is missing", entry.id)))?
+            .data
+            .to_vec();
+        let data = form.convert(blob, path)?;
+        let io = |e| Error::io(format!("writing {}", full.display()), e);
+        std::io::Write::write_all(&mut file, &data).map_err(io)?;
+        file.set_len(data.len() as u64).map_err(io)?;
+        let mode = file.metadata().map_err(io)?.permissions().mode();
+        let want = if exec {
+            mode | (mode & 0o444) >> 2
+        } else {
+            mode & !0o111
+        };
+        if want != mode {
+            file.set_permissions(std::fs::Permissions::from_mode(want))
+                .map_err(io)?;
+        }
+        let meta = gix::index::fs::Metadata::from_file(&file).map_err(io)?;
+        let stat = gix::index::entry::Stat::from_fs(&meta)
+            .map_err(|e| Error::internal(format!("reading {}", full.display()), e))?;
+        stats.insert(path.to_owned(), stat);
+    }
+    Ok(rest)
 }
 
 /// Put the stat data of files known to hold their entry's content into `index`, so `git status`
@@ -727,6 +848,9 @@ struct Probe<'repo> {
     tip_form: checkout::WorktreeForm<'repo>,
     base_form: checkout::WorktreeForm<'repo>,
     tip: HashMap<BString, (gix::ObjectId, gix::index::entry::Mode)>,
+    folders: Folders,
+    /// The metadata `local` read last, for `mode_differs` on the same path.
+    last: Option<(BString, std::fs::Metadata)>,
 }
 
 impl<'repo> Probe<'repo> {
@@ -746,14 +870,20 @@ impl<'repo> Probe<'repo> {
                 .iter()
                 .map(|e| (e.path(tip).to_owned(), (e.id, e.mode)))
                 .collect(),
+            folders: Folders::default(),
+            last: None,
         })
     }
 
     /// Whether the file at `path` is of another kind or exec bit than `mode`.
     fn mode_differs(&self, path: &BStr, mode: gix::index::entry::Mode) -> bool {
         use std::os::unix::fs::PermissionsExt as _;
-        let Ok(meta) = std::fs::symlink_metadata(self.workdir.join(path.to_path_lossy())) else {
-            return true;
+        let meta = match &self.last {
+            Some((last, meta)) if last == path => meta.clone(),
+            _ => match std::fs::symlink_metadata(self.workdir.join(path.to_path_lossy())) {
+                Ok(meta) => meta,
+                Err(_) => return true,
+            },
         };
         let is_link = meta.file_type().is_symlink();
         match mode {
@@ -769,7 +899,7 @@ impl<'repo> Probe<'repo> {
     /// What is at `path`, whose entry in the template's index is `base`.
     fn local(&mut self, path: &BStr, base: Option<&gix::index::Entry>) -> Result<Local> {
         let rel = path.to_path_lossy();
-        if leading_blocker(&self.workdir, &rel).is_some() {
+        if leading_blocker(&self.workdir, &rel, &self.folders).is_some() {
             // Not reached through a symlink or a file: nothing of its own is there.
             return Ok(Local::Missing);
         }
@@ -783,6 +913,7 @@ impl<'repo> Probe<'repo> {
         if meta.is_dir() {
             return Ok(Local::Dir);
         }
+        self.last = Some((path.to_owned(), meta.clone()));
         if let Some(b) = base
             && same_size_and_mtime(&b.stat, &meta)
         {
