@@ -226,9 +226,10 @@ fn objects_to_push(db: &Db, commits: &[gix::ObjectId]) -> Result<Vec<output::Cou
     Ok(counts)
 }
 
-/// For each blob to push, the blob the same path held in `base`'s tree, when there is one and it
-/// differs: the delta base the server has. Paths come from the new trees of `commits` (a tree
-/// not in `counts` holds no new blob).
+/// For each blob and tree to push, the blob or tree the same path held in `base`'s tree, when
+/// there is one and it differs: the delta base the server has (git's own pushes deltify trees
+/// too: a one-line edit otherwise sends every tree on its path whole). Paths come from the new
+/// trees of `commits` (a tree not in `counts` holds no new object).
 fn delta_bases(
     repo: &gix::Repository,
     commits: &[ObjectId],
@@ -238,7 +239,8 @@ fn delta_bases(
     let new: HashSet<ObjectId> = counts.iter().map(|c| c.id).collect();
     let internal =
         |what: &str, e: &(dyn std::error::Error + 'static)| Error::internal(what, chain(e));
-    let mut paths: HashMap<ObjectId, BString> = HashMap::new();
+    // Each new object's path, and whether it is a tree (a tree's delta base must be a tree).
+    let mut paths: HashMap<ObjectId, (BString, bool)> = HashMap::new();
     let mut walked = HashSet::new();
     for commit in commits {
         let tree = repo
@@ -250,6 +252,7 @@ fn delta_bases(
             if !new.contains(&tree) || !walked.insert(tree) {
                 continue;
             }
+            paths.entry(tree).or_insert((prefix.clone(), true));
             let tree = repo
                 .find_tree(tree)
                 .map_err(|e| internal("reading a tree to push", &e))?;
@@ -264,7 +267,7 @@ fn delta_bases(
                 if entry.mode().is_tree() {
                     stack.push((id, path));
                 } else if entry.mode().is_blob() && new.contains(&id) {
-                    paths.entry(id).or_insert(path);
+                    paths.entry(id).or_insert((path, false));
                 }
             }
         }
@@ -274,23 +277,30 @@ fn delta_bases(
         .and_then(|c| c.tree())
         .map_err(|e| internal("reading the tree the push builds on", &e))?;
     let mut bases = HashMap::new();
-    for (blob, path) in paths {
+    for (id, (path, is_tree)) in paths {
+        if path.is_empty() {
+            if base_tree.id != id {
+                bases.insert(id, base_tree.id);
+            }
+            continue;
+        }
         let entry = base_tree
             .lookup_entry(path.split(|&b| b == b'/'))
             .map_err(|e| internal("reading the tree the push builds on", &e))?;
         if let Some(entry) = entry
-            && entry.mode().is_blob()
-            && entry.object_id() != blob
+            && entry.mode().is_tree() == is_tree
+            && (is_tree || entry.mode().is_blob())
+            && entry.object_id() != id
         {
-            bases.insert(blob, entry.object_id());
+            bases.insert(id, entry.object_id());
         }
     }
     Ok(bases)
 }
 
 /// Write the pack of `counts` to `out`, one object at a time, each a whole entry or a delta
-/// against its blob in `bases` (when both are at most [`DELTA_MAX_BYTES`] and the delta is under
-/// half the blob's size, as git's `try_delta` asks): memory stays at the largest object, whatever
+/// against its object in `bases` (when both are at most [`DELTA_MAX_BYTES`] and the delta is
+/// under half the object's size, as git's `try_delta` asks): memory stays at the largest object, whatever
 /// the push's size. (`iter_from_counts` batches objects into chunks sized by their count, which
 /// holds tens of large blobs at once, and its copied deltas refer to entries by position, which
 /// needs in-order delivery.)
@@ -355,7 +365,7 @@ fn write_pack(
     Ok(())
 }
 
-/// The delta from blob `base` to `target`, when `base` is here, at most [`DELTA_MAX_BYTES`], and
+/// The delta from object `base` to `target`, when `base` is here, at most [`DELTA_MAX_BYTES`], and
 /// the delta is under half of `target`'s size.
 fn delta_against(db: &Db, base: &ObjectId, target: &[u8], buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     let header = gix::objs::FindHeader::try_header(db, base).ok()??;
