@@ -743,3 +743,60 @@ fn changed_files_are_rewritten_in_place_but_never_through_a_hard_link() {
         "the index has the rewritten files' stat data"
     );
 }
+
+/// Run as root, `restore --cache` hard-links the cache's packs only when they already belong to
+/// the target folder's owner, and copies them otherwise (a hard link cannot be given to another
+/// user, SPEC rule 9); either way everything in the target belongs to its owner and the result
+/// does not depend on the cache.
+#[test]
+fn a_cache_is_hard_linked_only_for_its_own_owner() {
+    if !crate::support::is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    use std::os::unix::fs::MetadataExt as _;
+    let b = Baked::new();
+    let w = &b.w;
+    let cache = w.path("cache");
+    crate::support::give_to_nobody(&cache);
+    b.bake(&cache).assert_code(0);
+    crate::support::assert_all_nobodys(&cache);
+    let packs = |dir: &Path| -> Vec<std::fs::Metadata> {
+        std::fs::read_dir(dir.join(".git/objects/pack"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+            .map(|e| std::fs::metadata(e.path()).unwrap())
+            .collect()
+    };
+    let cache_inodes: Vec<u64> = packs(&cache).iter().map(|m| m.ino()).collect();
+    let cache_arg = cache.to_str().unwrap().to_owned();
+
+    // The same owner: hard-linked.
+    let same = w.path("same");
+    crate::support::give_to_nobody(&same);
+    b.boot(&same, &[], &["--cache", &cache_arg]).assert_code(0);
+    crate::support::assert_all_nobodys(&same);
+    assert!(
+        packs(&same).iter().any(|m| cache_inodes.contains(&m.ino())),
+        "the cache's pack is hard-linked for its own owner"
+    );
+    // Another owner (root's folder): copied.
+    let other = w.path("other");
+    b.boot(&other, &[], &["--cache", &cache_arg]).assert_code(0);
+    for m in packs(&other) {
+        assert!(!cache_inodes.contains(&m.ino()), "a copy, not a link");
+        assert_eq!(m.uid(), 0);
+    }
+    std::fs::remove_dir_all(&cache).unwrap();
+    for dir in [&same, &other] {
+        let git = |args: &[&str]| {
+            let mut all = vec!["-c", "safe.directory=*"];
+            all.extend_from_slice(args);
+            w.git(dir, &all)
+        };
+        assert_eq!(git(&["rev-parse", "HEAD"]), b.tip());
+        git(&["fsck", "--no-progress"]);
+        git(&["diff", "--quiet", b.tip()]);
+    }
+}
