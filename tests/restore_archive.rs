@@ -2116,26 +2116,6 @@ fn open_ancestors(dir: &Path) {
     }
 }
 
-#[track_caller]
-fn assert_owned_by(dir: &Path, uid: u32) {
-    use std::os::unix::fs::MetadataExt as _;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let m = std::fs::symlink_metadata(e.path()).unwrap();
-            assert_eq!(
-                (m.uid(), m.gid()),
-                (uid, uid),
-                "{} is not the owner's",
-                e.path().display()
-            );
-            if m.is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-}
-
 #[test]
 fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
     use std::os::unix::fs::MetadataExt as _;
@@ -2159,11 +2139,11 @@ fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
     std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
     open_ancestors(&dir);
     restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
-    assert_owned_by(&dir, 65534);
+    crate::support::assert_all_nobodys(&dir);
     // A boot script (root) asks for status: the history attached then belongs to the owner too.
     w.run(&dir, &["status", "--json"], &[("READ_URL", &read)])
         .assert_code(0);
-    assert_owned_by(&dir, 65534);
+    crate::support::assert_all_nobodys(&dir);
     // The agent (the owner) edits and saves.
     std::fs::write(dir.join("README.md"), b"agent\n").unwrap();
     std::os::unix::fs::lchown(dir.join("README.md"), Some(65534), Some(65534)).unwrap();
@@ -2188,7 +2168,7 @@ fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_owned_by(&dir, 65534);
+    crate::support::assert_all_nobodys(&dir);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -133,7 +133,7 @@ impl Index {
 }
 
 /// A size in the delta header: 7 bits a byte, least significant first, high bit = more follow.
-fn push_size(out: &mut Vec<u8>, mut size: usize) {
+pub(super) fn push_size(out: &mut Vec<u8>, mut size: usize) {
     loop {
         let byte = (size & 0x7f) as u8;
         size >>= 7;

@@ -478,16 +478,7 @@ mod tests {
     fn delta_sizes_are_read_from_the_varints() {
         // base 1, result 6 GiB (varint of 6 << 30).
         let mut d = vec![0x01];
-        let mut v = 6u64 << 30;
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                d.push(b);
-                break;
-            }
-            d.push(b | 0x80);
-        }
+        super::super::delta::push_size(&mut d, 6 << 30);
         assert_eq!(delta_result_size(&d), Some(6 << 30));
         assert_eq!(delta_result_size(&[0x80]), None);
     }

@@ -547,6 +547,7 @@ pub fn give_to_nobody(dir: &Path) {
 }
 
 /// Everything below `dir` belongs to [`NOBODY`].
+#[track_caller]
 pub fn assert_all_nobodys(dir: &Path) {
     use std::os::unix::fs::MetadataExt as _;
     let mut stack = vec![dir.to_path_buf()];
