@@ -26,6 +26,7 @@ use std::sync::atomic::AtomicBool;
 use gix::bstr::{BStr, BString, ByteSlice as _};
 use serde::{Deserialize, Serialize};
 
+use super::probe::{Local, Probe, Survey, leading_blocker};
 use super::{RestoreOptions, RestoreReport, checkout};
 use crate::error::{Error, Result};
 use crate::repo::layout::{self, OriginConfig};
@@ -71,6 +72,12 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     })?;
     let read_url = read.load()?;
     let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
+    // The stat calls of the switch's plan depend on the template alone: made while the server
+    // computes the pack.
+    let survey = std::thread::spawn({
+        let (workdir, git_dir) = (opts.dir.clone(), git_dir.clone());
+        move || Survey::of(&workdir, &git_dir)
+    });
     let http = Http::new()?;
     let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
     let (lease, mut warnings, shallow) =
@@ -87,7 +94,13 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         files,
         owner,
         warnings: kept,
-    } = switch(opts, template, &repo, intent)?;
+    } = switch(
+        opts,
+        template,
+        &repo,
+        intent,
+        survey.join().unwrap_or_default(),
+    )?;
     warnings.extend(kept);
     drop(repo);
 
@@ -242,7 +255,9 @@ fn fetch_difference(
             // delta; a server that ignored the `have` sends the unchanged objects too.
             if known > 0 && u64::from(known) * 2 > u64::from(fetched.objects) {
                 warnings.push(format!(
-                    "the server did not use the template's base {} ({known} of the {} objects                      it sent were in the template already): this boot fetched the whole commit;                      bake the template again at a commit the server has",
+                    "the server did not use the template's base {} ({known} of the {} objects \
+                     it sent were in the template already): this boot fetched the whole commit; \
+                     bake the template again at a commit the server has",
                     template.base, fetched.objects
                 ));
             }
@@ -337,19 +352,6 @@ fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
         .collect()
 }
 
-/// What the work tree holds at a path, as far as the switch needs to know.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Local {
-    /// Nothing there.
-    Missing,
-    /// The content of this blob (with this mode).
-    Blob(gix::ObjectId),
-    /// A folder (tracked files below it are judged on their own).
-    Dir,
-    /// Something else (a local change).
-    Other,
-}
-
 /// What [`switch`] did.
 struct Switched {
     /// Files written or removed.
@@ -387,6 +389,7 @@ fn switch(
     template: &TemplateRecord,
     repo: &gix::Repository,
     mut intent: BootIntent,
+    survey: Survey,
 ) -> Result<Switched> {
     let started = std::time::Instant::now();
     let ms = || started.elapsed().as_millis();
@@ -399,7 +402,7 @@ fn switch(
         .map_err(|e| Error::internal("reading the template's index", crate::error::chain(&e)))?;
     let cut_short: std::collections::HashSet<&str> =
         intent.writing.iter().map(String::as_str).collect();
-    let mut moves = plan_moves(opts, repo, &index, &old, &cut_short)?;
+    let mut moves = plan_moves(opts, repo, &index, &old, &cut_short, survey)?;
     tracing::debug!(
         "switch: {} to write, {} to remove, {} kept, planned after {} ms",
         moves.to_write.len(),
@@ -474,10 +477,11 @@ fn plan_moves(
     index: &gix::index::File,
     old: &gix::index::File,
     cut_short: &std::collections::HashSet<&str>,
+    survey: Survey,
 ) -> Result<Moves> {
     let old_entries: HashMap<&BStr, &gix::index::Entry> =
         old.entries().iter().map(|e| (e.path(old), e)).collect();
-    let mut probe = Probe::new(repo, &opts.dir, index, old)?;
+    let mut probe = Probe::new(repo, &opts.dir, index, old, survey)?;
     let mut moves = Moves::default();
     // Changed conversions change the work-tree form of files whose blobs did not change: those
     // are written again, as a fresh checkout writes them.
@@ -559,61 +563,26 @@ fn plan_moves(
             _ => moves.conflicts.push(path.to_string()),
         }
     }
-    refuse_what_is_in_the_way(&opts.dir, &mut moves, &probe.folders)?;
+    refuse_what_is_in_the_way(&opts.dir, &mut moves, &probe)?;
     Ok(moves)
 }
-
-/// The first leading folder of `rel` that is not a real folder (a symlink or a file), if any.
-fn leading_blocker(workdir: &Path, rel: &Path, folders: &Folders) -> Option<PathBuf> {
-    let mut prefix = PathBuf::new();
-    let mut components = rel.components().peekable();
-    while let Some(c) = components.next() {
-        // The last component is the path itself, not a leading folder.
-        components.peek()?;
-        prefix.push(c);
-        let known = folders.0.borrow().get(&prefix).copied();
-        let kind = known.unwrap_or_else(|| {
-            let kind = match std::fs::symlink_metadata(workdir.join(&prefix)) {
-                Ok(m) if m.is_dir() => Some(true),
-                Ok(_) => Some(false),
-                Err(_) => None,
-            };
-            folders.0.borrow_mut().insert(prefix.clone(), kind);
-            kind
-        });
-        match kind {
-            Some(true) => {}
-            Some(false) => return Some(prefix),
-            None => return None,
-        }
-    }
-    None
-}
-
-/// What each leading folder of the paths is (a folder, something else, or nothing), looked up once
-/// per plan: the plan reads every path of the tree, and most share their folders.
-#[derive(Default)]
-struct Folders(std::cell::RefCell<HashMap<PathBuf, Option<bool>>>);
 
 /// Untracked content in the way of a file `TIP_SHA` adds — a file or symlink where it has a
 /// folder, a folder with anything in it that is not a tracked file being removed — is exit 7,
 /// `--force` or not (as for a plain restore): the switch never deletes what it does not track.
-fn refuse_what_is_in_the_way(workdir: &Path, moves: &mut Moves, folders: &Folders) -> Result<()> {
+fn refuse_what_is_in_the_way(workdir: &Path, moves: &mut Moves, probe: &Probe) -> Result<()> {
     let removed: std::collections::HashSet<&Path> =
         moves.to_remove.iter().map(PathBuf::as_path).collect();
     let mut in_the_way = Vec::new();
     for path in &moves.to_write {
         let rel = path.to_path_lossy();
-        if let Some(blocker) = leading_blocker(workdir, &rel, folders)
+        if let Some(blocker) = leading_blocker(workdir, &rel, &probe.folders)
             && !removed.contains(blocker.as_path())
         {
             in_the_way.push(blocker.display().to_string());
             continue;
         }
-        let full = workdir.join(&rel);
-        if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir())
-            && !only_removed_files_below(workdir, &rel, &removed)
-        {
+        if probe.is_dir(path.as_bstr()) && !only_removed_files_below(workdir, &rel, &removed) {
             in_the_way.push(rel.display().to_string());
         }
     }
@@ -757,16 +726,65 @@ fn write_in_place(
     paths: &[BString],
     stats: &mut HashMap<BString, gix::index::entry::Stat>,
 ) -> Result<Vec<BString>> {
-    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let wanted: std::collections::HashSet<&BStr> = paths.iter().map(|p| p.as_ref()).collect();
-    let mut form = checkout::WorktreeForm::new(repo, index)?;
+    let entries: Vec<&gix::index::Entry> = index
+        .entries()
+        .iter()
+        .filter(|e| wanted.contains(e.path(index)))
+        .collect();
+    // Inflating and writing is CPU work the fetch's server has finished with: a few threads,
+    // each on a contiguous run of the index, so the paths left keep the index's order.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let chunk = entries.len().div_ceil(threads).max(256);
+    let parts: Vec<Result<InPlace>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = entries
+            .chunks(chunk)
+            .map(|part| {
+                let repo = repo.clone();
+                scope.spawn(move || write_in_place_part(opts, &repo, index, part))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Internal("a writing thread panicked".into())))
+            })
+            .collect()
+    });
     let mut rest = Vec::new();
+    for part in parts {
+        let part = part?;
+        rest.extend(part.rest);
+        stats.extend(part.stats);
+    }
+    Ok(rest)
+}
+
+/// What [`write_in_place_part`] did: the paths left for the checkout, the stat data of the files
+/// written.
+struct InPlace {
+    rest: Vec<BString>,
+    stats: Vec<(BString, gix::index::entry::Stat)>,
+}
+
+/// [`write_in_place`] for the entries of one thread.
+fn write_in_place_part(
+    opts: &RestoreOptions,
+    repo: &gix::Repository,
+    index: &gix::index::File,
+    entries: &[&gix::index::Entry],
+) -> Result<InPlace> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let mut form = checkout::WorktreeForm::new(repo, index)?;
+    let mut done = InPlace {
+        rest: Vec::new(),
+        stats: Vec::with_capacity(entries.len()),
+    };
+    let rest = &mut done.rest;
     let mut buf = Vec::new();
-    for entry in index.entries() {
+    for entry in entries {
         let path = entry.path(index);
-        if !wanted.contains(path) {
-            continue;
-        }
         let exec = match entry.mode {
             gix::index::entry::Mode::FILE => false,
             gix::index::entry::Mode::FILE_EXECUTABLE => true,
@@ -824,9 +842,9 @@ fn write_in_place(
         let meta = gix::index::fs::Metadata::from_file(&file).map_err(io)?;
         let stat = gix::index::entry::Stat::from_fs(&meta)
             .map_err(|e| Error::internal(format!("reading {}", full.display()), e))?;
-        stats.insert(path.to_owned(), stat);
+        done.stats.push((path.to_owned(), stat));
     }
-    Ok(rest)
+    Ok(done)
 }
 
 /// Put the stat data of files known to hold their entry's content into `index`, so `git status`
@@ -838,125 +856,4 @@ fn apply_stats(index: &mut gix::index::File, stats: &HashMap<BString, gix::index
             entry.stat = *stat;
         }
     }
-}
-
-/// Reads what the work tree holds at a path: by size and mtime against the template's index when
-/// they match, else by comparing the file with the blobs it may hold, in their work-tree form.
-struct Probe<'repo> {
-    repo: &'repo gix::Repository,
-    workdir: PathBuf,
-    tip_form: checkout::WorktreeForm<'repo>,
-    base_form: checkout::WorktreeForm<'repo>,
-    tip: HashMap<BString, (gix::ObjectId, gix::index::entry::Mode)>,
-    folders: Folders,
-    /// The metadata `local` read last, for `mode_differs` on the same path.
-    last: Option<(BString, std::fs::Metadata)>,
-}
-
-impl<'repo> Probe<'repo> {
-    fn new(
-        repo: &'repo gix::Repository,
-        workdir: &Path,
-        tip: &gix::index::File,
-        base: &gix::index::File,
-    ) -> Result<Self> {
-        Ok(Probe {
-            repo,
-            workdir: workdir.to_owned(),
-            tip_form: checkout::WorktreeForm::new(repo, tip)?,
-            base_form: checkout::WorktreeForm::new(repo, base)?,
-            tip: tip
-                .entries()
-                .iter()
-                .map(|e| (e.path(tip).to_owned(), (e.id, e.mode)))
-                .collect(),
-            folders: Folders::default(),
-            last: None,
-        })
-    }
-
-    /// Whether the file at `path` is of another kind or exec bit than `mode`.
-    fn mode_differs(&self, path: &BStr, mode: gix::index::entry::Mode) -> bool {
-        use std::os::unix::fs::PermissionsExt as _;
-        let meta = match &self.last {
-            Some((last, meta)) if last == path => meta.clone(),
-            _ => match std::fs::symlink_metadata(self.workdir.join(path.to_path_lossy())) {
-                Ok(meta) => meta,
-                Err(_) => return true,
-            },
-        };
-        let is_link = meta.file_type().is_symlink();
-        match mode {
-            gix::index::entry::Mode::SYMLINK => !is_link,
-            gix::index::entry::Mode::FILE_EXECUTABLE => {
-                is_link || meta.permissions().mode() & 0o100 == 0
-            }
-            gix::index::entry::Mode::FILE => is_link || meta.permissions().mode() & 0o100 != 0,
-            _ => false,
-        }
-    }
-
-    /// What is at `path`, whose entry in the template's index is `base`.
-    fn local(&mut self, path: &BStr, base: Option<&gix::index::Entry>) -> Result<Local> {
-        let rel = path.to_path_lossy();
-        if leading_blocker(&self.workdir, &rel, &self.folders).is_some() {
-            // Not reached through a symlink or a file: nothing of its own is there.
-            return Ok(Local::Missing);
-        }
-        let full = self.workdir.join(&rel);
-        let meta = match std::fs::symlink_metadata(&full) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Local::Missing),
-            Err(e) if e.raw_os_error() == Some(20) => return Ok(Local::Missing), // ENOTDIR
-            Err(e) => return Err(Error::io(format!("reading {}", full.display()), e)),
-        };
-        if meta.is_dir() {
-            return Ok(Local::Dir);
-        }
-        self.last = Some((path.to_owned(), meta.clone()));
-        if let Some(b) = base
-            && same_size_and_mtime(&b.stat, &meta)
-        {
-            return Ok(Local::Blob(b.id));
-        }
-        let on_disk = if meta.file_type().is_symlink() {
-            std::fs::read_link(&full).map(|t| t.into_os_string().into_encoded_bytes())
-        } else {
-            std::fs::read(&full)
-        }
-        .map_err(|e| Error::io(format!("reading {}", full.display()), e))?;
-        let candidates = [
-            self.tip.get(path).map(|(id, mode)| (*id, *mode, true)),
-            base.map(|b| (b.id, b.mode, false)),
-        ];
-        for (id, mode, is_tip) in candidates.into_iter().flatten() {
-            let mut buf = Vec::new();
-            let Ok(Some(blob)) = gix::objs::Find::try_find(&self.repo.objects, &id, &mut buf)
-            else {
-                continue;
-            };
-            let blob = blob.data.to_vec();
-            let form = if mode == gix::index::entry::Mode::SYMLINK {
-                blob
-            } else if is_tip {
-                self.tip_form.convert(blob, path)?
-            } else {
-                self.base_form.convert(blob, path)?
-            };
-            if form == on_disk {
-                return Ok(Local::Blob(id));
-            }
-        }
-        Ok(Local::Other)
-    }
-}
-
-/// A template copied layer by layer keeps sizes and mtimes, not inodes or ctimes: only those two
-/// are compared, and the nanoseconds only when the file still has them (an image layer's export
-/// may keep whole seconds only).
-fn same_size_and_mtime(stat: &gix::index::entry::Stat, meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    u64::from(stat.size) == (meta.size() & 0xffff_ffff)
-        && i64::from(stat.mtime.secs) == meta.mtime()
-        && (meta.mtime_nsec() == 0 || i64::from(stat.mtime.nsecs) == meta.mtime_nsec())
 }

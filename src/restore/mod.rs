@@ -16,6 +16,7 @@ mod boot;
 mod cache;
 pub mod checkout;
 mod git;
+mod probe;
 
 use std::path::{Path, PathBuf};
 

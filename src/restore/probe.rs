@@ -1,0 +1,247 @@
+//! What the work tree of a baked template holds at each path the boot may touch: by size and
+//! mtime against the template's index when they match, else by reading the file (see
+//! [`super::boot`]). The stat calls of the whole index are made while the fetch waits on the
+//! server ([`Survey`]): they depend on the template alone, not on `TIP_SHA`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use gix::bstr::{BStr, BString, ByteSlice as _};
+
+use super::checkout;
+use crate::error::{Error, Result};
+
+/// What the work tree holds at a path, as far as the switch needs to know.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Local {
+    /// Nothing there.
+    Missing,
+    /// The content of this blob (with this mode).
+    Blob(gix::ObjectId),
+    /// A folder (tracked files below it are judged on their own).
+    Dir,
+    /// Something else (a local change).
+    Other,
+}
+
+/// The first leading folder of `rel` that is not a real folder (a symlink or a file), if any.
+pub(super) fn leading_blocker(workdir: &Path, rel: &Path, folders: &Folders) -> Option<PathBuf> {
+    let mut prefix = PathBuf::new();
+    let mut components = rel.components().peekable();
+    while let Some(c) = components.next() {
+        // The last component is the path itself, not a leading folder.
+        components.peek()?;
+        prefix.push(c);
+        let known = folders.0.borrow().get(&prefix).copied();
+        let kind = known.unwrap_or_else(|| {
+            let kind = match std::fs::symlink_metadata(workdir.join(&prefix)) {
+                Ok(m) if m.is_dir() => Some(true),
+                Ok(_) => Some(false),
+                Err(_) => None,
+            };
+            folders.0.borrow_mut().insert(prefix.clone(), kind);
+            kind
+        });
+        match kind {
+            Some(true) => {}
+            Some(false) => return Some(prefix),
+            None => return None,
+        }
+    }
+    None
+}
+
+/// What each leading folder of the paths is (a folder, something else, or nothing), looked up once
+/// per plan: the plan reads every path of the tree, and most share their folders.
+#[derive(Default)]
+pub(super) struct Folders(std::cell::RefCell<HashMap<PathBuf, Option<bool>>>);
+
+/// Reads what the work tree holds at a path: by size and mtime against the template's index when
+/// they match, else by comparing the file with the blobs it may hold, in their work-tree form.
+pub(super) struct Probe<'repo> {
+    repo: &'repo gix::Repository,
+    workdir: PathBuf,
+    tip_form: checkout::WorktreeForm<'repo>,
+    base_form: checkout::WorktreeForm<'repo>,
+    tip: HashMap<BString, (gix::ObjectId, gix::index::entry::Mode)>,
+    pub(super) folders: Folders,
+    survey: HashMap<BString, Seen>,
+    /// The metadata `local` read last, for `mode_differs` on the same path.
+    last: Option<(BString, std::fs::Metadata)>,
+}
+
+impl<'repo> Probe<'repo> {
+    /// A probe of `workdir` for the switch from `base` (the template's index) to `tip`, answering
+    /// from `survey` for the paths it read.
+    pub(super) fn new(
+        repo: &'repo gix::Repository,
+        workdir: &Path,
+        tip: &gix::index::File,
+        base: &gix::index::File,
+        survey: Survey,
+    ) -> Result<Self> {
+        Ok(Probe {
+            repo,
+            workdir: workdir.to_owned(),
+            tip_form: checkout::WorktreeForm::new(repo, tip)?,
+            base_form: checkout::WorktreeForm::new(repo, base)?,
+            tip: tip
+                .entries()
+                .iter()
+                .map(|e| (e.path(tip).to_owned(), (e.id, e.mode)))
+                .collect(),
+            folders: survey.folders,
+            survey: survey.seen,
+            last: None,
+        })
+    }
+
+    /// Whether the file at `path` is of another kind or exec bit than `mode`.
+    pub(super) fn mode_differs(&self, path: &BStr, mode: gix::index::entry::Mode) -> bool {
+        use std::os::unix::fs::PermissionsExt as _;
+        let meta = match &self.last {
+            Some((last, meta)) if last == path => meta.clone(),
+            _ => match std::fs::symlink_metadata(self.workdir.join(path.to_path_lossy())) {
+                Ok(meta) => meta,
+                Err(_) => return true,
+            },
+        };
+        let is_link = meta.file_type().is_symlink();
+        match mode {
+            gix::index::entry::Mode::SYMLINK => !is_link,
+            gix::index::entry::Mode::FILE_EXECUTABLE => {
+                is_link || meta.permissions().mode() & 0o100 == 0
+            }
+            gix::index::entry::Mode::FILE => is_link || meta.permissions().mode() & 0o100 != 0,
+            _ => false,
+        }
+    }
+
+    /// Whether a real folder is at `path` (from the survey when it read the path).
+    pub(super) fn is_dir(&self, path: &BStr) -> bool {
+        match self.survey.get(path) {
+            Some(Seen::Found(meta)) => meta.is_dir(),
+            Some(Seen::Missing) => false,
+            None => std::fs::symlink_metadata(self.workdir.join(path.to_path_lossy()))
+                .is_ok_and(|m| m.is_dir()),
+        }
+    }
+
+    /// What is at `path`, whose entry in the template's index is `base`.
+    pub(super) fn local(&mut self, path: &BStr, base: Option<&gix::index::Entry>) -> Result<Local> {
+        let rel = path.to_path_lossy();
+        let full = self.workdir.join(&rel);
+        let meta = match self.survey.get(path) {
+            Some(Seen::Missing) => return Ok(Local::Missing),
+            Some(Seen::Found(meta)) => meta.clone(),
+            None => match look(&self.workdir, &rel, &self.folders) {
+                Ok(Seen::Missing) => return Ok(Local::Missing),
+                Ok(Seen::Found(meta)) => meta,
+                Err(e) => return Err(Error::io(format!("reading {}", full.display()), e)),
+            },
+        };
+        if meta.is_dir() {
+            return Ok(Local::Dir);
+        }
+        self.last = Some((path.to_owned(), meta.clone()));
+        if let Some(b) = base
+            && same_size_and_mtime(&b.stat, &meta)
+        {
+            return Ok(Local::Blob(b.id));
+        }
+        let on_disk = if meta.file_type().is_symlink() {
+            std::fs::read_link(&full).map(|t| t.into_os_string().into_encoded_bytes())
+        } else {
+            std::fs::read(&full)
+        }
+        .map_err(|e| Error::io(format!("reading {}", full.display()), e))?;
+        let candidates = [
+            self.tip.get(path).map(|(id, mode)| (*id, *mode, true)),
+            base.map(|b| (b.id, b.mode, false)),
+        ];
+        for (id, mode, is_tip) in candidates.into_iter().flatten() {
+            let mut buf = Vec::new();
+            let Ok(Some(blob)) = gix::objs::Find::try_find(&self.repo.objects, &id, &mut buf)
+            else {
+                continue;
+            };
+            let blob = blob.data.to_vec();
+            let form = if mode == gix::index::entry::Mode::SYMLINK {
+                blob
+            } else if is_tip {
+                self.tip_form.convert(blob, path)?
+            } else {
+                self.base_form.convert(blob, path)?
+            };
+            if form == on_disk {
+                return Ok(Local::Blob(id));
+            }
+        }
+        Ok(Local::Other)
+    }
+}
+
+/// A template copied layer by layer keeps sizes and mtimes, not inodes or ctimes: only those two
+/// are compared, and the nanoseconds only when the file still has them (an image layer's export
+/// may keep whole seconds only).
+pub(super) fn same_size_and_mtime(
+    stat: &gix::index::entry::Stat,
+    meta: &std::fs::Metadata,
+) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    u64::from(stat.size) == (meta.size() & 0xffff_ffff)
+        && i64::from(stat.mtime.secs) == meta.mtime()
+        && (meta.mtime_nsec() == 0 || i64::from(stat.mtime.nsecs) == meta.mtime_nsec())
+}
+
+/// What [`look`] found at a path.
+enum Seen {
+    /// Nothing of the work tree's own: no file, or a leading folder that is a symlink or a file.
+    Missing,
+    /// The path's own metadata (not followed).
+    Found(std::fs::Metadata),
+}
+
+/// What is at `rel`, reached through real folders only.
+fn look(workdir: &Path, rel: &Path, folders: &Folders) -> std::io::Result<Seen> {
+    if leading_blocker(workdir, rel, folders).is_some() {
+        // Not reached through a symlink or a file: nothing of its own is there.
+        return Ok(Seen::Missing);
+    }
+    match std::fs::symlink_metadata(workdir.join(rel)) {
+        Ok(m) => Ok(Seen::Found(m)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Seen::Missing),
+        Err(e) if e.raw_os_error() == Some(20) => Ok(Seen::Missing), // ENOTDIR
+        Err(e) => Err(e),
+    }
+}
+
+/// The metadata of every path in the template's index, read once before the switch (in a thread
+/// beside the fetch). A path it could not read is left out: the probe reads it again and reports
+/// the error.
+#[derive(Default)]
+pub(super) struct Survey {
+    seen: HashMap<BString, Seen>,
+    folders: Folders,
+}
+
+impl Survey {
+    /// Read what `workdir` holds at every path of the index in `git_dir`; an empty survey when
+    /// the index cannot be read (the switch reads it again and reports why).
+    pub(super) fn of(workdir: &Path, git_dir: &Path) -> Survey {
+        let Ok(repo) = crate::repo::open(git_dir) else {
+            return Survey::default();
+        };
+        let Ok(index) = repo.index_or_empty() else {
+            return Survey::default();
+        };
+        let mut survey = Survey::default();
+        for entry in index.entries() {
+            let path = entry.path(&index);
+            if let Ok(seen) = look(workdir, &path.to_path_lossy(), &survey.folders) {
+                survey.seen.insert(path.to_owned(), seen);
+            }
+        }
+        survey
+    }
+}
