@@ -352,6 +352,8 @@ fn a_base_the_server_lacks_still_boots() {
         warnings.contains("did not use the template's base") && warnings.contains(b.base()),
         "{warnings}"
     );
+    // One sentence as a person reads it: no line-continuation indent inside it.
+    assert!(!warnings.contains("  "), "{warnings}");
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), other_tip);
     w.git(&dir, &["diff", "--quiet", &other_tip]);
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
