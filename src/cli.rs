@@ -45,6 +45,8 @@ pub enum Command {
     Save(SaveArgs),
     /// Push the session branch's local commits (fast-forward only, against the lease)
     Push(PushArgs),
+    /// Save (commit and push) every interval while there is work, until SIGTERM or SIGINT
+    Watch(WatchArgs),
     /// Show the session: branch, lease, HEAD, commits ahead, changed files
     Status(StatusArgs),
     /// A git credential helper answering from the environment (configured by restore)
@@ -52,15 +54,19 @@ pub enum Command {
     /// The check git runs before a plain `git push` (installed by restore as a pre-push hook)
     #[command(hide = true)]
     Hook(HookArgs),
+    /// Print the JSON Schema (draft 2020-12) of every command's --json output
+    Schema,
     /// Print shell completions for SHELL (bash, zsh, fish, elvish, powershell)
-    #[command(hide = true)]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff)
-    #[command(hide = true)]
-    Manpage,
+    /// Write the manual pages, one per command (git-session.1, git-session-restore.1, …), into DIR
+    Manpage {
+        /// The folder to write them to, e.g. /usr/local/share/man/man1
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 impl Command {
@@ -71,11 +77,13 @@ impl Command {
             Command::Bake(_) => "bake",
             Command::Save(_) => "save",
             Command::Push(_) => "push",
+            Command::Watch(_) => "watch",
             Command::Status(_) => "status",
             Command::Credential(_) => "credential",
             Command::Hook(_) => "hook",
+            Command::Schema => "schema",
             Command::Completions { .. } => "completions",
-            Command::Manpage => "manpage",
+            Command::Manpage { .. } => "manpage",
         }
     }
 }
@@ -101,11 +109,16 @@ pub struct RestoreArgs {
     pub push_url: Option<String>,
 
     /// The session branch, e.g. sessions/4f1c… (refs/heads/… accepted)
-    #[arg(long, env = "SESSION_BRANCH", value_name = "BRANCH")]
+    #[arg(
+        long,
+        env = "SESSION_BRANCH",
+        hide_env_values = true,
+        value_name = "BRANCH"
+    )]
     pub session_branch: Option<String>,
 
     /// The full 40-hex-digit id of the commit to restore
-    #[arg(long, env = "TIP_SHA", value_name = "SHA")]
+    #[arg(long, env = "TIP_SHA", hide_env_values = true, value_name = "SHA")]
     pub tip_sha: Option<String>,
 
     /// Commits of history to fetch (0: the whole history)
@@ -156,7 +169,12 @@ pub struct RestoreArgs {
 
     /// A baked template (`git-session bake`) whose objects seed a restore into an empty folder:
     /// only what changed since its base is fetched; the result does not depend on DIR
-    #[arg(long, env = "GIT_SESSION_CACHE", value_name = "DIR")]
+    #[arg(
+        long,
+        env = "GIT_SESSION_CACHE",
+        hide_env_values = true,
+        value_name = "DIR"
+    )]
     pub cache: Option<PathBuf>,
 }
 
@@ -168,7 +186,7 @@ pub struct BakeArgs {
     pub read_url: Option<String>,
 
     /// The full 40-hex-digit id of the base commit to bake in
-    #[arg(long, env = "TIP_SHA", value_name = "SHA")]
+    #[arg(long, env = "TIP_SHA", hide_env_values = true, value_name = "SHA")]
     pub tip_sha: Option<String>,
 
     /// Largest object (or delta result) a fetched pack may hold, in bytes; larger is refused
@@ -198,15 +216,51 @@ pub struct SaveArgs {
     pub push: PushArgs,
 }
 
-/// `push` flags (also used by `save`).
+/// `watch` flags.
 #[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// How often to look for work to save, e.g. 30s, 2m, 500ms
+    #[arg(long, value_name = "DURATION")]
+    pub every: String,
+
+    /// Save only once no changed file was modified for this long, so a file being written is not
+    /// caught half-way (e.g. 5s) [default: 0s]
+    #[arg(
+        long = "quiet-for",
+        value_name = "DURATION",
+        default_value = "0s",
+        hide_default_value = true
+    )]
+    pub quiet_for: String,
+
+    /// The commit message of each checkpoint
+    #[arg(
+        short,
+        long,
+        default_value = "Checkpoint from git-session watch",
+        value_name = "MESSAGE"
+    )]
+    pub message: String,
+
+    /// Push flags.
+    #[command(flatten)]
+    pub push: PushArgs,
+}
+
+/// `push` flags (also used by `save`).
+#[derive(Debug, Clone, clap::Args)]
 pub struct PushArgs {
     /// Smart-HTTP(S) URL to push to, without credentials [env: PUSH_URL_FILE, PUSH_URL]
     #[arg(long, value_name = "URL")]
     pub push_url: Option<String>,
 
     /// The session branch; must match the session record
-    #[arg(long, env = "SESSION_BRANCH", value_name = "BRANCH")]
+    #[arg(
+        long,
+        env = "SESSION_BRANCH",
+        hide_env_values = true,
+        value_name = "BRANCH"
+    )]
     pub session_branch: Option<String>,
 }
 
@@ -218,7 +272,12 @@ pub struct StatusArgs {
     pub remote: bool,
 
     /// The session branch; must match the session record
-    #[arg(long, env = "SESSION_BRANCH", value_name = "BRANCH")]
+    #[arg(
+        long,
+        env = "SESSION_BRANCH",
+        hide_env_values = true,
+        value_name = "BRANCH"
+    )]
     pub session_branch: Option<String>,
 }
 

@@ -66,26 +66,52 @@ pub fn run(cli: Cli) -> u8 {
             clap_complete::generate(*shell, &mut cmd, "git-session", &mut std::io::stdout());
             return 0;
         }
-        Command::Manpage => {
+        Command::Schema => {
+            println!("{}", output::json::schema());
+            return 0;
+        }
+        Command::Manpage { out } => {
             let cmd = <Cli as clap::CommandFactory>::command();
-            return match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
-                Ok(()) => 0,
-                Err(_) => 1,
+            return match commands::manpage::write_pages(cmd, out) {
+                Ok(pages) => {
+                    if !cli.quiet {
+                        for page in pages {
+                            println!("{}", page.display());
+                        }
+                    }
+                    0
+                }
+                Err(err) => {
+                    output::failure(cli.json, "manpage", &err);
+                    err.exit_code()
+                }
             };
         }
         _ => {}
     }
     let command = cli.command.name();
-    let result = inputs::session_dir(cli.dir.as_deref()).and_then(|dir| match &cli.command {
+    // Read once, before anything is written: a bad value is exit 2 whatever the command.
+    let owner = types::Owner::from_env().map_err(|e| Error::Usage(e.to_string()));
+    if let Ok(owner) = &owner {
+        output::set_owner(owner.clone());
+    }
+    let result =
+        owner.and_then(|owner| inputs::session_dir(cli.dir.as_deref()).map(|dir| (dir, owner)));
+    if let (Command::Watch(args), Ok((dir, owner))) = (&cli.command, &result) {
+        return commands::watch::run(args, dir.clone(), owner, cli.json, cli.quiet);
+    }
+    let result = result.and_then(|(dir, owner)| match &cli.command {
         Command::Restore(args) => commands::restore::run(args, dir),
         Command::Bake(args) => commands::bake::run(args, dir),
-        Command::Save(args) => commands::save::run(args, dir),
+        Command::Save(args) => commands::save::run(args, dir, &owner),
         Command::Push(args) => commands::push::run(args, dir),
         Command::Status(args) => commands::status::run(args, dir),
         Command::Credential(_)
+        | Command::Watch(_)
         | Command::Hook(_)
+        | Command::Schema
         | Command::Completions { .. }
-        | Command::Manpage => {
+        | Command::Manpage { .. } => {
             unreachable!("handled before the session directory")
         }
     });

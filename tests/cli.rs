@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 
-use crate::support::{GitServer, TOKEN, World, userinfo};
+use crate::support::{GitServer, TOKEN, World, assert_matches_schema, userinfo};
 
 fn jwt(exp: u64) -> String {
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -400,6 +400,9 @@ fn every_command_prints_one_json_object_with_the_spec_fields() {
         for k in keys {
             assert!(j.get(k).is_some(), "missing {k} in {j}");
         }
+        if j.get("ok").is_some() {
+            assert_matches_schema(j);
+        }
     };
     let run = f.w.run(
         &dir,
@@ -480,6 +483,29 @@ fn every_command_prints_one_json_object_with_the_spec_fields() {
             "url_expires_at",
         ],
     );
+    let j = f.w.run(&dir, &["status", "--json"], &[]).json();
+    fields(&j, &["ok", "command", "changed"]);
+    assert!(j.get("remote_tip").is_none(), "{j}");
+    let j =
+        f.w.run(
+            &f.w.path("tpl"),
+            &["bake", "--json"],
+            &[("READ_URL", &f.url()), ("TIP_SHA", &f.ids[0])],
+        )
+        .json();
+    fields(&j, &["ok", "command", "base", "files"]);
+    assert_eq!(
+        (j["command"].as_str(), j["branch"].as_null()),
+        (Some("bake"), Some(()))
+    );
+    // The schema is strict: a field it does not describe is a violation.
+    let mut extra = j.clone();
+    extra["surprise"] = serde_json::json!(1);
+    let schema_catches = std::panic::catch_unwind(|| assert_matches_schema(&extra));
+    assert!(
+        schema_catches.is_err(),
+        "an undescribed field passed the schema"
+    );
     // Failures: exactly one object with ok, command, exit_code, error.kind, error.message.
     let j = f.w.run(&dir, &["push", "--json"], &[]).json();
     fields(&j, &["ok", "command", "exit_code", "error"]);
@@ -497,6 +523,7 @@ fn every_exit_code_has_its_kind() {
         let j = run.json();
         assert_eq!(j["exit_code"], code);
         assert_eq!(j["error"]["kind"], kind, "{j}");
+        assert_matches_schema(&j);
     };
     // 1: a panic exits 1 with a short message (never 101 or 134).
     let run = f.w.run(
@@ -628,9 +655,102 @@ fn completions_man_page_and_version() {
     let run = w.run(w.tmp.path(), &["completions", "bash"], &[]);
     run.assert_code(0);
     assert!(run.stdout.contains("git-session") && run.stdout.contains("restore"));
-    let run = w.run(w.tmp.path(), &["manpage"], &[]);
+    let pages = w.tmp.path().join("man1");
+    let run = w.run(
+        w.tmp.path(),
+        &["manpage", "--out", pages.to_str().unwrap()],
+        &[],
+    );
     run.assert_code(0);
-    assert!(run.stdout.contains(".TH") && run.stdout.contains("git-session"));
+    let help = w.run(w.tmp.path(), &["--help"], &[]);
+    for command in [
+        "restore",
+        "bake",
+        "save",
+        "push",
+        "status",
+        "schema",
+        "completions",
+        "manpage",
+    ] {
+        assert!(
+            help.stdout.contains(command),
+            "--help does not show {command}:\n{}",
+            help.stdout
+        );
+    }
+    for page in [
+        "git-session",
+        "git-session-restore",
+        "git-session-bake",
+        "git-session-save",
+        "git-session-push",
+        "git-session-status",
+        "git-session-schema",
+    ] {
+        let path = pages.join(format!("{page}.1"));
+        assert!(
+            run.stdout.contains(path.to_str().unwrap()),
+            "{page}.1 not listed:\n{}",
+            run.stdout
+        );
+        // Rendered as man renders it: the sections a reader looks for, the options with values.
+        let out = std::process::Command::new("man")
+            .arg("-l")
+            .arg(&path)
+            .env("MANWIDTH", "200")
+            .env("MAN_KEEP_FORMATTING", "0")
+            .env("LC_ALL", "C")
+            .output()
+            .expect("man (man-db) must be installed: scripts/test installs it");
+        assert!(
+            out.status.success(),
+            "man -l {page}.1: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Without a terminal grotty still overstrikes bold ("N\bN"): keep the last of each pair.
+        let mut text = String::new();
+        for c in String::from_utf8_lossy(&out.stdout).chars() {
+            if c == '\u{8}' {
+                text.pop();
+            } else {
+                text.push(c);
+            }
+        }
+        for section in [
+            "NAME",
+            "SYNOPSIS",
+            "OPTIONS",
+            "ENVIRONMENT",
+            "EXIT STATUS",
+            "EXAMPLES",
+        ] {
+            assert!(text.contains(section), "{page}.1 has no {section}:\n{text}");
+        }
+        assert!(
+            text.contains("-C <DIR>"),
+            "{page}.1's synopsis lacks -C <DIR>:\n{text}"
+        );
+        assert!(
+            !text.contains("=]"),
+            "{page}.1 shows an empty env value:\n{text}"
+        );
+    }
+    let save = std::fs::read_to_string(pages.join("git-session-save.1")).unwrap();
+    assert!(
+        save.contains("PUSH_URL") && save.contains("stale"),
+        "{save}"
+    );
+    let restore_help = w.run(
+        w.tmp.path(),
+        &["restore", "--help"],
+        &[("SESSION_BRANCH", "")],
+    );
+    assert!(
+        !restore_help.stdout.contains("=]"),
+        "{}",
+        restore_help.stdout
+    );
     let run = w.run(w.tmp.path(), &["--version"], &[]);
     run.assert_code(0);
     assert_eq!(

@@ -5,6 +5,7 @@ mod support;
 
 mod bake;
 mod cli;
+mod handoff;
 mod hostile;
 mod inputs;
 mod lease;

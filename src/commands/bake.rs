@@ -2,7 +2,7 @@
 //! lease, `HEAD` detached at the base — for a sandbox image built once and booted many times. A
 //! later `restore` in the baked tree fetches and writes only what changed since the base.
 
-use serde_json::json;
+use crate::output::json::{Baked, CommandResult};
 
 use crate::cli::BakeArgs;
 use crate::error::{Error, Result};
@@ -57,15 +57,14 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
             report.files
         )
     };
-    let mut fields = serde_json::Map::new();
-    fields.insert("base".into(), json!(report.tip));
-    fields.insert("noop".into(), json!(report.noop));
-    fields.insert("files".into(), json!(report.files));
     Ok(Success {
-        command: "bake",
+        result: CommandResult::Bake(Baked {
+            base: report.tip,
+            noop: report.noop,
+            files: report.files,
+        }),
         branch: String::new(),
         warnings: report.warnings,
-        fields,
         human,
     })
 }

@@ -4,10 +4,12 @@
 pub mod bake;
 pub mod credential;
 pub mod hook;
+pub mod manpage;
 pub mod push;
 pub mod restore;
 pub mod save;
 pub mod status;
+pub mod watch;
 
 /// Warnings for session URLs whose JWT expires within 5 minutes (or has expired), by variable name.
 pub fn expiry_warnings<'a>(

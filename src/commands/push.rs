@@ -1,7 +1,7 @@
 //! `git-session push`: push the session branch's local commits, fast-forward only, against the
 //! lease (SPEC rule 3).
 
-use serde_json::json;
+use crate::output::json::{CommandResult, Pushed};
 
 use crate::cli::PushArgs;
 use crate::error::{Error, Result};
@@ -10,6 +10,7 @@ use crate::output::Success;
 use crate::push::{PushOutcome, push};
 use crate::repo::lease::WriteLock;
 use crate::repo::session::Session;
+use crate::types::FullSha;
 use crate::wire::http::UrlSource;
 
 /// Run `push` in `dir`.
@@ -29,15 +30,11 @@ pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
             Error::Stale { .. } => e,
             other => other.with_note("Local commits are kept"),
         })?;
-    let mut fields = serde_json::Map::new();
-    fields.insert("committed".into(), json!(false));
-    pushed.fill(&mut fields);
     Ok(Success {
-        command: "push",
+        result: CommandResult::Push(pushed.fields(None)),
         branch: pushed.branch.to_string(),
         warnings: pushed.warnings.clone(),
         human: pushed.human(),
-        fields,
     })
 }
 
@@ -144,10 +141,14 @@ impl PushOutcome {
         }
     }
 
-    /// The JSON fields of a save or push.
-    pub fn fill(&self, fields: &mut serde_json::Map<String, serde_json::Value>) {
-        fields.insert("tip".into(), json!(self.tip));
-        fields.insert("previous_tip".into(), json!(self.previous_tip));
-        fields.insert("pushed".into(), json!(self.pushed));
+    /// The JSON fields of a save (which made `commit`) or push.
+    pub fn fields(&self, commit: Option<FullSha>) -> Pushed {
+        Pushed {
+            committed: commit.is_some(),
+            commit,
+            pushed: self.pushed,
+            tip: self.tip,
+            previous_tip: self.previous_tip,
+        }
     }
 }

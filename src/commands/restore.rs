@@ -1,6 +1,6 @@
 //! `git-session restore`: validate the inputs (before any network I/O), then run the restore.
 
-use serde_json::{Value, json};
+use crate::output::json::{CommandResult, Restored};
 
 use crate::cli::{From, RestoreArgs};
 use crate::error::{Error, Result};
@@ -139,20 +139,16 @@ fn success(opts: &RestoreOptions, report: RestoreReport) -> Success {
             report.files
         )
     };
-    let mut fields = serde_json::Map::new();
-    fields.insert("tip".into(), json!(report.tip));
-    fields.insert("lease".into(), json!(report.lease));
-    fields.insert(
-        "source".into(),
-        Value::String(report.source.as_str().into()),
-    );
-    fields.insert("noop".into(), Value::Bool(report.noop));
-    fields.insert("files".into(), json!(report.files));
     Success {
-        command: "restore",
+        result: CommandResult::Restore(Restored {
+            tip: report.tip,
+            lease: report.lease,
+            source: report.source.as_str(),
+            noop: report.noop,
+            files: report.files,
+        }),
         branch: report.branch.to_string(),
         warnings: report.warnings,
-        fields,
         human,
     }
 }

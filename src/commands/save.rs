@@ -1,18 +1,18 @@
 //! `git-session save`: stage everything, commit, push (SPEC "Commands").
 
-use serde_json::json;
-
 use crate::cli::SaveArgs;
 use crate::error::{Error, Result};
 use crate::output::Success;
+use crate::output::json::{CommandResult, Pushed};
 use crate::repo::session::Session;
 use crate::save::{CommitOptions, stage_and_commit};
+use crate::types::Owner;
 
 /// Run `save` in `dir`.
 ///
 /// # Errors
 /// Those of [`stage_and_commit`] and [`crate::commands::push::push_session`].
-pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
+pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Success> {
     let session = Session::open(&dir, args.push.session_branch.as_deref())?;
     let _hand_back = session.hand_back_on_drop();
     let push_source = if args.no_push {
@@ -36,25 +36,25 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
         &CommitOptions {
             message: &args.message,
             secrets: &secrets,
+            owner,
         },
     )?;
     let mut warnings = committed.warnings;
-    let mut fields = serde_json::Map::new();
-    fields.insert("committed".into(), json!(committed.commit.is_some()));
-    fields.insert("commit".into(), json!(committed.commit));
     let human_commit = match committed.commit {
         Some(c) => format!("committed {c}"),
         None => "nothing to commit".to_owned(),
     };
     let Some(source) = push_source else {
-        fields.insert("pushed".into(), json!(false));
-        fields.insert("tip".into(), json!(session.record.lease));
-        fields.insert("previous_tip".into(), json!(session.record.lease));
         return Ok(Success {
-            command: "save",
+            result: CommandResult::Save(Pushed {
+                committed: committed.commit.is_some(),
+                commit: committed.commit,
+                pushed: false,
+                tip: session.record.lease,
+                previous_tip: session.record.lease,
+            }),
             branch: session.record.branch.to_string(),
             warnings,
-            fields,
             human: format!("{human_commit} on {} (not pushed)", session.record.branch),
         });
     };
@@ -89,12 +89,10 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf) -> Result<Success> {
     })?;
     warnings.extend(pushed.warnings.iter().cloned());
     let human = format!("{human_commit}; {}", pushed.human());
-    pushed.fill(&mut fields);
     Ok(Success {
-        command: "save",
+        result: CommandResult::Save(pushed.fields(committed.commit)),
         branch: pushed.branch.to_string(),
         warnings,
-        fields,
         human,
     })
 }

@@ -1,7 +1,7 @@
 //! `git session status`: where this session stands — branch, lease, `HEAD`, commits ahead, changed
 //! files, and with `--remote` the remote tip; the expiry of a JWT in the session URLs.
 
-use serde_json::json;
+use crate::output::json;
 
 use crate::cli::StatusArgs;
 use crate::error::Result;
@@ -32,9 +32,8 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     let found = Classified::of(&local, remote_tip)?;
     let record = &session.record;
     Ok(Success {
-        command: "status",
+        result: json::CommandResult::Status(json_fields(&local, &found)),
         branch: record.branch.to_string(),
-        fields: json_fields(&local, &found),
         human: human_lines(&local, &found).join("\n"),
         warnings: local.warnings,
     })
@@ -147,7 +146,7 @@ impl<'a> Local<'a> {
 }
 
 /// Commits in `HEAD` that `base` does not have (0 when they cannot be counted).
-fn commits_ahead(repo: &gix::Repository, head: Option<FullSha>, base: FullSha) -> usize {
+pub(super) fn commits_ahead(repo: &gix::Repository, head: Option<FullSha>, base: FullSha) -> usize {
     match head {
         Some(h) if h != base => repo
             .rev_walk([h.id()])
@@ -354,27 +353,23 @@ fn remote_line(rt: FullSha, state: RemoteTip) -> String {
 }
 
 /// The JSON report's fields.
-fn json_fields(local: &Local, found: &Classified) -> serde_json::Map<String, serde_json::Value> {
+fn json_fields(local: &Local, found: &Classified) -> json::Status {
     let record = &local.session.record;
     let changed = match &local.changes {
         Changes::Listed { changes, .. } => Some(changes),
         Changes::Unknown(_) => None,
     };
-    let mut fields = serde_json::Map::new();
-    fields.insert("lease".into(), json!(record.lease));
-    fields.insert("head".into(), json!(local.head));
-    fields.insert("tip".into(), json!(record.tip));
-    fields.insert("source".into(), json!(record.source.as_str()));
-    fields.insert("ahead".into(), json!(local.ahead));
-    fields.insert("changed".into(), json!(changed));
-    if let Some((rt, state)) = found.remote {
-        fields.insert("remote_tip".into(), json!(rt));
-        // "lease" (a push fast-forwards), "own" (this tree pushed it), "rewritten" (refused with
-        // exit 7), "moved" or "deleted" (refused with exit 3).
-        fields.insert("remote_state".into(), json!(state.as_str()));
+    json::Status {
+        lease: record.lease,
+        head: local.head,
+        tip: record.tip,
+        source: record.source.as_str(),
+        ahead: local.ahead,
+        changed: changed.cloned(),
+        remote_tip: found.remote.map(|(rt, _)| rt),
+        remote_state: found.remote.map(|(_, state)| state.as_str()),
+        url_expires_at: local.expires.map(rfc3339),
     }
-    fields.insert("url_expires_at".into(), json!(local.expires.map(rfc3339)));
-    fields
 }
 
 /// A Unix time as RFC 3339, to the second.

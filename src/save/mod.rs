@@ -26,6 +26,8 @@ pub struct CommitOptions<'a> {
     /// Strings that must not be committed (the session tokens in their encodings, see
     /// [`RemoteUrl::secret_forms`](crate::types::RemoteUrl::secret_forms)).
     pub secrets: &'a [String],
+    /// Who owns the session: added to the message as trailers (`Session-Sandbox:`, …).
+    pub owner: &'a crate::types::Owner,
 }
 
 /// What staging and committing did.
@@ -120,10 +122,11 @@ fn stage_and_commit_in(
     })
 }
 
-/// The commit message, cleaned like `git commit -m` does.
+/// The commit message, cleaned like `git commit -m` does, with the owners' trailers.
 ///
 /// # Errors
-/// [`Error::Usage`] when nothing is left of it; [`Error::Integrity`] when it holds a secret.
+/// [`Error::Usage`] when nothing is left of it; [`Error::Integrity`] when it or an owner holds a
+/// secret.
 fn commit_message(opts: &CommitOptions<'_>) -> Result<String> {
     let message = clean_message(opts.message)
         .ok_or_else(|| Error::Usage("the commit message is empty".into()))?;
@@ -134,7 +137,12 @@ fn commit_message(opts: &CommitOptions<'_>) -> Result<String> {
                 .into(),
         ));
     }
-    Ok(message)
+    if let Some(var) = opts.owner.holding_secret(opts.secrets) {
+        return Err(Error::Integrity(format!(
+            "{var} contains a session token: nothing was committed; set it without the token"
+        )));
+    }
+    Ok(opts.owner.add_trailers(&message))
 }
 
 /// The author and the committer of the new commit, dated now unless the environment says otherwise.
@@ -620,9 +628,11 @@ pub struct PendingChanges {
 }
 
 /// One path that `save` would commit, for `status`.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PendingChange {
     /// `M` modified, `A` added, `D` deleted (relative to `HEAD`), as `git status --short` spells them.
+    #[schemars(extend("enum" = ["M", "A", "D"]))]
     pub status: &'static str,
     /// The path, `/`-separated.
     pub path: String,

@@ -1,9 +1,11 @@
 //! Session inputs parsed once into types, so the contract's rules cannot be skipped.
 
 mod branch;
+mod owner;
 mod sha;
 mod url;
 
 pub use branch::{BranchError, SessionBranch};
+pub use owner::{MAX_OWNER_BYTES, OWNER_FIELDS, Owner, OwnerError};
 pub use sha::{FullSha, ShaError};
 pub use url::{Credentials, MAX_JWT_EXPIRY, RemoteUrl, Secret, UrlError};

@@ -166,6 +166,21 @@ impl<'de> serde::Deserialize<'de> for FullSha {
     }
 }
 
+/// In the `--json` output: 40 lowercase hex digits (the zero id for "no branch yet").
+impl schemars::JsonSchema for FullSha {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ObjectId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A full SHA-1 object id: 40 lowercase hex digits (all zeros: none yet).",
+            "type": "string",
+            "pattern": "^[0-9a-f]{40}$"
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -614,3 +614,32 @@ impl Drop for Tmpfs {
 pub fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
 }
+
+/// Validate `value` (one `--json` object) against `git-session schema` (JSON Schema draft
+/// 2020-12, compiled once); panics with every violation.
+#[track_caller]
+pub fn assert_matches_schema(value: &serde_json::Value) {
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        let out = Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .arg("schema")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git-session schema failed");
+        let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
+            "not a draft 2020-12 schema"
+        );
+        jsonschema::draft202012::new(&schema).expect("the schema does not compile")
+    });
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "the output does not match `git-session schema`:\n{}\n{value:#}",
+        errors.join("\n")
+    );
+}

@@ -3,10 +3,12 @@
 
 use std::io::Write;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::error::Error;
 use crate::redact;
+
+pub mod json;
 
 /// Warnings found before a command's outcome is known (see [`warn_early`]).
 static EARLY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -21,6 +23,18 @@ pub fn warn_early(warning: String) {
     }
 }
 
+/// The session's owners ([`crate::types::Owner`]), read once at start; every result carries them.
+static OWNER: std::sync::OnceLock<crate::types::Owner> = std::sync::OnceLock::new();
+
+/// Record the owners every result shows as `"owner"` (set once; `{}` until then).
+pub fn set_owner(owner: crate::types::Owner) {
+    let _ = OWNER.set(owner);
+}
+
+fn owner() -> crate::types::Owner {
+    OWNER.get().cloned().unwrap_or_default()
+}
+
 fn take_early() -> Vec<String> {
     EARLY
         .lock()
@@ -30,14 +44,12 @@ fn take_early() -> Vec<String> {
 
 /// A command's successful result.
 pub struct Success {
-    /// The command name (`restore`, …).
-    pub command: &'static str,
-    /// The session branch.
+    /// The command and its JSON fields.
+    pub result: json::CommandResult,
+    /// The session branch (empty for a template).
     pub branch: String,
     /// Warnings for the user.
     pub warnings: Vec<String>,
-    /// Command-specific JSON fields (`tip`, `lease`, `source`, …).
-    pub fields: Map<String, Value>,
     /// The human line.
     pub human: String,
 }
@@ -58,19 +70,16 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
     }
     let mut out = std::io::stdout().lock();
     if json_mode {
-        let mut obj = Map::new();
-        obj.insert("ok".into(), Value::Bool(true));
-        obj.insert("command".into(), Value::String(s.command.into()));
-        // A template (bake) has no session branch.
-        let branch = if s.branch.is_empty() {
-            Value::Null
-        } else {
-            Value::String(s.branch)
+        let obj = json::Succeeded {
+            ok: true,
+            result: s.result,
+            // A template (bake) has no session branch.
+            branch: (!s.branch.is_empty()).then_some(s.branch),
+            warnings: s.warnings,
+            owner: owner(),
         };
-        obj.insert("branch".into(), branch);
-        obj.insert("warnings".into(), json!(s.warnings));
-        obj.extend(s.fields);
-        let _ = writeln!(out, "{}", redact::json(Value::Object(obj)));
+        let value = serde_json::to_value(obj).unwrap_or(Value::Null);
+        let _ = writeln!(out, "{}", redact::json(value));
     } else {
         let _ = writeln!(out, "{}", redact::text(&s.human));
     }
@@ -85,19 +94,24 @@ pub fn failure(json_mode: bool, command: &str, err: &Error) {
     let message = redact::text(&err.to_string());
     eprintln!("error: {message}");
     if json_mode {
-        let mut error = Map::new();
-        error.insert("kind".into(), Value::String(err.kind().into()));
-        error.insert("message".into(), Value::String(message));
-        let mut obj = Map::new();
-        obj.insert("ok".into(), Value::Bool(false));
-        obj.insert("command".into(), Value::String(command.into()));
-        obj.insert("exit_code".into(), json!(err.exit_code()));
-        obj.insert("error".into(), Value::Object(error));
-        obj.insert("warnings".into(), json!(warnings));
-        if let Error::Stale(s) = err.root() {
-            obj.insert("lease".into(), Value::String(s.lease.to_string()));
-            obj.insert("remote_tip".into(), Value::String(s.remote_tip.to_string()));
-        }
-        let _ = writeln!(std::io::stdout().lock(), "{}", Value::Object(obj));
+        let stale = match err.root() {
+            Error::Stale(s) => Some((s.lease, s.remote_tip)),
+            _ => None,
+        };
+        let obj = json::Failed {
+            ok: false,
+            command: command.to_owned(),
+            exit_code: err.exit_code(),
+            error: json::ErrorReport {
+                kind: err.kind(),
+                message,
+            },
+            warnings,
+            owner: owner(),
+            lease: stale.map(|s| s.0),
+            remote_tip: stale.map(|s| s.1),
+        };
+        let value = serde_json::to_value(obj).unwrap_or(Value::Null);
+        let _ = writeln!(std::io::stdout().lock(), "{}", redact::json(value));
     }
 }

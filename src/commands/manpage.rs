@@ -1,0 +1,409 @@
+//! `git-session manpage --out DIR`: one manual page per command (`git-session.1`,
+//! `git-session-restore.1`, …), generated from the same clap tree as `--help` (clap_mangen), with
+//! ENVIRONMENT, EXIT STATUS and EXAMPLES sections added. Installed in a `man1` folder on
+//! `MANPATH`, `man git-session-save` and `git session --help` (git runs `man git-session`) work.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The exit codes, as every page's EXIT STATUS gives them: `(code, JSON kind, meaning)`.
+pub const EXIT_CODES: [(u8, &str, &str); 11] = [
+    (0, "", "success, including an idempotent no-op"),
+    (
+        1,
+        "internal",
+        "unexpected internal error (a panic exits 1 too)",
+    ),
+    (
+        2,
+        "usage",
+        "invalid input: abbreviated SHA, bad branch name, credentials on argv, a missing variable, \
+         an owner value with a line break",
+    ),
+    (
+        3,
+        "stale",
+        "the session branch is not at the lease: another sandbox owns the session",
+    ),
+    (
+        4,
+        "auth",
+        "credentials refused (an expired or under-scoped URL): mint a new URL",
+    ),
+    (
+        5,
+        "network",
+        "remote unavailable after bounded retries, TLS failure: retry later",
+    ),
+    (
+        6,
+        "integrity",
+        "wrong object, unsafe tree entry, corrupt stream, a token in a commit",
+    ),
+    (
+        7,
+        "conflict",
+        "local content in the way, a merge in progress, a locked index",
+    ),
+    (
+        8,
+        "not_found",
+        "the commit or the repository does not exist on the remote",
+    ),
+    (9, "rejected", "the remote refused the update"),
+    (
+        10,
+        "io",
+        "the local file system refused (no space, read-only): fix it and rerun",
+    ),
+];
+
+/// Variables every command reads.
+const COMMON_ENV: [(&str, &str); 6] = [
+    (
+        "SESSION_DIR",
+        "The work tree when -C is not given (default: the current directory).",
+    ),
+    (
+        "GIT_SESSION_SANDBOX",
+        "The sandbox owning the session: a Session-Sandbox: trailer on every commit, \"owner\" in --json.",
+    ),
+    (
+        "GIT_SESSION_AGENT",
+        "The agent working in it (Session-Agent:).",
+    ),
+    (
+        "GIT_SESSION_PERSON",
+        "The person it works for (Session-Person:).",
+    ),
+    (
+        "RUST_LOG",
+        "Log filter (overrides -v), e.g. git_session=debug.",
+    ),
+    (
+        "GIT_SESSION_CONNECT_TIMEOUT_MS, GIT_SESSION_READ_TIMEOUT_MS",
+        "Connect and read timeouts (10000, 60000).",
+    ),
+];
+
+/// `(name, what)` pairs: variables and what they do, or examples and their commands.
+type Described = &'static [(&'static str, &'static str)];
+
+/// Per command (`""`: the top page): the variables it reads and its examples.
+const PAGES: &[(&str, Described, Described)] = &[
+    (
+        "watch",
+        &[
+            (
+                "PUSH_URL, PUSH_URL_FILE",
+                "The URL each save pushes to (a _FILE is re-read at every save).",
+            ),
+            ("SESSION_BRANCH", "Must match the session record when set."),
+        ],
+        &[
+            (
+                "Checkpoint every 2 minutes, never half-way through a write",
+                "git-session watch --every 2m --quiet-for 5s --json",
+            ),
+            ("Stop it, saving what is pending", "kill -TERM $WATCH_PID"),
+        ],
+    ),
+    (
+        "restore",
+        &[
+            (
+                "READ_URL, READ_URL_FILE",
+                "The smart-HTTP URL to fetch from (a _FILE is read at each use: a rotated token is picked up).",
+            ),
+            (
+                "PUSH_URL, PUSH_URL_FILE",
+                "The URL save and push use (recorded without its credentials).",
+            ),
+            ("SESSION_BRANCH", "The session branch, e.g. sessions/4f1c."),
+            (
+                "TIP_SHA",
+                "The full 40-hex-digit commit to restore (abbreviations are refused).",
+            ),
+            (
+                "ARCHIVE_URL",
+                "A tar.gz of TIP_SHA to extract instead of fetching.",
+            ),
+            (
+                "GIT_SESSION_CACHE",
+                "A baked template whose objects seed a restore into an empty folder.",
+            ),
+        ],
+        &[
+            (
+                "Boot a sandbox at the session's commit",
+                "READ_URL=https://git.example/r.git PUSH_URL=https://git.example/r.git SESSION_BRANCH=sessions/4f1c TIP_SHA=$SHA git-session -C /workspace restore --json",
+            ),
+            (
+                "Extract an archive from standard input",
+                "curl -sSf $ARCHIVE | git-session restore --archive - --json",
+            ),
+        ],
+    ),
+    (
+        "bake",
+        &[
+            (
+                "READ_URL, READ_URL_FILE",
+                "The URL to fetch the base from (pass it as a build secret: READ_URL_FILE).",
+            ),
+            ("TIP_SHA", "The base commit to bake in."),
+        ],
+        &[(
+            "A template build step",
+            "RUN --mount=type=secret,id=read_url READ_URL_FILE=/run/secrets/read_url TIP_SHA=$BASE git-session -C /workspace bake",
+        )],
+    ),
+    (
+        "save",
+        &[
+            ("PUSH_URL, PUSH_URL_FILE", "The URL to push to."),
+            ("SESSION_BRANCH", "Must match the session record when set."),
+            (
+                "GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_*",
+                "The commit's identities (else user.name and user.email, as git reads them).",
+            ),
+        ],
+        &[
+            (
+                "Save the agent's work",
+                "git-session save -m \"Add the parser\" --json",
+            ),
+            ("Commit only", "git-session save -m wip --no-push"),
+        ],
+    ),
+    (
+        "push",
+        &[
+            ("PUSH_URL, PUSH_URL_FILE", "The URL to push to."),
+            ("SESSION_BRANCH", "Must match the session record when set."),
+        ],
+        &[(
+            "Push commits made with plain git commit",
+            "git commit -qam fix && git-session push --json",
+        )],
+    ),
+    (
+        "status",
+        &[
+            (
+                "READ_URL, READ_URL_FILE",
+                "With --remote: the URL asked for the session branch.",
+            ),
+            ("SESSION_BRANCH", "Must match the session record when set."),
+        ],
+        &[(
+            "Where the session stands, remote included",
+            "git session status --remote",
+        )],
+    ),
+    (
+        "credential",
+        &[(
+            "READ_URL, PUSH_URL (and their _FILE forms)",
+            "The credentials answered.",
+        )],
+        &[(
+            "As git calls it (configured by restore)",
+            "git -c credential.helper='!git-session credential' fetch",
+        )],
+    ),
+    (
+        "schema",
+        &[],
+        &[(
+            "Validate an output with any JSON Schema tool",
+            "git-session schema > git-session.schema.json",
+        )],
+    ),
+    (
+        "completions",
+        &[],
+        &[(
+            "Bash completions",
+            "git-session completions bash > /etc/bash_completion.d/git-session",
+        )],
+    ),
+    (
+        "manpage",
+        &[],
+        &[(
+            "Install the pages",
+            "git-session manpage --out /usr/local/share/man/man1",
+        )],
+    ),
+    (
+        "",
+        &[(
+            "READ_URL, PUSH_URL, SESSION_BRANCH, TIP_SHA",
+            "The session's inputs (see git-session-restore(1)).",
+        )],
+        &[
+            (
+                "Restore, work, save",
+                "git-session restore && make test && git-session save -m \"Fix the build\" --json",
+            ),
+            (
+                "The same in a person's shell",
+                "git session status; git commit -am fix; git push",
+            ),
+        ],
+    ),
+];
+
+/// Roff-escape `text` for a paragraph: backslashes, and a leading `.` or `'` (a request).
+fn roff(text: &str) -> String {
+    let text = text.replace('\\', "\\e").replace('-', "\\-");
+    if text.starts_with('.') || text.starts_with('\'') {
+        format!("\\&{text}")
+    } else {
+        text
+    }
+}
+
+fn extra_sections(name: &str, w: &mut Vec<u8>) -> std::io::Result<()> {
+    let (env, examples) = PAGES
+        .iter()
+        .find(|(page, _, _)| *page == name)
+        .or_else(|| PAGES.iter().find(|(page, _, _)| page.is_empty()))
+        .map_or((&[][..], &[][..]), |(_, env, examples)| (*env, *examples));
+    writeln!(w, ".SH ENVIRONMENT")?;
+    for (var, what) in env.iter().chain(COMMON_ENV.iter()) {
+        writeln!(w, ".TP\n\\fB{}\\fR\n{}", roff(var), roff(what))?;
+    }
+    writeln!(w, ".SH \"EXIT STATUS\"")?;
+    for (code, kind, what) in EXIT_CODES {
+        let kind = if kind.is_empty() {
+            String::new()
+        } else {
+            format!(" ({kind})")
+        };
+        writeln!(w, ".TP\n\\fB{code}\\fR{}\n{}", roff(&kind), roff(what))?;
+    }
+    writeln!(w, ".SH EXAMPLES")?;
+    for (what, cmd) in examples {
+        writeln!(
+            w,
+            ".PP\n{}:\n.PP\n.RS 4\n.nf\n{}\n.fi\n.RE",
+            roff(what),
+            roff(cmd)
+        )?;
+    }
+    writeln!(
+        w,
+        ".SH \"SEE ALSO\"\n\\fBgit\\-session\\fR(1), \\fBgit\\fR(1)"
+    )?;
+    Ok(())
+}
+
+/// The SYNOPSIS line, git's way: every option with its value (`[-C <DIR>]`), positionals, and
+/// `<COMMAND>` for the top page.
+fn synopsis(cmd: &clap::Command, name: &str) -> String {
+    let mut line = name.to_owned();
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        if arg.is_hide_set() || arg.is_positional() || id == "help" || id == "version" {
+            continue;
+        }
+        let flag = match (arg.get_short(), arg.get_long()) {
+            (Some(c), _) => format!("-{c}"),
+            (None, Some(l)) => format!("--{l}"),
+            (None, None) => continue,
+        };
+        let value = if arg.get_action().takes_values() {
+            let names = arg
+                .get_value_names()
+                .map(|v| v.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(|| id.to_uppercase());
+            format!(" <{names}>")
+        } else {
+            String::new()
+        };
+        let repeat = if matches!(arg.get_action(), clap::ArgAction::Count) {
+            "..."
+        } else {
+            ""
+        };
+        if arg.is_required_set() {
+            line.push_str(&format!(" {flag}{value}"));
+        } else {
+            line.push_str(&format!(" [{flag}{value}]{repeat}"));
+        }
+    }
+    for arg in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let names = arg
+            .get_value_names()
+            .map(|v| v.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(" "))
+            .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
+        line.push_str(&format!(" <{names}>"));
+    }
+    if cmd.has_subcommands() {
+        line.push_str(" <COMMAND> [<ARGS>]");
+    }
+    line
+}
+
+/// One page.
+fn page(cmd: clap::Command, short_name: &str) -> std::io::Result<Vec<u8>> {
+    let name = if short_name.is_empty() {
+        "git-session".to_owned()
+    } else {
+        format!("git-session {short_name}")
+    };
+    let usage = synopsis(&cmd, &name);
+    let man = clap_mangen::Man::new(cmd.override_usage(usage));
+    let mut w = Vec::new();
+    man.render_title(&mut w)?;
+    man.render_name_section(&mut w)?;
+    man.render_synopsis_section(&mut w)?;
+    man.render_description_section(&mut w)?;
+    man.render_options_section(&mut w)?;
+    if short_name.is_empty() {
+        man.render_subcommands_section(&mut w)?;
+    }
+    extra_sections(short_name, &mut w)?;
+    man.render_version_section(&mut w)?;
+    Ok(w)
+}
+
+/// Write `git-session.1` and one `git-session-<command>.1` per visible command into `dir`
+/// (created if missing); returns the files written.
+///
+/// # Errors
+/// [`Error::LocalIo`] when `dir` cannot be created or a page cannot be written.
+pub fn write_pages(root: clap::Command, dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    let mut root = root.bin_name("git-session");
+    // Built, the subcommands hold the global options (-C, --json, …) too.
+    root.build();
+    let mut pages = vec![("git-session".to_owned(), String::new(), root.clone())];
+    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = sub.get_name().to_owned();
+        if name == "help" {
+            continue;
+        }
+        let full = format!("git-session-{name}");
+        let cmd = sub
+            .clone()
+            .name(full.clone())
+            .bin_name(format!("git-session {name}"))
+            .version(root.get_version().unwrap_or_default().to_owned());
+        pages.push((full, name, cmd));
+    }
+    let mut written = Vec::new();
+    for (file, short, cmd) in pages {
+        let path = dir.join(format!("{file}.1"));
+        let bytes =
+            page(cmd, &short).map_err(|e| Error::io(format!("rendering {}", path.display()), e))?;
+        crate::fs::write_atomic(&path, &bytes)?;
+        written.push(path);
+    }
+    Ok(written)
+}

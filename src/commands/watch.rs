@@ -1,0 +1,193 @@
+//! `git-session watch --every DURATION`: checkpoints for a working agent. Each interval, when the
+//! tree changed or commits are ahead of the lease (a person's plain `git commit` included), it
+//! saves — commit and push, the same code and rules as `save` — and prints one line (one JSON
+//! object with `--json`) per save; an idle tree makes no commit. At most one interval plus the
+//! quiet period of work is ever unsaved.
+//!
+//! Ends: another sandbox owning the session (exit 3, at once; the local commit is kept); three
+//! refused tokens in a row (exit 4; a `*_FILE` is re-read each time); SIGTERM or SIGINT (one final
+//! save of pending work within about 8 s, then exit 0 when nothing is left unpushed, else that
+//! save's code). Network failures (5), integrity refusals (6), local conflicts (7), a refusing
+//! remote (9) and a full disk (10) are reported and retried on the next tick. No lock is held
+//! between saves: a person's `git-session save` or plain git waits for one save at most.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::cli::{SaveArgs, WatchArgs};
+use crate::error::{Error, Result};
+use crate::output;
+use crate::repo::session::Session;
+use crate::types::Owner;
+
+/// How long the final save on SIGTERM/SIGINT may take before watch gives up on it.
+pub const FINAL_SAVE_SECS: u64 = 8;
+
+/// Refused tokens in a row that end the loop.
+pub const AUTH_REFUSALS: u32 = 3;
+
+/// What a tick found.
+enum Pending {
+    /// Nothing to save.
+    Nothing,
+    /// Work to save; the newest modification time among the changed files, if any.
+    Work(Option<SystemTime>),
+}
+
+/// Parse a duration such as `30s`, `2m`, `1m30s`, `500ms` (humantime's format).
+fn duration(flag: &str, text: &str) -> Result<Duration> {
+    humantime::parse_duration(text).map_err(|e| {
+        Error::Usage(format!(
+            "{flag} takes a duration such as 30s, 2m or 500ms; '{text}' is not one ({e})"
+        ))
+    })
+}
+
+/// Run the loop in `dir`; returns the exit code. Every outcome is printed here.
+pub fn run(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool) -> u8 {
+    match watch(args, dir, owner, json, quiet) {
+        Ok(code) => code,
+        Err(err) => {
+            output::failure(json, "watch", &err);
+            err.exit_code()
+        }
+    }
+}
+
+fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool) -> Result<u8> {
+    let every = duration("--every", &args.every)?;
+    if every.is_zero() {
+        return Err(Error::Usage("--every must be longer than 0".into()));
+    }
+    let quiet_for = duration("--quiet-for", &args.quiet_for)?;
+    let branch = args.push.session_branch.as_deref();
+    // Refuse at once what every save would refuse: no session here, no PUSH_URL.
+    Session::open(&dir, branch)?;
+    super::push::push_source(&args.push)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, stop.clone())
+            .map_err(|e| Error::internal("installing the signal handlers", e))?;
+    }
+    let save_args = SaveArgs {
+        message: args.message.clone(),
+        no_push: false,
+        push: args.push.clone(),
+    };
+    tracing::info!("watching {} every {:?}", dir.display(), every);
+    let mut refused = 0;
+    let mut next = Instant::now() + every;
+    loop {
+        while Instant::now() < next && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
+        }
+        let stopping = stop.load(Ordering::SeqCst);
+        next = Instant::now() + every;
+        let newest = match pending(&dir, branch) {
+            Ok(Pending::Nothing) if stopping => return Ok(0),
+            Ok(Pending::Nothing) => continue,
+            Ok(Pending::Work(newest)) => newest,
+            // The save reports it the way it reports everything.
+            Err(_) => None,
+        };
+        if !stopping
+            && let Some(newest) = newest
+            && let Ok(age) = SystemTime::now().duration_since(newest)
+            && age < quiet_for
+        {
+            // A file is being written: look again once it has been quiet long enough.
+            next = next.min(Instant::now() + (quiet_for - age));
+            continue;
+        }
+        let saved = if stopping {
+            final_save(&save_args, &dir, owner)
+        } else {
+            super::save::run(&save_args, dir.clone(), owner)
+        };
+        match saved {
+            Ok(success) => {
+                refused = 0;
+                output::success(json, quiet, success);
+                if stopping {
+                    return Ok(0);
+                }
+            }
+            Err(err) => {
+                output::failure(json, "save", &err);
+                let code = err.exit_code();
+                if stopping {
+                    return Ok(code);
+                }
+                match code {
+                    4 => {
+                        refused += 1;
+                        if refused >= AUTH_REFUSALS {
+                            return Ok(4);
+                        }
+                    }
+                    5..=7 | 9 | 10 => refused = 0,
+                    other => return Ok(other),
+                }
+            }
+        }
+    }
+}
+
+/// The save on SIGTERM/SIGINT, given [`FINAL_SAVE_SECS`]: a sandbox being stopped waits no longer.
+fn final_save(args: &SaveArgs, dir: &Path, owner: &Owner) -> Result<output::Success> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (args, dir, owner) = (
+        SaveArgs {
+            message: args.message.clone(),
+            no_push: false,
+            push: args.push.clone(),
+        },
+        dir.to_owned(),
+        owner.clone(),
+    );
+    std::thread::spawn(move || {
+        let _ = tx.send(super::save::run(&args, dir, &owner));
+    });
+    rx.recv_timeout(Duration::from_secs(FINAL_SAVE_SECS))
+        .unwrap_or_else(|_| {
+            Err(Error::Network(format!(
+                "the final save did not finish within {FINAL_SAVE_SECS} s: local commits are kept, \
+                 a later `git-session save` pushes them"
+            )))
+        })
+}
+
+/// Whether there is work to save: a changed file (as `save` finds them) or commits ahead of the
+/// lease.
+fn pending(dir: &Path, branch: Option<&str>) -> Result<Pending> {
+    let session = Session::open(dir, branch)?;
+    let repo = crate::repo::open(&session.git_dir)?;
+    let record = &session.record;
+    let head = repo
+        .head_id()
+        .ok()
+        .map(|id| crate::types::FullSha::from_id(id.detach()));
+    let base = if record.lease.is_zero() {
+        record.tip
+    } else {
+        record.lease
+    };
+    let ahead = super::status::commits_ahead(&repo, head, base);
+    let changes = match crate::save::pending_changes(&session.workdir, &record.branch) {
+        Ok(p) => p.changes,
+        // A stopped merge or HEAD off the branch: the save says so (exit 7), every tick.
+        Err(Error::Conflict(_)) => return Ok(Pending::Work(None)),
+        Err(e) => return Err(e),
+    };
+    if changes.is_empty() && ahead == 0 {
+        return Ok(Pending::Nothing);
+    }
+    let newest = changes
+        .iter()
+        .filter_map(|c| std::fs::symlink_metadata(session.workdir.join(&c.path)).ok())
+        .filter_map(|m| m.modified().ok())
+        .max();
+    Ok(Pending::Work(newest))
+}

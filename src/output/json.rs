@@ -1,0 +1,182 @@
+//! The `--json` objects as types: [`super::success`] and [`super::failure`] serialise them, and
+//! `git-session schema` describes them (JSON Schema draft 2020-12, derived with schemars from the
+//! same types), so the schema cannot drift from what is printed.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::save::PendingChange;
+use crate::types::{FullSha, Owner};
+
+/// A command's successful result (exit 0).
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(extend("unevaluatedProperties" = false))]
+pub struct Succeeded {
+    /// Always `true`.
+    #[schemars(extend("const" = true))]
+    pub ok: bool,
+    /// The command and its own fields.
+    #[serde(flatten)]
+    pub result: CommandResult,
+    /// The session branch (without `refs/heads/`); `null` for `bake` (a template has none).
+    pub branch: Option<String>,
+    /// What the user should know; the command still succeeded.
+    pub warnings: Vec<String>,
+    /// Who owns the session, as `GIT_SESSION_SANDBOX`, `_AGENT`, `_PERSON` set it.
+    pub owner: Owner,
+}
+
+/// The command that ran, with the fields only it has.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum CommandResult {
+    /// `git-session restore`.
+    Restore(Restored),
+    /// `git-session bake`.
+    Bake(Baked),
+    /// `git-session save`.
+    Save(Pushed),
+    /// `git-session push`.
+    Push(Pushed),
+    /// `git-session status`.
+    Status(Status),
+}
+
+impl CommandResult {
+    /// The command's name, as `"command"` spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CommandResult::Restore(_) => "restore",
+            CommandResult::Bake(_) => "bake",
+            CommandResult::Save(_) => "save",
+            CommandResult::Push(_) => "push",
+            CommandResult::Status(_) => "status",
+        }
+    }
+}
+
+/// `restore`'s fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Restored {
+    /// The commit restored (`TIP_SHA`).
+    pub tip: FullSha,
+    /// The lease recorded: the remote session branch's tip at restore (the zero id: the branch
+    /// did not exist, the first push creates it).
+    pub lease: FullSha,
+    /// Where the tree came from.
+    #[schemars(extend("enum" = ["git", "archive"]))]
+    pub source: &'static str,
+    /// `true` when the tree already held this session and nothing was touched.
+    pub noop: bool,
+    /// Files written (or removed, for a boot of a baked template).
+    pub files: usize,
+}
+
+/// `bake`'s fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Baked {
+    /// The base commit baked in.
+    pub base: FullSha,
+    /// `true` when the folder already held a template baked at this base.
+    pub noop: bool,
+    /// Files written.
+    pub files: usize,
+}
+
+/// `save`'s and `push`'s fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Pushed {
+    /// Whether this command made a commit (`push` never does).
+    pub committed: bool,
+    /// The commit made, or `null`.
+    pub commit: Option<FullSha>,
+    /// Whether the remote session branch moved.
+    pub pushed: bool,
+    /// The remote session branch's tip now (with `--no-push`: the lease).
+    pub tip: FullSha,
+    /// Its tip before (the lease).
+    pub previous_tip: FullSha,
+}
+
+/// `status`'s fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Status {
+    /// The lease: the remote tip a push must find.
+    pub lease: FullSha,
+    /// `HEAD`, or `null` when it cannot be read.
+    pub head: Option<FullSha>,
+    /// The commit the session was restored at.
+    pub tip: FullSha,
+    /// Where the tree came from.
+    #[schemars(extend("enum" = ["git", "archive"]))]
+    pub source: &'static str,
+    /// Commits on the session branch that the remote does not have.
+    pub ahead: usize,
+    /// What `save` would commit (`null` when it cannot be known, the warnings say why).
+    pub changed: Option<Vec<PendingChange>>,
+    /// With `--remote`: the remote session branch's tip (the zero id when it is absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_tip: Option<FullSha>,
+    /// With `--remote`: what a push would meet — `lease` (fast-forwards), `own` (this tree pushed
+    /// it), `rewritten` (refused, exit 7), `moved` or `deleted` (refused, exit 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["lease", "own", "rewritten", "moved", "deleted"]))]
+    pub remote_state: Option<&'static str>,
+    /// The earliest expiry of a JWT in the session URLs (RFC 3339), or `null`.
+    pub url_expires_at: Option<String>,
+}
+
+/// A command's failure (exit 1–10).
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(extend("unevaluatedProperties" = false))]
+pub struct Failed {
+    /// Always `false`.
+    #[schemars(extend("const" = false))]
+    pub ok: bool,
+    /// The command that failed (empty when the command line named none).
+    pub command: String,
+    /// The process's exit code.
+    #[schemars(range(min = 1, max = 10))]
+    pub exit_code: u8,
+    /// What failed.
+    pub error: ErrorReport,
+    /// What the user should know besides.
+    pub warnings: Vec<String>,
+    /// Who owns the session (`{}` when unset or refused).
+    pub owner: Owner,
+    /// For `stale` (exit 3): the lease this tree holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<FullSha>,
+    /// For `stale` (exit 3): the remote tip another sandbox left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_tip: Option<FullSha>,
+}
+
+/// The error of a [`Failed`].
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorReport {
+    /// The kind, one per exit code: internal 1, usage 2, stale 3, auth 4, network 5,
+    /// integrity 6, conflict 7, not_found 8, rejected 9, io 10.
+    #[schemars(extend("enum" = ["internal", "usage", "stale", "auth", "network", "integrity", "conflict", "not_found", "rejected", "io"]))]
+    pub kind: &'static str,
+    /// What happened and what to do, for a person.
+    pub message: String,
+}
+
+/// Any one `--json` object.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(title = "git-session --json output")]
+pub enum Output {
+    /// Exit 0.
+    Succeeded(Succeeded),
+    /// Exit 1–10.
+    Failed(Failed),
+}
+
+/// The JSON Schema (draft 2020-12) of every `--json` object, pretty-printed.
+pub fn schema() -> String {
+    let schema = schemars::schema_for!(Output);
+    serde_json::to_string_pretty(&schema).unwrap_or_default()
+}

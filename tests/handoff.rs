@@ -1,0 +1,682 @@
+//! The handoff record: the owners (`GIT_SESSION_SANDBOX`, `_AGENT`, `_PERSON`) as git trailers on
+//! every commit git-session makes, read back by `git interpret-trailers` on the server's copy, and
+//! as `"owner"` in every `--json` result; refused values.
+
+use std::path::PathBuf;
+
+use crate::support::{GitServer, TOKEN, World, assert_matches_schema, pct, userinfo};
+
+const BRANCH: &str = "sessions/own";
+
+struct Fixture {
+    w: World,
+    /// `None` while the server is down.
+    srv: Option<GitServer>,
+    tip: String,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let w = World::new();
+        let ids = w.repo("repo.git", &[&[("a.txt", Some("a\n"))]]);
+        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        Fixture {
+            w,
+            srv: Some(srv),
+            tip: ids[0].clone(),
+        }
+    }
+
+    fn url(&self) -> String {
+        self.srv
+            .as_ref()
+            .expect("the server is up")
+            .url("repo.git", Some(&userinfo()))
+    }
+
+    fn restore(&self, name: &str) -> PathBuf {
+        let dir = self.w.path(name);
+        self.w
+            .run(
+                &dir,
+                &["restore"],
+                &[
+                    ("READ_URL", &self.url()),
+                    ("SESSION_BRANCH", BRANCH),
+                    ("TIP_SHA", &self.tip),
+                ],
+            )
+            .assert_code(0);
+        dir
+    }
+
+    /// Restore the session branch at `tip` into a new sandbox `name`.
+    fn restore_at(&self, name: &str, tip: &str) -> PathBuf {
+        let dir = self.w.path(name);
+        self.w
+            .run(
+                &dir,
+                &["restore"],
+                &[
+                    ("READ_URL", &self.url()),
+                    ("SESSION_BRANCH", BRANCH),
+                    ("TIP_SHA", tip),
+                ],
+            )
+            .assert_code(0);
+        dir
+    }
+
+    /// `git interpret-trailers --parse` of the server's copy of `commit`.
+    fn server_trailers(&self, commit: &str) -> String {
+        let bare = self.w.srv().join("repo.git");
+        let message = self.w.git(&bare, &["cat-file", "commit", commit]);
+        let body = message.split_once("\n\n").map_or("", |(_, b)| b).to_owned();
+        self.w
+            .git_stdin(&bare, &["interpret-trailers", "--parse"], body.as_bytes())
+    }
+}
+
+const OWNERS: [(&str, &str); 3] = [
+    ("GIT_SESSION_SANDBOX", "sb-7f3a"),
+    ("GIT_SESSION_AGENT", "claude-code/2.1"),
+    ("GIT_SESSION_PERSON", "Ada Lovelace <ada@example.com>"),
+];
+
+#[test]
+fn every_commit_carries_its_owners_as_trailers_and_every_result_names_them() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+    let url = f.url();
+    let mut vars = OWNERS.to_vec();
+    vars.push(("PUSH_URL", &url));
+    let run = f.w.run(
+        &dir,
+        &["save", "-m", "Add b\n\nThe body says why.", "--json"],
+        &vars,
+    );
+    run.assert_code(0);
+    let j = run.json();
+    assert_matches_schema(&j);
+    assert_eq!(
+        j["owner"],
+        serde_json::json!({
+            "sandbox": "sb-7f3a",
+            "agent": "claude-code/2.1",
+            "person": "Ada Lovelace <ada@example.com>"
+        })
+    );
+    let commit = j["commit"].as_str().unwrap().to_owned();
+    assert_eq!(
+        f.server_trailers(&commit),
+        "Session-Sandbox: sb-7f3a\nSession-Agent: claude-code/2.1\n\
+         Session-Person: Ada Lovelace <ada@example.com>"
+    );
+    // git's own reader agrees, on the local copy too.
+    assert_eq!(
+        f.w.git(
+            &dir,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Session-Agent,valueonly)"
+            ]
+        ),
+        "claude-code/2.1"
+    );
+    assert_eq!(
+        f.w.git(&dir, &["log", "-1", "--format=%B"]),
+        "Add b\n\nThe body says why.\n\nSession-Sandbox: sb-7f3a\nSession-Agent: claude-code/2.1\n\
+         Session-Person: Ada Lovelace <ada@example.com>"
+    );
+
+    // A subset: only what is set, in the JSON and in the commit; a status carries it too.
+    std::fs::write(dir.join("c.txt"), "c\n").unwrap();
+    let run = f.w.run(
+        &dir,
+        &["save", "-m", "Add c", "--json"],
+        &[("GIT_SESSION_AGENT", "codex"), ("PUSH_URL", &url)],
+    );
+    run.assert_code(0);
+    let j = run.json();
+    assert_eq!(j["owner"], serde_json::json!({"agent": "codex"}));
+    let commit = j["commit"].as_str().unwrap().to_owned();
+    assert_eq!(f.server_trailers(&commit), "Session-Agent: codex");
+    let status = f.w.run(
+        &dir,
+        &["status", "--json"],
+        &[("GIT_SESSION_SANDBOX", "sb-1")],
+    );
+    status.assert_code(0);
+    assert_eq!(
+        status.json()["owner"],
+        serde_json::json!({"sandbox": "sb-1"})
+    );
+
+    // None set: no trailer, an empty owner.
+    std::fs::write(dir.join("d.txt"), "d\n").unwrap();
+    let run = f.w.run(
+        &dir,
+        &["save", "-m", "Add d", "--json"],
+        &[("PUSH_URL", &url)],
+    );
+    run.assert_code(0);
+    assert_eq!(run.json()["owner"], serde_json::json!({}));
+    assert_eq!(f.w.git(&dir, &["log", "-1", "--format=%B"]), "Add d");
+}
+
+#[test]
+fn an_owner_with_a_line_break_is_exit_2_and_nothing_is_committed() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+    let url = f.url();
+    let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    for (var, bad) in [
+        (
+            "GIT_SESSION_AGENT",
+            "claude\nSigned-off-by: Mallory <m@example.com>",
+        ),
+        ("GIT_SESSION_PERSON", "ada\r"),
+        ("GIT_SESSION_SANDBOX", "sb\u{1b}[31m"),
+    ] {
+        let run = f.w.run(
+            &dir,
+            &["save", "-m", "Add b", "--json"],
+            &[(var, bad), ("PUSH_URL", &url)],
+        );
+        run.assert_code(2);
+        let j = run.json();
+        assert_matches_schema(&j);
+        assert_eq!(j["error"]["kind"], "usage");
+        let message = j["error"]["message"].as_str().unwrap();
+        assert!(message.contains(var), "{message}");
+        assert_eq!(
+            f.w.git(&dir, &["rev-parse", "HEAD"]),
+            head,
+            "{var}: a commit was made"
+        );
+        assert_eq!(
+            f.w.git(&dir, &["status", "--porcelain"]),
+            "?? b.txt",
+            "{var}: the index was touched"
+        );
+    }
+    // Not only save: a restore with a bad owner writes nothing either.
+    let fresh = f.w.path("fresh");
+    let run = f.w.run(
+        &fresh,
+        &["restore", "--json"],
+        &[
+            ("GIT_SESSION_AGENT", "a\nb"),
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", BRANCH),
+            ("TIP_SHA", &f.tip),
+        ],
+    );
+    run.assert_code(2);
+    assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 0);
+}
+
+#[test]
+fn an_owner_holding_the_session_token_is_exit_6_and_nothing_is_committed() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+    let url = f.url();
+    let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    for value in [format!("agent-{TOKEN}"), pct(TOKEN)] {
+        let run = f.w.run(
+            &dir,
+            &["save", "-m", "Add b", "--json"],
+            &[("GIT_SESSION_PERSON", &value), ("PUSH_URL", &url)],
+        );
+        run.assert_code(6);
+        let j = run.json();
+        assert_eq!(j["error"]["kind"], "integrity");
+        assert!(
+            j["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("GIT_SESSION_PERSON"),
+            "{j}"
+        );
+        assert_eq!(f.w.git(&dir, &["rev-parse", "HEAD"]), head);
+    }
+}
+
+/// A running `git-session watch --json`, its stdout read line by line.
+struct Watch {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<serde_json::Value>,
+}
+
+impl Watch {
+    fn start(f: &Fixture, dir: &std::path::Path, args: &[&str], url: &str) -> Self {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .arg("watch")
+            .args(args)
+            .arg("--json")
+            .current_dir(dir)
+            .env_clear()
+            .envs(f.w.env())
+            .env("GIT_SESSION_RETRY_BASE_MS", "5")
+            .env("GIT_SESSION_AGENT", "watcher")
+            .env("PUSH_URL", url)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watch {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next JSON line within `secs`, checked against the schema.
+    fn next(&mut self, secs: u64) -> Option<serde_json::Value> {
+        let line = self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(secs))
+            .ok()?;
+        crate::support::assert_no_secret("watch stdout", line.as_bytes());
+        let j: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("not one JSON object per line ({e}): {line}"));
+        assert_matches_schema(&j);
+        self.seen.push(j.clone());
+        Some(j)
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig}");
+    }
+
+    /// Wait up to `secs` for the exit; its code and stderr.
+    fn wait(mut self, secs: u64) -> (Option<i32>, String, Vec<serde_json::Value>) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("watch did not exit within {secs} s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        while self.next(1).is_some() {}
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        crate::support::assert_no_secret("watch stderr", stderr.as_bytes());
+        (status.code(), stderr, std::mem::take(&mut self.seen))
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Fixture {
+    fn remote_tip(&self) -> String {
+        let bare = self.w.srv().join("repo.git");
+        let out = self.w.git_output(
+            &bare,
+            &[
+                "rev-parse",
+                "-q",
+                "--verify",
+                &format!("refs/heads/{BRANCH}"),
+            ],
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Wait up to `secs` for the remote session branch to hold `path` with `content`.
+    fn remote_has(&self, path: &str, content: &str, secs: f64) -> bool {
+        let bare = self.w.srv().join("repo.git");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+        while std::time::Instant::now() < deadline {
+            let out = self
+                .w
+                .git_output(&bare, &["show", &format!("refs/heads/{BRANCH}:{path}")]);
+            if out.status.success() && out.stdout == content.as_bytes() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    }
+}
+
+#[test]
+fn watch_saves_an_edit_within_three_intervals_and_an_idle_tree_makes_no_commit() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    let url = f.url();
+    let mut watch = Watch::start(&f, &dir, &["--every", "1s"], &url);
+    // Idle: three intervals, no commit, no line.
+    assert!(watch.next(3).is_none(), "an idle tree printed a save");
+    assert_eq!(f.remote_tip(), "", "an idle tree created the branch");
+    let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    assert_eq!(head, f.tip, "an idle tree made a commit");
+    // An edit reaches the remote within three intervals.
+    let t0 = std::time::Instant::now();
+    std::fs::write(dir.join("notes.md"), "working\n").unwrap();
+    assert!(
+        f.remote_has("notes.md", "working\n", 3.0),
+        "the edit did not reach the remote within 3 intervals"
+    );
+    let j = watch.next(2).expect("no JSON line for the save");
+    assert!(t0.elapsed().as_secs_f64() < 3.5, "{:?}", t0.elapsed());
+    assert_eq!(
+        (
+            j["command"].as_str(),
+            j["committed"].as_bool(),
+            j["pushed"].as_bool()
+        ),
+        (Some("save"), Some(true), Some(true)),
+        "{j}"
+    );
+    assert_eq!(j["owner"], serde_json::json!({"agent": "watcher"}));
+    let commit = j["commit"].as_str().unwrap().to_owned();
+    assert_eq!(f.remote_tip(), commit);
+    assert_eq!(f.server_trailers(&commit), "Session-Agent: watcher");
+    // A person's plain `git commit` is pushed too.
+    std::fs::write(dir.join("by-hand.txt"), "hand\n").unwrap();
+    f.w.git(&dir, &["add", "by-hand.txt"]);
+    f.w.git(&dir, &["commit", "-qm", "By hand"]);
+    let by_hand = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    let j = watch.next(4).expect("the plain commit was not pushed");
+    assert_eq!(
+        (j["committed"].as_bool(), j["pushed"].as_bool()),
+        (Some(false), Some(true)),
+        "{j}"
+    );
+    assert_eq!(f.remote_tip(), by_hand);
+    // Idle again: nothing more.
+    assert!(watch.next(3).is_none(), "an idle tree printed a save");
+    watch.signal("-TERM");
+    let (code, stderr, _) = watch.wait(10);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(f.remote_tip(), by_hand);
+}
+
+#[test]
+fn sigterm_saves_the_pending_edit_and_exits_0_within_seconds() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    let url = f.url();
+    let watch = Watch::start(&f, &dir, &["--every", "10m"], &url);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::write(dir.join("pending.txt"), "not yet saved\n").unwrap();
+    let t0 = std::time::Instant::now();
+    watch.signal("-TERM");
+    let (code, stderr, seen) = watch.wait(10);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(t0.elapsed().as_secs() < 8, "{:?}", t0.elapsed());
+    assert!(
+        f.remote_has("pending.txt", "not yet saved\n", 0.1),
+        "SIGTERM lost the pending edit"
+    );
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(f.w.git(&dir, &["status", "--porcelain"]), "");
+    // SIGINT with nothing pending: exit 0 at once, no commit.
+    let watch = Watch::start(&f, &dir, &["--every", "10m"], &url);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    watch.signal("-INT");
+    let (code, stderr, seen) = watch.wait(5);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(seen.is_empty(), "{seen:?}");
+    assert_eq!(f.w.git(&dir, &["rev-parse", "HEAD"]), head);
+}
+
+#[test]
+fn a_takeover_by_another_sandbox_ends_watch_with_exit_3_and_keeps_its_work() {
+    let f = Fixture::new();
+    let a = f.restore("a");
+    let b = f.restore("b");
+    let url = f.url();
+    std::fs::write(b.join("b.txt"), "b\n").unwrap();
+    f.w.run(&b, &["save", "-m", "B takes over"], &[("PUSH_URL", &url)])
+        .assert_code(0);
+    let b_tip = f.remote_tip();
+    let mut watch = Watch::start(&f, &a, &["--every", "1s"], &url);
+    std::fs::write(a.join("a.txt"), "a's work\n").unwrap();
+    let j = watch.next(5).expect("no line for the refused save");
+    assert_eq!(
+        (j["exit_code"].as_u64(), j["error"]["kind"].as_str()),
+        (Some(3), Some("stale")),
+        "{j}"
+    );
+    assert_eq!(j["remote_tip"], b_tip.as_str());
+    let (code, stderr, _) = watch.wait(5);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(f.remote_tip(), b_tip, "the remote moved");
+    // A's work is kept in its last local commit.
+    assert_eq!(f.w.git(&a, &["show", "HEAD:a.txt"]), "a's work");
+    assert_eq!(f.w.git(&a, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_server_down_for_two_ticks_then_back_loses_nothing() {
+    let mut f = Fixture::new();
+    let dir = f.restore("s");
+    let url = f.url();
+    let port = f.srv.as_ref().unwrap().addr.port();
+    let mut watch = Watch::start(&f, &dir, &["--every", "1s"], &url);
+    f.srv = None; // down
+    std::fs::write(
+        dir.join("during.txt"),
+        "written while the server was down\n",
+    )
+    .unwrap();
+    for tick in 0..2 {
+        let j = watch
+            .next(6)
+            .unwrap_or_else(|| panic!("no line for tick {tick}"));
+        assert_eq!(
+            (j["exit_code"].as_u64(), j["error"]["kind"].as_str()),
+            (Some(5), Some("network")),
+            "{j}"
+        );
+    }
+    // The work is committed locally meanwhile, once.
+    assert_eq!(
+        f.w.git(&dir, &["show", "HEAD:during.txt"]),
+        "written while the server was down"
+    );
+    f.srv = Some(GitServer::start_with(&f.w.srv(), Some(TOKEN), None, port)); // back
+    let j = loop {
+        let j = watch.next(6).expect("no save after the server came back");
+        if j["ok"] == true {
+            break j;
+        }
+        assert_eq!(j["error"]["kind"], "network", "{j}");
+    };
+    assert_eq!(j["pushed"], true, "{j}");
+    assert!(f.remote_has("during.txt", "written while the server was down\n", 0.1));
+    assert_eq!(
+        f.w.git(&dir, &["rev-list", "--count", &format!("{}..HEAD", f.tip)]),
+        "1",
+        "one commit, not one per tick"
+    );
+    watch.signal("-TERM");
+    let (code, stderr, _) = watch.wait(10);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn watch_refuses_a_bad_interval_before_anything() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    for bad in ["soon", "0s"] {
+        let run = f.w.run(
+            &dir,
+            &["watch", "--every", bad, "--json"],
+            &[("PUSH_URL", &f.url())],
+        );
+        run.assert_code(2);
+        assert_matches_schema(&run.json());
+    }
+    let run = f.w.run(&dir, &["watch", "--every", "1s", "--json"], &[]);
+    run.assert_code(2);
+    assert!(
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("PUSH_URL"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// The strings of a TOML array of basic strings (`["a", "b\"c"]`), as far as the recipe needs.
+fn toml_strings(array: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = array.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut s = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => s.push(chars.next().unwrap()),
+                '"' => break,
+                c => s.push(c),
+            }
+        }
+        out.push(s);
+    }
+    out
+}
+
+#[test]
+fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    let url = f.url();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let log = f.w.path("saves.jsonl");
+    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_git-session"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run_recipe = |argv: &[String]| {
+        let out = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(f.w.env())
+            .env("PATH", &path)
+            .env("HOME", f.w.tmp.path().join("home"))
+            .env("CLAUDE_PROJECT_DIR", &dir)
+            .env("SESSION_DIR", &dir)
+            .env("GIT_SESSION_LOG", &log)
+            .env("GIT_SESSION_RETRY_BASE_MS", "5")
+            .env("PUSH_URL", &url)
+            .output()
+            .unwrap();
+        crate::support::assert_no_secret("recipe stdout", &out.stdout);
+        crate::support::assert_no_secret("recipe stderr", &out.stderr);
+        out
+    };
+    let last_save = || {
+        let text = std::fs::read_to_string(&log).unwrap();
+        crate::support::assert_no_secret("the recipe's log", text.as_bytes());
+        let j: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_matches_schema(&j);
+        j
+    };
+
+    // Claude Code: the Stop hook's command, run as Claude Code runs it (sh -c, in the project).
+    let settings: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("claude-code-settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(dir.join("turn1.txt"), "one\n").unwrap();
+    let out = run_recipe(&["sh".into(), "-c".into(), command.clone()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = last_save();
+    assert_eq!(
+        (j["committed"].as_bool(), j["pushed"].as_bool()),
+        (Some(true), Some(true)),
+        "{j}"
+    );
+    assert_eq!(
+        f.server_trailers(j["commit"].as_str().unwrap()),
+        "Session-Agent: claude-code"
+    );
+    assert!(f.remote_has("turn1.txt", "one\n", 0.1));
+
+    // Codex: the notify program, with the event's JSON appended as Codex does.
+    let toml = std::fs::read_to_string(root.join("codex-config.toml")).unwrap();
+    let array = &toml[toml.find("notify = [").unwrap()..];
+    let mut argv = toml_strings(&array[..array.find(']').unwrap()]);
+    argv.push(r#"{"type":"agent-turn-complete","turn-id":"1"}"#.into());
+    std::fs::write(dir.join("turn2.txt"), "two\n").unwrap();
+    let out = run_recipe(&argv);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = last_save();
+    assert_eq!(
+        f.server_trailers(j["commit"].as_str().unwrap()),
+        "Session-Agent: codex"
+    );
+    assert!(f.remote_has("turn2.txt", "two\n", 0.1));
+
+    // Another sandbox takes the session: the Stop hook exits 2, which Claude Code hands to the model.
+    let b = f.restore_at("b", &f.remote_tip());
+    std::fs::write(b.join("b.txt"), "b\n").unwrap();
+    f.w.run(&b, &["save", "-m", "B"], &[("PUSH_URL", &url)])
+        .assert_code(0);
+    std::fs::write(dir.join("turn3.txt"), "three\n").unwrap();
+    let out = run_recipe(&["sh".into(), "-c".into(), command]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another sandbox owns this session"));
+    assert_eq!(last_save()["error"]["kind"], "stale");
+}
