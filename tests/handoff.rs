@@ -680,3 +680,89 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("another sandbox owns this session"));
     assert_eq!(last_save()["error"]["kind"], "stale");
 }
+
+#[test]
+fn watch_waits_for_a_quiet_tree_and_lets_a_person_save_meanwhile() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    let url = f.url();
+    let mut watch = Watch::start(
+        &f,
+        &dir,
+        &["--every", "300ms", "--quiet-for", "1500ms"],
+        &url,
+    );
+    // A file written to for 2 s, a line every 200 ms: no save catches it half-way.
+    let mut content = String::new();
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(2) {
+        content.push_str("line\n");
+        std::fs::write(dir.join("growing.log.txt"), &content).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert_eq!(
+            f.remote_tip(),
+            "",
+            "a save caught the file while it was being written"
+        );
+    }
+    let done = std::time::Instant::now();
+    let j = watch.next(5).expect("no save once the tree was quiet");
+    let waited = done.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(1200),
+        "saved after {waited:?}: not quiet long enough"
+    );
+    assert_eq!(j["pushed"], true, "{j}");
+    assert!(
+        f.remote_has("growing.log.txt", &content, 0.1),
+        "the save holds a half-written file"
+    );
+    // A person's own save between ticks is not held up by the watch.
+    std::fs::write(dir.join("mine.txt"), "mine\n").unwrap();
+    let run = f.w.run(
+        &dir,
+        &["save", "-m", "Mine", "--json"],
+        &[("PUSH_URL", &url)],
+    );
+    run.assert_code(0);
+    assert!(f.remote_has("mine.txt", "mine\n", 0.1));
+    watch.signal("-TERM");
+    let (code, stderr, _) = watch.wait(10);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn watch_retries_a_token_in_a_file_and_gives_up_after_three_refused_tokens() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    // Integrity (6): a file holding the session token is refused and retried, not fatal.
+    let url = f.url();
+    let mut watch = Watch::start(&f, &dir, &["--every", "300ms"], &url);
+    std::fs::write(dir.join("leak.txt"), format!("token={TOKEN}\n")).unwrap();
+    for _ in 0..2 {
+        let j = watch.next(5).expect("no line for the refused save");
+        assert_eq!(j["error"]["kind"], "integrity", "{j}");
+    }
+    std::fs::write(dir.join("leak.txt"), "token=<removed>\n").unwrap();
+    let j = loop {
+        let j = watch.next(5).expect("no save after the token was removed");
+        if j["ok"] == true {
+            break j;
+        }
+    };
+    assert_eq!(j["pushed"], true, "{j}");
+    watch.signal("-TERM");
+    assert_eq!(watch.wait(10).0, Some(0));
+    // Auth (4): a refused token three ticks in a row ends the loop with exit 4; commits stay local.
+    let srv = f.srv.as_ref().unwrap();
+    let bad = srv.url("repo.git", Some("t:not-the-token"));
+    let mut watch = Watch::start(&f, &dir, &["--every", "300ms"], &bad);
+    std::fs::write(dir.join("more.txt"), "more\n").unwrap();
+    for _ in 0..3 {
+        let j = watch.next(10).expect("no line for the refused token");
+        assert_eq!(j["error"]["kind"], "auth", "{j}");
+    }
+    let (code, stderr, _) = watch.wait(5);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert_eq!(f.w.git(&dir, &["show", "HEAD:more.txt"]), "more");
+}
