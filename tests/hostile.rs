@@ -132,6 +132,7 @@ fn a_full_disk_is_exit_10_and_the_rerun_completes() {
     run.assert_code(10);
     let j = run.json();
     assert_eq!(j["error"]["kind"], "io");
+    crate::support::assert_matches_schema(&j);
     let msg = j["error"]["message"].as_str().unwrap();
     assert!(
         msg.contains(&mnt.display().to_string()) && msg.contains("free some space"),
