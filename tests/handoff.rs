@@ -626,6 +626,20 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
         .as_str()
         .unwrap()
         .to_owned();
+    // The README shows the same recipes as the files the test runs.
+    let readme = std::fs::read_to_string(root.join("../README.md")).unwrap();
+    let shown = serde_json::to_string(&command).unwrap();
+    assert!(
+        readme.contains(&shown),
+        "the README's Claude Code hook is not recipes/claude-code-settings.json's"
+    );
+    let codex = std::fs::read_to_string(root.join("codex-config.toml")).unwrap();
+    for line in codex.lines().filter(|l| l.contains("git-session save")) {
+        assert!(
+            readme.contains(line),
+            "the README's Codex recipe is not recipes/codex-config.toml's: {line}"
+        );
+    }
     std::fs::write(dir.join("turn1.txt"), "one\n").unwrap();
     let out = run_recipe(&["sh".into(), "-c".into(), command.clone()]);
     assert!(
