@@ -255,6 +255,16 @@ struct Watch {
 
 impl Watch {
     fn start(f: &Fixture, dir: &std::path::Path, args: &[&str], url: &str) -> Self {
+        Self::start_with(f, dir, args, url, &[])
+    }
+
+    fn start_with(
+        f: &Fixture,
+        dir: &std::path::Path,
+        args: &[&str],
+        url: &str,
+        vars: &[(&str, &str)],
+    ) -> Self {
         use std::io::BufRead as _;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
             .arg("watch")
@@ -266,6 +276,7 @@ impl Watch {
             .env("GIT_SESSION_RETRY_BASE_MS", "5")
             .env("GIT_SESSION_AGENT", "watcher")
             .env("PUSH_URL", url)
+            .envs(vars.iter().copied())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -678,7 +689,8 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     );
     assert!(f.remote_has("turn2.txt", "two\n", 0.1));
 
-    // Another sandbox takes the session: the Stop hook exits 2, which Claude Code hands to the model.
+    // Another sandbox takes the session: the Stop hook tells Claude Code to end the session
+    // (`continue: false` on stdout, exit 0; an exit 2 would make Claude go on working).
     let b = f.restore_at("b", &f.remote_tip());
     std::fs::write(b.join("b.txt"), "b\n").unwrap();
     f.w.run(&b, &["save", "-m", "B"], &[("PUSH_URL", &url)])
@@ -687,11 +699,24 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     let out = run_recipe(&["sh".into(), "-c".into(), command]);
     assert_eq!(
         out.status.code(),
-        Some(2),
+        Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("another sandbox owns this session"));
+    let told: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the hook's stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_eq!(told["continue"], false, "{told}");
+    assert!(
+        told["stopReason"]
+            .as_str()
+            .unwrap()
+            .contains("another sandbox owns this session"),
+        "{told}"
+    );
     assert_eq!(last_save()["error"]["kind"], "stale");
 }
 
@@ -779,4 +804,33 @@ fn watch_retries_a_token_in_a_file_and_gives_up_after_three_refused_tokens() {
     let (code, stderr, _) = watch.wait(5);
     assert_eq!(code, Some(4), "{stderr}");
     assert_eq!(f.w.git(&dir, &["show", "HEAD:more.txt"]), "more");
+}
+
+#[test]
+fn sigterm_during_a_save_stuck_in_retries_ends_within_the_final_save_time() {
+    let mut f = Fixture::new();
+    let dir = f.restore("s");
+    let url = f.url();
+    f.srv = None; // down: every save retries, 4 attempts over about 15 s with this base
+    let watch = Watch::start_with(
+        &f,
+        &dir,
+        &["--every", "500ms"],
+        &url,
+        &[("GIT_SESSION_RETRY_BASE_MS", "2000")],
+    );
+    std::fs::write(dir.join("pending.txt"), "pending\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500)); // the save is in its retries now
+    let t0 = std::time::Instant::now();
+    watch.signal("-TERM");
+    let (code, stderr, seen) = watch.wait(20);
+    let took = t0.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "SIGTERM took {took:?}: {stderr}"
+    );
+    assert_eq!(code, Some(5), "{stderr}");
+    assert_eq!(seen.last().unwrap()["error"]["kind"], "network", "{seen:?}");
+    // The work is in the local commit.
+    assert_eq!(f.w.git(&dir, &["show", "HEAD:pending.txt"]), "pending");
 }

@@ -79,20 +79,24 @@ fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool)
     tracing::info!("watching {} every {:?}", dir.display(), every);
     let mut refused = 0;
     let mut next = Instant::now() + every;
+    // Set once SIGTERM/SIGINT came: what is pending must be pushed by then.
+    let mut deadline: Option<Instant> = None;
     loop {
         while Instant::now() < next && !stop.load(Ordering::SeqCst) {
             std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
         }
-        let stopping = stop.load(Ordering::SeqCst);
+        if stop.load(Ordering::SeqCst) && deadline.is_none() {
+            deadline = Some(Instant::now() + Duration::from_secs(FINAL_SAVE_SECS));
+        }
         next = Instant::now() + every;
         let newest = match pending(&dir, branch) {
-            Ok(Pending::Nothing) if stopping => return Ok(0),
+            Ok(Pending::Nothing) if deadline.is_some() => return Ok(0),
             Ok(Pending::Nothing) => continue,
             Ok(Pending::Work(newest)) => newest,
             // The save reports it the way it reports everything.
             Err(_) => None,
         };
-        if !stopping
+        if deadline.is_none()
             && let Some(newest) = newest
             && let Ok(age) = SystemTime::now().duration_since(newest)
             && age < quiet_for
@@ -101,23 +105,17 @@ fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool)
             next = next.min(Instant::now() + (quiet_for - age));
             continue;
         }
-        let saved = if stopping {
-            final_save(&save_args, &dir, owner)
-        } else {
-            super::save::run(&save_args, dir.clone(), owner)
-        };
-        match saved {
+        match save_within(&save_args, &dir, owner, &stop, &mut deadline) {
             Ok(success) => {
                 refused = 0;
                 output::success(json, quiet, success);
-                if stopping {
-                    return Ok(0);
-                }
+                // Stopping: the next round returns 0 when nothing is left, else saves again
+                // within what is left of the deadline.
             }
             Err(err) => {
                 output::failure(json, "save", &err);
                 let code = err.exit_code();
-                if stopping {
+                if deadline.is_some() {
                     return Ok(code);
                 }
                 match code {
@@ -135,8 +133,16 @@ fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool)
     }
 }
 
-/// The save on SIGTERM/SIGINT, given [`FINAL_SAVE_SECS`]: a sandbox being stopped waits no longer.
-fn final_save(args: &SaveArgs, dir: &Path, owner: &Owner) -> Result<output::Success> {
+/// One save, in a thread, while watching for SIGTERM/SIGINT: once one came (`deadline` is set
+/// then, [`FINAL_SAVE_SECS`] after it), a save still running when the deadline passes is given up
+/// on — a sandbox being stopped waits no longer, whatever retries the save was in.
+fn save_within(
+    args: &SaveArgs,
+    dir: &Path,
+    owner: &Owner,
+    stop: &AtomicBool,
+    deadline: &mut Option<Instant>,
+) -> Result<output::Success> {
     let (tx, rx) = std::sync::mpsc::channel();
     let (args, dir, owner) = (
         SaveArgs {
@@ -150,13 +156,24 @@ fn final_save(args: &SaveArgs, dir: &Path, owner: &Owner) -> Result<output::Succ
     std::thread::spawn(move || {
         let _ = tx.send(super::save::run(&args, dir, &owner));
     });
-    rx.recv_timeout(Duration::from_secs(FINAL_SAVE_SECS))
-        .unwrap_or_else(|_| {
-            Err(Error::Network(format!(
-                "the final save did not finish within {FINAL_SAVE_SECS} s: local commits are kept, \
-                 a later `git-session save` pushes them"
-            )))
-        })
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(saved) => return saved,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Error::Internal("the save ended without a result".into()));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if stop.load(Ordering::SeqCst) && deadline.is_none() {
+            *deadline = Some(Instant::now() + Duration::from_secs(FINAL_SAVE_SECS));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::Network(format!(
+                "the save did not finish within {FINAL_SAVE_SECS} s of the signal: local commits \
+                 are kept, a later `git-session save` pushes them"
+            )));
+        }
+    }
 }
 
 /// Whether there is work to save: a changed file (as `save` finds them) or commits ahead of the

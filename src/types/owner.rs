@@ -147,7 +147,7 @@ impl Owner {
         }
         let body = message.trim_end_matches('\n');
         let last = body.rsplit("\n\n").next().unwrap_or(body);
-        let has_trailer_block = body.contains("\n\n") && last.lines().all(is_trailer_line);
+        let has_trailer_block = body.contains("\n\n") && is_trailer_block(last);
         let mut out = body.to_owned();
         out.push_str(if has_trailer_block { "\n" } else { "\n\n" });
         for (key, value) in trailers {
@@ -163,6 +163,29 @@ impl Owner {
         }
         out
     }
+}
+
+/// Whether git reads `paragraph` (a message's last) as its trailers, by `git interpret-trailers`'
+/// rule: every line a trailer or a continuation (leading whitespace) of one; or at least a
+/// quarter of the lines trailers with one of them git's own (`Signed-off-by:`, `(cherry picked
+/// from commit …)`).
+fn is_trailer_block(paragraph: &str) -> bool {
+    let (mut trailers, mut others, mut gits_own, mut after_trailer) = (0, 0, false, false);
+    for line in paragraph.lines() {
+        if after_trailer && line.starts_with([' ', '\t']) {
+            continue;
+        }
+        if is_trailer_line(line) {
+            trailers += 1;
+            gits_own |= line.starts_with("Signed-off-by: ");
+            after_trailer = true;
+        } else {
+            gits_own |= line.starts_with("(cherry picked from commit ");
+            others += 1;
+            after_trailer = false;
+        }
+    }
+    trailers > 0 && (others == 0 || gits_own && trailers * 3 >= others)
 }
 
 /// A `Key: value` line (git's trailer syntax: a token of letters, digits and dashes, a colon).
@@ -239,5 +262,19 @@ mod tests {
             "Subject\n\nSigned-off-by: A <a@b>\nSession-Sandbox: sb-1\nSession-Person: ada@example.com\n"
         );
         assert_eq!(Owner::default().add_trailers("Save\n"), "Save\n");
+        // git's own rule: prose beside a Signed-off-by, and continuation lines, still trailers.
+        assert_eq!(
+            o.add_trailers("Subject\n\nSome prose here\nSigned-off-by: A <a@b>\n"),
+            "Subject\n\nSome prose here\nSigned-off-by: A <a@b>\nSession-Sandbox: sb-1\nSession-Person: ada@example.com\n"
+        );
+        assert_eq!(
+            o.add_trailers("Subject\n\nCo-authored-by: A <a@b>\n  continued\n"),
+            "Subject\n\nCo-authored-by: A <a@b>\n  continued\nSession-Sandbox: sb-1\nSession-Person: ada@example.com\n"
+        );
+        // Prose without git's own trailer is not a trailer block.
+        assert_eq!(
+            o.add_trailers("Subject\n\nSome prose here\nSee-also: x\n"),
+            "Subject\n\nSome prose here\nSee-also: x\n\nSession-Sandbox: sb-1\nSession-Person: ada@example.com\n"
+        );
     }
 }
