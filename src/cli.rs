@@ -16,7 +16,8 @@ pub struct Cli {
     #[arg(short = 'C', global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
-    /// Print exactly one JSON object on stdout (success or failure)
+    /// Print the result as JSON on stdout: exactly one object, success or failure (watch: one per
+    /// line, one per save)
     #[arg(long, global = true)]
     pub json: bool,
 

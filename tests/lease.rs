@@ -747,3 +747,50 @@ fn a_new_sessions_fetch_takes_no_other_sessions_branches() {
         "refs/remotes/origin/sessions/new"
     );
 }
+
+/// A plain `git push` held in its check before the lock (git has read the remote by then) while
+/// a `save` (or a `watch` checkpoint) in the same tree pushes: git's view of the remote is now
+/// older than the lease — this tree's own push, not another sandbox's. The plain push is never
+/// called stale; it is told to run again, and the rerun finds everything pushed.
+#[test]
+fn a_plain_push_overtaken_by_this_trees_own_save_is_never_called_stale() {
+    let s = Setup::new();
+    let branch = "sessions/ownrace";
+    s.w.git(&s.bare(), &["branch", branch, &s.ids[1]]);
+    let a = s.sandbox("a", branch, &s.ids[1]);
+    s.commit(&a, "plain.txt", "plain\n");
+    std::fs::write(a.join("saved.txt"), "s\n").unwrap();
+    let barrier = s.w.tmp.path().join("ownrace");
+    let vars = [
+        ("GIT_SESSION_FAILPOINT", "before-lock"),
+        ("GIT_SESSION_BARRIER_DIR", barrier.to_str().unwrap()),
+        ("GIT_SESSION_BARRIER_COUNT", "2"),
+    ];
+    let plain = std::thread::scope(|sc| {
+        let hp = sc.spawn(|| s.shell_git(&a, &["push", "-q"], &vars));
+        // The hook is waiting once its marker is there: the save runs to the end meanwhile.
+        let t0 = std::time::Instant::now();
+        while std::fs::read_dir(&barrier).map_or(0, |d| d.count()) == 0 {
+            assert!(
+                t0.elapsed().as_secs() < 30,
+                "the plain push never reached its check"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let saved = s.save(&a, "saved", &[]);
+        assert_eq!(saved.code, Some(0), "{}", saved.stderr);
+        std::fs::write(barrier.join("test"), b"").unwrap();
+        hp.join().unwrap()
+    });
+    let words = String::from_utf8_lossy(&plain.stderr);
+    assert!(!plain.status.success(), "{words}");
+    assert!(!words.contains("another sandbox"), "{words}");
+    assert!(words.contains("run `git push` again"), "{words}");
+    let again = s.shell_git(&a, &["push", "-q"], &[]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(s.remote(branch), Some(s.w.git(&a, &["rev-parse", "HEAD"])));
+}

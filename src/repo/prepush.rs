@@ -403,6 +403,19 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
             RemoteTip::Lease | RemoteTip::Own if remote_tip.is_zero() => record.tip,
             RemoteTip::Lease | RemoteTip::Own | RemoteTip::Ahead => remote_tip,
             RemoteTip::Rewritten => remote_tip,
+            // git read the remote before a push of this tree's own (a `save`, a `watch`
+            // checkpoint) moved it on to the lease: git's view is old, not another sandbox's.
+            RemoteTip::Moved
+                if !remote_tip.is_zero()
+                    && !record.lease.is_zero()
+                    && crate::repo::descends_from(&repo, record.lease.id(), remote_tip.id())? =>
+            {
+                return Err(Error::conflict(format!(
+                    "the session branch '{}' moved from {remote_tip} to {} while git was pushing, \
+                     by this tree's own save: {nothing}; run `git push` again",
+                    record.branch, record.lease
+                )));
+            }
             RemoteTip::Moved | RemoteTip::Deleted => {
                 return Err(crate::repo::lease::stale(
                     &record.branch,
