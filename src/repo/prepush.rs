@@ -387,65 +387,78 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
         "git pushed nothing, and your local commits are kept"
     };
     for (local, remote_tip) in updates {
-        if local.is_zero() {
-            return Err(Error::conflict(format!(
-                "refused: this push would delete the session branch '{}' on the remote; \
-                 git-session never deletes it — {nothing}",
-                record.branch
-            )));
-        }
-        if local == remote_tip {
-            continue;
-        }
-        let state =
-            crate::repo::lease::classify(&repo, &ledger, record.lease, Some(local), remote_tip)?;
-        let base = match state {
-            RemoteTip::Lease | RemoteTip::Own if remote_tip.is_zero() => record.tip,
-            RemoteTip::Lease | RemoteTip::Own | RemoteTip::Ahead => remote_tip,
-            RemoteTip::Rewritten => remote_tip,
-            // git read the remote before a push of this tree's own (a `save`, a `watch`
-            // checkpoint) moved it on to the lease: git's view is old, not another sandbox's.
-            RemoteTip::Moved
-                if !remote_tip.is_zero()
-                    && !record.lease.is_zero()
-                    && crate::repo::descends_from(&repo, record.lease.id(), remote_tip.id())? =>
-            {
-                return Err(Error::conflict(format!(
-                    "the session branch '{}' moved from {remote_tip} to {} while git was pushing, \
-                     by this tree's own save: {nothing}; run `git push` again",
-                    record.branch, record.lease
-                )));
-            }
-            RemoteTip::Moved | RemoteTip::Deleted => {
-                return Err(crate::repo::lease::stale(
-                    &record.branch,
-                    record.lease,
-                    remote_tip,
-                    nothing,
-                ));
-            }
-        };
-        if !crate::repo::descends_from(&repo, local.id(), base.id())? {
-            return Err(Error::conflict(format!(
-                "refused: {local} is not a fast-forward from {} {base} (a force push, or history \
-                 rewritten after a push): git-session lets only fast-forwards through to the \
-                 session branch '{}' — {nothing}; rebuild your work on top of {base}",
-                if remote_tip.is_zero() {
-                    "the restored TIP_SHA"
-                } else {
-                    "the remote tip"
-                },
-                record.branch
-            )));
-        }
-        ledger.record(remote_tip, local, "git-push")?;
-        // Race tests hold a plain push here, past its check, against another sandbox's push.
-        crate::failpoint::barrier("after-lease-check");
-        tracing::info!(
-            "git push of {local} to {full} let through (lease {})",
-            record.lease
-        );
+        check_update(&repo, &ledger, record, local, remote_tip, nothing)?;
     }
+    Ok(())
+}
+
+/// The check of one update of the session branch, `remote_tip` → `local`, as git passed it.
+fn check_update(
+    repo: &gix::Repository,
+    ledger: &Ledger,
+    record: &SessionRecord,
+    local: FullSha,
+    remote_tip: FullSha,
+    nothing: &str,
+) -> Result<()> {
+    if local.is_zero() {
+        return Err(Error::conflict(format!(
+            "refused: this push would delete the session branch '{}' on the remote; \
+             git-session never deletes it — {nothing}",
+            record.branch
+        )));
+    }
+    if local == remote_tip {
+        return Ok(());
+    }
+    let state = crate::repo::lease::classify(repo, ledger, record.lease, Some(local), remote_tip)?;
+    let base = match state {
+        RemoteTip::Lease | RemoteTip::Own if remote_tip.is_zero() => record.tip,
+        RemoteTip::Lease | RemoteTip::Own | RemoteTip::Ahead => remote_tip,
+        RemoteTip::Rewritten => remote_tip,
+        // git read the remote before a push of this tree's own (a `save`, a `watch`
+        // checkpoint) moved it on to the lease: git's view is old, not another sandbox's.
+        RemoteTip::Moved
+            if !remote_tip.is_zero()
+                && !record.lease.is_zero()
+                && crate::repo::descends_from(repo, record.lease.id(), remote_tip.id())? =>
+        {
+            return Err(Error::conflict(format!(
+                "the session branch '{}' moved from {remote_tip} to {} while git was pushing, \
+                 by this tree's own save: {nothing}; run `git push` again",
+                record.branch, record.lease
+            )));
+        }
+        RemoteTip::Moved | RemoteTip::Deleted => {
+            return Err(crate::repo::lease::stale(
+                &record.branch,
+                record.lease,
+                remote_tip,
+                nothing,
+            ));
+        }
+    };
+    if !crate::repo::descends_from(repo, local.id(), base.id())? {
+        return Err(Error::conflict(format!(
+            "refused: {local} is not a fast-forward from {} {base} (a force push, or history \
+             rewritten after a push): git-session lets only fast-forwards through to the \
+             session branch '{}' — {nothing}; rebuild your work on top of {base}",
+            if remote_tip.is_zero() {
+                "the restored TIP_SHA"
+            } else {
+                "the remote tip"
+            },
+            record.branch
+        )));
+    }
+    ledger.record(remote_tip, local, "git-push")?;
+    // Race tests hold a plain push here, past its check, against another sandbox's push.
+    crate::failpoint::barrier("after-lease-check");
+    tracing::info!(
+        "git push of {local} to {} let through (lease {})",
+        record.branch.full_ref(),
+        record.lease
+    );
     Ok(())
 }
 
