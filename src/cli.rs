@@ -197,7 +197,7 @@ pub struct BakeArgs {
 }
 
 /// `save` flags.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct SaveArgs {
     /// The commit message
     #[arg(

@@ -35,19 +35,7 @@ impl Fixture {
     }
 
     fn restore(&self, name: &str) -> PathBuf {
-        let dir = self.w.path(name);
-        self.w
-            .run(
-                &dir,
-                &["restore"],
-                &[
-                    ("READ_URL", &self.url()),
-                    ("SESSION_BRANCH", BRANCH),
-                    ("TIP_SHA", &self.tip),
-                ],
-            )
-            .assert_code(0);
-        dir
+        self.restore_at(name, &self.tip)
     }
 
     /// Restore the session branch at `tip` into a new sandbox `name`.

@@ -144,15 +144,7 @@ fn save_within(
     deadline: &mut Option<Instant>,
 ) -> Result<output::Success> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let (args, dir, owner) = (
-        SaveArgs {
-            message: args.message.clone(),
-            no_push: false,
-            push: args.push.clone(),
-        },
-        dir.to_owned(),
-        owner.clone(),
-    );
+    let (args, dir, owner) = (args.clone(), dir.to_owned(), owner.clone());
     std::thread::spawn(move || {
         let _ = tx.send(super::save::run(&args, dir, &owner));
     });
