@@ -150,6 +150,7 @@ fn receive(git_dir: &Path, bytes: &[u8]) -> Received {
         Some(2),
         LIMITS,
         &AtomicBool::new(false),
+        None,
     )
     .unwrap_or_else(|e| panic!("receive: {e:?}"))
 }

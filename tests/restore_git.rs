@@ -731,6 +731,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
     let url = srv.url("repo.git", None);
     for point in [
         "after-staging",
+        "mid-early-checkout",
         "after-fetch",
         "mid-checkout",
         "before-record",
@@ -765,6 +766,15 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
                 written > 0 && written < 24,
                 "mid-checkout killed at {written} of 24 files"
             );
+        }
+        if point == "mid-early-checkout" {
+            // Two files written whole as their blobs arrived, the third cut short by the kill:
+            // the rerun must know it as the killed run's own.
+            let written = all_files(&dir)
+                .iter()
+                .filter(|p| !p.starts_with(dir.join(restore_staging())))
+                .count();
+            assert_eq!(written, 3, "mid-early-checkout killed at {written} files");
         }
         if point != "after-publish" {
             // Not mistaken for a finished restore, by git or by git-session.

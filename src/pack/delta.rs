@@ -180,57 +180,77 @@ fn copy(out: &mut Vec<u8>, mut offset: usize, mut len: usize) {
     }
 }
 
+/// The object `delta` rebuilds from `source` (`gitformat-pack` "Deltified representation": the
+/// source's size, the target's size, then copy and insert instructions), or `None` when the delta
+/// is malformed, names another source size, or claims a target over `limit` bytes. Every offset
+/// and length is checked: the delta may come from a hostile server.
+pub fn apply(source: &[u8], delta: &[u8], limit: usize) -> Option<Vec<u8>> {
+    let mut at = 0;
+    let mut size = || {
+        let (mut v, mut shift) = (0usize, 0u32);
+        loop {
+            let b = *delta.get(at)?;
+            at += 1;
+            v |= usize::from(b & 0x7f).checked_shl(shift)?;
+            shift += 7;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+            if shift > 63 {
+                return None;
+            }
+        }
+    };
+    if size()? != source.len() {
+        return None;
+    }
+    let target_len = size()?;
+    if target_len > limit {
+        return None;
+    }
+    let mut out = Vec::with_capacity(target_len);
+    while at < delta.len() {
+        let op = delta[at];
+        at += 1;
+        if op & 0x80 != 0 {
+            let (mut offset, mut len) = (0usize, 0usize);
+            for i in 0..4 {
+                if op & (1 << i) != 0 {
+                    offset |= usize::from(*delta.get(at)?) << (8 * i);
+                    at += 1;
+                }
+            }
+            for i in 0..3 {
+                if op & (0x10 << i) != 0 {
+                    len |= usize::from(*delta.get(at)?) << (8 * i);
+                    at += 1;
+                }
+            }
+            if len == 0 {
+                len = MAX_COPY;
+            }
+            out.extend_from_slice(source.get(offset..offset.checked_add(len)?)?);
+        } else {
+            if op == 0 {
+                return None; // reserved
+            }
+            out.extend_from_slice(delta.get(at..at + op as usize)?);
+            at += op as usize;
+        }
+        if out.len() > target_len {
+            return None;
+        }
+    }
+    (out.len() == target_len).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The decoder of `gitformat-pack`, for the round trips.
+    /// The decoder, asserting what the encoder makes.
     fn apply(source: &[u8], delta: &[u8]) -> Vec<u8> {
-        let mut at = 0;
-        let mut size = || {
-            let (mut v, mut shift) = (0usize, 0);
-            loop {
-                let b = delta[at];
-                at += 1;
-                v |= ((b & 0x7f) as usize) << shift;
-                shift += 7;
-                if b & 0x80 == 0 {
-                    return v;
-                }
-            }
-        };
-        assert_eq!(size(), source.len());
-        let target_len = size();
-        let mut out = Vec::new();
-        while at < delta.len() {
-            let op = delta[at];
-            at += 1;
-            if op & 0x80 != 0 {
-                let (mut offset, mut len) = (0usize, 0usize);
-                for i in 0..4 {
-                    if op & (1 << i) != 0 {
-                        offset |= (delta[at] as usize) << (8 * i);
-                        at += 1;
-                    }
-                }
-                for i in 0..3 {
-                    if op & (0x10 << i) != 0 {
-                        len |= (delta[at] as usize) << (8 * i);
-                        at += 1;
-                    }
-                }
-                if len == 0 {
-                    len = MAX_COPY;
-                }
-                out.extend_from_slice(&source[offset..offset + len]);
-            } else {
-                assert!(op != 0, "reserved instruction");
-                out.extend_from_slice(&delta[at..at + op as usize]);
-                at += op as usize;
-            }
-        }
-        assert_eq!(out.len(), target_len);
-        out
+        super::apply(source, delta, usize::MAX).expect("a valid delta")
     }
 
     fn text(lines: usize, seed: u64) -> Vec<u8> {

@@ -33,6 +33,21 @@ pub struct BigObject {
     pub crc32: u32,
 }
 
+/// Sees the inflated data of entries as the pack streams in, before gix-pack indexes them (the
+/// early checkout of `restore`). Called on the thread reading the stream: an observer must not
+/// block it for long (queue the data, or drop it).
+pub trait EntryObserver: std::fmt::Debug {
+    /// A pack begins (a retried fetch starts over): offsets seen before mean nothing now.
+    fn begin(&self);
+    /// Whether it wants the inflated data of an entry of `size` bytes (an object's content, or a
+    /// delta's instructions): only such entries are collected, so this bounds the memory.
+    fn wants(&self, size: u64) -> bool;
+    /// The entry at `pack_offset` (`gitformat-pack`): its header (an object kind, or a delta and
+    /// its base) and its inflated data, verified against the header's size. Not yet against the
+    /// pack's checksum: an observer must hash what it uses.
+    fn entry(&self, pack_offset: u64, header: Header, data: Vec<u8>);
+}
+
 /// What the stream learned besides the entries it yields.
 #[derive(Debug, Default)]
 pub struct Learned {
@@ -84,8 +99,9 @@ impl<R: BufRead> BufRead for Tap<R> {
 
 /// The pack's entries for `gix_pack::index::write_data_iter_to_stream` (with `crc32` set), the
 /// big objects left out.
-pub struct EntryStream<R> {
+pub struct EntryStream<'o, R> {
     tap: Tap<R>,
+    observer: Option<&'o dyn EntryObserver>,
     objects_left: u32,
     num_objects: u32,
     version: gix_pack::data::Version,
@@ -101,7 +117,7 @@ pub struct EntryStream<R> {
     pack_dir: std::path::PathBuf,
 }
 
-impl<R: BufRead> EntryStream<R> {
+impl<'o, R: BufRead> EntryStream<'o, R> {
     /// Read the pack's header from `input`.
     ///
     /// # Errors
@@ -126,6 +142,7 @@ impl<R: BufRead> EntryStream<R> {
         Ok((
             EntryStream {
                 tap,
+                observer: None,
                 objects_left: num_objects,
                 num_objects,
                 version,
@@ -139,6 +156,15 @@ impl<R: BufRead> EntryStream<R> {
             },
             learned,
         ))
+    }
+
+    /// Show every entry's inflated data to `observer` as it passes (see [`EntryObserver`]).
+    pub fn observed(mut self, observer: Option<&'o dyn EntryObserver>) -> Self {
+        if let Some(o) = observer {
+            o.begin();
+        }
+        self.observer = observer;
+        self
     }
 
     /// The pack's version.
@@ -176,7 +202,14 @@ impl<R: BufRead> EntryStream<R> {
             _ => None,
         };
         let data_start = self.tap.offset;
-        let hasher = self.inflate(pack_offset, size, kind.is_none(), hasher)?;
+        let mut observed = self
+            .observer
+            .filter(|o| !big && o.wants(size))
+            .map(|_| Vec::with_capacity(size as usize));
+        let hasher = self.inflate(pack_offset, size, kind.is_none(), hasher, observed.as_mut())?;
+        if let (Some(o), Some(data)) = (self.observer, observed) {
+            o.entry(pack_offset, header.header, data);
+        }
         let compressed_size = self.tap.offset - data_start;
         let crc32 = self.tap.crc.clone().finalize();
         self.learned.borrow_mut().entries_end = self.tap.offset;
@@ -250,6 +283,7 @@ impl<R: BufRead> EntryStream<R> {
         size: u64,
         is_delta: bool,
         mut hasher: Option<gix::hash::Hasher>,
+        mut keep: Option<&mut Vec<u8>>,
     ) -> Result<Option<gix::hash::Hasher>, ReceiveError> {
         let mut inflated = 0u64;
         // A delta's first bytes, until its two size varints are read (at most 20 bytes).
@@ -273,6 +307,11 @@ impl<R: BufRead> EntryStream<R> {
             }
             if let Some(h) = hasher.as_mut() {
                 h.update(&self.scratch[..n]);
+            }
+            if let Some(keep) = keep.as_deref_mut()
+                && inflated + n as u64 <= size
+            {
+                keep.extend_from_slice(&self.scratch[..n]);
             }
             inflated += n as u64;
             if inflated > size {
@@ -329,7 +368,7 @@ impl<R: BufRead> EntryStream<R> {
     }
 }
 
-impl<R: BufRead> Iterator for EntryStream<R> {
+impl<R: BufRead> Iterator for EntryStream<'_, R> {
     type Item = gix::Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {

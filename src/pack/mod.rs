@@ -17,6 +17,7 @@ pub mod thin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub use entries::EntryObserver;
 pub use objects::{BigBlob, Compared, PackObjects};
 pub use receive::{ReceiveError, Received, receive};
 pub use thin::receive_thin;

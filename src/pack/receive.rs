@@ -93,7 +93,7 @@ impl ReceiveError {
 /// Read a version 2 pack from `input` (the bytes of the `packfile` section, side-band removed),
 /// verify every entry, resolve its deltas with up to `thread_limit` threads (`None`: one per core),
 /// and leave `pack-<hash>.pack` and `pack-<hash>.idx` in `pack_dir`. Follows `gitformat-pack`
-/// (pack and index version 2).
+/// (pack and index version 2). `observer` sees each entry's inflated data as it streams in.
 ///
 /// # Errors
 /// A message for a corrupt or truncated pack (the caller decides whether a cut stream caused it),
@@ -104,6 +104,7 @@ pub fn receive(
     thread_limit: Option<usize>,
     limits: PackLimits,
     interrupt: &AtomicBool,
+    observer: Option<&dyn super::EntryObserver>,
 ) -> Result<Received, ReceiveError> {
     let io_err = |what: &str, e: io::Error| local_io(pack_dir, what, e);
     let (data_tmp, writer) = temporary_pack(pack_dir)?;
@@ -126,6 +127,7 @@ pub fn receive(
         thread_limit,
         limits,
         interrupt,
+        observer,
     )?;
     if let Ok(last) = last_read.lock() {
         tracing::debug!(
@@ -204,8 +206,10 @@ fn index(
     thread_limit: Option<usize>,
     limits: PackLimits,
     interrupt: &AtomicBool,
+    observer: Option<&dyn super::EntryObserver>,
 ) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
-    let (mut entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
+    let (entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
+    let mut entries = entries.observed(observer);
     let pack_version = entries.version();
     let mut out = BufWriter::new(index_tmp.as_file_mut());
     let outcome = gix_pack::index::write_data_iter_to_stream(

@@ -258,7 +258,7 @@ impl Spooled {
             .reopen()
             .map_err(|e| local_io(&self.pack_dir, "reopening the temporary pack file", e))?;
         let mut input = BufReader::with_capacity(CHUNK, file);
-        receive(&mut input, dir, thread_limit, limits, interrupt)
+        receive(&mut input, dir, thread_limit, limits, interrupt, None)
     }
 
     /// Those of `appended` that the pack indexed as `probe` also holds among its own entries

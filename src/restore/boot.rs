@@ -280,6 +280,7 @@ fn want<'a>(
         pack_dir,
         limits: opts.limits,
         base,
+        observer: None,
     }
 }
 

@@ -284,6 +284,7 @@ pub fn checkout(
     workdir: &Path,
     overwrite: bool,
     empty: bool,
+    early: &[super::early::Written],
     before_big_file: &dyn Fn(&Path) -> Result<()>,
 ) -> Result<usize> {
     let mut opts = repo
@@ -301,8 +302,12 @@ pub fn checkout(
     // Files over the big-object threshold are written here, streamed from the pack; gix's
     // checkout, which holds each blob whole, gets the others.
     let big = set_big_files_aside(index, &objects)?;
+    let early = set_early_files_aside(index, workdir, early)?;
     let _progress = crate::progress::Progress::spinner(&format!("checking out {total} files"));
-    let outcome = if failpoint::armed("mid-checkout") {
+    let outcome = if index.entries().is_empty() {
+        // Everything was written early or set aside (gix cannot check out an empty index).
+        Ok(Default::default())
+    } else if failpoint::armed("mid-checkout") {
         let find = AbortAfter {
             inner: objects.clone(),
             seen: Arc::new(AtomicUsize::new(0)),
@@ -345,8 +350,58 @@ pub fn checkout(
             file.path.as_ref(),
         );
     }
+    for file in early {
+        index.dangerously_push_entry(
+            file.stat,
+            file.id,
+            gix::index::entry::Flags::empty(),
+            file.mode,
+            file.path.as_ref(),
+        );
+    }
     index.sort_entries();
     Ok(total)
+}
+
+/// Take the entries the early checkout wrote (same path, blob and mode) out of `index`, so gix's
+/// checkout does not write them again; returns them. A file written early that the index does not
+/// hold so (possible only for a tree with duplicate names) is removed.
+///
+/// # Errors
+/// [`Error::LocalIo`] when such a file cannot be removed.
+fn set_early_files_aside<'w>(
+    index: &mut gix::index::File,
+    workdir: &Path,
+    early: &'w [super::early::Written],
+) -> Result<Vec<&'w super::early::Written>> {
+    if early.is_empty() {
+        return Ok(Vec::new());
+    }
+    let by_path: std::collections::HashMap<&gix::bstr::BStr, &super::early::Written> =
+        early.iter().map(|w| (w.path.as_ref(), w)).collect();
+    let mut kept = Vec::with_capacity(early.len());
+    index.remove_entries(|_, path, entry| {
+        let Some(w) = by_path.get(path) else {
+            return false;
+        };
+        let same = w.id == entry.id && w.mode == entry.mode;
+        if same {
+            kept.push(*w);
+        }
+        same
+    });
+    if kept.len() < early.len() {
+        let kept_paths: std::collections::HashSet<&gix::bstr::BStr> =
+            kept.iter().map(|w| gix::bstr::BStr::new(&w.path)).collect();
+        for stray in early
+            .iter()
+            .filter(|w| !kept_paths.contains(&gix::bstr::BStr::new(&w.path))) {
+            let path = workdir.join(std::ffi::OsStr::from_bytes(&stray.path));
+            std::fs::remove_file(&path)
+                .map_err(|e| Error::io(format!("removing {}", path.display()), e))?;
+        }
+    }
+    Ok(kept)
 }
 
 /// Refuse what gix's checkout reports: paths that collide on this file system (exit 6), or the

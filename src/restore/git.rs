@@ -4,6 +4,7 @@
 use std::os::unix::ffi::OsStrExt as _;
 use std::sync::atomic::AtomicBool;
 
+use super::early::EarlyCheckout;
 use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, plan, publish};
 use crate::error::{Error, Result};
 use crate::repo::layout::{self, OriginConfig};
@@ -105,7 +106,44 @@ impl Run<'_> {
         } else {
             layout::init(self.staging, &self.origin(true))?;
         }
-        let (lease, fetched, warnings) = self.fetch()?;
+        let early = self.early_checkout();
+        let fetched = self.fetch(early.as_ref());
+        let early = early.map(EarlyCheckout::finish).unwrap_or_default();
+        let result = fetched.and_then(|fetched| self.finish(fetched, &early.files));
+        if result.is_err() && !early.files.is_empty() && !self.written_any.get() {
+            // Nothing else was written yet: the files written early go too.
+            if let Err(e) = early.roll_back(&opts.dir) {
+                tracing::warn!("could not remove the files written early: {e}");
+                self.written_any.set(true);
+            }
+        }
+        result
+    }
+
+    /// The early checkout (see [`super::early`]), when the target was empty: files written as
+    /// the pack streams in.
+    fn early_checkout(&self) -> Option<EarlyCheckout> {
+        let (opts, plan) = (self.opts, self.plan);
+        // The `mid-checkout` failpoint kills the checkout after the transfer half-way: it must
+        // have files to write.
+        if !plan.empty || plan.overwrite || crate::failpoint::armed("mid-checkout") {
+            return None;
+        }
+        let staging = self.staging.to_owned();
+        Some(EarlyCheckout::start(super::early::Target {
+            workdir: opts.dir.clone(),
+            tip: opts.tip.id(),
+            before_first_file: Box::new(move || super::note_checkout_began(&staging)),
+        }))
+    }
+
+    /// After the fetch: configure, check out, record.
+    fn finish(
+        &self,
+        (lease, fetched, warnings): (FullSha, fetch::Fetched, Vec<String>),
+        early: &[super::early::Written],
+    ) -> Result<RestoreReport> {
+        let opts = self.opts;
         tracing::info!("received {} objects", fetched.objects);
         crate::failpoint::hit("after-fetch");
         if !opts.template {
@@ -114,7 +152,7 @@ impl Run<'_> {
             }
             crate::repo::prepush::install(self.staging)?;
         }
-        let (files, owner) = self.check_out(lease, &fetched)?;
+        let (files, owner) = self.check_out(lease, &fetched, early)?;
         let record = SessionRecord::of_git_restore(
             opts.branch.clone(),
             opts.tip,
@@ -129,7 +167,10 @@ impl Run<'_> {
 
     /// Fetch the commit, and beside it look up the session branch (one ref: neither needs the
     /// other's answer); returns the lease, the pack, and a warning when the branch is elsewhere.
-    fn fetch(&self) -> Result<(FullSha, fetch::Fetched, Vec<String>)> {
+    fn fetch(
+        &self,
+        early: Option<&EarlyCheckout>,
+    ) -> Result<(FullSha, fetch::Fetched, Vec<String>)> {
         let (opts, http, read, caps) = (self.opts, self.http, self.read, self.caps);
         let interrupt = AtomicBool::new(false);
         let pack_dir = self.staging.join("objects/pack");
@@ -154,6 +195,7 @@ impl Run<'_> {
                         pack_dir: &pack_dir,
                         limits: opts.limits,
                         base: None,
+                        observer: early.map(|e| e as &dyn crate::pack::EntryObserver),
                     },
                     &interrupt,
                 )
@@ -176,6 +218,7 @@ impl Run<'_> {
         &self,
         lease: FullSha,
         fetched: &fetch::Fetched,
+        early: &[super::early::Written],
     ) -> Result<(usize, Option<(u32, u32)>)> {
         let (opts, plan, staging) = (self.opts, self.plan, self.staging);
         let repo = crate::repo::open(staging)?;
@@ -215,6 +258,7 @@ impl Run<'_> {
             &opts.dir,
             plan.overwrite,
             plan.empty,
+            early,
             &|rel| super::note_big_file(staging, rel),
         )?;
         tracing::debug!(

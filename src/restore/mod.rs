@@ -15,6 +15,7 @@ pub mod archive;
 mod boot;
 mod cache;
 pub mod checkout;
+mod early;
 mod git;
 mod probe;
 
@@ -497,6 +498,27 @@ fn begin_staging(opts: &RestoreOptions, plan: &Plan) -> Result<PathBuf> {
     crate::fs::write_atomic(&staging.join(INTENT_FILE), &bytes)?;
     crate::failpoint::hit("after-staging");
     Ok(staging)
+}
+
+/// Record in the staging folder's intent that the checkout began now (before the transfer ended:
+/// the early checkout), so a rerun after a kill knows files cut short since as this run's own.
+///
+/// # Errors
+/// [`Error::Internal`] / [`Error::LocalIo`] when the intent cannot be rewritten.
+fn note_checkout_began(staging: &Path) -> Result<()> {
+    let path = staging.join(INTENT_FILE);
+    let bytes =
+        std::fs::read(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let mut intent: Intent =
+        serde_json::from_slice(&bytes).map_err(|e| Error::internal("reading the intent", e))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default();
+    intent.checkout_began_ms.get_or_insert(now);
+    let bytes =
+        serde_json::to_vec(&intent).map_err(|e| Error::internal("encoding the intent", e))?;
+    crate::fs::write_atomic(&path, &bytes)
 }
 
 /// Record in the staging folder's intent that the checkout is writing the big file `rel`, so a

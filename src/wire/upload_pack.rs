@@ -290,6 +290,8 @@ pub struct Want<'a> {
     pub limits: crate::pack::PackLimits,
     /// What the repository holds already (`None`: nothing, a whole depth-limited pack).
     pub base: Option<Base<'a>>,
+    /// Sees each entry's inflated data as the pack streams in (a whole pack only, not a thin one).
+    pub observer: Option<&'a dyn crate::pack::EntryObserver>,
 }
 
 /// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
@@ -478,7 +480,14 @@ fn receive_packfile<R: Read>(
                 want.limits,
                 interrupt,
             ),
-            None => crate::pack::receive(&mut reader, want.pack_dir, None, want.limits, interrupt),
+            None => crate::pack::receive(
+                &mut reader,
+                want.pack_dir,
+                None,
+                want.limits,
+                interrupt,
+                want.observer,
+            ),
         };
         // The low-speed rule giving up is a network failure (retried), not a corrupt pack.
         if reader.gave_up() {
@@ -690,6 +699,7 @@ mod tests {
             pack_dir: dir.path(),
             limits,
             base: None,
+            observer: None,
         };
         (read_fetch(&url(), body, want, &AtomicBool::new(false)), dir)
     }

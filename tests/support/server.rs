@@ -125,6 +125,11 @@ pub struct Scripted {
     /// When non-zero, only this many first bytes are dripped; the rest goes at full speed (a
     /// server that takes a while to start, sending keep-alives).
     pub drip_first: usize,
+    /// When non-zero, the last this many bytes of `head` are sent only after a pause of
+    /// `hold_ms` (a pack whose end is still on the wire).
+    pub hold_last: usize,
+    /// That pause (milliseconds).
+    pub hold_ms: u64,
     /// How many more requests to answer this way.
     pub times: usize,
 }
@@ -148,6 +153,8 @@ impl Scripted {
             drip_ms: 0,
             drip_bytes: 0,
             drip_first: 0,
+            hold_last: 0,
+            hold_ms: 0,
             times: 1,
         }
     }
@@ -189,6 +196,10 @@ fn scripted_response(script: Scripted) -> Response<Body> {
             if at >= total_head && script.repeat.is_empty() {
                 return None;
             }
+            let held_from = total_head.saturating_sub(script.hold_last);
+            if script.hold_last > 0 && at == held_from {
+                tokio::time::sleep(std::time::Duration::from_millis(script.hold_ms)).await;
+            }
             let dripping = script.drip_ms > 0 && (script.drip_first == 0 || at < script.drip_first);
             if dripping {
                 tokio::time::sleep(std::time::Duration::from_millis(script.drip_ms)).await;
@@ -197,6 +208,11 @@ fn scripted_response(script: Scripted) -> Response<Body> {
                 chunk.min(script.drip_first - at)
             } else if script.drip_first > 0 {
                 64 * 1024
+            } else {
+                chunk
+            };
+            let chunk = if script.hold_last > 0 && at < held_from {
+                chunk.min(held_from - at)
             } else {
                 chunk
             };

@@ -50,6 +50,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
                 depth: Some(1),
                 pack_dir: &pack_dir,
                 limits: crate::pack::PackLimits::default(),
+                observer: None,
             },
             &interrupt,
         )

@@ -1,0 +1,589 @@
+//! The early checkout: regular files written as their blobs stream in, while the rest of the pack
+//! is still on the wire, so the checkout after the transfer has less left to do.
+//!
+//! git's `pack-objects` writes a fetch's pack as commits, then trees, then blobs, each delta after
+//! its base (`compute_write_order` in git's `builtin/pack-objects.c`): the paths of most blobs are
+//! known before the blobs arrive. A worker thread sees every entry the pack stream inflates
+//! ([`EntryObserver`]); it hashes it, resolves offset deltas against recent objects (a bounded
+//! cache), reads the commit `TIP_SHA` and the trees it names, and writes a file for each blob
+//! whose path is known, when nothing can make the checked-out form differ from the blob: a
+//! regular file (symlinks and submodules wait), no `.gitattributes` on its way that could convert
+//! it (`eol=crlf`, `ident`, `filter`, `working-tree-encoding`, macros: see [`Rules`]).
+//! Everything else — and whatever the worker could not keep up with — is written by the checkout
+//! after the transfer, which sets the files written here aside ([`Written`]) and writes the index
+//! of all of them.
+//!
+//! What keeps it as safe as the checkout after the transfer:
+//! - only into an empty target (no `--force`, no resume) and for a whole (not thin) pack;
+//! - an object is used only when its id, hashed here, is named by the commit `TIP_SHA` or by a tree
+//!   used so, so nothing the server did not commit to is written;
+//! - every name passes git's path protections ([`super::checkout::protections`]) and the staging
+//!   folder's name is never used; folders are made one at a time and never followed through a
+//!   symlink; files are created with `O_EXCL | O_NOFOLLOW`;
+//! - the intent records when writing began before the first file, so a kill leaves files the
+//!   rerun's judge ([`super::CutShort`]) knows as this run's own, and completes;
+//! - a failure of the restore removes every file and folder written here ([`Written::roll_back`]),
+//!   so "nothing was written" still holds for an unsafe tree or an incomplete pack.
+//!
+//! Memory: entries over [`MAX_ENTRY_BYTES`] are not looked at; at most [`QUEUE_BYTES`] wait for
+//! the worker (more are dropped, not waited for: the stream never slows down for it); the cache of
+//! delta bases holds at most [`CACHE_BYTES`], the trees kept by id at most 4 MiB.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use gix::bstr::{BStr, BString, ByteSlice as _};
+use gix::odb::pack::data::entry::Header;
+
+use crate::pack::EntryObserver;
+
+/// The largest entry (inflated) the worker looks at, in bytes.
+pub const MAX_ENTRY_BYTES: u64 = 2 << 20;
+/// The most inflated bytes waiting for the worker.
+pub const QUEUE_BYTES: usize = 8 << 20;
+/// The most bytes of recent objects kept as delta bases.
+pub const CACHE_BYTES: usize = 16 << 20;
+/// The most bytes of trees kept by id, for folders that name them after they arrived.
+const SEEN_TREE_BYTES: usize = 4 << 20;
+
+/// One file the early checkout wrote: what the index entry for it holds.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// Its path, relative to the work tree, `/`-separated.
+    pub path: BString,
+    /// The blob it holds.
+    pub id: gix::ObjectId,
+    /// Regular or executable.
+    pub mode: gix::index::entry::Mode,
+    /// Its stat data, taken right after it was written.
+    pub stat: gix::index::entry::Stat,
+}
+
+/// What the early checkout left: its files, and the folders it made (parents first).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The files, in the order they were written.
+    pub files: Vec<Written>,
+    /// The folders made, absolute, parents before children.
+    pub dirs: Vec<PathBuf>,
+}
+
+impl Outcome {
+    /// Remove every file and folder the early checkout made under `workdir` (a failed restore
+    /// leaves nothing), newest first; a folder something else was put into stays.
+    ///
+    /// # Errors
+    /// The first removal that failed (the rest are still tried).
+    pub fn roll_back(&self, workdir: &Path) -> std::io::Result<()> {
+        let mut first = None;
+        for file in self.files.iter().rev() {
+            let path = workdir.join(std::ffi::OsStr::from_bytes(&file.path));
+            if let Err(e) = std::fs::remove_file(&path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                first.get_or_insert(e);
+            }
+        }
+        for dir in self.dirs.iter().rev() {
+            if let Err(e) = std::fs::remove_dir(dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+enum Message {
+    Begin,
+    Entry {
+        offset: u64,
+        header: Header,
+        data: Vec<u8>,
+    },
+}
+
+/// The early checkout of one restore: an [`EntryObserver`] for the fetch, and its worker.
+pub struct EarlyCheckout {
+    tx: Option<mpsc::SyncSender<Message>>,
+    queued: Arc<AtomicUsize>,
+    worker: Option<std::thread::JoinHandle<Outcome>>,
+}
+
+impl std::fmt::Debug for EarlyCheckout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EarlyCheckout").finish_non_exhaustive()
+    }
+}
+
+/// Where the early checkout writes, and what it must know before its first file.
+pub struct Target {
+    /// The work tree (empty when the restore began).
+    pub workdir: PathBuf,
+    /// The commit whose tree is written.
+    pub tip: gix::ObjectId,
+    /// Called once, before the first file is written (records in the intent that writing began).
+    pub before_first_file: Box<dyn FnOnce() -> crate::error::Result<()> + Send>,
+}
+
+impl EarlyCheckout {
+    /// Start the worker for `target`.
+    pub fn start(target: Target) -> Self {
+        let (tx, rx) = mpsc::sync_channel(16 * 1024);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let worker = {
+            let queued = queued.clone();
+            std::thread::Builder::new()
+                .name("early-checkout".into())
+                .spawn(move || Worker::new(target, queued).run(rx))
+                .ok()
+        };
+        EarlyCheckout {
+            tx: worker.is_some().then_some(tx),
+            queued,
+            worker,
+        }
+    }
+
+    /// Wait for the worker to finish what it was given, and return what it wrote.
+    pub fn finish(mut self) -> Outcome {
+        self.tx = None;
+        let outcome = self
+            .worker
+            .take()
+            .and_then(|w| w.join().ok())
+            .unwrap_or_default();
+        tracing::debug!("early checkout: {} files written", outcome.files.len());
+        outcome
+    }
+}
+
+impl EntryObserver for EarlyCheckout {
+    fn begin(&self) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Message::Begin);
+        }
+    }
+
+    fn wants(&self, size: u64) -> bool {
+        self.tx.is_some()
+            && size <= MAX_ENTRY_BYTES
+            && self.queued.load(Ordering::Relaxed) + size as usize <= QUEUE_BYTES
+    }
+
+    fn entry(&self, offset: u64, header: Header, data: Vec<u8>) {
+        let Some(tx) = &self.tx else { return };
+        let len = data.len();
+        self.queued.fetch_add(len, Ordering::Relaxed);
+        let message = Message::Entry {
+            offset,
+            header,
+            data,
+        };
+        if tx.try_send(message).is_err() {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Recent objects by pack offset, for the deltas that follow them; oldest out first.
+#[derive(Default)]
+struct Cache {
+    objects: HashMap<u64, (gix::objs::Kind, Arc<[u8]>)>,
+    order: VecDeque<u64>,
+    bytes: usize,
+}
+
+impl Cache {
+    fn insert(&mut self, offset: u64, kind: gix::objs::Kind, data: Arc<[u8]>) {
+        if data.len() > CACHE_BYTES {
+            return;
+        }
+        self.bytes += data.len();
+        self.objects.insert(offset, (kind, data));
+        self.order.push_back(offset);
+        while self.bytes > CACHE_BYTES {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some((_, d)) = self.objects.remove(&old) {
+                self.bytes -= d.len();
+            }
+        }
+    }
+}
+
+/// The rules of one `.gitattributes` that matter to a checkout: the patterns of lines assigning
+/// an attribute that could make a file's checked-out form differ from its blob. Precedence is
+/// ignored (a later line unsetting it does not help): a file any of them match waits for the
+/// checkout after the transfer, which applies the attributes properly.
+#[derive(Default)]
+struct Rules {
+    /// A line could not be parsed: every file under it waits.
+    all: bool,
+    patterns: Vec<gix::glob::Pattern>,
+}
+
+impl Rules {
+    fn parse(data: &[u8]) -> Self {
+        let mut rules = Rules::default();
+        for line in gix::attrs::parse(data) {
+            let Ok((kind, assignments, _)) = line else {
+                rules.all = true;
+                continue;
+            };
+            let gix::attrs::parse::Kind::Pattern(pattern) = kind else {
+                continue; // a macro's definition applies to no path by itself
+            };
+            let mut converting = false;
+            for assignment in assignments {
+                match assignment {
+                    Ok(a) => converting |= may_convert(a.name.as_str(), a.state),
+                    Err(_) => converting = true,
+                }
+            }
+            if converting {
+                rules.patterns.push(pattern);
+            }
+        }
+        rules
+    }
+
+    /// Whether a line may convert the file at `rel` (relative to the attributes file's folder).
+    fn may_convert(&self, rel: &BStr) -> bool {
+        self.all
+            || self.patterns.iter().any(|p| {
+                p.matches_repo_relative_path(
+                    rel,
+                    rel.rfind_byte(b'/').map(|i| i + 1),
+                    Some(false),
+                    gix::glob::pattern::Case::Sensitive,
+                    gix::glob::wildmatch::Mode::NO_MATCH_SLASH_LITERAL,
+                )
+            })
+    }
+}
+
+/// Whether assigning `name` so may make a checkout write something else than the blob, on this
+/// platform (LF line endings, no `core.autocrlf`: `text` and `eol=lf` change nothing on the way
+/// out). Unknown names may be macros, so they count.
+fn may_convert(name: &str, state: gix::attrs::StateRef<'_>) -> bool {
+    use gix::attrs::StateRef;
+    const HARMLESS: &[&str] = &[
+        "binary",
+        "conflict-marker-size",
+        "delta",
+        "diff",
+        "encoding",
+        "export-ignore",
+        "export-subst",
+        "merge",
+        "text",
+        "whitespace",
+    ];
+    if HARMLESS.contains(&name) || name.starts_with("linguist-") {
+        return false;
+    }
+    let value = |v: &str| matches!(state, StateRef::Value(x) if x.as_bstr() == v);
+    match name {
+        "eol" => !(value("lf") || matches!(state, StateRef::Unset | StateRef::Unspecified)),
+        "crlf" => !(value("input") || matches!(state, StateRef::Unset | StateRef::Unspecified)),
+        _ => !matches!(state, StateRef::Unset | StateRef::Unspecified),
+    }
+}
+
+struct Worker {
+    target: Target,
+    before_first_file: Option<Box<dyn FnOnce() -> crate::error::Result<()> + Send>>,
+    queued: Arc<AtomicUsize>,
+    cache: Cache,
+    /// Trees named by the commit or a used tree, not seen yet: their folders.
+    trees: HashMap<gix::ObjectId, Vec<BString>>,
+    /// Trees seen, by id (up to [`SEEN_TREE_BYTES`]).
+    seen_trees: HashMap<gix::ObjectId, Arc<[u8]>>,
+    seen_bytes: usize,
+    /// Blobs named by a used tree, not seen yet: their paths and modes (`None`: not a file to write
+    /// early, only an attributes file to read).
+    blobs: HashMap<gix::ObjectId, Vec<(BString, Option<gix::index::entry::Mode>)>>,
+    /// Folders (`""`: the root) holding a `.gitattributes`, and its blob.
+    attributes: HashMap<BString, gix::ObjectId>,
+    rules: HashMap<gix::ObjectId, Rules>,
+    /// Folders known to exist as folders.
+    folders: HashSet<BString>,
+    /// Paths already written.
+    done: HashSet<BString>,
+    out: Outcome,
+    stopped: bool,
+}
+
+impl Worker {
+    fn new(mut target: Target, queued: Arc<AtomicUsize>) -> Self {
+        let before_first_file = Some(std::mem::replace(
+            &mut target.before_first_file,
+            Box::new(|| Ok(())),
+        ));
+        Worker {
+            target,
+            before_first_file,
+            queued,
+            cache: Cache::default(),
+            trees: HashMap::new(),
+            seen_trees: HashMap::new(),
+            seen_bytes: 0,
+            blobs: HashMap::new(),
+            attributes: HashMap::new(),
+            rules: HashMap::new(),
+            folders: HashSet::from([BString::default()]),
+            done: HashSet::new(),
+            out: Outcome::default(),
+            stopped: false,
+        }
+    }
+
+    fn run(mut self, rx: mpsc::Receiver<Message>) -> Outcome {
+        for message in rx {
+            match message {
+                Message::Begin => self.cache = Cache::default(),
+                Message::Entry {
+                    offset,
+                    header,
+                    data,
+                } => {
+                    self.queued.fetch_sub(data.len(), Ordering::Relaxed);
+                    if !self.stopped {
+                        self.entry(offset, header, data);
+                    }
+                }
+            }
+        }
+        self.out
+    }
+
+    fn entry(&mut self, offset: u64, header: Header, data: Vec<u8>) {
+        let (kind, data): (_, Arc<[u8]>) = match header {
+            Header::OfsDelta { base_distance } => {
+                let Some((kind, base)) = offset
+                    .checked_sub(base_distance)
+                    .and_then(|b| self.cache.objects.get(&b))
+                else {
+                    return;
+                };
+                let Some(object) =
+                    crate::pack::delta::apply(base, &data, MAX_ENTRY_BYTES as usize * 4)
+                else {
+                    return;
+                };
+                (*kind, object.into())
+            }
+            Header::RefDelta { .. } => return,
+            _ => match header.as_kind() {
+                Some(kind) => (kind, data.into()),
+                None => return,
+            },
+        };
+        self.object(kind, &data);
+        self.cache.insert(offset, kind, data);
+    }
+
+    fn object(&mut self, kind: gix::objs::Kind, data: &[u8]) {
+        let Ok(id) = gix::objs::compute_hash(gix::hash::Kind::Sha1, kind, data) else {
+            return;
+        };
+        match kind {
+            gix::objs::Kind::Commit if id == self.target.tip => {
+                let tree = gix::objs::CommitRefIter::from_bytes(data, gix::hash::Kind::Sha1)
+                    .tree_id()
+                    .ok();
+                if let Some(tree) = tree {
+                    self.want_tree(tree, BString::default());
+                }
+            }
+            gix::objs::Kind::Tree => {
+                for folder in self.trees.remove(&id).unwrap_or_default() {
+                    self.tree(folder.as_ref(), data);
+                }
+                // Kept for the folders that name it later (the same tree at two paths, or a tree
+                // sent before its parent).
+                if self.seen_bytes + data.len() <= SEEN_TREE_BYTES
+                    && !self.seen_trees.contains_key(&id)
+                {
+                    self.seen_bytes += data.len();
+                    self.seen_trees.insert(id, data.into());
+                }
+            }
+            gix::objs::Kind::Blob => {
+                if let Some(paths) = self.blobs.remove(&id) {
+                    if paths.iter().any(|(_, mode)| mode.is_none()) {
+                        self.rules.insert(id, Rules::parse(data));
+                    }
+                    for (path, mode) in paths {
+                        if let Some(mode) = mode {
+                            self.write(path.as_ref(), id, mode, data);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn want_tree(&mut self, id: gix::ObjectId, folder: BString) {
+        if let Some(data) = self.seen_trees.get(&id).cloned() {
+            self.tree(folder.as_ref(), &data);
+        } else {
+            self.trees.entry(id).or_default().push(folder);
+        }
+    }
+
+    /// The tree of `folder` arrived: name its entries.
+    fn tree(&mut self, folder: &BStr, data: &[u8]) {
+        use gix::objs::tree::EntryKind;
+        let mut entries = Vec::new();
+        for entry in gix::objs::TreeRefIter::from_bytes(data, gix::hash::Kind::Sha1) {
+            let Ok(entry) = entry else { return };
+            let name = entry.filename;
+            if gix::validate::path::component(name, None, super::checkout::protections()).is_err()
+                || (folder.is_empty() && name == super::STAGING_DIR.as_bytes())
+            {
+                continue;
+            }
+            entries.push((entry.mode.kind(), name.to_owned(), entry.oid.to_owned()));
+        }
+        for (kind, name, id) in entries {
+            let mut path = folder.to_owned();
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(&name);
+            let mode = match kind {
+                EntryKind::Tree => {
+                    self.want_tree(id, path);
+                    continue;
+                }
+                EntryKind::Blob => gix::index::entry::Mode::FILE,
+                EntryKind::BlobExecutable => gix::index::entry::Mode::FILE_EXECUTABLE,
+                EntryKind::Link | EntryKind::Commit => continue,
+            };
+            if name == ".gitattributes" {
+                self.attributes.insert(folder.to_owned(), id);
+                self.blobs
+                    .entry(id)
+                    .or_default()
+                    .push((BString::default(), None));
+            }
+            self.blobs.entry(id).or_default().push((path, Some(mode)));
+        }
+    }
+
+    /// Whether no `.gitattributes` on the way to `path` may convert it (each one read already).
+    fn plain(&self, path: &BStr) -> bool {
+        let mut at = 0usize;
+        loop {
+            let folder = &path[..at.saturating_sub(1)];
+            if let Some(id) = self.attributes.get(folder) {
+                let rel = &path[at..];
+                match self.rules.get(id) {
+                    Some(rules) if !rules.may_convert(rel) => {}
+                    _ => return false,
+                }
+            }
+            match path[at..].find_byte(b'/') {
+                Some(i) => at += i + 1,
+                None => return true,
+            }
+        }
+    }
+
+    fn write(&mut self, path: &BStr, id: gix::ObjectId, mode: gix::index::entry::Mode, data: &[u8]) {
+        if self.done.contains(path) || !self.plain(path) {
+            return;
+        }
+        if let Some(first) = self.before_first_file.take()
+            && first().is_err()
+        {
+            self.stopped = true;
+            return;
+        }
+        match self.write_file(path, mode, data) {
+            Ok(Some(stat)) => {
+                self.done.insert(path.to_owned());
+                self.out.files.push(Written {
+                    path: path.to_owned(),
+                    id,
+                    mode,
+                    stat,
+                });
+            }
+            Ok(None) => {}
+            // A full disk and the like: the checkout after the transfer reports it.
+            Err(_) => self.stopped = true,
+        }
+    }
+
+    /// Create the file at `path` (and its folders), or `None` when something is in the way.
+    fn write_file(
+        &mut self,
+        path: &BStr,
+        mode: gix::index::entry::Mode,
+        data: &[u8],
+    ) -> std::io::Result<Option<gix::index::entry::Stat>> {
+        if let Some(slash) = path.rfind_byte(b'/')
+            && !self.folders(&path[..slash])?
+        {
+            return Ok(None);
+        }
+        let full = self.target.workdir.join(std::ffi::OsStr::from_bytes(path));
+        let executable = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+        let mut file = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(if executable { 0o777 } else { 0o666 })
+            .open(&full)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if crate::failpoint::armed("mid-early-checkout") && self.out.files.len() == 2 {
+            let _ = file.write_all(&data[..data.len() / 2]);
+            crate::failpoint::hit("mid-early-checkout");
+        }
+        file.write_all(data)?;
+        let meta = gix::index::fs::Metadata::from_file(&file)?;
+        gix::index::entry::Stat::from_fs(&meta)
+            .map(Some)
+            .map_err(std::io::Error::other)
+    }
+
+    /// Make the folders of `folder` that do not exist; `false` when something else is in the way.
+    fn folders(&mut self, folder: &BStr) -> std::io::Result<bool> {
+        if self.folders.contains(folder) {
+            return Ok(true);
+        }
+        if let Some(slash) = folder.rfind_byte(b'/')
+            && !self.folders(&folder[..slash])?
+        {
+            return Ok(false);
+        }
+        let full = self.target.workdir.join(std::ffi::OsStr::from_bytes(folder));
+        match std::fs::create_dir(&full) {
+            Ok(()) => self.out.dirs.push(full),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if !std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
+                    return Ok(false);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        self.folders.insert(folder.to_owned());
+        Ok(true)
+    }
+}
