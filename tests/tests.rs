@@ -5,6 +5,7 @@ mod support;
 
 mod bake;
 mod cli;
+mod early_checkout;
 mod handoff;
 mod hostile;
 mod inputs;

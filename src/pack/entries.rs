@@ -202,14 +202,11 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
             _ => None,
         };
         let data_start = self.tap.offset;
-        let mut observed = self
+        let observed = self
             .observer
             .filter(|o| !big && o.wants(size))
-            .map(|_| Vec::with_capacity(size as usize));
-        let hasher = self.inflate(pack_offset, size, kind.is_none(), hasher, observed.as_mut())?;
-        if let (Some(o), Some(data)) = (self.observer, observed) {
-            o.entry(pack_offset, header.header, data);
-        }
+            .map(|o| (o, header.header, Vec::with_capacity(size as usize)));
+        let hasher = self.inflate(pack_offset, size, kind.is_none(), hasher, observed)?;
         let compressed_size = self.tap.offset - data_start;
         let crc32 = self.tap.crc.clone().finalize();
         self.learned.borrow_mut().entries_end = self.tap.offset;
@@ -283,8 +280,18 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
         size: u64,
         is_delta: bool,
         mut hasher: Option<gix::hash::Hasher>,
-        mut keep: Option<&mut Vec<u8>>,
+        mut observed: Option<(&dyn EntryObserver, Header, Vec<u8>)>,
     ) -> Result<Option<gix::hash::Hasher>, ReceiveError> {
+        // Handed over as soon as the last byte is inflated: the read that finds the zlib stream's
+        // end waits for more input, which for the pack's last entry is the checksum.
+        let mut hand_over = |observed: &mut Option<(&dyn EntryObserver, Header, Vec<u8>)>| {
+            if let Some((o, header, data)) = observed.take() {
+                o.entry(pack_offset, header, data);
+            }
+        };
+        if size == 0 {
+            hand_over(&mut observed);
+        }
         let mut inflated = 0u64;
         // A delta's first bytes, until its two size varints are read (at most 20 bytes).
         let mut delta_head: Option<Vec<u8>> = is_delta.then(Vec::new);
@@ -308,12 +315,15 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
             if let Some(h) = hasher.as_mut() {
                 h.update(&self.scratch[..n]);
             }
-            if let Some(keep) = keep.as_deref_mut()
+            if let Some((_, _, data)) = observed.as_mut()
                 && inflated + n as u64 <= size
             {
-                keep.extend_from_slice(&self.scratch[..n]);
+                data.extend_from_slice(&self.scratch[..n]);
             }
             inflated += n as u64;
+            if inflated == size {
+                hand_over(&mut observed);
+            }
             if inflated > size {
                 break;
             }

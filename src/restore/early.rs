@@ -8,7 +8,8 @@
 //! cache), reads the commit `TIP_SHA` and the trees it names, and writes a file for each blob
 //! whose path is known, when nothing can make the checked-out form differ from the blob: a
 //! regular file (symlinks and submodules wait), no `.gitattributes` on its way that could convert
-//! it (`eol=crlf`, `ident`, `filter`, `working-tree-encoding`, macros: see [`Rules`]).
+//! it (`eol=crlf`, `ident`, `filter`, `working-tree-encoding`, macros: see [`Rules`]). The
+//! `.gitattributes` files themselves wait too: gix's checkout reads them from the index it is given.
 //! Everything else — and whatever the worker could not keep up with — is written by the checkout
 //! after the transfer, which sets the files written here aside ([`Written`]) and writes the index
 //! of all of them.
@@ -472,11 +473,14 @@ impl Worker {
                 EntryKind::Link | EntryKind::Commit => continue,
             };
             if name == ".gitattributes" {
+                // Read here, written by the checkout after the transfer: its attributes come from
+                // the index it is given, and this file must be in it.
                 self.attributes.insert(folder.to_owned(), id);
                 self.blobs
                     .entry(id)
                     .or_default()
                     .push((BString::default(), None));
+                continue;
             }
             self.blobs.entry(id).or_default().push((path, Some(mode)));
         }

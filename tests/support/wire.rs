@@ -30,8 +30,14 @@ pub fn band(channel: u8, inner: &[u8]) -> Vec<u8> {
 /// A protocol v2 `fetch` response: the `packfile` section carrying `pack` on side-band 1 (in
 /// packets of at most 65515 bytes), `extra` packets after it, then a flush.
 pub fn fetch_response(pack: &[u8], extra: &[Vec<u8>]) -> Vec<u8> {
+    fetch_response_in(pack, 65515, extra)
+}
+
+/// [`fetch_response`] with the pack in side-band packets of at most `chunk` bytes, as
+/// `upload-pack` relays what `pack-objects` writes (a few KiB at a time).
+pub fn fetch_response_in(pack: &[u8], chunk: usize, extra: &[Vec<u8>]) -> Vec<u8> {
     let mut out = pkt("packfile\n").into_bytes();
-    for chunk in pack.chunks(65515) {
+    for chunk in pack.chunks(chunk) {
         out.extend_from_slice(&band(1, chunk));
     }
     for e in extra {

@@ -1,0 +1,350 @@
+//! The early checkout: files written while the pack is still on the wire. A server that holds the
+//! last bytes of the pack back (a real `git pack-objects` pack, the rest sent at once) shows what
+//! the work tree holds before the transfer ends; the results are judged by the git CLI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::wire::{band, pack_of, pkt};
+use crate::support::{Endpoint, GitServer, Scripted, World, all_files, assert_no_secret};
+
+/// How long the server holds the end of the pack.
+const HOLD_MS: u64 = 4000;
+const STAGING: &str = ".git-session-restore";
+
+/// One commit served whole, its pack's end held back by [`HOLD_MS`].
+struct Held {
+    w: World,
+    srv: GitServer,
+    tip: String,
+}
+
+impl Held {
+    fn new(files: &[(&str, Option<&str>)]) -> Self {
+        let w = World::new();
+        let tip = w.repo("repo.git", &[files]).remove(0);
+        let srv = GitServer::start(&w.srv(), None);
+        let held = Held { w, srv, tip };
+        held.hold_next_fetch();
+        held
+    }
+
+    fn bare(&self) -> PathBuf {
+        self.w.srv().join("repo.git")
+    }
+
+    /// The next fetch gets the commit's pack (`git pack-objects`, with deltas between its
+    /// objects), all but its last 64 bytes (the checksum, the flush) at once, the rest after
+    /// [`HOLD_MS`].
+    fn hold_next_fetch(&self) {
+        let listed = self
+            .w
+            .git(&self.bare(), &["rev-list", "--objects", "--no-walk", &self.tip]);
+        let ids: Vec<&str> = listed
+            .lines()
+            .map(|l| l.split(' ').next().unwrap())
+            .collect();
+        let pack = pack_of(&self.w, &self.bare(), &ids);
+        self.srv
+            .knobs
+            .scripted
+            .lock()
+            .unwrap()
+            .push(held_answer(&pack, HOLD_MS));
+    }
+
+    fn spawn(&self, dir: &Path, extra: &[(&str, &str)]) -> Child {
+        std::fs::create_dir_all(dir).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["restore", "--json"])
+            .current_dir(dir)
+            .env_clear()
+            .envs(self.w.env())
+            .env("READ_URL", self.srv.url("repo.git", None))
+            .env("SESSION_BRANCH", "s")
+            .env("TIP_SHA", &self.tip)
+            .envs(extra.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Wait for `child`; its exit code, and its stdout and stderr.
+    fn wait(&self, child: Child) -> (Option<i32>, String) {
+        let out = child.wait_with_output().unwrap();
+        assert_no_secret("stdout", &out.stdout);
+        assert_no_secret("stderr", &out.stderr);
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        (out.status.code(), text)
+    }
+
+    /// The files of `dir` (relative, staging folder left out) once `ready` says so, polled while
+    /// `child` runs and the pack's end is held; panics when the transfer ended first.
+    fn during_the_hold(
+        &self,
+        dir: &Path,
+        child: &mut Child,
+        ready: impl Fn(&[String]) -> bool,
+    ) -> Vec<String> {
+        let started = Instant::now();
+        loop {
+            let files = work_tree_files(dir);
+            if ready(&files) {
+                assert!(child.try_wait().unwrap().is_none(), "restore ended already");
+                assert!(
+                    started.elapsed() < Duration::from_millis(HOLD_MS - 500),
+                    "seen only after {:?}: not during the hold",
+                    started.elapsed()
+                );
+                assert!(!dir.join(".git").exists(), ".git before the pack ended");
+                return files;
+            }
+            assert!(
+                started.elapsed() < Duration::from_millis(HOLD_MS - 500),
+                "nothing written during the hold; the work tree held {files:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The restore is complete and exactly the commit (git's own judgement).
+    fn assert_restored(&self, dir: &Path) {
+        let w = &self.w;
+        assert_eq!(w.git(dir, &["rev-parse", "HEAD"]), self.tip);
+        assert_eq!(
+            w.git(dir, &["status", "--porcelain", "--untracked-files=all"]),
+            ""
+        );
+        w.git(dir, &["fsck", "--no-progress"]);
+        assert_eq!(
+            w.git(dir, &["ls-files"]),
+            w.git(dir, &["ls-tree", "-r", "--name-only", &self.tip])
+        );
+        assert!(!dir.join(STAGING).exists(), "staging folder left behind");
+    }
+}
+
+/// A `fetch` answer carrying `pack` in side-band packets of 512 bytes (`upload-pack` relays what
+/// `pack-objects` writes, a few KiB at a time) with its 20-byte checksum in a packet of its own,
+/// which is held back `hold_ms` with the flush: every entry has arrived, the pack has not ended.
+fn held_answer(pack: &[u8], hold_ms: u64) -> Scripted {
+    let (entries, checksum) = pack.split_at(pack.len() - 20);
+    let mut body = pkt("packfile\n").into_bytes();
+    for chunk in entries.chunks(512) {
+        body.extend_from_slice(&band(1, chunk));
+    }
+    let tail = [band(1, checksum), b"0000".to_vec()].concat();
+    let mut s = Scripted::once(Endpoint::Fetch, [body, tail.clone()].concat());
+    s.hold_last = tail.len();
+    s.hold_ms = hold_ms;
+    s
+}
+
+/// Every file and symlink below `dir`, relative, the staging folder left out.
+fn work_tree_files(dir: &Path) -> Vec<String> {
+    if !dir.exists() {
+        return Vec::new();
+    }
+    let mut files: Vec<String> = all_files(dir)
+        .iter()
+        .filter(|p| !p.starts_with(dir.join(STAGING)) && !p.starts_with(dir.join(".git")))
+        .map(|p| p.strip_prefix(dir).unwrap().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    files
+}
+
+fn numbered(n: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|i| {
+            (
+                format!("d{}/f{i:02}.txt", i % 3),
+                format!("file {i}\n").repeat(i + 1),
+            )
+        })
+        .collect()
+}
+
+/// The files of a commit are written as their blobs arrive: while the server still holds the
+/// end of the pack, every regular file is in place with its exact content and mode, the
+/// symlink is not (it waits for the checkout after the transfer), and no `.git` exists yet.
+/// Afterwards the restore is exact.
+#[test]
+fn files_are_written_while_the_pack_is_still_on_the_wire() {
+    let mut files = numbered(40);
+    files.push(("run.sh".into(), "#!/bin/sh\necho hi\n".into()));
+    files.push(("link".into(), "->d0/f00.txt".into()));
+    let list: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    let h = Held::new(&list);
+    let dir = h.w.path("s");
+    let mut child = h.spawn(&dir, &[]);
+    let regular = files.len() - 1;
+    let seen = h.during_the_hold(&dir, &mut child, |f| f.len() >= regular);
+    assert!(!seen.contains(&"link".to_owned()), "{seen:?}");
+    for (path, content) in files.iter().filter(|(p, _)| p != "link") {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(path)).unwrap(),
+            *content,
+            "{path}"
+        );
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(dir.join("run.sh")).unwrap().permissions().mode();
+    assert!(mode & 0o100 != 0, "run.sh is not executable: {mode:o}");
+    let (code, stderr) = h.wait(child);
+    assert_eq!(code, Some(0), "{stderr}");
+    h.assert_restored(&dir);
+    assert_eq!(
+        std::fs::read_link(dir.join("link")).unwrap(),
+        Path::new("d0/f00.txt")
+    );
+}
+
+/// Files a `.gitattributes` may convert on the way out (`eol=crlf`, `ident`, a macro) are not
+/// written early: during the hold only the others are there. Afterwards every file is exactly
+/// what `git clone` writes.
+#[test]
+fn files_the_attributes_may_convert_wait_for_the_checkout_after_the_transfer() {
+    let files: &[(&str, Option<&str>)] = &[
+        (
+            ".gitattributes",
+            Some("[attr]windows text eol=crlf\n*.crlf eol=crlf\n*.id ident\n*.win windows\n*.lf text eol=lf\n"),
+        ),
+        ("a.crlf", Some("l1\nl2\n")),
+        ("b.id", Some("$Id$\n")),
+        ("c.win", Some("w1\nw2\n")),
+        ("d.lf", Some("x\n")),
+        ("plain.txt", Some("p\n")),
+        ("sub/.gitattributes", Some("*.txt eol=crlf\n")),
+        ("sub/e.txt", Some("e1\ne2\n")),
+        ("sub/f.md", Some("f\n")),
+    ];
+    let h = Held::new(files);
+    let dir = h.w.path("s");
+    let mut child = h.spawn(&dir, &[]);
+    let plain = ["d.lf", "plain.txt", "sub/f.md"];
+    let seen = h.during_the_hold(&dir, &mut child, |f| {
+        plain.iter().all(|p| f.contains(&(*p).to_owned()))
+    });
+    // The attributes files wait too: the checkout after the transfer reads them from its index.
+    for converted in ["a.crlf", "b.id", "c.win", "sub/e.txt", ".gitattributes", "sub/.gitattributes"] {
+        assert!(!seen.contains(&converted.to_owned()), "{converted} in {seen:?}");
+    }
+    let (code, stderr) = h.wait(child);
+    assert_eq!(code, Some(0), "{stderr}");
+    h.assert_restored(&dir);
+    let clone = h.w.path("clone");
+    h.w.git(
+        &h.w.path(""),
+        &["clone", "-q", h.bare().to_str().unwrap(), clone.to_str().unwrap()],
+    );
+    // gix expands `$Id$` as `$Id: <id>$`, git as `$Id: <id> $` (both collapse to the same blob):
+    // that file is compared by what git reads back instead.
+    assert_eq!(h.w.git(&dir, &["diff", "--stat", "HEAD", "--", "b.id"]), "");
+    for (path, _) in files.iter().filter(|(p, _)| *p != "b.id") {
+        assert_eq!(
+            std::fs::read(dir.join(path)).unwrap(),
+            std::fs::read(clone.join(path)).unwrap(),
+            "{path} differs from git's checkout"
+        );
+    }
+    assert_eq!(std::fs::read(dir.join("a.crlf")).unwrap(), b"l1\r\nl2\r\n");
+}
+
+/// A kill while files are written early — the pack not even complete, so no pack index exists —
+/// leaves a file cut short; the rerun knows it as the killed run's own (the intent recorded
+/// when writing began) and completes the restore.
+#[test]
+fn a_kill_during_the_early_checkout_is_completed_by_the_rerun() {
+    let files = numbered(12);
+    let list: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    let h = Held::new(&list);
+    let dir = h.w.path("s");
+    let child = h.spawn(&dir, &[("GIT_SESSION_FAILPOINT", "mid-early-checkout")]);
+    let started = Instant::now();
+    let (code, stderr) = h.wait(child);
+    assert!(code.is_none() || code == Some(134), "not killed: {code:?} {stderr}");
+    assert!(stderr.contains("failpoint 'mid-early-checkout'"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_millis(HOLD_MS),
+        "killed only after the pack ended"
+    );
+    let pack_dir = dir.join(STAGING).join("objects/pack");
+    let indexes = std::fs::read_dir(&pack_dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "idx"))
+        .count();
+    assert_eq!(indexes, 0, "the pack was indexed before the kill");
+    let written = work_tree_files(&dir);
+    assert_eq!(written.len(), 3, "{written:?}");
+    let cut: Vec<_> = files
+        .iter()
+        .filter(|(p, c)| {
+            std::fs::read(dir.join(p)).is_ok_and(|got| got.len() < c.len())
+        })
+        .collect();
+    assert_eq!(cut.len(), 1, "one file cut short: {cut:?}");
+    // The rerun: the real server this time.
+    let run = h.w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL", &h.srv.url("repo.git", None)),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &h.tip),
+        ],
+    );
+    run.assert_code(0);
+    h.assert_restored(&dir);
+}
+
+/// A restore refused after files were written early (the pack lacks a blob the tree names;
+/// the first file's blob came, the second's never does) removes what it wrote: the target is as
+/// empty as before, as SPEC's "nothing was written" says.
+#[test]
+fn a_restore_refused_after_files_were_written_early_leaves_nothing() {
+    let w = World::new();
+    let ids = w.repo(
+        "repo.git",
+        &[&[("a/one.txt", Some("one\n")), ("b/two.txt", Some("two\n"))]],
+    );
+    let tip = &ids[0];
+    let bare = w.srv().join("repo.git");
+    let srv = GitServer::start(&w.srv(), None);
+    let listed = w.git(&bare, &["rev-list", "--objects", "--no-walk", tip]);
+    let kept: Vec<&str> = listed
+        .lines()
+        .filter(|l| !l.ends_with("b/two.txt"))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    let pack = pack_of(&w, &bare, &kept);
+    srv.knobs
+        .scripted
+        .lock()
+        .unwrap()
+        .push(held_answer(&pack, 1500));
+    let dir = w.path("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    let h = Held {
+        w,
+        srv,
+        tip: tip.clone(),
+    };
+    let mut child = h.spawn(&dir, &[]);
+    let seen = h.during_the_hold(&dir, &mut child, |f| !f.is_empty());
+    assert_eq!(seen, ["a/one.txt"]);
+    let (code, stderr) = h.wait(child);
+    assert_eq!(code, Some(6), "{stderr}");
+    assert!(stderr.contains("b/two.txt"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
