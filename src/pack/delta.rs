@@ -327,4 +327,22 @@ mod tests {
         assert!(delta.len() < 2_000, "{} bytes", delta.len());
         assert_eq!(apply(&source, &delta), target);
     }
+
+    #[test]
+    fn a_hostile_delta_is_refused_not_a_panic() {
+        let source = b"0123456789abcdef".repeat(8);
+        let good = encode(&source, &[&source[..], b"tail"].concat(), usize::MAX).unwrap();
+        assert!(super::apply(&source, &good, usize::MAX).is_some());
+        // Cut anywhere: refused.
+        for cut in 0..good.len() {
+            assert!(super::apply(&source, &good[..cut], usize::MAX).is_none(), "cut at {cut}");
+        }
+        // Another source size, a copy past the source's end, the reserved instruction, a size
+        // over the limit, a varint that never ends.
+        assert!(super::apply(&source[1..], &good, usize::MAX).is_none());
+        assert!(super::apply(&source, &[128, 1, 4, 0x91, 126, 4], usize::MAX).is_none());
+        assert!(super::apply(&source, &[128, 1, 1, 0], usize::MAX).is_none());
+        assert!(super::apply(&source, &good, 10).is_none());
+        assert!(super::apply(&source, &[0xff; 12], usize::MAX).is_none());
+    }
 }

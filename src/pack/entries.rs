@@ -284,7 +284,7 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
     ) -> Result<Option<gix::hash::Hasher>, ReceiveError> {
         // Handed over as soon as the last byte is inflated: the read that finds the zlib stream's
         // end waits for more input, which for the pack's last entry is the checksum.
-        let mut hand_over = |observed: &mut Option<(&dyn EntryObserver, Header, Vec<u8>)>| {
+        let hand_over = |observed: &mut Option<(&dyn EntryObserver, Header, Vec<u8>)>| {
             if let Some((o, header, data)) = observed.take() {
                 o.entry(pack_offset, header, data);
             }

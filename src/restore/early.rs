@@ -591,3 +591,47 @@ impl Worker {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn converts(attributes: &str, path: &str) -> bool {
+        Rules::parse(attributes.as_bytes()).may_convert(path.into())
+    }
+
+    #[test]
+    fn only_attributes_that_change_the_checked_out_bytes_hold_a_file_back() {
+        // Harmless on Linux without core.autocrlf: text, eol=lf, diff, merge, linguist-*.
+        for plain in [
+            "* text=auto",
+            "*.sh text eol=lf",
+            "*.c diff=cpp whitespace=trail",
+            "*.bin binary",
+            "*.min.js linguist-generated -diff",
+            "*.txt -crlf",
+            "*.txt crlf=input",
+            "*.txt !eol",
+        ] {
+            assert!(!converts(plain, "a/b.sh"), "{plain}");
+            assert!(!converts(plain, "x.txt"), "{plain}");
+        }
+        for (converting, path) in [
+            ("*.bat text eol=crlf", "win/run.bat"),
+            ("*.c ident", "a.c"),
+            ("*.psd filter=lfs", "art/x.psd"),
+            ("*.txt working-tree-encoding=UTF-16", "x.txt"),
+            ("*.txt crlf", "x.txt"),
+            ("*.txt mymacro", "x.txt"),
+            ("/top.txt eol=crlf", "top.txt"),
+            ("docs/** eol=crlf", "docs/a/b.md"),
+        ] {
+            assert!(converts(converting, path), "{converting} on {path}");
+        }
+        // A pattern that does not match leaves the file alone; an anchored one matches only there.
+        assert!(!converts("*.bat eol=crlf", "run.sh"));
+        assert!(!converts("/top.txt eol=crlf", "sub/top.txt"));
+        // An assignment gix refuses holds back the files of its line.
+        assert!(converts("*.txt builtin_objectmode", "x.txt"));
+    }
+}
