@@ -38,9 +38,10 @@ impl Held {
     /// objects), all but its last 64 bytes (the checksum, the flush) at once, the rest after
     /// [`HOLD_MS`].
     fn hold_next_fetch(&self) {
-        let listed = self
-            .w
-            .git(&self.bare(), &["rev-list", "--objects", "--no-walk", &self.tip]);
+        let listed = self.w.git(
+            &self.bare(),
+            &["rev-list", "--objects", "--no-walk", &self.tip],
+        );
         let ids: Vec<&str> = listed
             .lines()
             .map(|l| l.split(' ').next().unwrap())
@@ -195,7 +196,10 @@ fn files_are_written_while_the_pack_is_still_on_the_wire() {
         );
     }
     use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(dir.join("run.sh")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(dir.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert!(mode & 0o100 != 0, "run.sh is not executable: {mode:o}");
     let (code, stderr) = h.wait(child);
     assert_eq!(code, Some(0), "{stderr}");
@@ -214,7 +218,9 @@ fn files_the_attributes_may_convert_wait_for_the_checkout_after_the_transfer() {
     let files: &[(&str, Option<&str>)] = &[
         (
             ".gitattributes",
-            Some("[attr]windows text eol=crlf\n*.crlf eol=crlf\n*.id ident\n*.win windows\n*.lf text eol=lf\n"),
+            Some(
+                "[attr]windows text eol=crlf\n*.crlf eol=crlf\n*.id ident\n*.win windows\n*.lf text eol=lf\n",
+            ),
         ),
         ("a.crlf", Some("l1\nl2\n")),
         ("b.id", Some("$Id$\n")),
@@ -233,8 +239,18 @@ fn files_the_attributes_may_convert_wait_for_the_checkout_after_the_transfer() {
         plain.iter().all(|p| f.contains(&(*p).to_owned()))
     });
     // The attributes files wait too: the checkout after the transfer reads them from its index.
-    for converted in ["a.crlf", "b.id", "c.win", "sub/e.txt", ".gitattributes", "sub/.gitattributes"] {
-        assert!(!seen.contains(&converted.to_owned()), "{converted} in {seen:?}");
+    for converted in [
+        "a.crlf",
+        "b.id",
+        "c.win",
+        "sub/e.txt",
+        ".gitattributes",
+        "sub/.gitattributes",
+    ] {
+        assert!(
+            !seen.contains(&converted.to_owned()),
+            "{converted} in {seen:?}"
+        );
     }
     let (code, stderr) = h.wait(child);
     assert_eq!(code, Some(0), "{stderr}");
@@ -242,7 +258,12 @@ fn files_the_attributes_may_convert_wait_for_the_checkout_after_the_transfer() {
     let clone = h.w.path("clone");
     h.w.git(
         &h.w.path(""),
-        &["clone", "-q", h.bare().to_str().unwrap(), clone.to_str().unwrap()],
+        &[
+            "clone",
+            "-q",
+            h.bare().to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
     );
     // gix expands `$Id$` as `$Id: <id>$`, git as `$Id: <id> $` (both collapse to the same blob):
     // that file is compared by what git reads back instead.
@@ -272,8 +293,14 @@ fn a_kill_during_the_early_checkout_is_completed_by_the_rerun() {
     let child = h.spawn(&dir, &[("GIT_SESSION_FAILPOINT", "mid-early-checkout")]);
     let started = Instant::now();
     let (code, stderr) = h.wait(child);
-    assert!(code.is_none() || code == Some(134), "not killed: {code:?} {stderr}");
-    assert!(stderr.contains("failpoint 'mid-early-checkout'"), "{stderr}");
+    assert!(
+        code.is_none() || code == Some(134),
+        "not killed: {code:?} {stderr}"
+    );
+    assert!(
+        stderr.contains("failpoint 'mid-early-checkout'"),
+        "{stderr}"
+    );
     assert!(
         started.elapsed() < Duration::from_millis(HOLD_MS),
         "killed only after the pack ended"
@@ -281,16 +308,20 @@ fn a_kill_during_the_early_checkout_is_completed_by_the_rerun() {
     let pack_dir = dir.join(STAGING).join("objects/pack");
     let indexes = std::fs::read_dir(&pack_dir)
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "idx"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "idx")
+        })
         .count();
     assert_eq!(indexes, 0, "the pack was indexed before the kill");
     let written = work_tree_files(&dir);
     assert_eq!(written.len(), 3, "{written:?}");
     let cut: Vec<_> = files
         .iter()
-        .filter(|(p, c)| {
-            std::fs::read(dir.join(p)).is_ok_and(|got| got.len() < c.len())
-        })
+        .filter(|(p, c)| std::fs::read(dir.join(p)).is_ok_and(|got| got.len() < c.len()))
         .collect();
     assert_eq!(cut.len(), 1, "one file cut short: {cut:?}");
     // The rerun: the real server this time.

@@ -335,7 +335,10 @@ mod tests {
         assert!(super::apply(&source, &good, usize::MAX).is_some());
         // Cut anywhere: refused.
         for cut in 0..good.len() {
-            assert!(super::apply(&source, &good[..cut], usize::MAX).is_none(), "cut at {cut}");
+            assert!(
+                super::apply(&source, &good[..cut], usize::MAX).is_none(),
+                "cut at {cut}"
+            );
         }
         // Another source size, a copy past the source's end, the reserved instruction, a size
         // over the limit, a varint that never ends.

@@ -33,9 +33,10 @@ pub struct BigObject {
     pub crc32: u32,
 }
 
-/// Sees the inflated data of entries as the pack streams in, before gix-pack indexes them (the
-/// early checkout of `restore`). Called on the thread reading the stream: an observer must not
-/// block it for long (queue the data, or drop it).
+/// Sees the inflated data of entries as the pack streams in (the early checkout of `restore`),
+/// and may name the object of every entry, so that [`super::receive()`] writes the pack's index
+/// from those ids instead of resolving the deltas again with gix-pack. Called on the thread
+/// reading the stream: an observer may hold it back only as long as it takes to queue the data.
 pub trait EntryObserver: std::fmt::Debug {
     /// A pack begins (a retried fetch starts over): offsets seen before mean nothing now.
     fn begin(&self);
@@ -46,6 +47,11 @@ pub trait EntryObserver: std::fmt::Debug {
     /// its base) and its inflated data, verified against the header's size. Not yet against the
     /// pack's checksum: an observer must hash what it uses.
     fn entry(&self, pack_offset: u64, header: Header, data: Vec<u8>);
+    /// A whole object at `pack_offset` it did not want, hashed by the stream: `id`.
+    fn hashed(&self, pack_offset: u64, id: gix::ObjectId);
+    /// After the last entry: the object id of every entry it saw or was told of, by offset, once
+    /// it knows them all (`None`: some were not resolved, gix-pack indexes the pack).
+    fn ids(&self) -> Option<Vec<(u64, gix::ObjectId)>>;
 }
 
 /// What the stream learned besides the entries it yields.
@@ -193,7 +199,13 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
         self.check_claims(pack_offset, &header)?;
         let big = size > self.limits.big_object_bytes;
         let kind = header.header.as_kind();
-        let hasher = match (big, kind) {
+        let observed = self
+            .observer
+            .filter(|o| !big && o.wants(size))
+            .map(|o| (o, header.header, Vec::with_capacity(size as usize)));
+        // A whole object the observer does not take is hashed here, so it still learns its id.
+        let hash = big || (self.observer.is_some() && observed.is_none());
+        let hasher = match (hash, kind) {
             (true, Some(kind)) => {
                 let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
                 h.update(&gix::objs::encode::loose_header(kind, size));
@@ -202,10 +214,6 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
             _ => None,
         };
         let data_start = self.tap.offset;
-        let observed = self
-            .observer
-            .filter(|o| !big && o.wants(size))
-            .map(|o| (o, header.header, Vec::with_capacity(size as usize)));
         let hasher = self.inflate(pack_offset, size, kind.is_none(), hasher, observed)?;
         let compressed_size = self.tap.offset - data_start;
         let crc32 = self.tap.crc.clone().finalize();
@@ -213,14 +221,20 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
         if let Some(h) = hasher {
             let id = h
                 .try_finalize()
-                .map_err(|e| ReceiveError::Corrupt(format!("hashing a big object: {e}")))?;
-            self.big_offsets.insert(pack_offset);
-            self.learned.borrow_mut().big.push(BigObject {
-                id,
-                pack_offset,
-                crc32,
-            });
-            return Ok(None);
+                .map_err(|e| ReceiveError::Corrupt(format!("hashing an object: {e}")))?;
+            if !big {
+                if let Some(o) = self.observer {
+                    o.hashed(pack_offset, id);
+                }
+            } else {
+                self.big_offsets.insert(pack_offset);
+                self.learned.borrow_mut().big.push(BigObject {
+                    id,
+                    pack_offset,
+                    crc32,
+                });
+                return Ok(None);
+            }
         }
         if big {
             return Err(ReceiveError::TooLarge(format!(

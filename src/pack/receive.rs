@@ -119,16 +119,29 @@ pub fn receive(
         .prefix("tmp_idx_")
         .tempfile_in(pack_dir)
         .map_err(|e| io_err("creating the temporary index file", e))?;
-    let (outcome, learned) = index(
-        io::BufReader::with_capacity(64 * 1024, tee),
-        &writer,
-        &mut index_tmp,
-        pack_dir,
-        thread_limit,
-        limits,
-        interrupt,
-        observer,
-    )?;
+    let stream = io::BufReader::with_capacity(64 * 1024, tee);
+    let (outcome, learned) = match observer {
+        Some(observer) => index_observed(
+            stream,
+            &writer,
+            &data_tmp,
+            &mut index_tmp,
+            pack_dir,
+            thread_limit,
+            limits,
+            interrupt,
+            observer,
+        )?,
+        None => index(
+            stream,
+            &writer,
+            &mut index_tmp,
+            pack_dir,
+            thread_limit,
+            limits,
+            interrupt,
+        )?,
+    };
     if let Ok(last) = last_read.lock() {
         tracing::debug!(
             "pack: {} objects; stream ended after {} ms, deltas resolved and indexed after {} ms",
@@ -206,10 +219,8 @@ fn index(
     thread_limit: Option<usize>,
     limits: PackLimits,
     interrupt: &AtomicBool,
-    observer: Option<&dyn super::EntryObserver>,
 ) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
-    let (entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
-    let mut entries = entries.observed(observer);
+    let (mut entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
     let pack_version = entries.version();
     let mut out = BufWriter::new(index_tmp.as_file_mut());
     let outcome = gix_pack::index::write_data_iter_to_stream(
@@ -266,6 +277,104 @@ fn index(
         merge_big_objects(index_tmp, outcome, &learned.big)?
     };
     Ok((outcome, learned))
+}
+
+/// [`index`] for an observed stream: the entries are read here (CRC-32 and offset of each), the
+/// observer names every object, and the index is written from those ids — the deltas are not
+/// resolved a second time. When the observer does not know every object (an entry it could not
+/// resolve, a duplicate), gix-pack indexes the pack from the file, as [`index`] does.
+#[allow(clippy::too_many_arguments)]
+fn index_observed(
+    stream: impl BufRead,
+    writer: &PackWriter,
+    data_tmp: &tempfile::NamedTempFile,
+    index_tmp: &mut tempfile::NamedTempFile,
+    pack_dir: &Path,
+    thread_limit: Option<usize>,
+    limits: PackLimits,
+    interrupt: &AtomicBool,
+    observer: &dyn super::EntryObserver,
+) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
+    let (entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
+    let mut entries = entries.observed(Some(observer));
+    let mut crcs: Vec<(u64, u32)> = Vec::with_capacity(entries.num_objects() as usize);
+    for entry in &mut entries {
+        if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(ReceiveError::Corrupt("interrupted".to_owned()));
+        }
+        match entry {
+            Ok(e) => crcs.push((e.pack_offset, e.crc32.unwrap_or_default())),
+            Err(e) => {
+                return Err(learned
+                    .borrow_mut()
+                    .failure
+                    .take()
+                    .unwrap_or_else(|| ReceiveError::Corrupt(crate::error::chain(&e))));
+            }
+        }
+    }
+    drop(entries);
+    let learned = std::mem::take(&mut *learned.borrow_mut());
+    let trailer = learned
+        .trailer
+        .ok_or_else(|| ReceiveError::Corrupt("the pack has no checksum".to_owned()))?;
+    writer
+        .lock()
+        .map_err(|_| ReceiveError::Corrupt("pack writer poisoned".to_owned()))?
+        .flush()
+        .map_err(|e| local_io(pack_dir, "writing the pack", e))?;
+    if let Some(listed) = observer
+        .ids()
+        .and_then(|ids| listed_entries(&crcs, ids, &learned.big))
+    {
+        let num_objects = listed.len() as u32;
+        let file = index_tmp.as_file_mut();
+        let mut out = BufWriter::new(&mut *file);
+        let index_hash = super::entries::write_index(listed, &trailer, &mut out)
+            .and_then(|id| out.flush().map(|()| id))
+            .map_err(|e| local_io(pack_dir, "writing the pack index", e))?;
+        tracing::debug!("pack: indexed from the {num_objects} ids the stream's observer resolved");
+        let outcome = gix_pack::index::write::Outcome {
+            index_version: gix_pack::index::Version::V2,
+            index_hash,
+            data_hash: trailer,
+            num_objects,
+        };
+        return Ok((outcome, learned));
+    }
+    tracing::debug!("pack: the observer did not resolve every object; gix-pack indexes the pack");
+    let file = data_tmp
+        .reopen()
+        .map_err(|e| local_io(pack_dir, "reading the received pack", e))?;
+    let (outcome, _) = index(
+        io::BufReader::with_capacity(64 * 1024, file),
+        writer,
+        index_tmp,
+        pack_dir,
+        thread_limit,
+        limits,
+        interrupt,
+    )?;
+    Ok((outcome, learned))
+}
+
+/// The index's entries (id, offset, CRC-32) from the observer's `ids`, when they name every entry
+/// read (`crcs`) exactly once and no id twice; the big objects added.
+fn listed_entries(
+    crcs: &[(u64, u32)],
+    ids: Vec<(u64, gix::ObjectId)>,
+    big: &[super::entries::BigObject],
+) -> Option<Vec<(gix::ObjectId, u64, u32)>> {
+    let ids: std::collections::HashMap<u64, gix::ObjectId> = ids.into_iter().collect();
+    let mut listed: Vec<(gix::ObjectId, u64, u32)> = crcs
+        .iter()
+        .map(|&(offset, crc)| ids.get(&offset).map(|id| (*id, offset, crc)))
+        .collect::<Option<_>>()?;
+    listed.extend(big.iter().map(|b| (b.id, b.pack_offset, b.crc32)));
+    let mut unique: Vec<&gix::ObjectId> = listed.iter().map(|e| &e.0).collect();
+    unique.sort_unstable();
+    unique.dedup();
+    (unique.len() == listed.len()).then_some(listed)
 }
 
 /// Bytes after the checksum are refused, as `git index-pack` does: in the last side-band packet

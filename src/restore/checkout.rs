@@ -395,7 +395,8 @@ fn set_early_files_aside<'w>(
             kept.iter().map(|w| gix::bstr::BStr::new(&w.path)).collect();
         for stray in early
             .iter()
-            .filter(|w| !kept_paths.contains(&gix::bstr::BStr::new(&w.path))) {
+            .filter(|w| !kept_paths.contains(&gix::bstr::BStr::new(&w.path)))
+        {
             let path = workdir.join(std::ffi::OsStr::from_bytes(&stray.path));
             std::fs::remove_file(&path)
                 .map_err(|e| Error::io(format!("removing {}", path.display()), e))?;

@@ -109,13 +109,39 @@ enum Message {
         header: Header,
         data: Vec<u8>,
     },
+    Hashed {
+        offset: u64,
+        id: gix::ObjectId,
+    },
+    Ids(mpsc::Sender<Vec<(u64, gix::ObjectId)>>),
 }
 
-/// The early checkout of one restore: an [`EntryObserver`] for the fetch, and its worker.
+/// A file for the writer: its path, blob, mode and content.
+struct Job {
+    path: BString,
+    id: gix::ObjectId,
+    mode: gix::index::entry::Mode,
+    data: Arc<[u8]>,
+}
+
+/// The bytes waiting for the resolver: the stream waits while they are over [`QUEUE_BYTES`].
+#[derive(Default)]
+struct Budget {
+    queued: std::sync::Mutex<usize>,
+    room: std::sync::Condvar,
+    /// The resolver ended (a panic included): nobody makes room any more.
+    gone: std::sync::atomic::AtomicBool,
+}
+
+/// The early checkout of one restore: an [`EntryObserver`] for the fetch, and its two threads —
+/// the resolver (names every object: it never drops an entry, so the pack's index can be
+/// written from its ids) and the writer (writes files; when it falls behind, files are left to
+/// the checkout after the transfer).
 pub struct EarlyCheckout {
-    tx: Option<mpsc::SyncSender<Message>>,
-    queued: Arc<AtomicUsize>,
-    worker: Option<std::thread::JoinHandle<Outcome>>,
+    tx: Option<mpsc::Sender<Message>>,
+    budget: Arc<Budget>,
+    resolver: Option<std::thread::JoinHandle<()>>,
+    writer: Option<std::thread::JoinHandle<Outcome>>,
 }
 
 impl std::fmt::Debug for EarlyCheckout {
@@ -135,29 +161,46 @@ pub struct Target {
 }
 
 impl EarlyCheckout {
-    /// Start the worker for `target`.
+    /// Start the resolver and the writer for `target`.
     pub fn start(target: Target) -> Self {
-        let (tx, rx) = mpsc::sync_channel(16 * 1024);
-        let queued = Arc::new(AtomicUsize::new(0));
-        let worker = {
-            let queued = queued.clone();
+        let (tx, rx) = mpsc::channel();
+        let (jobs_tx, jobs_rx) = mpsc::sync_channel(16 * 1024);
+        let budget = Arc::new(Budget::default());
+        let writing = Arc::new(AtomicUsize::new(0));
+        let tip = target.tip;
+        let writer = {
+            let writer = Writer::new(target, writing.clone());
             std::thread::Builder::new()
-                .name("early-checkout".into())
-                .spawn(move || Worker::new(target, queued).run(rx))
+                .name("early-checkout-writer".into())
+                .spawn(move || writer.run(jobs_rx))
                 .ok()
         };
+        let resolver = {
+            let budget = budget.clone();
+            let resolver = Resolver::new(tip, budget, jobs_tx, writing);
+            writer.as_ref().and_then(|_| {
+                std::thread::Builder::new()
+                    .name("early-checkout".into())
+                    .spawn(move || resolver.run(rx))
+                    .ok()
+            })
+        };
         EarlyCheckout {
-            tx: worker.is_some().then_some(tx),
-            queued,
-            worker,
+            tx: resolver.is_some().then_some(tx),
+            budget,
+            resolver,
+            writer,
         }
     }
 
-    /// Wait for the worker to finish what it was given, and return what it wrote.
+    /// Wait for both threads to finish what they were given, and return what was written.
     pub fn finish(mut self) -> Outcome {
         self.tx = None;
+        if let Some(r) = self.resolver.take() {
+            let _ = r.join();
+        }
         let outcome = self
-            .worker
+            .writer
             .take()
             .and_then(|w| w.join().ok())
             .unwrap_or_default();
@@ -174,23 +217,42 @@ impl EntryObserver for EarlyCheckout {
     }
 
     fn wants(&self, size: u64) -> bool {
-        self.tx.is_some()
-            && size <= MAX_ENTRY_BYTES
-            && self.queued.load(Ordering::Relaxed) + size as usize <= QUEUE_BYTES
+        self.tx.is_some() && size <= MAX_ENTRY_BYTES
     }
 
     fn entry(&self, offset: u64, header: Header, data: Vec<u8>) {
         let Some(tx) = &self.tx else { return };
         let len = data.len();
-        self.queued.fetch_add(len, Ordering::Relaxed);
-        let message = Message::Entry {
+        if let Ok(mut queued) = self.budget.queued.lock() {
+            while *queued > 0
+                && *queued + len > QUEUE_BYTES
+                && !self.budget.gone.load(Ordering::Relaxed)
+            {
+                queued = match self.budget.room.wait(queued) {
+                    Ok(q) => q,
+                    Err(_) => return,
+                };
+            }
+            *queued += len;
+        }
+        let _ = tx.send(Message::Entry {
             offset,
             header,
             data,
-        };
-        if tx.try_send(message).is_err() {
-            self.queued.fetch_sub(len, Ordering::Relaxed);
+        });
+    }
+
+    fn hashed(&self, offset: u64, id: gix::ObjectId) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Message::Hashed { offset, id });
         }
+    }
+
+    fn ids(&self) -> Option<Vec<(u64, gix::ObjectId)>> {
+        let tx = self.tx.as_ref()?;
+        let (reply, answer) = mpsc::channel();
+        tx.send(Message::Ids(reply)).ok()?;
+        answer.recv().ok()
     }
 }
 
@@ -300,11 +362,16 @@ fn may_convert(name: &str, state: gix::attrs::StateRef<'_>) -> bool {
     }
 }
 
-struct Worker {
-    target: Target,
-    before_first_file: Option<Box<dyn FnOnce() -> crate::error::Result<()> + Send>>,
-    queued: Arc<AtomicUsize>,
+/// Names every object of the pack and finds the files to write.
+struct Resolver {
+    tip: gix::ObjectId,
+    budget: Arc<Budget>,
+    jobs: mpsc::SyncSender<Job>,
+    /// Bytes waiting for the writer: over [`QUEUE_BYTES`], files are left to the later checkout.
+    writing: Arc<AtomicUsize>,
     cache: Cache,
+    /// Every entry's object, by offset: the pack's index when it is complete.
+    ids: Vec<(u64, gix::ObjectId)>,
     /// Trees named by the commit or a used tree, not seen yet: their folders.
     trees: HashMap<gix::ObjectId, Vec<BString>>,
     /// Trees seen, by id (up to [`SEEN_TREE_BYTES`]).
@@ -316,55 +383,69 @@ struct Worker {
     /// Folders (`""`: the root) holding a `.gitattributes`, and its blob.
     attributes: HashMap<BString, gix::ObjectId>,
     rules: HashMap<gix::ObjectId, Rules>,
-    /// Folders known to exist as folders.
-    folders: HashSet<BString>,
-    /// Paths already written.
-    done: HashSet<BString>,
-    out: Outcome,
-    stopped: bool,
+    /// Paths handed to the writer.
+    sent: HashSet<BString>,
+    /// Deltas resolved, deltas whose base was not at hand, files left (writer behind).
+    counts: (usize, usize, usize),
 }
 
-impl Worker {
-    fn new(mut target: Target, queued: Arc<AtomicUsize>) -> Self {
-        let before_first_file = Some(std::mem::replace(
-            &mut target.before_first_file,
-            Box::new(|| Ok(())),
-        ));
-        Worker {
-            target,
-            before_first_file,
-            queued,
+impl Resolver {
+    fn new(
+        tip: gix::ObjectId,
+        budget: Arc<Budget>,
+        jobs: mpsc::SyncSender<Job>,
+        writing: Arc<AtomicUsize>,
+    ) -> Self {
+        Resolver {
+            tip,
+            budget,
+            jobs,
+            writing,
             cache: Cache::default(),
+            ids: Vec::new(),
             trees: HashMap::new(),
             seen_trees: HashMap::new(),
             seen_bytes: 0,
             blobs: HashMap::new(),
             attributes: HashMap::new(),
             rules: HashMap::new(),
-            folders: HashSet::from([BString::default()]),
-            done: HashSet::new(),
-            out: Outcome::default(),
-            stopped: false,
+            sent: HashSet::new(),
+            counts: (0, 0, 0),
         }
     }
 
-    fn run(mut self, rx: mpsc::Receiver<Message>) -> Outcome {
+    fn run(mut self, rx: mpsc::Receiver<Message>) {
         for message in rx {
             match message {
-                Message::Begin => self.cache = Cache::default(),
+                Message::Begin => {
+                    self.cache = Cache::default();
+                    self.ids.clear();
+                }
                 Message::Entry {
                     offset,
                     header,
                     data,
                 } => {
-                    self.queued.fetch_sub(data.len(), Ordering::Relaxed);
-                    if !self.stopped {
-                        self.entry(offset, header, data);
+                    if let Ok(mut queued) = self.budget.queued.lock() {
+                        *queued -= data.len();
                     }
+                    self.budget.room.notify_all();
+                    self.entry(offset, header, data);
+                }
+                Message::Hashed { offset, id } => self.ids.push((offset, id)),
+                Message::Ids(reply) => {
+                    let _ = reply.send(self.ids.clone());
                 }
             }
         }
-        self.out
+        tracing::debug!(
+            "early checkout: {} objects named; {} deltas resolved, {} without their base at \
+             hand; {} files left to the checkout after the transfer (the writer was behind)",
+            self.ids.len(),
+            self.counts.0,
+            self.counts.1,
+            self.counts.2
+        );
     }
 
     fn entry(&mut self, offset: u64, header: Header, data: Vec<u8>) {
@@ -374,6 +455,7 @@ impl Worker {
                     .checked_sub(base_distance)
                     .and_then(|b| self.cache.objects.get(&b))
                 else {
+                    self.counts.1 += 1;
                     return;
                 };
                 let Some(object) =
@@ -381,24 +463,29 @@ impl Worker {
                 else {
                     return;
                 };
+                self.counts.0 += 1;
                 (*kind, object.into())
             }
-            Header::RefDelta { .. } => return,
+            Header::RefDelta { .. } => {
+                self.counts.1 += 1;
+                return;
+            }
             _ => match header.as_kind() {
                 Some(kind) => (kind, data.into()),
                 None => return,
             },
         };
-        self.object(kind, &data);
+        let Ok(id) = gix::objs::compute_hash(gix::hash::Kind::Sha1, kind, &data) else {
+            return;
+        };
+        self.ids.push((offset, id));
+        self.object(id, kind, &data);
         self.cache.insert(offset, kind, data);
     }
 
-    fn object(&mut self, kind: gix::objs::Kind, data: &[u8]) {
-        let Ok(id) = gix::objs::compute_hash(gix::hash::Kind::Sha1, kind, data) else {
-            return;
-        };
+    fn object(&mut self, id: gix::ObjectId, kind: gix::objs::Kind, data: &Arc<[u8]>) {
         match kind {
-            gix::objs::Kind::Commit if id == self.target.tip => {
+            gix::objs::Kind::Commit if id == self.tip => {
                 let tree = gix::objs::CommitRefIter::from_bytes(data, gix::hash::Kind::Sha1)
                     .tree_id()
                     .ok();
@@ -416,7 +503,7 @@ impl Worker {
                     && !self.seen_trees.contains_key(&id)
                 {
                     self.seen_bytes += data.len();
-                    self.seen_trees.insert(id, data.into());
+                    self.seen_trees.insert(id, data.clone());
                 }
             }
             gix::objs::Kind::Blob => {
@@ -426,7 +513,7 @@ impl Worker {
                     }
                     for (path, mode) in paths {
                         if let Some(mode) = mode {
-                            self.write(path.as_ref(), id, mode, data);
+                            self.send(path, id, mode, data);
                         }
                     }
                 }
@@ -505,8 +592,85 @@ impl Worker {
         }
     }
 
-    fn write(&mut self, path: &BStr, id: gix::ObjectId, mode: gix::index::entry::Mode, data: &[u8]) {
-        if self.done.contains(path) || !self.plain(path) {
+    /// Hand the file at `path` to the writer, unless it is not plain or the writer is behind.
+    fn send(
+        &mut self,
+        path: BString,
+        id: gix::ObjectId,
+        mode: gix::index::entry::Mode,
+        data: &Arc<[u8]>,
+    ) {
+        if self.sent.contains(&path) || !self.plain(path.as_ref()) {
+            return;
+        }
+        let len = data.len();
+        if self.writing.load(Ordering::Relaxed) + len > QUEUE_BYTES {
+            self.counts.2 += 1;
+            return;
+        }
+        self.writing.fetch_add(len, Ordering::Relaxed);
+        let job = Job {
+            path: path.clone(),
+            id,
+            mode,
+            data: data.clone(),
+        };
+        if self.jobs.try_send(job).is_ok() {
+            self.sent.insert(path);
+        } else {
+            self.writing.fetch_sub(len, Ordering::Relaxed);
+            self.counts.2 += 1;
+        }
+    }
+}
+
+impl Drop for Resolver {
+    fn drop(&mut self) {
+        // Under the lock, so a stream thread about to wait sees it.
+        let _queued = self.budget.queued.lock();
+        self.budget.gone.store(true, Ordering::Relaxed);
+        self.budget.room.notify_all();
+    }
+}
+
+/// Writes the files the resolver hands over.
+struct Writer {
+    workdir: PathBuf,
+    before_first_file: Option<Box<dyn FnOnce() -> crate::error::Result<()> + Send>>,
+    writing: Arc<AtomicUsize>,
+    /// Folders known to exist as folders.
+    folders: HashSet<BString>,
+    /// Paths already written.
+    done: HashSet<BString>,
+    out: Outcome,
+    stopped: bool,
+}
+
+impl Writer {
+    fn new(target: Target, writing: Arc<AtomicUsize>) -> Self {
+        Writer {
+            workdir: target.workdir,
+            before_first_file: Some(target.before_first_file),
+            writing,
+            folders: HashSet::from([BString::default()]),
+            done: HashSet::new(),
+            out: Outcome::default(),
+            stopped: false,
+        }
+    }
+
+    fn run(mut self, jobs: mpsc::Receiver<Job>) -> Outcome {
+        for job in jobs {
+            self.writing.fetch_sub(job.data.len(), Ordering::Relaxed);
+            if !self.stopped {
+                self.write(job);
+            }
+        }
+        self.out
+    }
+
+    fn write(&mut self, job: Job) {
+        if self.done.contains(&job.path) {
             return;
         }
         if let Some(first) = self.before_first_file.take()
@@ -515,13 +679,13 @@ impl Worker {
             self.stopped = true;
             return;
         }
-        match self.write_file(path, mode, data) {
+        match self.write_file(job.path.as_ref(), job.mode, &job.data) {
             Ok(Some(stat)) => {
-                self.done.insert(path.to_owned());
+                self.done.insert(job.path.clone());
                 self.out.files.push(Written {
-                    path: path.to_owned(),
-                    id,
-                    mode,
+                    path: job.path,
+                    id: job.id,
+                    mode: job.mode,
                     stat,
                 });
             }
@@ -543,7 +707,7 @@ impl Worker {
         {
             return Ok(None);
         }
-        let full = self.target.workdir.join(std::ffi::OsStr::from_bytes(path));
+        let full = self.workdir.join(std::ffi::OsStr::from_bytes(path));
         let executable = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
         let mut file = match std::fs::OpenOptions::new()
             .write(true)
@@ -577,7 +741,7 @@ impl Worker {
         {
             return Ok(false);
         }
-        let full = self.target.workdir.join(std::ffi::OsStr::from_bytes(folder));
+        let full = self.workdir.join(std::ffi::OsStr::from_bytes(folder));
         match std::fs::create_dir(&full) {
             Ok(()) => self.out.dirs.push(full),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
