@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::wire::{band, pack_of, pkt};
+use crate::support::wire::{band, pack_of, pack_of_with, pkt};
 use crate::support::{Endpoint, GitServer, Scripted, World, all_files, assert_no_secret};
 
 /// How long the server holds the end of the pack.
@@ -22,11 +22,16 @@ struct Held {
 
 impl Held {
     fn new(files: &[(&str, Option<&str>)]) -> Self {
+        Self::with_pack_options(files, &[])
+    }
+
+    /// [`Held::new`], its pack made with these `git pack-objects` options.
+    fn with_pack_options(files: &[(&str, Option<&str>)], options: &[&str]) -> Self {
         let w = World::new();
         let tip = w.repo("repo.git", &[files]).remove(0);
         let srv = GitServer::start(&w.srv(), None);
         let held = Held { w, srv, tip };
-        held.hold_next_fetch();
+        held.hold_next_fetch(options);
         held
     }
 
@@ -37,7 +42,7 @@ impl Held {
     /// The next fetch gets the commit's pack (`git pack-objects`, with deltas between its
     /// objects), all but its last 64 bytes (the checksum, the flush) at once, the rest after
     /// [`HOLD_MS`].
-    fn hold_next_fetch(&self) {
+    fn hold_next_fetch(&self, options: &[&str]) {
         let listed = self.w.git(
             &self.bare(),
             &["rev-list", "--objects", "--no-walk", &self.tip],
@@ -46,7 +51,7 @@ impl Held {
             .lines()
             .map(|l| l.split(' ').next().unwrap())
             .collect();
-        let pack = pack_of(&self.w, &self.bare(), &ids);
+        let pack = pack_of_with(&self.w, &self.bare(), &ids, options);
         self.srv
             .knobs
             .scripted
@@ -378,4 +383,50 @@ fn a_restore_refused_after_files_were_written_early_leaves_nothing() {
     assert!(stderr.contains("b/two.txt"), "{stderr}");
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A pack of deltas (`--delta-base-offset`, as upload-pack sends to a client asking for
+/// `ofs-delta`): the files are rebuilt from their bases as they arrive, and the pack's index is
+/// written from the ids the early checkout resolved (its debug log says so) — `git fsck` and
+/// `git verify-pack` on the result check every object against that index.
+#[test]
+fn a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives() {
+    let body = "a line that every version of the file shares, long enough to be worth a delta\n"
+        .repeat(60);
+    let files: Vec<(String, String)> = (0..30)
+        .map(|i| (format!("v/f{i:02}.txt"), format!("{body}version {i}\n")))
+        .collect();
+    let list: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    let h = Held::with_pack_options(&list, &["--delta-base-offset"]);
+    let dir = h.w.path("s");
+    let mut child = h.spawn(&dir, &[("RUST_LOG", "git_session=debug")]);
+    h.during_the_hold(&dir, &mut child, |f| f.len() == files.len());
+    for (path, content) in &files {
+        assert_eq!(
+            &std::fs::read_to_string(dir.join(path)).unwrap(),
+            content,
+            "{path}"
+        );
+    }
+    let (code, out) = h.wait(child);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("indexed from the 33 ids"), "{out}");
+    h.assert_restored(&dir);
+    let idx = std::fs::read_dir(dir.join(".git/objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "idx"))
+        .unwrap();
+    let verified = h.w.git(&dir, &["verify-pack", "-v", idx.to_str().unwrap()]);
+    let deltas = verified
+        .lines()
+        .filter(|l| l.split_whitespace().count() == 7)
+        .count();
+    assert!(
+        deltas >= 20,
+        "only {deltas} deltas in the pack:\n{verified}"
+    );
 }

@@ -266,10 +266,22 @@ impl<'repo> WorktreeForm<'repo> {
     }
 }
 
-/// Write the files of `index` into `workdir`, reading blobs from `objects`. `overwrite` lets
-/// existing files the commit tracks be replaced (`--force`, or resuming an interrupted restore);
-/// `empty` says the target held nothing. Files over the big-object threshold are streamed from
-/// the pack, never held whole, after `before_big_file` was told each one's path.
+/// Where [`checkout`] writes and what is there already.
+pub struct Destination<'a> {
+    /// The work tree.
+    pub workdir: &'a Path,
+    /// Existing files the commit tracks may be replaced (`--force`, or resuming an interrupted
+    /// restore).
+    pub overwrite: bool,
+    /// The target held nothing.
+    pub empty: bool,
+    /// The files the early checkout wrote while the pack arrived: set aside, not written again.
+    pub early: &'a [super::early::Written],
+}
+
+/// Write the files of `index` into `to.workdir`, reading blobs from `objects`. Files over the
+/// big-object threshold are streamed from the pack, never held whole, after `before_big_file`
+/// was told each one's path.
 ///
 /// Failpoints: `mid-checkout` aborts once half of the blobs were read, `mid-big-file` once half
 /// of a big file is written.
@@ -281,12 +293,15 @@ pub fn checkout(
     repo: &gix::Repository,
     objects: crate::pack::PackObjects,
     index: &mut gix::index::File,
-    workdir: &Path,
-    overwrite: bool,
-    empty: bool,
-    early: &[super::early::Written],
+    to: Destination<'_>,
     before_big_file: &dyn Fn(&Path) -> Result<()>,
 ) -> Result<usize> {
+    let Destination {
+        workdir,
+        overwrite,
+        empty,
+        early,
+    } = to;
     let mut opts = repo
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
         .map_err(|e| Error::internal("preparing the checkout", chain(&e)))?;

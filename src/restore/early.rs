@@ -49,7 +49,7 @@ pub const MAX_ENTRY_BYTES: u64 = 2 << 20;
 /// The most inflated bytes waiting for the worker.
 pub const QUEUE_BYTES: usize = 8 << 20;
 /// The most bytes of recent objects kept as delta bases.
-pub const CACHE_BYTES: usize = 16 << 20;
+pub const CACHE_BYTES: usize = 8 << 20;
 /// The most bytes of trees kept by id, for folders that name them after they arrived.
 const SEEN_TREE_BYTES: usize = 4 << 20;
 

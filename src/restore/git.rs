@@ -255,10 +255,12 @@ impl Run<'_> {
             &repo,
             objects,
             &mut index,
-            &opts.dir,
-            plan.overwrite,
-            plan.empty,
-            early,
+            checkout::Destination {
+                workdir: &opts.dir,
+                overwrite: plan.overwrite,
+                empty: plan.empty,
+                early,
+            },
             &|rel| super::note_big_file(staging, rel),
         )?;
         tracing::debug!(

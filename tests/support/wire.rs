@@ -50,9 +50,16 @@ pub fn fetch_response_in(pack: &[u8], chunk: usize, extra: &[Vec<u8>]) -> Vec<u8
 /// A pack holding exactly the objects `ids` of the bare repository `bare` (`git pack-objects`,
 /// no deltas against objects outside the list).
 pub fn pack_of(w: &World, bare: &Path, ids: &[&str]) -> Vec<u8> {
+    pack_of_with(w, bare, ids, &[])
+}
+
+/// [`pack_of`] with more `git pack-objects` options (`--delta-base-offset`: deltas as
+/// `upload-pack` sends them to a client that asks for `ofs-delta`).
+pub fn pack_of_with(w: &World, bare: &Path, ids: &[&str], options: &[&str]) -> Vec<u8> {
     let input = ids.join("\n") + "\n";
     let out = std::process::Command::new("git")
         .args(["pack-objects", "--stdout", "-q"])
+        .args(options)
         .current_dir(bare)
         .env_clear()
         .envs(w.env())
