@@ -1,18 +1,22 @@
 //! The early checkout: regular files written as their blobs stream in, while the rest of the pack
-//! is still on the wire, so the checkout after the transfer has less left to do.
+//! is still on the wire, so the checkout after the transfer has little left to do.
 //!
 //! git's `pack-objects` writes a fetch's pack as commits, then trees, then blobs, each delta after
 //! its base (`compute_write_order` in git's `builtin/pack-objects.c`): the paths of most blobs are
-//! known before the blobs arrive. A worker thread sees every entry the pack stream inflates
-//! ([`EntryObserver`]); it hashes it, resolves offset deltas against recent objects (a bounded
-//! cache), reads the commit `TIP_SHA` and the trees it names, and writes a file for each blob
-//! whose path is known, when nothing can make the checked-out form differ from the blob: a
-//! regular file (symlinks and submodules wait), no `.gitattributes` on its way that could convert
-//! it (`eol=crlf`, `ident`, `filter`, `working-tree-encoding`, macros: see [`Rules`]). The
-//! `.gitattributes` files themselves wait too: gix's checkout reads them from the index it is given.
-//! Everything else — and whatever the worker could not keep up with — is written by the checkout
-//! after the transfer, which sets the files written here aside ([`Written`]) and writes the index
-//! of all of them.
+//! known before the blobs arrive. Two threads see every entry the pack stream inflates
+//! ([`EntryObserver`]):
+//! - the **resolver** hashes it, resolves offset deltas against recent objects (a bounded cache),
+//!   reads the commit `TIP_SHA` and the trees it names, and hands each blob whose path is known to
+//!   the writer when nothing can make its checked-out form differ from the blob: a regular file
+//!   (symlinks and submodules wait), no `.gitattributes` on its way that could convert it
+//!   (`eol=crlf`, `ident`, `filter`, `working-tree-encoding`, macros: see [`Rules`]). The
+//!   `.gitattributes` files wait too: gix's checkout reads them from the index it is given. It
+//!   never drops an entry (the stream waits for it instead), so it names every object of the
+//!   pack, and [`crate::pack::receive()`] writes the pack's index from those ids rather than
+//!   resolving every delta again after the last byte;
+//! - the **writer** creates the files; when it falls behind, files are left to the checkout
+//!   after the transfer, which sets the files written here aside ([`Written`]) and writes the
+//!   index of all of them.
 //!
 //! What keeps it as safe as the checkout after the transfer:
 //! - only into an empty target (no `--force`, no resume) and for a whole (not thin) pack;
@@ -23,12 +27,13 @@
 //!   symlink; files are created with `O_EXCL | O_NOFOLLOW`;
 //! - the intent records when writing began before the first file, so a kill leaves files the
 //!   rerun's judge ([`super::CutShort`]) knows as this run's own, and completes;
-//! - a failure of the restore removes every file and folder written here ([`Written::roll_back`]),
+//! - a failure of the restore removes every file and folder written here ([`Outcome::roll_back`]),
 //!   so "nothing was written" still holds for an unsafe tree or an incomplete pack.
 //!
-//! Memory: entries over [`MAX_ENTRY_BYTES`] are not looked at; at most [`QUEUE_BYTES`] wait for
-//! the worker (more are dropped, not waited for: the stream never slows down for it); the cache of
-//! delta bases holds at most [`CACHE_BYTES`], the trees kept by id at most 4 MiB.
+//! Memory: entries over [`MAX_ENTRY_BYTES`] are not collected (a whole object is hashed by the
+//! stream instead); at most [`QUEUE_BYTES`] wait for the resolver and as many for the writer;
+//! the cache of delta bases holds at most [`CACHE_BYTES`], the trees kept by id at most 4 MiB;
+//! and 32 bytes per object for the ids.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write as _;
