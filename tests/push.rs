@@ -818,6 +818,45 @@ fn a_token_committed_with_plain_git_is_never_pushed() {
     s.push(&dir, &[]).assert_code(0);
 }
 
+/// A file over the streaming threshold (32 MiB) committed with plain `git commit` (save leaves
+/// files over 50 MiB out) is pushed from its loose object, 64 KiB at a time: 96 MiB of
+/// incompressible data with a peak RSS under 64 MiB (it held the blob and its compressed copy,
+/// about 200 MiB, before), the server's copy exact. A token in such a file, across a 64 KiB
+/// boundary, is refused before anything is uploaded.
+#[test]
+fn a_big_file_committed_with_git_is_pushed_from_its_loose_object_in_bounded_memory() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/huge", &s.ids[1]);
+    let mut x: u64 = 0x2545F4914F6CDD1D;
+    std::fs::write(dir.join("huge.bin"), incompressible(96 << 20, &mut x)).unwrap();
+    s.w.git(&dir, &["add", "huge.bin"]);
+    s.w.git(&dir, &["commit", "-qm", "huge"]);
+    let url = s.url();
+    let kib = git_session_peak_rss(&dir, s.w.env(), &[("PUSH_URL", url.as_str())], &["push"]);
+    eprintln!("peak RSS of pushing a 96 MiB loose blob: {kib} KiB");
+    assert!(kib < 64 * 1024, "peak RSS {kib} KiB for a 96 MiB blob");
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+    let head = s.w.git(&dir, &["rev-parse", "HEAD"]);
+    assert_eq!(s.remote("sessions/huge").unwrap(), head);
+    assert_eq!(
+        s.w.git(&s.bare(), &["rev-parse", &format!("{head}:huge.bin")]),
+        s.w.git(&dir, &["rev-parse", "HEAD:huge.bin"])
+    );
+    // The token across the first chunk's end.
+    let mut leak = vec![b'x'; 40 << 20];
+    let at = (64 << 10) - 3;
+    leak[at..at + TOKEN.len()].copy_from_slice(TOKEN.as_bytes());
+    std::fs::write(dir.join("leak.bin"), &leak).unwrap();
+    s.w.git(&dir, &["add", "leak.bin"]);
+    s.w.git(&dir, &["commit", "-qm", "leak"]);
+    let before = s.posts();
+    let run = s.push(&dir, &[]);
+    run.assert_code(6);
+    assert!(run.stderr.contains("session token") || run.stdout.contains("session token"));
+    assert_eq!(s.posts(), before, "the pack was uploaded");
+    assert_eq!(s.remote("sessions/huge").unwrap(), head);
+}
+
 /// Nor in a commit message of plain git (or a file name: trees are scanned like blobs), and `save`
 /// refuses a message holding it before committing anything.
 #[test]

@@ -130,7 +130,14 @@ pub fn spool(repo: &gix::Repository, update: &Update<'_>, secrets: &[String]) ->
     } else {
         HashMap::new()
     };
-    write_pack(&db, counts, &bases, &mut out, secrets)?;
+    write_pack(
+        &db,
+        repo.objects.store_ref().path(),
+        counts,
+        &bases,
+        &mut out,
+        secrets,
+    )?;
     out.flush().map_err(io)?;
     let f = out.into_inner().map_err(|e| io(e.into_error()))?;
     let len = f.metadata().map_err(io)?.len();
@@ -298,69 +305,199 @@ fn delta_bases(
     Ok(bases)
 }
 
-/// Write the pack of `counts` to `out`, one object at a time, each a whole entry or a delta
-/// against its object in `bases` (when both are at most [`DELTA_MAX_BYTES`] and the delta is
-/// under half the object's size, as git's `try_delta` asks): memory stays at the largest object, whatever
-/// the push's size. (`iter_from_counts` batches objects into chunks sized by their count, which
-/// holds tens of large blobs at once, and its copied deltas refer to entries by position, which
-/// needs in-order delivery.)
+/// Write the pack of `counts` to `out` (`gitformat-pack`: header, entries, SHA-1 trailer), one
+/// object at a time, each a whole entry or a delta against its object in `bases` (when both are
+/// at most [`DELTA_MAX_BYTES`] and the delta is under half the object's size, as git's `try_delta`
+/// asks). A loose blob over [`STREAM_BYTES`] (a big file committed with plain `git commit`) is
+/// streamed from its file, inflated and deflated again 64 KiB at a time, so memory stays at
+/// [`STREAM_BYTES`] whatever the push holds; other objects are held whole one at a time.
+/// (`iter_from_counts` batches objects into chunks sized by their count, which holds tens of large
+/// blobs at once, and gix's `FromEntriesIter` needs every entry compressed in memory.)
 ///
 /// SPEC rule 5: a session token never leaves in a pushed file, whoever committed it — nor in a
 /// commit message, an identity or a file name (commits and trees are scanned too).
 fn write_pack(
     db: &Db,
+    objects_dir: &std::path::Path,
     counts: Vec<output::Count>,
     bases: &HashMap<ObjectId, ObjectId>,
     out: &mut dyn Write,
     secrets: &[String],
 ) -> Result<()> {
-    let num = counts.len() as u32;
+    let io = |e| Error::io("writing the push request", e);
     let compression = gix::zlib::Compression::default();
+    let mut out = gix::hash::io::Write::new(out, gix::hash::Kind::Sha1);
+    out.write_all(&gix_pack::data::header::encode(
+        gix_pack::data::Version::V2,
+        counts.len() as u32,
+    ))
+    .map_err(io)?;
     let mut obj_buf = Vec::new();
     let mut base_buf = Vec::new();
-    let leaked = std::cell::Cell::new(None::<(gix::objs::Kind, gix::ObjectId)>);
-    let leaked_ref = &leaked;
-    let entries = counts.into_iter().map(move |count| {
-        use gix::bstr::ByteSlice as _;
-        use gix::error::ErrorExt as _;
-        let obj = gix::objs::Find::try_find(db, &count.id, &mut obj_buf)?
-            .ok_or_else(|| gix::error::message!("object {} is missing", count.id).raise())?;
-        if secrets
-            .iter()
-            .any(|s| obj.data.find(s.as_bytes()).is_some())
-        {
-            leaked_ref.set(Some((obj.kind, count.id)));
-            return Err(gix::error::message!("a pushed object holds a session token").raise());
+    for count in counts {
+        let id = count.id;
+        if let Some(size) = big_loose_blob(db, objects_dir, &id) {
+            stream_loose_blob(objects_dir, &id, size, &mut out, secrets)?;
+            continue;
         }
-        if let Some(base) = bases.get(&count.id)
-            && obj.data.len() <= DELTA_MAX_BYTES
-            && let Some(delta) = delta_against(db, base, obj.data, &mut base_buf)
-        {
-            return Ok(vec![output::Entry {
-                id: count.id,
-                kind: output::entry::Kind::DeltaOid { id: *base },
-                decompressed_size: delta.len(),
-                compressed_data: deflate(&delta, compression).map_err(|e| {
-                    gix::error::message!("compressing the delta of {}: {e}", count.id).raise()
-                })?,
-            }]);
+        let entry = entry_of(
+            db,
+            &count,
+            bases,
+            &mut obj_buf,
+            &mut base_buf,
+            secrets,
+            compression,
+        )?;
+        let header = entry.to_entry_header(gix_pack::data::Version::V2, |_| {
+            unreachable!("no entry refers to another by position")
+        });
+        header
+            .write_to(entry.decompressed_size as u64, &mut out)
+            .map_err(io)?;
+        out.write_all(&entry.compressed_data).map_err(io)?;
+    }
+    let digest = out
+        .hash
+        .clone()
+        .try_finalize()
+        .map_err(|e| Error::internal("hashing the pack", e))?;
+    out.inner.write_all(digest.as_slice()).map_err(io)?;
+    Ok(())
+}
+
+/// The entry of one object held whole: a delta against its base in `bases` when that is
+/// smaller, else the object itself.
+///
+/// # Errors
+/// [`Error::Integrity`] for an object holding a session token; [`Error::Internal`] for a missing
+/// object or one that cannot be compressed.
+fn entry_of(
+    db: &Db,
+    count: &output::Count,
+    bases: &HashMap<ObjectId, ObjectId>,
+    obj_buf: &mut Vec<u8>,
+    base_buf: &mut Vec<u8>,
+    secrets: &[String],
+    compression: gix::zlib::Compression,
+) -> Result<output::Entry> {
+    use gix::bstr::ByteSlice as _;
+    let obj = gix::objs::Find::try_find(db, &count.id, obj_buf)
+        .map_err(|e| Error::from_chain(format!("reading object {}", count.id), &e))?
+        .ok_or_else(|| {
+            Error::internal(
+                "writing the pack",
+                format!("object {} is missing", count.id),
+            )
+        })?;
+    if secrets
+        .iter()
+        .any(|s| obj.data.find(s.as_bytes()).is_some())
+    {
+        return Err(token_found(obj.kind, count.id));
+    }
+    if let Some(base) = bases.get(&count.id)
+        && obj.data.len() <= DELTA_MAX_BYTES
+        && let Some(delta) = delta_against(db, base, obj.data, base_buf)
+    {
+        return Ok(output::Entry {
+            id: count.id,
+            kind: output::entry::Kind::DeltaOid { id: *base },
+            decompressed_size: delta.len(),
+            compressed_data: deflate(&delta, compression).map_err(|e| {
+                Error::internal(format!("compressing the delta of {}", count.id), e)
+            })?,
+        });
+    }
+    output::Entry::from_data(count, &obj, compression)
+        .map_err(|e| Error::from_chain(format!("compressing object {}", count.id), &e))
+}
+
+/// Loose blobs over this many bytes are streamed into the pack, never held whole.
+pub const STREAM_BYTES: u64 = 32 << 20;
+
+/// The size of `id` when it is a loose blob over [`STREAM_BYTES`].
+fn big_loose_blob(db: &Db, objects_dir: &std::path::Path, id: &ObjectId) -> Option<u64> {
+    let header = gix::objs::FindHeader::try_header(db, id).ok()??;
+    if header.kind != gix::objs::Kind::Blob || header.size <= STREAM_BYTES {
+        return None;
+    }
+    loose_path(objects_dir, id).is_file().then_some(header.size)
+}
+
+fn loose_path(objects_dir: &std::path::Path, id: &ObjectId) -> std::path::PathBuf {
+    let hex = id.to_hex().to_string();
+    objects_dir.join(&hex[..2]).join(&hex[2..])
+}
+
+/// Write the loose blob `id` of `size` bytes as a pack entry: inflated from its file (after the
+/// `blob <size>\0` header `gitformat-loose` puts first), scanned for the session's tokens across
+/// chunk boundaries, hashed to check it is `id`, and deflated into `out`.
+///
+/// # Errors
+/// [`Error::Integrity`] for a token, or a loose file that is not that blob; [`Error::LocalIo`]
+/// when it cannot be read or the request not written.
+fn stream_loose_blob(
+    objects_dir: &std::path::Path,
+    id: &ObjectId,
+    size: u64,
+    out: &mut dyn Write,
+    secrets: &[String],
+) -> Result<()> {
+    use gix::bstr::ByteSlice as _;
+    use std::io::Read as _;
+    let path = loose_path(objects_dir, id);
+    let read_err = |e| Error::io(format!("reading {}", path.display()), e);
+    let file = std::fs::File::open(&path).map_err(read_err)?;
+    let mut input = flate2::read::ZlibDecoder::new(std::io::BufReader::new(file));
+    let header = format!("blob {size}\0");
+    let mut got = vec![0u8; header.len()];
+    input.read_exact(&mut got).map_err(read_err)?;
+    let corrupt = || {
+        Error::Integrity(format!(
+            "the loose object {} is not the blob it names (run `git fsck`): nothing was uploaded",
+            path.display()
+        ))
+    };
+    if got != header.as_bytes() {
+        return Err(corrupt());
+    }
+    gix_pack::data::entry::Header::Blob
+        .write_to(size, out)
+        .map_err(|e| Error::io("writing the push request", e))?;
+    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+    hasher.update(header.as_bytes());
+    let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::default());
+    let keep = secrets
+        .iter()
+        .map(String::len)
+        .max()
+        .unwrap_or(1)
+        .saturating_sub(1);
+    let mut window: Vec<u8> = Vec::with_capacity(64 * 1024 + keep);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = input.read(&mut chunk).map_err(read_err)?;
+        if n == 0 {
+            break;
         }
-        output::Entry::from_data(&count, &obj, compression).map(|e| vec![e])
-    });
-    let mut writer = output::bytes::FromEntriesIter::new(
-        entries,
-        out,
-        num,
-        gix_pack::data::Version::V2,
-        gix::hash::Kind::Sha1,
-    );
-    for written in writer.by_ref() {
-        if let Err(e) = written {
-            return Err(match leaked.get() {
-                Some((kind, id)) => token_found(kind, id),
-                None => Error::from_chain("writing the pack", &e),
-            });
+        total += n as u64;
+        hasher.update(&chunk[..n]);
+        // The tail of the last chunk goes first, so a token across the boundary is found.
+        window.extend_from_slice(&chunk[..n]);
+        if secrets.iter().any(|s| window.find(s.as_bytes()).is_some()) {
+            return Err(token_found(gix::objs::Kind::Blob, *id));
         }
+        window.drain(..window.len().saturating_sub(keep));
+        z.write_all(&chunk[..n])
+            .map_err(|e| Error::io("writing the push request", e))?;
+    }
+    z.finish()
+        .map_err(|e| Error::io("writing the push request", e))?;
+    let actual = hasher.try_finalize().map_err(|_| corrupt())?;
+    if total != size || actual != *id {
+        return Err(corrupt());
     }
     Ok(())
 }
