@@ -821,7 +821,8 @@ fn a_token_committed_with_plain_git_is_never_pushed() {
 /// A file over the streaming threshold (32 MiB) committed with plain `git commit` (save leaves
 /// files over 50 MiB out) is pushed from its loose object, 64 KiB at a time: 96 MiB of
 /// incompressible data with a peak RSS under 64 MiB (it held the blob and its compressed copy,
-/// about 200 MiB, before), the server's copy exact. A token in such a file, across a 64 KiB
+/// about 200 MiB, before), the server's copy exact; the same for a file `git add` stored in a
+/// pack of its own (over `core.bigFileThreshold`). A token in such a file, across a 64 KiB
 /// boundary, is refused before anything is uploaded.
 #[test]
 fn a_big_file_committed_with_git_is_pushed_from_its_loose_object_in_bounded_memory() {
@@ -842,6 +843,31 @@ fn a_big_file_committed_with_git_is_pushed_from_its_loose_object_in_bounded_memo
         s.w.git(&s.bare(), &["rev-parse", &format!("{head}:huge.bin")]),
         s.w.git(&dir, &["rev-parse", "HEAD:huge.bin"])
     );
+    // A file over core.bigFileThreshold: git add streams it into a pack of its own, whole.
+    std::fs::write(dir.join("packed.bin"), incompressible(96 << 20, &mut x)).unwrap();
+    s.w.git(
+        &dir,
+        &["-c", "core.bigFileThreshold=32m", "add", "packed.bin"],
+    );
+    s.w.git(&dir, &["commit", "-qm", "packed"]);
+    let id = s.w.git(&dir, &["rev-parse", "HEAD:packed.bin"]);
+    let hex = id.as_str();
+    assert!(
+        !dir.join(".git/objects")
+            .join(&hex[..2])
+            .join(&hex[2..])
+            .exists(),
+        "not packed"
+    );
+    let kib = git_session_peak_rss(&dir, s.w.env(), &[("PUSH_URL", url.as_str())], &["push"]);
+    eprintln!("peak RSS of pushing a 96 MiB packed blob: {kib} KiB");
+    assert!(
+        kib < 64 * 1024,
+        "peak RSS {kib} KiB for a 96 MiB packed blob"
+    );
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+    let head = s.w.git(&dir, &["rev-parse", "HEAD"]);
+    assert_eq!(s.remote("sessions/huge").unwrap(), head);
     // The token across the first chunk's end.
     let mut leak = vec![b'x'; 40 << 20];
     let at = (64 << 10) - 3;

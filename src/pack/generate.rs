@@ -189,19 +189,16 @@ type Db = gix::odb::store::Handle<std::sync::Arc<gix::odb::Store>>;
 fn objects_to_push(db: &Db, commits: &[gix::ObjectId]) -> Result<Vec<output::Count>> {
     let interrupt = AtomicBool::new(false);
     let progress = gix::progress::Discard;
-    // The iterator is boxed as 'static: it owns its ids.
     let ids: Vec<gix::ObjectId> = commits.to_vec();
-    let (mut counts, _) = output::count::objects(
-        db.clone(),
-        Box::new(ids.into_iter().map(Ok)),
+    // Unthreaded: the threaded count looks up each object's pack location, which inflates the
+    // object whole (gix-odb's `location_by_oid`) — a 1 GiB blob held in memory just to count it.
+    // The pack is written from the objects themselves, so locations are not needed.
+    let (mut counts, _) = output::count::objects_unthreaded(
+        db,
+        &mut ids.into_iter().map(Ok),
         &progress,
         &interrupt,
-        output::count::objects::Options {
-            thread_limit: None,
-            chunk_size: 10,
-            input_object_expansion:
-                output::count::objects::ObjectExpansion::TreeAdditionsComparedToAncestor,
-        },
+        output::count::objects::ObjectExpansion::TreeAdditionsComparedToAncestor,
     )
     .map_err(|e| Error::internal("counting the objects to push", chain(&e)))?;
     let wanted: std::collections::HashSet<gix::ObjectId> = commits.iter().copied().collect();
@@ -308,9 +305,10 @@ fn delta_bases(
 /// Write the pack of `counts` to `out` (`gitformat-pack`: header, entries, SHA-1 trailer), one
 /// object at a time, each a whole entry or a delta against its object in `bases` (when both are
 /// at most [`DELTA_MAX_BYTES`] and the delta is under half the object's size, as git's `try_delta`
-/// asks). A loose blob over [`STREAM_BYTES`] (a big file committed with plain `git commit`) is
-/// streamed from its file, inflated and deflated again 64 KiB at a time, so memory stays at
-/// [`STREAM_BYTES`] whatever the push holds; other objects are held whole one at a time.
+/// asks). A blob over [`STREAM_BYTES`] stored whole (a big file committed with plain `git
+/// commit`: loose, or in the pack `git add` writes for a file over `core.bigFileThreshold`) is
+/// streamed, inflated and deflated again 64 KiB at a time, so memory stays at [`STREAM_BYTES`]
+/// whatever the push holds; other objects are held whole one at a time.
 /// (`iter_from_counts` batches objects into chunks sized by their count, which holds tens of large
 /// blobs at once, and gix's `FromEntriesIter` needs every entry compressed in memory.)
 ///
@@ -336,8 +334,10 @@ fn write_pack(
     let mut base_buf = Vec::new();
     for count in counts {
         let id = count.id;
-        if let Some(size) = big_loose_blob(db, objects_dir, &id) {
-            stream_loose_blob(objects_dir, &id, size, &mut out, secrets)?;
+        if let Some(size) = big_blob(db, &id)
+            && let Some(content) = big_blob_content(objects_dir, &id, size)?
+        {
+            stream_blob(content, &id, size, &mut out, secrets)?;
             continue;
         }
         let entry = entry_of(
@@ -413,60 +413,117 @@ fn entry_of(
         .map_err(|e| Error::from_chain(format!("compressing object {}", count.id), &e))
 }
 
-/// Loose blobs over this many bytes are streamed into the pack, never held whole.
+/// Blobs over this many bytes are streamed into the pack, never held whole.
 pub const STREAM_BYTES: u64 = 32 << 20;
 
-/// The size of `id` when it is a loose blob over [`STREAM_BYTES`].
-fn big_loose_blob(db: &Db, objects_dir: &std::path::Path, id: &ObjectId) -> Option<u64> {
+/// The size of `id` when it is a blob over [`STREAM_BYTES`].
+fn big_blob(db: &Db, id: &ObjectId) -> Option<u64> {
     let header = gix::objs::FindHeader::try_header(db, id).ok()??;
-    if header.kind != gix::objs::Kind::Blob || header.size <= STREAM_BYTES {
-        return None;
-    }
-    loose_path(objects_dir, id).is_file().then_some(header.size)
+    (header.kind == gix::objs::Kind::Blob && header.size > STREAM_BYTES).then_some(header.size)
 }
 
-fn loose_path(objects_dir: &std::path::Path, id: &ObjectId) -> std::path::PathBuf {
-    let hex = id.to_hex().to_string();
-    objects_dir.join(&hex[..2]).join(&hex[2..])
-}
-
-/// Write the loose blob `id` of `size` bytes as a pack entry: inflated from its file (after the
-/// `blob <size>\0` header `gitformat-loose` puts first), scanned for the session's tokens across
-/// chunk boundaries, hashed to check it is `id`, and deflated into `out`.
+/// The content of the big blob `id` as a stream, from its loose file (`gitformat-loose`: the
+/// `blob <size>\0` header checked and skipped) or from a pack where it is stored whole (as
+/// `git add` stores a file over `core.bigFileThreshold`); `None` for a blob stored as a delta.
 ///
 /// # Errors
-/// [`Error::Integrity`] for a token, or a loose file that is not that blob; [`Error::LocalIo`]
-/// when it cannot be read or the request not written.
-fn stream_loose_blob(
+/// [`Error::LocalIo`] when the file cannot be read; [`Error::Integrity`] for a loose file whose
+/// header is not that blob's.
+fn big_blob_content(
     objects_dir: &std::path::Path,
+    id: &ObjectId,
+    size: u64,
+) -> Result<Option<Box<dyn std::io::Read>>> {
+    use std::io::Read as _;
+    let hex = id.to_hex().to_string();
+    let loose = objects_dir.join(&hex[..2]).join(&hex[2..]);
+    let read_err = |path: &std::path::Path, e| Error::io(format!("reading {}", path.display()), e);
+    match std::fs::File::open(&loose) {
+        Ok(file) => {
+            let mut input = flate2::read::ZlibDecoder::new(std::io::BufReader::new(file));
+            let header = format!("blob {size}\0");
+            let mut got = vec![0u8; header.len()];
+            input
+                .read_exact(&mut got)
+                .map_err(|e| read_err(&loose, e))?;
+            if got != header.as_bytes() {
+                return Err(not_the_blob(id));
+            }
+            return Ok(Some(Box::new(input)));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(read_err(&loose, e)),
+    }
+    let pack_dir = objects_dir.join("pack");
+    let Ok(listing) = std::fs::read_dir(&pack_dir) else {
+        return Ok(None);
+    };
+    for idx in listing.filter_map(|e| e.ok()).map(|e| e.path()) {
+        if idx.extension().is_none_or(|x| x != "idx") {
+            continue;
+        }
+        let index = match gix_pack::index::File::at(&idx, gix::hash::Kind::Sha1) {
+            Ok(index) => index,
+            Err(e) => {
+                tracing::debug!("{}: {e}", idx.display());
+                continue;
+            }
+        };
+        let Some(i) = index.lookup(id) else { continue };
+        let offset = index.pack_offset_at_index(i);
+        let pack_path = idx.with_extension("pack");
+        let pack = gix_pack::data::File::at(&pack_path, gix::hash::Kind::Sha1)
+            .map_err(|e| Error::from_chain(format!("reading {}", pack_path.display()), &e))?;
+        let entry = pack
+            .entry(offset)
+            .map_err(|e| Error::from_chain(format!("reading {}", pack_path.display()), &e))?;
+        if entry.header != gix_pack::data::entry::Header::Blob || entry.decompressed_size != size {
+            tracing::debug!(
+                "{id} is stored as {:?} in {}: held whole",
+                entry.header,
+                pack_path.display()
+            );
+            return Ok(None);
+        }
+        let mut file = std::fs::File::open(&pack_path).map_err(|e| read_err(&pack_path, e))?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(entry.data_offset))
+            .map_err(|e| read_err(&pack_path, e))?;
+        let input = flate2::read::ZlibDecoder::new(std::io::BufReader::new(file)).take(size);
+        return Ok(Some(Box::new(input)));
+    }
+    Ok(None)
+}
+
+fn not_the_blob(id: &ObjectId) -> Error {
+    Error::Integrity(format!(
+        "the stored object {id} is not the blob it names (run `git fsck`): nothing was uploaded"
+    ))
+}
+
+/// Write the blob `id` of `size` bytes, read from `input`, as a pack entry: scanned for the
+/// session's tokens across chunk boundaries, hashed to check it is `id`, and deflated into `out`
+/// 64 KiB at a time.
+///
+/// # Errors
+/// [`Error::Integrity`] for a token, or content that is not that blob; [`Error::LocalIo`] when it
+/// cannot be read or the request not written.
+fn stream_blob(
+    mut input: Box<dyn std::io::Read>,
     id: &ObjectId,
     size: u64,
     out: &mut dyn Write,
     secrets: &[String],
 ) -> Result<()> {
     use gix::bstr::ByteSlice as _;
-    use std::io::Read as _;
-    let path = loose_path(objects_dir, id);
-    let read_err = |e| Error::io(format!("reading {}", path.display()), e);
-    let file = std::fs::File::open(&path).map_err(read_err)?;
-    let mut input = flate2::read::ZlibDecoder::new(std::io::BufReader::new(file));
-    let header = format!("blob {size}\0");
-    let mut got = vec![0u8; header.len()];
-    input.read_exact(&mut got).map_err(read_err)?;
-    let corrupt = || {
-        Error::Integrity(format!(
-            "the loose object {} is not the blob it names (run `git fsck`): nothing was uploaded",
-            path.display()
-        ))
-    };
-    if got != header.as_bytes() {
-        return Err(corrupt());
-    }
+    let read_err = |e| Error::io(format!("reading the blob {id}"), e);
     gix_pack::data::entry::Header::Blob
         .write_to(size, out)
         .map_err(|e| Error::io("writing the push request", e))?;
     let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
-    hasher.update(header.as_bytes());
+    hasher.update(&gix::objs::encode::loose_header(
+        gix::objs::Kind::Blob,
+        size,
+    ));
     let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::default());
     let keep = secrets
         .iter()
@@ -495,9 +552,9 @@ fn stream_loose_blob(
     }
     z.finish()
         .map_err(|e| Error::io("writing the push request", e))?;
-    let actual = hasher.try_finalize().map_err(|_| corrupt())?;
+    let actual = hasher.try_finalize().map_err(|_| not_the_blob(id))?;
     if total != size || actual != *id {
-        return Err(corrupt());
+        return Err(not_the_blob(id));
     }
     Ok(())
 }
