@@ -1369,3 +1369,56 @@ fn edited_files_are_pushed_as_deltas() {
         );
     }
 }
+
+/// A server that advertises `no-thin` gets whole objects: a 3-byte edit of a 200 KB binary file
+/// sends the file whole (git's receive-pack never advertises it, so the test server adds it to
+/// the real advertisement); without it the same kind of edit goes as a delta of a few bytes.
+#[test]
+fn a_server_advertising_no_thin_gets_whole_objects() {
+    let w = World::new();
+    let mut seed = 23u64;
+    let binary = incompressible(200_000, &mut seed);
+    let origin = w.scratch("origin");
+    std::fs::write(origin.join("bin.dat"), &binary).unwrap();
+    let tip = w.commit_all(&origin, "base");
+    let bare = w.serve_scratch(&origin, "repo.git");
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let dir = w.path("s");
+    w.run(
+        &dir,
+        &["restore"],
+        &[
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", "sessions/n"),
+            ("TIP_SHA", tip.as_str()),
+        ],
+    )
+    .assert_code(0);
+    let sent_for_an_edit = |at: usize, no_thin: bool| -> usize {
+        let mut bin = std::fs::read(dir.join("bin.dat")).unwrap();
+        bin[at] ^= 0xff;
+        std::fs::write(dir.join("bin.dat"), &bin).unwrap();
+        w.git(&dir, &["commit", "-qam", "edit"]);
+        srv.knobs
+            .advertise_no_thin
+            .store(no_thin, std::sync::atomic::Ordering::SeqCst);
+        srv.clear_log();
+        w.run(&dir, &["push", "--json"], &[("PUSH_URL", url.as_str())])
+            .assert_code(0);
+        assert_eq!(
+            w.git(&bare, &["rev-parse", "refs/heads/sessions/n"]),
+            w.git(&dir, &["rev-parse", "HEAD"])
+        );
+        w.git(&bare, &["fsck", "--no-progress", "--strict"]);
+        srv.log()
+            .iter()
+            .filter(|e| e.method == "POST" && e.path.ends_with("git-receive-pack"))
+            .map(|e| e.body_len)
+            .sum()
+    };
+    let whole = sent_for_an_edit(100, true);
+    assert!(whole > 190_000, "{whole} bytes sent to a no-thin server");
+    let thin = sent_for_an_edit(150_000, false);
+    assert!(thin < 5_000, "{thin} bytes sent as a thin pack");
+}

@@ -78,6 +78,9 @@ pub struct Knobs {
     pub pack_junk: Mutex<Option<Vec<u8>>>,
     /// Send `pack_junk` as a packet of its own after that last packet instead.
     pub pack_junk_own_packet: AtomicBool,
+    /// Add `no-thin` to the capabilities of receive-pack's ref advertisement (git's receive-pack
+    /// never advertises it; a server that does must get whole objects).
+    pub advertise_no_thin: AtomicBool,
     /// When non-zero, request bodies are read slowly: this many milliseconds of pause after every
     /// 64 KiB (a slow link, or a busy server that keeps reading).
     pub slow_body_ms: std::sync::atomic::AtomicU64,
@@ -246,6 +249,39 @@ fn scripted_response(script: Scripted) -> Response<Body> {
 
 /// Append `junk` inside the last side-band-1 pkt-line of `body` (its length prefix adjusted), or
 /// as a side-band-1 pkt-line of its own right after it.
+/// `body` (pkt-lines) with `capability` added to the capability list of its first line that has
+/// one (after the NUL of the first ref line), the line's length fixed.
+fn with_capability(body: &[u8], capability: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + capability.len() + 1);
+    let (mut at, mut done) = (0, false);
+    while at + 4 <= body.len() {
+        let len = std::str::from_utf8(&body[at..at + 4])
+            .ok()
+            .and_then(|h| usize::from_str_radix(h, 16).ok())
+            .unwrap_or(0);
+        if len < 4 {
+            out.extend_from_slice(&body[at..at + 4]);
+            at += 4;
+            continue;
+        }
+        let line = &body[at + 4..at + len];
+        if !done && line.contains(&0) {
+            let mut new = line.strip_suffix(b"\n").unwrap_or(line).to_vec();
+            new.push(b' ');
+            new.extend_from_slice(capability);
+            new.push(b'\n');
+            out.extend_from_slice(format!("{:04x}", new.len() + 4).as_bytes());
+            out.extend_from_slice(&new);
+            done = true;
+        } else {
+            out.extend_from_slice(&body[at..at + len]);
+        }
+        at += len;
+    }
+    out.extend_from_slice(&body[at..]);
+    out
+}
+
 fn append_to_last_band1(body: &[u8], junk: &[u8], own_packet: bool) -> Vec<u8> {
     let (mut at, mut last) = (0, None);
     while at + 4 <= body.len() {
@@ -745,12 +781,18 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         None
     };
     let flip = method == "POST" && state.knobs.pack_flips.load(Ordering::SeqCst) > 0;
-    if cut_after != usize::MAX || junk.is_some() || flip {
+    let no_thin = method == "GET"
+        && query.contains("service=git-receive-pack")
+        && state.knobs.advertise_no_thin.load(Ordering::SeqCst);
+    if cut_after != usize::MAX || junk.is_some() || flip || no_thin {
         // Let the backend finish (a push lands) before the connection is cut, as a cut after the
         // server's work would be.
         let mut all = Vec::new();
         let _ = stdout.read_to_end(&mut all).await;
         let _ = child.wait().await;
+        if no_thin {
+            all = with_capability(&all, b"no-thin");
+        }
         if let Some(junk) = &junk {
             let own = state.knobs.pack_junk_own_packet.load(Ordering::SeqCst);
             all = append_to_last_band1(&all, junk, own);
