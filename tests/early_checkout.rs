@@ -215,7 +215,7 @@ fn files_are_written_while_the_pack_is_still_on_the_wire() {
     );
 }
 
-/// Files a `.gitattributes` may convert on the way out (`eol=crlf`, `ident`, a macro) are not
+/// Files a `.gitattributes` may convert on the way out (`eol=crlf`, `ident`, a name it does not know) are not
 /// written early: during the hold only the others are there. Afterwards every file is exactly
 /// what `git clone` writes.
 #[test]
@@ -223,9 +223,7 @@ fn files_the_attributes_may_convert_wait_for_the_checkout_after_the_transfer() {
     let files: &[(&str, Option<&str>)] = &[
         (
             ".gitattributes",
-            Some(
-                "[attr]windows text eol=crlf\n*.crlf eol=crlf\n*.id ident\n*.win windows\n*.lf text eol=lf\n",
-            ),
+            Some("*.crlf eol=crlf\n*.id ident\n*.win windows\n*.lf text eol=lf\n"),
         ),
         ("a.crlf", Some("l1\nl2\n")),
         ("b.id", Some("$Id$\n")),

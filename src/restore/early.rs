@@ -308,7 +308,10 @@ impl Rules {
                 continue;
             };
             let gix::attrs::parse::Kind::Pattern(pattern) = kind else {
-                continue; // a macro's definition applies to no path by itself
+                // A macro may redefine any name (`[attr]binary eol=crlf`), here and in every
+                // nested file: only the root's count, and the root holds every path.
+                rules.all = true;
+                continue;
             };
             let mut converting = false;
             for assignment in assignments {
@@ -535,12 +538,27 @@ impl Resolver {
         }
     }
 
-    /// The tree of `folder` arrived: name its entries.
+    /// The tree of `folder` arrived: name its entries, and those of the subtrees seen already —
+    /// with a work list, not recursion: a hostile pack may send a deep tree children first.
     fn tree(&mut self, folder: &BStr, data: &[u8]) {
+        let mut work: Vec<(BString, Arc<[u8]>)> = vec![(folder.to_owned(), data.into())];
+        while let Some((folder, data)) = work.pop() {
+            for (id, path) in self.tree_entries(folder.as_ref(), &data) {
+                match self.seen_trees.get(&id) {
+                    Some(seen) => work.push((path, seen.clone())),
+                    None => self.trees.entry(id).or_default().push(path),
+                }
+            }
+        }
+    }
+
+    /// Name the entries of `folder`'s tree `data`; returns its subtrees (id, path).
+    fn tree_entries(&mut self, folder: &BStr, data: &[u8]) -> Vec<(gix::ObjectId, BString)> {
         use gix::objs::tree::EntryKind;
+        let mut subtrees = Vec::new();
         let mut entries = Vec::new();
         for entry in gix::objs::TreeRefIter::from_bytes(data, gix::hash::Kind::Sha1) {
-            let Ok(entry) = entry else { return };
+            let Ok(entry) = entry else { return subtrees };
             let name = entry.filename;
             if gix::validate::path::component(name, None, super::checkout::protections()).is_err()
                 || (folder.is_empty() && name == super::STAGING_DIR.as_bytes())
@@ -557,7 +575,7 @@ impl Resolver {
             path.extend_from_slice(&name);
             let mode = match kind {
                 EntryKind::Tree => {
-                    self.want_tree(id, path);
+                    subtrees.push((id, path));
                     continue;
                 }
                 EntryKind::Blob => gix::index::entry::Mode::FILE,
@@ -576,6 +594,7 @@ impl Resolver {
             }
             self.blobs.entry(id).or_default().push((path, Some(mode)));
         }
+        subtrees
     }
 
     /// Whether no `.gitattributes` on the way to `path` may convert it (each one read already).
@@ -729,7 +748,12 @@ impl Writer {
             let _ = file.write_all(&data[..data.len() / 2]);
             crate::failpoint::hit("mid-early-checkout");
         }
-        file.write_all(data)?;
+        if let Err(e) = file.write_all(data) {
+            // A full disk: no file cut short is left for the rerun to mistake for the user's.
+            drop(file);
+            let _ = std::fs::remove_file(&full);
+            return Err(e);
+        }
         let meta = gix::index::fs::Metadata::from_file(&file)?;
         gix::index::entry::Stat::from_fs(&meta)
             .map(Some)
@@ -800,6 +824,9 @@ mod tests {
         // A pattern that does not match leaves the file alone; an anchored one matches only there.
         assert!(!converts("*.bat eol=crlf", "run.sh"));
         assert!(!converts("/top.txt eol=crlf", "sub/top.txt"));
+        // A macro may redefine a harmless name: everything under that file waits.
+        assert!(converts("[attr]binary eol=crlf\n*.dat binary", "x.dat"));
+        assert!(converts("[attr]diff eol=crlf\n*.md diff", "other.txt"));
         // An assignment gix refuses holds back the files of its line.
         assert!(converts("*.txt builtin_objectmode", "x.txt"));
     }

@@ -110,7 +110,8 @@ impl Run<'_> {
         let fetched = self.fetch(early.as_ref());
         let early = early.map(EarlyCheckout::finish).unwrap_or_default();
         let result = fetched.and_then(|fetched| self.finish(fetched, &early.files));
-        if result.is_err() && !early.files.is_empty() && !self.written_any.get() {
+        let wrote_early = !early.files.is_empty() || !early.dirs.is_empty();
+        if result.is_err() && wrote_early && !self.written_any.get() {
             // Nothing else was written yet: the files written early go too.
             if let Err(e) = early.roll_back(&opts.dir) {
                 tracing::warn!("could not remove the files written early: {e}");
