@@ -26,6 +26,7 @@ pub mod redact;
 pub mod repo;
 pub mod restore;
 pub mod save;
+pub mod scan;
 pub mod types;
 pub mod wire;
 

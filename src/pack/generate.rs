@@ -381,7 +381,6 @@ fn entry_of(
     secrets: &[String],
     compression: gix::zlib::Compression,
 ) -> Result<output::Entry> {
-    use gix::bstr::ByteSlice as _;
     let obj = gix::objs::Find::try_find(db, &count.id, obj_buf)
         .map_err(|e| Error::from_chain(format!("reading object {}", count.id), &e))?
         .ok_or_else(|| {
@@ -390,10 +389,8 @@ fn entry_of(
                 format!("object {} is missing", count.id),
             )
         })?;
-    if secrets
-        .iter()
-        .any(|s| obj.data.find(s.as_bytes()).is_some())
-    {
+    // Percent-decoded too, as save scans (`s3cr%33t` is the token to a URL parser).
+    if crate::scan::Scanner::new(secrets).scan_all(obj.data, 1 << 20) {
         return Err(token_found(obj.kind, count.id));
     }
     if let Some(base) = bases.get(&count.id)
@@ -514,7 +511,6 @@ fn stream_blob(
     out: &mut dyn Write,
     secrets: &[String],
 ) -> Result<()> {
-    use gix::bstr::ByteSlice as _;
     let read_err = |e| Error::io(format!("reading the blob {id}"), e);
     gix_pack::data::entry::Header::Blob
         .write_to(size, out)
@@ -525,13 +521,7 @@ fn stream_blob(
         size,
     ));
     let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::default());
-    let keep = secrets
-        .iter()
-        .map(String::len)
-        .max()
-        .unwrap_or(1)
-        .saturating_sub(1);
-    let mut window: Vec<u8> = Vec::with_capacity(64 * 1024 + keep);
+    let mut scanner = crate::scan::Scanner::new(secrets);
     let mut chunk = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
@@ -541,12 +531,12 @@ fn stream_blob(
         }
         total += n as u64;
         hasher.update(&chunk[..n]);
-        // The tail of the last chunk goes first, so a token across the boundary is found.
-        window.extend_from_slice(&chunk[..n]);
-        if secrets.iter().any(|s| window.find(s.as_bytes()).is_some()) {
+        // The scanner keeps the last chunk's tail: a token across the boundary is found, and
+        // percent-decoded ones too, as save finds them.
+        scanner.feed(&chunk[..n]);
+        if scanner.found() {
             return Err(token_found(gix::objs::Kind::Blob, *id));
         }
-        window.drain(..window.len().saturating_sub(keep));
         z.write_all(&chunk[..n])
             .map_err(|e| Error::io("writing the push request", e))?;
     }

@@ -14,7 +14,6 @@ use crate::types::{FullSha, SessionBranch};
 
 mod changes;
 mod config;
-mod scan;
 mod stage;
 
 pub use stage::MAX_FILE_BYTES;

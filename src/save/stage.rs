@@ -14,8 +14,8 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 
 use super::changes::{Plan, Target};
-use super::scan::Scanner;
 use crate::error::{Error, Result};
+use crate::scan::Scanner;
 
 /// Files larger than this (50 MiB) are not staged.
 pub const MAX_FILE_BYTES: u64 = 52_428_800;

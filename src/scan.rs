@@ -1,4 +1,5 @@
-//! The secret scan (SPEC rule 5: `save` refuses to commit a file that contains a session token).
+//! The secret scan (SPEC rule 5: `save` refuses to commit, and `push` to send, content that holds
+//! a session token).
 //!
 //! Content is fed in chunks; the scanner keeps the tail of the previous chunk so a secret split
 //! across two chunks is still found. Besides the literal forms it is given, it also finds them
@@ -73,6 +74,11 @@ impl<'a> Scanner<'a> {
         }
         let tail = hay[hay.len().saturating_sub(keep)..].to_vec();
         self.carry = tail;
+    }
+
+    /// Whether a secret was found in what was fed since the last reset.
+    pub fn found(&self) -> bool {
+        self.found
     }
 
     /// Start over for a new stream.
