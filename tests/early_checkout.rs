@@ -10,7 +10,7 @@ use crate::support::wire::{band, pack_of, pack_of_with, pkt};
 use crate::support::{Endpoint, GitServer, Scripted, World, all_files, assert_no_secret};
 
 /// How long the server holds the end of the pack.
-const HOLD_MS: u64 = 4000;
+const HOLD_MS: u64 = 8000;
 const STAGING: &str = ".git-session-restore";
 
 /// One commit served whole, its pack's end held back by [`HOLD_MS`].
@@ -190,8 +190,16 @@ fn files_are_written_while_the_pack_is_still_on_the_wire() {
     let h = Held::new(&list);
     let dir = h.w.path("s");
     let mut child = h.spawn(&dir, &[]);
-    let regular = files.len() - 1;
-    let seen = h.during_the_hold(&dir, &mut child, |f| f.len() >= regular);
+    // Ready once every regular file holds its whole content (a file is created, then written).
+    let complete = |_: &[String]| {
+        files
+            .iter()
+            .filter(|(p, _)| p != "link")
+            .all(|(path, content)| {
+                std::fs::read_to_string(dir.join(path)).is_ok_and(|got| got == *content)
+            })
+    };
+    let seen = h.during_the_hold(&dir, &mut child, complete);
     assert!(!seen.contains(&"link".to_owned()), "{seen:?}");
     for (path, content) in files.iter().filter(|(p, _)| p != "link") {
         assert_eq!(
@@ -401,7 +409,11 @@ fn a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives() {
     let h = Held::with_pack_options(&list, &["--delta-base-offset"]);
     let dir = h.w.path("s");
     let mut child = h.spawn(&dir, &[("RUST_LOG", "git_session=debug")]);
-    h.during_the_hold(&dir, &mut child, |f| f.len() == files.len());
+    h.during_the_hold(&dir, &mut child, |_| {
+        files.iter().all(|(path, content)| {
+            std::fs::read_to_string(dir.join(path)).is_ok_and(|got| got == *content)
+        })
+    });
     for (path, content) in &files {
         assert_eq!(
             &std::fs::read_to_string(dir.join(path)).unwrap(),
