@@ -4,7 +4,8 @@
 //! Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `mid-early-checkout` (the third file written
 //! during the transfer half written; no early checkout runs when `mid-checkout` is armed), `mid-checkout` (once half of the files
 //! are written), `mid-big-file` (half of a file over the big-object threshold written), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
-//! the lease is not recorded yet). Barriers (see [`barrier`]): `before-lock` (restore, and `save`,
+//! the lease is not recorded yet). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of
+//! the files after the transfer are read; no early checkout runs), `before-lock` (restore, and `save`,
 //! `push` and the pre-push check before the tree's write lock) and `after-lease-check` (`push`, and
 //! the pre-push check once it let a plain `git push` through).
 

@@ -96,8 +96,13 @@ pub fn run(cli: Cli) -> u8 {
     if let Ok(owner) = &owner {
         output::set_owner(owner.clone());
     }
-    let result =
-        owner.and_then(|owner| inputs::session_dir(cli.dir.as_deref()).map(|dir| (dir, owner)));
+    // Before anything touches the tree (and before any thread starts): root becomes the owner of
+    // another user's tree (SPEC rule 9).
+    let result = owner.and_then(|owner| {
+        let dir = inputs::session_dir(cli.dir.as_deref())?;
+        fs::owner::become_owner(&dir)?;
+        Ok((dir, owner))
+    });
     if let (Command::Watch(args), Ok((dir, owner))) = (&cli.command, &result) {
         return commands::watch::run(args, dir.clone(), owner, cli.json, cli.quiet);
     }

@@ -14,4 +14,5 @@ mod pack_thin;
 mod push;
 mod restore_archive;
 mod restore_git;
+mod root;
 mod save;

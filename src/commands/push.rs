@@ -19,7 +19,6 @@ use crate::wire::http::UrlSource;
 /// Those of [`push`].
 pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
-    let _hand_back = session.hand_back_on_drop();
     let source = push_source(args)?;
     let (session, _lock) = lock_session(session, args.session_branch.as_deref())?;
     let check_was_off = super::check_hooks(&session);

@@ -14,7 +14,6 @@ use crate::types::Owner;
 /// Those of [`stage_and_commit`] and [`crate::commands::push::push_session`].
 pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Success> {
     let session = Session::open(&dir, args.push.session_branch.as_deref())?;
-    let _hand_back = session.hand_back_on_drop();
     let push_source = if args.no_push {
         None
     } else {

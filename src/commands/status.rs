@@ -21,7 +21,6 @@ use crate::wire::upload_pack as fetch;
 /// [`crate::Error::Usage`] outside a restored session; network errors with `--remote`.
 pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
-    let _hand_back = session.hand_back_on_drop();
     let urls = Urls::read(&session)?;
     let local = Local::gather(&session, &urls)?;
     let remote_tip = if args.remote {

@@ -1,65 +1,219 @@
-//! SPEC rule 9: when restore runs as root on a directory owned by someone else, everything it
-//! creates is handed to the directory's owner, so the agent can edit and git does not report
-//! "dubious ownership" (git-config(1) `safe.directory`).
+//! SPEC rule 9: run as root on a folder that someone else owns, git-session becomes that user
+//! (uid, gid and groups) before it touches the tree, for every command. Everything it creates is
+//! then the owner's without a chown, and a folder the owner swaps for a symlink mid-run can only
+//! lead where the owner could write anyway: the race cannot reach outside the owner's rights.
+//!
+//! Run as root on a folder root owns, nothing changes, but the folders above the target must not
+//! be writable by anyone but root (or the owner): otherwise another user could move the target
+//! away under us.
 
-use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::MetadataExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-/// The owner (uid, gid) to give created files, if it differs from ours.
-///
-/// `probe` is a path this process just created (its owner is our effective uid).
-pub fn owner_to_match(dir: &Path, probe: &Path) -> Option<(u32, u32)> {
-    let target = std::fs::metadata(dir).ok()?;
-    let ours = std::fs::symlink_metadata(probe).ok()?;
-    (ours.uid() == 0 && target.uid() != 0).then(|| (target.uid(), target.gid()))
+/// Who this process works as in the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// User id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
 }
 
-/// Give `path` and, if it is a directory, everything below it to `owner`, without following symlinks.
+/// The bound on `/etc/passwd` and `/etc/group` read to find the owner's groups.
+const ACCOUNT_FILE_LIMIT: u64 = 16 << 20;
+
+/// When running as root on a target (or, before it exists, the nearest existing folder above it)
+/// that another user owns, become that user; returns who we became. Before that, with root, the
+/// folders above are checked: none may be writable by a user other than root and the owner.
+///
+/// Must run before any thread is started (the identity change is process-wide through libc, but a
+/// thread spawned before it would keep root).
 ///
 /// # Errors
-/// [`Error::Internal`] when an ownership change fails.
-pub fn chown_tree(path: &Path, owner: (u32, u32)) -> Result<()> {
-    std::os::unix::fs::lchown(path, Some(owner.0), Some(owner.1))
-        .map_err(|e| Error::io(format!("changing the owner of {}", path.display()), e))?;
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    if meta.is_dir() {
-        for entry in std::fs::read_dir(path)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?
+/// [`Error::Usage`] naming the folder above that others can write to; [`Error::LocalIo`] when
+/// the change of identity fails.
+pub fn become_owner(target: &Path) -> Result<Option<Identity>> {
+    if sys::euid() != 0 {
+        return Ok(None);
+    }
+    let (base, meta) = nearest_existing(target)?;
+    check_chain(&base, meta.uid())?;
+    if meta.uid() == 0 {
+        return Ok(None);
+    }
+    let identity = identity_of(meta.uid(), meta.gid());
+    sys::become_user(&identity).map_err(|e| {
+        Error::io(
+            format!(
+                "becoming {}'s owner (uid {}, gid {}) to work in it",
+                base.display(),
+                identity.uid,
+                identity.gid
+            ),
+            e,
+        )
+    })?;
+    tracing::debug!(
+        "running as uid {} gid {} groups {:?}, the owner of {}",
+        identity.uid,
+        identity.gid,
+        identity.groups,
+        base.display()
+    );
+    Ok(Some(identity))
+}
+
+/// The target, or the nearest folder above it that exists, and its metadata.
+fn nearest_existing(target: &Path) -> Result<(PathBuf, std::fs::Metadata)> {
+    for dir in target.ancestors() {
+        match std::fs::metadata(dir) {
+            Ok(meta) => return Ok((dir.to_path_buf(), meta)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
+        }
+    }
+    Err(Error::Usage(format!(
+        "no folder of {} exists",
+        target.display()
+    )))
+}
+
+/// Refuse a folder above `base` that a user other than root and `owner` could change: one it
+/// owns, a group-writable one of a group other than root's, or a world-writable one without the
+/// sticky bit (with it, as `/tmp` has, others cannot move or remove what they do not own).
+fn check_chain(base: &Path, owner: u32) -> Result<()> {
+    for dir in base.ancestors().skip(1) {
+        let meta = std::fs::symlink_metadata(dir)
+            .map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+        let mode = meta.mode();
+        let sticky = mode & 0o1000 != 0;
+        let who = if meta.uid() != 0 && meta.uid() != owner {
+            Some(format!("it belongs to uid {}", meta.uid()))
+        } else if mode & 0o020 != 0 && meta.gid() != 0 && !sticky {
+            Some(format!("group {} can write to it", meta.gid()))
+        } else if mode & 0o002 != 0 && !sticky {
+            Some("everyone can write to it".to_owned())
+        } else {
+            None
+        };
+        if let Some(who) = who {
+            return Err(Error::Usage(format!(
+                "refusing to work as root below {}: {who}, so another user could move {} away \
+                 mid-run; make it root's and not writable by others (e.g. chmod go-w), or run \
+                 as the folder's owner",
+                dir.display(),
+                base.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The user's primary group and groups from the account files; a uid without an account keeps
+/// the folder's group alone.
+fn identity_of(uid: u32, dir_gid: u32) -> Identity {
+    let passwd = read_bounded("/etc/passwd");
+    let account = passwd.lines().find_map(|line| {
+        let f: Vec<&str> = line.split(':').collect();
+        (f.len() >= 4 && f[2].parse() == Ok(uid)).then(|| (f[0].to_owned(), f[3].parse().ok()))
+    });
+    let Some((name, Some(gid))) = account else {
+        return Identity {
+            uid,
+            gid: dir_gid,
+            groups: vec![dir_gid],
+        };
+    };
+    let mut groups = vec![gid];
+    for line in read_bounded("/etc/group").lines() {
+        let f: Vec<&str> = line.split(':').collect();
+        if f.len() >= 4
+            && f[3].split(',').any(|m| m == name)
+            && let Ok(g) = f[2].parse::<u32>()
+            && !groups.contains(&g)
         {
-            let entry = entry.map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-            chown_tree(&entry.path(), owner)?;
+            groups.push(g);
         }
     }
-    Ok(())
+    Identity { uid, gid, groups }
 }
 
-/// Give the files of `index` (and the directories above them, up to `workdir`) to `owner`.
-///
-/// # Errors
-/// [`Error::Internal`] when an ownership change fails.
-pub fn chown_checkout(workdir: &Path, index: &gix::index::File, owner: (u32, u32)) -> Result<()> {
-    let mut dirs = std::collections::BTreeSet::new();
-    for entry in index.entries() {
-        let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path(index)));
-        let path = workdir.join(rel);
-        std::os::unix::fs::lchown(&path, Some(owner.0), Some(owner.1))
-            .map_err(|e| Error::io(format!("changing the owner of {}", path.display()), e))?;
-        let mut parent = rel.parent();
-        while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
-            if !dirs.insert(p.to_path_buf()) {
-                break;
-            }
-            parent = p.parent();
+fn read_bounded(path: &str) -> String {
+    use std::io::Read as _;
+    let mut text = String::new();
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(ACCOUNT_FILE_LIMIT).read_to_string(&mut text);
+    }
+    text
+}
+
+/// The only unsafe code here: libc's identity calls, which have no safe wrapper in our crates.
+#[allow(unsafe_code)]
+mod sys {
+    use super::Identity;
+
+    pub fn euid() -> u32 {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        unsafe { libc::geteuid() }
+    }
+
+    /// Groups first, then the group, then the user (after it, the others are no longer allowed);
+    /// then check that root cannot be taken back.
+    pub fn become_user(id: &Identity) -> std::io::Result<()> {
+        let groups: Vec<libc::gid_t> = id.groups.clone();
+        // SAFETY: the pointer and length describe `groups`, alive for the call.
+        if unsafe { libc::setgroups(groups.len(), groups.as_ptr()) } != 0 {
+            return Err(std::io::Error::last_os_error());
         }
+        // SAFETY: plain system calls on integers (glibc applies them to every thread).
+        if unsafe { libc::setresgid(id.gid, id.gid, id.gid) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: as above.
+        if unsafe { libc::setresuid(id.uid, id.uid, id.uid) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: as above; succeeding here would mean root was kept.
+        if unsafe { libc::setuid(0) } == 0 {
+            return Err(std::io::Error::other("root could be taken back"));
+        }
+        Ok(())
     }
-    for d in dirs {
-        let path = workdir.join(d);
-        std::os::unix::fs::lchown(&path, Some(owner.0), Some(owner.1))
-            .map_err(|e| Error::io(format!("changing the owner of {}", path.display()), e))?;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_without_an_account_keeps_the_folders_group() {
+        let id = identity_of(4_000_000_123, 777);
+        assert_eq!(
+            id,
+            Identity {
+                uid: 4_000_000_123,
+                gid: 777,
+                groups: vec![777]
+            }
+        );
     }
-    Ok(())
+
+    #[test]
+    fn a_folder_above_that_others_can_write_to_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let open = tmp.path().join("open");
+        let target = open.join("work");
+        std::fs::create_dir_all(&target).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = check_chain(&target, 0).unwrap_err().to_string();
+        assert!(err.contains(&open.display().to_string()), "{err}");
+        assert!(err.contains("everyone can write"), "{err}");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        check_chain(&target, 0).unwrap();
+    }
 }

@@ -237,42 +237,6 @@ impl Session {
     fn path_in(dir: &Path) -> PathBuf {
         SessionRecord::path(&dir.join(".git"))
     }
-
-    /// A guard that, when dropped, hands everything in `.git` back to the tree's owner if this
-    /// process runs as root in a tree owned by someone else (SPEC rule 9): whatever a command
-    /// wrote there — a commit, the record, the ledger — even when it failed, so that git keeps
-    /// working for them.
-    pub fn hand_back_on_drop(&self) -> HandBack {
-        HandBack {
-            workdir: self.workdir.clone(),
-            git_dir: self.git_dir.clone(),
-        }
-    }
-}
-
-/// See [`Session::hand_back_on_drop`].
-#[derive(Debug)]
-pub struct HandBack {
-    workdir: PathBuf,
-    git_dir: PathBuf,
-}
-
-impl Drop for HandBack {
-    fn drop(&mut self) {
-        use std::os::unix::fs::MetadataExt as _;
-        let (Ok(tree), Ok(me)) = (
-            std::fs::metadata(&self.workdir),
-            std::fs::metadata("/proc/self"),
-        ) else {
-            return;
-        };
-        if me.uid() == 0
-            && tree.uid() != 0
-            && let Err(e) = crate::fs::owner::chown_tree(&self.git_dir, (tree.uid(), tree.gid()))
-        {
-            tracing::warn!("could not hand .git back to the tree's owner: {e}");
-        }
-    }
 }
 
 pub use crate::fs::{now_rfc3339, sync_dir, write_atomic};

@@ -92,7 +92,6 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     }
     let Switched {
         files,
-        owner,
         warnings: kept,
     } = switch(
         opts,
@@ -130,15 +129,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         push_url.as_ref(),
         opts.depth,
     );
-    if let Some(owner) = owner {
-        crate::fs::owner::chown_tree(&git_dir, owner)?;
-    }
     record.write(&git_dir)?;
-    if let Some((uid, gid)) = owner {
-        let path = SessionRecord::path(&git_dir);
-        std::os::unix::fs::lchown(&path, Some(uid), Some(gid))
-            .map_err(|e| Error::io(format!("changing the owner of {}", path.display()), e))?;
-    }
     let _ = std::fs::remove_file(TemplateRecord::path(&git_dir));
     let _ = std::fs::remove_file(git_dir.join(BOOT_INTENT));
     crate::fs::sync_dir(&git_dir);
@@ -357,8 +348,6 @@ fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
 struct Switched {
     /// Files written or removed.
     files: usize,
-    /// The owner they were handed to (SPEC rule 9), if restore runs as root for another user.
-    owner: Option<(u32, u32)>,
     /// One for each local change kept.
     warnings: Vec<String>,
 }
@@ -425,8 +414,6 @@ fn switch(
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
     crate::failpoint::hit("mid-switch");
-    // The boot intent is this process's own file: its owner says who we are.
-    let owner = crate::fs::owner::owner_to_match(&opts.dir, &repo.git_dir().join(BOOT_INTENT));
     tracing::debug!("switch: removed after {} ms", ms());
     let rest = write_in_place(opts, repo, &index, &moves.to_write, &mut moves.stats)?;
     tracing::debug!(
@@ -437,10 +424,6 @@ fn switch(
     let mut written = write_files(repo, &opts.dir, &index, &rest, &moves.attributes)?;
     tracing::debug!("switch: written after {} ms", ms());
     if let Some(part) = written.as_mut() {
-        if let Some(owner) = owner {
-            crate::fs::owner::chown_checkout(&opts.dir, part, owner)?;
-            super::git::refresh_stat(&opts.dir, part)?;
-        }
         moves.stats.extend(
             part.entries()
                 .iter()
@@ -464,7 +447,6 @@ fn switch(
         .collect();
     Ok(Switched {
         files: moves.to_write.len() + moves.to_remove.len(),
-        owner,
         warnings,
     })
 }

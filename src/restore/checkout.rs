@@ -322,7 +322,7 @@ pub fn checkout(
     let outcome = if index.entries().is_empty() {
         // Everything was written early or set aside (gix cannot check out an empty index).
         Ok(Default::default())
-    } else if failpoint::armed("mid-checkout") {
+    } else if failpoint::armed("mid-checkout") || failpoint::armed("hold-mid-checkout") {
         let find = AbortAfter {
             inner: objects.clone(),
             seen: Arc::new(AtomicUsize::new(0)),
@@ -605,7 +605,8 @@ impl<W: std::io::Write> std::io::Write for HalfwayFailpoint<W> {
     }
 }
 
-/// An object finder that aborts the process after `limit` lookups: the `mid-checkout` failpoint.
+/// An object finder that aborts the process after `limit` lookups (the `mid-checkout` failpoint)
+/// or holds there once (the `hold-mid-checkout` barrier).
 #[derive(Clone)]
 struct AbortAfter<F> {
     inner: F,
@@ -619,8 +620,12 @@ impl<F: gix::objs::Find> gix::objs::Find for AbortAfter<F> {
         id: &gix::oid,
         buffer: &'a mut Vec<u8>,
     ) -> gix::Result<Option<gix::objs::Data<'a>>> {
-        if self.seen.fetch_add(1, Ordering::SeqCst) >= self.limit {
+        let seen = self.seen.fetch_add(1, Ordering::SeqCst);
+        if seen >= self.limit {
             failpoint::hit("mid-checkout");
+        }
+        if seen == self.limit {
+            failpoint::barrier("hold-mid-checkout");
         }
         self.inner.try_find(id, buffer)
     }

@@ -1,7 +1,6 @@
 //! The git path of `restore`: look up the session branch (the lease), fetch exactly `TIP_SHA`, verify
 //! it, check it out, configure `origin`, record the session.
 
-use std::os::unix::ffi::OsStrExt as _;
 use std::sync::atomic::AtomicBool;
 
 use super::early::EarlyCheckout;
@@ -127,7 +126,11 @@ impl Run<'_> {
         let (opts, plan) = (self.opts, self.plan);
         // The `mid-checkout` failpoint kills the checkout after the transfer half-way: it must
         // have files to write.
-        if !plan.empty || plan.overwrite || crate::failpoint::armed("mid-checkout") {
+        if !plan.empty
+            || plan.overwrite
+            || crate::failpoint::armed("mid-checkout")
+            || crate::failpoint::armed("hold-mid-checkout")
+        {
             return None;
         }
         let staging = self.staging.to_owned();
@@ -153,7 +156,7 @@ impl Run<'_> {
             }
             crate::repo::prepush::install(self.staging)?;
         }
-        let (files, owner) = self.check_out(lease, &fetched, early)?;
+        let files = self.check_out(lease, &fetched, early)?;
         let record = SessionRecord::of_git_restore(
             opts.branch.clone(),
             opts.tip,
@@ -162,7 +165,7 @@ impl Run<'_> {
             self.push_url.as_ref(),
             opts.depth,
         );
-        publish(opts, self.staging, &record, owner)?;
+        publish(opts, self.staging, &record)?;
         Ok(RestoreReport::of_git(opts, lease, files, warnings))
     }
 
@@ -213,14 +216,13 @@ impl Run<'_> {
     }
 
     /// Verify the commit, build the index from its tree (refusing unsafe entries and what is in
-    /// the way), check the files out and write the index; returns the number of files and the
-    /// owner everything was handed to (SPEC rule 9).
+    /// the way), check the files out and write the index; returns the number of files.
     fn check_out(
         &self,
         lease: FullSha,
         fetched: &fetch::Fetched,
         early: &[super::early::Written],
-    ) -> Result<(usize, Option<(u32, u32)>)> {
+    ) -> Result<usize> {
         let (opts, plan, staging) = (self.opts, self.plan, self.staging);
         let repo = crate::repo::open(staging)?;
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
@@ -268,14 +270,9 @@ impl Run<'_> {
             "{files} files checked out after {} ms",
             started.elapsed().as_millis()
         );
-        let owner = crate::fs::owner::owner_to_match(&opts.dir, staging);
-        if let Some(owner) = owner {
-            crate::fs::owner::chown_checkout(&opts.dir, &index, owner)?;
-            refresh_stat(&opts.dir, &mut index)?;
-        }
         checkout::write_index(&mut index)?;
         tracing::debug!("index written after {} ms", started.elapsed().as_millis());
-        Ok((files, owner))
+        Ok(files)
     }
 }
 
@@ -318,19 +315,4 @@ pub(super) fn verify_commit(objects: &impl gix::objs::Find, tip: FullSha) -> Res
     gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
         .tree_id()
         .map_err(|e| Error::Integrity(format!("commit {tip} is malformed: {e}")))
-}
-
-/// Refresh the index's stat data after an ownership change (which moves ctime), so that `git status`
-/// does not re-hash every file.
-pub(super) fn refresh_stat(workdir: &std::path::Path, index: &mut gix::index::File) -> Result<()> {
-    let (entries, path_backing) = index.entries_mut_and_pathbacking();
-    for entry in entries {
-        let rel = std::path::Path::new(std::ffi::OsStr::from_bytes(entry.path_in(path_backing)));
-        let path = workdir.join(rel);
-        let meta = gix::index::fs::Metadata::from_path_no_follow(&path)
-            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        entry.stat = gix::index::entry::Stat::from_fs(&meta)
-            .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
-    }
-    Ok(())
 }

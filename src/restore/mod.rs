@@ -544,13 +544,7 @@ fn note_big_file(staging: &Path, rel: &Path) -> Result<()> {
 }
 
 /// Write the record and move the staging folder to `.git`: the restore is finished.
-/// The git dir is handed to `owner` first when restore runs as root for another user.
-fn publish(
-    opts: &RestoreOptions,
-    staging: &Path,
-    record: &SessionRecord,
-    owner: Option<(u32, u32)>,
-) -> Result<()> {
+fn publish(opts: &RestoreOptions, staging: &Path, record: &SessionRecord) -> Result<()> {
     crate::failpoint::hit("before-record");
     if opts.template {
         crate::repo::template::TemplateRecord {
@@ -564,9 +558,6 @@ fn publish(
         record.write(staging)?;
     }
     let _ = std::fs::remove_file(staging.join(INTENT_FILE));
-    if let Some(owner) = owner {
-        crate::fs::owner::chown_tree(staging, owner)?;
-    }
     let git_dir = opts.dir.join(".git");
     std::fs::rename(staging, &git_dir)
         .map_err(|e| Error::io(format!("moving {} into place", git_dir.display()), e))?;

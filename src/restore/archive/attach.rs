@@ -89,17 +89,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
             record.tip,
         )?;
     }
-    // Run as root in another user's tree (a boot script's `status`), what was fetched and written
-    // belongs to the tree's owner, as everything restore creates does (SPEC rule 9). Before the
-    // branch is set: a kill in between leaves the branch unborn, so the next command attaches again.
-    let owner = crate::fs::owner::owner_to_match(&session.workdir, &session.git_dir.join("index"));
-    if let Some(owner) = owner {
-        crate::fs::owner::chown_tree(&session.git_dir, owner)?;
-    }
     crate::repo::layout::write_ref(&session.git_dir, &record.branch.full_ref(), record.tip)?;
-    if let Some(owner) = owner {
-        crate::fs::owner::chown_tree(&session.git_dir.join("refs"), owner)?;
-    }
     tracing::info!(
         "attached the history of {} to the archive-restored tree",
         record.tip

@@ -155,10 +155,6 @@ impl Staged<'_> {
         self.check_recorded_commit(commit_id, &tip_hex)?;
         crate::failpoint::hit("after-extract");
 
-        let owner = crate::fs::owner::owner_to_match(&opts.dir, self.staging);
-        if let Some(owner) = owner {
-            crate::fs::owner::chown_tree(&tree, owner)?;
-        }
         self.move_into_place(&tree)?;
         std::fs::remove_dir_all(&tree)
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
@@ -174,7 +170,7 @@ impl Staged<'_> {
             push_url: push_public,
             depth: opts.depth,
         };
-        publish(opts, self.staging, &record, owner)?;
+        publish(opts, self.staging, &record)?;
         Ok(RestoreReport {
             branch: opts.branch.clone(),
             tip: opts.tip,

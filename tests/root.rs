@@ -1,0 +1,272 @@
+//! Run as root in a folder another user owns (SPEC rule 9): git-session works as that user, so
+//! the folder's owner, racing the run by swapping folders for symlinks, reaches nothing outside
+//! that the owner could not reach anyway. These tests need root (CI runs as root); without it
+//! each says it was skipped.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::support::{GitServer, NOBODY, World, give_to_nobody, is_root};
+
+/// A repository whose folder `a` holds 80 files, and `README.md`.
+fn fixture(w: &World) -> String {
+    let files: Vec<(String, String)> = (0..80)
+        .map(|i| (format!("a/f{i:02}.txt"), format!("file {i}\n")))
+        .chain([("README.md".to_owned(), "hello\n".to_owned())])
+        .collect();
+    let commit: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    w.repo("repo.git", &[&commit]).pop().unwrap()
+}
+
+/// A folder outside the target, root's and not writable by others, holding files with the
+/// names of the first ten files the tree has under `a/` (checked out before the swap): a run
+/// led there through a symlink would create the others beside them, or chown or remove these.
+fn outside(w: &World) -> PathBuf {
+    let dir = w.path("outside");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..10 {
+        std::fs::write(dir.join(format!("f{i:02}.txt")), "precious\n").unwrap();
+    }
+    dir
+}
+
+/// Name → (uid, gid, mode, content) of every entry of `dir`.
+fn snapshot(dir: &Path) -> BTreeMap<String, (u32, u32, u32, Vec<u8>)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            let content = if m.is_file() {
+                std::fs::read(e.path()).unwrap()
+            } else {
+                Vec::new()
+            };
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                (m.uid(), m.gid(), m.mode(), content),
+            )
+        })
+        .collect()
+}
+
+/// Run `script` with `sh` as [`NOBODY`] in `dir`.
+fn as_nobody(dir: &Path, script: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args([
+        &format!("--reuid={}", NOBODY.0),
+        &format!("--regid={}", NOBODY.1),
+        "--clear-groups",
+        "sh",
+        "-c",
+        script,
+    ])
+    .current_dir(dir);
+    cmd
+}
+
+fn restore_command(w: &World, dir: &Path, url: &str, tip: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"));
+    cmd.args(["restore", "--json"])
+        .current_dir(dir)
+        .env_clear()
+        .envs(w.env())
+        .env("GIT_SESSION_RETRY_BASE_MS", "5")
+        .env("READ_URL", url)
+        .env("SESSION_BRANCH", "s")
+        .env("TIP_SHA", tip);
+    cmd
+}
+
+fn wait_for_entries(dir: &Path, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0) < n {
+        assert!(
+            Instant::now() < deadline,
+            "the restore never reached the barrier"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_folder_swapped_for_a_symlink_mid_checkout_leads_nowhere_outside() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let w = World::new();
+    let tip = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let outside = outside(&w);
+    let before = snapshot(&outside);
+    let dir = w.path("owned");
+    give_to_nobody(&dir);
+    let barrier = w.path("barrier");
+    std::fs::create_dir_all(&barrier).unwrap();
+    std::fs::set_permissions(
+        &barrier,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    // The restore holds once half of the files are read; meanwhile the folder's owner swaps `a`
+    // for a symlink to the outside folder; then the restore goes on.
+    let child = restore_command(&w, &dir, &srv.url("repo.git", None), &tip)
+        .env("GIT_SESSION_FAILPOINT", "hold-mid-checkout")
+        .env("GIT_SESSION_BARRIER_DIR", &barrier)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_entries(&barrier, 1);
+    let swap = format!("mv a a.moved && ln -s '{}' a", outside.display());
+    assert!(as_nobody(&dir, &swap).status().unwrap().success());
+    std::fs::write(barrier.join("test"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("restore exit {:?}:\n{stderr}", out.status.code());
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "the folder outside changed (restore exit {:?}):\n{stderr}",
+        out.status.code()
+    );
+    // The owner's own folder holds only the owner's files.
+    crate::support::assert_all_nobodys(&dir);
+}
+
+#[test]
+fn a_user_swapping_folders_for_symlinks_in_a_loop_reaches_nothing_outside() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let w = World::new();
+    let tip = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let outside = outside(&w);
+    let before = snapshot(&outside);
+    let url = srv.url("repo.git", None);
+    let mut codes = Vec::new();
+    for round in 0..12 {
+        let dir = w.path(&format!("owned{round}"));
+        give_to_nobody(&dir);
+        // Swap `a` for a symlink and back, as fast as the shell goes, until told to stop.
+        let racer = format!(
+            "while [ ! -e '{stop}' ]; do \
+               mv a a.x 2>/dev/null && ln -s '{out}' a 2>/dev/null; \
+               rm -f a 2>/dev/null; mv a.x a 2>/dev/null; \
+             done",
+            stop = dir.with_extension("stop").display(),
+            out = outside.display()
+        );
+        let mut racer = as_nobody(&dir, &racer).spawn().unwrap();
+        let out = restore_command(&w, &dir, &url, &tip).output().unwrap();
+        std::fs::write(dir.with_extension("stop"), b"").unwrap();
+        racer.wait().unwrap();
+        codes.push(out.status.code());
+        assert_eq!(
+            snapshot(&outside),
+            before,
+            "round {round}: the folder outside changed (restore exit {:?}):\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        crate::support::assert_all_nobodys(&dir);
+    }
+    eprintln!("restore exit codes under the race: {codes:?}");
+}
+
+#[test]
+fn root_refuses_a_target_below_a_folder_another_user_can_change() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let w = World::new();
+    let tip = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    use std::os::unix::fs::PermissionsExt as _;
+    // World-writable without the sticky bit: anyone could move the target away.
+    let open = w.path("open");
+    std::fs::create_dir_all(open.join("work")).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = restore_command(&w, &open.join("work"), &url, &tip)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains(&format!("{}:", open.display())) && stderr.contains("everyone can write"),
+        "{stderr}"
+    );
+    assert!(!open.join("work/.git").exists() && !open.join("work/README.md").exists());
+    // With the sticky bit (as /tmp has) others cannot move what they do not own: allowed.
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let run = restore_command(&w, &open.join("work"), &url, &tip)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // A folder above that belongs to a third user (not root, not the target's owner).
+    let theirs = w.path("theirs");
+    std::fs::create_dir_all(theirs.join("work")).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
+    give_to_nobody(&theirs.join("work"));
+    let run = restore_command(&w, &theirs.join("work"), &url, &tip)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains(&theirs.display().to_string()) && stderr.contains("uid 4242"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn every_command_run_as_root_works_as_the_trees_owner() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let w = World::new();
+    let tip = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("owned");
+    give_to_nobody(&dir);
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("PUSH_URL", url.as_str()),
+        ("SESSION_BRANCH", "s"),
+        ("TIP_SHA", tip.as_str()),
+    ];
+    w.run(&dir, &["restore"], &vars).assert_code(0);
+    crate::support::assert_all_nobodys(&dir);
+    std::fs::write(dir.join("new.txt"), "new\n").unwrap();
+    std::os::unix::fs::chown(dir.join("new.txt"), Some(NOBODY.0), Some(NOBODY.1)).unwrap();
+    // A process's own identity shows in what it creates: a save that stayed root would leave
+    // root's objects, index and ledger in `.git`.
+    let save = w.run(&dir, &["save", "-m", "as the owner", "--json"], &vars);
+    save.assert_code(0);
+    crate::support::assert_all_nobodys(&dir);
+    w.run(&dir, &["status", "--remote", "--json"], &vars)
+        .assert_code(0);
+    crate::support::assert_all_nobodys(&dir);
+    let bare = w.srv().join("repo.git");
+    assert_eq!(
+        w.git(&bare, &["rev-parse", "refs/heads/s"]),
+        save.json()["tip"].as_str().unwrap()
+    );
+}
