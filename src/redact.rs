@@ -119,4 +119,27 @@ mod tests {
         let v = json(serde_json::json!({"m": ["x s3cr3t-T0ken+/x y"]}));
         assert_eq!(v["m"][0], format!("x {MARK} y"));
     }
+
+    #[test]
+    fn the_token_inside_any_base64_is_hidden() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let url =
+            RemoteUrl::parse("https://t:b64-T0ken%2B%2FsEcret@git.example.com/r.git").unwrap();
+        learn(&url);
+        for plain in [
+            "t:b64-T0ken+/sEcret",
+            "x-access-token:b64-T0ken+/sEcret",
+            "oauth2:b64-T0ken+/sEcret",
+            "ab64-T0ken+/sEcret\n",
+        ] {
+            for encoded in [STANDARD.encode(plain), URL_SAFE_NO_PAD.encode(plain)] {
+                let shown = text(&format!("remote: Authorization: Basic {encoded}"));
+                assert!(shown.contains(MARK), "{plain}: {shown}");
+                // What is left of the encoding, decoded, no longer holds the token.
+                let left = shown.rsplit(' ').next().unwrap().replace(MARK, "");
+                assert!(!left.contains("b64-T0ken"), "{shown}");
+            }
+        }
+    }
 }

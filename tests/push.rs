@@ -833,6 +833,39 @@ fn a_token_committed_with_plain_git_is_never_pushed() {
     s.push(&dir, &[]).assert_code(0);
 }
 
+/// The token in base64 (of `user:token` for any user name, of the token alone, at any alignment,
+/// standard or URL-safe) committed with plain git is never uploaded: exit 6 before the POST, in a
+/// small file and in a file over the streaming threshold (32 MiB, read 64 KiB at a time: the form
+/// across a chunk boundary).
+#[test]
+fn a_token_in_base64_committed_with_plain_git_is_never_pushed() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/b64", &s.ids[1]);
+    for (i, (plain, form)) in crate::support::base64_token_forms().into_iter().enumerate() {
+        s.commit(&dir, &format!("auth{i}.txt"), &format!("Basic {form}\n"));
+        let before = s.posts();
+        let run = s.push(&dir, &[]);
+        assert_eq!(s.posts(), before, "uploaded {form} (of {plain})");
+        run.assert_code(6);
+        assert_eq!(run.json()["error"]["kind"], "integrity");
+        assert_eq!(s.remote("sessions/b64"), None);
+        s.w.git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
+    }
+    // A big file, streamed: the form straddles the first 64 KiB chunk's end.
+    let (_, form) = crate::support::base64_token_forms().remove(2);
+    let mut big = vec![b'x'; 33 << 20];
+    let at = (64 << 10) - 5;
+    big[at..at + form.len()].copy_from_slice(form.as_bytes());
+    std::fs::write(dir.join("big.bin"), &big).unwrap();
+    s.w.git(&dir, &["add", "big.bin"]);
+    s.w.git(&dir, &["commit", "-qm", "big"]);
+    let before = s.posts();
+    let run = s.push(&dir, &[]);
+    run.assert_code(6);
+    assert_eq!(s.posts(), before, "the pack was uploaded");
+    assert_eq!(s.remote("sessions/b64"), None);
+}
+
 /// A file over the streaming threshold (32 MiB) committed with plain `git commit` (save leaves
 /// files over 50 MiB out) is pushed from its loose object, 64 KiB at a time: 96 MiB of
 /// incompressible data with a peak RSS under 64 MiB (it held the blob and its compressed copy,

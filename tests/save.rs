@@ -10,7 +10,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret, token_forms, userinfo};
+use crate::support::{
+    GitServer, Run, TOKEN, World, assert_no_secret, base64_token_forms, token_forms, userinfo,
+};
 
 const BRANCH: &str = "sessions/s1";
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -753,6 +755,42 @@ fn refuses_to_commit_a_file_holding_the_token() {
         s.w.git(&dir, &["ls-tree", "--name-only", "HEAD", "innocent.txt"]),
         "innocent.txt"
     );
+}
+
+/// The token in base64 (of `user:token` for any user name, of the token alone, at any alignment,
+/// standard or URL-safe, padded or not) is refused like the token itself: exit 6 naming the file,
+/// nothing committed.
+#[test]
+fn refuses_to_commit_the_token_in_base64_at_any_alignment() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    let url = s.url();
+    let mut committed = Vec::new();
+    for (i, (plain, form)) in base64_token_forms().into_iter().enumerate() {
+        let name = format!("conf/auth-{i}.txt");
+        write(&dir, &name, &format!("Authorization: Basic {form}\n"));
+        let run = s.save(&dir, &[("PUSH_URL", &url)]);
+        if run.code == Some(0) {
+            committed.push(format!("{form} (of {plain})"));
+            s.w.git(&dir, &["reset", "-q", "--hard", s.tip()]);
+            continue;
+        }
+        run.assert_code(6);
+        let j = run.json();
+        assert_eq!(j["error"]["kind"], "integrity");
+        let msg = j["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&name),
+            "the message does not name the file: {msg}"
+        );
+        assert_no_secret("the message", msg.as_bytes());
+        assert!(!msg.contains(&form), "{msg}");
+        assert_eq!(s.head(&dir), s.tip(), "HEAD moved");
+        std::fs::remove_file(dir.join(&name)).unwrap();
+    }
+    assert!(committed.is_empty(), "committed: {committed:#?}");
+    write(&dir, "conf/fine.txt", "Authorization: Basic aGVsbG8=\n");
+    s.save(&dir, &[("PUSH_URL", &url)]).assert_code(0);
 }
 
 #[test]
