@@ -793,6 +793,97 @@ fn refuses_to_commit_the_token_in_base64_at_any_alignment() {
     s.save(&dir, &[("PUSH_URL", &url)]).assert_code(0);
 }
 
+/// One rule for names (issue 23, design point 6): every path `save` commits, the next `restore`
+/// checks out; a path restore would refuse (`.git` in any spelling git protects against, the
+/// staging folder, a symlinked `.gitmodules`) is refused by save with exit 6 naming it, nothing
+/// committed.
+#[test]
+fn every_path_save_commits_restores_and_the_others_are_refused() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    let url = s.url();
+    let refused = [
+        ".g\u{200c}it/x",
+        ".git\u{200d}/hooks/post-checkout",
+        "\u{feff}.git/x",
+        ".g\u{206a}it/x",
+        "git~1/config",
+        "GIT~1/config",
+        ".git./x",
+        ".git /x",
+        ".git-session-restore/hooks/post-checkout",
+        ".Git-Session-Restore/x",
+    ];
+    let accepted = [
+        "gi\u{200c}t/x",
+        "a.git/x",
+        ".gitignore.d/x",
+        ".github/workflows/ci.yml",
+        "aux.c",
+        "src/.git-session-restore/x",
+        "src/git~2/x",
+        "日本/файл .txt",
+        "trailing./x",
+    ];
+    for (i, path) in refused.iter().chain(&accepted).enumerate() {
+        let head = s.head(&dir);
+        write(&dir, path, &format!("{i}\n"));
+        let run =
+            s.w.run(&dir, &["save", "-m", path, "--json"], &[("PUSH_URL", &url)]);
+        let expect_refused = i < refused.len();
+        if run.code == Some(6) {
+            let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+            assert!(
+                msg.contains(&path.escape_debug().to_string()),
+                "{path:?}: {msg}"
+            );
+            assert_eq!(s.head(&dir), head, "{path:?}: HEAD moved");
+            assert!(expect_refused, "{path:?} refused: {msg}");
+            let top = path.split('/').next().unwrap();
+            std::fs::remove_dir_all(dir.join(top)).unwrap();
+            continue;
+        }
+        run.assert_code(0);
+        // Pushed: a restore of that tip into a new folder checks it out.
+        let tip = s.head(&dir);
+        let fresh = s.w.path(&format!("fresh{i}"));
+        let restore = s.w.run(
+            &fresh,
+            &["restore", "--json"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", BRANCH),
+                ("TIP_SHA", &tip),
+            ],
+        );
+        assert_eq!(
+            restore.code,
+            Some(0),
+            "{path:?} saved, but restore says {}",
+            restore.stdout
+        );
+        assert_eq!(
+            std::fs::read_to_string(fresh.join(path)).unwrap(),
+            format!("{i}\n")
+        );
+        assert!(!expect_refused, "{path:?} was saved");
+    }
+    // A symlink named .gitmodules is refused too (git refuses it when checking out).
+    symlink(&dir, "README.md", ".gitmodules");
+    let run = s.w.run(
+        &dir,
+        &["save", "-m", "link", "--json"],
+        &[("PUSH_URL", &url)],
+    );
+    run.assert_code(6);
+    assert!(
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(".gitmodules")
+    );
+}
+
 #[test]
 fn leaves_out_large_files_and_nested_repositories_with_warnings() {
     let s = Setup::new();

@@ -12,23 +12,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::error::{Error, Result, chain};
 use crate::failpoint;
 
-/// Path protections applied to every tree entry: git's `core.protectNTFS` (`GIT~1`, trailing dots
-/// and spaces, alternate streams) and `core.protectHFS` (ignorable code points), whatever the
-/// platform, so a tree is judged the same everywhere. Windows device names (`aux.c`) are not
-/// refused, as git on Linux does not refuse them: repositories holding them must restore.
-pub fn protections() -> gix::validate::path::component::Options {
-    gix::validate::path::component::Options {
-        protect_windows: false,
-        protect_hfs: true,
-        protect_ntfs: true,
-    }
-}
+pub use crate::names::protections;
 
-/// Build the index of `repo` for `tree`, read from `objects`, refusing unsafe entry names.
+/// Build the index of `repo` for `tree`, read from `objects`, refusing unsafe entry names by the
+/// rule `save` also keeps ([`crate::names`]).
 ///
 /// # Errors
 /// [`Error::Integrity`] (exit 6) for an entry named `.git` in any spelling, `..`, or holding `/`,
-/// or a tree that cannot be read.
+/// one at the staging folder's path, or a tree that cannot be read.
 pub fn index_from_tree(
     repo: &gix::Repository,
     objects: &impl gix::objs::Find,
@@ -40,6 +31,18 @@ pub fn index_from_tree(
             chain(&e)
         ))
     })?;
+    // gix checked each component; the rest of the rule (the staging folder) needs the whole path.
+    for entry in state.entries() {
+        let path = entry.path(&state);
+        if let Err(e) =
+            crate::names::check_path(path, entry.mode == gix::index::entry::Mode::SYMLINK)
+        {
+            return Err(Error::Integrity(format!(
+                "the commit's tree has an entry at '{}' ({e}): refused, nothing was written",
+                String::from_utf8_lossy(path).escape_debug()
+            )));
+        }
+    }
     Ok(gix::index::File::from_state(state, repo.index_path()))
 }
 
