@@ -1261,6 +1261,140 @@ fn refuses_while_another_git_holds_the_index_lock() {
     s.save(&dir, &[]).assert_code(0);
 }
 
+/// A save killed (`kill -9`) while it holds `index.lock` never blocks the next one: at the points
+/// around taking the lock (failpoints that abort like a kill) and at a sweep of random moments,
+/// the rerun commits (exit 0) and leaves no lock. A lock that a live git process holds (`git
+/// commit` waiting for its editor) is still refused, with a clear message, even right after a
+/// killed save left its record. A save killed after moving the branch, before writing the index,
+/// has its index written by the rerun (`git status` clean).
+#[test]
+fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    // Enough files that a save takes a while, so the random kills land inside it.
+    for i in 0..1500 {
+        write(
+            &dir,
+            &format!("many/{}/f{i}.txt", i % 30),
+            &format!("{i}\n"),
+        );
+    }
+    s.save(&dir, &[]).assert_code(0);
+    let spawn_save = |vars: &[(&str, &str)]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["save", "--no-push", "-m", "killed", "--json"])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(s.w.env())
+            .envs(vars.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    for point in ["index-lock-made", "index-lock-taken"] {
+        write(&dir, "edited.txt", point);
+        let status = spawn_save(&[("GIT_SESSION_FAILPOINT", point)])
+            .wait()
+            .unwrap();
+        assert_eq!(status.code(), None, "{point}: not killed");
+        if point == "index-lock-taken" {
+            assert!(
+                dir.join(".git/index.lock").exists(),
+                "{point}: no lock to recover"
+            );
+        }
+        let run = s.save(&dir, &[]);
+        assert_eq!(run.code, Some(0), "{point}: {}", run.stdout);
+        assert!(!dir.join(".git/index.lock").exists());
+        assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "", "{point}");
+    }
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut left = 0;
+    for round in 0..30 {
+        for i in (round..1500).step_by(50) {
+            write(
+                &dir,
+                &format!("many/{}/f{i}.txt", i % 30),
+                &format!("{round}\n"),
+            );
+        }
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let delay = 5 + seed % 400;
+        let mut child = spawn_save(&[]);
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+        left += usize::from(dir.join(".git/index.lock").exists());
+        let run = s.save(&dir, &[]);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "round {round} (killed after {delay} ms): {}",
+            run.stdout
+        );
+        assert!(!dir.join(".git/index.lock").exists(), "round {round}");
+        assert_eq!(
+            s.w.git(&dir, &["status", "--porcelain"]),
+            "",
+            "round {round}"
+        );
+    }
+    eprintln!("index.lock left by {left} of 30 killed saves, each recovered");
+    s.w.git(&dir, &["fsck", "--no-progress"]);
+
+    // A killed save's record, then a live `git commit -a` holding index.lock (its editor waits).
+    write(&dir, "edited.txt", "record");
+    let status = spawn_save(&[("GIT_SESSION_FAILPOINT", "index-lock-taken")])
+        .wait()
+        .unwrap();
+    assert_eq!(status.code(), None);
+    s.save(&dir, &[]).assert_code(0);
+    write(&dir, "edited.txt", "git's");
+    s.w.git(&dir, &["add", "edited.txt"]);
+    let stop = s.w.path("stop-editor");
+    let mut git = std::process::Command::new("git")
+        .args(["commit", "-q", "-a"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(s.w.env())
+        .env(
+            "GIT_EDITOR",
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.05; done; true",
+                stop.display()
+            ),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !dir.join(".git/index.lock").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "git commit took no lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    write(&dir, "other.txt", "x");
+    let run = s.save(&dir, &[]);
+    assert!(
+        dir.join(".git/index.lock").exists(),
+        "git's lock was removed"
+    );
+    std::fs::write(&stop, "").unwrap();
+    let _ = git.wait();
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("index.lock") && msg.contains("another git process"),
+        "{msg}"
+    );
+}
+
 /// A conflicted tree is not committed: unmerged paths (here from `git stash pop`) and a merge in
 /// progress are exit 7, nothing is committed, and the save works once they are resolved.
 #[test]
