@@ -70,8 +70,8 @@ pub fn require_blobs(index: &gix::index::File, has: impl Fn(&gix::oid) -> bool) 
 /// Before a checkout that may replace files (`--force`, or completing an interrupted restore),
 /// refuse what it would delete or must not overwrite (SPEC rule 6: other files are left in place,
 /// nothing is deleted):
-/// - a file where the commit has a folder (one of an entry's leading components), or a symlink
-///   there when `resume` is given (`--force` replaces a symlink, never writing through it);
+/// - a file or a symlink where the commit has a folder (one of an entry's leading components):
+///   replacing it would delete what the commit does not track;
 /// - a non-empty folder where the commit has a file;
 /// - when completing an interrupted restore (`resume` given), a file or symlink whose content is
 ///   not the commit's, unless [`super::CutShort`] judges it a file the killed checkout cut short:
@@ -148,8 +148,8 @@ impl InTheWay<'_> {
         ))
     }
 
-    /// Refuse a file where the commit has one of `rel`'s leading folders. A symlink holds no
-    /// content: `--force` replaces it (never writing through it).
+    /// Refuse a file or a symlink where the commit has one of `rel`'s leading folders: the commit
+    /// does not track it, so even `--force` may not delete it (SPEC rule 6).
     fn leading_folders(&mut self, rel: &Path) -> Result<()> {
         let mut parent = std::path::PathBuf::new();
         let mut components = rel.components().peekable();
@@ -163,11 +163,14 @@ impl InTheWay<'_> {
             }
             if let Ok(meta) = std::fs::symlink_metadata(self.workdir.join(&parent))
                 && !meta.is_dir()
-                && (self.resume_only || !meta.file_type().is_symlink())
             {
                 return Err(self.conflict(
                     &self.workdir.join(&parent),
-                    "is a file where the commit has a folder",
+                    if meta.file_type().is_symlink() {
+                        "is a symlink where the commit has a folder"
+                    } else {
+                        "is a file where the commit has a folder"
+                    },
                 ));
             }
         }
