@@ -866,6 +866,47 @@ fn a_token_in_base64_committed_with_plain_git_is_never_pushed() {
     assert_eq!(s.remote("sessions/b64"), None);
 }
 
+/// A server hook that echoes the token split over two side-band lines (`remote: tok3n-Se` then
+/// `remote: kr1t+/=Zq`), or over two packets of one line, then declines: the push fails (exit 9)
+/// with the remote's words, and no part of the token is shown, joined or not.
+#[test]
+fn a_token_the_server_echoes_split_over_lines_or_packets_is_never_shown() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/echo", &s.ids[1]);
+    let (head, tail) = TOKEN.split_at(8);
+    let hook = s.bare().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' 'hook: {head}'\nsleep 0.2\n\
+             printf '%s\\n' '{tail}'\nsleep 0.2\nprintf 'again: {head}'\nsleep 0.3\n\
+             printf '%s\\n' '{tail} (split mid-line)'\nsleep 0.2\necho 'sessions are frozen'\nexit 1\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    s.commit(&dir, "a.txt", "a\n");
+    for verbosity in [&[][..], &["-vv"][..]] {
+        let url = s.url();
+        let mut args = vec!["push", "--json"];
+        args.extend_from_slice(verbosity);
+        let run = s.w.run(&dir, &args, &[("PUSH_URL", url.as_str())]);
+        run.assert_code(9);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(msg.contains("sessions are frozen"), "{msg}");
+        for text in [&run.stdout, &run.stderr] {
+            let joined = text.replace("\nremote: ", "").replace("\\nremote: ", "");
+            assert!(!joined.contains(TOKEN), "the token, split:\n{text}");
+            assert!(
+                !text.contains(head) && !text.contains(tail),
+                "a part shown:\n{text}"
+            );
+        }
+    }
+    assert_eq!(s.remote("sessions/echo"), None);
+}
+
 /// A file over the streaming threshold (32 MiB) committed with plain `git commit` (save leaves
 /// files over 50 MiB out) is pushed from its loose object, 64 KiB at a time: 96 MiB of
 /// incompressible data with a peak RSS under 64 MiB (it held the blob and its compressed copy,
