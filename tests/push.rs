@@ -907,6 +907,42 @@ fn a_token_the_server_echoes_split_over_lines_or_packets_is_never_shown() {
     assert_eq!(s.remote("sessions/echo"), None);
 }
 
+/// A path a restore would refuse, committed with plain git (which allows `.g\u{200c}it` on
+/// Linux), is never pushed: exit 6 naming it, before the upload, so the session's tip stays
+/// restorable. A path restore accepts goes through.
+#[test]
+fn a_path_restore_would_refuse_committed_with_plain_git_is_never_pushed() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/names", &s.ids[1]);
+    for (path, name) in [
+        (".g\u{200c}it/hooks/x", ".g\u{200c}it"),
+        ("sub/GIT~1/config", "GIT~1"),
+        (".git-session-restore/config", ".git-session-restore"),
+    ] {
+        let file = dir.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "x\n").unwrap();
+        // git on Linux refuses GIT~1 only under core.protectNTFS, which a person may turn off.
+        s.w.git(&dir, &["-c", "core.protectNTFS=false", "add", "-A"]);
+        s.w.git(&dir, &["commit", "-qm", "odd name"]);
+        let before = s.posts();
+        let run = s.push(&dir, &[]);
+        run.assert_code(6);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(
+            msg.contains(&name.escape_debug().to_string()),
+            "{path:?}: {msg}"
+        );
+        assert_eq!(s.posts(), before, "{path:?}: uploaded");
+        assert_eq!(s.remote("sessions/names"), None);
+        s.w.git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
+        let top = path.split('/').next().unwrap();
+        let _ = std::fs::remove_dir_all(dir.join(top));
+    }
+    s.commit(&dir, "fine.txt", "fine\n");
+    s.push(&dir, &[]).assert_code(0);
+}
+
 /// A file over the streaming threshold (32 MiB) committed with plain `git commit` (save leaves
 /// files over 50 MiB out) is pushed from its loose object, 64 KiB at a time: 96 MiB of
 /// incompressible data with a peak RSS under 64 MiB (it held the blob and its compressed copy,
