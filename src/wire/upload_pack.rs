@@ -467,7 +467,8 @@ fn receive_packfile<R: Read>(
                 remote_error = Some(text.trim().to_owned());
                 std::ops::ControlFlow::Break(())
             } else {
-                for line in progress.push(&text) {
+                // A packet ends its line (gix strips its final newline).
+                for line in progress.push(&format!("{text}\n")) {
                     tracing::debug!("remote: {line}");
                 }
                 std::ops::ControlFlow::Continue(())

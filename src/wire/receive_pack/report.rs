@@ -113,7 +113,9 @@ fn read_side_band<R: Read>(
                 fatal = Some(text.trim().to_owned());
                 std::ops::ControlFlow::Break(())
             } else {
-                texts.extend(remote.push(&text));
+                // gix strips the packet's final newline, so a packet is taken as ending its
+                // line (as before); a secret split at a packet or a line is still found.
+                texts.extend(remote.push(&format!("{text}\n")));
                 keep_last(&mut texts);
                 std::ops::ControlFlow::Continue(())
             }
