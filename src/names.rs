@@ -49,6 +49,14 @@ pub fn check_component(name: &BStr, top: bool, symlink: bool) -> Result<(), Name
     Ok(())
 }
 
+/// Whether `path` lies in the staging folder (its first component is [`STAGING_DIR`], any ASCII
+/// case): the part of the rule that needs the whole path, for callers whose components were
+/// checked with [`protections`] already (gix's tree-to-index).
+pub fn in_staging_dir(path: &BStr) -> bool {
+    let top = path.split_str("/").next().unwrap_or_default();
+    top.eq_ignore_ascii_case(STAGING_DIR.as_bytes())
+}
+
 /// Check every component of the `/`-separated `path`; `symlink` when it names a symlink.
 ///
 /// # Errors
@@ -91,6 +99,8 @@ mod tests {
             assert!(check_path(bad.into(), false).is_err(), "{bad:?} accepted");
         }
         assert!(check_path(".gitmodules".into(), true).is_err());
+        assert!(in_staging_dir(".Git-Session-Restore/x".into()));
+        assert!(!in_staging_dir("src/.git-session-restore/x".into()));
         assert!(check_path(".gitmodules".into(), false).is_ok());
         for good in [
             "src/.git-session-restore/x",

@@ -31,17 +31,17 @@ pub fn index_from_tree(
             chain(&e)
         ))
     })?;
-    // gix checked each component; the rest of the rule (the staging folder) needs the whole path.
-    for entry in state.entries() {
-        let path = entry.path(&state);
-        if let Err(e) =
-            crate::names::check_path(path, entry.mode == gix::index::entry::Mode::SYMLINK)
-        {
-            return Err(Error::Integrity(format!(
-                "the commit's tree has an entry at '{}' ({e}): refused, nothing was written",
-                String::from_utf8_lossy(path).escape_debug()
-            )));
-        }
+    // gix checked each component by the rule; the rest of it (the staging folder) needs the path.
+    if let Some(entry) = state
+        .entries()
+        .iter()
+        .find(|e| crate::names::in_staging_dir(e.path(&state)))
+    {
+        return Err(Error::Integrity(format!(
+            "the commit's tree has an entry at '{}' ({}): refused, nothing was written",
+            String::from_utf8_lossy(entry.path(&state)).escape_debug(),
+            crate::names::NameError::StagingDir
+        )));
     }
     Ok(gix::index::File::from_state(state, repo.index_path()))
 }

@@ -52,7 +52,6 @@ impl IndexLock {
         let index = git_dir.join("index");
         let lock = git_dir.join("index.lock");
         let record = open_record(git_dir)?;
-        crate::failpoint::hit("index-lock-record");
         remove_what_a_killed_save_left(git_dir, &lock, &record);
         let making = git_dir.join(format!("index.lock.{}{MAKING_SUFFIX}", std::process::id()));
         let _ = std::fs::remove_file(&making);
