@@ -18,6 +18,7 @@ pub mod error;
 pub mod failpoint;
 pub mod fs;
 pub mod inputs;
+pub mod names;
 pub mod output;
 pub mod pack;
 pub mod progress;

@@ -67,6 +67,110 @@ pub fn text(text: &str) -> String {
     out
 }
 
+/// Lines of text from a server (side-band progress, hook output) redacted as one stream: a secret
+/// split over two lines (`remote: tok3n-` then `remote: Sekr1t`) or over two packets is found in
+/// the lines joined, and each part of it is replaced by [`MARK`]. A line is released only once
+/// the lines after it hold as many characters as the longest secret form, so no secret can start
+/// in a released line and end in one still to come.
+#[derive(Debug, Default)]
+pub struct Lines {
+    /// A line not ended yet (text after the last line break).
+    partial: String,
+    /// Ended lines not released yet.
+    held: std::collections::VecDeque<String>,
+}
+
+impl Lines {
+    /// Feed `text` as it arrived (any part of a line, or several lines); returns the lines now
+    /// released, redacted, trimmed, empty ones left out.
+    pub fn push(&mut self, text: &str) -> Vec<String> {
+        self.partial.push_str(text);
+        while let Some(end) = self.partial.find(['\n', '\r']) {
+            let line = self.partial[..end].trim().to_owned();
+            self.partial.drain(..=end);
+            if !line.is_empty() {
+                self.held.push_back(line);
+            }
+        }
+        // An endless line: released whole past a bound (still redacted).
+        if self.partial.len() > MAX_HELD_LINE {
+            let line = std::mem::take(&mut self.partial);
+            self.held.push_back(line.trim().to_owned());
+        }
+        self.release(false)
+    }
+
+    /// The lines still held, the unended one included, redacted.
+    pub fn finish(mut self) -> Vec<String> {
+        let line = std::mem::take(&mut self.partial);
+        if !line.trim().is_empty() {
+            self.held.push_back(line.trim().to_owned());
+        }
+        self.release(true)
+    }
+
+    fn release(&mut self, all: bool) -> Vec<String> {
+        let known = SECRETS.lock().map(|k| k.clone()).unwrap_or_default();
+        let keep = known.iter().map(String::len).max().unwrap_or(0);
+        // Held lines keep their redacted form: the rest of a secret found across a released line
+        // and a held one is hidden when the held one is released.
+        self.held = redact_joined(self.held.make_contiguous(), &known).into();
+        let mut after: usize = self.held.iter().map(String::len).sum();
+        let mut n = 0;
+        for line in &self.held {
+            after -= line.len();
+            if !all && after < keep {
+                break;
+            }
+            n += 1;
+        }
+        self.held.drain(..n).collect()
+    }
+}
+
+/// The longest unended line held back, in bytes.
+const MAX_HELD_LINE: usize = 64 << 10;
+
+/// `lines` with every secret form in their concatenation replaced: each line's part of a match
+/// becomes [`MARK`].
+fn redact_joined(lines: &[String], known: &[String]) -> Vec<String> {
+    let joined: String = lines.concat();
+    let mut covered = vec![false; joined.len()];
+    for form in known {
+        for (at, _) in joined.match_indices(form.as_str()) {
+            covered[at..at + form.len()]
+                .iter_mut()
+                .for_each(|c| *c = true);
+        }
+    }
+    let mut start = 0;
+    lines
+        .iter()
+        .map(|line| {
+            let cov = &covered[start..start + line.len()];
+            start += line.len();
+            let mut shown = String::new();
+            let mut i = 0;
+            while i < line.len() {
+                if cov[i] {
+                    while i < line.len() && cov[i] {
+                        i += 1;
+                    }
+                    shown.push_str(MARK);
+                } else {
+                    let next = cov[i..]
+                        .iter()
+                        .position(|c| *c)
+                        .map_or(line.len(), |n| i + n);
+                    shown.push_str(&line[i..next]);
+                    i = next;
+                }
+            }
+            shown
+        })
+        .collect()
+}
+
 /// A JSON value with every string in it redacted.
 pub fn json(value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
@@ -118,5 +222,75 @@ mod tests {
         assert_eq!(text("nothing secret"), "nothing secret");
         let v = json(serde_json::json!({"m": ["x s3cr3t-T0ken+/x y"]}));
         assert_eq!(v["m"][0], format!("x {MARK} y"));
+    }
+
+    #[test]
+    fn the_token_inside_any_base64_is_hidden() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let url =
+            RemoteUrl::parse("https://t:b64-T0ken%2B%2FsEcret@git.example.com/r.git").unwrap();
+        learn(&url);
+        for plain in [
+            "t:b64-T0ken+/sEcret",
+            "x-access-token:b64-T0ken+/sEcret",
+            "oauth2:b64-T0ken+/sEcret",
+            "ab64-T0ken+/sEcret\n",
+        ] {
+            for encoded in [STANDARD.encode(plain), URL_SAFE_NO_PAD.encode(plain)] {
+                let shown = text(&format!("remote: Authorization: Basic {encoded}"));
+                assert!(shown.contains(MARK), "{plain}: {shown}");
+                // What is left of the encoding, decoded, no longer holds the token.
+                let left = shown.rsplit(' ').next().unwrap().replace(MARK, "");
+                assert!(!left.contains("b64-T0ken"), "{shown}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_secret_split_over_lines_or_packets_is_hidden() {
+        let url = RemoteUrl::parse("https://t:spl1t-Acr0ss-L1nes@git.example.com/r.git").unwrap();
+        learn(&url);
+        let feed = |parts: &[&str]| {
+            let mut lines = Lines::default();
+            let mut out = Vec::new();
+            for p in parts {
+                out.extend(lines.push(p));
+            }
+            out.extend(lines.finish());
+            out
+        };
+        // Two lines, two packets per line, a packet per character.
+        let cases: [&[&str]; 4] = [
+            &["hook: spl1t-Acr\n", "0ss-L1nes\n", "done\n"],
+            &["hook: spl1t-Acr", "0ss-L1nes and more\n"],
+            &["spl1t-\n", "Acr0ss-\n", "L1nes\n"],
+            &["a\n", "b\n"],
+        ];
+        for parts in cases {
+            let shown = feed(parts);
+            let joined = shown.concat();
+            assert!(!joined.contains("spl1t-Acr0ss-L1nes"), "{shown:?}");
+            assert!(
+                !joined.contains("Acr") && !joined.contains("L1nes"),
+                "{shown:?}"
+            );
+        }
+        let per_char: Vec<String> = "x spl1t-Acr0ss-L1nes y\n"
+            .chars()
+            .map(String::from)
+            .collect();
+        let per_char: Vec<&str> = per_char.iter().map(String::as_str).collect();
+        assert_eq!(feed(&per_char), [format!("x {MARK} y")]);
+        assert_eq!(
+            feed(&["spl1t-\n", "Acr0ss-\n", "L1nes\n"]),
+            [MARK, MARK, MARK]
+        );
+        assert_eq!(feed(&["a\n", "b\n"]), ["a", "b"]);
+        // Lines are released once enough text follows them, not only at the end.
+        let mut lines = Lines::default();
+        let long = "z".repeat(64);
+        assert!(lines.push("first line\n").is_empty());
+        assert_eq!(lines.push(&format!("{long}\n")), ["first line"]);
     }
 }

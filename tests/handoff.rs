@@ -207,6 +207,51 @@ fn an_owner_with_a_line_break_is_exit_2_and_nothing_is_committed() {
     assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 0);
 }
 
+/// Unicode line and paragraph separators (a reader splits the trailer there) and format
+/// characters (invisible in `git log`: a zero-width space, a right-to-left override) are refused
+/// like line breaks, naming the variable and the code point; nothing is committed.
+#[test]
+fn an_owner_with_a_unicode_separator_or_format_character_is_exit_2() {
+    let f = Fixture::new();
+    let dir = f.restore("s");
+    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+    let url = f.url();
+    let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    let chars = [
+        '\u{2028}', '\u{2029}', '\u{85}', '\u{200B}', '\u{200C}', '\u{200D}', '\u{200E}',
+        '\u{200F}', '\u{202A}', '\u{202E}', '\u{2060}', '\u{2064}', '\u{FEFF}', '\u{AD}',
+    ];
+    for (i, ch) in chars.into_iter().enumerate() {
+        let var = [
+            "GIT_SESSION_SANDBOX",
+            "GIT_SESSION_AGENT",
+            "GIT_SESSION_PERSON",
+        ][i % 3];
+        let value = format!("ada{ch}Signed-off-by: Mallory <m@example.com>");
+        let run = f.w.run(
+            &dir,
+            &["save", "-m", "Add b", "--json"],
+            &[(var, &value), ("PUSH_URL", &url)],
+        );
+        run.assert_code(2);
+        let j = run.json();
+        assert_matches_schema(&j);
+        assert_eq!(j["error"]["kind"], "usage");
+        let message = j["error"]["message"].as_str().unwrap();
+        let code_point = format!("U+{:04X}", u32::from(ch));
+        assert!(message.contains(var), "{message}");
+        assert!(message.contains(&code_point), "{code_point}: {message}");
+        assert_eq!(f.w.git(&dir, &["rev-parse", "HEAD"]), head, "{code_point}");
+        assert_eq!(f.w.git(&dir, &["status", "--porcelain"]), "?? b.txt");
+    }
+    let bare = f.w.srv().join("repo.git");
+    assert_eq!(
+        f.w.git(&bare, &["for-each-ref", "refs/heads/sessions"]),
+        "",
+        "pushed"
+    );
+}
+
 #[test]
 fn an_owner_holding_the_session_token_is_exit_6_and_nothing_is_committed() {
     let f = Fixture::new();

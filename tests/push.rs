@@ -833,6 +833,116 @@ fn a_token_committed_with_plain_git_is_never_pushed() {
     s.push(&dir, &[]).assert_code(0);
 }
 
+/// The token in base64 (of `user:token` for any user name, of the token alone, at any alignment,
+/// standard or URL-safe) committed with plain git is never uploaded: exit 6 before the POST, in a
+/// small file and in a file over the streaming threshold (32 MiB, read 64 KiB at a time: the form
+/// across a chunk boundary).
+#[test]
+fn a_token_in_base64_committed_with_plain_git_is_never_pushed() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/b64", &s.ids[1]);
+    for (i, (plain, form)) in crate::support::base64_token_forms().into_iter().enumerate() {
+        s.commit(&dir, &format!("auth{i}.txt"), &format!("Basic {form}\n"));
+        let before = s.posts();
+        let run = s.push(&dir, &[]);
+        assert_eq!(s.posts(), before, "uploaded {form} (of {plain})");
+        run.assert_code(6);
+        assert_eq!(run.json()["error"]["kind"], "integrity");
+        assert_eq!(s.remote("sessions/b64"), None);
+        s.w.git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
+    }
+    // A big file, streamed: the form straddles the first 64 KiB chunk's end.
+    let (_, form) = crate::support::base64_token_forms().remove(2);
+    let mut big = vec![b'x'; 33 << 20];
+    let at = (64 << 10) - 5;
+    big[at..at + form.len()].copy_from_slice(form.as_bytes());
+    std::fs::write(dir.join("big.bin"), &big).unwrap();
+    s.w.git(&dir, &["add", "big.bin"]);
+    s.w.git(&dir, &["commit", "-qm", "big"]);
+    let before = s.posts();
+    let run = s.push(&dir, &[]);
+    run.assert_code(6);
+    assert_eq!(s.posts(), before, "the pack was uploaded");
+    assert_eq!(s.remote("sessions/b64"), None);
+}
+
+/// A server hook that echoes the token split over two side-band lines (`remote: tok3n-Se` then
+/// `remote: kr1t+/=Zq`), or over two packets of one line, then declines: the push fails (exit 9)
+/// with the remote's words, and no part of the token is shown, joined or not.
+#[test]
+fn a_token_the_server_echoes_split_over_lines_or_packets_is_never_shown() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/echo", &s.ids[1]);
+    let (head, tail) = TOKEN.split_at(8);
+    let hook = s.bare().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' 'hook: {head}'\nsleep 0.2\n\
+             printf '%s\\n' '{tail}'\nsleep 0.2\nprintf 'again: {head}'\nsleep 0.3\n\
+             printf '%s\\n' '{tail} (split mid-line)'\nsleep 0.2\necho 'sessions are frozen'\nexit 1\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    s.commit(&dir, "a.txt", "a\n");
+    for verbosity in [&[][..], &["-vv"][..]] {
+        let url = s.url();
+        let mut args = vec!["push", "--json"];
+        args.extend_from_slice(verbosity);
+        let run = s.w.run(&dir, &args, &[("PUSH_URL", url.as_str())]);
+        run.assert_code(9);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(msg.contains("sessions are frozen"), "{msg}");
+        for text in [&run.stdout, &run.stderr] {
+            let joined = text.replace("\nremote: ", "").replace("\\nremote: ", "");
+            assert!(!joined.contains(TOKEN), "the token, split:\n{text}");
+            assert!(
+                !text.contains(head) && !text.contains(tail),
+                "a part shown:\n{text}"
+            );
+        }
+    }
+    assert_eq!(s.remote("sessions/echo"), None);
+}
+
+/// A path a restore would refuse, committed with plain git (which allows `.g\u{200c}it` on
+/// Linux), is never pushed: exit 6 naming it, before the upload, so the session's tip stays
+/// restorable. A path restore accepts goes through.
+#[test]
+fn a_path_restore_would_refuse_committed_with_plain_git_is_never_pushed() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/names", &s.ids[1]);
+    for (path, name) in [
+        (".g\u{200c}it/hooks/x", ".g\u{200c}it"),
+        ("sub/GIT~1/config", "GIT~1"),
+        (".git-session-restore/config", ".git-session-restore"),
+    ] {
+        let file = dir.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "x\n").unwrap();
+        // git on Linux refuses GIT~1 only under core.protectNTFS, which a person may turn off.
+        s.w.git(&dir, &["-c", "core.protectNTFS=false", "add", "-A"]);
+        s.w.git(&dir, &["commit", "-qm", "odd name"]);
+        let before = s.posts();
+        let run = s.push(&dir, &[]);
+        run.assert_code(6);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(
+            msg.contains(&name.escape_debug().to_string()),
+            "{path:?}: {msg}"
+        );
+        assert_eq!(s.posts(), before, "{path:?}: uploaded");
+        assert_eq!(s.remote("sessions/names"), None);
+        s.w.git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
+        let top = path.split('/').next().unwrap();
+        let _ = std::fs::remove_dir_all(dir.join(top));
+    }
+    s.commit(&dir, "fine.txt", "fine\n");
+    s.push(&dir, &[]).assert_code(0);
+}
+
 /// A file over the streaming threshold (32 MiB) committed with plain `git commit` (save leaves
 /// files over 50 MiB out) is pushed from its loose object, 64 KiB at a time: 96 MiB of
 /// incompressible data with a peak RSS under 64 MiB (it held the blob and its compressed copy,

@@ -2580,10 +2580,8 @@ fn a_non_empty_target_is_a_conflict_unless_forced() {
 fn forced_restore_replaces_a_symlink_in_the_way_instead_of_writing_through_it() {
     let w = World::new();
     let arena = Arena::new(&w, "link-in-way", &[("keep.txt", b"keep\n")]);
-    // The target holds symlinks where the archive has a folder and a file.
-    std::os::unix::fs::symlink("../sibling", arena.target.join("bin")).unwrap();
+    // The target holds a symlink where the archive has a file: a tracked path, replaced.
     std::os::unix::fs::symlink("../sentinel.txt", arena.target.join("README.md")).unwrap();
-    let outside_before = snapshot(&arena.parent.join("sibling"));
     let sentinel = std::fs::read(arena.parent.join("sentinel.txt")).unwrap();
     let run = restore_file(
         &w,
@@ -2593,11 +2591,6 @@ fn forced_restore_replaces_a_symlink_in_the_way_instead_of_writing_through_it() 
         &["--force"],
     );
     run.assert_code(0);
-    assert_same(
-        "outside the target",
-        &snapshot(&arena.parent.join("sibling")),
-        &outside_before,
-    );
     assert_eq!(
         std::fs::read(arena.parent.join("sentinel.txt")).unwrap(),
         sentinel
@@ -2613,6 +2606,31 @@ fn forced_restore_replaces_a_symlink_in_the_way_instead_of_writing_through_it() 
             ("keep.txt", file(b"keep\n", 0o644)),
         ]),
     );
+}
+
+/// A symlink a person made where the archive has a folder is not the commit's: even `--force`
+/// does not delete it (SPEC rule 6). Exit 7 naming it, nothing changed inside or outside.
+#[test]
+fn forced_restore_refuses_a_symlink_where_the_archive_has_a_folder() {
+    let w = World::new();
+    let arena = Arena::new(&w, "link-for-dir", &[("keep.txt", b"keep\n")]);
+    std::os::unix::fs::symlink("../sibling", arena.target.join("bin")).unwrap();
+    let before = snapshot(&arena.parent);
+    let run = restore_file(
+        &w,
+        &arena.target,
+        &fixture("good.tar.gz"),
+        TIP,
+        &["--force"],
+    );
+    assert_failed(&run, 7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains(&arena.target.join("bin").display().to_string()),
+        "{msg}"
+    );
+    assert!(!arena.target.join(STAGING).exists());
+    assert_same("symlink in the way", &snapshot(&arena.parent), &before);
 }
 
 #[test]

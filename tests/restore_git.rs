@@ -432,6 +432,81 @@ fn other_content_is_a_conflict_unless_forced() {
     }
 }
 
+/// `--force` overwrites the files the commit tracks and deletes nothing (SPEC rule 6): a symlink a
+/// person made where the commit has a folder (`src` → a folder elsewhere) is not the commit's to
+/// replace, so the restore is exit 7 naming it, with nothing changed, also through a second level
+/// (`src/deep`); a symlink where the commit has a file is overwritten as a tracked file.
+#[test]
+fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
+    let w = World::new();
+    let ids = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let elsewhere = w.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("mine.txt"), "mine\n").unwrap();
+    for (link, at) in [("src", "src"), ("src/deep", "src/deep")] {
+        let dir = w.path(&format!("s-{}", link.replace('/', "-")));
+        std::fs::create_dir_all(dir.join(at).parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join(at)).unwrap();
+        std::fs::write(dir.join("notes.txt"), "keep me\n").unwrap();
+        let run = w.run(
+            &dir,
+            &["restore", "--force", "--json"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", "s"),
+                ("TIP_SHA", &ids[1]),
+            ],
+        );
+        run.assert_code(7);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(msg.contains(&dir.join(at).display().to_string()), "{msg}");
+        assert!(
+            std::fs::symlink_metadata(dir.join(at))
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "{link}: the symlink was replaced"
+        );
+        assert!(!dir.join(".git").exists(), "{link}: a .git was left");
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["notes.txt", "src"], "{link}: something was written");
+        let mut there: Vec<_> = std::fs::read_dir(&elsewhere)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        there.sort();
+        assert_eq!(there, ["mine.txt"], "{link}: written through the symlink");
+    }
+    // A symlink where the commit has a file: a tracked path, overwritten by --force.
+    let dir = w.path("s-file");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("mine.txt"), dir.join("README.md")).unwrap();
+    let run = w.run(
+        &dir,
+        &["restore", "--force"],
+        &[
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &ids[1]),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("mine.txt")).unwrap(),
+        "mine\n"
+    );
+}
+
 #[test]
 fn missing_commit_is_not_found_and_leaves_nothing() {
     let w = World::new();

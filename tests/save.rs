@@ -10,7 +10,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret, token_forms, userinfo};
+use crate::support::{
+    GitServer, Run, TOKEN, World, assert_no_secret, base64_token_forms, token_forms, userinfo,
+};
 
 const BRANCH: &str = "sessions/s1";
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -755,6 +757,133 @@ fn refuses_to_commit_a_file_holding_the_token() {
     );
 }
 
+/// The token in base64 (of `user:token` for any user name, of the token alone, at any alignment,
+/// standard or URL-safe, padded or not) is refused like the token itself: exit 6 naming the file,
+/// nothing committed.
+#[test]
+fn refuses_to_commit_the_token_in_base64_at_any_alignment() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    let url = s.url();
+    let mut committed = Vec::new();
+    for (i, (plain, form)) in base64_token_forms().into_iter().enumerate() {
+        let name = format!("conf/auth-{i}.txt");
+        write(&dir, &name, &format!("Authorization: Basic {form}\n"));
+        let run = s.save(&dir, &[("PUSH_URL", &url)]);
+        if run.code == Some(0) {
+            committed.push(format!("{form} (of {plain})"));
+            s.w.git(&dir, &["reset", "-q", "--hard", s.tip()]);
+            continue;
+        }
+        run.assert_code(6);
+        let j = run.json();
+        assert_eq!(j["error"]["kind"], "integrity");
+        let msg = j["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&name),
+            "the message does not name the file: {msg}"
+        );
+        assert_no_secret("the message", msg.as_bytes());
+        assert!(!msg.contains(&form), "{msg}");
+        assert_eq!(s.head(&dir), s.tip(), "HEAD moved");
+        std::fs::remove_file(dir.join(&name)).unwrap();
+    }
+    assert!(committed.is_empty(), "committed: {committed:#?}");
+    write(&dir, "conf/fine.txt", "Authorization: Basic aGVsbG8=\n");
+    s.save(&dir, &[("PUSH_URL", &url)]).assert_code(0);
+}
+
+/// One rule for names (issue 23, design point 6): every path `save` commits, the next `restore`
+/// checks out; a path restore would refuse (`.git` in any spelling git protects against, the
+/// staging folder, a symlinked `.gitmodules`) is refused by save with exit 6 naming it, nothing
+/// committed.
+#[test]
+fn every_path_save_commits_restores_and_the_others_are_refused() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    let url = s.url();
+    let refused = [
+        ".g\u{200c}it/x",
+        ".git\u{200d}/hooks/post-checkout",
+        "\u{feff}.git/x",
+        ".g\u{206a}it/x",
+        "git~1/config",
+        "GIT~1/config",
+        ".git./x",
+        ".git /x",
+        ".git-session-restore/hooks/post-checkout",
+        ".Git-Session-Restore/x",
+    ];
+    let accepted = [
+        "gi\u{200c}t/x",
+        "a.git/x",
+        ".gitignore.d/x",
+        ".github/workflows/ci.yml",
+        "aux.c",
+        "src/.git-session-restore/x",
+        "src/git~2/x",
+        "日本/файл .txt",
+        "trailing./x",
+    ];
+    for (i, path) in refused.iter().chain(&accepted).enumerate() {
+        let head = s.head(&dir);
+        write(&dir, path, &format!("{i}\n"));
+        let run =
+            s.w.run(&dir, &["save", "-m", path, "--json"], &[("PUSH_URL", &url)]);
+        let expect_refused = i < refused.len();
+        if run.code == Some(6) {
+            let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+            assert!(
+                msg.contains(&path.escape_debug().to_string()),
+                "{path:?}: {msg}"
+            );
+            assert_eq!(s.head(&dir), head, "{path:?}: HEAD moved");
+            assert!(expect_refused, "{path:?} refused: {msg}");
+            let top = path.split('/').next().unwrap();
+            std::fs::remove_dir_all(dir.join(top)).unwrap();
+            continue;
+        }
+        run.assert_code(0);
+        // Pushed: a restore of that tip into a new folder checks it out.
+        let tip = s.head(&dir);
+        let fresh = s.w.path(&format!("fresh{i}"));
+        let restore = s.w.run(
+            &fresh,
+            &["restore", "--json"],
+            &[
+                ("READ_URL", &url),
+                ("SESSION_BRANCH", BRANCH),
+                ("TIP_SHA", &tip),
+            ],
+        );
+        assert_eq!(
+            restore.code,
+            Some(0),
+            "{path:?} saved, but restore says {}",
+            restore.stdout
+        );
+        assert_eq!(
+            std::fs::read_to_string(fresh.join(path)).unwrap(),
+            format!("{i}\n")
+        );
+        assert!(!expect_refused, "{path:?} was saved");
+    }
+    // A symlink named .gitmodules is refused too (git refuses it when checking out).
+    symlink(&dir, "README.md", ".gitmodules");
+    let run = s.w.run(
+        &dir,
+        &["save", "-m", "link", "--json"],
+        &[("PUSH_URL", &url)],
+    );
+    run.assert_code(6);
+    assert!(
+        run.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(".gitmodules")
+    );
+}
+
 #[test]
 fn leaves_out_large_files_and_nested_repositories_with_warnings() {
     let s = Setup::new();
@@ -1130,6 +1259,142 @@ fn refuses_while_another_git_holds_the_index_lock() {
     assert_eq!(s.head(&dir), s.tip());
     std::fs::remove_file(dir.join(".git/index.lock")).unwrap();
     s.save(&dir, &[]).assert_code(0);
+}
+
+/// A save killed (`kill -9`) while it holds `index.lock` never blocks the next one: at the points
+/// around taking the lock (failpoints that abort like a kill) and at a sweep of random moments,
+/// the rerun commits (exit 0) and leaves no lock. A lock that a live git process holds (`git
+/// commit` waiting for its editor) is still refused, with a clear message, even right after a
+/// killed save left its record. A save killed after moving the branch, before writing the index,
+/// has its index written by the rerun (`git status` clean).
+#[test]
+fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    // Enough files that a save takes a while, so the random kills land inside it.
+    for i in 0..1500 {
+        write(
+            &dir,
+            &format!("many/{}/f{i}.txt", i % 30),
+            &format!("{i}\n"),
+        );
+    }
+    s.save(&dir, &[]).assert_code(0);
+    let spawn_save = |vars: &[(&str, &str)]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["save", "--no-push", "-m", "killed", "--json"])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(s.w.env())
+            .envs(vars.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    for point in ["index-lock-made", "index-lock-taken"] {
+        write(&dir, "edited.txt", point);
+        let status = spawn_save(&[("GIT_SESSION_FAILPOINT", point)])
+            .wait()
+            .unwrap();
+        assert_eq!(status.code(), None, "{point}: not killed");
+        if point == "index-lock-taken" {
+            assert!(
+                dir.join(".git/index.lock").exists(),
+                "{point}: no lock to recover"
+            );
+        }
+        let run = s.save(&dir, &[]);
+        assert_eq!(run.code, Some(0), "{point}: {}", run.stdout);
+        assert!(!dir.join(".git/index.lock").exists());
+        assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "", "{point}");
+    }
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut left = 0;
+    for round in 0..30 {
+        for i in (round..1500).step_by(50) {
+            write(
+                &dir,
+                &format!("many/{}/f{i}.txt", i % 30),
+                &format!("{round}\n"),
+            );
+        }
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let delay = seed % 60;
+        let mut child = spawn_save(&[]);
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+        left += usize::from(
+            dir.join(".git/index.lock").exists() || dir.join(".git/HEAD.lock").exists(),
+        );
+        let run = s.save(&dir, &[]);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "round {round} (killed after {delay} ms): {}",
+            run.stdout
+        );
+        assert!(!dir.join(".git/index.lock").exists(), "round {round}");
+        assert_eq!(
+            s.w.git(&dir, &["status", "--porcelain"]),
+            "",
+            "round {round}"
+        );
+    }
+    eprintln!("a lock left by {left} of 30 killed saves, each recovered");
+    s.w.git(&dir, &["fsck", "--no-progress"]);
+
+    // A killed save's record, then a live `git commit -a` holding index.lock (its editor waits).
+    write(&dir, "edited.txt", "record");
+    let status = spawn_save(&[("GIT_SESSION_FAILPOINT", "index-lock-taken")])
+        .wait()
+        .unwrap();
+    assert_eq!(status.code(), None);
+    s.save(&dir, &[]).assert_code(0);
+    write(&dir, "edited.txt", "git's");
+    s.w.git(&dir, &["add", "edited.txt"]);
+    let stop = s.w.path("stop-editor");
+    let mut git = std::process::Command::new("git")
+        .args(["commit", "-q", "-a"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(s.w.env())
+        .env(
+            "GIT_EDITOR",
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.05; done; true",
+                stop.display()
+            ),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !dir.join(".git/index.lock").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "git commit took no lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    write(&dir, "other.txt", "x");
+    let run = s.save(&dir, &[]);
+    assert!(
+        dir.join(".git/index.lock").exists(),
+        "git's lock was removed"
+    );
+    std::fs::write(&stop, "").unwrap();
+    let _ = git.wait();
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("index.lock") && msg.contains("another git process"),
+        "{msg}"
+    );
 }
 
 /// A conflicted tree is not committed: unmerged paths (here from `git stash pop`) and a merge in

@@ -124,6 +124,7 @@ pub fn spool(repo: &gix::Repository, update: &Update<'_>, secrets: &[String]) ->
         .map_err(|e| Error::io("opening the object database", e))?;
     db.prevent_pack_unload();
     let counts = objects_to_push(&db, &commits)?;
+    check_names(&db, &commits, &counts)?;
     let num = counts.len() as u32;
     let bases = if thin {
         delta_bases(repo, &commits, &counts, base)?
@@ -566,6 +567,52 @@ fn deflate(data: &[u8], compression: gix::zlib::Compression) -> std::io::Result<
     out.write_all(data)?;
     out.flush()?;
     Ok(out.into_inner())
+}
+
+/// Refuse new trees holding a name that a restore would refuse ([`crate::names`]): plain git
+/// commits `.g\u{200c}it/x` or the staging folder, and the session's tip could not be restored.
+///
+/// # Errors
+/// [`Error::Integrity`] naming the entry and its tree, before anything is uploaded.
+fn check_names(db: &Db, commits: &[ObjectId], counts: &[output::Count]) -> Result<()> {
+    let mut buf = Vec::new();
+    let mut roots = std::collections::HashSet::new();
+    for c in commits {
+        if let Ok(Some(data)) = gix::objs::Find::try_find(db, c, &mut buf)
+            && let Ok(tree) =
+                gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).tree_id()
+        {
+            roots.insert(tree);
+        }
+    }
+    for count in counts {
+        // By header first: a blob (perhaps of a GiB) is never read here.
+        let is_tree = gix::objs::FindHeader::try_header(db, &count.id)
+            .ok()
+            .flatten()
+            .is_some_and(|h| h.kind == gix::objs::Kind::Tree);
+        if !is_tree {
+            continue;
+        }
+        let Ok(Some(obj)) = gix::objs::Find::try_find(db, &count.id, &mut buf) else {
+            continue;
+        };
+        for entry in gix::objs::TreeRefIter::from_bytes(obj.data, gix::hash::Kind::Sha1).flatten() {
+            let link = entry.mode.kind() == gix::objs::tree::EntryKind::Link;
+            if let Err(why) =
+                crate::names::check_component(entry.filename, roots.contains(&count.id), link)
+            {
+                return Err(Error::Integrity(format!(
+                    "the commits to push hold '{}' (in tree {}): {why}, and a restore of the \
+                     session would refuse it; nothing was uploaded. Rename it in those commits \
+                     and push again",
+                    entry.filename.to_string().escape_debug(),
+                    count.id
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The refusal of an object holding a session token, naming where it sits.

@@ -12,23 +12,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::error::{Error, Result, chain};
 use crate::failpoint;
 
-/// Path protections applied to every tree entry: git's `core.protectNTFS` (`GIT~1`, trailing dots
-/// and spaces, alternate streams) and `core.protectHFS` (ignorable code points), whatever the
-/// platform, so a tree is judged the same everywhere. Windows device names (`aux.c`) are not
-/// refused, as git on Linux does not refuse them: repositories holding them must restore.
-pub fn protections() -> gix::validate::path::component::Options {
-    gix::validate::path::component::Options {
-        protect_windows: false,
-        protect_hfs: true,
-        protect_ntfs: true,
-    }
-}
+pub use crate::names::protections;
 
-/// Build the index of `repo` for `tree`, read from `objects`, refusing unsafe entry names.
+/// Build the index of `repo` for `tree`, read from `objects`, refusing unsafe entry names by the
+/// rule `save` also keeps ([`crate::names`]).
 ///
 /// # Errors
 /// [`Error::Integrity`] (exit 6) for an entry named `.git` in any spelling, `..`, or holding `/`,
-/// or a tree that cannot be read.
+/// one at the staging folder's path, or a tree that cannot be read.
 pub fn index_from_tree(
     repo: &gix::Repository,
     objects: &impl gix::objs::Find,
@@ -40,6 +31,18 @@ pub fn index_from_tree(
             chain(&e)
         ))
     })?;
+    // gix checked each component by the rule; the rest of it (the staging folder) needs the path.
+    if let Some(entry) = state
+        .entries()
+        .iter()
+        .find(|e| crate::names::in_staging_dir(e.path(&state)))
+    {
+        return Err(Error::Integrity(format!(
+            "the commit's tree has an entry at '{}' ({}): refused, nothing was written",
+            String::from_utf8_lossy(entry.path(&state)).escape_debug(),
+            crate::names::NameError::StagingDir
+        )));
+    }
     Ok(gix::index::File::from_state(state, repo.index_path()))
 }
 
@@ -67,8 +70,8 @@ pub fn require_blobs(index: &gix::index::File, has: impl Fn(&gix::oid) -> bool) 
 /// Before a checkout that may replace files (`--force`, or completing an interrupted restore),
 /// refuse what it would delete or must not overwrite (SPEC rule 6: other files are left in place,
 /// nothing is deleted):
-/// - a file where the commit has a folder (one of an entry's leading components), or a symlink
-///   there when `resume` is given (`--force` replaces a symlink, never writing through it);
+/// - a file or a symlink where the commit has a folder (one of an entry's leading components):
+///   replacing it would delete what the commit does not track;
 /// - a non-empty folder where the commit has a file;
 /// - when completing an interrupted restore (`resume` given), a file or symlink whose content is
 ///   not the commit's, unless [`super::CutShort`] judges it a file the killed checkout cut short:
@@ -145,8 +148,8 @@ impl InTheWay<'_> {
         ))
     }
 
-    /// Refuse a file where the commit has one of `rel`'s leading folders. A symlink holds no
-    /// content: `--force` replaces it (never writing through it).
+    /// Refuse a file or a symlink where the commit has one of `rel`'s leading folders: the commit
+    /// does not track it, so even `--force` may not delete it (SPEC rule 6).
     fn leading_folders(&mut self, rel: &Path) -> Result<()> {
         let mut parent = std::path::PathBuf::new();
         let mut components = rel.components().peekable();
@@ -160,11 +163,14 @@ impl InTheWay<'_> {
             }
             if let Ok(meta) = std::fs::symlink_metadata(self.workdir.join(&parent))
                 && !meta.is_dir()
-                && (self.resume_only || !meta.file_type().is_symlink())
             {
                 return Err(self.conflict(
                     &self.workdir.join(&parent),
-                    "is a file where the commit has a folder",
+                    if meta.file_type().is_symlink() {
+                        "is a symlink where the commit has a folder"
+                    } else {
+                        "is a file where the commit has a folder"
+                    },
                 ));
             }
         }

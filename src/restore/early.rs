@@ -560,9 +560,7 @@ impl Resolver {
         for entry in gix::objs::TreeRefIter::from_bytes(data, gix::hash::Kind::Sha1) {
             let Ok(entry) = entry else { return subtrees };
             let name = entry.filename;
-            if gix::validate::path::component(name, None, super::checkout::protections()).is_err()
-                || (folder.is_empty() && name == super::STAGING_DIR.as_bytes())
-            {
+            if crate::names::check_component(name, folder.is_empty(), false).is_err() {
                 continue;
             }
             entries.push((entry.mode.kind(), name.to_owned(), entry.oid.to_owned()));

@@ -244,7 +244,6 @@ impl Run<'_> {
             "index built from the tree in {} ms",
             started.elapsed().as_millis()
         );
-        refuse_staging_paths(&index)?;
         checkout::require_blobs(&index, |id| objects.contains(id))?;
         if plan.overwrite {
             let resume = plan.resume_only.then(|| {
@@ -274,27 +273,6 @@ impl Run<'_> {
         tracing::debug!("index written after {} ms", started.elapsed().as_millis());
         Ok(files)
     }
-}
-
-/// Refuse a tree that has an entry at the staging folder's path: checking it out would write into
-/// the git dir being built (a hook there would run on the next git command).
-fn refuse_staging_paths(index: &gix::index::File) -> Result<()> {
-    let staging = super::STAGING_DIR.as_bytes();
-    for entry in index.entries() {
-        let path: &[u8] = entry.path(index);
-        if path == staging
-            || path
-                .strip_prefix(staging)
-                .is_some_and(|rest| rest.starts_with(b"/"))
-        {
-            return Err(Error::Integrity(format!(
-                "the commit's tree has an entry at '{}', where git-session builds the git dir: \
-                 refused, nothing was written",
-                String::from_utf8_lossy(path).escape_debug()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Check that `tip` arrived and is a commit; return its tree.

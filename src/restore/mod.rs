@@ -30,8 +30,7 @@ use crate::wire::http::UrlSource;
 
 pub use git::restore_git;
 
-/// The staging folder's name inside the target.
-pub const STAGING_DIR: &str = ".git-session-restore";
+pub use crate::names::STAGING_DIR;
 const INTENT_FILE: &str = "git-session-intent.json";
 
 /// What to restore, and where: everything validated.

@@ -14,6 +14,7 @@ use crate::types::{FullSha, SessionBranch};
 
 mod changes;
 mod config;
+mod index_lock;
 mod stage;
 
 pub use stage::MAX_FILE_BYTES;
@@ -59,10 +60,7 @@ pub fn stage_and_commit(
     branch: &SessionBranch,
     opts: &CommitOptions<'_>,
 ) -> Result<Committed> {
-    let out = stage_and_commit_in(workdir, branch, opts, &config::ProcessEnv);
-    // `index.lock` is released by now, one way or the other: only a kill leaves the record.
-    let _ = std::fs::remove_file(workdir.join(".git").join(INDEX_LOCK_OWNER));
-    out
+    stage_and_commit_in(workdir, branch, opts, &config::ProcessEnv)
 }
 
 fn stage_and_commit_in(
@@ -86,7 +84,7 @@ fn stage_and_commit_in(
 
     // Held from here to the end, like `git commit` does: no other git process writes the index
     // meanwhile. Dropping it (on any error) removes it.
-    let index_lock = lock_index(&repo)?;
+    let mut index_lock = index_lock::IndexLock::acquire(repo.git_dir())?;
     let index = repo
         .index_or_empty()
         .map_err(|e| fail("reading the index", e))?;
@@ -101,6 +99,17 @@ fn stage_and_commit_in(
         "save: changes found"
     );
     let Some(tree) = new_tree(&repo, head_tree_id, &staged)? else {
+        // The index disagreed with `HEAD` although the tree is the same: a save killed after
+        // moving the branch, before writing the index. Write it now, so `git status` is clean.
+        if !plan.targets.is_empty() {
+            let hashed = hashed_stats(&staged);
+            let fresh = &plan.fresh_stats;
+            if let Err(e) = write_index(&repo, index_lock, head_tree_id, &index, fresh, &hashed) {
+                warnings.push(format!(
+                    "the index could not be rewritten ({e}); `git reset` repairs it"
+                ));
+            }
+        }
         return Ok(Committed {
             commit: None,
             warnings,
@@ -108,7 +117,9 @@ fn stage_and_commit_in(
     };
 
     let commit_id = write_commit(&repo, tree, head, author, committer.clone(), &message)?;
+    index_lock.ref_update_begins(&branch.full_ref(), commit_id)?;
     update_branch(&repo, branch, head, commit_id, &committer, &message)?;
+    index_lock.ref_update_ended();
     let hashed = hashed_stats(&staged);
     if let Err(e) = write_index(&repo, index_lock, tree, &index, &plan.fresh_stats, &hashed) {
         warnings.push(format!(
@@ -384,67 +395,6 @@ fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Res
     Ok(())
 }
 
-/// Where a save records that it takes `index.lock`: `<pid>` before taking it, `<pid> <inode of
-/// index.lock>` once it holds it.
-const INDEX_LOCK_OWNER: &str = "git-session-index-lock";
-
-/// Take `index.lock`, as every git command that writes the index does. A lock left by a save that
-/// was killed while it held it is removed first: the owner record names a process that is gone,
-/// and either that very file (by inode) or, when the kill came before the inode was recorded, a
-/// file made within a second of the record. The caller holds the tree's write lock, so no other
-/// save is running. Any other `index.lock` is another git process's: exit 7.
-fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
-    use std::os::unix::fs::MetadataExt as _;
-    let path = repo.index_path();
-    let lock = path.with_extension("lock");
-    let owner = repo.git_dir().join(INDEX_LOCK_OWNER);
-    if let (Ok(meta), Ok(record), Ok(text)) = (
-        std::fs::symlink_metadata(&lock),
-        std::fs::symlink_metadata(&owner),
-        std::fs::read_to_string(&owner),
-    ) {
-        let mut fields = text.split_whitespace();
-        let (pid, ino) = (
-            fields.next(),
-            fields.next().and_then(|i| i.parse::<u64>().ok()),
-        );
-        let gone = pid.is_some_and(|p| !Path::new("/proc").join(p).exists());
-        let made_then = || {
-            let (Ok(a), Ok(b)) = (meta.modified(), record.modified()) else {
-                return false;
-            };
-            a.duration_since(b).unwrap_or_default() < std::time::Duration::from_secs(1)
-                && b.duration_since(a).unwrap_or_default() < std::time::Duration::from_secs(1)
-        };
-        if gone && ino.map_or_else(made_then, |ino| ino == meta.ino()) {
-            tracing::info!("removing the index.lock a killed save left");
-            let _ = std::fs::remove_file(&lock);
-        }
-    }
-    let _ = std::fs::write(&owner, format!("{}\n", std::process::id()));
-    let file = gix::lock::File::acquire_to_update_resource(
-        &path,
-        gix::lock::acquire::Fail::Immediately,
-        None,
-        0,
-    )
-    .map_err(|e| {
-        if lock.exists() {
-            Error::conflict(format!(
-                "{} exists: another git process is using this repository (if none is running, \
-                 remove the file and save again)",
-                lock.display()
-            ))
-        } else {
-            fail(format!("locking {}", path.display()), e)
-        }
-    })?;
-    if let Ok(meta) = std::fs::symlink_metadata(&lock) {
-        let _ = std::fs::write(&owner, format!("{} {}\n", std::process::id(), meta.ino()));
-    }
-    Ok(file)
-}
-
 /// The tree of the new commit, `None` when the edits leave `HEAD^{tree}` as it is.
 fn new_tree(
     repo: &gix::Repository,
@@ -525,7 +475,7 @@ fn update_branch(
 /// (or the refreshed one) where the content is unchanged, none (so git re-checks) otherwise.
 fn write_index(
     repo: &gix::Repository,
-    lock: gix::lock::File,
+    mut lock: index_lock::IndexLock,
     tree: gix::ObjectId,
     old: &gix::index::State,
     fresh: &HashMap<BString, gix::index::entry::Stat>,
@@ -555,16 +505,13 @@ fn write_index(
         }
     }
     let file = gix::index::File::from_state(state, repo.index_path());
-    let mut out = std::io::BufWriter::new(lock);
+    let mut out = std::io::BufWriter::new(lock.file());
     file.write_to(&mut out, gix::index::write::Options::default())
         .map_err(|e| fail("writing the index", e))?;
-    let mut lock = out
-        .into_inner()
+    out.into_inner()
         .map_err(|e| Error::io("writing the index", e.into_error()))?;
-    lock.with_mut(|f| f.sync_all())
-        .map_err(|e| Error::io("writing the index", e))?;
     lock.commit()
-        .map_err(|e| Error::io("writing the index", e.error))?;
+        .map_err(|e| Error::io("writing the index", e))?;
     Ok(())
 }
 

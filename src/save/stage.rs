@@ -1,6 +1,7 @@
 //! Turn the [`Plan`](super::changes::Plan) into tree edits: hash the new and changed work tree files
 //! (and only those) into blobs, scan them for secrets first, and leave out what must not be staged
-//! (files over 50 MiB, nested repositories, names git refuses).
+//! (files over 50 MiB, nested repositories). A path that the next `restore` would refuse
+//! ([`crate::names`]: `.git` in any spelling, the staging folder) is refused, like a token.
 //!
 //! Blobs are converted like `git add` does (`.gitattributes` `text`/`eol`/`ident`/
 //! `working-tree-encoding`), but never through a filter driver: the repository is opened with its
@@ -27,7 +28,8 @@ const FILES_PER_THREAD: usize = 64;
 const MAX_THREADS: usize = 4;
 
 /// The path rules git applies on Linux when adding files (`core.protectNTFS` on, HFS and Windows
-/// device names off), which are also the rules the tree editor checks when writing.
+/// device names off): for building the index of a tree already committed (the paths staged now
+/// were checked by the stricter [`crate::names`]).
 pub fn name_rules() -> gix::validate::path::component::Options {
     gix::validate::path::component::Options {
         protect_windows: false,
@@ -89,11 +91,11 @@ pub fn stage(
         staged: Staged::default(),
         secret_paths: Vec::new(),
         secret_names: 0,
+        refused_names: Vec::new(),
     };
-    let rules = name_rules();
     let mut from_worktree: Vec<&BStr> = Vec::new();
     for (path, target) in &plan.targets {
-        if stager.sort_target(path, target, rules)? {
+        if stager.sort_target(path, target)? {
             from_worktree.push(path.as_ref());
         }
     }
@@ -116,35 +118,39 @@ struct Stager<'a> {
     secret_paths: Vec<BString>,
     /// How many paths hold a secret in their name: refused like contents that do, and never shown.
     secret_names: usize,
+    /// Paths the name rule refuses, and why.
+    refused_names: Vec<(BString, crate::names::NameError)>,
 }
 
 impl Stager<'_> {
     /// Stage what `target` says for `path`, short of reading the work tree: `true` when the work
     /// tree file at `path` is to be hashed.
-    fn sort_target(
-        &mut self,
-        path: &BString,
-        target: &Target,
-        rules: gix::validate::path::component::Options,
-    ) -> Result<bool> {
+    fn sort_target(&mut self, path: &BString, target: &Target) -> Result<bool> {
         if *target != Target::Remove && self.scanner.scan_all(path, SCAN_CHUNK) {
             self.secret_names += 1;
             return Ok(false);
         }
         match target {
             Target::Remove => self.staged.removals.push(path.clone()),
-            Target::Worktree => {
-                if let Some(reason) = invalid_name(path.as_ref(), rules) {
-                    self.staged.warnings.push(format!(
-                        "left out {path}: git refuses this file name ({reason})"
-                    ));
-                } else {
-                    return Ok(true);
+            Target::Worktree => return Ok(self.name_allowed(path.as_ref(), false)),
+            Target::Index { id, mode } => {
+                if self.name_allowed(path.as_ref(), *mode == gix::index::entry::Mode::SYMLINK) {
+                    self.take_staged_entry(path, *id, *mode)?;
                 }
             }
-            Target::Index { id, mode } => self.take_staged_entry(path, *id, *mode)?,
         }
         Ok(false)
+    }
+
+    /// Whether the name rule lets `path` into a tree; if not, it is recorded as refused.
+    fn name_allowed(&mut self, path: &BStr, symlink: bool) -> bool {
+        match crate::names::check_path(path, symlink) {
+            Ok(()) => true,
+            Err(e) => {
+                self.refused_names.push((path.to_owned(), e));
+                false
+            }
+        }
     }
 
     /// Take the index entry staged with plain git at `path`, checked like a work tree file.
@@ -190,6 +196,11 @@ impl Stager<'_> {
         match outcome {
             Outcome::Gone => staged.removals.push(path.to_owned()),
             Outcome::Blob { kind, id, stat } => {
+                // Only now is a symlink known to be one (`.gitmodules` may not be).
+                if kind == EntryKind::Link && !self.name_allowed(path, true) {
+                    return Ok(());
+                }
+                let staged = &mut self.staged;
                 staged.upserts.push((path.to_owned(), kind, id));
                 staged.stats.insert(path.to_owned(), stat);
             }
@@ -219,10 +230,22 @@ impl Stager<'_> {
         }
     }
 
-    /// The edits, or the refusal when any path or content holds a secret.
+    /// The edits, or the refusal when any path or content holds a secret, or a path breaks the
+    /// name rule.
     fn finish(mut self) -> Result<Staged> {
         if self.secret_paths.is_empty() && self.secret_names == 0 {
-            return Ok(self.staged);
+            return match self.refused_names.first() {
+                None => Ok(self.staged),
+                Some((path, why)) => Err(Error::Integrity(format!(
+                    "refusing to commit '{}' ({why}): a restore of the session would refuse \
+                     it{}; rename it and save again. Nothing was committed",
+                    path.to_str_lossy().escape_debug(),
+                    match self.refused_names.len() {
+                        1 => String::new(),
+                        n => format!(" ({} more such paths)", n - 1),
+                    }
+                ))),
+            };
         }
         self.secret_paths.sort();
         let mut shown: Vec<String> = self
@@ -271,16 +294,6 @@ fn nested_repo(path: &BStr) -> String {
         "left out {}/: it is a nested git repository",
         path.as_bstr()
     )
-}
-
-/// Why git would refuse `path` as a tree path, if it would.
-fn invalid_name(path: &BStr, rules: gix::validate::path::component::Options) -> Option<String> {
-    for component in path.split_str("/") {
-        if let Err(e) = gix::validate::path::component(component.as_bstr(), None, rules) {
-            return Some(e.to_string());
-        }
-    }
-    None
 }
 
 /// Hash the work tree files at `paths`, in parallel when there are many.

@@ -34,16 +34,21 @@ pub struct Owner {
 /// Why an owner value was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OwnerError {
-    /// A line break or another control character: it would end the trailer, or forge another.
+    /// A line break, a control, separator or format character: it would end the trailer, forge
+    /// another, or hide part of the value from whoever reads it (`git log` shows no U+200B).
     #[error(
-        "{var} holds a line break or a control character (at byte {at}): a trailer is one line; \
-         set it to a single line of text"
+        "{var} holds {} (U+{:04X}) at byte {at}: a trailer is one line of visible text; set it \
+         to a single line without it",
+        forbidden_kind(*ch).unwrap_or("a forbidden character"),
+        u32::from(*ch)
     )]
     ControlCharacter {
         /// The variable.
         var: &'static str,
         /// The byte offset of the first such character.
         at: usize,
+        /// The character.
+        ch: char,
     },
     /// Longer than [`MAX_OWNER_BYTES`].
     #[error("{var} is {len} bytes long: at most {max} are accepted")]
@@ -85,8 +90,11 @@ impl Owner {
             let Some(raw) = get(var) else { continue };
             let value = raw.into_string().map_err(|_| OwnerError::NotUtf8 { var })?;
             let value = value.trim_matches(' ').to_owned();
-            if let Some(at) = value.find(char::is_control) {
-                return Err(OwnerError::ControlCharacter { var, at });
+            if let Some((at, ch)) = value
+                .char_indices()
+                .find(|(_, c)| forbidden_kind(*c).is_some())
+            {
+                return Err(OwnerError::ControlCharacter { var, at, ch });
             }
             if value.len() > MAX_OWNER_BYTES {
                 return Err(OwnerError::TooLong {
@@ -165,6 +173,22 @@ impl Owner {
     }
 }
 
+/// What `c` is when an owner value may not hold it: a control character (line breaks, U+0085
+/// included), a line or paragraph separator (U+2028, U+2029), or a format character (Unicode
+/// category Cf: zero-width and direction marks, U+FEFF, the soft hyphen…), which no reader of
+/// `git log` sees.
+fn forbidden_kind(c: char) -> Option<&'static str> {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    match get_general_category(c) {
+        GeneralCategory::Control if c == '\n' || c == '\r' || c == '\u{85}' => Some("a line break"),
+        GeneralCategory::Control => Some("a control character"),
+        GeneralCategory::LineSeparator => Some("a line separator"),
+        GeneralCategory::ParagraphSeparator => Some("a paragraph separator"),
+        GeneralCategory::Format => Some("an invisible format character"),
+        _ => None,
+    }
+}
+
 /// Whether git reads `paragraph` (a message's last) as its trailers, by `git interpret-trailers`'
 /// rule: every line a trailer or a continuation (leading whitespace) of one; or at least a
 /// quarter of the lines trailers with one of them git's own (`Signed-off-by:`, `(cherry picked
@@ -235,6 +259,29 @@ mod tests {
                 }
             ));
         }
+        for (bad, ch) in [
+            ("a\u{2028}Signed-off-by: x", '\u{2028}'),
+            ("a\u{2029}b", '\u{2029}'),
+            ("a\u{85}b", '\u{85}'),
+            ("ad\u{200B}min", '\u{200B}'),
+            ("\u{202E}nimda", '\u{202E}'),
+            ("a\u{2060}b", '\u{2060}'),
+            ("a\u{FEFF}", '\u{FEFF}'),
+            ("so\u{AD}ft", '\u{AD}'),
+        ] {
+            let err = owner(&[("GIT_SESSION_AGENT", bad)]).unwrap_err();
+            assert!(
+                matches!(err, OwnerError::ControlCharacter { var: "GIT_SESSION_AGENT", ch: c, .. } if c == ch),
+                "{bad:?}: {err:?}"
+            );
+            assert!(
+                err.to_string()
+                    .contains(&format!("U+{:04X}", u32::from(ch))),
+                "{err}"
+            );
+        }
+        // Letters of every script, and emoji, stay accepted.
+        assert!(owner(&[("GIT_SESSION_PERSON", "Zoë 山田 🚀 Ада")]).is_ok());
         let long = "x".repeat(MAX_OWNER_BYTES + 1);
         assert!(matches!(
             owner(&[("GIT_SESSION_PERSON", &long)]).unwrap_err(),

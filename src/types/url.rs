@@ -145,9 +145,11 @@ impl RemoteUrl {
 
     /// The forms in which this URL's secret could appear in a file: the token itself (the password,
     /// or the user name when there is no password), its percent-encodings (RFC 3986 unreserved
-    /// characters kept or all non-alphanumerics encoded; upper- and lower-case hex), and the base64 of the
-    /// token and of `user:password` (a Basic header), standard and URL-safe, without the padding. Secrets under 8 characters are not scanned for
-    /// (they would match ordinary text). Used by `save` to refuse committing a token (SPEC rule 5).
+    /// characters kept or all non-alphanumerics encoded; upper- and lower-case hex), and its base64
+    /// ([`base64_cores`]: standard and URL-safe, at each of the three alignments, so the token is
+    /// found inside the base64 of anything that holds it: `user:token`, `x-access-token:token`, a
+    /// Basic header). Secrets under 8 characters are not scanned for (they would match ordinary
+    /// text). Used by `save` and `push` to refuse a token, and by redaction (SPEC rule 5).
     pub fn secret_forms(&self) -> Vec<String> {
         let Some(c) = &self.credentials else {
             return Vec::new();
@@ -160,7 +162,6 @@ impl RemoteUrl {
         if secret.chars().count() < 8 {
             return Vec::new();
         }
-        let b64 = base64::engine::general_purpose::STANDARD;
         let encode = |keep: &dyn Fn(u8) -> bool, upper: bool| -> String {
             secret
                 .bytes()
@@ -180,13 +181,7 @@ impl RemoteUrl {
             encode(&alnum, true),
             encode(&alnum, false),
         ];
-        // Without padding (a prefix of the padded form, so both are found), standard and URL-safe.
-        let basic = format!("{}:{}", c.username.expose(), c.password.expose());
-        for engine in [b64, base64::engine::general_purpose::URL_SAFE] {
-            for plain in [secret, basic.as_str()] {
-                forms.push(engine.encode(plain).trim_end_matches('=').to_owned());
-            }
-        }
+        forms.extend(base64_cores(secret.as_bytes()));
         forms.sort();
         forms.dedup();
         forms
@@ -303,6 +298,32 @@ impl fmt::Debug for RemoteUrl {
             )
             .finish()
     }
+}
+
+/// The base64 text that `secret` yields wherever it sits in the encoded data, in both alphabets
+/// (standard and URL-safe): base64 turns each 3 bytes into 4 characters, so the token starts at one
+/// of three alignments, and the characters that hold only its bits are the same whatever comes
+/// before or after it (the first group, shared with the bytes before, and the last, shared with
+/// the bytes after, are left out). Padding or its absence does not matter.
+pub fn base64_cores(secret: &[u8]) -> Vec<String> {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let mut cores = Vec::new();
+    for align in 0..3 {
+        let mut data = vec![0u8; align];
+        data.extend_from_slice(secret);
+        // Characters whose 6 bits all come from `secret`: skip those holding the `align` bytes
+        // before it; drop the last one when the token ends inside a group.
+        let skip = [0, 2, 3][align];
+        let end_in_group = data.len() % 3 != 0;
+        for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            let text = engine.encode(&data);
+            let end = text.len() - usize::from(end_in_group);
+            if end > skip {
+                cores.push(text[skip..end].to_owned());
+            }
+        }
+    }
+    cores
 }
 
 #[cfg(test)]

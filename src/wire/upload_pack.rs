@@ -458,14 +458,19 @@ fn receive_packfile<R: Read>(
     cut: &AtomicBool,
 ) -> Result<crate::pack::Received> {
     let mut remote_error: Option<String> = None;
+    // Redacted as one stream: a token split over two lines or two packets is still found.
+    let mut progress = crate::redact::Lines::default();
     let outcome = {
         let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
-            let text = String::from_utf8_lossy(text).trim().to_owned();
+            let text = String::from_utf8_lossy(text);
             if is_err {
-                remote_error = Some(text);
+                remote_error = Some(text.trim().to_owned());
                 std::ops::ControlFlow::Break(())
             } else {
-                tracing::debug!("remote: {text}");
+                // A packet ends its line (gix strips its final newline).
+                for line in progress.push(&format!("{text}\n")) {
+                    tracing::debug!("remote: {line}");
+                }
                 std::ops::ControlFlow::Continue(())
             }
         });
@@ -495,6 +500,9 @@ fn receive_packfile<R: Read>(
         }
         received
     };
+    for line in progress.finish() {
+        tracing::debug!("remote: {line}");
+    }
     if let Some(msg) = remote_error {
         return Err(upload_pack_error(url, &msg));
     }

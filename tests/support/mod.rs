@@ -38,6 +38,32 @@ pub fn token_forms() -> Vec<String> {
     ]
 }
 
+/// The token inside base64 text, as a file or a header may hold it: of `user:token` for several
+/// user names (git hosts use `x-access-token`, `oauth2`), of the token alone, and after one or two
+/// other bytes (the three alignments), each standard and URL-safe, padded and not. Each form
+/// is `(what it encodes, the encoding)`.
+pub fn base64_token_forms() -> Vec<(String, String)> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let mut forms: Vec<(String, String)> = Vec::new();
+    for plain in [
+        format!("{USER}:{TOKEN}"),
+        format!("x-access-token:{TOKEN}"),
+        format!("oauth2:{TOKEN}"),
+        TOKEN.to_owned(),
+        format!("a{TOKEN}"),
+        format!("ab{TOKEN}\n"),
+        format!("{{\"token\":\"{TOKEN}\"}}"),
+    ] {
+        for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+            let encoded = engine.encode(&plain);
+            if !forms.iter().any(|(_, e)| *e == encoded) {
+                forms.push((plain.escape_debug().to_string(), encoded));
+            }
+        }
+    }
+    forms
+}
+
 /// Percent-encode every non-alphanumeric byte.
 pub fn pct(s: &str) -> String {
     s.bytes()

@@ -375,8 +375,8 @@ enum Replace {
 /// Move every entry of `from` into `to` (with [`Pass::Check`] first, so a conflict is found before
 /// anything moves): missing paths are renamed into place; directories present on both sides merge;
 /// an existing file or symlink is replaced as `replace` allows. Never replaced, as that would
-/// delete other content (SPEC rule 6): a directory where the archive has a file, or a regular file
-/// where it has a directory (a symlink there is replaced by `--force`).
+/// delete other content (SPEC rule 6): a directory where the archive has a file, or a file or a
+/// symlink where it has a directory (even with `--force`: the commit does not track it).
 ///
 /// When completing an interrupted restore, a file that a killed git checkout cut short is noted in
 /// `cut` during [`Pass::Check`] (and judged by the caller); those it accepted are replaced during
@@ -423,13 +423,15 @@ fn into_place(
                     dst.display()
                 )));
             }
-            // A symlink holds no content: `--force` replaces it (never writing through it).
-            Ok(meta)
-                if src_is_dir && !(meta.file_type().is_symlink() && replace == Replace::Any) =>
-            {
+            Ok(meta) if src_is_dir => {
                 return Err(Error::conflict(format!(
-                    "{} is a file where the commit has a directory: nothing was changed",
-                    dst.display()
+                    "{} is a {} where the commit has a directory: nothing was changed",
+                    dst.display(),
+                    if meta.file_type().is_symlink() {
+                        "symlink"
+                    } else {
+                        "file"
+                    }
                 )));
             }
             Ok(meta)

@@ -98,6 +98,14 @@ fn read_side_band<R: Read>(
     let mut data = Vec::new();
     let mut texts = Vec::new();
     let mut fatal = None;
+    // Redacted as one stream: a token split over two lines or two packets is still found.
+    let mut remote = crate::redact::Lines::default();
+    let keep_last = |texts: &mut Vec<String>| {
+        if texts.len() > MAX_REMOTE_LINES {
+            let excess = texts.len() - MAX_REMOTE_LINES;
+            texts.drain(..excess);
+        }
+    };
     {
         let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
             let text = String::from_utf8_lossy(text);
@@ -105,17 +113,10 @@ fn read_side_band<R: Read>(
                 fatal = Some(text.trim().to_owned());
                 std::ops::ControlFlow::Break(())
             } else {
-                for l in text
-                    .split(['\n', '\r'])
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                {
-                    texts.push(l.to_owned());
-                }
-                if texts.len() > MAX_REMOTE_LINES {
-                    let excess = texts.len() - MAX_REMOTE_LINES;
-                    texts.drain(..excess);
-                }
+                // gix strips the packet's final newline, so a packet is taken as ending its
+                // line (as before); a secret split at a packet or a line is still found.
+                texts.extend(remote.push(&format!("{text}\n")));
+                keep_last(&mut texts);
                 std::ops::ControlFlow::Continue(())
             }
         });
@@ -129,6 +130,8 @@ fn read_side_band<R: Read>(
             return Err(body_error(url, e));
         }
     }
+    texts.extend(remote.finish());
+    keep_last(&mut texts);
     report.remote_text = texts;
     report.fatal = fatal;
     Ok(data)

@@ -1,0 +1,269 @@
+//! `index.lock`, taken as git takes it (a file created beside the index that no other git command
+//! will create while it exists, renamed over the index to commit), but made so that a save killed
+//! while holding it (`kill -9`, a power cut) never blocks the next one, while a lock that a live git
+//! process holds is still respected.
+//!
+//! How a lock is known to be ours: the save holds an exclusive `flock` on its record
+//! (`.git/git-session-index-lock`) for as long as it may hold `index.lock`; the kernel drops the
+//! `flock` when the process dies, so whoever takes it knows the previous holder is gone (no pid
+//! reuse to fear). The lock file is first created under a name of its own, its inode written to
+//! the record, and only then linked to `index.lock`: there is no moment when an `index.lock` of
+//! ours exists without the record naming it. A later save that finds an `index.lock` with the
+//! recorded inode removes it; any other `index.lock` is another git process's (exit 7).
+//!
+//! The branch is moved while the lock is held, by a ref transaction that takes `HEAD.lock` and the
+//! branch's `.lock` (made by gix, so their inodes cannot be known first). The record names the
+//! update first (`ref <new id> <time> <ref>`): a kill in the middle leaves locks that a later save
+//! removes when they were made within seconds of that time and hold nothing, the new id or
+//! HEAD's symbolic ref (a plain git command writes another id).
+
+use std::fs::File;
+use std::io::Write as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The record of the lock a save takes (flock'd while it is held; its content: `ino <inode>`).
+pub const RECORD: &str = "git-session-index-lock";
+/// The suffix of the file made before it becomes `index.lock`.
+const MAKING_SUFFIX: &str = ".git-session-making";
+
+/// `index.lock`, held: dropped without [`IndexLock::commit`], it is removed.
+#[derive(Debug)]
+pub struct IndexLock {
+    lock: PathBuf,
+    index: PathBuf,
+    file: File,
+    /// Flock'd for as long as the lock may exist.
+    record: File,
+    /// The record's first line (`ino <inode>`).
+    ino_line: String,
+    done: bool,
+}
+
+impl IndexLock {
+    /// Take `index.lock` in `git_dir`, first removing one a killed save left.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] (exit 7) when another git process holds `index.lock`; local I/O
+    /// errors otherwise.
+    pub fn acquire(git_dir: &Path) -> Result<IndexLock> {
+        let index = git_dir.join("index");
+        let lock = git_dir.join("index.lock");
+        let record = open_record(git_dir)?;
+        remove_what_a_killed_save_left(git_dir, &lock, &record);
+        let making = git_dir.join(format!("index.lock.{}{MAKING_SUFFIX}", std::process::id()));
+        let _ = std::fs::remove_file(&making);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&making)
+            .map_err(|e| Error::io(format!("creating {}", making.display()), e))?;
+        let ino = file
+            .metadata()
+            .map_err(|e| Error::io(format!("reading {}", making.display()), e))?
+            .ino();
+        let mut held = IndexLock {
+            lock,
+            index,
+            file,
+            record,
+            ino_line: format!("ino {ino}\n"),
+            done: false,
+        };
+        held.write_record(&held.ino_line.clone())
+            .map_err(|e| Error::io(format!("writing {}", git_dir.join(RECORD).display()), e))?;
+        crate::failpoint::hit("index-lock-made");
+        let linked = std::fs::hard_link(&making, &held.lock);
+        let _ = std::fs::remove_file(&making);
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                held.done = true;
+                let _ = held.write_record("");
+                return Err(held_by_another(&held.lock));
+            }
+            // No hard links on this file system: create it in place, then record it.
+            Err(_) => held.create_in_place()?,
+        }
+        crate::failpoint::hit("index-lock-taken");
+        Ok(held)
+    }
+
+    /// Create `index.lock` directly (where hard links are refused): a kill before its inode is
+    /// recorded leaves a lock that the next save refuses, as git would.
+    fn create_in_place(&mut self) -> Result<()> {
+        self.file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.lock)
+            .map_err(|e| {
+                self.done = true;
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    held_by_another(&self.lock)
+                } else {
+                    Error::io(format!("creating {}", self.lock.display()), e)
+                }
+            })?;
+        let ino = self.file.metadata().map(|m| m.ino()).unwrap_or_default();
+        self.ino_line = format!("ino {ino}\n");
+        self.write_record(&self.ino_line.clone())
+            .map_err(|e| Error::io("recording index.lock", e))
+    }
+
+    /// Record that `full_ref` (and `HEAD`) are about to be moved to `new`, until
+    /// [`IndexLock::ref_update_ended`].
+    ///
+    /// # Errors
+    /// Local I/O errors writing the record.
+    pub fn ref_update_begins(&mut self, full_ref: &str, new: gix::ObjectId) -> Result<()> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        let text = format!("{}ref {new} {now} {full_ref}\n", self.ino_line);
+        self.write_record(&text)
+            .map_err(|e| Error::io("recording the branch update", e))
+    }
+
+    /// The ref transaction is over (its locks are gone).
+    pub fn ref_update_ended(&mut self) {
+        let _ = self.write_record(&self.ino_line.clone());
+    }
+
+    /// The lock file, to write the new index into.
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Flush the lock file to disk and rename it over the index.
+    ///
+    /// # Errors
+    /// The file system's refusal; the lock is removed then.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        self.file.sync_all()?;
+        std::fs::rename(&self.lock, &self.index)?;
+        self.done = true;
+        let _ = self.write_record("");
+        Ok(())
+    }
+
+    fn write_record(&mut self, text: &str) -> std::io::Result<()> {
+        use std::io::Seek as _;
+        self.record.set_len(0)?;
+        self.record.seek(std::io::SeekFrom::Start(0))?;
+        self.record.write_all(text.as_bytes())
+    }
+}
+
+impl Drop for IndexLock {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.lock);
+            let _ = self.write_record("");
+        }
+    }
+}
+
+/// Open the record and take its `flock`. The tree's write lock keeps other saves out, so the
+/// `flock` is free unless a save of an older version runs without it: then wait like it.
+fn open_record(git_dir: &Path) -> Result<File> {
+    let path = git_dir.join(RECORD);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    file.lock()
+        .map_err(|e| Error::io(format!("locking {}", path.display()), e))?;
+    Ok(file)
+}
+
+/// With the record's `flock` held (so whoever wrote it is gone): remove the `index.lock` it names,
+/// and the files a killed save was making.
+fn remove_what_a_killed_save_left(git_dir: &Path, lock: &Path, mut record: &File) {
+    use std::io::Read as _;
+    let mut text = String::new();
+    let _ = record.read_to_string(&mut text);
+    let mut lines = text.lines();
+    let recorded = lines
+        .next()
+        .and_then(|l| l.strip_prefix("ino "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    if let Some(update) = lines.next().and_then(|l| l.strip_prefix("ref ")) {
+        remove_ref_locks(git_dir, update);
+    }
+    if let (Some(ino), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
+        && meta.is_file()
+        && meta.ino() == ino
+    {
+        tracing::info!("removing the index.lock a killed save left");
+        let _ = std::fs::remove_file(lock);
+    }
+    let Ok(entries) = std::fs::read_dir(git_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("index.lock.") && name.ends_with(MAKING_SUFFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Remove `HEAD.lock` and the branch's lock left by a killed ref update (`update`: `<new id>
+/// <unix ms> <full ref>`): only files made within seconds of it holding nothing, the new id or
+/// HEAD's symbolic ref.
+fn remove_ref_locks(git_dir: &Path, update: &str) {
+    let mut fields = update.split(' ');
+    let (Some(new), Some(Ok(at)), Some(full_ref)) = (
+        fields.next(),
+        fields.next().map(str::parse::<u64>),
+        fields.next(),
+    ) else {
+        return;
+    };
+    if full_ref.split('/').any(|c| c.is_empty() || c == "..") || !full_ref.starts_with("refs/") {
+        return;
+    }
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(at);
+    let symref = format!("ref: {full_ref}\n");
+    let new_line = format!("{new}\n");
+    for lock in [
+        git_dir.join("HEAD.lock"),
+        git_dir.join(format!("{full_ref}.lock")),
+    ] {
+        let Ok(meta) = std::fs::symlink_metadata(&lock) else {
+            continue;
+        };
+        let near = meta.modified().is_ok_and(|m| {
+            let gap = m.duration_since(at).or_else(|e| Ok::<_, ()>(e.duration()));
+            gap.is_ok_and(|g| g < std::time::Duration::from_secs(5))
+        });
+        let content = std::fs::read(&lock).unwrap_or_default();
+        let ours =
+            content.is_empty() || content == new_line.as_bytes() || content == symref.as_bytes();
+        if meta.is_file() && meta.len() < 256 && near && ours {
+            tracing::info!("removing the {} a killed save left", lock.display());
+            let _ = std::fs::remove_file(&lock);
+        }
+    }
+}
+
+fn held_by_another(lock: &Path) -> Error {
+    Error::conflict(format!(
+        "{} exists: another git process is using this repository (if none is running, remove \
+         the file and save again)",
+        lock.display()
+    ))
+}
