@@ -15,3 +15,4 @@ mod push;
 mod restore_archive;
 mod restore_git;
 mod save;
+mod trust;
