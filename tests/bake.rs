@@ -746,12 +746,11 @@ fn changed_files_are_rewritten_in_place_but_never_through_a_hard_link() {
     );
 }
 
-/// Run as root, `restore --cache` hard-links the cache's packs only when they already belong to
-/// the target folder's owner, and copies them otherwise (a hard link cannot be given to another
-/// user, SPEC rule 9); either way everything in the target belongs to its owner and the result
-/// does not depend on the cache.
+/// Run as root, `restore --cache` copies the cache's packs by indexing them afresh, whoever owns
+/// them (a hard link would share a pack whose index is not trusted); everything in the target
+/// belongs to its owner and the result does not depend on the cache.
 #[test]
-fn a_cache_is_hard_linked_only_for_its_own_owner() {
+fn a_cache_is_copied_never_linked_whoever_owns_it() {
     if !crate::support::is_root() {
         eprintln!("skipped: needs root");
         return;
@@ -774,15 +773,14 @@ fn a_cache_is_hard_linked_only_for_its_own_owner() {
     let cache_inodes: Vec<u64> = packs(&cache).iter().map(|m| m.ino()).collect();
     let cache_arg = cache.to_str().unwrap().to_owned();
 
-    // The same owner: hard-linked.
+    // The same owner: indexed afresh, so copied too (the cache's index is never trusted).
     let same = w.path("same");
     crate::support::give_to_nobody(&same);
     b.boot(&same, &[], &["--cache", &cache_arg]).assert_code(0);
     crate::support::assert_all_nobodys(&same);
-    assert!(
-        packs(&same).iter().any(|m| cache_inodes.contains(&m.ino())),
-        "the cache's pack is hard-linked for its own owner"
-    );
+    for m in packs(&same) {
+        assert!(!cache_inodes.contains(&m.ino()), "a copy, not a link");
+    }
     // Another owner (root's folder): copied.
     let other = w.path("other");
     b.boot(&other, &[], &["--cache", &cache_arg]).assert_code(0);

@@ -301,3 +301,192 @@ fn a_sessions_config_runs_nothing_in_save_push_or_status() {
         .assert_code(0);
     trap.assert_nothing_ran("status --remote");
 }
+
+/// The one pack of a baked tree's (or cache's) git dir, made writable.
+fn the_pack(dir: &Path) -> PathBuf {
+    let pack = std::fs::read_dir(dir.join(".git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "pack"))
+        .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    for p in [pack.clone(), pack.with_extension("idx")] {
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    pack
+}
+
+/// Replace the trailing SHA-1 of the file at `path` (a pack index, a git index) by the checksum
+/// of what precedes it, as a careful forger would.
+fn recompute_trailer(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let body = bytes.len() - 20;
+    let mut child = std::process::Command::new("sha1sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&bytes[..body])
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let hex = String::from_utf8(out.stdout).unwrap();
+    for i in 0..20 {
+        bytes[body + i] = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+/// A baked pack cut short, or with one byte changed: the boot checks it, fetches the whole
+/// commit instead with a warning naming why (never a failed boot), and every file is the tip's.
+#[test]
+fn a_damaged_baked_pack_falls_back_to_a_full_fetch() {
+    for damage in ["cut short", "a byte changed"] {
+        let b = Baked::new();
+        let dir = b.baked_tree("t");
+        let pack = the_pack(&dir);
+        let mut bytes = std::fs::read(&pack).unwrap();
+        let mid = bytes.len() / 2;
+        if damage == "cut short" {
+            bytes.truncate(mid);
+        } else {
+            bytes[mid] ^= 0x40;
+        }
+        std::fs::write(&pack, bytes).unwrap();
+        let run = b.boot(&dir, &[], &[]);
+        run.assert_code(0);
+        let warnings = run.json()["warnings"].to_string();
+        assert!(warnings.contains("damaged"), "{damage}: {warnings}");
+        b.assert_booted(&dir);
+    }
+}
+
+/// The baked tree's own index changed after the bake (an entry naming the tip's blob for a file
+/// that still holds the base's content, its stat data and checksum kept right): the boot does
+/// not trust it, and the file is the tip's.
+#[test]
+fn a_changed_template_index_is_not_trusted() {
+    let b = Baked::new();
+    let w = &b.w;
+    let dir = b.baked_tree("t");
+    let bare = w.srv().join("repo.git");
+    let tip_blob = w.git(&bare, &["rev-parse", &format!("{}:edit.txt", b.tip())]);
+    let index = dir.join(".git/index");
+    let mut bytes = std::fs::read(&index).unwrap();
+    let name = b"edit.txt\0";
+    let at = bytes
+        .windows(name.len())
+        .enumerate()
+        .position(|(i, win)| win == name && i >= 62 && bytes[i - 1] == 8)
+        .expect("the entry of edit.txt");
+    let id = at - 62 + 40;
+    bytes[id..id + 20].copy_from_slice(&unhex(&tip_blob));
+    std::fs::write(&index, bytes).unwrap();
+    recompute_trailer(&index);
+    assert!(
+        w.git(&dir, &["ls-files", "-s", "edit.txt"])
+            .contains(&tip_blob)
+    );
+
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("edit.txt")).unwrap(),
+        "one\nTWO\nthree\n",
+        "the tip's edit.txt"
+    );
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("does not hold the tree"), "{warnings}");
+    b.assert_booted(&dir);
+}
+
+/// A cache whose pack index was changed (two blobs' offsets swapped, its checksum recomputed):
+/// `restore --cache` never reads that index, and every file is the tip's.
+#[test]
+fn a_changed_cache_index_never_gives_a_wrong_file() {
+    let b = Baked::new();
+    let w = &b.w;
+    let cache = w.path("cache");
+    b.bake(&cache).assert_code(0);
+    let idx = the_pack(&cache).with_extension("idx");
+    let mut bytes = std::fs::read(&idx).unwrap();
+    let n = u32::from_be_bytes(bytes[8 + 255 * 4..8 + 256 * 4].try_into().unwrap()) as usize;
+    let bare = w.srv().join("repo.git");
+    let position = |path: &str| {
+        let id = unhex(&w.git(&bare, &["rev-parse", &format!("{}:{path}", b.tip())]));
+        (0..n)
+            .find(|i| bytes[8 + 1024 + 20 * i..][..20] == id[..])
+            .unwrap()
+    };
+    let (i, j) = (position("keep.txt"), position("lib/f00.txt"));
+    for (table, width) in [(8 + 1024 + 20 * n, 4), (8 + 1024 + 24 * n, 4)] {
+        for k in 0..width {
+            bytes.swap(table + width * i + k, table + width * j + k);
+        }
+    }
+    std::fs::write(&idx, bytes).unwrap();
+    recompute_trailer(&idx);
+
+    let dir = w.path("s");
+    let run = b.boot(&dir, &[], &["--cache", cache.to_str().unwrap()]);
+    run.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("keep.txt")).unwrap(),
+        "keep\n"
+    );
+    assert_eq!(
+        w.git(&dir, &["hash-object", "lib/f00.txt"]),
+        w.git(&bare, &["rev-parse", &format!("{}:lib/f00.txt", b.tip())])
+    );
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.tip());
+    w.git(&dir, &["fsck", "--no-progress"]);
+}
+
+/// The ledger replaced by a symlink to a file elsewhere: `save` refuses (nothing pushed) and the
+/// file elsewhere is unchanged. A session record grown past its cap: a clear error.
+#[test]
+fn state_files_are_never_followed_or_read_past_their_cap() {
+    let b = filtered();
+    let w = &b.w;
+    let dir = w.path("s");
+    b.boot(&dir, &[], &[]).assert_code(0);
+    let outside = w.path("outside.txt");
+    std::fs::write(&outside, "not the ledger\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join(".git/git-session-ledger")).unwrap();
+    std::fs::write(dir.join("keep.txt"), "edited\n").unwrap();
+    let url = b.url();
+    let run = w.run(
+        &dir,
+        &["save", "-m", "x", "--json"],
+        &[("PUSH_URL", url.as_str())],
+    );
+    assert_ne!(run.code, Some(0), "{}", run.stdout);
+    assert!(run.stderr.contains("symlink"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "not the ledger\n"
+    );
+    let bare = w.srv().join("repo.git");
+    let remote = w.git_output(&bare, &["rev-parse", "-q", "--verify", "sessions/baked"]);
+    assert!(!remote.status.success(), "nothing was pushed");
+
+    std::fs::remove_file(dir.join(".git/git-session-ledger")).unwrap();
+    let record = dir.join(".git/git-session.json");
+    let mut text = std::fs::read(&record).unwrap();
+    text.extend(std::iter::repeat_n(b' ', 2 << 20));
+    std::fs::write(&record, text).unwrap();
+    let run = w.run(&dir, &["status", "--json"], &[]);
+    run.assert_code(1);
+    assert!(run.stderr.contains("bytes (over"), "{}", run.stderr);
+}
