@@ -53,10 +53,11 @@ where
     // reduced trust (their config cannot make it run anything), which also caps every object at
     // 16 MiB. The cap is lifted; the sizes of what was received are bounded by `PackLimits`.
     // The index's checksum is always verified (`index.skipHash` in the repository's config would
-    // turn that off).
+    // turn that off), and every object is the one its id names (no `refs/replace/`).
     let mut all: Vec<BString> = vec![
         "gitoxide.objects.allocLimitIfReducedTrust=0".into(),
         "index.skipHash=false".into(),
+        "core.useReplaceRefs=false".into(),
     ];
     all.extend(overrides.into_iter().map(Into::into));
     let options = gix::open::Options::isolated().config_overrides(all);
