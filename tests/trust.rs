@@ -453,8 +453,8 @@ fn a_changed_cache_index_never_gives_a_wrong_file() {
     w.git(&dir, &["fsck", "--no-progress"]);
 }
 
-/// The ledger replaced by a symlink to a file elsewhere: `save` refuses (nothing pushed) and the
-/// file elsewhere is unchanged. A session record grown past its cap: a clear error.
+/// The ledger (and save's record of its `index.lock`) replaced by a symlink to a file elsewhere:
+/// `save` refuses to push (nothing pushed) and the files elsewhere are unchanged. A session record grown past its cap: a clear error.
 #[test]
 fn state_files_are_never_followed_or_read_past_their_cap() {
     let b = filtered();
@@ -464,6 +464,10 @@ fn state_files_are_never_followed_or_read_past_their_cap() {
     let outside = w.path("outside.txt");
     std::fs::write(&outside, "not the ledger\n").unwrap();
     std::os::unix::fs::symlink(&outside, dir.join(".git/git-session-ledger")).unwrap();
+    let outside_too = w.path("outside-too.txt");
+    std::fs::write(&outside_too, "not the lock's owner\n").unwrap();
+    let lock_owner = dir.join(".git/git-session-index-lock");
+    std::os::unix::fs::symlink(&outside_too, &lock_owner).unwrap();
     std::fs::write(dir.join("keep.txt"), "edited\n").unwrap();
     let url = b.url();
     let run = w.run(
@@ -476,6 +480,11 @@ fn state_files_are_never_followed_or_read_past_their_cap() {
     assert_eq!(
         std::fs::read_to_string(&outside).unwrap(),
         "not the ledger\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outside_too).unwrap(),
+        "not the lock's owner\n",
+        "save's record of its index.lock is replaced, never written through"
     );
     let bare = w.srv().join("repo.git");
     let remote = w.git_output(&bare, &["rev-parse", "-q", "--verify", "sessions/baked"]);

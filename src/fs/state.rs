@@ -91,6 +91,24 @@ pub fn open_append(path: &Path, fix: &str) -> Result<std::fs::File> {
     Ok(file)
 }
 
+/// Replace the small state file at `path` with `bytes` by a rename (a symlink or a hard link in
+/// its place is replaced, never written through), without an fsync: for records whose loss a
+/// crash may cause (they are best effort).
+///
+/// # Errors
+/// [`Error::LocalIo`] when the file cannot be written.
+pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| Error::io(format!("creating a temporary file in {}", dir.display()), e))?;
+    tmp.write_all(bytes)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io(format!("renaming into {}", path.display()), e.error))?;
+    Ok(())
+}
+
 fn refused(path: &Path, what: &str, fix: &str) -> Error {
     Error::Internal(format!(
         "{} is {what}, not a file git-session wrote: nothing was read from it or written \

@@ -380,7 +380,12 @@ fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
     if let (Ok(meta), Ok(record), Ok(text)) = (
         std::fs::symlink_metadata(&lock),
         std::fs::symlink_metadata(&owner),
-        std::fs::read_to_string(&owner),
+        // Never read through a symlink (fs::state): a record that is not ours is no record.
+        crate::fs::state::read(&owner, crate::fs::state::RECORD_CAP, "")
+            .ok()
+            .flatten()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .ok_or(()),
     ) {
         let mut fields = text.split_whitespace();
         let (pid, ino) = (
@@ -400,7 +405,7 @@ fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
             let _ = std::fs::remove_file(&lock);
         }
     }
-    let _ = std::fs::write(&owner, format!("{}\n", std::process::id()));
+    let _ = crate::fs::state::replace(&owner, format!("{}\n", std::process::id()).as_bytes());
     let file = gix::lock::File::acquire_to_update_resource(
         &path,
         gix::lock::acquire::Fail::Immediately,
@@ -419,7 +424,8 @@ fn lock_index(repo: &gix::Repository) -> Result<gix::lock::File> {
         }
     })?;
     if let Ok(meta) = std::fs::symlink_metadata(&lock) {
-        let _ = std::fs::write(&owner, format!("{} {}\n", std::process::id(), meta.ino()));
+        let record = format!("{} {}\n", std::process::id(), meta.ino());
+        let _ = crate::fs::state::replace(&owner, record.as_bytes());
     }
     Ok(file)
 }
