@@ -16,3 +16,4 @@ mod restore_archive;
 mod restore_git;
 mod root;
 mod save;
+mod trust;

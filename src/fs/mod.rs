@@ -2,6 +2,7 @@
 //! ownership ([`owner`]: what restore creates as root belongs to the tree's owner, SPEC rule 9).
 
 pub mod owner;
+pub mod state;
 
 use std::io::Write;
 use std::path::Path;

@@ -92,7 +92,7 @@ pub fn classify(
     if remote.is_zero() {
         return Ok(RemoteTip::Deleted);
     }
-    if !ledger.contains(remote)
+    if !ledger.contains(remote)?
         || !repo.has_object(remote.id())
         || !(lease.is_zero() || descends(remote, lease)?)
     {
@@ -130,15 +130,50 @@ impl Ledger {
     }
 
     /// Whether this tree let `id` through.
-    pub fn contains(&self, id: FullSha) -> bool {
-        let id = id.to_string();
-        let second_field = |text: String| {
-            text.lines()
-                .any(|line| line.split_whitespace().nth(1) == Some(id.as_str()))
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the ledger is not a regular file of git-session's (a symlink, too
+    /// big) or holds a line it never writes.
+    pub fn contains(&self, id: FullSha) -> Result<bool> {
+        for (name, legacy) in [(LEDGER_FILE, false), (LEGACY_SENDING_FILE, true)] {
+            if self.pushed(name, legacy)?.contains(&id) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The new side of every line of the ledger file `name` (`<old> <new> <by>`; the legacy
+    /// in-flight record: `<old> <new>`), and the length of its whole lines. A last line without
+    /// its newline was cut short before its fsync, so nothing was uploaded after it: left out.
+    fn pushed(&self, name: &str, legacy: bool) -> Result<Vec<FullSha>> {
+        self.read(name, legacy).map(|(ids, _)| ids)
+    }
+
+    fn read(&self, name: &str, legacy: bool) -> Result<(Vec<FullSha>, u64)> {
+        let path = self.git_dir.join(name);
+        let Some(bytes) = crate::fs::state::read(&path, crate::fs::state::LEDGER_CAP, LEDGER_FIX)?
+        else {
+            return Ok((Vec::new(), 0));
         };
-        [LEDGER_FILE, LEGACY_SENDING_FILE]
+        let whole = bytes
             .iter()
-            .any(|name| std::fs::read_to_string(self.git_dir.join(name)).is_ok_and(second_field))
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |end| end + 1);
+        let ids = bytes[..whole]
+            .split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| {
+                parse_line(line, legacy).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "{} holds a line git-session never writes ('{}'): {LEDGER_FIX}",
+                        path.display(),
+                        String::from_utf8_lossy(&line[..line.len().min(120)]).escape_debug()
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok((ids, whole as u64))
     }
 
     /// Record that this tree lets the push `old..new` through (`by` names who pushes), durably,
@@ -147,20 +182,46 @@ impl Ledger {
     /// # Errors
     /// [`Error::Internal`] when the ledger cannot be written: nothing may be uploaded then.
     pub fn record(&self, old: FullSha, new: FullSha, by: &str) -> Result<()> {
-        if self.contains(new) {
+        if self.pushed(LEGACY_SENDING_FILE, true)?.contains(&new) {
+            return Ok(());
+        }
+        let (ids, whole) = self.read(LEDGER_FILE, false)?;
+        if ids.contains(&new) {
             return Ok(());
         }
         let path = self.git_dir.join(LEDGER_FILE);
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        let mut file = crate::fs::state::open_append(&path, LEDGER_FIX)?;
+        let written = |e: std::io::Error| Error::io(format!("writing {}", path.display()), e);
+        // A line cut short (a crash before its fsync) is dropped: the new one starts whole.
+        if file.metadata().map_err(written)?.len() != whole {
+            file.set_len(whole).map_err(written)?;
+        }
         file.write_all(format!("{old} {new} {by}\n").as_bytes())
             .and_then(|()| file.sync_all())
-            .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+            .map_err(written)?;
         Ok(())
     }
+}
+
+/// What to do about a ledger git-session cannot read.
+const LEDGER_FIX: &str = "it lists the commits this tree pushed; put back the file git-session \
+                          wrote, or remove it (the next push from this tree is then refused as \
+                          another sandbox's until a new restore)";
+
+/// One ledger line's new commit, `None` unless the line is exactly as git-session writes it.
+fn parse_line(line: &[u8], legacy: bool) -> Option<FullSha> {
+    let line = std::str::from_utf8(line).ok()?;
+    let fields: Vec<&str> = line.split(' ').collect();
+    let shape = match fields.as_slice() {
+        [_, _, "save" | "push" | "git-push"] => true,
+        [_, _] | [_, _, _] => legacy,
+        _ => false,
+    };
+    if !shape {
+        return None;
+    }
+    FullSha::from_wire(fields[0].as_bytes())?;
+    FullSha::from_wire(fields[1].as_bytes())
 }
 
 /// How long a writer waits for another one of the same tree by default.
@@ -246,16 +307,57 @@ mod tests {
     fn the_ledger_records_once_and_survives_reopening() {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::new(dir.path());
-        assert!(!ledger.contains(id(2)));
+        assert!(!ledger.contains(id(2)).unwrap());
         ledger.record(id(1), id(2), "save").unwrap();
         ledger.record(id(1), id(2), "save").unwrap();
         ledger.record(id(2), id(3), "git-push").unwrap();
         let reopened = Ledger::new(dir.path());
-        assert!(reopened.contains(id(2)) && reopened.contains(id(3)));
+        assert!(reopened.contains(id(2)).unwrap() && reopened.contains(id(3)).unwrap());
         // The old side of a line is not this tree's work.
-        assert!(!reopened.contains(id(1)));
+        assert!(!reopened.contains(id(1)).unwrap());
         let text = std::fs::read_to_string(dir.path().join(LEDGER_FILE)).unwrap();
         assert_eq!(text.lines().count(), 2, "{text}");
+    }
+
+    #[test]
+    fn a_ledger_replaced_by_a_symlink_is_refused_and_its_target_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, "not the ledger\n").unwrap();
+        let git_dir = dir.path().join("git");
+        std::fs::create_dir(&git_dir).unwrap();
+        std::os::unix::fs::symlink(&outside, git_dir.join(LEDGER_FILE)).unwrap();
+        let ledger = Ledger::new(&git_dir);
+        let err = ledger.record(id(1), id(2), "save").unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+        assert!(ledger.contains(id(2)).is_err());
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "not the ledger\n"
+        );
+    }
+
+    #[test]
+    fn a_ledger_holding_garbage_is_an_error_and_a_line_cut_short_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LEDGER_FILE);
+        std::fs::write(&path, format!("{} {} save\nrm -rf /\n", id(1), id(2))).unwrap();
+        let err = Ledger::new(dir.path()).contains(id(2)).unwrap_err();
+        assert!(err.to_string().contains("never writes"), "{err}");
+        std::fs::write(
+            &path,
+            format!("{} {} save\n{} {}", id(1), id(2), id(2), id(3)),
+        )
+        .unwrap();
+        let ledger = Ledger::new(dir.path());
+        assert!(ledger.contains(id(2)).unwrap());
+        assert!(
+            !ledger.contains(id(3)).unwrap(),
+            "not fsynced, so never uploaded"
+        );
+        ledger.record(id(2), id(4), "push").unwrap();
+        assert!(ledger.contains(id(4)).unwrap());
+        assert!(!ledger.contains(id(3)).unwrap());
     }
 
     #[test]
@@ -266,7 +368,7 @@ mod tests {
             format!("{} {}\n", id(1), id(9)),
         )
         .unwrap();
-        assert!(Ledger::new(dir.path()).contains(id(9)));
+        assert!(Ledger::new(dir.path()).contains(id(9)).unwrap());
     }
 
     #[test]

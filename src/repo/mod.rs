@@ -14,6 +14,8 @@ pub mod template;
 
 use std::path::Path;
 
+use gix::bstr::BString;
+
 use crate::error::{Error, Result};
 
 /// Open a repository with nothing from user or system configuration (SPEC rule 8).
@@ -21,17 +23,81 @@ use crate::error::{Error, Result};
 /// # Errors
 /// [`Error::Internal`] when the git dir cannot be opened.
 pub fn open(git_dir: &Path) -> Result<gix::Repository> {
+    open_with(git_dir, std::iter::empty::<BString>())
+}
+
+/// The repository configuration nothing of which may run or redirect (SPEC rule 8): `[include]`
+/// and `[includeIf]` (not followed anyway: includes are off), every `filter.<driver>` (its
+/// `clean`, `smudge` and `process` commands), and these keys of `[core]`.
+const UNSAFE_SECTIONS: [&str; 3] = ["filter", "include", "includeIf"];
+const UNSAFE_CORE_KEYS: [&str; 4] = ["fsmonitor", "hooksPath", "worktree", "sshCommand"];
+
+/// [`open`] with `overrides` (`key=value`) applied on top. The only function in the crate that
+/// opens a repository: every command reads repositories through it.
+///
+/// Nothing of the repository's own config can make this process run a program or work on
+/// another folder, however the config was edited (a baked template's included): user, system
+/// and environment config are not read, includes are not followed, filter drivers and
+/// `core.fsmonitor`, `core.hooksPath`, `core.sshCommand` are removed from the configuration this
+/// process sees, and the work tree is always the git dir's parent, whatever `core.worktree` says.
+/// Hooks never run: gix runs none, and git-session runs only its own pre-push check, from git.
+///
+/// # Errors
+/// [`Error::Internal`] when the git dir cannot be opened.
+pub fn open_with<I, S>(git_dir: &Path, overrides: I) -> Result<gix::Repository>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<BString>,
+{
     // Restore runs as root on trees it hands to their owner (rule 9): gix then opens them with
     // reduced trust (their config cannot make it run anything), which also caps every object at
     // 16 MiB. The cap is lifted; the sizes of what was received are bounded by `PackLimits`.
-    let options = gix::open::Options::isolated()
-        .config_overrides(["gitoxide.objects.allocLimitIfReducedTrust=0"]);
-    gix::open_opts(git_dir, options).map_err(|e| {
+    // The index's checksum is always verified (`index.skipHash` in the repository's config would
+    // turn that off), and every object is the one its id names (no `refs/replace/`).
+    let mut all: Vec<BString> = vec![
+        "gitoxide.objects.allocLimitIfReducedTrust=0".into(),
+        "index.skipHash=false".into(),
+        "core.useReplaceRefs=false".into(),
+    ];
+    all.extend(overrides.into_iter().map(Into::into));
+    let options = gix::open::Options::isolated().config_overrides(all);
+    let failed = |e: &(dyn std::error::Error + 'static)| {
         Error::internal(
             format!("opening {}", git_dir.display()),
-            crate::error::chain(&e),
+            crate::error::chain(e),
         )
-    })
+    };
+    let mut repo = gix::open_opts(git_dir, options).map_err(|e| failed(&e))?;
+    if repo.workdir().is_some()
+        && let Some(parent) = git_dir.parent()
+    {
+        // `core.worktree` chose the work tree at open: this tree's own folder instead.
+        repo.set_workdir(parent.to_path_buf())
+            .map_err(|e| failed(&e))?;
+    }
+    let mut config = repo.config_snapshot_mut();
+    let mut unsafe_sections = Vec::new();
+    for name in UNSAFE_SECTIONS {
+        if let Some(sections) = config.sections_and_ids_by_name(name) {
+            unsafe_sections.extend(sections.map(|(_, id)| id));
+        }
+    }
+    for id in unsafe_sections {
+        config.remove_section_by_id(id);
+    }
+    let cores: Vec<_> = config
+        .sections_and_ids_by_name("core")
+        .map(|sections| sections.map(|(_, id)| id).collect())
+        .unwrap_or_default();
+    for id in cores {
+        if let Some(mut section) = config.section_mut_by_id(id) {
+            for key in UNSAFE_CORE_KEYS {
+                while section.remove(key).is_some() {}
+            }
+        }
+    }
+    config.commit().map_err(|e| failed(&e))?;
+    Ok(repo)
 }
 
 /// Whether `descendant` is `ancestor` or has it in its history, walking parents through the local

@@ -81,6 +81,65 @@ pub fn ensure(git_dir: &Path) -> Result<Vec<String>> {
     ensure_in(git_dir, false)
 }
 
+/// Remove from a baked template's git dir everything but git-session's own check that git could
+/// run later: every other hook (a template built after the bake may have added some) and the
+/// work tree's `config.worktree` (a `core.hooksPath` there would be chained), so that nothing of
+/// the template runs (SPEC rule 8) and a boot leaves what a restore seeded from a cache leaves.
+/// A `hooks` that is not a real folder (a symlink) is removed itself, never followed. Returns a
+/// warning naming what was removed.
+///
+/// # Errors
+/// [`Error::LocalIo`] when something cannot be removed.
+pub fn remove_template_hooks(git_dir: &Path) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    let remove = |path: &Path, dir: bool| {
+        if dir {
+            std::fs::remove_dir_all(path)
+        } else {
+            std::fs::remove_file(path)
+        }
+        .map_err(|e| Error::io(format!("removing {}", path.display()), e))
+    };
+    let worktree_config = git_dir.join("config.worktree");
+    if let Ok(meta) = std::fs::symlink_metadata(&worktree_config) {
+        remove(&worktree_config, meta.is_dir())?;
+        removed.push("config.worktree".to_owned());
+    }
+    let hooks = git_dir.join("hooks");
+    match std::fs::symlink_metadata(&hooks) {
+        Ok(meta) if meta.is_dir() => {
+            let entries = std::fs::read_dir(&hooks)
+                .map_err(|e| Error::io(format!("listing {}", hooks.display()), e))?;
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let meta = std::fs::symlink_metadata(&path)
+                    .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+                let ours = entry.file_name() == "pre-push"
+                    && meta.is_file()
+                    && std::fs::read(&path).is_ok_and(|text| text.find(MARKER).is_some());
+                if !ours {
+                    remove(&path, meta.is_dir())?;
+                    removed.push(format!("hooks/{}", entry.file_name().to_string_lossy()));
+                }
+            }
+        }
+        Ok(_) => {
+            remove(&hooks, false)?;
+            removed.push("hooks".to_owned());
+        }
+        Err(_) => {}
+    }
+    if removed.is_empty() {
+        return Ok(Vec::new());
+    }
+    removed.sort();
+    Ok(vec![format!(
+        "the template's git dir held {} (added after the bake): removed, as nothing of a template \
+         runs; git-session's own pre-push check is the only hook",
+        removed.join(", ")
+    )])
+}
+
 /// The hooks run from git's own default place, `$GIT_DIR/hooks`: no `core.hooksPath` is set, so
 /// the check follows the tree when it is moved, covers linked work trees (they run the common
 /// dir's hooks), and lets hook managers that refuse a set `core.hooksPath` (pre-commit) install.

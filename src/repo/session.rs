@@ -102,8 +102,10 @@ impl SessionRecord {
     /// [`Error::Usage`] for a record version other than 1 (a newer git-session wrote it).
     pub fn read(git_dir: &Path) -> Result<Option<Self>> {
         let path = Self::path(git_dir);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
+        let fix = "restore the session again into a new folder (this tree's files are left as \
+                   they are; copy your changes over)";
+        match crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, fix)? {
+            Some(bytes) => {
                 let malformed = |e: serde_json::Error| {
                     Error::Internal(format!(
                         "the session record {} is malformed ({e}): restore the session again into \
@@ -128,8 +130,7 @@ impl SessionRecord {
                 }
                 serde_json::from_value(value).map(Some).map_err(malformed)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+            None => Ok(None),
         }
     }
 

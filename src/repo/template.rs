@@ -44,8 +44,9 @@ impl TemplateRecord {
     /// other than 1; [`Error::LocalIo`] when it cannot be read.
     pub fn read(git_dir: &Path) -> Result<Option<Self>> {
         let path = Self::path(git_dir);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
+        let fix = "bake the template again";
+        match crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, fix)? {
+            Some(bytes) => {
                 let record: Self = serde_json::from_slice(&bytes).map_err(|e| {
                     Error::Internal(format!(
                         "the template record {} is malformed ({e}): bake the template again",
@@ -63,8 +64,7 @@ impl TemplateRecord {
                 }
                 Ok(Some(record))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+            None => Ok(None),
         }
     }
 

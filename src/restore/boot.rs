@@ -76,12 +76,13 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     // computes the pack.
     let survey = std::thread::spawn({
         let (workdir, git_dir) = (opts.dir.clone(), git_dir.clone());
-        move || Survey::of(&workdir, &git_dir)
+        let base = template.base;
+        move || Survey::of(&workdir, &git_dir, base)
     });
     let http = Http::new()?;
     let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
     let (lease, mut warnings, shallow) =
-        fetch_difference(opts, template, &git_dir, &http, read, &caps)?;
+        fetch_checked(opts, template, &git_dir, &http, read, &caps)?;
     crate::failpoint::hit("after-fetch");
 
     let repo = crate::repo::open(&git_dir)?;
@@ -119,6 +120,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         format!("ref: {}\n", opts.branch.full_ref()).as_bytes(),
     )?;
     layout::write_config(&git_dir, &origin)?;
+    warnings.extend(crate::repo::prepush::remove_template_hooks(&git_dir)?);
     crate::repo::prepush::install(&git_dir)?;
     crate::failpoint::hit("before-record");
     let record = SessionRecord::of_git_restore(
@@ -146,7 +148,8 @@ fn begin(opts: &RestoreOptions, git_dir: &Path) -> Result<BootIntent> {
         tip: opts.tip,
         writing: Vec::new(),
     };
-    if let Ok(bytes) = std::fs::read(&path)
+    // An intent that cannot be read or parsed is no boot's (fresh start): it is replaced below.
+    if let Ok(Some(bytes)) = crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, "")
         && let Ok(earlier) = serde_json::from_slice::<BootIntent>(&bytes)
     {
         if earlier.branch == intent.branch && earlier.tip == intent.tip {
@@ -174,18 +177,77 @@ fn begin(opts: &RestoreOptions, git_dir: &Path) -> Result<BootIntent> {
     Ok(intent)
 }
 
-/// Step 2: the lease (ls-refs) and the objects between the base and `TIP_SHA`, beside each other;
-/// returns the lease, warnings, and the shallow commits afterwards.
-fn fetch_difference(
+/// What the fetch leaves: the lease, warnings, and the shallow commits afterwards.
+type Fetched = (FullSha, Vec<String>, Vec<gix::ObjectId>);
+
+/// Step 2, on the template's packs once they are checked ([`super::verify`]): the cheap checks
+/// before the fetch, the checksum of every byte beside it. Packs that fail are removed and the
+/// whole commit is fetched instead, with a warning naming why — never a failed boot.
+fn fetch_checked(
     opts: &RestoreOptions,
     template: &TemplateRecord,
     git_dir: &Path,
     http: &Http,
     read: &crate::wire::http::UrlSource,
     caps: &fetch::Capabilities,
-) -> Result<(FullSha, Vec<String>, Vec<gix::ObjectId>)> {
+) -> Result<Fetched> {
+    let pack_dir = git_dir.join("objects/pack");
+    let packs = super::verify::list(&pack_dir);
+    let mut damaged = super::verify::quick(&packs).err();
+    if damaged.is_some() {
+        super::verify::set_aside(&packs)?;
+    }
+    let full = {
+        let packs = if damaged.is_some() { Vec::new() } else { packs };
+        std::thread::spawn(move || super::verify::full(&packs))
+    };
+    let first = fetch_difference(
+        opts,
+        template,
+        git_dir,
+        (http, read, caps),
+        damaged.is_none(),
+    );
+    let checked = full
+        .join()
+        .unwrap_or_else(|_| Err("the check of the template's packs panicked".into()));
+    let (lease, mut warnings, shallow) = match (first, checked) {
+        (Ok(fetched), Ok(())) => fetched,
+        (Err(e), Ok(())) => return Err(e),
+        (_, Err(why)) => {
+            // The thin pack was completed from damaged objects: it goes too.
+            super::verify::set_aside(&super::verify::list(&pack_dir))?;
+            damaged = Some(why);
+            fetch_difference(opts, template, git_dir, (http, read, caps), false)?
+        }
+    };
+    if let Some(why) = damaged {
+        warnings.insert(
+            0,
+            format!(
+                "{why}: the template's objects were not used, the whole commit was fetched \
+                 instead (bake the template again)"
+            ),
+        );
+    }
+    Ok((lease, warnings, shallow))
+}
+
+/// The lease (ls-refs) and the objects between the base and `TIP_SHA`, beside each other; with
+/// `use_base` false (the template's objects are gone) the whole commit.
+fn fetch_difference(
+    opts: &RestoreOptions,
+    template: &TemplateRecord,
+    git_dir: &Path,
+    (http, read, caps): (&Http, &crate::wire::http::UrlSource, &fetch::Capabilities),
+    use_base: bool,
+) -> Result<Fetched> {
     let repo = crate::repo::open(git_dir)?;
-    let mut shallow = read_shallow(git_dir)?;
+    let mut shallow = if use_base {
+        read_shallow(git_dir)?
+    } else {
+        Vec::new()
+    };
     let have_tip = gix::objs::Exists::exists(&repo.objects, &opts.tip.id());
     let interrupt = AtomicBool::new(false);
     let pack_dir = git_dir.join("objects/pack");
@@ -200,6 +262,11 @@ fn fetch_difference(
         let fetched = if have_tip {
             tracing::info!("{} is here already (an earlier boot fetched it)", opts.tip);
             Ok(None)
+        } else if !use_base {
+            http.with_retries(read, "fetching the commit", |url| {
+                fetch::fetch_pack(http, url, caps, want(opts, &pack_dir, None), &interrupt)
+            })
+            .map(Some)
         } else {
             let haves = [template.base.id()];
             let base = fetch::Base {
@@ -312,7 +379,8 @@ fn already_here(pack: &Path, before: &[gix::odb::pack::index::File]) -> Result<u
 /// Whether every parent of `commit` is in the repository (else it is a shallow commit).
 fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bool> {
     let mut buf = Vec::new();
-    let data = gix::objs::Find::try_find(&repo.objects, &commit.id(), &mut buf)
+    let objects = super::verify::Verified(&repo.objects);
+    let data = gix::objs::Find::try_find(&objects, &commit.id(), &mut buf)
         .map_err(|e| Error::internal(format!("reading {commit}"), e))?
         .ok_or_else(|| Error::Integrity(format!("the remote's pack does not contain {commit}")))?;
     let parents: Vec<_> = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
@@ -379,20 +447,25 @@ fn switch(
     template: &TemplateRecord,
     repo: &gix::Repository,
     mut intent: BootIntent,
-    survey: Survey,
+    mut survey: Survey,
 ) -> Result<Switched> {
     let started = std::time::Instant::now();
     let ms = || started.elapsed().as_millis();
-    let tip_tree = super::git::verify_commit(&repo.objects, opts.tip)?;
-    let mut index = checkout::index_from_tree(repo, &repo.objects, tip_tree)?;
+    // Every object read from the template's packs is checked against its id.
+    let objects = super::verify::Verified(&repo.objects);
+    let tip_tree = super::git::verify_commit(&objects, opts.tip)?;
+    let mut index = checkout::index_from_tree(repo, &objects, tip_tree)?;
     tracing::debug!("switch: the index of {} built after {} ms", opts.tip, ms());
     checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
-    let old = repo
+    let on_disk = repo
         .index_or_empty()
         .map_err(|e| Error::internal("reading the template's index", crate::error::chain(&e)))?;
+    // The template's index counts only when it holds exactly the base's tree (see `Survey`).
+    let base_index = survey.base_index.take();
+    let old: &gix::index::File = base_index.as_ref().unwrap_or(&on_disk);
     let cut_short: std::collections::HashSet<&str> =
         intent.writing.iter().map(String::as_str).collect();
-    let mut moves = plan_moves(opts, repo, &index, &old, &cut_short, survey)?;
+    let mut moves = plan_moves(opts, repo, &index, old, &cut_short, survey)?;
     tracing::debug!(
         "switch: {} to write, {} to remove, {} kept, planned after {} ms",
         moves.to_write.len(),
@@ -434,7 +507,7 @@ fn switch(
     checkout::write_index(&mut index)?;
     tracing::debug!("switch: the index written after {} ms", ms());
     moves.kept.sort();
-    let warnings = moves
+    let mut warnings: Vec<String> = moves
         .kept
         .iter()
         .map(|p| {
@@ -445,6 +518,14 @@ fn switch(
             )
         })
         .collect();
+    if base_index.is_some() {
+        warnings.push(format!(
+            "the template's index {} does not hold the tree of its base {} (changed after the \
+             bake): not used, every file was compared by content",
+            repo.index_path().display(),
+            template.base
+        ));
+    }
     Ok(Switched {
         files: moves.to_write.len() + moves.to_remove.len(),
         warnings,
@@ -684,7 +765,7 @@ fn write_files(
     let outcome = gix::worktree::state::checkout(
         &mut part,
         workdir,
-        repo.objects.clone(),
+        super::verify::Verified(repo.objects.clone()),
         &gix::progress::Discard,
         &gix::progress::Discard,
         &interrupt,
@@ -803,11 +884,14 @@ fn write_in_place_part(
             }
         };
         let mut file = file;
-        let blob = gix::objs::Find::try_find(&repo.objects, &entry.id, &mut buf)
-            .map_err(|e| Error::internal(format!("reading {}", entry.id), e))?
-            .ok_or_else(|| Error::Integrity(format!("blob {} of '{path}' is missing", entry.id)))?
-            .data
-            .to_vec();
+        let blob =
+            gix::objs::Find::try_find(&super::verify::Verified(&repo.objects), &entry.id, &mut buf)
+                .map_err(|e| Error::internal(format!("reading {}", entry.id), e))?
+                .ok_or_else(|| {
+                    Error::Integrity(format!("blob {} of '{path}' is missing", entry.id))
+                })?
+                .data
+                .to_vec();
         let data = form.convert(blob, path)?;
         let io = |e| Error::io(format!("writing {}", full.display()), e);
         std::io::Write::write_all(&mut file, &data).map_err(io)?;

@@ -1,16 +1,14 @@
 //! `restore --cache DIR` (`GIT_SESSION_CACHE`): a restore into an empty folder seeded from a
-//! baked template elsewhere (DIR, or its `.git`). The template's packs (checked against their
-//! own checksums) and its `shallow` file are copied into a new git dir in the target, marked as a
+//! baked template elsewhere (DIR, or its `.git`). The template's packs and its `shallow` file are copied into a new git dir in the target, marked as a
 //! template with no files; the boot ([`super::boot`]) then fetches only what changed since the
 //! template's base and writes every file.
 //!
-//! The restored repository never depends on DIR: its packs are copied, or hard-linked only when
-//! they already belong to the target's owner (a hard link cannot be handed to another user,
-//! SPEC rule 9). Nothing about the cache fails a restore: an unreadable, corrupt or foreign cache
-//! is named in a warning and the restore fetches everything.
+//! The restored repository never depends on DIR: its packs are copied by indexing them afresh
+//! (every object's id computed from its bytes, the trailer checked), never linked, and the
+//! cache's own indexes are not read. Nothing about the cache fails a restore: an unreadable,
+//! corrupt or foreign cache is named in a warning and the restore fetches everything.
 
-use std::os::unix::fs::MetadataExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{RestoreOptions, STAGING_DIR};
 use crate::repo::template::TemplateRecord;
@@ -57,18 +55,9 @@ fn fill(
             .map_err(|e| format!("removing the stale {}: {e}", staging.display()))?;
     }
     crate::repo::layout::init_template(staging, template.base).map_err(|e| e.to_string())?;
-    let owner = std::fs::metadata(&opts.dir)
-        .map_err(|e| format!("reading {}: {e}", opts.dir.display()))?
-        .uid();
-    let packs = verified_packs(&cache_git.join("objects/pack"))?;
-    if packs.is_empty() {
+    let packs = reindexed_packs(opts, &cache_git.join("objects/pack"), staging)?;
+    if packs == 0 {
         return Err(format!("{} holds no packs", cache_git.display()));
-    }
-    for (pack, index) in packs {
-        for from in [pack, index] {
-            let name = from.file_name().expect("a file in a folder");
-            place(&from, &staging.join("objects/pack").join(name), owner)?;
-        }
     }
     let shallow = cache_git.join("shallow");
     if shallow.exists() {
@@ -83,44 +72,41 @@ fn fill(
     Ok(())
 }
 
-/// The `(pack, index)` pairs in `pack_dir`, each checked against its own trailing checksum and
-/// the index against its pack, so a damaged cache is refused before anything of it is used.
-fn verified_packs(pack_dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>, String> {
+/// Copy every pack of `pack_dir` into the staging git dir by indexing it afresh, as git's
+/// `index-pack` would: its trailer is checked and every object's id is computed from its bytes,
+/// so a damaged pack (cut short, a byte changed) or a changed index (an id naming another
+/// object's offset, its checksum recomputed) cannot reach the checkout: the cache's own indexes
+/// are never read. Returns how many packs were copied.
+fn reindexed_packs(
+    opts: &RestoreOptions,
+    pack_dir: &Path,
+    staging: &Path,
+) -> Result<usize, String> {
     let entries =
         std::fs::read_dir(pack_dir).map_err(|e| format!("reading {}: {e}", pack_dir.display()))?;
-    let mut out = Vec::new();
     let interrupt = std::sync::atomic::AtomicBool::new(false);
+    let into = staging.join("objects/pack");
+    let mut count = 0;
     for entry in entries.flatten() {
         let pack = entry.path();
-        if pack.extension().is_none_or(|x| x != "pack") {
+        if pack.extension().is_none_or(|x| x != "pack")
+            || entry.file_name().as_encoded_bytes().starts_with(b"tmp_")
+        {
             continue;
         }
-        let index = pack.with_extension("idx");
-        let damaged = |what: &str| format!("{} is damaged ({what})", pack.display());
-        let data = gix::odb::pack::data::File::at(&pack, gix::hash::Kind::Sha1)
-            .map_err(|e| damaged(&crate::error::chain(&e)))?;
-        let idx = gix::odb::pack::index::File::at(&index, gix::hash::Kind::Sha1)
-            .map_err(|e| damaged(&crate::error::chain(&e)))?;
-        data.verify_checksum(&mut gix::progress::Discard, &interrupt)
-            .map_err(|e| damaged(&crate::error::chain(&e)))?;
-        idx.verify_checksum(&mut gix::progress::Discard, &interrupt)
-            .map_err(|e| damaged(&crate::error::chain(&e)))?;
-        if idx.pack_checksum() != data.checksum() {
-            return Err(damaged("its index belongs to another pack"));
-        }
-        out.push((pack, index));
+        let file =
+            std::fs::File::open(&pack).map_err(|e| format!("reading {}: {e}", pack.display()))?;
+        let mut input = std::io::BufReader::with_capacity(256 << 10, file);
+        crate::pack::receive(&mut input, &into, None, opts.limits, &interrupt, None).map_err(
+            |e| match e {
+                crate::pack::ReceiveError::Local(e) => e.to_string(),
+                crate::pack::ReceiveError::TooLarge(why)
+                | crate::pack::ReceiveError::Corrupt(why) => {
+                    format!("{} is damaged ({why})", pack.display())
+                }
+            },
+        )?;
+        count += 1;
     }
-    Ok(out)
-}
-
-/// Hard-link `from` to `to` when it already belongs to `owner` (falling back to a copy, e.g.
-/// across file systems), else copy it.
-fn place(from: &Path, to: &Path, owner: u32) -> Result<(), String> {
-    let same_owner = std::fs::metadata(from).is_ok_and(|m| m.uid() == owner);
-    if same_owner && std::fs::hard_link(from, to).is_ok() {
-        return Ok(());
-    }
-    std::fs::copy(from, to)
-        .map(|_| ())
-        .map_err(|e| format!("copying {}: {e}", from.display()))
+    Ok(count)
 }

@@ -18,6 +18,7 @@ pub mod checkout;
 mod early;
 mod git;
 mod probe;
+mod verify;
 
 use std::path::{Path, PathBuf};
 
@@ -144,7 +145,7 @@ fn inspect(dir: &Path) -> Result<Target> {
         );
     }
     let intent_path = dir.join(STAGING_DIR).join(INTENT_FILE);
-    if let Ok(bytes) = std::fs::read(&intent_path)
+    if let Ok(Some(bytes)) = crate::fs::state::read(&intent_path, crate::fs::state::RECORD_CAP, "")
         && let Ok(intent) = serde_json::from_slice::<Intent>(&bytes)
     {
         return Ok(Target::Interrupted(intent));
@@ -499,6 +500,13 @@ fn begin_staging(opts: &RestoreOptions, plan: &Plan) -> Result<PathBuf> {
     Ok(staging)
 }
 
+/// The staging folder's intent, written by this run.
+fn read_intent(path: &Path) -> Result<Vec<u8>> {
+    let fix = "remove the folder and restore again";
+    crate::fs::state::read(path, crate::fs::state::RECORD_CAP, fix)?
+        .ok_or_else(|| Error::Internal(format!("{} is gone: {fix}", path.display())))
+}
+
 /// Record in the staging folder's intent that the checkout began now (before the transfer ended:
 /// the early checkout), so a rerun after a kill knows files cut short since as this run's own.
 ///
@@ -506,8 +514,7 @@ fn begin_staging(opts: &RestoreOptions, plan: &Plan) -> Result<PathBuf> {
 /// [`Error::Internal`] / [`Error::LocalIo`] when the intent cannot be rewritten.
 fn note_checkout_began(staging: &Path) -> Result<()> {
     let path = staging.join(INTENT_FILE);
-    let bytes =
-        std::fs::read(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let bytes = read_intent(&path)?;
     let mut intent: Intent =
         serde_json::from_slice(&bytes).map_err(|e| Error::internal("reading the intent", e))?;
     let now = std::time::SystemTime::now()
@@ -527,8 +534,7 @@ fn note_checkout_began(staging: &Path) -> Result<()> {
 /// [`Error::Internal`] when the intent cannot be rewritten.
 fn note_big_file(staging: &Path, rel: &Path) -> Result<()> {
     let path = staging.join(INTENT_FILE);
-    let bytes =
-        std::fs::read(&path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let bytes = read_intent(&path)?;
     let mut intent: Intent =
         serde_json::from_slice(&bytes).map_err(|e| Error::internal("reading the intent", e))?;
     if intent.checkout_began_ms.is_none() {

@@ -161,8 +161,8 @@ impl<'repo> Probe<'repo> {
         ];
         for (id, mode, is_tip) in candidates.into_iter().flatten() {
             let mut buf = Vec::new();
-            let Ok(Some(blob)) = gix::objs::Find::try_find(&self.repo.objects, &id, &mut buf)
-            else {
+            let objects = super::verify::Verified(&self.repo.objects);
+            let Ok(Some(blob)) = gix::objs::Find::try_find(&objects, &id, &mut buf) else {
                 continue;
             };
             let blob = blob.data.to_vec();
@@ -223,19 +223,26 @@ fn look(workdir: &Path, rel: &Path, folders: &Folders) -> std::io::Result<Seen> 
 pub(super) struct Survey {
     seen: HashMap<BString, Seen>,
     folders: Folders,
+    /// The index of the base's tree, when the template's index (written earlier, by the bake)
+    /// does not hold exactly that tree: its ids, modes and stat data are not to be trusted.
+    pub(super) base_index: Option<gix::index::File>,
 }
 
 impl Survey {
-    /// Read what `workdir` holds at every path of the index in `git_dir`; an empty survey when
-    /// the index cannot be read (the switch reads it again and reports why).
-    pub(super) fn of(workdir: &Path, git_dir: &Path) -> Survey {
+    /// Read what `workdir` holds at every path of the index in `git_dir`, and check that index
+    /// against the tree of `base`; an empty survey when the index cannot be read (the switch
+    /// reads it again and reports why).
+    pub(super) fn of(workdir: &Path, git_dir: &Path, base: crate::types::FullSha) -> Survey {
         let Ok(repo) = crate::repo::open(git_dir) else {
             return Survey::default();
         };
         let Ok(index) = repo.index_or_empty() else {
             return Survey::default();
         };
-        let mut survey = Survey::default();
+        let mut survey = Survey {
+            base_index: base_index_unless_same(&repo, &index, base),
+            ..Survey::default()
+        };
         for entry in index.entries() {
             let path = entry.path(&index);
             if let Ok(seen) = look(workdir, &path.to_path_lossy(), &survey.folders) {
@@ -244,4 +251,27 @@ impl Survey {
         }
         survey
     }
+}
+
+/// The index of `base`'s tree (its objects checked against their ids), unless `index` holds
+/// exactly its paths, ids and modes or is empty (an empty index claims nothing: every file is
+/// then compared by content); `None` too when the base cannot be read (its packs are damaged:
+/// the boot fetches the whole commit, and the index is all there is).
+fn base_index_unless_same(
+    repo: &gix::Repository,
+    index: &gix::index::File,
+    base: crate::types::FullSha,
+) -> Option<gix::index::File> {
+    if index.entries().is_empty() {
+        // No index (a template seeded from a cache): nothing of it is trusted anyway.
+        return None;
+    }
+    let objects = super::verify::Verified(&repo.objects);
+    let tree = super::git::verify_commit(&objects, base).ok()?;
+    let ours = checkout::index_from_tree(repo, &objects, tree).ok()?;
+    let same = index.entries().len() == ours.entries().len()
+        && index.entries().iter().zip(ours.entries()).all(|(a, b)| {
+            a.id == b.id && a.mode == b.mode && a.stage_raw() == 0 && a.path(index) == b.path(&ours)
+        });
+    (!same).then_some(ours)
 }

@@ -190,10 +190,11 @@ fn open_record(git_dir: &Path) -> Result<File> {
 
 /// With the record's `flock` held (so whoever wrote it is gone): remove the `index.lock` it names,
 /// and the files a killed save was making.
-fn remove_what_a_killed_save_left(git_dir: &Path, lock: &Path, mut record: &File) {
+fn remove_what_a_killed_save_left(git_dir: &Path, lock: &Path, record: &File) {
     use std::io::Read as _;
     let mut text = String::new();
-    let _ = record.read_to_string(&mut text);
+    // Bounded: the record is a few short lines of ours.
+    let _ = record.take(crate::fs::state::RECORD_CAP).read_to_string(&mut text);
     let mut lines = text.lines();
     let recorded = lines
         .next()

@@ -231,8 +231,8 @@ fn hashed_stats(
         .collect()
 }
 
-/// Open the repository with nothing but its own config (SPEC rule 8), `core.excludesFile` set to
-/// the resolved user value, and every `filter.<driver>` section removed so no clean filter runs.
+/// Open the repository as every command does ([`crate::repo::open_with`]: nothing of its config
+/// runs, no filter driver among it), `core.excludesFile` set to the resolved user value.
 fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository> {
     let mut overrides: Vec<BString> = Vec::new();
     if let Some(path) = excludes_file {
@@ -240,28 +240,7 @@ fn open(git_dir: &Path, excludes_file: Option<&Path>) -> Result<gix::Repository>
         value.extend_from_slice(path.as_os_str().as_encoded_bytes());
         overrides.push(value);
     }
-    let mut repo = gix::open_opts(
-        git_dir,
-        gix::open::Options::isolated().config_overrides(overrides),
-    )
-    .map_err(|e| {
-        fail(
-            format!("opening the repository at {}", git_dir.display()),
-            e,
-        )
-    })?;
-    let mut config = repo.config_snapshot_mut();
-    let drivers: Vec<_> = config
-        .sections_and_ids_by_name("filter")
-        .map(|sections| sections.map(|(_, id)| id).collect())
-        .unwrap_or_default();
-    for id in drivers {
-        config.remove_section_by_id(id);
-    }
-    config
-        .commit()
-        .map_err(|e| fail("preparing the repository configuration", e))?;
-    Ok(repo)
+    crate::repo::open_with(git_dir, overrides)
 }
 
 /// How to get `HEAD` back onto the session branch: `git switch`, and when `HEAD` holds commits the

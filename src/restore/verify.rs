@@ -1,0 +1,148 @@
+//! The packs a baked template holds, checked before the boot uses them: they were written
+//! earlier, and the template image may have been cut short or changed since (SPEC, `bake`: a cache
+//! that cannot help falls back to a full fetch with a warning, never a failed boot).
+//!
+//! Two steps, so that the boot's hot path pays only for the cheap one: [`quick`] before the fetch
+//! (every pack has its index, the index's own checksum holds, the pack's header counts the
+//! index's objects, its trailer is the checksum the index names and every offset lies inside it:
+//! a truncated or swapped pack fails here); [`full`] in a thread while the server computes the
+//! pack (the pack's checksum over all its bytes: a flipped byte fails here). Objects read from a
+//! pack that passed both are the bytes the bake wrote; their ids are checked as git's own reads do.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use gix::odb::pack as gix_pack;
+
+/// The packs in `pack_dir` (`.pack` paths; none when it cannot be listed), but the temporary
+/// files of a fetch.
+pub(super) fn list(pack_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(pack_dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| !e.file_name().as_encoded_bytes().starts_with(b"tmp_"))
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+        .collect()
+}
+
+/// The cheap checks of every pack of `packs` and its index.
+///
+/// # Errors
+/// A sentence naming the damaged file and what is wrong with it.
+pub(super) fn quick(packs: &[PathBuf]) -> Result<(), String> {
+    packs.iter().try_for_each(|p| check_pair(p))
+}
+
+/// The cheap checks of one pack and its index.
+fn check_pair(pack: &Path) -> Result<(), String> {
+    let damaged = |what: String| format!("{} is damaged ({what})", pack.display());
+    let chain = |e: &(dyn std::error::Error + 'static)| crate::error::chain(e);
+    let index = pack.with_extension("idx");
+    let idx = gix_pack::index::File::at(&index, gix::hash::Kind::Sha1)
+        .map_err(|e| damaged(format!("its index: {}", chain(&e))))?;
+    let interrupt = AtomicBool::new(false);
+    idx.verify_checksum(&mut gix::progress::Discard, &interrupt)
+        .map_err(|e| damaged(format!("its index: {}", chain(&e))))?;
+    let data =
+        gix_pack::data::File::at(pack, gix::hash::Kind::Sha1).map_err(|e| damaged(chain(&e)))?;
+    if data.num_objects() != idx.num_objects() {
+        return Err(damaged(format!(
+            "it counts {} objects, its index {}",
+            data.num_objects(),
+            idx.num_objects()
+        )));
+    }
+    if data.checksum() != idx.pack_checksum() {
+        return Err(damaged(
+            "cut short or replaced: its trailer is not the checksum its index names".into(),
+        ));
+    }
+    let end = data.data_len().saturating_sub(20) as u64;
+    if let Some(bad) = idx
+        .iter()
+        .map(|e| e.pack_offset)
+        .find(|&o| o < 12 || o >= end)
+    {
+        return Err(damaged(format!("its index names offset {bad}, outside it")));
+    }
+    Ok(())
+}
+
+/// The checksum of every pack in `packs` over all its bytes.
+///
+/// # Errors
+/// A sentence naming the first damaged pack.
+pub(super) fn full(packs: &[PathBuf]) -> Result<(), String> {
+    let interrupt = AtomicBool::new(false);
+    for pack in packs {
+        let damaged = |e: &(dyn std::error::Error + 'static)| {
+            format!("{} is damaged ({})", pack.display(), crate::error::chain(e))
+        };
+        let data =
+            gix_pack::data::File::at(pack, gix::hash::Kind::Sha1).map_err(|e| damaged(&e))?;
+        data.verify_checksum(&mut gix::progress::Discard, &interrupt)
+            .map_err(|e| damaged(&e))?;
+    }
+    Ok(())
+}
+
+/// Remove the packs `packs` (and the files beside each: index, reverse index, bitmap, keep) so
+/// that nothing is read from them; a full fetch replaces what they held.
+///
+/// # Errors
+/// [`crate::Error::LocalIo`] when one cannot be removed.
+pub(super) fn set_aside(packs: &[PathBuf]) -> crate::Result<()> {
+    for pack in packs {
+        for ext in ["idx", "pack", "rev", "bitmap", "keep", "promisor", "mtimes"] {
+            let path = pack.with_extension(ext);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(crate::Error::io(
+                        format!("removing the damaged {}", path.display()),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An object database whose every object is hashed as it is read and refused unless its id is
+/// the one asked for: a pack index written earlier may name the wrong offset for an id (changed
+/// with its checksum recomputed), and no file may then be written from the wrong blob.
+#[derive(Clone)]
+pub(crate) struct Verified<F>(pub(crate) F);
+
+impl<F: gix::objs::Find> gix::objs::Find for Verified<F> {
+    fn try_find<'a>(
+        &self,
+        id: &gix::oid,
+        buffer: &'a mut Vec<u8>,
+    ) -> gix::Result<Option<gix::objs::Data<'a>>> {
+        let Some(data) = self.0.try_find(id, buffer)? else {
+            return Ok(None);
+        };
+        let actual = gix::objs::compute_hash(gix::hash::Kind::Sha1, data.kind, data.data)?;
+        if actual != id {
+            use gix::error::ErrorExt as _;
+            return Err(std::io::Error::other(format!(
+                "the object read as {id} is {actual}: the pack index that names it was changed \
+                 (bake the template again)"
+            ))
+            .raise());
+        }
+        Ok(Some(data))
+    }
+}
+
+impl<F: gix::objs::Exists> gix::objs::Exists for Verified<F> {
+    fn exists(&self, id: &gix::oid) -> bool {
+        self.0.exists(id)
+    }
+}
