@@ -24,16 +24,19 @@ pub fn protections() -> gix::validate::path::component::Options {
     }
 }
 
-/// Build the index of `repo` for `tree`, read from `objects`, refusing unsafe entry names.
+/// Build the index of `repo` for `tree`, read from `objects`, refusing unsafe entry names, and
+/// first a tree that [`measure_tree`] refuses (two entries of one name, too many entries).
 ///
 /// # Errors
 /// [`Error::Integrity`] (exit 6) for an entry named `.git` in any spelling, `..`, or holding `/`,
-/// or a tree that cannot be read.
+/// a tree that cannot be read, and those of [`measure_tree`].
 pub fn index_from_tree(
     repo: &gix::Repository,
     objects: &impl gix::objs::Find,
     tree: gix::ObjectId,
+    max_entries: u64,
 ) -> Result<gix::index::File> {
+    measure_tree(objects, tree, max_entries)?;
     let state = gix::index::State::from_tree(&tree, objects, protections()).map_err(|e| {
         Error::Integrity(format!(
             "the commit's tree holds an unsafe or unreadable entry, nothing was written: {}",
@@ -41,6 +44,191 @@ pub fn index_from_tree(
         ))
     })?;
     Ok(gix::index::File::from_state(state, repo.index_path()))
+}
+
+/// The most folders a commit's tree may nest (git's `core.maxTreeDepth`, 4096 by default).
+pub const MAX_TREE_DEPTH: usize = 4096;
+
+/// The most bytes of paths the index of a commit's tree may hold (each file's full path): the
+/// index holds them all in memory.
+pub const MAX_TREE_PATH_BYTES: u64 = 256 << 20;
+
+/// What a tree holds once expanded: files (every index entry: blobs, symlinks, submodules),
+/// folders, and the bytes of the files' paths relative to it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Expanded {
+    files: u64,
+    folders: u64,
+    path_bytes: u64,
+}
+
+/// A tree being measured: its subtrees (id, name) and how far they are added up.
+struct Frame {
+    id: gix::ObjectId,
+    path: gix::bstr::BString,
+    subtrees: Vec<(gix::ObjectId, gix::bstr::BString)>,
+    next: usize,
+    sum: Expanded,
+}
+
+/// Measure what `tree` expands to before anything that size exists, each distinct tree read once
+/// (a tree that repeats the same subtrees names millions of paths from a pack of a few KiB), in
+/// memory bounded by `max_entries`: refuse a folder holding two entries of one name (file and
+/// file, file and folder, folder and symlink: a checkout could not hold both, and git's fsck
+/// refuses them as `duplicateEntries`), more than `max_entries` files and folders
+/// (`--max-entries`), over [`MAX_TREE_PATH_BYTES`] of paths, or folders nested over
+/// [`MAX_TREE_DEPTH`] deep.
+///
+/// # Errors
+/// [`Error::Integrity`] (exit 6) naming what was refused.
+pub fn measure_tree(
+    objects: &impl gix::objs::Find,
+    tree: gix::ObjectId,
+    max_entries: u64,
+) -> Result<()> {
+    let mut measured: std::collections::HashMap<gix::ObjectId, Expanded> = Default::default();
+    // Entries read from distinct trees: each is expanded at least once, so this many is refused
+    // before the sum is known, and bounds what the frames hold.
+    let mut read = 0u64;
+    let mut buf = Vec::new();
+    let mut stack = vec![read_frame(objects, tree, Default::default(), &mut buf, &mut read)?];
+    loop {
+        let depth = stack.len();
+        let Some(top) = stack.last_mut() else {
+            break;
+        };
+        if read > max_entries {
+            return Err(too_many(max_entries));
+        }
+        let Some((id, name)) = top.subtrees.get(top.next) else {
+            let done = stack.pop().expect("a frame");
+            measured.insert(done.id, done.sum);
+            let Some(parent) = stack.last_mut() else {
+                break;
+            };
+            let name_len = parent.subtrees[parent.next].1.len();
+            add(&mut parent.sum, done.sum, name_len);
+            parent.next += 1;
+            check_sum(&parent.sum, max_entries)?;
+            continue;
+        };
+        if let Some(sum) = measured.get(id).copied() {
+            add(&mut top.sum, sum, name.len());
+            top.next += 1;
+            check_sum(&top.sum, max_entries)?;
+            continue;
+        }
+        if depth >= MAX_TREE_DEPTH {
+            return Err(Error::Integrity(format!(
+                "the commit's tree nests folders over {MAX_TREE_DEPTH} deep (at '{}'): refused, \
+                 nothing was written",
+                top.path
+            )));
+        }
+        let mut path = top.path.clone();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        let frame = read_frame(objects, *id, path, &mut buf, &mut read)?;
+        stack.push(frame);
+    }
+    Ok(())
+}
+
+/// Add a subtree's expansion, named `name_len` bytes, to its parent's.
+fn add(sum: &mut Expanded, sub: Expanded, name_len: usize) {
+    sum.files = sum.files.saturating_add(sub.files);
+    sum.folders = sum.folders.saturating_add(sub.folders).saturating_add(1);
+    sum.path_bytes = sum.path_bytes.saturating_add(sub.path_bytes).saturating_add(
+        sub.files
+            .saturating_mul(name_len as u64 + 1),
+    );
+}
+
+fn check_sum(sum: &Expanded, max_entries: u64) -> Result<()> {
+    if sum.files.saturating_add(sum.folders) > max_entries {
+        return Err(too_many(max_entries));
+    }
+    if sum.path_bytes > MAX_TREE_PATH_BYTES {
+        return Err(Error::Integrity(format!(
+            "the commit's tree expands to over {MAX_TREE_PATH_BYTES} bytes of paths (a tree that \
+             repeats its subtrees?): refused before building the index, nothing was written"
+        )));
+    }
+    Ok(())
+}
+
+fn too_many(max_entries: u64) -> Error {
+    Error::Integrity(format!(
+        "the commit's tree expands to over {max_entries} files and folders (a tree that repeats \
+         its subtrees?): refused before building the index, nothing was written \
+         (--max-entries raises the limit)"
+    ))
+}
+
+/// Read the tree `id` (at `path`, for messages): its files counted, its subtrees listed, two
+/// entries of one name refused.
+fn read_frame(
+    objects: &impl gix::objs::Find,
+    id: gix::ObjectId,
+    path: gix::bstr::BString,
+    buf: &mut Vec<u8>,
+    read: &mut u64,
+) -> Result<Frame> {
+    let unreadable = |why: String| {
+        Error::Integrity(format!(
+            "the commit's tree holds an unsafe or unreadable entry, nothing was written: the \
+             tree {id} at '{path}' {why}"
+        ))
+    };
+    let data = objects
+        .try_find(&id, buf)
+        .map_err(|e| unreadable(format!("cannot be read: {}", chain(&e))))?
+        .ok_or_else(|| unreadable("is not in the pack".to_owned()))?;
+    if data.kind != gix::objs::Kind::Tree {
+        return Err(unreadable(format!("is a {}", data.kind)));
+    }
+    let mut names: Vec<(&[u8], gix::objs::tree::EntryKind)> = Vec::new();
+    let mut frame = Frame {
+        id,
+        path: Default::default(),
+        subtrees: Vec::new(),
+        next: 0,
+        sum: Expanded::default(),
+    };
+    for entry in gix::objs::TreeRefIter::from_bytes(data.data, gix::hash::Kind::Sha1) {
+        let entry = entry.map_err(|e| unreadable(format!("is malformed: {e}")))?;
+        *read += 1;
+        names.push((entry.filename.as_ref(), entry.mode.kind()));
+        if entry.mode.is_tree() {
+            frame.subtrees.push((entry.oid.to_owned(), entry.filename.to_owned()));
+        } else {
+            frame.sum.files += 1;
+            frame.sum.path_bytes += entry.filename.len() as u64;
+        }
+    }
+    names.sort_unstable();
+    if let Some(pair) = names.windows(2).find(|p| p[0].0 == p[1].0) {
+        use gix::objs::tree::EntryKind;
+        let kind = |kind: EntryKind| match kind {
+            EntryKind::Tree => "a folder",
+            EntryKind::Blob | EntryKind::BlobExecutable => "a file",
+            EntryKind::Link => "a symlink",
+            EntryKind::Commit => "a submodule",
+        };
+        return Err(Error::Integrity(format!(
+            "the commit's tree holds two entries named '{}' in '{}' ({} and {}): git refuses \
+             such a tree (fsck: duplicateEntries), and a checkout cannot hold both; nothing was \
+             written",
+            gix::bstr::BStr::new(pair[0].0),
+            path,
+            kind(pair[0].1),
+            kind(pair[1].1)
+        )));
+    }
+    frame.path = path;
+    Ok(frame)
 }
 
 /// Refuse an index naming a blob that `has` does not hold: the server failed to send it (SPEC
