@@ -51,8 +51,14 @@ fn this_binary_refuses_allocations_over_the_limits() {
         String::from_utf8_lossy(&ok.stderr)
     );
     for (what, words) in [
-        ("one-300-mib", "refused an allocation of 314572800 bytes (over 256 MiB at once"),
-        ("five-250-mib", "refused an allocation of 262144000 bytes (over 1 GiB live in all"),
+        (
+            "one-300-mib",
+            "refused an allocation of 314572800 bytes (over 256 MiB at once",
+        ),
+        (
+            "five-250-mib",
+            "refused an allocation of 262144000 bytes (over 1 GiB live in all",
+        ),
     ] {
         let out = child(what);
         let stderr = String::from_utf8_lossy(&out.stderr);

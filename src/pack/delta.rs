@@ -298,7 +298,11 @@ impl Walk {
                     self.copy_size |= u64::from(b) << (8 * (i - 4));
                 }
                 if self.args == 0 {
-                    self.made(if self.copy_size == 0 { 0x10000 } else { self.copy_size })?;
+                    self.made(if self.copy_size == 0 {
+                        0x10000
+                    } else {
+                        self.copy_size
+                    })?;
                 }
                 data = rest;
             } else if b & 0x80 != 0 {

@@ -380,7 +380,16 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
 
     fn step(&mut self) -> Result<Option<Entry>, ReceiveError> {
         while self.objects_left > 0 {
-            let Some(entry) = self.next_entry()? else {
+            let index = self.num_objects - self.objects_left + 1;
+            let entry = self.next_entry().map_err(|e| match e {
+                // The count is the header's claim: name it, the entries may have run out.
+                ReceiveError::Corrupt(msg) => ReceiveError::Corrupt(format!(
+                    "{msg} (entry {index} of the {} the pack's header claims)",
+                    self.num_objects
+                )),
+                other => other,
+            })?;
+            let Some(entry) = entry else {
                 continue;
             };
             if let Some(prev) = self.held.replace(entry) {

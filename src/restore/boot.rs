@@ -395,12 +395,8 @@ fn switch(
     let started = std::time::Instant::now();
     let ms = || started.elapsed().as_millis();
     let tip_tree = super::git::verify_commit(&repo.objects, opts.tip)?;
-    let mut index = checkout::index_from_tree(
-        repo,
-        &repo.objects,
-        tip_tree,
-        opts.limits.max_tree_entries,
-    )?;
+    let mut index =
+        checkout::index_from_tree(repo, &repo.objects, tip_tree, opts.limits.max_tree_entries)?;
     tracing::debug!("switch: the index of {} built after {} ms", opts.tip, ms());
     checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
     let old = repo

@@ -91,7 +91,13 @@ pub fn measure_tree(
     // before the sum is known, and bounds what the frames hold.
     let mut read = 0u64;
     let mut buf = Vec::new();
-    let mut stack = vec![read_frame(objects, tree, Default::default(), &mut buf, &mut read)?];
+    let mut stack = vec![read_frame(
+        objects,
+        tree,
+        Default::default(),
+        &mut buf,
+        &mut read,
+    )?];
     loop {
         let depth = stack.len();
         let Some(top) = stack.last_mut() else {
@@ -140,10 +146,10 @@ pub fn measure_tree(
 fn add(sum: &mut Expanded, sub: Expanded, name_len: usize) {
     sum.files = sum.files.saturating_add(sub.files);
     sum.folders = sum.folders.saturating_add(sub.folders).saturating_add(1);
-    sum.path_bytes = sum.path_bytes.saturating_add(sub.path_bytes).saturating_add(
-        sub.files
-            .saturating_mul(name_len as u64 + 1),
-    );
+    sum.path_bytes = sum
+        .path_bytes
+        .saturating_add(sub.path_bytes)
+        .saturating_add(sub.files.saturating_mul(name_len as u64 + 1));
 }
 
 fn check_sum(sum: &Expanded, max_entries: u64) -> Result<()> {
@@ -202,7 +208,9 @@ fn read_frame(
         *read += 1;
         names.push((entry.filename.as_ref(), entry.mode.kind()));
         if entry.mode.is_tree() {
-            frame.subtrees.push((entry.oid.to_owned(), entry.filename.to_owned()));
+            frame
+                .subtrees
+                .push((entry.oid.to_owned(), entry.filename.to_owned()));
         } else {
             frame.sum.files += 1;
             frame.sum.path_bytes += entry.filename.len() as u64;
