@@ -766,7 +766,8 @@ fn two_entries_of_one_name_are_refused_and_nothing_is_written() {
         h.w.literal_tree(&bare, &e)
     };
     let folder = ("40000", &b"many"[..], many.as_str());
-    let cases: Vec<(&str, Vec<(&str, &[u8], &str)>)> = vec![
+    type Entries<'a> = Vec<(&'a str, &'a [u8], &'a str)>;
+    let cases: Vec<(&str, Entries)> = vec![
         (
             "file/file",
             vec![("100644", b"a", &one), ("100644", b"a", &two), folder],
