@@ -821,3 +821,115 @@ impl<F: gix::objs::Find> gix::objs::Find for AbortAfter<F> {
         self.inner.try_find(id, buffer)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Trees in memory, by id, and how many times one was read.
+    #[derive(Default)]
+    struct Trees(
+        std::collections::HashMap<gix::ObjectId, Vec<u8>>,
+        std::cell::Cell<usize>,
+    );
+
+    impl Trees {
+        /// Store a tree of `entries` (mode, name, id) as written; returns its id.
+        fn put(&mut self, entries: &[(&str, &str, gix::ObjectId)]) -> gix::ObjectId {
+            let mut data = Vec::new();
+            for (mode, name, id) in entries {
+                data.extend_from_slice(format!("{mode} {name}\0").as_bytes());
+                data.extend_from_slice(id.as_slice());
+            }
+            let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Tree, &data)
+                .unwrap();
+            self.0.insert(id, data);
+            id
+        }
+
+        /// A tree of `n` entries named `d00`… of `mode`, each `id`.
+        fn of(&mut self, n: usize, mode: &str, id: gix::ObjectId) -> gix::ObjectId {
+            let names: Vec<String> = (0..n).map(|i| format!("d{i:02}")).collect();
+            let entries: Vec<_> = names.iter().map(|n| (mode, n.as_str(), id)).collect();
+            self.put(&entries)
+        }
+    }
+
+    impl gix::objs::Find for Trees {
+        fn try_find<'a>(
+            &self,
+            id: &gix::oid,
+            buffer: &'a mut Vec<u8>,
+        ) -> gix::Result<Option<gix::objs::Data<'a>>> {
+            self.1.set(self.1.get() + 1);
+            let Some(data) = self.0.get(id) else {
+                return Ok(None);
+            };
+            buffer.clear();
+            buffer.extend_from_slice(data);
+            Ok(Some(gix::objs::Data::new(
+                buffer,
+                gix::objs::Kind::Tree,
+                gix::hash::Kind::Sha1,
+            )))
+        }
+    }
+
+    fn refused(trees: &Trees, root: gix::ObjectId, max: u64) -> String {
+        match measure_tree(trees, root, max) {
+            Err(Error::Integrity(msg)) => msg,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tree_is_measured_exactly_and_each_distinct_tree_read_once() {
+        let blob = gix::ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap();
+        let mut t = Trees::default();
+        // 16 folders of 16 folders of 16 files: 4096 files and 272 folders.
+        let leaf = t.of(16, "100644", blob);
+        let mid = t.of(16, "40000", leaf);
+        let root = t.of(16, "40000", mid);
+        measure_tree(&t, root, 4096 + 272).unwrap();
+        assert_eq!(t.1.replace(0), 3);
+        assert!(refused(&t, root, 4096 + 271).contains("over 4367 files and folders"));
+        // 16 levels of 16 folders: 16^16 files, refused at once.
+        let mut bomb = leaf;
+        for _ in 0..15 {
+            bomb = t.of(16, "40000", bomb);
+        }
+        assert!(refused(&t, bomb, 1_000_000).contains("--max-entries"));
+        // A chain of folders deeper than git's core.maxTreeDepth.
+        let mut deep = leaf;
+        for _ in 0..MAX_TREE_DEPTH {
+            deep = t.of(1, "40000", deep);
+        }
+        assert!(refused(&t, deep, u64::MAX).contains("over 4096 deep"));
+    }
+
+    #[test]
+    fn two_entries_of_one_name_are_refused_even_when_not_adjacent() {
+        let blob = gix::ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap();
+        let mut t = Trees::default();
+        let sub = t.of(2, "100644", blob);
+        // Git's order puts `a.b` between the file `a` and the folder `a` (sorted as `a/`).
+        let root = t.put(&[
+            ("100644", "a", blob),
+            ("100644", "a.b", blob),
+            ("40000", "a", sub),
+        ]);
+        let msg = refused(&t, root, 100);
+        assert!(msg.contains("two entries named 'a' in ''"), "{msg}");
+        assert!(msg.contains("(a folder and a file)"), "{msg}");
+        let nested = t.put(&[("120000", "x", blob), ("40000", "x", sub)]);
+        let root = t.put(&[("40000", "top", nested)]);
+        let msg = refused(&t, root, 100);
+        assert!(
+            msg.contains("named 'x' in 'top' (a folder and a symlink)"),
+            "{msg}"
+        );
+        // A subtree the objects lack.
+        let root = t.put(&[("40000", "gone", blob)]);
+        assert!(refused(&t, root, 100).contains("is not in the pack"));
+    }
+}
