@@ -22,8 +22,10 @@ use gix_pack::data::input::Entry;
 use super::delta::Walk;
 use super::{PackLimits, ReceiveError};
 
-/// The most entries [`EntryStream`]'s size hint promises, whatever the pack's header claims.
-pub const HINTED_ENTRIES: usize = 4096;
+/// The most entries [`EntryStream`]'s size hint promises, whatever the pack's header claims: an
+/// ordinary pack has its delta tree reserved whole (no regrowth), a claim of billions reserves
+/// what 65,536 would (about 4 MiB, untouched until entries arrive).
+pub const HINTED_ENTRIES: usize = 1 << 16;
 
 /// An object held back from gix-pack's index writer: hashed as it streamed in, written into the
 /// index by [`super::receive()`], checked out by streaming it from the pack.
@@ -428,8 +430,8 @@ impl<R: BufRead> Iterator for EntryStream<'_, R> {
     }
 
     /// No more than [`HINTED_ENTRIES`]: the count is the pack header's claim, and gix-pack
-    /// reserves its delta tree by this hint (2^32 - 1 claimed objects reserved 64 GiB). The true
-    /// count is known only as entries arrive, and what holds them grows as they do.
+    /// reserves its delta tree by this hint (2^32 - 1 claimed objects reserved 64 GiB). Past it
+    /// the true count is known only as entries arrive, and what holds them grows as they do.
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.objects_left as usize + usize::from(self.held.is_some());
         (left.min(HINTED_ENTRIES), None)
