@@ -634,12 +634,18 @@ fn rehash(pack: &mut Vec<u8>) {
 /// The restore of `tip` from `h`, measured, into `dir` (created empty first); then `dir` must
 /// still be empty: no file written early, no staging folder.
 fn refused_leaving_nothing(h: &Hostile, dir: &Path, tip: &str) -> Measured {
+    refused_leaving_nothing_with(h, dir, tip, &[])
+}
+
+/// [`refused_leaving_nothing`] with more `args` (`--force`: no early checkout, so gix-pack
+/// indexes the pack).
+fn refused_leaving_nothing_with(h: &Hostile, dir: &Path, tip: &str, args: &[&str]) -> Measured {
     std::fs::create_dir_all(dir).unwrap();
     let url = h.url();
     let m = run_measured(
         &h.w,
         dir,
-        &["restore", "--json"],
+        &[&["restore", "--json"], args].concat(),
         &[
             ("READ_URL", &url),
             ("SESSION_BRANCH", "sessions/h"),
@@ -656,16 +662,20 @@ fn refused_leaving_nothing(h: &Hostile, dir: &Path, tip: &str) -> Measured {
     m
 }
 
-/// A pack whose header claims 2^31 or 2^32 - 1 objects (it holds three): exit 6 once its entries
-/// run out, in bounded memory, nothing written — reserving by the claim aborted the process
-/// ("memory allocation of 68719476720 bytes failed", exit 134).
+/// A pack whose header claims 2^24, 2^31 or 2^32 - 1 objects (it holds three): exit 6 once its
+/// entries run out, in bounded memory, nothing written — reserving by the claim aborted the
+/// process ("memory allocation of 68719476720 bytes failed", exit 134), or, with `--force` (no
+/// early checkout: gix-pack indexes), reserved 2^23 delta-tree items (the test allocator refuses).
 #[test]
 fn a_pack_claiming_billions_of_objects_is_exit_6_in_bounded_memory() {
     let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
     let tip = h.ids[0].clone();
     let (tree, blobs) = h.tree_of(&tip);
     let pack = pack_of(&h.w, &h.bare(), &[&tip, &tree, &blobs[0].1]);
-    for claim in [1u32 << 31, u32::MAX] {
+    for (claim, args) in [1u32 << 24, 1 << 31, u32::MAX]
+        .into_iter()
+        .flat_map(|c| [(c, &[][..]), (c, &["--force"][..])])
+    {
         let mut claimed = pack.clone();
         claimed[8..12].copy_from_slice(&claim.to_be_bytes());
         rehash(&mut claimed);
@@ -673,7 +683,8 @@ fn a_pack_claiming_billions_of_objects_is_exit_6_in_bounded_memory() {
         let mut s = Scripted::once(Endpoint::Fetch, fetch_response(&claimed, &[]));
         s.times = 10;
         h.script(s);
-        let m = refused_leaving_nothing(&h, &h.w.path(&format!("s-{claim}")), &tip);
+        let dir = h.w.path(&format!("s-{claim}-{}", args.len()));
+        let m = refused_leaving_nothing_with(&h, &dir, &tip, args);
         m.assert_refused(
             &format!("{claim} objects claimed"),
             6,
