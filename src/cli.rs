@@ -155,8 +155,9 @@ pub struct RestoreArgs {
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
     pub max_header_bytes: u64,
 
-    /// Most members an archive may hold
-    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    /// Most members an archive may hold, or files and folders a fetched commit's tree may expand
+    /// to; more is refused (exit 6) before the index is built
+    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_TREE_ENTRIES, value_name = "N")]
     pub max_entries: u64,
 
     /// Most bytes of file data an archive may hold

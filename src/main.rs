@@ -2,6 +2,11 @@
 
 use clap::Parser as _;
 
+/// The test allocator (see `git_session::alloc_limit`): only with the `alloc-limit` feature.
+#[cfg(feature = "alloc-limit")]
+#[global_allocator]
+static ALLOC: git_session::alloc_limit::Limited = git_session::alloc_limit::Limited::new();
+
 fn main() -> std::process::ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let msg = info

@@ -622,3 +622,184 @@ fn a_pack_that_never_starts_is_a_network_failure() {
     assert!(fetches > 1, "retried: {fetches} fetch requests");
     assert!(!dir.join(".git").exists());
 }
+
+/// [`raw_pack`]'s trailer recomputed after `pack`'s header was changed.
+fn rehash(pack: &mut Vec<u8>) {
+    pack.truncate(pack.len() - 20);
+    let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+    h.update(pack);
+    pack.extend_from_slice(h.try_finalize().unwrap().as_slice());
+}
+
+/// The restore of `tip` from `h`, measured, into `dir` (created empty first); then `dir` must
+/// still be empty: no file written early, no staging folder.
+fn refused_leaving_nothing(h: &Hostile, dir: &Path, tip: &str) -> Measured {
+    refused_leaving_nothing_with(h, dir, tip, &[])
+}
+
+/// [`refused_leaving_nothing`] with more `args` (`--force`: no early checkout, so gix-pack
+/// indexes the pack).
+fn refused_leaving_nothing_with(h: &Hostile, dir: &Path, tip: &str, args: &[&str]) -> Measured {
+    std::fs::create_dir_all(dir).unwrap();
+    let url = h.url();
+    let m = run_measured(
+        &h.w,
+        dir,
+        &[&["restore", "--json"], args].concat(),
+        &[
+            ("READ_URL", &url),
+            ("SESSION_BRANCH", "sessions/h"),
+            ("TIP_SHA", tip),
+        ],
+        Duration::from_secs(300),
+    );
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}\n{}", m.stderr);
+    m
+}
+
+/// A pack whose header claims 2^24, 2^31 or 2^32 - 1 objects (it holds three): exit 6 once its
+/// entries run out, in bounded memory, nothing written — reserving by the claim aborted the
+/// process ("memory allocation of 68719476720 bytes failed", exit 134), or, with `--force` (no
+/// early checkout: gix-pack indexes), reserved 2^23 delta-tree items (the test allocator refuses).
+#[test]
+fn a_pack_claiming_billions_of_objects_is_exit_6_in_bounded_memory() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let (tree, blobs) = h.tree_of(&tip);
+    let pack = pack_of(&h.w, &h.bare(), &[&tip, &tree, &blobs[0].1]);
+    for (claim, args) in [1u32 << 24, 1 << 31, u32::MAX]
+        .into_iter()
+        .flat_map(|c| [(c, &[][..]), (c, &["--force"][..])])
+    {
+        let mut claimed = pack.clone();
+        claimed[8..12].copy_from_slice(&claim.to_be_bytes());
+        rehash(&mut claimed);
+        h.srv.knobs.scripted.lock().unwrap().clear();
+        let mut s = Scripted::once(Endpoint::Fetch, fetch_response(&claimed, &[]));
+        s.times = 10;
+        h.script(s);
+        let dir = h.w.path(&format!("s-{claim}-{}", args.len()));
+        let m = refused_leaving_nothing_with(&h, &dir, &tip, args);
+        m.assert_refused(
+            &format!("{claim} objects claimed"),
+            6,
+            &format!("(entry 4 of the {claim} the pack's header claims)"),
+            64,
+        );
+    }
+}
+
+/// A 200-byte pack whose delta claims a 500 MiB result — under the 512 MiB big-object threshold,
+/// so gix-pack reserved and zeroed it (500 MiB resident) — while its instructions make one byte:
+/// exit 6 before anything that size exists.
+#[test]
+fn a_delta_claiming_more_than_it_makes_is_exit_6_in_bounded_memory() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let base = b"x".to_vec();
+    let mut first = entry_header(3, base.len() as u64);
+    first.extend_from_slice(&zlib(&base));
+    let mut delta = delta_size(1);
+    delta.extend_from_slice(&delta_size(500 << 20));
+    delta.extend_from_slice(&[0x01, b'y']);
+    let mut second = entry_header(6, delta.len() as u64);
+    second.extend_from_slice(&ofs_distance(first.len() as u64));
+    second.extend_from_slice(&zlib(&delta));
+    let pack = raw_pack(&[first, second]);
+    assert!(pack.len() < 256, "{}", pack.len());
+    let mut s = Scripted::once(Endpoint::Fetch, fetch_response(&pack, &[]));
+    s.times = 10;
+    h.script(s);
+    let m = refused_leaving_nothing(&h, &h.w.path("s"), &tip);
+    m.assert_refused(
+        "a delta claiming 500 MiB",
+        6,
+        "its instructions make 1 bytes, but it claims 524288000",
+        64,
+    );
+}
+
+/// A tree bomb: 16 folders holding the same 16 folders, 8 levels down to 16 files, 16^8 (4
+/// billion) files from a pack of a few KiB. Refused (exit 6, naming `--max-entries`) under 64 MiB
+/// of peak RSS, nothing written: the early checkout grew to 1 GiB naming its paths, and the index
+/// would have held them all.
+#[test]
+fn a_tree_bomb_is_refused_in_bounded_memory() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let bare = h.bare();
+    let blob =
+        h.w.git_stdin(&bare, &["hash-object", "-w", "--stdin"], b"boom\n");
+    let sixteen_of = |mode: &str, id: &str| {
+        let names: Vec<String> = (0..16).map(|i| format!("d{i:02}")).collect();
+        let entries: Vec<(&str, &[u8], &str)> =
+            names.iter().map(|n| (mode, n.as_bytes(), id)).collect();
+        h.w.literal_tree(&bare, &entries)
+    };
+    let mut tree = sixteen_of("100644", &blob);
+    for _ in 0..7 {
+        tree = sixteen_of("40000", &tree);
+    }
+    let tip = h.w.git(&bare, &["commit-tree", &tree, "-m", "bomb"]);
+    h.w.git(&bare, &["update-ref", "refs/heads/bomb", &tip]);
+    let m = refused_leaving_nothing(&h, &h.w.path("s"), &tip);
+    m.assert_refused("a tree bomb", 6, "--max-entries", 64);
+}
+
+/// Trees with two entries of one name — file and file, file and folder, folder and symlink —
+/// are refused (exit 6) with nothing written: the hundreds of files the early checkout wrote
+/// while the pack streamed in are removed, and the staging folder too (both were left behind).
+#[test]
+fn two_entries_of_one_name_are_refused_and_nothing_is_written() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let bare = h.bare();
+    let hash = |content: &[u8]| {
+        h.w.git_stdin(&bare, &["hash-object", "-w", "--stdin"], content)
+    };
+    let (one, two, target) = (hash(b"one\n"), hash(b"two\n"), hash(b"elsewhere"));
+    let files: Vec<(String, String)> = (0..320)
+        .map(|i| {
+            (
+                format!("f{i:03}.txt"),
+                hash(format!("file {i}\n").as_bytes()),
+            )
+        })
+        .collect();
+    let many = {
+        let e: Vec<(&str, &[u8], &str)> = files
+            .iter()
+            .map(|(n, id)| ("100644", n.as_bytes(), id.as_str()))
+            .collect();
+        h.w.literal_tree(&bare, &e)
+    };
+    let folder = ("40000", &b"many"[..], many.as_str());
+    type Entries<'a> = Vec<(&'a str, &'a [u8], &'a str)>;
+    let cases: Vec<(&str, Entries)> = vec![
+        (
+            "file/file",
+            vec![("100644", b"a", &one), ("100644", b"a", &two), folder],
+        ),
+        (
+            "file/folder",
+            vec![("100644", b"a", &one), ("40000", b"a", &many), folder],
+        ),
+        (
+            "folder/symlink",
+            vec![("40000", b"a", &many), ("120000", b"a", &target), folder],
+        ),
+    ];
+    for (name, entries) in cases {
+        let tip = h.w.literal_commit(
+            "repo.git",
+            &format!("dup/{}", name.replace('/', "-")),
+            &entries,
+        );
+        let dir = h.w.path(&format!("s-{}", name.replace('/', "-")));
+        let m = refused_leaving_nothing(&h, &dir, &tip);
+        m.assert_refused(name, 6, "two entries named 'a'", 64);
+    }
+}

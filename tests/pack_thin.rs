@@ -13,6 +13,7 @@ use crate::support::World;
 const LIMITS: PackLimits = PackLimits {
     max_object_bytes: pack::DEFAULT_MAX_OBJECT_BYTES,
     big_object_bytes: pack::DEFAULT_BIG_OBJECT_BYTES,
+    max_tree_entries: pack::DEFAULT_MAX_TREE_ENTRIES,
 };
 
 /// A scratch repository with three commits on `main`, each commit also a branch of its name:

@@ -1311,6 +1311,20 @@ fn malformed_pax_and_headers_are_refused() {
         &["--max-header-bytes", "4194304"],
     );
     assert!(target.join("f").exists());
+    // A pax header claiming 1 GiB under a raised limit, cut after 1 KiB: refused as truncated,
+    // nothing reserved by the claim (the alloc-limit test allocator refused the 1 GiB).
+    let mut t = base();
+    let mut cut = t.unterminated();
+    cut.extend_from_slice(&header(b"././@PaxHeader", b'x', 0o644, 1 << 30, b"", false));
+    cut.extend_from_slice(&[b'7'; 1024]);
+    refused(
+        &w,
+        "pax-claims-1-gib",
+        &gz(&cut),
+        &["--max-header-bytes", "2147483648"],
+        6,
+        &[],
+    );
     // A GNU long name over the limit.
     let long = p(&"n/".repeat(600_000));
     let a = with(|t| {

@@ -3,6 +3,11 @@
 
 mod support;
 
+/// The test allocator (`git_session::alloc_limit`) for everything this binary runs in process.
+#[global_allocator]
+static ALLOC: git_session::alloc_limit::Limited = git_session::alloc_limit::Limited::new();
+
+mod alloc_limit;
 mod bake;
 mod cli;
 mod early_checkout;

@@ -60,6 +60,7 @@ fn validate(
         force: args.force,
         limits: crate::pack::PackLimits {
             max_object_bytes: args.max_object_bytes,
+            max_tree_entries: args.max_entries,
             ..Default::default()
         },
         template: false,

@@ -208,6 +208,10 @@ pub fn apply(source: &[u8], delta: &[u8], limit: usize) -> Option<Vec<u8>> {
     if target_len > limit {
         return None;
     }
+    // Reserved only once the instructions are known to make exactly what the delta claims.
+    let mut walk = Walk::default();
+    walk.feed(delta).ok()?;
+    walk.finish().ok()?;
     let mut out = Vec::with_capacity(target_len);
     while at < delta.len() {
         let op = delta[at];
@@ -244,9 +248,156 @@ pub fn apply(source: &[u8], delta: &[u8], limit: usize) -> Option<Vec<u8>> {
     (out.len() == target_len).then_some(out)
 }
 
+/// A delta's instructions followed as they inflate (`gitformat-pack` "Deltified
+/// representation": the base's size and the result's as varints, then copies from the base and
+/// inserted bytes), so that the result size it claims is checked against what its instructions
+/// make before anything that size is allocated (gix-pack reserves the claimed size to apply it).
+#[derive(Debug, Default)]
+pub(crate) struct Walk {
+    /// The base's and the result's sizes; `sizes_read` of them are complete.
+    sizes: [u64; 2],
+    sizes_read: usize,
+    shift: u32,
+    /// The argument bytes of the current copy still to read (its opcode's low 7 bits).
+    args: u8,
+    copy_size: u64,
+    /// Inserted bytes still to pass over.
+    insert_left: u64,
+    /// What the instructions read so far make.
+    made: u64,
+}
+
+impl Walk {
+    /// The result size the delta claims, once read.
+    pub(crate) fn result(&self) -> Option<u64> {
+        (self.sizes_read == 2).then_some(self.sizes[1])
+    }
+
+    /// Follow `data`, the next bytes of the delta.
+    pub(crate) fn feed(&mut self, mut data: &[u8]) -> Result<(), String> {
+        while let Some((&b, rest)) = data.split_first() {
+            if self.sizes_read < 2 {
+                if self.shift > 63 {
+                    return Err("a size over 64 bits".to_owned());
+                }
+                self.sizes[self.sizes_read] |= u64::from(b & 0x7f) << self.shift;
+                self.shift += 7;
+                if b & 0x80 == 0 {
+                    self.sizes_read += 1;
+                    self.shift = 0;
+                }
+                data = rest;
+            } else if self.insert_left > 0 {
+                let n = self.insert_left.min(data.len() as u64);
+                self.insert_left -= n;
+                data = &data[n as usize..];
+            } else if self.args != 0 {
+                let i = self.args.trailing_zeros();
+                self.args &= self.args - 1;
+                if i >= 4 {
+                    self.copy_size |= u64::from(b) << (8 * (i - 4));
+                }
+                if self.args == 0 {
+                    self.made(if self.copy_size == 0 {
+                        0x10000
+                    } else {
+                        self.copy_size
+                    })?;
+                }
+                data = rest;
+            } else if b & 0x80 != 0 {
+                // A copy: its offset and size bytes follow, as its low bits say.
+                (self.args, self.copy_size) = (b & 0x7f, 0);
+                if self.args == 0 {
+                    self.made(0x10000)?;
+                }
+                data = rest;
+            } else if b == 0 {
+                return Err("the reserved instruction 0".to_owned());
+            } else {
+                self.insert_left = u64::from(b);
+                self.made(u64::from(b))?;
+                data = rest;
+            }
+        }
+        Ok(())
+    }
+
+    fn made(&mut self, n: u64) -> Result<(), String> {
+        self.made += n;
+        if self.made > self.sizes[1] {
+            return Err(format!(
+                "its instructions make more than the {} bytes it claims",
+                self.sizes[1]
+            ));
+        }
+        Ok(())
+    }
+
+    /// After the delta's last byte: its instructions must be whole and make what it claims.
+    pub(crate) fn finish(&self) -> Result<(), String> {
+        if self.sizes_read < 2 || self.args != 0 || self.insert_left > 0 {
+            return Err("it ends inside an instruction".to_owned());
+        }
+        if self.made != self.sizes[1] {
+            return Err(format!(
+                "its instructions make {} bytes, but it claims {}",
+                self.made, self.sizes[1]
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn walk(delta: &[u8], split: usize) -> (Option<u64>, Result<(), String>) {
+        let mut w = Walk::default();
+        let fed = w
+            .feed(&delta[..split.min(delta.len())])
+            .and_then(|()| w.feed(&delta[split.min(delta.len())..]));
+        let result = w.result();
+        (result, fed.and_then(|()| w.finish()))
+    }
+
+    #[test]
+    fn delta_sizes_are_read_from_the_varints() {
+        // base 1, result 6 GiB (varint of 6 << 30).
+        let mut d = vec![0x01];
+        push_size(&mut d, 6 << 30);
+        assert_eq!(walk(&d, 1).0, Some(6 << 30));
+        assert_eq!(walk(&[0x80], 1).0, None);
+    }
+
+    #[test]
+    fn a_delta_must_make_what_it_claims() {
+        let source = b"the quick brown fox jumps over the lazy dog, again and again".repeat(50);
+        let mut target = source.clone();
+        target.splice(100..110, b"CHANGED!!!".iter().copied());
+        target.extend_from_slice(b"and a tail");
+        let delta = encode(&source, &target, usize::MAX).unwrap();
+        for split in [0, 1, 2, 3, 5, delta.len() / 2, delta.len()] {
+            assert_eq!(walk(&delta, split), (Some(target.len() as u64), Ok(())));
+        }
+        // A copy with no arguments copies 0x10000 bytes.
+        let mut d = vec![0x01];
+        push_size(&mut d, 0x10000);
+        d.push(0x80);
+        assert_eq!(walk(&d, 1).1, Ok(()));
+        // Claims more than it makes, makes more than it claims, is cut, uses instruction 0.
+        let mut d = vec![0x01];
+        push_size(&mut d, 500 << 20);
+        d.extend_from_slice(&[0x01, b'y']);
+        assert!(walk(&d, 2).1.unwrap_err().contains("make 1 bytes"));
+        let d = [0x01, 0x01, 0x02, b'y', b'z'];
+        assert!(walk(&d, 2).1.unwrap_err().contains("more than"));
+        let d = [0x01, 0x02, 0x02, b'y'];
+        assert!(walk(&d, 2).1.unwrap_err().contains("inside"));
+        let d = [0x01, 0x01, 0x00];
+        assert!(walk(&d, 2).1.unwrap_err().contains("reserved"));
+    }
 
     /// The decoder, asserting what the encoder makes.
     fn apply(source: &[u8], delta: &[u8]) -> Vec<u8> {

@@ -19,7 +19,13 @@ use gix::odb::pack as gix_pack;
 use gix_pack::data::entry::Header;
 use gix_pack::data::input::Entry;
 
+use super::delta::Walk;
 use super::{PackLimits, ReceiveError};
+
+/// The most entries [`EntryStream`]'s size hint promises, whatever the pack's header claims: an
+/// ordinary pack has its delta tree reserved whole (no regrowth), a claim of billions reserves
+/// what 65,536 would (about 4 MiB, untouched until entries arrive).
+pub const HINTED_ENTRIES: usize = 1 << 16;
 
 /// An object held back from gix-pack's index writer: hashed as it streamed in, written into the
 /// index by [`super::receive()`], checked out by streaming it from the pack.
@@ -303,12 +309,15 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
                 o.entry(pack_offset, header, data);
             }
         };
+        // A delta's instructions, followed as they inflate: what they make must be what it claims.
+        let mut walk = is_delta.then(Walk::default);
         if size == 0 {
+            if let Some(w) = walk.as_ref() {
+                w.finish().map_err(|e| delta_error(pack_offset, e))?;
+            }
             hand_over(&mut observed);
         }
         let mut inflated = 0u64;
-        // A delta's first bytes, until its two size varints are read (at most 20 bytes).
-        let mut delta_head: Option<Vec<u8>> = is_delta.then(Vec::new);
         let mut z = flate2::bufread::ZlibDecoder::new(&mut self.tap);
         loop {
             let n = match z.read(&mut self.scratch) {
@@ -316,13 +325,11 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
                 Ok(n) => n,
                 Err(e) => return Err(stream_error("inflating an entry", e, &self.pack_dir)),
             };
-            if let Some(head) = delta_head.as_mut() {
-                head.extend_from_slice(&self.scratch[..n.min(20)]);
-                let result = delta_result_size(head);
-                if result.is_some() || head.len() >= 20 {
-                    delta_head = None;
-                }
-                if let Some(result) = result {
+            if let Some(w) = walk.as_mut() {
+                let known = w.result();
+                w.feed(&self.scratch[..n.min((size - inflated.min(size)) as usize)])
+                    .map_err(|e| delta_error(pack_offset, e))?;
+                if let (None, Some(result)) = (known, w.result()) {
                     self.limits.check_delta_result(pack_offset, result)?;
                 }
             }
@@ -336,6 +343,9 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
             }
             inflated += n as u64;
             if inflated == size {
+                if let Some(w) = walk.as_ref() {
+                    w.finish().map_err(|e| delta_error(pack_offset, e))?;
+                }
                 hand_over(&mut observed);
             }
             if inflated > size {
@@ -372,7 +382,16 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
 
     fn step(&mut self) -> Result<Option<Entry>, ReceiveError> {
         while self.objects_left > 0 {
-            let Some(entry) = self.next_entry()? else {
+            let index = self.num_objects - self.objects_left + 1;
+            let entry = self.next_entry().map_err(|e| match e {
+                // The count is the header's claim: name it, the entries may have run out.
+                ReceiveError::Corrupt(msg) => ReceiveError::Corrupt(format!(
+                    "{msg} (entry {index} of the {} the pack's header claims)",
+                    self.num_objects
+                )),
+                other => other,
+            })?;
+            let Some(entry) = entry else {
                 continue;
             };
             if let Some(prev) = self.held.replace(entry) {
@@ -410,9 +429,12 @@ impl<R: BufRead> Iterator for EntryStream<'_, R> {
         }
     }
 
+    /// No more than [`HINTED_ENTRIES`]: the count is the pack header's claim, and gix-pack
+    /// reserves its delta tree by this hint (2^32 - 1 claimed objects reserved 64 GiB). Past it
+    /// the true count is known only as entries arrive, and what holds them grows as they do.
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = self.objects_left as usize + usize::from(self.held.is_some());
-        (left.min(self.num_objects as usize), Some(left))
+        (left.min(HINTED_ENTRIES), None)
     }
 }
 
@@ -443,26 +465,11 @@ impl PackLimits {
     }
 }
 
-/// The result size of a delta from the first bytes of its data: two little-endian base-128
-/// varints, the base's size then the result's; `None` when they do not fit in `data`.
-fn delta_result_size(data: &[u8]) -> Option<u64> {
-    let mut it = data.iter();
-    let mut varint = || {
-        let (mut value, mut shift) = (0u64, 0u32);
-        for &b in it.by_ref() {
-            if shift >= 64 {
-                return None;
-            }
-            value |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-            shift += 7;
-        }
-        None
-    };
-    varint()?;
-    varint()
+/// A delta whose instructions do not make what it claims.
+fn delta_error(pack_offset: u64, why: String) -> ReceiveError {
+    ReceiveError::Corrupt(format!(
+        "the delta at offset {pack_offset} of the pack is invalid: {why}"
+    ))
 }
 
 /// A failure reading the stream: local (the tee into the pack file refused: the disk is full) or
@@ -531,18 +538,4 @@ pub fn write_index(
     bytes.extend_from_slice(id.as_slice());
     out.write_all(&bytes)?;
     Ok(id)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn delta_sizes_are_read_from_the_varints() {
-        // base 1, result 6 GiB (varint of 6 << 30).
-        let mut d = vec![0x01];
-        super::super::delta::push_size(&mut d, 6 << 30);
-        assert_eq!(delta_result_size(&d), Some(6 << 30));
-        assert_eq!(delta_result_size(&[0x80]), None);
-    }
 }

@@ -82,6 +82,10 @@ pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 4 << 30;
 /// 512 MiB.
 pub const DEFAULT_BIG_OBJECT_BYTES: u64 = 512 << 20;
 
+/// The default of `--max-entries`: the most files and folders an archive or a commit's tree may
+/// hold.
+pub const DEFAULT_MAX_TREE_ENTRIES: u64 = 1_000_000;
+
 /// Bounds on what a received pack may make this process hold (SPEC rule 7: every size the
 /// remote decides is bounded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +97,9 @@ pub struct PackLimits {
     /// the pack, never held whole; a delta with a result this large is refused. Test knob:
     /// `GIT_SESSION_BIG_OBJECT_BYTES`.
     pub big_object_bytes: u64,
+    /// The most files and folders a commit's tree may expand to (`--max-entries`): the index
+    /// holds every file, and a tree that repeats its subtrees expands to millions from a few KiB.
+    pub max_tree_entries: u64,
 }
 
 impl Default for PackLimits {
@@ -103,6 +110,7 @@ impl Default for PackLimits {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(DEFAULT_BIG_OBJECT_BYTES),
+            max_tree_entries: DEFAULT_MAX_TREE_ENTRIES,
         }
     }
 }

@@ -297,7 +297,8 @@ fn index_observed(
 ) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
     let (entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
     let mut entries = entries.observed(Some(observer));
-    let mut crcs: Vec<(u64, u32)> = Vec::with_capacity(entries.num_objects() as usize);
+    // Grown as entries arrive: the header's count is only a claim.
+    let mut crcs: Vec<(u64, u32)> = Vec::new();
     for entry in &mut entries {
         if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(ReceiveError::Corrupt("interrupted".to_owned()));

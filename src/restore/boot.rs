@@ -454,7 +454,8 @@ fn switch(
     // Every object read from the template's packs is checked against its id.
     let objects = super::verify::Verified(&repo.objects);
     let tip_tree = super::git::verify_commit(&objects, opts.tip)?;
-    let mut index = checkout::index_from_tree(repo, &objects, tip_tree)?;
+    let mut index =
+        checkout::index_from_tree(repo, &objects, tip_tree, opts.limits.max_tree_entries)?;
     tracing::debug!("switch: the index of {} built after {} ms", opts.tip, ms());
     checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
     let on_disk = repo

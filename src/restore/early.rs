@@ -32,8 +32,9 @@
 //!
 //! Memory: entries over [`MAX_ENTRY_BYTES`] are not collected (a whole object is hashed by the
 //! stream instead); at most [`QUEUE_BYTES`] wait for the resolver and as many for the writer;
-//! the cache of delta bases holds at most [`CACHE_BYTES`], the trees kept by id at most 4 MiB;
-//! and 32 bytes per object for the ids.
+//! the cache of delta bases holds at most [`CACHE_BYTES`], the trees kept by id at most 4 MiB,
+//! the paths named at most [`PATH_BYTES`] (whatever the tree's shape: past it, the files are left
+//! to the checkout after the transfer); and 32 bytes per object for the ids.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write as _;
@@ -57,6 +58,14 @@ pub const QUEUE_BYTES: usize = 8 << 20;
 pub const CACHE_BYTES: usize = 8 << 20;
 /// The most bytes of trees kept by id, for folders that name them after they arrived.
 const SEEN_TREE_BYTES: usize = 4 << 20;
+/// The most bytes the paths this checkout names may cost, whatever the tree's shape (a tree that
+/// repeats the same subtrees names millions of paths from a pack of a few KiB): each counts its
+/// length and [`PATH_COST`]. Past it no more paths are named; their files are left to the checkout
+/// after the transfer, which has a bound of its own (`--max-entries`).
+pub const PATH_BYTES: usize = 16 << 20;
+/// What a named path costs besides its bytes: the maps and sets that hold it on its way to the
+/// writer, and the writer's record of it.
+const PATH_COST: usize = 192;
 
 /// One file the early checkout wrote: what the index entry for it holds.
 #[derive(Debug, Clone)]
@@ -395,6 +404,8 @@ struct Resolver {
     sent: HashSet<BString>,
     /// Deltas resolved, deltas whose base was not at hand, files left (writer behind).
     counts: (usize, usize, usize),
+    /// What the paths named so far cost (see [`PATH_BYTES`]); never lowered.
+    path_bytes: usize,
 }
 
 impl Resolver {
@@ -419,6 +430,7 @@ impl Resolver {
             rules: HashMap::new(),
             sent: HashSet::new(),
             counts: (0, 0, 0),
+            path_bytes: 0,
         }
     }
 
@@ -543,6 +555,9 @@ impl Resolver {
     fn tree(&mut self, folder: &BStr, data: &[u8]) {
         let mut work: Vec<(BString, Arc<[u8]>)> = vec![(folder.to_owned(), data.into())];
         while let Some((folder, data)) = work.pop() {
+            if self.path_bytes > PATH_BYTES {
+                return;
+            }
             for (id, path) in self.tree_entries(folder.as_ref(), &data) {
                 match self.seen_trees.get(&id) {
                     Some(seen) => work.push((path, seen.clone())),
@@ -565,6 +580,22 @@ impl Resolver {
             }
             entries.push((entry.mode.kind(), name.to_owned(), entry.oid.to_owned()));
         }
+        // A folder's entries are named all or none: its `.gitattributes` with its files.
+        let cost: usize = entries
+            .iter()
+            .map(|(_, name, _)| folder.len() + 1 + name.len() + PATH_COST)
+            .sum();
+        if self.path_bytes + cost > PATH_BYTES {
+            if self.path_bytes <= PATH_BYTES {
+                tracing::debug!(
+                    "early checkout: the tree names over {PATH_BYTES} bytes of paths; the rest \
+                     is left to the checkout after the transfer"
+                );
+            }
+            self.path_bytes = PATH_BYTES + 1;
+            return subtrees;
+        }
+        self.path_bytes += cost;
         for (kind, name, id) in entries {
             let mut path = folder.to_owned();
             if !path.is_empty() {

@@ -239,7 +239,8 @@ impl Run<'_> {
             layout::write_ref(staging, &opts.branch.tracking_ref(), opts.tip)?;
         }
         let started = std::time::Instant::now();
-        let mut index = checkout::index_from_tree(&repo, &objects, tree)?;
+        let mut index =
+            checkout::index_from_tree(&repo, &objects, tree, opts.limits.max_tree_entries)?;
         tracing::debug!(
             "index built from the tree in {} ms",
             started.elapsed().as_millis()

@@ -758,6 +758,7 @@ mod tests {
         let small = crate::pack::PackLimits {
             max_object_bytes: 100,
             big_object_bytes: 100,
+            max_tree_entries: crate::pack::DEFAULT_MAX_TREE_ENTRIES,
         };
         assert_err!(fetch_with(FETCH, small).0, Error::Integrity(m) if m.contains("refused"));
     }

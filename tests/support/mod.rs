@@ -445,8 +445,8 @@ pub fn incompressible(len: usize, seed: &mut u64) -> Vec<u8> {
     buf
 }
 
-/// A run of the binary under GNU time and a watchdog: exit code (`None`: killed by the watchdog),
-/// stderr, peak RSS in MiB, wall time.
+/// A run of the binary under GNU time and a watchdog: exit code (`None`: killed by a signal or the
+/// watchdog), stderr, peak RSS in MiB, wall time.
 pub struct Measured {
     pub code: Option<i32>,
     pub stderr: String,
@@ -516,12 +516,13 @@ pub fn measure(
         .last()
         .and_then(|l| l.trim().parse().ok())
         .unwrap_or(0);
-    // GNU time reports the child's status as its own: "Command exited with non-zero status N".
+    // GNU time reports the child's status as its own: "Command exited with non-zero status N",
+    // or "Command terminated by signal N" (an abort: no exit code, not 0).
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let code = if killed {
+    let text = std::fs::read_to_string(rss.path()).unwrap_or_default();
+    let code = if killed || text.contains("Command terminated by signal") {
         None
     } else {
-        let text = std::fs::read_to_string(rss.path()).unwrap_or_default();
         text.lines()
             .find_map(|l| l.strip_prefix("Command exited with non-zero status "))
             .and_then(|n| n.trim().parse().ok())

@@ -68,7 +68,12 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
         .map_err(|e| Error::Integrity(format!("commit {} is malformed: {e}", record.tip)))?;
     crate::repo::layout::write_shallow(&session.git_dir, &fetched.shallow)?;
 
-    let mut index = checkout::index_from_tree(&repo, &repo.objects, tree)?;
+    let mut index = checkout::index_from_tree(
+        &repo,
+        &repo.objects,
+        tree,
+        crate::pack::DEFAULT_MAX_TREE_ENTRIES,
+    )?;
     let (entries, paths) = index.entries_mut_and_pathbacking();
     for entry in entries {
         let rel = std::path::Path::new(std::ffi::OsStr::from_bytes(entry.path_in(paths)));

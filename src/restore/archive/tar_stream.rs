@@ -159,8 +159,15 @@ impl<R: Read> TarStream<R> {
                 self.limits.header_bytes
             )));
         }
-        let mut data = vec![0u8; size as usize];
-        self.inner.read_exact(&mut data).map_err(read_error)?;
+        // Grown as the bytes arrive: the size is the header's claim, and the limit may be raised.
+        let mut data = Vec::new();
+        (&mut self.inner)
+            .take(size)
+            .read_to_end(&mut data)
+            .map_err(read_error)?;
+        if data.len() as u64 != size {
+            return Err(corrupt("the stream ends early (truncated)"));
+        }
         self.skip(padding(size))?;
         Ok(data)
     }
