@@ -76,8 +76,8 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     // computes the pack.
     let survey = std::thread::spawn({
         let (workdir, git_dir) = (opts.dir.clone(), git_dir.clone());
-        let base = template.base;
-        move || Survey::of(&workdir, &git_dir, base)
+        let (base, max_entries) = (template.base, opts.limits.max_tree_entries);
+        move || Survey::of(&workdir, &git_dir, base, max_entries)
     });
     let http = Http::new()?;
     let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;

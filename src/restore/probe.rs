@@ -232,7 +232,12 @@ impl Survey {
     /// Read what `workdir` holds at every path of the index in `git_dir`, and check that index
     /// against the tree of `base`; an empty survey when the index cannot be read (the switch
     /// reads it again and reports why).
-    pub(super) fn of(workdir: &Path, git_dir: &Path, base: crate::types::FullSha) -> Survey {
+    pub(super) fn of(
+        workdir: &Path,
+        git_dir: &Path,
+        base: crate::types::FullSha,
+        max_entries: u64,
+    ) -> Survey {
         let Ok(repo) = crate::repo::open(git_dir) else {
             return Survey::default();
         };
@@ -240,7 +245,7 @@ impl Survey {
             return Survey::default();
         };
         let mut survey = Survey {
-            base_index: base_index_unless_same(&repo, &index, base),
+            base_index: base_index_unless_same(&repo, &index, base, max_entries),
             ..Survey::default()
         };
         for entry in index.entries() {
@@ -261,6 +266,7 @@ fn base_index_unless_same(
     repo: &gix::Repository,
     index: &gix::index::File,
     base: crate::types::FullSha,
+    max_entries: u64,
 ) -> Option<gix::index::File> {
     if index.entries().is_empty() {
         // No index (a template seeded from a cache): nothing of it is trusted anyway.
@@ -268,7 +274,7 @@ fn base_index_unless_same(
     }
     let objects = super::verify::Verified(&repo.objects);
     let tree = super::git::verify_commit(&objects, base).ok()?;
-    let ours = checkout::index_from_tree(repo, &objects, tree).ok()?;
+    let ours = checkout::index_from_tree(repo, &objects, tree, max_entries).ok()?;
     let same = index.entries().len() == ours.entries().len()
         && index.entries().iter().zip(ours.entries()).all(|(a, b)| {
             a.id == b.id && a.mode == b.mode && a.stage_raw() == 0 && a.path(index) == b.path(&ours)

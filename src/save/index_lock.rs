@@ -194,7 +194,9 @@ fn remove_what_a_killed_save_left(git_dir: &Path, lock: &Path, record: &File) {
     use std::io::Read as _;
     let mut text = String::new();
     // Bounded: the record is a few short lines of ours.
-    let _ = record.take(crate::fs::state::RECORD_CAP).read_to_string(&mut text);
+    let _ = record
+        .take(crate::fs::state::RECORD_CAP)
+        .read_to_string(&mut text);
     let mut lines = text.lines();
     let recorded = lines
         .next()
