@@ -83,6 +83,18 @@ fn restore_command(w: &World, dir: &Path, url: &str, tip: &str) -> std::process:
     cmd
 }
 
+/// The world, its served repository and the tip, when running as root (else `None`, said).
+fn set_up() -> Option<(World, GitServer, String)> {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return None;
+    }
+    let w = World::new();
+    let tip = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    Some((w, srv, tip))
+}
+
 fn wait_for_entries(dir: &Path, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0) < n {
@@ -96,13 +108,9 @@ fn wait_for_entries(dir: &Path, n: usize) {
 
 #[test]
 fn a_folder_swapped_for_a_symlink_mid_checkout_leads_nowhere_outside() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    let Some((w, srv, tip)) = set_up() else {
         return;
-    }
-    let w = World::new();
-    let tip = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
+    };
     let outside = outside(&w);
     let before = snapshot(&outside);
     let dir = w.path("owned");
@@ -142,13 +150,9 @@ fn a_folder_swapped_for_a_symlink_mid_checkout_leads_nowhere_outside() {
 
 #[test]
 fn a_user_swapping_folders_for_symlinks_in_a_loop_reaches_nothing_outside() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    let Some((w, srv, tip)) = set_up() else {
         return;
-    }
-    let w = World::new();
-    let tip = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
+    };
     let outside = outside(&w);
     let before = snapshot(&outside);
     let url = srv.url("repo.git", None);
@@ -184,65 +188,53 @@ fn a_user_swapping_folders_for_symlinks_in_a_loop_reaches_nothing_outside() {
 
 #[test]
 fn root_refuses_a_target_below_a_folder_another_user_can_change() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    let Some((w, srv, tip)) = set_up() else {
         return;
-    }
-    let w = World::new();
-    let tip = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
+    };
     let url = srv.url("repo.git", None);
     use std::os::unix::fs::PermissionsExt as _;
+    let restore_in = |dir: &Path| {
+        let vars = [
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &tip),
+        ];
+        w.run(dir, &["restore", "--json"], &vars)
+    };
     // World-writable without the sticky bit: anyone could move the target away.
     let open = w.path("open");
     std::fs::create_dir_all(open.join("work")).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let run = restore_command(&w, &open.join("work"), &url, &tip)
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let run = restore_in(&open.join("work"));
+    run.assert_code(2);
+    let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(
-        stderr.contains(&format!("{}:", open.display())) && stderr.contains("everyone can write"),
-        "{stderr}"
+        message.contains(&format!("{}:", open.display())) && message.contains("everyone can write"),
+        "{message}"
     );
     assert!(!open.join("work/.git").exists() && !open.join("work/README.md").exists());
     // With the sticky bit (as /tmp has) others cannot move what they do not own: allowed.
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    let run = restore_command(&w, &open.join("work"), &url, &tip)
-        .output()
-        .unwrap();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    restore_in(&open.join("work")).assert_code(0);
     // A folder above that belongs to a third user (not root, not the target's owner).
     let theirs = w.path("theirs");
     std::fs::create_dir_all(theirs.join("work")).unwrap();
     std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
     give_to_nobody(&theirs.join("work"));
-    let run = restore_command(&w, &theirs.join("work"), &url, &tip)
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let run = restore_in(&theirs.join("work"));
+    run.assert_code(2);
+    let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(
-        stderr.contains(&theirs.display().to_string()) && stderr.contains("uid 4242"),
-        "{stderr}"
+        message.contains(&theirs.display().to_string()) && message.contains("uid 4242"),
+        "{message}"
     );
 }
 
 #[test]
 fn every_command_run_as_root_works_as_the_trees_owner() {
-    if !is_root() {
-        eprintln!("skipped: needs root");
+    let Some((w, srv, tip)) = set_up() else {
         return;
-    }
-    let w = World::new();
-    let tip = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
+    };
     let url = srv.url("repo.git", None);
     let dir = w.path("owned");
     give_to_nobody(&dir);

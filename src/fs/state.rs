@@ -109,7 +109,7 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-fn refused(path: &Path, what: &str, fix: &str) -> Error {
+pub(crate) fn refused(path: &Path, what: &str, fix: &str) -> Error {
     Error::Internal(format!(
         "{} is {what}, not a file git-session wrote: nothing was read from it or written \
          through it; {fix}",

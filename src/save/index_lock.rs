@@ -182,7 +182,13 @@ fn open_record(git_dir: &Path) -> Result<File> {
         .mode(0o644)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(&path)
-        .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                crate::fs::state::refused(&path, "a symlink", "remove it, then save again")
+            } else {
+                Error::io(format!("opening {}", path.display()), e)
+            }
+        })?;
     file.lock()
         .map_err(|e| Error::io(format!("locking {}", path.display()), e))?;
     Ok(file)
