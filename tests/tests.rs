@@ -6,6 +6,7 @@ mod support;
 mod bake;
 mod cli;
 mod early_checkout;
+mod fuzz_corpus;
 mod handoff;
 mod hostile;
 mod inputs;

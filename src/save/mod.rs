@@ -14,7 +14,7 @@ use crate::types::{FullSha, SessionBranch};
 
 mod changes;
 mod config;
-mod stage;
+pub(crate) mod stage;
 
 pub use stage::MAX_FILE_BYTES;
 
