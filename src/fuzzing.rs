@@ -25,6 +25,13 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("inputs", inputs),
 ];
 
+/// Whether the known finding `name` is set aside for this run: `GIT_SESSION_FUZZ_SKIP` holds a
+/// comma-separated list of names (see `fuzz/known/README.md`), so that a target keeps fuzzing past
+/// a bug reported and not fixed yet. Unset, every invariant is checked.
+fn skipped(name: &str) -> bool {
+    std::env::var("GIT_SESSION_FUZZ_SKIP").is_ok_and(|v| v.split(',').any(|s| s == name))
+}
+
 /// The URL the wire parsers' messages name.
 fn url() -> RemoteUrl {
     RemoteUrl::parse("http://127.0.0.1:1/repo.git").expect("a valid URL")
@@ -233,6 +240,15 @@ fn first_commit(data: &[u8], pack_dir: &Path) -> (Option<gix::ObjectId>, bool) {
 /// back leaves the work tree empty; nothing is left beside the pack and its index.
 pub fn pack(data: &[u8]) {
     use crate::restore::early::{EarlyCheckout, Target};
+    // Known (pack-count): a header claiming more objects than the input holds bytes makes
+    // receive reserve 16 bytes per claimed object before reading any.
+    if skipped("pack-count")
+        && data.get(8..12).is_some_and(|n| {
+            u32::from_be_bytes(n.try_into().expect("4 bytes")) as usize > data.len()
+        })
+    {
+        return;
+    }
     let dir = scratch();
     let objects = dir.path().join("objects");
     let pack_dir = objects.join("pack");
@@ -466,7 +482,8 @@ pub fn names(data: &[u8]) {
     let saved = path.split_str("/").all(|c| {
         gix::validate::path::component(c.as_bstr(), None, crate::save::stage::name_rules()).is_ok()
     });
-    if !saved {
+    // Known (names): save checks neither git's HFS rules nor the staging folder's name.
+    if !saved || skipped("names") {
         return;
     }
     let restored = path.split_str("/").all(|c| {
@@ -603,7 +620,11 @@ pub fn state(data: &[u8]) {
                 .parse()
                 .expect("a full id");
             let _ = ledger.contains(old);
-            if ledger.record(old, new, "save").is_ok() {
+            // Known (ledger): a ledger that is not UTF-8, or whose last line was cut short, loses
+            // the pushes recorded after it.
+            let known = std::str::from_utf8(content).is_err()
+                || !(content.is_empty() || content.ends_with(b"\n"));
+            if ledger.record(old, new, "save").is_ok() && !(known && skipped("ledger")) {
                 assert!(ledger.contains(new), "a recorded push is not found");
                 let after = std::fs::read(&path).expect("reading the ledger");
                 assert!(after.starts_with(content), "the ledger lost what it held");
