@@ -12,8 +12,11 @@ use gix::bstr::{BStr, ByteSlice as _};
 use crate::error::Error;
 use crate::types::{FullSha, Owner, RemoteUrl, SessionBranch};
 
+/// A target's function: it panics when an invariant does not hold for the input.
+pub type Target = fn(&[u8]);
+
 /// Every target: its name (the folder of its corpus under `fuzz/corpus/`) and its function.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("upload_pack", upload_pack),
     ("receive_pack", receive_pack),
     ("pack", pack),
