@@ -18,6 +18,8 @@ pub mod commands;
 pub mod error;
 pub mod failpoint;
 pub mod fs;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inputs;
 pub mod names;
 pub mod output;

@@ -11,6 +11,7 @@ mod alloc_limit;
 mod bake;
 mod cli;
 mod early_checkout;
+mod fuzz_corpus;
 mod handoff;
 mod hostile;
 mod inputs;

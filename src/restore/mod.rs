@@ -15,7 +15,7 @@ pub mod archive;
 mod boot;
 mod cache;
 pub mod checkout;
-mod early;
+pub(crate) mod early;
 mod git;
 mod probe;
 mod verify;

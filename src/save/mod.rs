@@ -15,7 +15,7 @@ use crate::types::{FullSha, SessionBranch};
 mod changes;
 mod config;
 mod index_lock;
-mod stage;
+pub(crate) mod stage;
 
 pub use stage::MAX_FILE_BYTES;
 

@@ -7,7 +7,8 @@ use std::str::FromStr;
 ///
 /// Parsing accepts `x` and `refs/heads/x` (normalised to `x`) and applies git's ref-name rules
 /// (git-check-ref-format(1), through `gix::validate::reference::branch_name`) to `refs/heads/x`, plus the
-/// branch-only rules of `git check-ref-format --branch`: no leading `-`, not `HEAD`.
+/// branch-only rules of `git check-ref-format --branch`: no leading `-`, not `HEAD`; and an `x` that
+/// itself starts with `refs/heads/` is refused, so the short name always parses back to itself.
 /// It never holds an invalid name, so every ref, refspec and config key built from it is well-formed.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct SessionBranch(String);
@@ -53,6 +54,13 @@ impl FromStr for SessionBranch {
         let short = s.strip_prefix("refs/heads/").unwrap_or(s);
         if short.is_empty() {
             return Err(err("the name is empty"));
+        }
+        // Stored and read back as the short name: one that still starts with `refs/heads/` would
+        // come back as another branch.
+        if short.starts_with("refs/heads/") {
+            return Err(err(
+                "the short name would start with refs/heads/ (pass the name once, with or without                  refs/heads/)",
+            ));
         }
         if short.starts_with('-') {
             return Err(err("a branch name cannot start with '-'"));
@@ -127,6 +135,7 @@ mod tests {
             "a\\b",
             ".a",
             "a/.b",
+            "refs/heads/refs/heads/a",
         ] {
             assert!(
                 bad.parse::<SessionBranch>().is_err(),

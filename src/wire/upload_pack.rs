@@ -142,7 +142,7 @@ pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
 ///
 /// # Errors
 /// As [`handshake`], but for the HTTP ones and the Content-Type.
-fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Capabilities> {
+pub(crate) fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Capabilities> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut first = read_section(url, &mut lines)?;
     if first.first().is_some_and(|l| l.starts_with(b"# service=")) {
@@ -222,7 +222,11 @@ pub fn ls_ref(
 ///
 /// # Errors
 /// As [`ls_ref`], but for the HTTP ones.
-fn read_ls_refs(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Option<FullSha>> {
+pub(crate) fn read_ls_refs(
+    url: &RemoteUrl,
+    body: impl Read,
+    full_ref: &str,
+) -> Result<Option<FullSha>> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut found = None;
     for_each_line(url, &mut lines, MAX_LS_REFS_BYTES, |line| {
@@ -368,7 +372,7 @@ fn fetch_request(url: &RemoteUrl, caps: &Capabilities, want: &Want<'_>) -> Resul
 ///
 /// # Errors
 /// As [`fetch_pack`], but for the HTTP ones and the missing `fetch=shallow`.
-fn read_fetch(
+pub(crate) fn read_fetch(
     url: &RemoteUrl,
     body: impl Read,
     want: Want<'_>,

@@ -6,7 +6,7 @@
 //! The first `save`, `push` or `status` that needs history attaches it ([`attach`]).
 
 pub mod attach;
-mod extract;
+pub(crate) mod extract;
 mod tar_stream;
 
 use std::io::{BufReader, Read};
@@ -336,14 +336,24 @@ fn fresh_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))
 }
 
-fn unpack(
+pub(crate) fn unpack(
     raw: impl Read,
     tree: &Path,
     archive: &ArchiveOptions,
     tip_hex: &str,
 ) -> Result<(extract::Extracted, Option<String>)> {
     let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(64 * 1024, raw));
-    let mut stream = tar_stream::TarStream::new(gz, archive.limits);
+    unpack_tar(gz, tree, archive, tip_hex)
+}
+
+/// [`unpack`] of a tar stream decompressed already.
+pub(crate) fn unpack_tar(
+    tar: impl Read,
+    tree: &Path,
+    archive: &ArchiveOptions,
+    tip_hex: &str,
+) -> Result<(extract::Extracted, Option<String>)> {
+    let mut stream = tar_stream::TarStream::new(tar, archive.limits);
     let extracted = extract::extract(&mut stream, tree, archive.strip, tip_hex)?;
     let commit = stream.commit_id.clone();
     // Read the rest (end-of-archive padding, later gzip members) so truncation and corruption show.

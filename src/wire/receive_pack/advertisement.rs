@@ -69,7 +69,7 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
 ///
 /// # Errors
 /// As [`read`], but for the HTTP ones and the Content-Type.
-fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Advertised> {
+pub(crate) fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Advertised> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut out = Advertised {
         tip: None,

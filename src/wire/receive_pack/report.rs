@@ -62,7 +62,7 @@ pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool)
 ///
 /// # Errors
 /// As [`read`].
-fn parse(url: &RemoteUrl, body: impl Read, side_band: bool) -> Result<Report> {
+pub(crate) fn parse(url: &RemoteUrl, body: impl Read, side_band: bool) -> Result<Report> {
     let mut report = Report::default();
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let status_bytes = if side_band {

@@ -1,0 +1,1 @@
+src/deep/lib.rs

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Write the seed corpus of every fuzz target into fuzz/corpus/ (run from the repository root).
+
+Seeds are real captures where there are some (tests/fixtures/wire, tests/fixtures/archive) and
+small crafted inputs elsewhere; the pack seed is made by git from a small repository. Inputs the
+fuzzers keep later are added next to these.
+"""
+import gzip, hashlib, os, struct, subprocess, tempfile, zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "fuzz", "corpus")
+WIRE = os.path.join(ROOT, "tests", "fixtures", "wire")
+ARCHIVE = os.path.join(ROOT, "tests", "fixtures", "archive")
+
+
+def put(target, name, data):
+    os.makedirs(os.path.join(CORPUS, target), exist_ok=True)
+    with open(os.path.join(CORPUS, target, name), "wb") as f:
+        f.write(data)
+
+
+def wire(name):
+    with open(os.path.join(WIRE, name), "rb") as f:
+        return f.read()
+
+
+def side_band_1(body, after):
+    """The bytes of side-band channel 1 after the pkt-line `after`."""
+    at, out, started = 0, b"", False
+    while at + 4 <= len(body):
+        n = int(body[at:at + 4], 16)
+        if n < 4:
+            at += 4
+            continue
+        data = body[at + 4:at + n]
+        at += n
+        if started and data[:1] == b"\x01":
+            out += data[1:]
+        if data.rstrip(b"\n") == after:
+            started = True
+    return out
+
+
+def git(cwd, *args, stdin=None):
+    return subprocess.run(["git", *args], cwd=cwd, input=stdin, check=True,
+                          capture_output=True).stdout
+
+
+def made_pack():
+    """A whole pack of one commit as git's pack-objects writes it: folders, an executable, a
+    symlink, a .gitattributes, and a file edited so that a delta is likely."""
+    with tempfile.TemporaryDirectory() as d:
+        env = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+        git(d, "init", "-q")
+        text = "".join(f"line {i} of the file\n" for i in range(40))
+        os.makedirs(os.path.join(d, "src", "deep"))
+        for path, content in [("README.md", text), ("src/main.rs", "fn main() {}\n"),
+                              ("src/deep/a.txt", text.replace("line 7", "LINE 7")),
+                              (".gitattributes", "*.bat eol=crlf\n"), ("run.bat", "echo\n"),
+                              ("bin.sh", "#!/bin/sh\n")]:
+            with open(os.path.join(d, path), "w") as f:
+                f.write(content)
+        os.chmod(os.path.join(d, "bin.sh"), 0o755)
+        os.symlink("README.md", os.path.join(d, "link"))
+        git(d, "add", "-A")
+        git(d, *env, "commit", "-q", "-m", "one")
+        pack = ["pack-objects", "--stdout", "--revs", "--window=10", "--depth=10"]
+        # As upload-pack sends it (ofs-delta asked for), and with deltas naming their base by id.
+        return (git(d, *pack, "--delta-base-offset", stdin=b"HEAD\n"),
+                git(d, *pack, stdin=b"HEAD\n"))
+
+
+def delta_of(base, target):
+    def size(n):
+        out = b""
+        while True:
+            b = n & 0x7F
+            n >>= 7
+            if n:
+                out += bytes([b | 0x80])
+            else:
+                return out + bytes([b])
+    # Copy the base's first half, insert the target's rest (at most 127 bytes a piece).
+    half = len(base) // 2
+    d = size(len(base)) + size(len(half and target[:0]) + len(target))
+    body = b""
+    if half and target[:half] == base[:half]:
+        body += bytes([0x80 | 0x10]) + bytes([half])
+        rest = target[half:]
+    else:
+        rest = target
+    for i in range(0, len(rest), 127):
+        piece = rest[i:i + 127]
+        body += bytes([len(piece)]) + piece
+    return d + body
+
+
+def tree(entries):
+    return b"".join(mode + b" " + name + b"\0" + oid for mode, name, oid in entries)
+
+
+def tree_id(k):
+    return bytes([k]) + b"\0" * 18 + b"\xee"
+
+
+def chunks(*trees):
+    return b"".join(struct.pack("<H", len(t)) + t for t in trees)
+
+
+def raw_tar(name):
+    with gzip.open(os.path.join(ARCHIVE, name)) as f:
+        data = f.read()
+    # Keep the end-of-archive marker (two zero blocks), drop the rest of the record's padding.
+    end = len(data.rstrip(b"\0"))
+    end = (end + 511) // 512 * 512
+    return data[:end + 1024]
+
+
+def main():
+    put("upload_pack", "advertisement", b"\0" + wire("v2-advertisement.response"))
+    put("upload_pack", "ls-refs-branch", b"\1" + wire("ls-refs-branch.response"))
+    put("upload_pack", "ls-refs-none", b"\1" + wire("ls-refs-none.response"))
+    put("upload_pack", "fetch-depth-1", b"\2" + wire("fetch-depth-1.response"))
+
+    put("receive_pack", "advertisement", b"\0" + wire("receive-pack-advertisement.response"))
+    for name in ["report-ok", "report-ng", "report-ng-hook"]:
+        put("receive_pack", name, b"\1" + wire(name + ".response"))
+    put("receive_pack", "report-ng-no-side-band", b"\2" + wire("report-ng-no-side-band.response"))
+
+    put("pack", "fetch-depth-1", side_band_1(wire("fetch-depth-1.response"), b"packfile"))
+    ofs, ref = made_pack()
+    put("pack", "made-by-git", ofs)
+    put("pack", "made-by-git-ref-delta", ref)
+
+    text = b"".join(b"line %d\n" % i for i in range(20))
+    edited = text.replace(b"line 15", b"LINE 15")
+    put("delta", "edit", struct.pack("<H", len(text)) + text + delta_of(text, edited))
+    put("delta", "insert-only", struct.pack("<H", 4) + b"abcd" + b"\x04\x03\x03xyz")
+
+    blob = hashlib.sha1(b"blob 0\0").digest()
+    put("tree", "nested", chunks(
+        tree([(b"100644", b"README.md", blob), (b"100755", b"run.sh", blob),
+              (b"120000", b"link", blob), (b"40000", b"src", tree_id(1))]),
+        tree([(b"100644", b"lib.rs", blob), (b"40000", b"deep", tree_id(2)),
+              (b"160000", b"module", blob)]),
+        tree([(b"100644", b".gitattributes", blob)])))
+    put("tree", "dot-git", chunks(tree([(b"40000", b".git", tree_id(1))]),
+                                  tree([(b"100644", b"config", blob)])))
+    put("tree", "ntfs-alias", chunks(tree([(b"100644", b"GIT~1", blob)])))
+
+    for path in [b"README.md", b"src/deep/lib.rs", b".github/workflows/ci.yml", b"a-b/c.d"]:
+        put("names", path.replace(b"/", b"_").decode(), path)
+
+    put("tar", "good.tar", raw_tar("good.tar.gz"))
+    put("tar", "symlink-then-file.tar", raw_tar("symlink-then-file.tar.gz"))
+    for name in ["good", "dotdot", "two-members", "setuid", "pax-commit-mismatch", "fifo"]:
+        with open(os.path.join(ARCHIVE, name + ".tar.gz"), "rb") as f:
+            put("tar", name + ".tar.gz", f.read())
+
+    c2, c3 = "9286c450ac867c0b3f83878bc15e185905286280", "8bb771ef0d78962c9c09d236a436f1180b7638be"
+    session = ('{"version":1,"branch":"sessions/abc","tip":"%s","lease":"%s","source":"git",'
+               '"restored_at":"2026-12-01T10:00:00Z","tool_version":"0.1.0",'
+               '"read_url":"http://127.0.0.1:1/repo.git","push_url":null,"depth":1}' % (c2, c2))
+    put("state", "session", b"\0" + session.encode())
+    put("state", "template", b"\1" + ('{"version":1,"base":"%s","baked_at":"2026-12-01T10:00:00Z",'
+                                      '"tool_version":"0.1.0"}' % c3).encode())
+    put("state", "ledger", b"\2" + ("%s %s save\n%s %s git-push\n" % ("0" * 40, c2, c2, c3)).encode())
+
+    for name, text in [
+        ("sha", c2), ("sha-upper", c2.upper()), ("branch", "sessions/abc"),
+        ("full-ref", "refs/heads/sessions/abc"),
+        ("url-token", "https://x-access-token:ghs_abcdefgh12345678@example.com/o/r.git"),
+        ("url-query", "http://127.0.0.1:8080/repo.git/?sig=abc#frag"),
+        ("url-jwt", "https://t:eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjE4OTM0NTYwMDB9.c2ln@h.example/r"),
+        ("owner", "sandbox-1\0agent-7\0Ada Lovelace\0Fix it\n\nSigned-off-by: A <a@b>\n"),
+    ]:
+        put("inputs", name, text.encode())
+
+
+if __name__ == "__main__":
+    main()

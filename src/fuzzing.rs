@@ -1,0 +1,732 @@
+//! Entry points for the fuzz targets in `fuzz/` and for the replay of their committed corpus
+//! (`tests/fuzz_corpus.rs`): one function per target, each driving the crate's own parser on
+//! arbitrary bytes and asserting what must hold whatever the bytes are. A panic is a finding.
+//!
+//! Not part of the product's interface: hidden from the docs, called by tests and fuzzers only.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use gix::bstr::{BStr, ByteSlice as _};
+
+use crate::error::Error;
+use crate::types::{FullSha, Owner, RemoteUrl, SessionBranch};
+
+/// A target's function: it panics when an invariant does not hold for the input.
+pub type Target = fn(&[u8]);
+
+/// Every target: its name (the folder of its corpus under `fuzz/corpus/`) and its function.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("upload_pack", upload_pack),
+    ("receive_pack", receive_pack),
+    ("pack", pack),
+    ("delta", delta),
+    ("tree", tree),
+    ("names", names),
+    ("tar", tar),
+    ("state", state),
+    ("inputs", inputs),
+];
+
+/// The URL the wire parsers' messages name.
+fn url() -> RemoteUrl {
+    RemoteUrl::parse("http://127.0.0.1:1/repo.git").expect("a valid URL")
+}
+
+/// The session branch the wire parsers look for (the one of `tests/fixtures/wire`).
+const BRANCH: &str = "sessions/abc";
+
+/// A fresh temporary folder; the fuzzers run with a working file system.
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary folder")
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("listing a scratch folder")
+        .map(|e| {
+            e.expect("a folder entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// The protocol v2 responses of upload-pack (pkt-lines, side-band): the first byte picks the
+/// parser (capability advertisement, `ls-refs`, `fetch` with its pack), the rest is the body.
+/// Errors are the wire's kinds only; a fetch leaves its pack and index, or nothing.
+pub fn upload_pack(data: &[u8]) {
+    use crate::wire::upload_pack as up;
+    let Some((&which, body)) = data.split_first() else {
+        return;
+    };
+    let url = url();
+    match which % 3 {
+        0 => match up::read_advertisement(&url, body) {
+            Ok(caps) => {
+                let format = caps.capability("object-format").map(|c| c.value());
+                assert!(format.is_none_or(|v| v.unwrap_or_default() == "sha1"));
+            }
+            Err(e) => assert!(
+                matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(_)),
+                "{e:?}"
+            ),
+        },
+        1 => {
+            let full = format!("refs/heads/{BRANCH}");
+            match up::read_ls_refs(&url, body, &full) {
+                Ok(Some(id)) => {
+                    let line = format!("{id} {full}");
+                    assert!(body.to_ascii_lowercase().find(line.as_bytes()).is_some());
+                }
+                Ok(None) => {}
+                Err(e) => assert!(
+                    matches!(
+                        e,
+                        Error::Protocol(_) | Error::Network(_) | Error::NotFound(_)
+                    ),
+                    "{e:?}"
+                ),
+            }
+        }
+        _ => fetch(&url, body),
+    }
+}
+
+fn fetch(url: &RemoteUrl, body: &[u8]) {
+    use crate::wire::upload_pack as up;
+    let dir = scratch();
+    let want = up::Want {
+        commit: "9286c450ac867c0b3f83878bc15e185905286280"
+            .parse()
+            .expect("a full id"),
+        depth: Some(1),
+        pack_dir: dir.path(),
+        limits: crate::pack::PackLimits::default(),
+        base: None,
+        observer: None,
+    };
+    match up::read_fetch(url, body, want, &AtomicBool::new(false)) {
+        Ok(fetched) => {
+            let left = names_in(dir.path());
+            match &fetched.pack_path {
+                Some(pack) => {
+                    assert_eq!(pack.parent(), Some(dir.path()));
+                    let name = pack.file_name().unwrap().to_string_lossy().into_owned();
+                    let idx = name.replace(".pack", ".idx");
+                    let mut both = vec![idx, name];
+                    both.sort();
+                    assert_eq!(left, both);
+                }
+                None => assert!(left.is_empty(), "{left:?}"),
+            }
+        }
+        Err(e) => {
+            assert!(
+                matches!(
+                    e,
+                    Error::Protocol(_)
+                        | Error::Network(_)
+                        | Error::NotFound(_)
+                        | Error::Integrity(_)
+                ),
+                "{e:?}"
+            );
+            assert!(names_in(dir.path()).is_empty(), "a failed fetch left files");
+        }
+    }
+}
+
+/// The receive-pack answers: the first byte picks the ref advertisement, the report-status in
+/// side-band or the plain one. A push counts as done only on `unpack ok` and `ok <branch>`.
+pub fn receive_pack(data: &[u8]) {
+    use crate::wire::receive_pack::{advertisement, report};
+    let Some((&which, body)) = data.split_first() else {
+        return;
+    };
+    let url = url();
+    let branch: SessionBranch = BRANCH.parse().expect("a valid branch");
+    if which % 3 == 0 {
+        if let Err(e) = advertisement::parse(&url, body, &branch.full_ref()) {
+            assert!(
+                matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(_)),
+                "{e:?}"
+            );
+        }
+        return;
+    }
+    let report = match report::parse(&url, body, which % 3 == 1) {
+        Ok(report) => report,
+        Err(e) => {
+            assert!(matches!(e, Error::Protocol(_) | Error::Network(_)), "{e:?}");
+            return;
+        }
+    };
+    assert!(report.remote_text.len() <= 20);
+    let confirmed = report.fatal.is_none()
+        && report.unpack.as_deref() == Some("ok")
+        && report
+            .refs
+            .iter()
+            .find(|(name, _)| *name == branch.full_ref())
+            .is_some_and(|(_, ng)| ng.is_none());
+    let mut stale = false;
+    let result = report.into_result(&url, &branch, |_| {
+        stale = true;
+        Err(Error::Internal("stale".into()))
+    });
+    match result {
+        Ok(()) => assert!(confirmed),
+        Err(Error::Internal(_)) => assert!(stale && !confirmed),
+        Err(e) => assert!(
+            !confirmed && matches!(e, Error::Protocol(_) | Error::Rejected(_)),
+            "{e:?}"
+        ),
+    }
+}
+
+/// The commits stored whole in a pack, in order (the early checkout's `TIP_SHA` is the first), and
+/// whether a delta names its base by id.
+#[derive(Debug, Default)]
+struct Commits(std::cell::RefCell<(Vec<gix::ObjectId>, bool)>);
+
+impl crate::pack::EntryObserver for Commits {
+    fn begin(&self) {}
+    fn wants(&self, size: u64) -> bool {
+        size <= 1 << 20
+    }
+    fn entry(&self, _: u64, header: gix::odb::pack::data::entry::Header, data: Vec<u8>) {
+        let mut seen = self.0.borrow_mut();
+        seen.1 |= matches!(header, gix::odb::pack::data::entry::Header::RefDelta { .. });
+        if header.as_kind() == Some(gix::objs::Kind::Commit)
+            && let Ok(id) =
+                gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Commit, &data)
+        {
+            seen.0.push(id);
+        }
+    }
+    fn hashed(&self, _: u64, _: gix::ObjectId) {}
+    fn ids(&self) -> Option<Vec<(u64, gix::ObjectId)>> {
+        None
+    }
+}
+
+/// The pack's first whole commit, and whether a delta in it names its base by id.
+fn first_commit(data: &[u8], pack_dir: &Path) -> (Option<gix::ObjectId>, bool) {
+    let commits = Commits::default();
+    let limits = crate::pack::PackLimits::default();
+    if let Ok((stream, _)) = crate::pack::entries::EntryStream::new(data, limits, pack_dir) {
+        for entry in stream.observed(Some(&commits)) {
+            if entry.is_err() {
+                break;
+            }
+        }
+    }
+    let (commits, ref_deltas) = commits.0.into_inner();
+    (commits.first().copied(), ref_deltas)
+}
+
+/// A pack as it streams in, indexed, with the early checkout's resolver and writer watching it
+/// (`TIP_SHA`: the pack's first whole commit). The index names each object by its true id; every
+/// file written early lies inside the work tree under a safe name and holds its blob; the roll
+/// back leaves the work tree empty; nothing is left beside the pack and its index.
+pub fn pack(data: &[u8]) {
+    use crate::restore::early::{EarlyCheckout, Target};
+    let dir = scratch();
+    let objects = dir.path().join("objects");
+    let pack_dir = objects.join("pack");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&pack_dir).expect("a scratch folder");
+    std::fs::create_dir(&work).expect("a scratch folder");
+    let (tip, ref_deltas) = first_commit(data, &pack_dir);
+    let tip = tip.unwrap_or_else(|| gix::ObjectId::null(gix::hash::Kind::Sha1));
+    let early = EarlyCheckout::start(Target {
+        workdir: work.clone(),
+        tip,
+        before_first_file: Box::new(|| Ok(())),
+    });
+    let limits = crate::pack::PackLimits::default();
+    let mut input = data;
+    let received = crate::pack::receive(
+        &mut input,
+        &pack_dir,
+        Some(1),
+        limits,
+        &AtomicBool::new(false),
+        Some(&early),
+    );
+    let outcome = early.finish();
+    for file in &outcome.files {
+        assert_written(&work, file);
+    }
+    match received {
+        Ok(received) => {
+            if let Some(data_path) = &received.data_path {
+                let ids = check_index(data_path, limits, &received.big, ref_deltas);
+                for file in &outcome.files {
+                    assert!(ids.contains(&file.id), "{} is not in the pack", file.id);
+                }
+            }
+            let left = names_in(&pack_dir);
+            assert!(
+                left.len() == 2 * usize::from(received.data_path.is_some()),
+                "{left:?}"
+            );
+        }
+        Err(e) => {
+            assert!(!matches!(e, crate::pack::ReceiveError::Local(_)), "{e:?}");
+            assert!(
+                names_in(&pack_dir).is_empty(),
+                "a failed receive left files"
+            );
+        }
+    }
+    outcome.roll_back(&work).expect("the roll back");
+    assert!(
+        names_in(&work).is_empty(),
+        "the roll back left {:?}",
+        names_in(&work)
+    );
+    assert_eq!(names_in(dir.path()), ["objects", "work"]);
+}
+
+/// A file of the early checkout: a safe path inside `work`, a regular file holding its blob.
+fn assert_written(work: &Path, file: &crate::restore::early::Written) {
+    use std::os::unix::ffi::OsStrExt as _;
+    assert_safe_path(file.path.as_ref());
+    assert_ne!(
+        file.path.split_str("/").next(),
+        Some(crate::restore::STAGING_DIR.as_bytes())
+    );
+    let full = work.join(std::ffi::OsStr::from_bytes(&file.path));
+    let meta = std::fs::symlink_metadata(&full).expect("a written file");
+    assert!(meta.is_file(), "{} is not a regular file", full.display());
+    let content = std::fs::read(&full).expect("a written file");
+    let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, &content)
+        .expect("hashing");
+    assert_eq!(id, file.id, "{} does not hold its blob", full.display());
+}
+
+/// Every component of `path` passes git's path protections as the restore applies them.
+fn assert_safe_path(path: &BStr) {
+    for component in path.split_str("/") {
+        assert!(
+            gix::validate::path::component(
+                component.as_bstr(),
+                None,
+                crate::restore::checkout::protections()
+            )
+            .is_ok(),
+            "unsafe component {:?} in {path:?}",
+            component.as_bstr()
+        );
+    }
+}
+
+/// Every object of the pack at `data_path`, as its index names them, decodes to content that
+/// hashes to that id. Returns the ids.
+fn check_index(
+    data_path: &Path,
+    limits: crate::pack::PackLimits,
+    big: &[gix::ObjectId],
+    ref_deltas: bool,
+) -> Vec<gix::ObjectId> {
+    use gix::objs::Find as _;
+    let objects = crate::pack::PackObjects::open(data_path, limits, big).expect("the pack opens");
+    let index =
+        gix::odb::pack::index::File::at(data_path.with_extension("idx"), gix::hash::Kind::Sha1)
+            .expect("the index opens");
+    let mut ids = Vec::new();
+    let mut buf = Vec::new();
+    for entry in index.iter() {
+        let object = match objects.try_find(&entry.oid, &mut buf) {
+            Ok(object) => object.expect("an indexed object is found"),
+            // Known: the checkout's reader follows no delta whose base is named by id (git's
+            // upload-pack sends none when asked for ofs-delta, as the fetch does).
+            Err(_) if ref_deltas => continue,
+            Err(e) => panic!("the indexed object {} does not decode: {e}", entry.oid),
+        };
+        let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, object.kind, object.data)
+            .expect("hashing");
+        assert_eq!(id, entry.oid, "the index names an object by a wrong id");
+        ids.push(entry.oid);
+    }
+    ids
+}
+
+/// Delta application: the first two bytes give the base's length; the base follows, then the
+/// delta. A result respects the limit and the size the delta claims; the encoder's delta of the
+/// base into the rest applies back to the rest.
+pub fn delta(data: &[u8]) {
+    use crate::pack::delta;
+    if data.len() < 2 {
+        return;
+    }
+    let n = (usize::from(u16::from_le_bytes([data[0], data[1]]))).min(data.len() - 2);
+    let (base, rest) = data[2..].split_at(n);
+    const LIMIT: usize = 1 << 20;
+    if let Some(out) = delta::apply(base, rest, LIMIT) {
+        assert!(out.len() <= LIMIT);
+    }
+    if let Some(encoded) = delta::encode(base, rest, LIMIT) {
+        assert_eq!(delta::apply(base, &encoded, LIMIT).as_deref(), Some(rest));
+    }
+}
+
+/// Trees: two-byte little-endian lengths, each followed by that many bytes of one tree object;
+/// the first is the root. An entry whose id's first byte is `k` names the `k`-th tree (and only
+/// a later one, so they form no cycle). The index built with the restore's path protections holds
+/// safe paths only, each below its folder.
+pub fn tree(data: &[u8]) {
+    let trees = split_chunks(data);
+    if trees.is_empty() || expanded_entries(&trees).is_none_or(|n| n > 100_000) {
+        return;
+    }
+    let objects = Trees(trees);
+    let root = tree_id(0);
+    let state =
+        gix::index::State::from_tree(&root, &objects, crate::restore::checkout::protections());
+    let Ok(state) = state else { return };
+    // Two entries of one path (`a` twice, `a` and `a/x`) are possible here: gix does not refuse
+    // them, the checkout does. Each path on its own must be safe.
+    for entry in state.entries() {
+        let path = entry.path(&state);
+        assert!(!path.is_empty() && !path.starts_with(b"/") && !path.ends_with(b"/"));
+        assert_safe_path(path);
+    }
+}
+
+/// The id standing for the `k`-th tree of [`tree`]'s input.
+fn tree_id(k: usize) -> gix::ObjectId {
+    let mut bytes = [0u8; 20];
+    bytes[0] = k as u8;
+    bytes[19] = 0xee;
+    gix::ObjectId::from_bytes_or_panic(&bytes)
+}
+
+fn split_chunks(mut data: &[u8]) -> Vec<&[u8]> {
+    let mut chunks = Vec::new();
+    while data.len() >= 2 && chunks.len() < 255 {
+        let n = usize::from(u16::from_le_bytes([data[0], data[1]])).min(data.len() - 2);
+        chunks.push(&data[2..2 + n]);
+        data = &data[2 + n..];
+    }
+    chunks
+}
+
+/// How many index entries the trees expand to, or `None` when one names itself or an earlier one.
+fn expanded_entries(trees: &[&[u8]]) -> Option<u64> {
+    let mut counts = vec![0u64; trees.len()];
+    for k in (0..trees.len()).rev() {
+        let mut n = 0u64;
+        for entry in gix::objs::TreeRefIter::from_bytes(trees[k], gix::hash::Kind::Sha1) {
+            let Ok(entry) = entry else { break };
+            if entry.mode.is_tree() {
+                let j = usize::from(entry.oid.as_bytes()[0]);
+                if j <= k {
+                    return None;
+                }
+                n = n.saturating_add(counts.get(j).copied().unwrap_or(0));
+            } else {
+                n += 1;
+            }
+        }
+        counts[k] = n;
+    }
+    Some(counts[0])
+}
+
+struct Trees<'a>(Vec<&'a [u8]>);
+
+impl gix::objs::Find for Trees<'_> {
+    fn try_find<'a>(
+        &self,
+        id: &gix::oid,
+        buffer: &'a mut Vec<u8>,
+    ) -> gix::Result<Option<gix::objs::Data<'a>>> {
+        let k = usize::from(id.as_bytes()[0]);
+        if id != tree_id(k).as_ref() || k >= self.0.len() {
+            return Ok(None);
+        }
+        buffer.clear();
+        buffer.extend_from_slice(self.0[k]);
+        Ok(Some(gix::objs::Data::new(
+            buffer,
+            gix::objs::Kind::Tree,
+            gix::hash::Kind::Sha1,
+        )))
+    }
+}
+
+/// One rule for names (issue 23): a path `save` would commit, each component passing the rules
+/// it applies, is one `restore` checks out (its path protections, the staging folder at the top).
+pub fn names(data: &[u8]) {
+    let path = data.as_bstr();
+    if crate::names::check_path(path, false).is_err() {
+        return;
+    }
+    // What restore applies: gix's component check with the protections while it builds the
+    // index, and the staging folder at the top.
+    let restored = path.split_str("/").all(|c| {
+        gix::validate::path::component(c.as_bstr(), None, crate::restore::checkout::protections())
+            .is_ok()
+    }) && !crate::names::in_staging_dir(path);
+    assert!(restored, "save commits {path:?}, which restore refuses");
+}
+
+/// The commit id the tar target's archives were made from (`tests/fixtures/archive/CASES.md`).
+const ARCHIVE_TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
+
+/// A tar stream (gzip-compressed when it starts with gzip's magic bytes) extracted as restore
+/// does it, into an empty folder beside another: nothing lands outside it, only files, folders and
+/// symlinks are made, no file keeps a set-id bit, every name is safe, and a success counts
+/// what it made.
+pub fn tar(data: &[u8]) {
+    use crate::restore::archive::{ArchiveOptions, ArchiveSource, Limits, Strip, unpack};
+    let dir = scratch();
+    let root = dir.path().join("tree");
+    std::fs::create_dir(&root).expect("a scratch folder");
+    let options = ArchiveOptions {
+        source: ArchiveSource::Stdin,
+        strip: Strip::Auto,
+        require_commit_id: false,
+        limits: Limits {
+            header_bytes: 64 << 10,
+            entries: 10_000,
+            total_bytes: 64 << 20,
+        },
+    };
+    let result = if data.starts_with(&[0x1f, 0x8b]) {
+        unpack(data, &root, &options, ARCHIVE_TIP)
+    } else {
+        // Raw tar: what the fuzzer mutates best; the same reader behind the gzip layer.
+        crate::restore::archive::unpack_tar(data, &root, &options, ARCHIVE_TIP)
+    };
+    assert_eq!(
+        names_in(dir.path()),
+        ["tree"],
+        "something landed beside the target"
+    );
+    let made = walk(&root, &root);
+    match result {
+        Ok((extracted, _)) => assert_eq!(
+            (made.files, made.dirs, made.symlinks),
+            (extracted.files, extracted.dirs, extracted.symlinks)
+        ),
+        Err(e) => assert!(
+            matches!(e, Error::Integrity(_) | Error::Network(_)),
+            "{e:?}"
+        ),
+    }
+}
+
+#[derive(Default)]
+struct Made {
+    files: usize,
+    dirs: usize,
+    symlinks: usize,
+}
+
+/// Count what is below `dir`, checking each entry's kind, mode and name.
+fn walk(root: &Path, dir: &Path) -> Made {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut made = Made::default();
+    for entry in std::fs::read_dir(dir).expect("listing the extraction") {
+        let entry = entry.expect("a folder entry");
+        let rel = entry.path();
+        let rel = rel.strip_prefix(root).expect("below the root");
+        assert_safe_path(rel.as_os_str().as_bytes().as_bstr());
+        let meta = std::fs::symlink_metadata(entry.path()).expect("an entry");
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            let below = walk(root, &entry.path());
+            made.dirs += 1 + below.dirs;
+            made.files += below.files;
+            made.symlinks += below.symlinks;
+        } else if kind.is_file() {
+            assert_eq!(
+                meta.permissions().mode() & 0o7000,
+                0,
+                "{rel:?} keeps a set-id bit"
+            );
+            made.files += 1;
+        } else {
+            assert!(
+                kind.is_symlink(),
+                "{rel:?} is neither a file, a folder nor a symlink"
+            );
+            made.symlinks += 1;
+        }
+    }
+    made
+}
+
+/// The state files in the git dir: the first byte picks the session record, the template record
+/// or the ledger; the rest is the file's content. A record read is written and read back the
+/// same; a push recorded in any ledger is found in it afterwards, what was there kept before it.
+pub fn state(data: &[u8]) {
+    use crate::repo::lease::{LEDGER_FILE, Ledger};
+    use crate::repo::session::SessionRecord;
+    use crate::repo::template::TemplateRecord;
+    let Some((&which, content)) = data.split_first() else {
+        return;
+    };
+    let git_dir = scratch();
+    let again = scratch();
+    match which % 3 {
+        0 => {
+            std::fs::write(SessionRecord::path(git_dir.path()), content).expect("writing");
+            if let Ok(Some(record)) = SessionRecord::read(git_dir.path()) {
+                record.write(again.path()).expect("writing the record");
+                let back = SessionRecord::read(again.path()).expect("reading it back");
+                let json = |r: &SessionRecord| serde_json::to_value(r).expect("encoding");
+                assert_eq!(back.as_ref().map(json), Some(json(&record)));
+            }
+        }
+        1 => {
+            std::fs::write(TemplateRecord::path(git_dir.path()), content).expect("writing");
+            if let Ok(Some(record)) = TemplateRecord::read(git_dir.path()) {
+                record.write(again.path()).expect("writing the record");
+                let back = TemplateRecord::read(again.path()).expect("reading it back");
+                assert_eq!(back, Some(record));
+            }
+        }
+        _ => {
+            let path = git_dir.path().join(LEDGER_FILE);
+            std::fs::write(&path, content).expect("writing");
+            let ledger = Ledger::new(git_dir.path());
+            let old = FullSha::zero();
+            let new: FullSha = "9286c450ac867c0b3f83878bc15e185905286280"
+                .parse()
+                .expect("a full id");
+            let _ = ledger.contains(old);
+            if ledger.record(old, new, "save").is_ok() {
+                assert!(
+                    ledger.contains(new).is_ok_and(|found| found),
+                    "a recorded push is not found"
+                );
+                // Whole lines are kept; a last line cut short (never fsynced, so nothing was
+                // uploaded after it) is dropped.
+                let whole = content
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |end| end + 1);
+                let after = std::fs::read(&path).expect("reading the ledger");
+                assert!(
+                    after.starts_with(&content[..whole]),
+                    "the ledger lost what it held"
+                );
+            }
+        }
+    }
+}
+
+/// What the session's inputs are parsed from (`TIP_SHA`, `SESSION_BRANCH`, the URLs, the owner
+/// variables): what parses renders back to a form that parses to the same value, and a URL's
+/// public forms carry no credentials.
+pub fn inputs(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let s = text.as_ref();
+    if let Ok(sha) = s.parse::<FullSha>() {
+        assert_eq!(sha.to_string(), s.to_ascii_lowercase());
+        assert_eq!(FullSha::from_wire(s.as_bytes()), Some(sha));
+        assert!(crate::inputs::tip(Some(s)).is_ok());
+    } else {
+        assert!(matches!(crate::inputs::tip(Some(s)), Err(Error::Usage(_))));
+    }
+    if let Some(sha) = FullSha::from_wire(data) {
+        assert_eq!(sha.to_string().as_bytes(), data.to_ascii_lowercase());
+    }
+    if let Ok(branch) = s.parse::<SessionBranch>() {
+        assert_eq!(
+            branch.as_str().parse::<SessionBranch>().as_ref(),
+            Ok(&branch)
+        );
+        assert_eq!(
+            branch.full_ref().parse::<SessionBranch>().as_ref(),
+            Ok(&branch)
+        );
+        assert!(gix::validate::reference::name(branch.tracking_ref().as_str().into()).is_ok());
+    } else {
+        assert!(matches!(
+            crate::inputs::branch(Some(s)),
+            Err(Error::Usage(_))
+        ));
+    }
+    remote_url(s);
+    owner(s);
+}
+
+fn remote_url(s: &str) {
+    let Ok(url) = RemoteUrl::parse(s) else {
+        assert!(matches!(
+            crate::inputs::url(Some(s), "READ_URL", "READ_URL_FILE"),
+            Err(Error::Usage(_))
+        ));
+        return;
+    };
+    let public = url.public();
+    let reparsed = RemoteUrl::parse(&public).expect("the public form parses");
+    assert!(
+        !reparsed.has_credentials(),
+        "the public form carries credentials"
+    );
+    assert_eq!(reparsed.public(), public);
+    assert!(url.same_repository(&reparsed));
+    let named = RemoteUrl::parse(&url.public_as("git-session")).expect("the named form parses");
+    assert_eq!(named.public(), public);
+    let endpoint = url.endpoint("info/refs?service=git-upload-pack");
+    assert!(endpoint.username().is_empty() && endpoint.password().is_none());
+    let shown = format!("{url} {url:?}");
+    if let Some(c) = url.credentials() {
+        let secret = c.password.expose();
+        if secret.len() >= 8 && !public.contains(secret) {
+            assert!(!shown.contains(secret), "the URL shows its password");
+        }
+        assert!(url.authorization().is_some_and(|v| v.is_sensitive()));
+    }
+    let forms = url.secret_forms();
+    assert!(forms.iter().all(|f| f.len() >= 8) || forms.is_empty());
+    assert!(
+        url.jwt_expiry()
+            .is_none_or(|e| e <= crate::types::MAX_JWT_EXPIRY)
+    );
+    let has = crate::inputs::url(Some(s), "READ_URL", "READ_URL_FILE");
+    assert_eq!(has.is_ok(), !url.has_credentials());
+}
+
+fn owner(s: &str) {
+    let mut values = s.splitn(4, '\u{0}');
+    let vars: Vec<Option<String>> = (0..3).map(|_| values.next().map(str::to_owned)).collect();
+    let message = values.next().unwrap_or("work");
+    let get = |var: &str| {
+        let i = [
+            "GIT_SESSION_SANDBOX",
+            "GIT_SESSION_AGENT",
+            "GIT_SESSION_PERSON",
+        ]
+        .iter()
+        .position(|v| *v == var)?;
+        vars[i].clone().map(std::ffi::OsString::from)
+    };
+    let Ok(owner) = Owner::from_vars(get) else {
+        return;
+    };
+    let out = owner.add_trailers(message);
+    for (key, value) in owner.trailers() {
+        assert!(
+            !value.contains(['\n', '\r']),
+            "a trailer value holds a line break"
+        );
+        let line = format!("{key}: {value}");
+        assert!(
+            out.lines().any(|l| l == line),
+            "{line:?} is not a line of {out:?}"
+        );
+    }
+}
