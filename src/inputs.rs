@@ -110,6 +110,15 @@ fn current_dir() -> Result<PathBuf> {
 /// [`Error::Usage`] when a file (anything but a folder) is in its place, or the current directory
 /// it depends on was deleted; [`Error::Internal`] when the current directory cannot be read.
 pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
+    session_dirs(flag).map(|(dir, _)| dir)
+}
+
+/// [`session_dir`], and the folder as given (absolute, its symlinks not resolved), whose
+/// symlinks a root run checks ([`crate::fs::owner::become_owner`]).
+///
+/// # Errors
+/// As [`session_dir`].
+pub fn session_dirs(flag: Option<&std::path::Path>) -> Result<(PathBuf, PathBuf)> {
     let dir = match flag {
         Some(d) => d.to_path_buf(),
         None => match env_nonempty("SESSION_DIR") {
@@ -131,6 +140,7 @@ pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
     }
     // `..` and symlinks resolved as the file system does (as `git -C` does), so that the search
     // for the tree's root below starts from the folder meant, not from the text of the path.
+    let given = dir.clone();
     let dir = dir.canonicalize().unwrap_or(dir);
     // A missing one is fine (restore creates it); a file in its place or on its path is bad input.
     if let Some(existing) = dir.ancestors().find(|a| a.exists())
@@ -141,5 +151,5 @@ pub fn session_dir(flag: Option<&std::path::Path>) -> Result<PathBuf> {
             existing.display()
         )));
     }
-    Ok(dir)
+    Ok((dir, given))
 }

@@ -103,8 +103,8 @@ pub fn run(cli: Cli) -> u8 {
     // Before anything touches the tree (and before any thread starts): root becomes the owner of
     // another user's tree (SPEC rule 9).
     let result = owner.and_then(|owner| {
-        let dir = inputs::session_dir(cli.dir.as_deref())?;
-        fs::owner::become_owner(&dir)?;
+        let (dir, given) = inputs::session_dirs(cli.dir.as_deref())?;
+        fs::owner::become_owner(&given, &dir)?;
         Ok((dir, owner))
     });
     if let (Command::Watch(args), Ok((dir, owner))) = (&cli.command, &result) {

@@ -84,7 +84,13 @@ impl Lines {
     /// Feed `text` as it arrived (any part of a line, or several lines); returns the lines now
     /// released, redacted, trimmed, empty ones left out.
     pub fn push(&mut self, text: &str) -> Vec<String> {
-        self.partial.push_str(text);
+        // Control characters go first (git's sideband does the same for ESC unless colour is
+        // allowed): a terminal would hide them and show what they split (`sec\x1b[0mret`, `sec\0ret`)
+        // whole, and they could drive the terminal.
+        self.partial.extend(
+            text.chars()
+                .filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t')),
+        );
         while let Some(end) = self.partial.find(['\n', '\r']) {
             let line = self.partial[..end].trim().to_owned();
             self.partial.drain(..=end);
@@ -287,6 +293,12 @@ mod tests {
             [MARK, MARK, MARK]
         );
         assert_eq!(feed(&["a\n", "b\n"]), ["a", "b"]);
+        // Control characters inside it (a terminal shows the secret whole) are dropped first.
+        for split in ["spl1t-\x1b[0mAcr0ss-L1nes", "spl1t-\0Acr0ss-\x08L1nes"] {
+            let shown = feed(&[&format!("hook: {split}\n")]).concat();
+            assert!(!shown.chars().any(char::is_control), "{shown:?}");
+            assert!(!shown.contains("spl1t-Acr0ss-L1nes"), "{shown:?}");
+        }
         // Lines are released once enough text follows them, not only at the end.
         let mut lines = Lines::default();
         let long = "z".repeat(64);

@@ -262,3 +262,131 @@ fn every_command_run_as_root_works_as_the_trees_owner() {
         save.json()["tip"].as_str().unwrap()
     );
 }
+
+#[test]
+fn root_never_follows_the_owners_symlink_into_a_folder_of_roots() {
+    let Some((w, srv, tip)) = set_up() else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt as _;
+    let url = srv.url("repo.git", None);
+    // Root's own folders, reachable only by root, one holding a file.
+    let rootonly = w.path("rootonly");
+    std::fs::create_dir_all(rootonly.join("conf")).unwrap();
+    std::fs::create_dir_all(rootonly.join("empty")).unwrap();
+    std::fs::write(rootonly.join("conf/README.md"), "root's\n").unwrap();
+    std::fs::set_permissions(&rootonly, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let before = snapshot(&rootonly.join("conf"));
+    let owned = w.path("owned");
+    give_to_nobody(&owned);
+    // The owner points a name in their folder at root's, directly or higher up.
+    let plant = format!(
+        "ln -s '{}/conf' w && ln -s '{}' lnk",
+        rootonly.display(),
+        rootonly.display()
+    );
+    assert!(as_nobody(&owned, &plant).status().unwrap().success());
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "s"),
+        ("TIP_SHA", &tip),
+    ];
+    for (given, args) in [
+        ("w", vec!["restore", "--force", "--json"]),
+        ("lnk/empty", vec!["restore", "--json"]),
+        ("lnk/empty", vec!["bake", "--json"]),
+    ] {
+        let dir = owned.join(given);
+        let mut all = vec!["-C", dir.to_str().unwrap()];
+        all.extend(args);
+        let run = w.run(&w.path(""), &all, &vars);
+        run.assert_code(2);
+        let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("symlink"), "{given}: {message}");
+    }
+    assert_eq!(snapshot(&rootonly.join("conf")), before);
+    assert_eq!(
+        std::fs::read_dir(rootonly.join("empty")).unwrap().count(),
+        0
+    );
+}
+
+#[test]
+fn root_with_roots_home_reads_what_the_owner_can() {
+    let Some((w, srv, tip)) = set_up() else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt as _;
+    let url = srv.url("repo.git", None);
+    let dir = w.path("owned");
+    give_to_nobody(&dir);
+    // A boot's usual HOME: root's, which the owner cannot read (with git's ignore file in it).
+    let home = w.path("roothome");
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    std::fs::write(home.join(".config/git/ignore"), "*.tmp\n").unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let home_str = home.to_str().unwrap();
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("PUSH_URL", url.as_str()),
+        ("SESSION_BRANCH", "s"),
+        ("TIP_SHA", tip.as_str()),
+        ("HOME", home_str),
+        ("GIT_CONFIG_GLOBAL", ""),
+    ];
+    w.run(&dir, &["restore", "--json"], &vars).assert_code(0);
+    w.run(&dir, &["status", "--json"], &vars).assert_code(0);
+    std::fs::write(dir.join("new.txt"), "new\n").unwrap();
+    std::os::unix::fs::chown(dir.join("new.txt"), Some(NOBODY.0), Some(NOBODY.1)).unwrap();
+    w.run(&dir, &["save", "-m", "x", "--json"], &vars)
+        .assert_code(0);
+    crate::support::assert_all_nobodys(&dir);
+}
+
+#[test]
+fn a_fifo_in_place_of_saves_lock_record_is_refused_not_waited_on() {
+    let Some((w, srv, tip)) = set_up() else {
+        return;
+    };
+    let url = srv.url("repo.git", None);
+    let dir = w.path("owned");
+    give_to_nobody(&dir);
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("PUSH_URL", url.as_str()),
+        ("SESSION_BRANCH", "s"),
+        ("TIP_SHA", tip.as_str()),
+    ];
+    w.run(&dir, &["restore"], &vars).assert_code(0);
+    assert!(
+        as_nobody(
+            &dir,
+            "mkfifo .git/git-session-index-lock && echo x >> README.md"
+        )
+        .status()
+        .unwrap()
+        .success()
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+        .args(["save", "-m", "x", "--json"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(w.env())
+        .envs(vars)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("save waited on the FIFO for 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+}

@@ -36,16 +36,17 @@ const ACCOUNT_FILE_LIMIT: u64 = 16 << 20;
 /// # Errors
 /// [`Error::Usage`] naming the folder above that others can write to; [`Error::LocalIo`] when
 /// the change of identity fails.
-pub fn become_owner(target: &Path) -> Result<Option<Identity>> {
+pub fn become_owner(given: &Path, target: &Path) -> Result<Option<Identity>> {
     if sys::euid() != 0 {
         return Ok(None);
     }
     let (base, meta) = nearest_existing(target)?;
     check_chain(&base, meta.uid())?;
+    check_symlinks(given, meta.uid())?;
     if meta.uid() == 0 {
         return Ok(None);
     }
-    let identity = identity_of(meta.uid(), meta.gid());
+    let (identity, home) = identity_of(meta.uid(), meta.gid());
     sys::become_user(&identity).map_err(|e| {
         Error::io(
             format!(
@@ -57,6 +58,9 @@ pub fn become_owner(target: &Path) -> Result<Option<Identity>> {
             e,
         )
     })?;
+    if let Some(home) = home {
+        keep_config_reachable(&home);
+    }
     tracing::debug!(
         "running as uid {} gid {} groups {:?}, the owner of {}",
         identity.uid,
@@ -80,6 +84,43 @@ fn nearest_existing(target: &Path) -> Result<(PathBuf, std::fs::Metadata)> {
         "no folder of {} exists",
         target.display()
     )))
+}
+
+/// Refuse a symlink on the path as given (`-C`, `SESSION_DIR`) that someone other than root and
+/// `owner` made, or that sits in a folder someone else can change: whoever can point it
+/// elsewhere chooses where root works (a folder of root's, found through the owner's symlink,
+/// would be written as root).
+fn check_symlinks(given: &Path, owner: u32) -> Result<()> {
+    let mut prefix = PathBuf::new();
+    for part in given.components() {
+        prefix.push(part);
+        let Ok(meta) = std::fs::symlink_metadata(&prefix) else {
+            break;
+        };
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        if meta.uid() != 0 && meta.uid() != owner {
+            return Err(Error::Usage(format!(
+                "refusing to work as root through {}: it is a symlink that uid {} can point                  elsewhere; name the folder itself (-C or SESSION_DIR), or run as its owner",
+                prefix.display(),
+                meta.uid()
+            )));
+        }
+        check_chain(&prefix, owner)?;
+    }
+    Ok(())
+}
+
+/// After the change of identity, git config and ignore files are read below `HOME`: root's home
+/// (a boot's usual `HOME=/root`) cannot be read by the owner, and a failed read is an error to
+/// gix. Then `HOME` becomes the owner's own, as `su` makes it, and `XDG_CONFIG_HOME` goes.
+fn keep_config_reachable(home: &Path) {
+    let unreadable =
+        |var: &str| std::env::var_os(var).is_some_and(|dir| std::fs::read_dir(dir).is_err());
+    if unreadable("HOME") || unreadable("XDG_CONFIG_HOME") {
+        sys::set_home(home);
+    }
 }
 
 /// Refuse a folder above `base` that a user other than root and `owner` could change: one it
@@ -113,20 +154,22 @@ fn check_chain(base: &Path, owner: u32) -> Result<()> {
     Ok(())
 }
 
-/// The user's primary group and groups from the account files; a uid without an account keeps
-/// the folder's group alone.
-fn identity_of(uid: u32, dir_gid: u32) -> Identity {
+/// The user's primary group, groups and home folder from the account files; a uid without an
+/// account keeps the folder's group alone (and no home).
+fn identity_of(uid: u32, dir_gid: u32) -> (Identity, Option<PathBuf>) {
     let passwd = read_bounded("/etc/passwd");
     let account = passwd.lines().find_map(|line| {
         let f: Vec<&str> = line.split(':').collect();
-        (f.len() >= 4 && f[2].parse() == Ok(uid)).then(|| (f[0].to_owned(), f[3].parse().ok()))
+        (f.len() >= 6 && f[2].parse() == Ok(uid))
+            .then(|| (f[0].to_owned(), f[3].parse().ok(), PathBuf::from(f[5])))
     });
-    let Some((name, Some(gid))) = account else {
-        return Identity {
+    let Some((name, Some(gid), home)) = account else {
+        let alone = Identity {
             uid,
             gid: dir_gid,
             groups: vec![dir_gid],
         };
+        return (alone, None);
     };
     let mut groups = vec![gid];
     for line in read_bounded("/etc/group").lines() {
@@ -139,7 +182,7 @@ fn identity_of(uid: u32, dir_gid: u32) -> Identity {
             groups.push(g);
         }
     }
-    Identity { uid, gid, groups }
+    (Identity { uid, gid, groups }, Some(home))
 }
 
 fn read_bounded(path: &str) -> String {
@@ -183,6 +226,15 @@ mod sys {
         }
         Ok(())
     }
+
+    pub fn set_home(home: &std::path::Path) {
+        // SAFETY: called once, right after the change of identity and before any thread starts
+        // (`become_owner`'s contract), so nothing reads the environment meanwhile.
+        unsafe {
+            std::env::set_var("HOME", home);
+            std::env::remove_var("XDG_CONFIG_HOME");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -191,7 +243,8 @@ mod tests {
 
     #[test]
     fn a_user_without_an_account_keeps_the_folders_group() {
-        let id = identity_of(4_000_000_123, 777);
+        let (id, home) = identity_of(4_000_000_123, 777);
+        assert_eq!(home, None);
         assert_eq!(
             id,
             Identity {

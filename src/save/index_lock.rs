@@ -189,6 +189,14 @@ fn open_record(git_dir: &Path) -> Result<File> {
                 Error::io(format!("opening {}", path.display()), e)
             }
         })?;
+    // O_RDWR opens a FIFO without waiting, but a read would wait forever.
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(crate::fs::state::refused(
+            &path,
+            "not a regular file",
+            "remove it, then save again",
+        ));
+    }
     file.lock()
         .map_err(|e| Error::io(format!("locking {}", path.display()), e))?;
     Ok(file)
