@@ -95,6 +95,25 @@ fn set_up() -> Option<(World, GitServer, String)> {
     Some((w, srv, tip))
 }
 
+/// The session's inputs, reading from and pushing to `url`.
+fn session_vars<'a>(url: &'a str, tip: &'a str) -> [(&'static str, &'a str); 4] {
+    [
+        ("READ_URL", url),
+        ("PUSH_URL", url),
+        ("SESSION_BRANCH", "s"),
+        ("TIP_SHA", tip),
+    ]
+}
+
+/// `owned`, given to [`NOBODY`], restored by root.
+fn restored_for_nobody(w: &World, vars: &[(&str, &str)]) -> PathBuf {
+    let dir = w.path("owned");
+    give_to_nobody(&dir);
+    w.run(&dir, &["restore"], vars).assert_code(0);
+    crate::support::assert_all_nobodys(&dir);
+    dir
+}
+
 fn wait_for_entries(dir: &Path, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0) < n {
@@ -236,15 +255,8 @@ fn every_command_run_as_root_works_as_the_trees_owner() {
         return;
     };
     let url = srv.url("repo.git", None);
-    let dir = w.path("owned");
-    give_to_nobody(&dir);
-    let vars = [
-        ("READ_URL", url.as_str()),
-        ("PUSH_URL", url.as_str()),
-        ("SESSION_BRANCH", "s"),
-        ("TIP_SHA", tip.as_str()),
-    ];
-    w.run(&dir, &["restore"], &vars).assert_code(0);
+    let vars = session_vars(&url, &tip);
+    let dir = restored_for_nobody(&w, &vars);
     crate::support::assert_all_nobodys(&dir);
     std::fs::write(dir.join("new.txt"), "new\n").unwrap();
     std::os::unix::fs::chown(dir.join("new.txt"), Some(NOBODY.0), Some(NOBODY.1)).unwrap();
@@ -349,15 +361,8 @@ fn a_fifo_in_place_of_saves_lock_record_is_refused_not_waited_on() {
         return;
     };
     let url = srv.url("repo.git", None);
-    let dir = w.path("owned");
-    give_to_nobody(&dir);
-    let vars = [
-        ("READ_URL", url.as_str()),
-        ("PUSH_URL", url.as_str()),
-        ("SESSION_BRANCH", "s"),
-        ("TIP_SHA", tip.as_str()),
-    ];
-    w.run(&dir, &["restore"], &vars).assert_code(0);
+    let vars = session_vars(&url, &tip);
+    let dir = restored_for_nobody(&w, &vars);
     assert!(
         as_nobody(
             &dir,
