@@ -244,8 +244,9 @@ pub fn pack(data: &[u8]) {
     std::fs::create_dir(&work).expect("a scratch folder");
     let (tip, ref_deltas) = first_commit(data, &pack_dir);
     let tip = tip.unwrap_or_else(|| gix::ObjectId::null(gix::hash::Kind::Sha1));
+    let tree = crate::fs::tree::Tree::open(&work).expect("a scratch folder");
     let early = EarlyCheckout::start(Target {
-        workdir: work.clone(),
+        tree: tree.try_clone().expect("a second handle"),
         tip,
         before_first_file: Box::new(|| Ok(())),
     });
@@ -285,7 +286,7 @@ pub fn pack(data: &[u8]) {
             );
         }
     }
-    outcome.roll_back(&work).expect("the roll back");
+    tree.undo(&outcome.made).expect("the roll back");
     assert!(
         names_in(&work).is_empty(),
         "the roll back left {:?}",

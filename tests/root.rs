@@ -395,3 +395,40 @@ fn a_fifo_in_place_of_saves_lock_record_is_refused_not_waited_on() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not a regular file"), "{stderr}");
 }
+
+/// Without root too (an agent in the sandbox racing its own restore, or a tool it runs): every
+/// write goes through the tree's one handle, so a folder swapped for a symlink to a folder
+/// outside fails the write there instead of leading it outside.
+#[test]
+fn a_folder_swapped_for_a_symlink_mid_checkout_fails_the_write_not_outside() {
+    let w = World::new();
+    let tip = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let outside = outside(&w);
+    let before = snapshot(&outside);
+    let dir = w.path("target");
+    std::fs::create_dir_all(&dir).unwrap();
+    let barrier = w.path("barrier");
+    std::fs::create_dir_all(&barrier).unwrap();
+    let child = restore_command(&w, &dir, &srv.url("repo.git", None), &tip)
+        .env("GIT_SESSION_FAILPOINT", "hold-mid-checkout")
+        .env("GIT_SESSION_BARRIER_DIR", &barrier)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_entries(&barrier, 1);
+    std::fs::rename(dir.join("a"), dir.join("a.moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("a")).unwrap();
+    std::fs::write(barrier.join("test"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "the folder outside changed (restore exit {:?}):\n{stderr}",
+        out.status.code()
+    );
+    assert_eq!(out.status.code(), Some(10), "{stderr}");
+    assert!(stderr.contains("a/f"), "the message names the file: {stderr}");
+}

@@ -3,6 +3,7 @@
 
 pub mod owner;
 pub mod state;
+pub mod tree;
 
 use std::io::Write;
 use std::path::Path;

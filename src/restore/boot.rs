@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use super::probe::{Local, Probe, Survey, leading_blocker};
 use super::{RestoreOptions, RestoreReport, checkout};
 use crate::error::{Error, Result};
+use crate::fs::tree::Tree;
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::SessionRecord;
 use crate::repo::template::TemplateRecord;
@@ -478,24 +479,34 @@ fn switch(
     // Before the first file is written: a kill from here on may cut any of them short.
     intent.writing = moves.to_write.iter().map(|p| p.to_string()).collect();
     intent.write(repo.git_dir())?;
-    remove_files(&opts.dir, &moves.to_remove)?;
+    // The one handle every write into the tree goes through (SPEC rule 7).
+    let tree = Tree::open(&opts.dir)
+        .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
+    remove_files(&tree, &moves.to_remove)?;
     for dir in &moves.gitlinks_gone {
-        let _ = std::fs::remove_dir(opts.dir.join(dir));
+        let _ = tree.remove_dir(dir);
     }
     for rel in &moves.gitlinks_new {
-        let dir = opts.dir.join(rel);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        let in_the_way = tree
+            .create_dirs(rel, &mut Vec::new())
+            .map_err(|e| Error::io(format!("creating {}", tree.shown(rel).display()), e))?;
+        if let Some(blocker) = in_the_way {
+            return Err(Error::conflict(format!(
+                "{} is in the way of the submodule folder {}",
+                tree.shown(&blocker).display(),
+                rel.display()
+            )));
+        }
     }
     crate::failpoint::hit("mid-switch");
     tracing::debug!("switch: removed after {} ms", ms());
-    let rest = write_in_place(opts, repo, &index, &moves.to_write, &mut moves.stats)?;
+    let rest = write_in_place(opts, &tree, repo, &index, &moves.to_write, &mut moves.stats)?;
     tracing::debug!(
         "switch: {} files rewritten in place after {} ms",
         moves.to_write.len() - rest.len(),
         ms()
     );
-    let mut written = write_files(repo, &opts.dir, &index, &rest, &moves.attributes)?;
+    let mut written = write_files(repo, &tree, &index, &rest, &moves.attributes)?;
     tracing::debug!("switch: written after {} ms", ms());
     if let Some(part) = written.as_mut() {
         moves.stats.extend(
@@ -705,17 +716,21 @@ fn refuse_conflicts(
 }
 
 /// Remove the files `TIP_SHA` no longer has, and the folders that leaves empty.
-fn remove_files(workdir: &Path, paths: &[PathBuf]) -> Result<()> {
+fn remove_files(tree: &Tree, paths: &[PathBuf]) -> Result<()> {
     for rel in paths {
-        let path = workdir.join(rel);
-        match std::fs::remove_file(&path) {
+        match tree.remove_file(rel) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("removing {}", path.display()), e)),
+            Err(e) => {
+                return Err(Error::io(
+                    format!("removing {}", tree.shown(rel).display()),
+                    e,
+                ));
+            }
         }
-        let mut dir = path.parent();
+        let mut dir = rel.parent();
         while let Some(d) = dir {
-            if d == workdir || std::fs::remove_dir(d).is_err() {
+            if d.as_os_str().is_empty() || tree.remove_dir(d).is_err() {
                 break;
             }
             dir = d.parent();
@@ -724,14 +739,13 @@ fn remove_files(workdir: &Path, paths: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// Write `paths` (entries of `index`) with gix's checkout — symlinks, exec bits, `.gitattributes`
-/// conversions and its refusal to write through a symlink — and return the index of what was
-/// written, with its new stat data (`None`: nothing to write).
-/// `attributes` (`.gitattributes` files already as `TIP_SHA` has them) go into the checkout's
-/// index too, so the conversions are read from `TIP_SHA`'s tree.
+/// Write `paths` (entries of `index`) through the tree's handle — symlinks, exec bits,
+/// `.gitattributes` conversions as `TIP_SHA`'s tree asks, never through a symlink — and return
+/// the index of what was written, with its new stat data (`None`: nothing to write).
+/// `attributes` (`.gitattributes` files already as `TIP_SHA` has them) are written again too.
 fn write_files(
     repo: &gix::Repository,
-    workdir: &Path,
+    tree: &Tree,
     index: &gix::index::File,
     paths: &[BString],
     attributes: &[BString],
@@ -755,25 +769,9 @@ fn write_files(
         }
     }
     let mut part = gix::index::File::from_state(part, repo.index_path());
-    let mut opts = repo
-        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
-        .map_err(|e| Error::internal("preparing the checkout", crate::error::chain(&e)))?;
-    opts.overwrite_existing = true;
-    opts.validate = checkout::protections();
-    opts.keep_going = false;
-    opts.thread_limit = None;
-    let interrupt = AtomicBool::new(false);
-    let outcome = gix::worktree::state::checkout(
-        &mut part,
-        workdir,
-        super::verify::Verified(repo.objects.clone()),
-        &gix::progress::Discard,
-        &gix::progress::Discard,
-        &interrupt,
-        opts,
-    )
-    .map_err(|e| Error::from_chain(format!("writing into {}", workdir.display()), &e))?;
-    checkout::refuse_failures(workdir, &outcome)?;
+    let mut form = checkout::WorktreeForm::new(repo, index)?;
+    let mut writer = super::write::Writer::new(tree, super::write::Overwrite { files: true });
+    writer.write_entries(&mut part, &super::verify::Verified(&repo.objects), &mut form)?;
     Ok(Some(part))
 }
 
@@ -786,6 +784,7 @@ fn write_files(
 /// checkout never writes through the link).
 fn write_in_place(
     opts: &RestoreOptions,
+    tree: &Tree,
     repo: &gix::Repository,
     index: &gix::index::File,
     paths: &[BString],
@@ -806,7 +805,7 @@ fn write_in_place(
             .chunks(chunk)
             .map(|part| {
                 let repo = repo.clone();
-                scope.spawn(move || write_in_place_part(opts, &repo, index, part))
+                scope.spawn(move || write_in_place_part(opts, tree, &repo, index, part))
             })
             .collect();
         handles
@@ -836,6 +835,7 @@ struct InPlace {
 /// [`write_in_place`] for the entries of one thread.
 fn write_in_place_part(
     opts: &RestoreOptions,
+    tree: &Tree,
     repo: &gix::Repository,
     index: &gix::index::File,
     entries: &[&gix::index::Entry],
@@ -858,14 +858,14 @@ fn write_in_place_part(
                 continue;
             }
         };
-        let full = opts.dir.join(path.to_path_lossy());
+        let rel = path.to_path_lossy();
+        let full = tree.shown(&rel);
         let small = gix::objs::FindHeader::try_header(&repo.objects, &entry.id)
             .ok()
             .flatten()
             .is_some_and(|h| h.size < opts.limits.big_object_bytes);
-        let file = gix::fs::open_options_no_follow()
-            .write(true)
-            .open(&full)
+        let file = tree
+            .open_existing(&rel)
             .ok()
             .and_then(|f| f.metadata().ok().map(|m| (f, m)))
             .filter(|(_, m)| m.is_file());
@@ -874,7 +874,7 @@ fn write_in_place_part(
             Some((_, meta)) if meta.nlink() > 1 => {
                 // Another name of the same file (a template's hard link) keeps its content:
                 // the checkout writes a new file here, never through the link.
-                std::fs::remove_file(&full)
+                tree.remove_file(&rel)
                     .map_err(|e| Error::io(format!("removing {}", full.display()), e))?;
                 rest.push(path.to_owned());
                 continue;

@@ -2,12 +2,10 @@
 //!
 //! The index is built from the tree with git's path protections on (`.git` in any spelling, `..`,
 //! `/` in names, NTFS and HFS aliases such as `GIT~1`: SPEC rule 7 for tree entries), before any file
-//! is written. Files are written in parallel by `gix_worktree_state::checkout`.
+//! is written. Files are written through the tree's one handle ([`super::write`], SPEC rule 7).
 
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::error::{Error, Result, chain};
 use crate::failpoint;
@@ -470,18 +468,16 @@ impl<'repo> WorktreeForm<'repo> {
 
 /// Where [`checkout`] writes and what is there already.
 pub struct Destination<'a> {
-    /// The work tree.
-    pub workdir: &'a Path,
+    /// The work tree's one handle.
+    pub tree: &'a crate::fs::tree::Tree,
     /// Existing files the commit tracks may be replaced (`--force`, or resuming an interrupted
     /// restore).
     pub overwrite: bool,
-    /// The target held nothing.
-    pub empty: bool,
     /// The files the early checkout wrote while the pack arrived: set aside, not written again.
     pub early: &'a [super::early::Written],
 }
 
-/// Write the files of `index` into `to.workdir`, reading blobs from `objects`. Files over the
+/// Write the files of `index` into `to.tree`, reading blobs from `objects`. Files over the
 /// big-object threshold are streamed from the pack, never held whole, after `before_big_file`
 /// was told each one's path.
 ///
@@ -489,7 +485,7 @@ pub struct Destination<'a> {
 /// of a big file is written.
 ///
 /// # Errors
-/// [`Error::Conflict`] when a file is in the way and `overwrite` is false; [`Error::Internal`] on
+/// [`Error::Conflict`] when a file is in the way and `overwrite` is false; [`Error::LocalIo`] on
 /// other I/O failures.
 pub fn checkout(
     repo: &gix::Repository,
@@ -499,66 +495,26 @@ pub fn checkout(
     before_big_file: &dyn Fn(&Path) -> Result<()>,
 ) -> Result<usize> {
     let Destination {
-        workdir,
+        tree,
         overwrite,
-        empty,
         early,
     } = to;
-    let mut opts = repo
-        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
-        .map_err(|e| Error::internal("preparing the checkout", chain(&e)))?;
-    opts.destination_is_initially_empty = empty;
-    opts.overwrite_existing = overwrite;
-    opts.validate = protections();
-    opts.thread_limit = None;
-    opts.keep_going = false;
-    let files = gix::progress::Discard;
-    let bytes = gix::progress::Discard;
-    let interrupt = AtomicBool::new(false);
     let total = index.entries().len();
-    // Files over the big-object threshold are written here, streamed from the pack; gix's
-    // checkout, which holds each blob whole, gets the others.
+    // The conversions are read from the whole tree's `.gitattributes`, before any is set aside.
+    let mut form = WorktreeForm::new(repo, index)?;
+    // Files over the big-object threshold are streamed from the pack; the others are held whole.
     let big = set_big_files_aside(index, &objects)?;
-    let early = set_early_files_aside(index, workdir, early)?;
+    let early = set_early_files_aside(index, tree, early)?;
     let _progress = crate::progress::Progress::spinner(&format!("checking out {total} files"));
-    let outcome = if index.entries().is_empty() {
-        // Everything was written early or set aside (gix cannot check out an empty index).
-        Ok(Default::default())
-    } else if failpoint::armed("mid-checkout") || failpoint::armed("hold-mid-checkout") {
-        let find = AbortAfter {
-            inner: objects.clone(),
-            seen: Arc::new(AtomicUsize::new(0)),
-            limit: total / 2,
-        };
-        gix::worktree::state::checkout(index, workdir, find, &files, &bytes, &interrupt, opts)
-    } else {
-        gix::worktree::state::checkout(
-            index,
-            workdir,
-            objects.clone(),
-            &files,
-            &bytes,
-            &interrupt,
-            opts,
-        )
-    }
-    .map_err(|e| {
-        if crate::error::local_io_kind(&e) == Some(std::io::ErrorKind::AlreadyExists) {
-            Error::conflict(format!(
-                "a file is in the way of the checkout: {}",
-                chain(&e)
-            ))
-        } else {
-            Error::from_chain(
-                format!("checking out the tree into {}", workdir.display()),
-                &e,
-            )
-        }
-    })?;
-    refuse_failures(workdir, &outcome)?;
+    let mut writer = super::write::Writer::new(
+        tree,
+        super::write::Overwrite { files: overwrite },
+    )
+    .with_failpoints();
+    writer.write_entries(index, &objects, &mut form)?;
     for file in big {
         before_big_file(Path::new(std::ffi::OsStr::from_bytes(&file.path)))?;
-        let stat = write_big_file(workdir, &file, overwrite, &objects)?;
+        let stat = write_big_file(&mut writer, &file, &objects)?;
         index.dangerously_push_entry(
             stat,
             file.id,
@@ -588,7 +544,7 @@ pub fn checkout(
 /// [`Error::LocalIo`] when such a file cannot be removed.
 fn set_early_files_aside<'w>(
     index: &mut gix::index::File,
-    workdir: &Path,
+    tree: &crate::fs::tree::Tree,
     early: &'w [super::early::Written],
 ) -> Result<Vec<&'w super::early::Written>> {
     if early.is_empty() {
@@ -614,49 +570,15 @@ fn set_early_files_aside<'w>(
             .iter()
             .filter(|w| !kept_paths.contains(&gix::bstr::BStr::new(&w.path)))
         {
-            let path = workdir.join(std::ffi::OsStr::from_bytes(&stray.path));
-            std::fs::remove_file(&path)
-                .map_err(|e| Error::io(format!("removing {}", path.display()), e))?;
+            let rel = Path::new(std::ffi::OsStr::from_bytes(&stray.path));
+            tree.remove_file(rel)
+                .map_err(|e| Error::io(format!("removing {}", tree.shown(rel).display()), e))?;
         }
     }
     Ok(kept)
 }
 
-/// Refuse what gix's checkout reports: paths that collide on this file system (exit 6), or the
-/// first file it could not write.
-///
-/// # Errors
-/// [`Error::Integrity`] for collisions; the local failure (exit 10 for a full disk and the
-/// like) for the first file not written.
-pub fn refuse_failures(
-    workdir: &Path,
-    outcome: &gix::worktree::state::checkout::Outcome,
-) -> Result<()> {
-    if !outcome.collisions.is_empty() {
-        let paths: Vec<String> = outcome
-            .collisions
-            .iter()
-            .take(5)
-            .map(|c| c.path.to_string())
-            .collect();
-        return Err(Error::Integrity(format!(
-            "the commit's tree has paths that collide on this filesystem: {}",
-            paths.join(", ")
-        )));
-    }
-    if let Some(first) = outcome.errors.first() {
-        return Err(Error::from_chain(
-            format!(
-                "could not write {}",
-                workdir.join(first.path.to_string()).display()
-            ),
-            &first.error,
-        ));
-    }
-    Ok(())
-}
-
-/// A file of the commit over the big-object threshold, taken out of the index for gix's checkout.
+/// A file of the commit over the big-object threshold, taken out of the index for the checkout of the others.
 struct BigFile {
     path: gix::bstr::BString,
     id: gix::ObjectId,
@@ -702,55 +624,21 @@ fn set_big_files_aside(
     Ok(big)
 }
 
-/// Write one big file into `workdir` by streaming it from the pack: its folders created (never
-/// through a symlink), a symlink in its place replaced (never written through); returns its stat.
+/// Write one big file by streaming it from the pack through `writer` (its folders made, a file
+/// or symlink in its place replaced when allowed, never written through); returns its stat.
 ///
 /// # Errors
 /// [`Error::Conflict`] for a file in the way without `overwrite`, or a file where a folder goes;
-/// [`Error::LocalIo`] / [`Error::Internal`] for I/O failures.
+/// [`Error::LocalIo`] for I/O failures.
 fn write_big_file(
-    workdir: &Path,
+    writer: &mut super::write::Writer<'_>,
     file: &BigFile,
-    overwrite: bool,
     objects: &crate::pack::PackObjects,
 ) -> Result<gix::index::entry::Stat> {
-    use std::os::unix::fs::PermissionsExt as _;
     let rel = Path::new(std::ffi::OsStr::from_bytes(&file.path));
-    let path = workdir.join(rel);
-    let mut dir = workdir.to_path_buf();
-    for component in rel.parent().into_iter().flat_map(|p| p.components()) {
-        dir.push(component);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => {
-                return Err(Error::conflict(format!(
-                    "{} is in the way of the checkout (a file where the commit has a folder)",
-                    dir.display()
-                )));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&dir)
-                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?,
-            Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
-        }
-    }
-    if let Ok(meta) = std::fs::symlink_metadata(&path) {
-        if !overwrite {
-            return Err(Error::conflict(format!(
-                "a file is in the way of the checkout: {}",
-                path.display()
-            )));
-        }
-        if meta.file_type().is_symlink() {
-            std::fs::remove_file(&path)
-                .map_err(|e| Error::io(format!("replacing {}", path.display()), e))?;
-        }
-    }
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+    let exec = file.mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+    let shown = writer.shown(rel).display().to_string();
+    let out = writer.open_new(rel, exec)?;
     let mut out = HalfwayFailpoint {
         inner: std::io::BufWriter::with_capacity(256 << 10, out),
         written: 0,
@@ -759,18 +647,15 @@ fn write_big_file(
     objects
         .stream_big(file.blob, &mut out)
         .and_then(|_| std::io::Write::flush(&mut out))
-        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-    drop(out);
-    let exec = file.mode == gix::index::entry::Mode::FILE_EXECUTABLE;
-    std::fs::set_permissions(
-        &path,
-        std::fs::Permissions::from_mode(if exec { 0o755 } else { 0o644 }),
-    )
-    .map_err(|e| Error::io(format!("setting the mode of {}", path.display()), e))?;
-    let meta = gix::index::fs::Metadata::from_path_no_follow(&path)
-        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        .map_err(|e| Error::io(format!("writing {shown}"), e))?;
+    let out = out
+        .inner
+        .into_inner()
+        .map_err(|e| Error::io(format!("writing {shown}"), e.into_error()))?;
+    let meta = gix::index::fs::Metadata::from_file(&out)
+        .map_err(|e| Error::io(format!("reading {shown}"), e))?;
     gix::index::entry::Stat::from_fs(&meta)
-        .map_err(|e| Error::internal(format!("reading {}", path.display()), e))
+        .map_err(|e| Error::internal(format!("reading {shown}"), e))
 }
 
 /// Write the index file.
@@ -804,32 +689,6 @@ impl<W: std::io::Write> std::io::Write for HalfwayFailpoint<W> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
-    }
-}
-
-/// An object finder that aborts the process after `limit` lookups (the `mid-checkout` failpoint)
-/// or holds there once (the `hold-mid-checkout` barrier).
-#[derive(Clone)]
-struct AbortAfter<F> {
-    inner: F,
-    seen: Arc<AtomicUsize>,
-    limit: usize,
-}
-
-impl<F: gix::objs::Find> gix::objs::Find for AbortAfter<F> {
-    fn try_find<'a>(
-        &self,
-        id: &gix::oid,
-        buffer: &'a mut Vec<u8>,
-    ) -> gix::Result<Option<gix::objs::Data<'a>>> {
-        let seen = self.seen.fetch_add(1, Ordering::SeqCst);
-        if seen >= self.limit {
-            failpoint::hit("mid-checkout");
-        }
-        if seen == self.limit {
-            failpoint::barrier("hold-mid-checkout");
-        }
-        self.inner.try_find(id, buffer)
     }
 }
 

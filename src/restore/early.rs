@@ -39,8 +39,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::OpenOptionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -48,6 +47,7 @@ use std::sync::mpsc;
 use gix::bstr::{BStr, BString, ByteSlice as _};
 use gix::odb::pack::data::entry::Header;
 
+use crate::fs::tree::{Made, Tree};
 use crate::pack::EntryObserver;
 
 /// The largest entry (inflated) the worker looks at, in bytes.
@@ -80,40 +80,14 @@ pub struct Written {
     pub stat: gix::index::entry::Stat,
 }
 
-/// What the early checkout left: its files, and the folders it made (parents first).
+/// What the early checkout left: its files, and everything it made (files and folders, oldest
+/// first, each known by its inode: [`crate::fs::tree::Tree::undo`] removes them on a failure).
 #[derive(Debug, Default)]
 pub struct Outcome {
     /// The files, in the order they were written.
     pub files: Vec<Written>,
-    /// The folders made, absolute, parents before children.
-    pub dirs: Vec<PathBuf>,
-}
-
-impl Outcome {
-    /// Remove every file and folder the early checkout made under `workdir` (a failed restore
-    /// leaves nothing), newest first; a folder something else was put into stays.
-    ///
-    /// # Errors
-    /// The first removal that failed (the rest are still tried).
-    pub fn roll_back(&self, workdir: &Path) -> std::io::Result<()> {
-        let mut first = None;
-        for file in self.files.iter().rev() {
-            let path = workdir.join(std::ffi::OsStr::from_bytes(&file.path));
-            if let Err(e) = std::fs::remove_file(&path)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                first.get_or_insert(e);
-            }
-        }
-        for dir in self.dirs.iter().rev() {
-            if let Err(e) = std::fs::remove_dir(dir)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                first.get_or_insert(e);
-            }
-        }
-        first.map_or(Ok(()), Err)
-    }
+    /// Every file and folder made.
+    pub made: Vec<Made>,
 }
 
 enum Message {
@@ -166,8 +140,8 @@ impl std::fmt::Debug for EarlyCheckout {
 
 /// Where the early checkout writes, and what it must know before its first file.
 pub struct Target {
-    /// The work tree (empty when the restore began).
-    pub workdir: PathBuf,
+    /// The work tree's handle (the tree was empty when the restore began).
+    pub tree: Tree,
     /// The commit whose tree is written.
     pub tip: gix::ObjectId,
     /// Called once, before the first file is written (records in the intent that writing began).
@@ -688,7 +662,7 @@ impl Drop for Resolver {
 
 /// Writes the files the resolver hands over.
 struct Writer {
-    workdir: PathBuf,
+    tree: Tree,
     before_first_file: Option<Box<dyn FnOnce() -> crate::error::Result<()> + Send>>,
     writing: Arc<AtomicUsize>,
     /// Folders known to exist as folders.
@@ -702,7 +676,7 @@ struct Writer {
 impl Writer {
     fn new(target: Target, writing: Arc<AtomicUsize>) -> Self {
         Writer {
-            workdir: target.workdir,
+            tree: target.tree,
             before_first_file: Some(target.before_first_file),
             writing,
             folders: HashSet::from([BString::default()]),
@@ -760,19 +734,14 @@ impl Writer {
         {
             return Ok(None);
         }
-        let full = self.workdir.join(std::ffi::OsStr::from_bytes(path));
+        let rel = Path::new(std::ffi::OsStr::from_bytes(path));
         let executable = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
-        let mut file = match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .mode(if executable { 0o777 } else { 0o666 })
-            .open(&full)
-        {
+        let (mut file, made) = match self.tree.create_file(rel, executable) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
             Err(e) => return Err(e),
         };
+        self.out.made.push(made);
         if crate::failpoint::armed("mid-early-checkout") && self.out.files.len() == 2 {
             let _ = file.write_all(&data[..data.len() / 2]);
             crate::failpoint::hit("mid-early-checkout");
@@ -780,7 +749,7 @@ impl Writer {
         if let Err(e) = file.write_all(data) {
             // A full disk: no file cut short is left for the rerun to mistake for the user's.
             drop(file);
-            let _ = std::fs::remove_file(&full);
+            let _ = self.tree.remove_file(rel);
             return Err(e);
         }
         let meta = gix::index::fs::Metadata::from_file(&file)?;
@@ -799,11 +768,11 @@ impl Writer {
         {
             return Ok(false);
         }
-        let full = self.workdir.join(std::ffi::OsStr::from_bytes(folder));
-        match std::fs::create_dir(&full) {
-            Ok(()) => self.out.dirs.push(full),
+        let rel = Path::new(std::ffi::OsStr::from_bytes(folder));
+        match self.tree.create_dir(rel) {
+            Ok(made) => self.out.made.push(made),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                if !std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
+                if self.tree.kind(rel)? != Some(crate::fs::tree::Kind::Dir) {
                     return Ok(false);
                 }
             }

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use super::early::EarlyCheckout;
 use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, plan, publish};
 use crate::error::{Error, Result};
+use crate::fs::tree::Tree;
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::SessionRecord;
 use crate::types::FullSha;
@@ -49,7 +50,11 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let http = Http::new()?;
     let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
     let staging = begin_staging(opts, &plan)?;
+    // The one handle every write into the tree goes through (SPEC rule 7).
+    let tree = Tree::open(&opts.dir)
+        .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
     let run = Run {
+        tree: &tree,
         opts,
         plan: &plan,
         read,
@@ -82,6 +87,7 @@ struct Run<'a> {
     http: &'a Http,
     caps: &'a fetch::Capabilities,
     staging: &'a std::path::Path,
+    tree: &'a Tree,
     read_url: crate::types::RemoteUrl,
     push_url: Option<crate::types::RemoteUrl>,
     /// Whether anything was written into the target: a failure then keeps the intent.
@@ -109,10 +115,10 @@ impl Run<'_> {
         let fetched = self.fetch(early.as_ref());
         let early = early.map(EarlyCheckout::finish).unwrap_or_default();
         let result = fetched.and_then(|fetched| self.finish(fetched, &early.files));
-        let wrote_early = !early.files.is_empty() || !early.dirs.is_empty();
+        let wrote_early = !early.made.is_empty();
         if result.is_err() && wrote_early && !self.written_any.get() {
             // Nothing else was written yet: the files written early go too.
-            if let Err(e) = early.roll_back(&opts.dir) {
+            if let Err(e) = self.tree.undo(&early.made) {
                 tracing::warn!("could not remove the files written early: {e}");
                 self.written_any.set(true);
             }
@@ -135,7 +141,7 @@ impl Run<'_> {
         }
         let staging = self.staging.to_owned();
         Some(EarlyCheckout::start(super::early::Target {
-            workdir: opts.dir.clone(),
+            tree: self.tree.try_clone().ok()?,
             tip: opts.tip.id(),
             before_first_file: Box::new(move || super::note_checkout_began(&staging)),
         }))
@@ -259,9 +265,8 @@ impl Run<'_> {
             objects,
             &mut index,
             checkout::Destination {
-                workdir: &opts.dir,
+                tree: self.tree,
                 overwrite: plan.overwrite,
-                empty: plan.empty,
                 early,
             },
             &|rel| super::note_big_file(staging, rel),

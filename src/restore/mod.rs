@@ -19,6 +19,7 @@ pub(crate) mod early;
 mod git;
 mod probe;
 mod verify;
+mod write;
 
 use std::path::{Path, PathBuf};
 

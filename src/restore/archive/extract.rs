@@ -3,9 +3,9 @@
 //! - only regular files, directories and symlinks; hard links, devices, FIFOs and anything else: exit 6;
 //! - no absolute path, no `..`, no `.git` component in any spelling (git's NTFS and HFS rules,
 //!   through `gix::validate::path::component`), checked on the raw path before any prefix is stripped;
-//! - nothing is written or created through a symlink: every ancestor of a member must be a real
-//!   directory (checked with `lstat`); files are created with `O_CREAT|O_EXCL`, which never follows
-//!   a link;
+//! - nothing is written or created through a symlink: every write goes through one handle on the
+//!   fresh folder ([`crate::fs::tree`]: resolved beneath it by the kernel), every ancestor of a
+//!   member must be a real directory, and files are created with `O_CREAT|O_EXCL|O_NOFOLLOW`;
 //! - the top-level name `.git-session-restore` (where the git dir is built) is refused;
 //! - a path that appears twice with different types is refused;
 //! - modes come from the execute bit alone (0666/0777 before the umask, as git checks out);
@@ -14,11 +14,11 @@
 use std::ffi::OsStr;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use super::tar_stream::{Kind, Member, TarStream, read_error};
 use crate::error::{Error, Result};
+use crate::fs::tree::{Kind as TreeKind, Tree};
 use crate::restore::STAGING_DIR;
 use crate::restore::checkout::protections;
 
@@ -81,7 +81,7 @@ fn unsafe_entry(path: &[u8], why: impl std::fmt::Display) -> Error {
 /// the transport broke; [`Error::Internal`] for local I/O failures.
 pub fn extract<R: Read>(
     stream: &mut TarStream<R>,
-    root: &Path,
+    root: &Tree,
     strip: Strip,
     tip_hex: &str,
 ) -> Result<Extracted> {
@@ -110,7 +110,7 @@ pub fn extract<R: Read>(
 
 /// The state of one [`extract`].
 struct Extraction<'a> {
-    root: &'a Path,
+    root: &'a Tree,
     tip_hex: &'a str,
     /// Components to drop, and the top-level folder they are (with [`Strip::Auto`]); decided by
     /// the first member.
@@ -150,8 +150,8 @@ impl Extraction<'_> {
             ensure_dirs(self.root, &rel[..rel.len() - 1], path, &mut self.out)?;
             self.checked_parent = Some(parent);
         }
-        let target = self.root.join(OsStr::from_bytes(&rel.join(&b'/')));
-        match existing_type(&target, path)? {
+        let target = PathBuf::from(OsStr::from_bytes(&rel.join(&b'/')));
+        match existing_type(self.root, &target, path)? {
             Some(prev) if prev != ty => {
                 return Err(unsafe_entry(
                     path,
@@ -161,8 +161,9 @@ impl Extraction<'_> {
             Some(Type::Dir) => return Ok(None),
             Some(prev) => {
                 // The same file or symlink again: the later one wins, as tar does (counted once).
-                std::fs::remove_file(&target)
-                    .map_err(|e| Error::io(format!("replacing {}", target.display()), e))?;
+                self.root.remove_file(&target).map_err(|e| {
+                    Error::io(format!("replacing {}", self.root.shown(&target).display()), e)
+                })?;
                 match prev {
                     Type::File => self.out.files -= 1,
                     _ => self.out.symlinks -= 1,
@@ -217,7 +218,7 @@ impl Extraction<'_> {
     }
 
     /// Create the member at `target` (nothing is there: see [`Extraction::place`]); a file is
-    /// created with `O_EXCL`, which never follows a link.
+    /// created with `O_EXCL | O_NOFOLLOW`, through the tree's handle.
     fn create<R: Read>(
         &mut self,
         stream: &mut TarStream<R>,
@@ -225,30 +226,30 @@ impl Extraction<'_> {
         kind: Kind,
         target: &Path,
     ) -> Result<()> {
+        let root = self.root;
+        let shown = || root.shown(target);
         match kind {
             Kind::Dir => {
-                std::fs::create_dir(target).map_err(|e| create_error(path, target, e))?;
+                root.create_dir(target)
+                    .map_err(|e| create_error(path, &shown(), e))?;
                 self.out.dirs += 1;
             }
             Kind::File { exec } => {
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(if exec { 0o777 } else { 0o666 })
-                    .open(target)
-                    .map_err(|e| create_error(path, target, e))?;
+                let (file, _) = root
+                    .create_file(target, exec)
+                    .map_err(|e| create_error(path, &shown(), e))?;
                 let mut w = BufWriter::with_capacity(64 * 1024, file);
-                copy(&mut stream.data(), &mut w, target)?;
+                copy(&mut stream.data(), &mut w, &shown())?;
                 w.flush()
-                    .map_err(|e| Error::io(format!("writing {}", target.display()), e))?;
+                    .map_err(|e| Error::io(format!("writing {}", shown().display()), e))?;
                 self.out.files += 1;
             }
             Kind::Symlink(link) => {
                 if link.is_empty() || link.contains(&0) {
                     return Err(unsafe_entry(path, "a symlink without a usable target"));
                 }
-                std::os::unix::fs::symlink(OsStr::from_bytes(&link), target)
-                    .map_err(|e| create_error(path, target, e))?;
+                root.symlink(Path::new(OsStr::from_bytes(&link)), target)
+                    .map_err(|e| create_error(path, &shown(), e))?;
                 self.out.symlinks += 1;
             }
             Kind::Other(_) => unreachable!("refused by Extraction::place"),
@@ -257,35 +258,27 @@ impl Extraction<'_> {
     }
 }
 
-/// What is at `path` (not following a link), if anything; `member` names the archive entry.
-fn existing_type(path: &Path, member: &[u8]) -> Result<Option<Type>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) => {
-            let ft = meta.file_type();
-            Ok(Some(if ft.is_dir() {
-                Type::Dir
-            } else if ft.is_symlink() {
-                Type::Symlink
-            } else if ft.is_file() {
-                Type::File
-            } else {
-                return Err(Error::Internal(format!(
-                    "{} is neither a file, a directory nor a symlink",
-                    path.display()
-                )));
-            }))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(create_error(member, path, e)),
+/// What is at `rel` (not following a link), if anything; `member` names the archive entry.
+fn existing_type(root: &Tree, rel: &Path, member: &[u8]) -> Result<Option<Type>> {
+    match root.kind(rel) {
+        Ok(None) => Ok(None),
+        Ok(Some(TreeKind::Dir)) => Ok(Some(Type::Dir)),
+        Ok(Some(TreeKind::Symlink)) => Ok(Some(Type::Symlink)),
+        Ok(Some(TreeKind::File)) => Ok(Some(Type::File)),
+        Ok(Some(TreeKind::Other)) => Err(Error::Internal(format!(
+            "{} is neither a file, a directory nor a symlink",
+            root.shown(rel).display()
+        ))),
+        Err(e) => Err(create_error(member, &root.shown(rel), e)),
     }
 }
 
 /// Make sure `root/comps…` is a chain of real directories, creating the missing ones.
-fn ensure_dirs(root: &Path, comps: &[Vec<u8>], path: &[u8], out: &mut Extracted) -> Result<()> {
-    let mut dir = root.to_path_buf();
+fn ensure_dirs(root: &Tree, comps: &[Vec<u8>], path: &[u8], out: &mut Extracted) -> Result<()> {
+    let mut dir = PathBuf::new();
     for comp in comps {
         dir.push(OsStr::from_bytes(comp));
-        match existing_type(&dir, path)? {
+        match existing_type(root, &dir, path)? {
             Some(Type::Dir) => {}
             Some(other) => {
                 return Err(unsafe_entry(
@@ -294,7 +287,8 @@ fn ensure_dirs(root: &Path, comps: &[Vec<u8>], path: &[u8], out: &mut Extracted)
                 ));
             }
             None => {
-                std::fs::create_dir(&dir).map_err(|e| create_error(path, &dir, e))?;
+                root.create_dir(&dir)
+                    .map_err(|e| create_error(path, &root.shown(&dir), e))?;
                 out.dirs += 1;
             }
         }

@@ -354,7 +354,10 @@ pub(crate) fn unpack_tar(
     tip_hex: &str,
 ) -> Result<(extract::Extracted, Option<String>)> {
     let mut stream = tar_stream::TarStream::new(tar, archive.limits);
-    let extracted = extract::extract(&mut stream, tree, archive.strip, tip_hex)?;
+    // Every member is written through one handle on the fresh folder (SPEC rule 7).
+    let tree = crate::fs::tree::Tree::open(tree)
+        .map_err(|e| Error::io(format!("opening {}", tree.display()), e))?;
+    let extracted = extract::extract(&mut stream, &tree, archive.strip, tip_hex)?;
     let commit = stream.commit_id.clone();
     // Read the rest (end-of-archive padding, later gzip members) so truncation and corruption show.
     stream.finish()?;

@@ -1,0 +1,344 @@
+//! The one handle every write into a work tree goes through (SPEC rule 7).
+//!
+//! A [`Tree`] is the target folder opened once (`O_DIRECTORY | O_NOFOLLOW`: a symlink in its
+//! place is refused); every file, folder and symlink the restore makes, every removal and every
+//! look at what is there is then relative to that handle, resolved by the kernel beneath it
+//! (`openat2` with `RESOLVE_BENEATH`, through `cap-std`). A folder swapped for a symlink to
+//! somewhere else mid-run therefore fails the write ("a path led outside") instead of leading it
+//! outside, and no absolute path of the tree is joined and reopened after the start. Files are
+//! created with `O_CREAT | O_EXCL | O_NOFOLLOW`, folders are made one component at a time and
+//! never entered through a symlink, and what a run made is recorded by (device, inode, birth time) so that a
+//! rollback removes only what is still the thing this run made.
+
+use std::io;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
+use cap_std::fs::{Dir, MetadataExt as _, OpenOptions, OpenOptionsExt as _};
+
+/// What is at a path of the tree, not following a symlink there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symlink (never followed).
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+/// Something a run made, known by its (device, inode), so that undoing it removes only that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Made {
+    /// Relative to the tree.
+    pub rel: PathBuf,
+    dev: u64,
+    ino: u64,
+    /// Its birth time where the file system keeps one: an inode number is reused at once.
+    born: Option<std::time::SystemTime>,
+    dir: bool,
+}
+
+/// The work tree, opened once.
+#[derive(Debug)]
+pub struct Tree {
+    dir: Dir,
+    root: PathBuf,
+}
+
+impl Tree {
+    /// Open the folder `root` (not a symlink to one).
+    ///
+    /// # Errors
+    /// The open's error: `root` is missing, not a folder, or a symlink (`ELOOP`).
+    pub fn open(root: &Path) -> io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(root)?;
+        Ok(Tree {
+            dir: Dir::from_std_file(file),
+            root: root.to_owned(),
+        })
+    }
+
+    /// A second handle on the same folder (for another thread).
+    ///
+    /// # Errors
+    /// `dup` failed.
+    pub fn try_clone(&self) -> io::Result<Self> {
+        Ok(Tree {
+            dir: self.dir.try_clone()?,
+            root: self.root.clone(),
+        })
+    }
+
+    /// The folder's path as given, for messages only: nothing is opened through it.
+    pub fn shown(&self, rel: &Path) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// What is at `rel`, not following a symlink there; `None` when nothing is.
+    ///
+    /// # Errors
+    /// Any failure but "not found" (a symlink on the way that leads outside among them).
+    pub fn kind(&self, rel: &Path) -> io::Result<Option<Kind>> {
+        match self.dir.symlink_metadata(rel) {
+            Ok(meta) => Ok(Some(kind_of(&meta.file_type()))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The index entry's stat data for `rel`, not following a symlink there.
+    ///
+    /// # Errors
+    /// `rel` cannot be read.
+    pub fn stat(&self, rel: &Path) -> io::Result<gix::index::entry::Stat> {
+        Ok(stat_of(&self.dir.symlink_metadata(rel)?))
+    }
+
+    /// Make the folder `rel` (its parent exists).
+    ///
+    /// # Errors
+    /// `AlreadyExists` when something is there; others from `mkdirat`.
+    pub fn create_dir(&self, rel: &Path) -> io::Result<Made> {
+        self.dir.create_dir(rel)?;
+        let meta = self.dir.symlink_metadata(rel)?;
+        Ok(Made {
+            rel: rel.to_owned(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            born: meta.created().ok().map(cap_std::time::SystemTime::into_std),
+            dir: true,
+        })
+    }
+
+    /// Make every missing folder of `rel` (itself included), one component at a time, appending
+    /// each made to `made`; `Ok(Some(p))` names the first component that is there but not a
+    /// folder (a symlink among them: never entered).
+    ///
+    /// # Errors
+    /// A folder could not be made or looked at.
+    pub fn create_dirs(&self, rel: &Path, made: &mut Vec<Made>) -> io::Result<Option<PathBuf>> {
+        let mut at = PathBuf::new();
+        for component in rel.components() {
+            at.push(component);
+            match self.kind(&at)? {
+                Some(Kind::Dir) => {}
+                Some(_) => return Ok(Some(at)),
+                None => match self.create_dir(&at) {
+                    Ok(m) => made.push(m),
+                    // Made meanwhile by someone else: fine if it is a folder.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        if self.kind(&at)? != Some(Kind::Dir) {
+                            return Ok(Some(at));
+                        }
+                    }
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+        Ok(None)
+    }
+
+    /// Create the file `rel`, which must not exist (`O_EXCL`, never through a symlink), with mode
+    /// 0666 or 0777 before the umask, as git checks files out.
+    ///
+    /// # Errors
+    /// `AlreadyExists` when anything is at `rel`; others from `openat2`.
+    pub fn create_file(&self, rel: &Path, executable: bool) -> io::Result<(std::fs::File, Made)> {
+        let mut opts = OpenOptions::new();
+        opts.write(true)
+            .create_new(true)
+            .mode(if executable { 0o777 } else { 0o666 })
+            .follow(FollowSymlinks::No);
+        let file = self.dir.open_with(rel, &opts)?.into_std();
+        let meta = file.metadata()?;
+        use std::os::unix::fs::MetadataExt as _;
+        let made = Made {
+            rel: rel.to_owned(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            born: meta.created().ok(),
+            dir: false,
+        };
+        Ok((file, made))
+    }
+
+    /// Open the existing regular file `rel` for writing in place (never through a symlink there).
+    ///
+    /// # Errors
+    /// From `openat2` (`ELOOP` for a symlink at `rel`).
+    pub fn open_existing(&self, rel: &Path) -> io::Result<std::fs::File> {
+        let mut opts = OpenOptions::new();
+        opts.write(true).follow(FollowSymlinks::No);
+        Ok(self.dir.open_with(rel, &opts)?.into_std())
+    }
+
+    /// Create the symlink `rel` holding `contents` as recorded (not interpreted, as git does).
+    ///
+    /// # Errors
+    /// `AlreadyExists` when anything is at `rel`; others from `symlinkat`.
+    pub fn symlink(&self, contents: &Path, rel: &Path) -> io::Result<Made> {
+        self.dir.symlink_contents(contents, rel)?;
+        let meta = self.dir.symlink_metadata(rel)?;
+        Ok(Made {
+            rel: rel.to_owned(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            born: meta.created().ok().map(cap_std::time::SystemTime::into_std),
+            dir: false,
+        })
+    }
+
+    /// Remove the file or symlink `rel` (a symlink itself, never what it points to).
+    ///
+    /// # Errors
+    /// From `unlinkat` (`NotFound` among them).
+    pub fn remove_file(&self, rel: &Path) -> io::Result<()> {
+        self.dir.remove_file_or_symlink(rel)
+    }
+
+    /// Remove the empty folder `rel`.
+    ///
+    /// # Errors
+    /// From `unlinkat` (not empty, `NotFound`).
+    pub fn remove_dir(&self, rel: &Path) -> io::Result<()> {
+        self.dir.remove_dir(rel)
+    }
+
+    /// The bytes of the file `rel`, or the target of the symlink `rel`.
+    ///
+    /// # Errors
+    /// `rel` cannot be read.
+    pub fn read(&self, rel: &Path, symlink: bool) -> io::Result<Vec<u8>> {
+        if symlink {
+            use std::os::unix::ffi::OsStringExt as _;
+            return Ok(self.dir.read_link_contents(rel)?.into_os_string().into_vec());
+        }
+        let mut opts = OpenOptions::new();
+        opts.read(true).follow(FollowSymlinks::No);
+        let mut out = Vec::new();
+        io::Read::read_to_end(&mut self.dir.open_with(rel, &opts)?, &mut out)?;
+        Ok(out)
+    }
+
+    /// Undo what a run made, newest first: each is removed only while it is still the file,
+    /// symlink or folder this run made (same device, inode and, where kept, birth time), and a folder only when empty.
+    ///
+    /// # Errors
+    /// The first removal that failed (the rest are still tried).
+    pub fn undo(&self, made: &[Made]) -> io::Result<()> {
+        let mut first = None;
+        for m in made.iter().rev() {
+            let same = self
+                .dir
+                .symlink_metadata(&m.rel)
+                .is_ok_and(|meta| {
+                    meta.dev() == m.dev && meta.ino() == m.ino && meta.created().ok().map(cap_std::time::SystemTime::into_std) == m.born
+                });
+            if !same {
+                continue;
+            }
+            let removed = if m.dir {
+                self.remove_dir(&m.rel)
+            } else {
+                self.remove_file(&m.rel)
+            };
+            if let Err(e) = removed
+                && e.kind() != io::ErrorKind::NotFound
+                && (!m.dir || e.raw_os_error() != Some(libc::ENOTEMPTY))
+            {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+fn kind_of(ft: &cap_std::fs::FileType) -> Kind {
+    if ft.is_dir() {
+        Kind::Dir
+    } else if ft.is_symlink() {
+        Kind::Symlink
+    } else if ft.is_file() {
+        Kind::File
+    } else {
+        Kind::Other
+    }
+}
+
+/// The index's stat data, as `gix::index::entry::Stat::from_fs` takes it.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn stat_of(meta: &cap_std::fs::Metadata) -> gix::index::entry::Stat {
+    use gix::index::entry::stat::Time;
+    let time = |secs: i64, nsecs: i64| Time {
+        secs: secs.max(0) as u32,
+        nsecs: nsecs.max(0) as u32,
+    };
+    gix::index::entry::Stat {
+        mtime: time(meta.mtime(), meta.mtime_nsec()),
+        ctime: time(meta.ctime(), meta.ctime_nsec()),
+        // Truncated to 32 bits as git and gix do.
+        dev: meta.dev() as u32,
+        ino: meta.ino() as u32,
+        uid: meta.uid(),
+        gid: meta.gid(),
+        size: meta.size() as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_swapped_for_a_symlink_leads_no_write_outside() {
+        let top = tempfile::tempdir().unwrap();
+        let (root, outside) = (top.path().join("tree"), top.path().join("outside"));
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        let tree = Tree::open(&root).unwrap();
+        std::fs::remove_dir(root.join("a")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("a")).unwrap();
+        assert!(tree.create_file(Path::new("a/x"), false).is_err());
+        assert!(tree.create_dir(Path::new("a/d")).is_err());
+        assert!(tree.symlink(Path::new("/etc"), Path::new("a/l")).is_err());
+        assert_eq!(
+            tree.create_dirs(Path::new("a/b"), &mut Vec::new()).unwrap(),
+            Some(PathBuf::from("a"))
+        );
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn the_root_itself_may_not_be_a_symlink() {
+        let top = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(top.path(), top.path().join("link")).unwrap();
+        assert!(Tree::open(&top.path().join("link")).is_err());
+    }
+
+    #[test]
+    fn undo_removes_only_what_is_still_what_the_run_made() {
+        let top = tempfile::tempdir().unwrap();
+        let tree = Tree::open(top.path()).unwrap();
+        let mut made = Vec::new();
+        assert_eq!(tree.create_dirs(Path::new("d/e"), &mut made).unwrap(), None);
+        made.push(tree.create_file(Path::new("d/e/f"), false).unwrap().1);
+        made.push(tree.create_file(Path::new("g"), true).unwrap().1);
+        // Someone replaces `g` with their own file (later than the clock's tick: the inode
+        // number is reused at once), and puts a file of theirs in `d`.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::remove_file(top.path().join("g")).unwrap();
+        std::fs::write(top.path().join("g"), b"theirs").unwrap();
+        std::fs::write(top.path().join("d/theirs"), b"theirs").unwrap();
+        tree.undo(&made).unwrap();
+        assert!(!top.path().join("d/e").exists());
+        assert_eq!(std::fs::read(top.path().join("g")).unwrap(), b"theirs");
+        assert!(top.path().join("d/theirs").exists());
+    }
+}

@@ -1,0 +1,210 @@
+//! Writing index entries into the work tree, every one through the tree's one handle
+//! ([`crate::fs::tree`]): folders made a component at a time and never entered through a
+//! symlink, files created with `O_EXCL | O_NOFOLLOW`, blobs through git's conversions as the
+//! tree's `.gitattributes` ask ([`super::checkout::WorktreeForm`]), each entry's stat data taken
+//! from what was written.
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
+
+use gix::index::entry::{Mode, Stat};
+
+use crate::error::{Error, Result};
+use crate::failpoint;
+use crate::fs::tree::{Kind, Made, Tree};
+
+/// How [`write_entries`] treats what is already there.
+#[derive(Debug, Clone, Copy)]
+pub struct Overwrite {
+    /// Files and symlinks the commit tracks may be replaced (`--force`, resuming, a boot).
+    pub files: bool,
+}
+
+/// Writes entries into one tree, remembering the folders known to be folders.
+pub struct Writer<'t> {
+    tree: &'t Tree,
+    overwrite: Overwrite,
+    folders: HashSet<PathBuf>,
+    /// Whether the checkout's failpoints apply (the checkout after a fetch, not a boot).
+    failpoints: bool,
+    /// What this writer made, oldest first.
+    pub made: Vec<Made>,
+}
+
+impl<'t> Writer<'t> {
+    /// A writer into `tree`.
+    pub fn new(tree: &'t Tree, overwrite: Overwrite) -> Self {
+        Writer {
+            tree,
+            overwrite,
+            folders: HashSet::from([PathBuf::new()]),
+            failpoints: false,
+            made: Vec::new(),
+        }
+    }
+
+    /// The same writer, with the checkout's failpoints (`mid-checkout`, `hold-mid-checkout`).
+    #[must_use]
+    pub fn with_failpoints(mut self) -> Self {
+        self.failpoints = true;
+        self
+    }
+
+    /// Write every entry of `index` (blobs from `objects`, converted by `form`) and set its stat
+    /// data. Failpoints: `mid-checkout` aborts once half of the blobs were read,
+    /// `hold-mid-checkout` holds there once.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] for something in the way that may not be replaced; [`Error::LocalIo`]
+    /// (exit 10 for a full disk) when a write fails, a path on the way that leads outside the
+    /// tree among them; [`Error::Integrity`] for a blob missing from `objects`.
+    pub fn write_entries(
+        &mut self,
+        index: &mut gix::index::File,
+        objects: &impl gix::objs::Find,
+        form: &mut super::checkout::WorktreeForm<'_>,
+    ) -> Result<()> {
+        let half = index.entries().len() / 2;
+        let mut buf = Vec::new();
+        let mut stats = Vec::with_capacity(index.entries().len());
+        for (n, entry) in index.entries().iter().enumerate() {
+            if self.failpoints && n == half {
+                failpoint::hit("mid-checkout");
+                failpoint::barrier("hold-mid-checkout");
+            }
+            let path = entry.path(index);
+            let rel = Path::new(std::ffi::OsStr::from_bytes(path));
+            let stat = match entry.mode {
+                Mode::COMMIT => self.folder(rel).map(|()| Stat::default())?,
+                Mode::FILE | Mode::FILE_EXECUTABLE | Mode::SYMLINK => {
+                    let blob = objects
+                        .try_find(&entry.id, &mut buf)
+                        .map_err(|e| Error::Integrity(format!("reading the blob of {path}: {e}")))?
+                        .ok_or_else(|| {
+                            Error::Integrity(format!(
+                                "the blob {} of {path} is missing from the received objects",
+                                entry.id
+                            ))
+                        })?;
+                    if entry.mode == Mode::SYMLINK {
+                        let target = Path::new(std::ffi::OsStr::from_bytes(blob.data));
+                        self.symlink(rel, target)?
+                    } else {
+                        let data = form.convert(blob.data.to_vec(), path)?;
+                        self.file(rel, entry.mode == Mode::FILE_EXECUTABLE, &data)?
+                    }
+                }
+                _ => continue,
+            };
+            stats.push((n, stat));
+        }
+        let entries = index.entries_mut();
+        for (n, stat) in stats {
+            entries[n].stat = stat;
+        }
+        Ok(())
+    }
+
+    /// Write the file `rel` holding `data`; returns its stat data.
+    ///
+    /// # Errors
+    /// As [`Writer::write_entries`].
+    pub fn file(&mut self, rel: &Path, executable: bool, data: &[u8]) -> Result<Stat> {
+        let (mut file, made) = self.create(rel, |tree| tree.create_file(rel, executable))?;
+        self.made.push(made);
+        if let Err(e) = file.write_all(data) {
+            drop(file);
+            // A full disk: no file cut short is left for the rerun to mistake for the user's.
+            let _ = self.tree.remove_file(rel);
+            return Err(Error::io(format!("writing {}", self.tree.shown(rel).display()), e));
+        }
+        let meta = gix::index::fs::Metadata::from_file(&file)
+            .map_err(|e| Error::io(format!("reading {}", self.tree.shown(rel).display()), e))?;
+        Stat::from_fs(&meta).map_err(|e| Error::internal("reading a file's times", e))
+    }
+
+    /// Create a file `rel` (its folders made) and hand it over open, for a caller that streams
+    /// into it.
+    ///
+    /// # Errors
+    /// As [`Writer::write_entries`].
+    pub fn open_new(&mut self, rel: &Path, executable: bool) -> Result<std::fs::File> {
+        let (file, made) = self.create(rel, |tree| tree.create_file(rel, executable))?;
+        self.made.push(made);
+        Ok(file)
+    }
+
+    /// Make the symlink `rel` to `target`; returns its stat data.
+    fn symlink(&mut self, rel: &Path, target: &Path) -> Result<Stat> {
+        let made = self.create(rel, |tree| tree.symlink(target, rel))?;
+        self.made.push(made);
+        self.tree
+            .stat(rel)
+            .map_err(|e| Error::io(format!("reading {}", self.tree.shown(rel).display()), e))
+    }
+
+    /// Make the folder `rel` (an empty folder for a submodule) and those above it.
+    fn folder(&mut self, rel: &Path) -> Result<()> {
+        if self.folders.contains(rel) {
+            return Ok(());
+        }
+        let in_the_way = self
+            .tree
+            .create_dirs(rel, &mut self.made)
+            .map_err(|e| Error::io(format!("creating {}", self.tree.shown(rel).display()), e))?;
+        if let Some(blocker) = in_the_way {
+            return Err(self.in_the_way(&blocker, "a file where the commit has a folder"));
+        }
+        let mut at = rel.to_path_buf();
+        loop {
+            self.folders.insert(at.clone());
+            if !at.pop() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Run `make` for `rel` once its folders exist; when something is there already, replace it
+    /// if allowed (a file or symlink, never a folder), else refuse.
+    fn create<T>(&mut self, rel: &Path, make: impl Fn(&Tree) -> std::io::Result<T>) -> Result<T> {
+        if let Some(parent) = rel.parent() {
+            self.folder(parent)?;
+        }
+        let shown = || self.tree.shown(rel).display().to_string();
+        match make(self.tree) {
+            Ok(t) => Ok(t),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let kind = self
+                    .tree
+                    .kind(rel)
+                    .map_err(|e| Error::io(format!("reading {}", shown()), e))?;
+                if !self.overwrite.files || matches!(kind, Some(Kind::Dir | Kind::Other)) {
+                    return Err(Error::conflict(format!(
+                        "a file is in the way of the checkout: {}",
+                        shown()
+                    )));
+                }
+                self.tree
+                    .remove_file(rel)
+                    .map_err(|e| Error::io(format!("replacing {}", shown()), e))?;
+                make(self.tree).map_err(|e| Error::io(format!("creating {}", shown()), e))
+            }
+            Err(e) => Err(Error::io(format!("creating {}", shown()), e)),
+        }
+    }
+
+    /// `rel`'s path, for messages only.
+    pub fn shown(&self, rel: &Path) -> PathBuf {
+        self.tree.shown(rel)
+    }
+
+    fn in_the_way(&self, rel: &Path, what: &str) -> Error {
+        Error::conflict(format!(
+            "{} is in the way of the checkout ({what})",
+            self.tree.shown(rel).display()
+        ))
+    }
+}
