@@ -6,7 +6,8 @@
 //! during the transfer half written; no early checkout runs when `mid-checkout` is armed), `mid-checkout` (once half of the files
 //! are written), `mid-big-file` (half of a file over the big-object threshold written), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
 //! the lease is not recorded yet). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of
-//! the files after the transfer are read; no early checkout runs), `before-lock` (restore, and `save`,
+//! the files after the transfer are read; no early checkout runs), `hold-mid-extract` (an archive
+//! restore, once ten files are extracted), `before-lock` (restore, and `save`,
 //! `push` and the pre-push check before the tree's write lock) and `after-lease-check` (`push`, and
 //! the pre-push check once it let a plain `git push` through).
 

@@ -667,8 +667,8 @@ fn a_full_disk_during_the_switch_is_exit_10_and_the_rerun_completes() {
     run.assert_code(10);
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(
-        msg.contains(&format!("writing into {}", dir.display())),
-        "the switch failed, not the fetch: {msg}"
+        msg.contains(&format!("writing {}", dir.join("big.txt").display())),
+        "the switch failed, not the fetch, and the message names the file: {msg}"
     );
     assert!(
         msg.contains(&mnt.display().to_string()) && msg.contains("free some space"),

@@ -430,5 +430,53 @@ fn a_folder_swapped_for_a_symlink_mid_checkout_fails_the_write_not_outside() {
         out.status.code()
     );
     assert_eq!(out.status.code(), Some(10), "{stderr}");
-    assert!(stderr.contains("a/f"), "the message names the file: {stderr}");
+    assert!(
+        stderr.contains("a/f"),
+        "the message names the file: {stderr}"
+    );
+}
+
+/// The same for an archive: a folder of the extraction swapped for a symlink to a folder
+/// outside, while the extraction holds after ten files, fails the next write there.
+#[test]
+fn a_folder_swapped_for_a_symlink_mid_extraction_fails_the_write_not_outside() {
+    let w = World::new();
+    let tip = fixture(&w);
+    let archive = w.path("repo.tar.gz");
+    let git_dir = format!("--git-dir={}", w.srv().join("repo.git").display());
+    let out = format!("--output={}", archive.display());
+    w.git(
+        &w.path(""),
+        &[&git_dir, "archive", "--format=tar.gz", &out, &tip],
+    );
+    let outside = outside(&w);
+    let before = snapshot(&outside);
+    let dir = w.path("target");
+    std::fs::create_dir_all(&dir).unwrap();
+    let barrier = w.path("barrier");
+    std::fs::create_dir_all(&barrier).unwrap();
+    let child = restore_command(&w, &dir, "", &tip)
+        .env_remove("READ_URL")
+        .args(["--archive", archive.to_str().unwrap()])
+        .env("GIT_SESSION_FAILPOINT", "hold-mid-extract")
+        .env("GIT_SESSION_BARRIER_DIR", &barrier)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_entries(&barrier, 1);
+    let a = dir.join(".git-session-restore/tree/a");
+    assert!(a.is_dir(), "the extraction is not where this test looks");
+    std::fs::rename(&a, a.with_extension("moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, &a).unwrap();
+    std::fs::write(barrier.join("test"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        snapshot(&outside),
+        before,
+        "the folder outside changed (restore exit {:?}):\n{stderr}",
+        out.status.code()
+    );
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
 }

@@ -169,6 +169,39 @@ impl Tree {
         Ok((file, made))
     }
 
+    /// The metadata of `rel`, not following a symlink there.
+    ///
+    /// # Errors
+    /// `rel` cannot be looked at (`NotFound` among them).
+    pub fn symlink_metadata(&self, rel: &Path) -> io::Result<cap_std::fs::Metadata> {
+        self.dir.symlink_metadata(rel)
+    }
+
+    /// The names in the folder `rel` (`""`: the tree itself) and what each is.
+    ///
+    /// # Errors
+    /// The folder cannot be read.
+    pub fn entries(&self, rel: &Path) -> io::Result<Vec<(std::ffi::OsString, Kind)>> {
+        let read = if rel.as_os_str().is_empty() {
+            self.dir.entries()?
+        } else {
+            self.dir.read_dir(rel)?
+        };
+        read.map(|e| {
+            let e = e?;
+            Ok((e.file_name(), kind_of(&e.file_type()?)))
+        })
+        .collect()
+    }
+
+    /// Move `rel` to `to_rel` in the tree `to` (`renameat`, both relative to their handles).
+    ///
+    /// # Errors
+    /// From `renameat`.
+    pub fn rename_to(&self, rel: &Path, to: &Tree, to_rel: &Path) -> io::Result<()> {
+        self.dir.rename(rel, &to.dir, to_rel)
+    }
+
     /// Open the existing regular file `rel` for writing in place (never through a symlink there).
     ///
     /// # Errors
@@ -218,7 +251,11 @@ impl Tree {
     pub fn read(&self, rel: &Path, symlink: bool) -> io::Result<Vec<u8>> {
         if symlink {
             use std::os::unix::ffi::OsStringExt as _;
-            return Ok(self.dir.read_link_contents(rel)?.into_os_string().into_vec());
+            return Ok(self
+                .dir
+                .read_link_contents(rel)?
+                .into_os_string()
+                .into_vec());
         }
         let mut opts = OpenOptions::new();
         opts.read(true).follow(FollowSymlinks::No);
@@ -235,12 +272,11 @@ impl Tree {
     pub fn undo(&self, made: &[Made]) -> io::Result<()> {
         let mut first = None;
         for m in made.iter().rev() {
-            let same = self
-                .dir
-                .symlink_metadata(&m.rel)
-                .is_ok_and(|meta| {
-                    meta.dev() == m.dev && meta.ino() == m.ino && meta.created().ok().map(cap_std::time::SystemTime::into_std) == m.born
-                });
+            let same = self.dir.symlink_metadata(&m.rel).is_ok_and(|meta| {
+                meta.dev() == m.dev
+                    && meta.ino() == m.ino
+                    && meta.created().ok().map(cap_std::time::SystemTime::into_std) == m.born
+            });
             if !same {
                 continue;
             }

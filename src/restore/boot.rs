@@ -771,7 +771,11 @@ fn write_files(
     let mut part = gix::index::File::from_state(part, repo.index_path());
     let mut form = checkout::WorktreeForm::new(repo, index)?;
     let mut writer = super::write::Writer::new(tree, super::write::Overwrite { files: true });
-    writer.write_entries(&mut part, &super::verify::Verified(&repo.objects), &mut form)?;
+    writer.write_entries(
+        &mut part,
+        &super::verify::Verified(&repo.objects),
+        &mut form,
+    )?;
     Ok(Some(part))
 }
 

@@ -506,11 +506,8 @@ pub fn checkout(
     let big = set_big_files_aside(index, &objects)?;
     let early = set_early_files_aside(index, tree, early)?;
     let _progress = crate::progress::Progress::spinner(&format!("checking out {total} files"));
-    let mut writer = super::write::Writer::new(
-        tree,
-        super::write::Overwrite { files: overwrite },
-    )
-    .with_failpoints();
+    let mut writer = super::write::Writer::new(tree, super::write::Overwrite { files: overwrite })
+        .with_failpoints();
     writer.write_entries(index, &objects, &mut form)?;
     for file in big {
         before_big_file(Path::new(std::ffi::OsStr::from_bytes(&file.path)))?;

@@ -565,7 +565,14 @@ fn publish(opts: &RestoreOptions, staging: &Path, record: &SessionRecord) -> Res
     }
     let _ = std::fs::remove_file(staging.join(INTENT_FILE));
     let git_dir = opts.dir.join(".git");
-    std::fs::rename(staging, &git_dir)
+    // Renamed through the target's handle, so a target swapped for a symlink meanwhile is refused.
+    crate::fs::tree::Tree::open(&opts.dir)
+        .and_then(|tree| {
+            let from = staging
+                .strip_prefix(&opts.dir)
+                .unwrap_or(Path::new(STAGING_DIR));
+            tree.rename_to(from, &tree, Path::new(".git"))
+        })
         .map_err(|e| Error::io(format!("moving {} into place", git_dir.display()), e))?;
     crate::fs::sync_dir(&opts.dir);
     crate::failpoint::hit("after-publish");

@@ -118,7 +118,10 @@ impl<'t> Writer<'t> {
             drop(file);
             // A full disk: no file cut short is left for the rerun to mistake for the user's.
             let _ = self.tree.remove_file(rel);
-            return Err(Error::io(format!("writing {}", self.tree.shown(rel).display()), e));
+            return Err(Error::io(
+                format!("writing {}", self.tree.shown(rel).display()),
+                e,
+            ));
         }
         let meta = gix::index::fs::Metadata::from_file(&file)
             .map_err(|e| Error::io(format!("reading {}", self.tree.shown(rel).display()), e))?;

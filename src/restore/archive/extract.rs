@@ -162,7 +162,10 @@ impl Extraction<'_> {
             Some(prev) => {
                 // The same file or symlink again: the later one wins, as tar does (counted once).
                 self.root.remove_file(&target).map_err(|e| {
-                    Error::io(format!("replacing {}", self.root.shown(&target).display()), e)
+                    Error::io(
+                        format!("replacing {}", self.root.shown(&target).display()),
+                        e,
+                    )
                 })?;
                 match prev {
                     Type::File => self.out.files -= 1,
@@ -243,6 +246,9 @@ impl Extraction<'_> {
                 w.flush()
                     .map_err(|e| Error::io(format!("writing {}", shown().display()), e))?;
                 self.out.files += 1;
+                if self.out.files == 10 {
+                    crate::failpoint::barrier("hold-mid-extract");
+                }
             }
             Kind::Symlink(link) => {
                 if link.is_empty() || link.contains(&0) {

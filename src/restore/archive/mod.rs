@@ -17,6 +17,7 @@ pub use tar_stream::Limits;
 
 use super::{RestoreOptions, RestoreReport, abandon, begin_staging, plan, publish};
 use crate::error::{Error, Result};
+use crate::fs::tree::{Kind, Tree};
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::{SessionRecord, Source, now_rfc3339};
 use crate::types::FullSha;
@@ -264,9 +265,15 @@ impl Staged<'_> {
         };
         let mut cut = super::CutShort::new(plan.cut_short_since)
             .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)));
+        // Both ends through their handles (SPEC rule 7).
+        let open = |path: &Path| {
+            Tree::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))
+        };
+        let (from, to) = (open(tree)?, open(&opts.dir)?);
         into_place(
-            tree,
-            &opts.dir,
+            &from,
+            &to,
+            Path::new(""),
             replace,
             Pass::Check,
             &mut cut,
@@ -282,7 +289,15 @@ impl Staged<'_> {
         }
         let accepted = cut.accepted();
         self.moving = true;
-        into_place(tree, &opts.dir, replace, Pass::Move, &mut cut, &accepted)
+        into_place(
+            &from,
+            &to,
+            Path::new(""),
+            replace,
+            Pass::Move,
+            &mut cut,
+            &accepted,
+        )
     }
 }
 
@@ -395,51 +410,49 @@ enum Replace {
 /// `cut` during [`Pass::Check`] (and judged by the caller); those it accepted are replaced during
 /// [`Pass::Move`].
 fn into_place(
-    from: &Path,
-    to: &Path,
+    from: &Tree,
+    to: &Tree,
+    rel: &Path,
     replace: Replace,
     pass: Pass,
     cut: &mut super::CutShort,
     accepted: &std::collections::HashSet<std::path::PathBuf>,
 ) -> Result<()> {
-    let entries =
-        std::fs::read_dir(from).map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(format!("reading {}", from.display()), e))?;
-        let src = entry.path();
-        let dst = to.join(entry.file_name());
-        let src_is_dir = entry
-            .file_type()
-            .map_err(|e| Error::io(format!("reading {}", src.display()), e))?
-            .is_dir();
-        match std::fs::symlink_metadata(&dst) {
+    let entries = from
+        .entries(rel)
+        .map_err(|e| Error::io(format!("reading {}", from.shown(rel).display()), e))?;
+    for (name, kind) in entries {
+        let rel = rel.join(name);
+        let shown = to.shown(&rel);
+        let src_is_dir = kind == Kind::Dir;
+        match to.symlink_metadata(&rel) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("reading {}", dst.display()), e)),
+            Err(e) => return Err(Error::io(format!("reading {}", shown.display()), e)),
             Ok(meta) if meta.is_dir() && src_is_dir => {
-                into_place(&src, &dst, replace, pass, cut, accepted)?;
+                into_place(from, to, &rel, replace, pass, cut, accepted)?;
                 continue;
             }
             // An empty folder holds nothing to lose: replaced, as the git path does.
             Ok(meta)
                 if meta.is_dir()
                     && replace != Replace::Nothing
-                    && std::fs::read_dir(&dst).is_ok_and(|mut d| d.next().is_none()) =>
+                    && to.entries(&rel).is_ok_and(|e| e.is_empty()) =>
             {
                 if pass == Pass::Move {
-                    std::fs::remove_dir(&dst)
-                        .map_err(|e| Error::io(format!("replacing {}", dst.display()), e))?;
+                    to.remove_dir(&rel)
+                        .map_err(|e| Error::io(format!("replacing {}", shown.display()), e))?;
                 }
             }
             Ok(meta) if meta.is_dir() => {
                 return Err(Error::conflict(format!(
                     "{} is a directory where the commit has a file: nothing was changed",
-                    dst.display()
+                    shown.display()
                 )));
             }
             Ok(meta) if src_is_dir => {
                 return Err(Error::conflict(format!(
                     "{} is a {} where the commit has a directory: nothing was changed",
-                    dst.display(),
+                    shown.display(),
                     if meta.file_type().is_symlink() {
                         "symlink"
                     } else {
@@ -450,17 +463,17 @@ fn into_place(
             Ok(meta)
                 if replace == Replace::Any
                     || replace == Replace::Identical
-                        && left_by_the_killed_run(&src, &dst, &meta, pass, cut, accepted) =>
+                        && left_by_the_killed_run((from, to, &rel), &meta, pass, cut, accepted) =>
             {
                 if pass == Pass::Move {
-                    std::fs::remove_file(&dst)
-                        .map_err(|e| Error::io(format!("replacing {}", dst.display()), e))?;
+                    to.remove_file(&rel)
+                        .map_err(|e| Error::io(format!("replacing {}", shown.display()), e))?;
                 }
             }
             Ok(_) => {
                 return Err(Error::conflict(format!(
                     "{} is in the way of the restore: nothing was changed{}",
-                    dst.display(),
+                    shown.display(),
                     if replace == Replace::Identical {
                         " (it holds content the interrupted restore did not write: move it \
                          aside, or pass --force to overwrite the files the commit tracks)"
@@ -471,58 +484,62 @@ fn into_place(
             }
         }
         if pass == Pass::Move {
-            std::fs::rename(&src, &dst)
-                .map_err(|e| Error::io(format!("moving {} into place", dst.display()), e))?;
+            from.rename_to(&rel, to, &rel)
+                .map_err(|e| Error::io(format!("moving {} into place", shown.display()), e))?;
             crate::failpoint::hit("mid-publish");
         }
     }
     Ok(())
 }
 
-/// Whether `dst` is what an interrupted restore left: the same entry as the staged `src`, or (noted
-/// in `cut` while checking, looked up in `accepted` while moving) a file a killed git checkout cut
-/// short.
+/// Whether `rel` in `to` is what an interrupted restore left: the same entry as the staged one in
+/// `from`, or (noted in `cut` while checking, looked up in `accepted` while moving) a file a
+/// killed git checkout cut short.
 fn left_by_the_killed_run(
-    src: &Path,
-    dst: &Path,
-    meta: &std::fs::Metadata,
+    (from, to, rel): (&Tree, &Tree, &Path),
+    meta: &cap_std::fs::Metadata,
     pass: Pass,
     cut: &mut super::CutShort,
     accepted: &std::collections::HashSet<std::path::PathBuf>,
 ) -> bool {
-    let mtime = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
-    if same_entry(src, dst, meta) {
+    let mtime = meta
+        .modified()
+        .map_or(std::time::UNIX_EPOCH, cap_std::time::SystemTime::into_std);
+    if same_entry(from, to, rel, meta) {
         cut.whole(mtime);
         return true;
     }
+    let dst = to.shown(rel);
     match pass {
-        Pass::Move => accepted.contains(dst),
+        Pass::Move => accepted.contains(&dst),
         Pass::Check => {
+            let src_meta = from.symlink_metadata(rel).ok();
             let regular = meta.file_type().is_file()
-                && std::fs::symlink_metadata(src).is_ok_and(|m| m.file_type().is_file());
+                && src_meta.as_ref().is_some_and(|m| m.file_type().is_file());
             let prefix = regular
-                && meta.len() < std::fs::metadata(src).map(|m| m.len()).unwrap_or(0)
-                && matches!((std::fs::read(src), std::fs::read(dst)), (Ok(a), Ok(b)) if a.starts_with(&b));
+                && meta.len() < src_meta.map_or(0, |m| m.len())
+                && matches!((from.read(rel, false), to.read(rel, false)), (Ok(a), Ok(b)) if a.starts_with(&b));
             if prefix {
-                cut.prefix(dst.to_owned(), mtime);
+                cut.prefix(dst, mtime);
             }
             prefix
         }
     }
 }
 
-/// Whether `dst` (with metadata `meta`) is the same file or symlink as the staged `src`.
-fn same_entry(src: &Path, dst: &Path, meta: &std::fs::Metadata) -> bool {
-    let Ok(src_meta) = std::fs::symlink_metadata(src) else {
+/// Whether `rel` in `to` (with metadata `meta`) is the same file or symlink as in `from`.
+fn same_entry(from: &Tree, to: &Tree, rel: &Path, meta: &cap_std::fs::Metadata) -> bool {
+    let Ok(src_meta) = from.symlink_metadata(rel) else {
         return false;
     };
-    if src_meta.file_type().is_symlink() || meta.file_type().is_symlink() {
-        return src_meta.file_type().is_symlink()
+    let link = src_meta.file_type().is_symlink();
+    if link || meta.file_type().is_symlink() {
+        return link
             && meta.file_type().is_symlink()
-            && std::fs::read_link(src).ok() == std::fs::read_link(dst).ok();
+            && matches!((from.read(rel, true), to.read(rel, true)), (Ok(a), Ok(b)) if a == b);
     }
     src_meta.len() == meta.len()
-        && matches!((std::fs::read(src), std::fs::read(dst)), (Ok(a), Ok(b)) if a == b)
+        && matches!((from.read(rel, false), to.read(rel, false)), (Ok(a), Ok(b)) if a == b)
 }
 
 /// An HTTP response body whose transport failures surface as [`Error::Network`] (retried), not as
