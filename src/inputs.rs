@@ -141,6 +141,18 @@ pub fn session_dirs(flag: Option<&std::path::Path>) -> Result<(PathBuf, PathBuf)
     // `..` and symlinks resolved as the file system does (as `git -C` does), so that the search
     // for the tree's root below starts from the folder meant, not from the text of the path.
     let given = dir.clone();
+    // A symlink whose target is missing: restore would have to create a folder wherever it
+    // points, which git-session never does through a symlink.
+    if let Ok(target) = std::fs::read_link(&dir)
+        && !dir.exists()
+    {
+        return Err(Error::Usage(format!(
+            "{} is a symlink to {}, which does not exist: create that folder, or point -C or \
+             SESSION_DIR at a folder (it may be missing: restore creates it)",
+            dir.display(),
+            target.display()
+        )));
+    }
     let dir = dir.canonicalize().unwrap_or(dir);
     // A missing one is fine (restore creates it); a file in its place or on its path is bad input.
     if let Some(existing) = dir.ancestors().find(|a| a.exists())

@@ -401,3 +401,31 @@ fn a_deleted_current_directory_is_exit_2() {
     succeeds(&["-C", target, "save", "--no-push", "-m", "b", "--json"]);
     assert_eq!(w.git(&tree, &["show", "HEAD:b.txt"]), "b");
 }
+
+/// `-C` naming a symlink to a folder that does not exist is exit 2, saying so (it was exit 1,
+/// "File exists"), and nothing is created where it points.
+#[test]
+fn a_work_tree_that_is_a_dangling_symlink_is_exit_2() {
+    let w = World::new();
+    let link = w.path("link");
+    let nowhere = w.path("nowhere");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&nowhere, &link).unwrap();
+    let vars = [
+        ("READ_URL", "http://127.0.0.1:9/repo.git"),
+        ("SESSION_BRANCH", "sessions/x"),
+        ("TIP_SHA", GOOD_SHA),
+    ];
+    let run = w.run(
+        &w.path(""),
+        &["-C", link.to_str().unwrap(), "restore", "--json"],
+        &vars,
+    );
+    run.assert_code(2);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("is a symlink to") && msg.contains("does not exist"),
+        "{msg}"
+    );
+    assert!(!nowhere.exists());
+}

@@ -24,7 +24,7 @@ pub const LEDGER_CAP: u64 = 64 << 20;
 /// when it is not a regular file of at most `cap` bytes.
 ///
 /// # Errors
-/// [`Error::Internal`] for a symlink, a folder, a FIFO or a device in its place, or a file over
+/// [`Error::Conflict`] for a symlink, a folder, a FIFO or a device in its place, or a file over
 /// `cap`, naming it and saying `fix`; [`Error::LocalIo`] when it cannot be read.
 pub fn read(path: &Path, cap: u64, fix: &str) -> Result<Option<Vec<u8>>> {
     let file = match std::fs::OpenOptions::new()
@@ -66,7 +66,7 @@ pub fn read(path: &Path, cap: u64, fix: &str) -> Result<Option<Vec<u8>>> {
 /// through a symlink.
 ///
 /// # Errors
-/// [`Error::Internal`] when something other than a regular file is in its place (naming it and
+/// [`Error::Conflict`] when something other than a regular file is in its place (naming it and
 /// saying `fix`); [`Error::LocalIo`] when it cannot be opened.
 pub fn open_append(path: &Path, fix: &str) -> Result<std::fs::File> {
     let file = std::fs::OpenOptions::new()
@@ -109,8 +109,10 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Something else in place of a file git-session wrote: local content in the way (exit 7), not
+/// an internal failure.
 pub(crate) fn refused(path: &Path, what: &str, fix: &str) -> Error {
-    Error::Internal(format!(
+    Error::conflict(format!(
         "{} is {what}, not a file git-session wrote: nothing was read from it or written \
          through it; {fix}",
         path.display()
