@@ -800,3 +800,42 @@ fn a_cache_is_copied_never_linked_whoever_owns_it() {
         git(&["diff", "--quiet", b.tip()]);
     }
 }
+
+/// A FIFO put in place of a tracked file of a baked tree is never opened by the boot (reading
+/// it waited forever for a writer): the boot finishes, the FIFO judged a local change.
+#[test]
+fn a_fifo_in_place_of_a_tracked_file_never_holds_the_boot() {
+    let b = Baked::of(&[
+        &[("seed.txt", Some("seed\n"))],
+        &[("keep.txt", Some("keep\n")), ("edit.txt", Some("one\n"))],
+        &[("edit.txt", Some("two\n"))],
+        &[("other.txt", Some("other\n"))],
+    ]);
+    let dir = b.w.path("tree");
+    b.bake(&dir).assert_code(0);
+    for name in ["edit.txt", "keep.txt"] {
+        std::fs::remove_file(dir.join(name)).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.join(name))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| tx.send(b.boot(&dir, &[], &[])).unwrap());
+        let run = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(run) => run,
+            Err(_) => {
+                // Let the held read end, then fail.
+                for name in ["edit.txt", "keep.txt"] {
+                    let _ = std::fs::OpenOptions::new().write(true).open(dir.join(name));
+                }
+                panic!("the boot waited on a FIFO for 60 s");
+            }
+        };
+        eprintln!("boot over FIFOs: exit {:?}: {}", run.code, run.stderr);
+        assert_eq!(run.code, Some(7), "{}", run.stdout);
+        assert!(run.stdout.contains("edit.txt"), "{}", run.stdout);
+    });
+}

@@ -480,3 +480,108 @@ fn a_folder_swapped_for_a_symlink_mid_extraction_fails_the_write_not_outside() {
     );
     assert_ne!(out.status.code(), Some(0), "{stderr}");
 }
+
+/// The owner of a name in a sticky folder (as `/tmp` is) swaps it, atomically and in a loop,
+/// between their own folder and a symlink to a folder of root's, while root restores there.
+/// Root must never work in root's folder as root: the path is resolved once, and a path that
+/// led to different folders while it was checked is refused (exit 2). Before, `-C` was
+/// resolved and checked by separate lookups: root restored into root's folder as root.
+#[test]
+fn root_never_works_as_root_through_a_name_the_owner_swaps_atomically() {
+    let Some((w, srv, tip)) = set_up() else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt as _;
+    let url = srv.url("repo.git", None);
+    let rootonly = w.path("rootonly");
+    std::fs::create_dir_all(&rootonly).unwrap();
+    std::fs::set_permissions(&rootonly, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let public = w.path("public");
+    give_to_nobody(&public);
+    std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::chown(&public, Some(0), Some(0)).unwrap();
+    // nobody's folder `gsw` and nobody's symlink `lnk` to root's folder, exchanged in a loop.
+    let flipper = format!(
+        "import ctypes, os, time\n\
+         os.chdir('{public}')\n\
+         os.mkdir('gsw'); os.symlink('{root}', 'lnk')\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         while not os.path.exists('{stop}'):\n\
+         \x20   libc.renameat2(-100, b'gsw', -100, b'lnk', 2)\n",
+        public = public.display(),
+        root = rootonly.display(),
+        stop = public.with_extension("stop").display()
+    );
+    let mut racer = as_nobody(&public, "exec python3 -c \"$0\"")
+        .arg(&flipper)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The racer stops when the test ends, failed or not.
+    struct Stop(PathBuf);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.0, b"");
+        }
+    }
+    let stop = Stop(public.with_extension("stop"));
+    let given = public.join("gsw");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !given.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "s"),
+        ("TIP_SHA", &tip),
+    ];
+    let mut codes = BTreeMap::new();
+    for _ in 0..40 {
+        let run = w.run(
+            &w.path(""),
+            &["-C", given.to_str().unwrap(), "restore", "--json"],
+            &vars,
+        );
+        *codes.entry(run.code).or_insert(0) += 1;
+        let inside: Vec<_> = std::fs::read_dir(&rootonly).unwrap().flatten().collect();
+        assert!(
+            inside.is_empty(),
+            "root wrote into root's folder through the owner's symlink (exit {:?}): {:?}",
+            run.code,
+            inside.iter().map(|e| e.file_name()).collect::<Vec<_>>()
+        );
+        let _ = std::fs::remove_dir_all(given.join(".git"));
+    }
+    drop(stop);
+    racer.wait().unwrap();
+    eprintln!("exit codes under the atomic swap: {codes:?}");
+}
+
+/// Root creating a missing target in a folder others can write to (a sticky `/tmp`) is
+/// refused: another user could create the name first, as a folder or a symlink of theirs.
+#[test]
+fn root_refuses_to_create_a_target_in_a_folder_others_can_write_to() {
+    let Some((w, srv, tip)) = set_up() else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt as _;
+    let public = w.path("public");
+    give_to_nobody(&public);
+    std::os::unix::fs::chown(&public, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let url = srv.url("repo.git", None);
+    let target = public.join("new");
+    let run = w.run(
+        &w.path(""),
+        &["-C", target.to_str().unwrap(), "restore", "--json"],
+        &[
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &tip),
+        ],
+    );
+    run.assert_code(2);
+    let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("other users can write to"), "{message}");
+    assert!(!target.exists());
+}

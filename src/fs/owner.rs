@@ -40,9 +40,9 @@ pub fn become_owner(given: &Path, target: &Path) -> Result<Option<Identity>> {
     if sys::euid() != 0 {
         return Ok(None);
     }
-    let (base, meta) = nearest_existing(target)?;
+    let (base, meta) = reached(given, target)?;
     check_chain(&base, meta.uid())?;
-    check_symlinks(given, meta.uid())?;
+    check_symlinks(given, meta.uid(), &base, base == target)?;
     if meta.uid() == 0 {
         return Ok(None);
     }
@@ -71,11 +71,65 @@ pub fn become_owner(given: &Path, target: &Path) -> Result<Option<Identity>> {
     Ok(Some(identity))
 }
 
-/// The target, or the nearest folder above it that exists, and its metadata.
-fn nearest_existing(target: &Path) -> Result<(PathBuf, std::fs::Metadata)> {
-    for dir in target.ancestors() {
+/// The folder the given path reaches, resolved once: opened, and every decision made from what
+/// was opened, so an owner swapping a name for a symlink between two lookups is caught (the
+/// folder reached must be `target`, the one the rest of the run names). A target that does not
+/// exist yet: the nearest existing folder above it, which no one but root may be able to write
+/// to (else someone could put a folder or a symlink of theirs there before root creates it).
+fn reached(given: &Path, target: &Path) -> Result<(PathBuf, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(given);
+    let folder = match opened {
+        Ok(folder) => folder,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return not_yet_there(target),
+        Err(e) => return Err(Error::io(format!("opening {}", given.display()), e)),
+    };
+    let meta = folder
+        .metadata()
+        .map_err(|e| Error::io(format!("reading {}", given.display()), e))?;
+    let same = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+    };
+    let base = std::fs::canonicalize(given).ok().filter(|b| same(b));
+    match base {
+        Some(base) if base == target => Ok((base, meta)),
+        _ => Err(changed(given)),
+    }
+}
+
+fn changed(given: &Path) -> Error {
+    Error::Usage(format!(
+        "refusing to work as root in {}: the path led to different folders while it was being \
+         checked (a symlink on it is being swapped); name a folder no other user can change, or \
+         run as the folder's owner",
+        given.display()
+    ))
+}
+
+/// The nearest existing folder above a target that does not exist yet, refused when a user
+/// other than root could create the target there first.
+fn not_yet_there(target: &Path) -> Result<(PathBuf, std::fs::Metadata)> {
+    for dir in target.ancestors().skip(1) {
         match std::fs::metadata(dir) {
-            Ok(meta) => return Ok((dir.to_path_buf(), meta)),
+            Ok(meta) => {
+                let others_write =
+                    meta.mode() & 0o002 != 0 || (meta.mode() & 0o020 != 0 && meta.gid() != 0);
+                if meta.uid() == 0 && others_write {
+                    return Err(Error::Usage(format!(
+                        "refusing to create {} as root: other users can write to {}, so one \
+                         could put a folder or a symlink of theirs there first; create {} \
+                         first (owned by the user it is for), or choose a folder only root can \
+                         create entries in",
+                        target.display(),
+                        dir.display(),
+                        target.display()
+                    )));
+                }
+                return Ok((dir.to_path_buf(), meta));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
         }
@@ -90,8 +144,9 @@ fn nearest_existing(target: &Path) -> Result<(PathBuf, std::fs::Metadata)> {
 /// `owner` made, or that sits in a folder someone else can change: whoever can point it
 /// elsewhere chooses where root works (a folder of root's, found through the owner's symlink,
 /// would be written as root).
-fn check_symlinks(given: &Path, owner: u32) -> Result<()> {
+fn check_symlinks(given: &Path, owner: u32, base: &Path, exists: bool) -> Result<()> {
     let mut prefix = PathBuf::new();
+    let mut seen = false;
     for part in given.components() {
         prefix.push(part);
         let Ok(meta) = std::fs::symlink_metadata(&prefix) else {
@@ -100,16 +155,45 @@ fn check_symlinks(given: &Path, owner: u32) -> Result<()> {
         if !meta.file_type().is_symlink() {
             continue;
         }
+        seen = true;
         if meta.uid() != 0 && meta.uid() != owner {
             return Err(Error::Usage(format!(
-                "refusing to work as root through {}: it is a symlink that uid {} can point                  elsewhere; name the folder itself (-C or SESSION_DIR), or run as its owner",
+                "refusing to work as root through {}: it is a symlink that uid {} can point \
+                 elsewhere; name the folder itself (-C or SESSION_DIR), or run as its owner",
                 prefix.display(),
                 meta.uid()
             )));
         }
         check_chain(&prefix, owner)?;
     }
+    // The folder reached (or, for a target not there yet, the nearest one above it) differs from
+    // what the path's own text names only through a symlink: none found now means one was there
+    // when the path was resolved, and is gone.
+    let named = lexical(given);
+    let as_named = if exists {
+        named == base
+    } else {
+        named.starts_with(base) && named != base
+    };
+    if !seen && !as_named {
+        return Err(changed(given));
+    }
     Ok(())
+}
+
+/// `path` with `.` and `..` resolved by its text alone (what it names when no symlink is on it).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// After the change of identity, git config and ignore files are read below `HOME`: root's home

@@ -194,6 +194,30 @@ impl Tree {
         .collect()
     }
 
+    /// A handle on the folder `rel` of this tree, reached through real folders only (a symlink
+    /// on the way is refused, `ELOOP`).
+    ///
+    /// # Errors
+    /// A component is missing, not a folder, or a symlink.
+    pub fn subtree(&self, rel: &Path) -> io::Result<Tree> {
+        let mut dir = self.dir.try_clone()?;
+        for part in rel.components() {
+            dir = dir.open_dir_nofollow(part)?;
+        }
+        Ok(Tree {
+            dir,
+            root: self.root.join(rel),
+        })
+    }
+
+    /// Remove the folder `rel` and everything in it (symlinks removed, never followed).
+    ///
+    /// # Errors
+    /// From the removals.
+    pub fn remove_all(&self, rel: &Path) -> io::Result<()> {
+        self.dir.remove_dir_all(rel)
+    }
+
     /// Move `rel` to `to_rel` in the tree `to` (`renameat`, both relative to their handles).
     ///
     /// # Errors
@@ -208,7 +232,10 @@ impl Tree {
     /// From `openat2` (`ELOOP` for a symlink at `rel`).
     pub fn open_existing(&self, rel: &Path) -> io::Result<std::fs::File> {
         let mut opts = OpenOptions::new();
-        opts.write(true).follow(FollowSymlinks::No);
+        // A FIFO in a file's place fails (`ENXIO`) instead of waiting for a reader.
+        opts.write(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(libc::O_NONBLOCK);
         Ok(self.dir.open_with(rel, &opts)?.into_std())
     }
 
@@ -258,9 +285,16 @@ impl Tree {
                 .into_vec());
         }
         let mut opts = OpenOptions::new();
-        opts.read(true).follow(FollowSymlinks::No);
+        // Never blocks on a FIFO put in a file's place.
+        opts.read(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(libc::O_NONBLOCK);
+        let mut file = self.dir.open_with(rel, &opts)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
         let mut out = Vec::new();
-        io::Read::read_to_end(&mut self.dir.open_with(rel, &opts)?, &mut out)?;
+        io::Read::read_to_end(&mut file, &mut out)?;
         Ok(out)
     }
 

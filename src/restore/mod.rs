@@ -571,6 +571,13 @@ fn publish(opts: &RestoreOptions, staging: &Path, record: &SessionRecord) -> Res
             let from = staging
                 .strip_prefix(&opts.dir)
                 .unwrap_or(Path::new(STAGING_DIR));
+            // Never a symlink put in the staging folder's place: `.git` would lead elsewhere.
+            if tree.kind(from)? != Some(crate::fs::tree::Kind::Dir) {
+                return Err(std::io::Error::other(format!(
+                    "{} is no longer the folder this restore made",
+                    staging.display()
+                )));
+            }
             tree.rename_to(from, &tree, Path::new(".git"))
         })
         .map_err(|e| Error::io(format!("moving {} into place", git_dir.display()), e))?;

@@ -151,8 +151,11 @@ impl<'repo> Probe<'repo> {
         }
         let on_disk = if meta.file_type().is_symlink() {
             std::fs::read_link(&full).map(|t| t.into_os_string().into_encoded_bytes())
+        } else if meta.file_type().is_file() {
+            read_regular(&full)
         } else {
-            std::fs::read(&full)
+            // A FIFO, socket or device: never opened (a FIFO would hold the boot forever).
+            return Ok(Local::Other);
         }
         .map_err(|e| Error::io(format!("reading {}", full.display()), e))?;
         let candidates = [
@@ -179,6 +182,23 @@ impl<'repo> Probe<'repo> {
         }
         Ok(Local::Other)
     }
+}
+
+/// The bytes of the regular file `path`: opened without blocking and without following a
+/// symlink, so a FIFO swapped in after its metadata was read fails the read instead of waiting.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut out = Vec::new();
+    file.read_to_end(&mut out)?;
+    Ok(out)
 }
 
 /// A template copied layer by layer keeps sizes and mtimes, not inodes or ctimes: only those two

@@ -157,7 +157,8 @@ impl Staged<'_> {
         crate::failpoint::hit("after-extract");
 
         self.move_into_place(&tree)?;
-        std::fs::remove_dir_all(&tree)
+        Tree::open(&opts.dir)
+            .and_then(|to| to.remove_all(&tree_rel(opts, &tree)))
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
         let record = SessionRecord {
             version: 1,
@@ -266,10 +267,12 @@ impl Staged<'_> {
         let mut cut = super::CutShort::new(plan.cut_short_since)
             .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)));
         // Both ends through their handles (SPEC rule 7).
-        let open = |path: &Path| {
-            Tree::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))
-        };
-        let (from, to) = (open(tree)?, open(&opts.dir)?);
+        // The extracted tree is reached from the target's handle through real folders only.
+        let to = Tree::open(&opts.dir)
+            .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
+        let from = to
+            .subtree(&tree_rel(opts, tree))
+            .map_err(|e| Error::io(format!("opening {}", tree.display()), e))?;
         into_place(
             &from,
             &to,
@@ -299,6 +302,14 @@ impl Staged<'_> {
             &accepted,
         )
     }
+}
+
+/// The extraction folder's path relative to the target.
+fn tree_rel(opts: &RestoreOptions, tree: &Path) -> PathBuf {
+    tree.strip_prefix(&opts.dir).map_or_else(
+        |_| Path::new(super::STAGING_DIR).join(TREE_DIR),
+        Path::to_path_buf,
+    )
 }
 
 /// GET the archive; a 404 names the archive.
