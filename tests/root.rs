@@ -114,6 +114,38 @@ fn restored_for_nobody(w: &World, vars: &[(&str, &str)]) -> PathBuf {
     dir
 }
 
+/// `cmd` started with the barrier `failpoint` armed in `barrier`, its output piped.
+fn held(mut cmd: std::process::Command, failpoint: &str, barrier: &Path) -> std::process::Child {
+    cmd.env("GIT_SESSION_FAILPOINT", failpoint)
+        .env("GIT_SESSION_BARRIER_DIR", barrier)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Once `child` holds at its barrier, swap the folder `folder` for a symlink to `outside`, let
+/// the run go on and return its exit code and stderr.
+fn swap_while_held(
+    child: std::process::Child,
+    barrier: &Path,
+    folder: &Path,
+    outside: &Path,
+) -> (Option<i32>, String) {
+    wait_for_entries(barrier, 1);
+    assert!(
+        folder.is_dir(),
+        "{} is not where the run writes",
+        folder.display()
+    );
+    std::fs::rename(folder, folder.with_extension("moved")).unwrap();
+    std::os::unix::fs::symlink(outside, folder).unwrap();
+    std::fs::write(barrier.join("test"), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
 fn wait_for_entries(dir: &Path, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0) < n {
@@ -143,13 +175,11 @@ fn a_folder_swapped_for_a_symlink_mid_checkout_leads_nowhere_outside() {
     .unwrap();
     // The restore holds once half of the files are read; meanwhile the folder's owner swaps `a`
     // for a symlink to the outside folder; then the restore goes on.
-    let child = restore_command(&w, &dir, &srv.url("repo.git", None), &tip)
-        .env("GIT_SESSION_FAILPOINT", "hold-mid-checkout")
-        .env("GIT_SESSION_BARRIER_DIR", &barrier)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = held(
+        restore_command(&w, &dir, &srv.url("repo.git", None), &tip),
+        "hold-mid-checkout",
+        &barrier,
+    );
     wait_for_entries(&barrier, 1);
     let swap = format!("mv a a.moved && ln -s '{}' a", outside.display());
     assert!(as_nobody(&dir, &swap).status().unwrap().success());
@@ -410,26 +440,18 @@ fn a_folder_swapped_for_a_symlink_mid_checkout_fails_the_write_not_outside() {
     std::fs::create_dir_all(&dir).unwrap();
     let barrier = w.path("barrier");
     std::fs::create_dir_all(&barrier).unwrap();
-    let child = restore_command(&w, &dir, &srv.url("repo.git", None), &tip)
-        .env("GIT_SESSION_FAILPOINT", "hold-mid-checkout")
-        .env("GIT_SESSION_BARRIER_DIR", &barrier)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_entries(&barrier, 1);
-    std::fs::rename(dir.join("a"), dir.join("a.moved")).unwrap();
-    std::os::unix::fs::symlink(&outside, dir.join("a")).unwrap();
-    std::fs::write(barrier.join("test"), b"").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let child = held(
+        restore_command(&w, &dir, &srv.url("repo.git", None), &tip),
+        "hold-mid-checkout",
+        &barrier,
+    );
+    let (code, stderr) = swap_while_held(child, &barrier, &dir.join("a"), &outside);
     assert_eq!(
         snapshot(&outside),
         before,
-        "the folder outside changed (restore exit {:?}):\n{stderr}",
-        out.status.code()
+        "restore exit {code:?}:\n{stderr}"
     );
-    assert_eq!(out.status.code(), Some(10), "{stderr}");
+    assert_eq!(code, Some(10), "{stderr}");
     assert!(
         stderr.contains("a/f"),
         "the message names the file: {stderr}"
@@ -455,30 +477,19 @@ fn a_folder_swapped_for_a_symlink_mid_extraction_fails_the_write_not_outside() {
     std::fs::create_dir_all(&dir).unwrap();
     let barrier = w.path("barrier");
     std::fs::create_dir_all(&barrier).unwrap();
-    let child = restore_command(&w, &dir, "", &tip)
+    let mut restore = restore_command(&w, &dir, "", &tip);
+    restore
         .env_remove("READ_URL")
-        .args(["--archive", archive.to_str().unwrap()])
-        .env("GIT_SESSION_FAILPOINT", "hold-mid-extract")
-        .env("GIT_SESSION_BARRIER_DIR", &barrier)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_entries(&barrier, 1);
+        .args(["--archive", archive.to_str().unwrap()]);
+    let child = held(restore, "hold-mid-extract", &barrier);
     let a = dir.join(".git-session-restore/tree/a");
-    assert!(a.is_dir(), "the extraction is not where this test looks");
-    std::fs::rename(&a, a.with_extension("moved")).unwrap();
-    std::os::unix::fs::symlink(&outside, &a).unwrap();
-    std::fs::write(barrier.join("test"), b"").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (code, stderr) = swap_while_held(child, &barrier, &a, &outside);
     assert_eq!(
         snapshot(&outside),
         before,
-        "the folder outside changed (restore exit {:?}):\n{stderr}",
-        out.status.code()
+        "restore exit {code:?}:\n{stderr}"
     );
-    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_ne!(code, Some(0), "{stderr}");
 }
 
 /// The owner of a name in a sticky folder (as `/tmp` is) swaps it, atomically and in a loop,

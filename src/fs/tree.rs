@@ -107,14 +107,7 @@ impl Tree {
     /// `AlreadyExists` when something is there; others from `mkdirat`.
     pub fn create_dir(&self, rel: &Path) -> io::Result<Made> {
         self.dir.create_dir(rel)?;
-        let meta = self.dir.symlink_metadata(rel)?;
-        Ok(Made {
-            rel: rel.to_owned(),
-            dev: meta.dev(),
-            ino: meta.ino(),
-            born: meta.created().ok().map(cap_std::time::SystemTime::into_std),
-            dir: true,
-        })
+        self.made(rel, true)
     }
 
     /// Make every missing folder of `rel` (itself included), one component at a time, appending
@@ -245,13 +238,18 @@ impl Tree {
     /// `AlreadyExists` when anything is at `rel`; others from `symlinkat`.
     pub fn symlink(&self, contents: &Path, rel: &Path) -> io::Result<Made> {
         self.dir.symlink_contents(contents, rel)?;
+        self.made(rel, false)
+    }
+
+    /// What is at `rel` now, as something this run made.
+    fn made(&self, rel: &Path, dir: bool) -> io::Result<Made> {
         let meta = self.dir.symlink_metadata(rel)?;
         Ok(Made {
             rel: rel.to_owned(),
             dev: meta.dev(),
             ino: meta.ino(),
             born: meta.created().ok().map(cap_std::time::SystemTime::into_std),
-            dir: false,
+            dir,
         })
     }
 
