@@ -429,3 +429,26 @@ fn a_work_tree_that_is_a_dangling_symlink_is_exit_2() {
     );
     assert!(!nowhere.exists());
 }
+
+/// With TIP_SHA, SESSION_BRANCH and READ_URL all unset, one run names all three (it took three
+/// runs to learn of each in turn); two unset: both named.
+#[test]
+fn every_missing_input_is_named_at_once() {
+    let w = World::new();
+    let dir = w.path("sandbox");
+    let run = w.run(&dir, &["restore", "--json"], &[]);
+    run.assert_code(2);
+    let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with("TIP_SHA, SESSION_BRANCH, READ_URL are not set"),
+        "{message}"
+    );
+    let run = w.run(&dir, &["restore", "--json"], &[("TIP_SHA", GOOD_SHA)]);
+    run.assert_code(2);
+    let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with("SESSION_BRANCH, READ_URL are not set"),
+        "{message}"
+    );
+    assert!(!dir.join(".git").exists());
+}

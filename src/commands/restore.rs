@@ -35,8 +35,6 @@ fn validate(
     args: &RestoreArgs,
     dir: std::path::PathBuf,
 ) -> Result<(RestoreOptions, From, Option<ArchiveSource>)> {
-    let tip = inputs::tip(args.tip_sha.as_deref())?;
-    let branch = inputs::branch(args.session_branch.as_deref())?;
     let push = inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?;
     let read = inputs::url(args.read_url.as_deref(), "READ_URL", "READ_URL_FILE")?;
     let archive_source = archive_source(args)?;
@@ -45,6 +43,24 @@ fn validate(
     } else {
         From::Git
     });
+    // Every missing input named at once, not one per run.
+    let missing: Vec<&str> = [
+        (args.tip_sha.is_none(), "TIP_SHA"),
+        (args.session_branch.is_none(), "SESSION_BRANCH"),
+        (from == From::Git && read.is_none(), "READ_URL"),
+    ]
+    .into_iter()
+    .filter_map(|(gone, name)| gone.then_some(name))
+    .collect();
+    if missing.len() > 1 {
+        return Err(Error::Usage(format!(
+            "{} are not set: export them (READ_URL may come from READ_URL_FILE; flags: \
+             --tip-sha, --session-branch, --read-url)",
+            missing.join(", ")
+        )));
+    }
+    let tip = inputs::tip(args.tip_sha.as_deref())?;
+    let branch = inputs::branch(args.session_branch.as_deref())?;
     if from == From::Git && read.is_none() {
         return Err(Error::Usage(
             "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into(),
