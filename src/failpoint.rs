@@ -2,7 +2,8 @@
 //! like `kill -9`) when execution reaches the point of that name.
 //!
 //! Save's points: `index-lock-made` (the lock's file made and recorded, not yet `index.lock`),
-//! `index-lock-taken` (`index.lock` held). Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `mid-early-checkout` (the third file written
+//! `index-lock-taken` (`index.lock` held), `index-lock-ref-recording` and `index-lock-ref-ended`
+//! (mid-way through rewriting the lock's record before and after the branch moves). Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `mid-early-checkout` (the third file written
 //! during the transfer half written; no early checkout runs when `mid-checkout` is armed), `mid-checkout` (once half of the files
 //! are written), `mid-big-file` (half of a file over the big-object threshold written), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
 //! the lease is not recorded yet). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of

@@ -18,7 +18,6 @@
 //! HEAD's symbolic ref (a plain git command writes another id).
 
 use std::fs::File;
-use std::io::Write as _;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
@@ -127,13 +126,13 @@ impl IndexLock {
             .unwrap_or_default()
             .as_millis();
         let text = format!("{}ref {new} {now} {full_ref}\n", self.ino_line);
-        self.write_record(&text)
+        self.write_record_at(&text, Some("index-lock-ref-recording"))
             .map_err(|e| Error::io("recording the branch update", e))
     }
 
     /// The ref transaction is over (its locks are gone).
     pub fn ref_update_ended(&mut self) {
-        let _ = self.write_record(&self.ino_line.clone());
+        let _ = self.write_record_at(&self.ino_line.clone(), Some("index-lock-ref-ended"));
     }
 
     /// The lock file, to write the new index into.
@@ -154,10 +153,21 @@ impl IndexLock {
     }
 
     fn write_record(&mut self, text: &str) -> std::io::Result<()> {
-        use std::io::Seek as _;
-        self.record.set_len(0)?;
-        self.record.seek(std::io::SeekFrom::Start(0))?;
-        self.record.write_all(text.as_bytes())
+        self.write_record_at(text, None)
+    }
+
+    /// Overwrite the record in place, then cut what is left of a longer one. Never emptied on the
+    /// way (a kill between a truncate and a write would leave `index.lock` unnamed): every content
+    /// but the last ("") starts with the same `ino` line, so a kill between the two steps leaves
+    /// that line, and at worst a stale `ref` line, which a later save checks before it acts.
+    /// `failpoint` is hit between the two steps.
+    fn write_record_at(&mut self, text: &str, failpoint: Option<&str>) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        self.record.write_all_at(text.as_bytes(), 0)?;
+        if let Some(name) = failpoint {
+            crate::failpoint::hit(name);
+        }
+        self.record.set_len(text.len() as u64)
     }
 }
 
