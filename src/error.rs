@@ -390,6 +390,10 @@ pub fn local_io_hint(kind: std::io::ErrorKind) -> Option<&'static str> {
             "the file system is read-only: make it writable (or use another folder), then run the \
              command again"
         }
+        K::NotADirectory => {
+            "something that is not a folder stands on the path: remove it (or move it aside), then \
+             run the command again"
+        }
         K::PermissionDenied => {
             "permission denied: fix the folder's permissions (or run as its owner), then run the \
              command again"

@@ -429,6 +429,50 @@ fn a_fifo_in_place_of_saves_lock_record_is_refused_not_waited_on() {
 /// Without root too (an agent in the sandbox racing its own restore, or a tool it runs): every
 /// write goes through the tree's one handle, so a folder swapped for a symlink to a folder
 /// outside fails the write there instead of leading it outside.
+/// A symlink the folder's owner swaps in mid-run is not followed even when it stays inside the
+/// target: `a -> .git-session-restore` would put the commit's files into the git dir being
+/// built (its hooks among the places reachable so).
+#[test]
+fn a_folder_swapped_for_a_symlink_inside_the_target_mid_checkout_is_not_followed() {
+    let w = World::new();
+    let tip = fixture(&w);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("target");
+    std::fs::create_dir_all(&dir).unwrap();
+    let barrier = w.path("barrier");
+    std::fs::create_dir_all(&barrier).unwrap();
+    let child = held(
+        restore_command(&w, &dir, &srv.url("repo.git", None), &tip),
+        "hold-mid-checkout",
+        &barrier,
+    );
+    let inside = Path::new(".git-session-restore");
+    let (code, stderr) = swap_while_held(child, &barrier, &dir.join("a"), inside);
+    let mut led_in = Vec::new();
+    for git_dir in [dir.join(inside), dir.join(".git")] {
+        let walk = std::process::Command::new("find")
+            .arg(&git_dir)
+            .args(["-name", "f*.txt"])
+            .output()
+            .unwrap();
+        led_in.extend(
+            String::from_utf8_lossy(&walk.stdout)
+                .lines()
+                .map(str::to_owned),
+        );
+    }
+    assert_eq!(
+        led_in,
+        Vec::<String>::new(),
+        "restore exit {code:?}:\n{stderr}"
+    );
+    assert_eq!(code, Some(10), "{stderr}");
+    assert!(
+        stderr.contains("a/f"),
+        "the message names the file: {stderr}"
+    );
+}
+
 #[test]
 fn a_folder_swapped_for_a_symlink_mid_checkout_fails_the_write_not_outside() {
     let w = World::new();

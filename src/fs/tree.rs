@@ -2,10 +2,12 @@
 //!
 //! A [`Tree`] is the target folder opened once (`O_DIRECTORY | O_NOFOLLOW`: a symlink in its
 //! place is refused); every file, folder and symlink the restore makes, every removal and every
-//! look at what is there is then relative to that handle, resolved by the kernel beneath it
-//! (`openat2` with `RESOLVE_BENEATH`, through `cap-std`). A folder swapped for a symlink to
-//! somewhere else mid-run therefore fails the write ("a path led outside") instead of leading it
-//! outside, and no absolute path of the tree is joined and reopened after the start. Files are
+//! look at what is there is then relative to that handle, resolved by the kernel beneath it and
+//! through no symlink at all (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`; where the
+//! kernel lacks it, one `O_NOFOLLOW` folder at a time). A folder swapped for a symlink mid-run,
+//! to somewhere outside or to somewhere inside such as the staging folder's hooks, therefore
+//! fails the write (`ELOOP`) instead of leading it there, and no absolute path of the tree is
+//! joined and reopened after the start. Files are
 //! created with `O_CREAT | O_EXCL | O_NOFOLLOW`, folders are made one component at a time and
 //! never entered through a symlink, and what a run made is recorded by (device, inode, birth time) so that a
 //! rollback removes only what is still the thing this run made.
@@ -14,8 +16,10 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
-use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _};
-use cap_std::fs::{Dir, MetadataExt as _, OpenOptions, OpenOptionsExt as _};
+use cap_fs_ext::DirExt as _;
+use cap_std::fs::{Dir, MetadataExt as _};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 
 /// What is at a path of the tree, not following a symlink there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +90,7 @@ impl Tree {
     /// # Errors
     /// Any failure but "not found" (a symlink on the way that leads outside among them).
     pub fn kind(&self, rel: &Path) -> io::Result<Option<Kind>> {
-        match self.dir.symlink_metadata(rel) {
+        match self.symlink_metadata(rel) {
             Ok(meta) => Ok(Some(kind_of(&meta.file_type()))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -98,7 +102,7 @@ impl Tree {
     /// # Errors
     /// `rel` cannot be read.
     pub fn stat(&self, rel: &Path) -> io::Result<gix::index::entry::Stat> {
-        Ok(stat_of(&self.dir.symlink_metadata(rel)?))
+        Ok(stat_of(&self.symlink_metadata(rel)?))
     }
 
     /// Make the folder `rel` (its parent exists).
@@ -106,8 +110,10 @@ impl Tree {
     /// # Errors
     /// `AlreadyExists` when something is there; others from `mkdirat`.
     pub fn create_dir(&self, rel: &Path) -> io::Result<Made> {
-        self.dir.create_dir(rel)?;
-        self.made(rel, true)
+        self.in_parent(rel, |dir, name| {
+            dir.create_dir(name)?;
+            made(dir, name, rel, true)
+        })
     }
 
     /// Make every missing folder of `rel` (itself included), one component at a time, appending
@@ -144,12 +150,8 @@ impl Tree {
     /// # Errors
     /// `AlreadyExists` when anything is at `rel`; others from `openat2`.
     pub fn create_file(&self, rel: &Path, executable: bool) -> io::Result<(std::fs::File, Made)> {
-        let mut opts = OpenOptions::new();
-        opts.write(true)
-            .create_new(true)
-            .mode(if executable { 0o777 } else { 0o666 })
-            .follow(FollowSymlinks::No);
-        let file = self.dir.open_with(rel, &opts)?.into_std();
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+        let file = self.open_in(rel, flags, if executable { 0o777 } else { 0o666 })?;
         let meta = file.metadata()?;
         use std::os::unix::fs::MetadataExt as _;
         let made = Made {
@@ -167,7 +169,7 @@ impl Tree {
     /// # Errors
     /// `rel` cannot be looked at (`NotFound` among them).
     pub fn symlink_metadata(&self, rel: &Path) -> io::Result<cap_std::fs::Metadata> {
-        self.dir.symlink_metadata(rel)
+        self.in_parent(rel, |dir, name| dir.symlink_metadata(name))
     }
 
     /// The names in the folder `rel` (`""`: the tree itself) and what each is.
@@ -178,7 +180,8 @@ impl Tree {
         let read = if rel.as_os_str().is_empty() {
             self.dir.entries()?
         } else {
-            self.dir.read_dir(rel)?
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+            Dir::from_std_file(self.open_in(rel, flags, 0)?).entries()?
         };
         read.map(|e| {
             let e = e?;
@@ -195,7 +198,7 @@ impl Tree {
     pub fn subtree(&self, rel: &Path) -> io::Result<Tree> {
         let mut dir = self.dir.try_clone()?;
         for part in rel.components() {
-            dir = dir.open_dir_nofollow(part)?;
+            dir = dir.open_dir_nofollow(part).map_err(symlink_on_path)?;
         }
         Ok(Tree {
             dir,
@@ -208,7 +211,7 @@ impl Tree {
     /// # Errors
     /// From the removals.
     pub fn remove_all(&self, rel: &Path) -> io::Result<()> {
-        self.dir.remove_dir_all(rel)
+        self.in_parent(rel, |dir, name| dir.remove_dir_all(name))
     }
 
     /// Move `rel` to `to_rel` in the tree `to` (`renameat`, both relative to their handles).
@@ -216,7 +219,9 @@ impl Tree {
     /// # Errors
     /// From `renameat`.
     pub fn rename_to(&self, rel: &Path, to: &Tree, to_rel: &Path) -> io::Result<()> {
-        self.dir.rename(rel, &to.dir, to_rel)
+        self.in_parent(rel, |dir, name| {
+            to.in_parent(to_rel, |to_dir, to_name| dir.rename(name, to_dir, to_name))
+        })
     }
 
     /// Open the existing regular file `rel` for writing in place (never through a symlink there).
@@ -224,12 +229,8 @@ impl Tree {
     /// # Errors
     /// From `openat2` (`ELOOP` for a symlink at `rel`).
     pub fn open_existing(&self, rel: &Path) -> io::Result<std::fs::File> {
-        let mut opts = OpenOptions::new();
         // A FIFO in a file's place fails (`ENXIO`) instead of waiting for a reader.
-        opts.write(true)
-            .follow(FollowSymlinks::No)
-            .custom_flags(libc::O_NONBLOCK);
-        Ok(self.dir.open_with(rel, &opts)?.into_std())
+        self.open_in(rel, OFlags::WRONLY | OFlags::NONBLOCK, 0)
     }
 
     /// Create the symlink `rel` holding `contents` as recorded (not interpreted, as git does).
@@ -237,19 +238,9 @@ impl Tree {
     /// # Errors
     /// `AlreadyExists` when anything is at `rel`; others from `symlinkat`.
     pub fn symlink(&self, contents: &Path, rel: &Path) -> io::Result<Made> {
-        self.dir.symlink_contents(contents, rel)?;
-        self.made(rel, false)
-    }
-
-    /// What is at `rel` now, as something this run made.
-    fn made(&self, rel: &Path, dir: bool) -> io::Result<Made> {
-        let meta = self.dir.symlink_metadata(rel)?;
-        Ok(Made {
-            rel: rel.to_owned(),
-            dev: meta.dev(),
-            ino: meta.ino(),
-            born: meta.created().ok().map(cap_std::time::SystemTime::into_std),
-            dir,
+        self.in_parent(rel, |dir, name| {
+            dir.symlink_contents(contents, name)?;
+            made(dir, name, rel, false)
         })
     }
 
@@ -258,7 +249,7 @@ impl Tree {
     /// # Errors
     /// From `unlinkat` (`NotFound` among them).
     pub fn remove_file(&self, rel: &Path) -> io::Result<()> {
-        self.dir.remove_file_or_symlink(rel)
+        self.in_parent(rel, |dir, name| dir.remove_file_or_symlink(name))
     }
 
     /// Remove the empty folder `rel`.
@@ -266,7 +257,7 @@ impl Tree {
     /// # Errors
     /// From `unlinkat` (not empty, `NotFound`).
     pub fn remove_dir(&self, rel: &Path) -> io::Result<()> {
-        self.dir.remove_dir(rel)
+        self.in_parent(rel, |dir, name| dir.remove_dir(name))
     }
 
     /// The bytes of the file `rel`, or the target of the symlink `rel`.
@@ -276,18 +267,11 @@ impl Tree {
     pub fn read(&self, rel: &Path, symlink: bool) -> io::Result<Vec<u8>> {
         if symlink {
             use std::os::unix::ffi::OsStringExt as _;
-            return Ok(self
-                .dir
-                .read_link_contents(rel)?
-                .into_os_string()
-                .into_vec());
+            let target = self.in_parent(rel, |dir, name| dir.read_link_contents(name))?;
+            return Ok(target.into_os_string().into_vec());
         }
-        let mut opts = OpenOptions::new();
         // Never blocks on a FIFO put in a file's place.
-        opts.read(true)
-            .follow(FollowSymlinks::No)
-            .custom_flags(libc::O_NONBLOCK);
-        let mut file = self.dir.open_with(rel, &opts)?;
+        let mut file = self.open_in(rel, OFlags::RDONLY | OFlags::NONBLOCK, 0)?;
         if !file.metadata()?.is_file() {
             return Err(io::Error::other("not a regular file"));
         }
@@ -304,7 +288,7 @@ impl Tree {
     pub fn undo(&self, made: &[Made]) -> io::Result<()> {
         let mut first = None;
         for m in made.iter().rev() {
-            let same = self.dir.symlink_metadata(&m.rel).is_ok_and(|meta| {
+            let same = self.symlink_metadata(&m.rel).is_ok_and(|meta| {
                 meta.dev() == m.dev
                     && meta.ino() == m.ino
                     && meta.created().ok().map(cap_std::time::SystemTime::into_std) == m.born
@@ -326,6 +310,116 @@ impl Tree {
         }
         first.map_or(Ok(()), Err)
     }
+}
+
+/// How every lookup below the handle resolves: beneath it, through no symlink.
+const BENEATH: ResolveFlags = ResolveFlags::BENEATH
+    .union(ResolveFlags::NO_SYMLINKS)
+    .union(ResolveFlags::NO_MAGICLINKS);
+
+impl Tree {
+    /// Open `rel` with `flags`, resolved beneath the tree through no symlink, its last component
+    /// included.
+    fn open_in(&self, rel: &Path, flags: OFlags, mode: u32) -> io::Result<std::fs::File> {
+        let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let mode = Mode::from_raw_mode(mode);
+        if let Some(opened) = openat2(&self.dir, rel, flags, mode) {
+            return opened.map(std::fs::File::from).map_err(symlink_on_path);
+        }
+        let (parent, name) = split(rel)?;
+        let dir = self.walk(parent)?;
+        rustix::fs::openat(&dir, name, flags, mode)
+            .map(std::fs::File::from)
+            .map_err(|e| symlink_on_path(e.into()))
+    }
+
+    /// Run `f` on the folder holding `rel`, reached as [`Tree::open_in`] reaches files, and on
+    /// `rel`'s last component.
+    fn in_parent<T>(
+        &self,
+        rel: &Path,
+        f: impl FnOnce(&Dir, &Path) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let (parent, name) = split(rel)?;
+        if parent.as_os_str().is_empty() {
+            return f(&self.dir, name);
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let dir = match openat2(&self.dir, parent, flags, Mode::empty()) {
+            Some(opened) => Dir::from_std_file(opened.map_err(symlink_on_path)?.into()),
+            None => self.walk(parent)?,
+        };
+        f(&dir, name)
+    }
+
+    /// The folder `parent`, one `O_NOFOLLOW` component at a time (where `openat2` is missing).
+    fn walk(&self, parent: &Path) -> io::Result<Dir> {
+        let mut dir = self.dir.try_clone()?;
+        for part in parent.components() {
+            dir = dir.open_dir_nofollow(part).map_err(symlink_on_path)?;
+        }
+        Ok(dir)
+    }
+}
+
+/// `ELOOP` from a lookup that follows no symlink, said as what it means (and given a kind that
+/// [`crate::error::local_io_hint`] answers).
+fn symlink_on_path(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "a symlink is on the path (one put there while the command ran?); symlinks in the \
+             tree are never followed",
+        )
+    } else {
+        e
+    }
+}
+
+/// `openat2` beneath `dir` through no symlink; `None` when the kernel (or a seccomp filter)
+/// refuses the call itself, or keeps asking for a retry, so the caller walks instead.
+fn openat2(
+    dir: &Dir,
+    rel: &Path,
+    flags: OFlags,
+    mode: Mode,
+) -> Option<io::Result<rustix::fd::OwnedFd>> {
+    for _ in 0..8 {
+        match rustix::fs::openat2(dir, rel, flags, mode, BENEATH) {
+            Ok(fd) => return Some(Ok(fd)),
+            // A rename elsewhere in the tree raced the lookup.
+            Err(Errno::AGAIN) => {}
+            Err(Errno::NOSYS | Errno::PERM) => return None,
+            Err(e) => return Some(Err(e.into())),
+        }
+    }
+    None
+}
+
+/// `rel`'s folder and last component; only plain names (no `..`, no root) are taken.
+fn split(rel: &Path) -> io::Result<(&Path, &Path)> {
+    let plain = rel
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    match (plain, rel.parent(), rel.file_name()) {
+        (true, Some(parent), Some(name)) => Ok((parent, Path::new(name))),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a plain path in the tree: {}", rel.display()),
+        )),
+    }
+}
+
+/// What is at `name` in `dir` now, as something this run made at `rel`.
+fn made(dir: &Dir, name: &Path, rel: &Path, is_dir: bool) -> io::Result<Made> {
+    let meta = dir.symlink_metadata(name)?;
+    Ok(Made {
+        rel: rel.to_owned(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+        born: meta.created().ok().map(cap_std::time::SystemTime::into_std),
+        dir: is_dir,
+    })
 }
 
 fn kind_of(ft: &cap_std::fs::FileType) -> Kind {
@@ -381,6 +475,37 @@ mod tests {
             Some(PathBuf::from("a"))
         );
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    /// Inside the tree too: `a -> b/c` is never followed, by any operation, whichever way the
+    /// path is resolved (`openat2`, or the walk where the kernel lacks it).
+    #[test]
+    fn a_symlink_that_stays_inside_is_not_followed_either() {
+        let top = tempfile::tempdir().unwrap();
+        let root = top.path().join("tree");
+        std::fs::create_dir_all(root.join("b/c")).unwrap();
+        std::fs::write(root.join("b/c/kept"), "x").unwrap();
+        std::os::unix::fs::symlink("b/c", root.join("a")).unwrap();
+        let tree = Tree::open(&root).unwrap();
+        let refused = |r: io::Result<()>| {
+            let e = r.expect_err("went through the symlink");
+            assert_eq!(e.kind(), io::ErrorKind::NotADirectory, "{e}");
+        };
+        refused(tree.create_file(Path::new("a/x"), false).map(drop));
+        refused(tree.create_dir(Path::new("a/d")).map(drop));
+        refused(tree.symlink(Path::new("x"), Path::new("a/l")).map(drop));
+        refused(tree.open_existing(Path::new("a/kept")).map(drop));
+        refused(tree.read(Path::new("a/kept"), false).map(drop));
+        refused(tree.remove_file(Path::new("a/kept")));
+        refused(tree.symlink_metadata(Path::new("a/kept")).map(drop));
+        refused(tree.entries(Path::new("a")).map(drop));
+        refused(tree.walk(Path::new("a")).map(drop));
+        assert_eq!(tree.kind(Path::new("a")).unwrap(), Some(Kind::Symlink));
+        let names: Vec<_> = std::fs::read_dir(root.join("b/c"))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
     }
 
     #[test]
