@@ -2,7 +2,8 @@
 //! and 7): results, warnings, errors and logs at any verbosity. A server may echo the request's
 //! credentials in an `ERR` line, a side-band message or a report; whatever it sends, the text is
 //! shown with every encoding of the secret the token scan knows
-//! ([`RemoteUrl::secret_forms`]) replaced by `<redacted>`.
+//! ([`RemoteUrl::secret_forms`]) replaced by `<redacted>`, and each of them percent-encoded in
+//! any spelling too (some bytes escaped, in either case), as the scan of `save` finds them.
 //!
 //! The secrets are learned from every session URL the process loads ([`learn`], called by
 //! [`UrlSource::load`](crate::wire::http::UrlSource::load) and the inputs), so a rotated `_FILE` is
@@ -58,13 +59,10 @@ pub fn text(text: &str) -> String {
     let Ok(known) = SECRETS.lock() else {
         return text.to_owned();
     };
-    let mut out = text.to_owned();
-    for form in known.iter() {
-        if out.contains(form.as_str()) {
-            out = out.replace(form.as_str(), MARK);
-        }
+    if known.is_empty() {
+        return text.to_owned();
     }
-    out
+    redact_joined(&[text.to_owned()], &known).concat()
 }
 
 /// Lines of text from a server (side-band progress, hook output) redacted as one stream: a secret
@@ -117,7 +115,8 @@ impl Lines {
 
     fn release(&mut self, all: bool) -> Vec<String> {
         let known = SECRETS.lock().map(|k| k.clone()).unwrap_or_default();
-        let keep = known.iter().map(String::len).max().unwrap_or(0);
+        // Percent-encoded, a form takes up to three times its length.
+        let keep = 3 * known.iter().map(String::len).max().unwrap_or(0);
         // Held lines keep their redacted form: the rest of a secret found across a released line
         // and a held one is hidden when the held one is released.
         self.held = redact_joined(self.held.make_contiguous(), &known).into();
@@ -141,14 +140,7 @@ const MAX_HELD_LINE: usize = 64 << 10;
 /// becomes [`MARK`].
 fn redact_joined(lines: &[String], known: &[String]) -> Vec<String> {
     let joined: String = lines.concat();
-    let mut covered = vec![false; joined.len()];
-    for form in known {
-        for (at, _) in joined.match_indices(form.as_str()) {
-            covered[at..at + form.len()]
-                .iter_mut()
-                .for_each(|c| *c = true);
-        }
-    }
+    let covered = covered(&joined, known);
     let mut start = 0;
     lines
         .iter()
@@ -175,6 +167,74 @@ fn redact_joined(lines: &[String], known: &[String]) -> Vec<String> {
             shown
         })
         .collect()
+}
+
+/// Which bytes of `hay` belong to a known form, found as it is or percent-decoded (each decoded
+/// match covers the escapes it came from); widened to whole characters.
+fn covered(hay: &str, known: &[String]) -> Vec<bool> {
+    let mut covered = vec![false; hay.len()];
+    let mut cover = |from: usize, to: usize| covered[from..to].iter_mut().for_each(|c| *c = true);
+    for form in known {
+        for (at, _) in hay.match_indices(form.as_str()) {
+            cover(at, at + form.len());
+        }
+    }
+    if hay.contains('%') {
+        let (decoded, starts) = percent_decoded(hay.as_bytes());
+        for form in known.iter().map(String::as_bytes).filter(|f| !f.is_empty()) {
+            let mut from = 0;
+            while let Some(at) = find(&decoded[from..], form) {
+                let at = from + at;
+                cover(starts[at], starts[at + form.len()]);
+                from = at + 1;
+            }
+        }
+    }
+    // A match that began or ended inside a character (a lone escaped byte of it) takes it whole.
+    for i in 1..hay.len() {
+        if !hay.is_char_boundary(i) && (covered[i - 1] || covered[i]) {
+            covered[i - 1] = true;
+            covered[i] = true;
+        }
+    }
+    for i in (1..hay.len()).rev() {
+        if !hay.is_char_boundary(i) && covered[i] {
+            covered[i - 1] = true;
+        }
+    }
+    covered
+}
+
+/// `%XX` escapes (either case) decoded, with where each decoded byte began in `input` (one more
+/// entry at the end: `input.len()`).
+fn percent_decoded(input: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let (mut out, mut starts) = (
+        Vec::with_capacity(input.len()),
+        Vec::with_capacity(input.len() + 1),
+    );
+    let mut i = 0;
+    while i < input.len() {
+        starts.push(i);
+        if input[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                input.get(i + 1).copied().and_then(hex),
+                input.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push((h << 4 | l) as u8);
+            i += 3;
+        } else {
+            out.push(input[i]);
+            i += 1;
+        }
+    }
+    starts.push(input.len());
+    (out, starts)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A JSON value with every string in it redacted.
@@ -228,6 +288,29 @@ mod tests {
         assert_eq!(text("nothing secret"), "nothing secret");
         let v = json(serde_json::json!({"m": ["x s3cr3t-T0ken+/x y"]}));
         assert_eq!(v["m"][0], format!("x {MARK} y"));
+    }
+
+    #[test]
+    fn a_secret_percent_encoded_in_any_spelling_is_hidden() {
+        let url = RemoteUrl::parse("https://t:m1xed-Sp%2Bell1ng@git.example.com/r.git").unwrap();
+        learn(&url);
+        for echoed in [
+            "m1%78ed-Sp+ell1ng",
+            "m1xed%2dSp%2Bell1ng",
+            "%6D%31%78%65%64%2D%53%70%2B%65%6C%6C%31%6E%67",
+            "m1xed-Sp%2bell1ng",
+        ] {
+            let shown = text(&format!("ERR you sent {echoed}, é after"));
+            assert_eq!(shown, format!("ERR you sent {MARK}, é after"), "{echoed}");
+        }
+        // Split over two lines, in a mixed spelling.
+        let mut lines = Lines::default();
+        let mut out = lines.push("hook: m1x%65d-S\n");
+        out.extend(lines.push("p%2Bell1ng done\n"));
+        out.extend(lines.finish());
+        assert_eq!(out, [format!("hook: {MARK}"), format!("{MARK} done")]);
+        // An escape of a byte inside a character takes the character whole, never half of it.
+        assert_eq!(text("x %C3%A9 é %"), "x %C3%A9 é %");
     }
 
     #[test]
@@ -301,7 +384,7 @@ mod tests {
         }
         // Lines are released once enough text follows them, not only at the end.
         let mut lines = Lines::default();
-        let long = "z".repeat(64);
+        let long = "z".repeat(1000);
         assert!(lines.push("first line\n").is_empty());
         assert_eq!(lines.push(&format!("{long}\n")), ["first line"]);
     }

@@ -329,7 +329,9 @@ fn secrets_echoed_by_the_server_are_redacted() {
     use base64::Engine as _;
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("t:{TOKEN}"));
     let pct = crate::support::pct(TOKEN);
-    let echo = format!("you sent token {TOKEN}, header {basic}, url t:{pct}");
+    // Percent-encoded as no encoder writes it, too: a `k` and the `-` escaped, in lower case.
+    let mixed = TOKEN.replace('k', "%6b").replace('-', "%2d");
+    let echo = format!("you sent token {TOKEN}, header {basic}, url t:{pct}, mixed {mixed}");
     // An ERR line in place of the fetch response.
     h.script(Scripted::once(
         Endpoint::Fetch,

@@ -1,8 +1,8 @@
 //! Test harness: an isolated environment (temporary HOME, empty global and system git config),
 //! the git CLI as the judge, fixture repositories, and the `git-session` binary run as a user would.
 //!
-//! Every run of the binary is checked for the test token (plain, Basic-header base64, %-encoded) in
-//! its stdout and stderr: a leak fails whichever test caused it.
+//! Every run of the binary is checked for the test token (plain, Basic-header base64, %-encoded in any
+//! spelling) in its stdout and stderr: a leak fails whichever test caused it.
 
 #![allow(dead_code)]
 
@@ -82,7 +82,8 @@ pub fn userinfo() -> String {
     format!("{USER}:{}", pct(TOKEN))
 }
 
-/// Assert that `text` holds none of the token's forms.
+/// Assert that `text` holds none of the token's forms, nor the token percent-encoded in any
+/// spelling (some bytes escaped, in either case).
 pub fn assert_no_secret(what: &str, text: &[u8]) {
     let text = String::from_utf8_lossy(text);
     for form in token_forms() {
@@ -91,6 +92,34 @@ pub fn assert_no_secret(what: &str, text: &[u8]) {
             "{what} contains the token ({form}):\n{text}"
         );
     }
+    assert!(
+        !percent_decoded(&text).contains(TOKEN),
+        "{what} contains the token percent-encoded:\n{text}"
+    );
+}
+
+/// `text` with every `%XX` escape decoded (what is not one is kept).
+pub fn percent_decoded(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A temporary, isolated world: HOME, git config, a server root with bare repositories.
