@@ -4,8 +4,9 @@
 //! Content is fed in chunks; the scanner keeps the tail of the previous chunk so a secret split
 //! across two chunks is still found. Besides the literal forms it is given, it also finds them
 //! percent-encoded in any spelling (`%2D` or `-`, `%2b` or `%2B`): where a chunk holds a `%`, the
-//! percent-decoded text is searched too. Nothing about the secrets is ever reported, only whether
-//! one was found.
+//! percent-decoded text is searched too; and where it holds whitespace, the text without it, so a
+//! base64 form wrapped over lines (`base64` at 76 columns, PEM at 64 with CRLF, indented in YAML)
+//! is found. Nothing about the secrets is ever reported, only whether one was found.
 
 use gix::bstr::ByteSlice;
 
@@ -16,7 +17,7 @@ pub struct Scanner<'a> {
     carry: Vec<u8>,
     /// A window buffer: `carry` followed by the current chunk.
     window: Vec<u8>,
-    /// The percent-decoded window.
+    /// The percent-decoded window, or the window without whitespace.
     decoded: Vec<u8>,
     longest: usize,
     found: bool,
@@ -51,7 +52,8 @@ impl<'a> Scanner<'a> {
         if self.found || !self.is_active() || chunk.is_empty() {
             return;
         }
-        // A secret of n bytes takes at most 3n bytes percent-encoded.
+        // A secret of n bytes takes at most 3n bytes percent-encoded (and as much wrapped over
+        // lines, unless every line is shorter than its break and indentation).
         let keep = 3 * self.longest - 1;
         let hay: &[u8] = if self.carry.is_empty() {
             chunk
@@ -67,6 +69,15 @@ impl<'a> Scanner<'a> {
         }
         if hay.contains(&b'%') {
             percent_decode(hay, &mut self.decoded);
+            if self.secrets.iter().any(|s| self.decoded.find(s).is_some()) {
+                self.found = true;
+                return;
+            }
+        }
+        if hay.iter().any(u8::is_ascii_whitespace) {
+            self.decoded.clear();
+            self.decoded
+                .extend(hay.iter().filter(|b| !b.is_ascii_whitespace()));
             if self.secrets.iter().any(|s| self.decoded.find(s).is_some()) {
                 self.found = true;
                 return;
@@ -140,7 +151,7 @@ mod tests {
         for chunk in 1..data.len() + 2 {
             assert!(s.scan_all(data, chunk), "missed with chunk size {chunk}");
         }
-        let clean = b"tok3n-Sekr1 ab c tok3nSekr1t";
+        let clean = b"tok3n-Sekr1 ab-c tok3nSekr1t";
         for chunk in 1..clean.len() + 2 {
             assert!(
                 !s.scan_all(clean, chunk),
@@ -170,6 +181,25 @@ mod tests {
             }
         }
         assert!(!s.scan_all(b"tok3n%2DSekr1t%2B%2F%3DZ", 4));
+    }
+
+    #[test]
+    fn finds_a_form_wrapped_over_lines() {
+        let secrets = vec!["dG9rM24tU2VrcjF0Ky89WnE".to_owned()];
+        let mut s = Scanner::new(&secrets);
+        for form in [
+            "a2tra2tr dG9rM24t\nU2VrcjF0Ky89WnE=",
+            "dG9rM24tU2Vr\r\nc\r\njF0Ky89WnE=",
+            "key: |\n    dG9rM24tU2VrcjF0\n    Ky89WnE=\n",
+        ] {
+            for chunk in 1..form.len() + 2 {
+                assert!(
+                    s.scan_all(form.as_bytes(), chunk),
+                    "missed {form:?} with chunk size {chunk}"
+                );
+            }
+        }
+        assert!(!s.scan_all(b"dG9rM24tU2Vr\nc\njF0Ky89WnF=", 5));
     }
 
     #[test]

@@ -61,6 +61,18 @@ pub fn base64_token_forms() -> Vec<(String, String)> {
             }
         }
     }
+    // Wrapped as `base64` (76 columns) and PEM (64, CRLF) write it, and indented as in YAML: a
+    // line break falls inside the token's part.
+    let plain = format!("{}{TOKEN}", "k".repeat(45));
+    let encoded = STANDARD.encode(&plain);
+    for (width, eol) in [(76, "\n"), (64, "\r\n"), (70, "\n    ")] {
+        let lines: Vec<&str> = encoded
+            .as_bytes()
+            .chunks(width)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        forms.push((format!("{plain} wrapped at {width}"), lines.join(eol)));
+    }
     forms
 }
 
