@@ -426,46 +426,26 @@ fn a_fifo_in_place_of_saves_lock_record_is_refused_not_waited_on() {
     assert!(stderr.contains("not a regular file"), "{stderr}");
 }
 
-/// Without root too (an agent in the sandbox racing its own restore, or a tool it runs): every
-/// write goes through the tree's one handle, so a folder swapped for a symlink to a folder
-/// outside fails the write there instead of leading it outside.
-/// A symlink the folder's owner swaps in mid-run is not followed even when it stays inside the
-/// target: `a -> .git-session-restore` would put the commit's files into the git dir being
-/// built (its hooks among the places reachable so).
-#[test]
-fn a_folder_swapped_for_a_symlink_inside_the_target_mid_checkout_is_not_followed() {
-    let w = World::new();
-    let tip = fixture(&w);
+/// A restore of the fixture into a fresh `target`, held mid-checkout while its `a` is swapped for
+/// a symlink to `to`, then let go: the target, the exit code and standard error.
+fn checkout_with_a_swapped_in_symlink(w: &World, to: &Path) -> (PathBuf, Option<i32>, String) {
+    let tip = fixture(w);
     let srv = GitServer::start(&w.srv(), None);
     let dir = w.path("target");
     std::fs::create_dir_all(&dir).unwrap();
     let barrier = w.path("barrier");
     std::fs::create_dir_all(&barrier).unwrap();
     let child = held(
-        restore_command(&w, &dir, &srv.url("repo.git", None), &tip),
+        restore_command(w, &dir, &srv.url("repo.git", None), &tip),
         "hold-mid-checkout",
         &barrier,
     );
-    let inside = Path::new(".git-session-restore");
-    let (code, stderr) = swap_while_held(child, &barrier, &dir.join("a"), inside);
-    let mut led_in = Vec::new();
-    for git_dir in [dir.join(inside), dir.join(".git")] {
-        let walk = std::process::Command::new("find")
-            .arg(&git_dir)
-            .args(["-name", "f*.txt"])
-            .output()
-            .unwrap();
-        led_in.extend(
-            String::from_utf8_lossy(&walk.stdout)
-                .lines()
-                .map(str::to_owned),
-        );
-    }
-    assert_eq!(
-        led_in,
-        Vec::<String>::new(),
-        "restore exit {code:?}:\n{stderr}"
-    );
+    let (code, stderr) = swap_while_held(child, &barrier, &dir.join("a"), to);
+    (dir, code, stderr)
+}
+
+/// The swapped-in symlink failed the next write: exit 10 naming it.
+fn assert_the_write_failed(code: Option<i32>, stderr: &str) {
     assert_eq!(code, Some(10), "{stderr}");
     assert!(
         stderr.contains("a/f"),
@@ -473,33 +453,42 @@ fn a_folder_swapped_for_a_symlink_inside_the_target_mid_checkout_is_not_followed
     );
 }
 
+/// Without root too (an agent in the sandbox racing its own restore, or a tool it runs): every
+/// write goes through the tree's one handle, so a folder swapped for a symlink to a folder
+/// outside fails the write there instead of leading it outside.
 #[test]
 fn a_folder_swapped_for_a_symlink_mid_checkout_fails_the_write_not_outside() {
     let w = World::new();
-    let tip = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
     let outside = outside(&w);
     let before = snapshot(&outside);
-    let dir = w.path("target");
-    std::fs::create_dir_all(&dir).unwrap();
-    let barrier = w.path("barrier");
-    std::fs::create_dir_all(&barrier).unwrap();
-    let child = held(
-        restore_command(&w, &dir, &srv.url("repo.git", None), &tip),
-        "hold-mid-checkout",
-        &barrier,
-    );
-    let (code, stderr) = swap_while_held(child, &barrier, &dir.join("a"), &outside);
+    let (_, code, stderr) = checkout_with_a_swapped_in_symlink(&w, &outside);
     assert_eq!(
         snapshot(&outside),
         before,
         "restore exit {code:?}:\n{stderr}"
     );
-    assert_eq!(code, Some(10), "{stderr}");
-    assert!(
-        stderr.contains("a/f"),
-        "the message names the file: {stderr}"
+    assert_the_write_failed(code, &stderr);
+}
+
+/// A symlink the folder's owner swaps in mid-run is not followed even when it stays inside the
+/// target: `a -> .git-session-restore` would put the commit's files into the git dir being
+/// built (its hooks among the places reachable so).
+#[test]
+fn a_folder_swapped_for_a_symlink_inside_the_target_mid_checkout_is_not_followed() {
+    let w = World::new();
+    let inside = Path::new(".git-session-restore");
+    let (dir, code, stderr) = checkout_with_a_swapped_in_symlink(&w, inside);
+    let walk = std::process::Command::new("find")
+        .args([dir.join(inside), dir.join(".git")])
+        .args(["-name", "f*.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&walk.stdout),
+        "",
+        "restore exit {code:?}:\n{stderr}"
     );
+    assert_the_write_failed(code, &stderr);
 }
 
 /// The same for an archive: a folder of the extraction swapped for a symlink to a folder
