@@ -502,10 +502,10 @@ pub fn tar(data: &[u8]) {
         },
     };
     let result = if data.starts_with(&[0x1f, 0x8b]) {
-        unpack(data, &root, &options, ARCHIVE_TIP)
+        unpack(data, &root, &options, ARCHIVE_TIP, true)
     } else {
         // Raw tar: what the fuzzer mutates best; the same reader behind the gzip layer.
-        crate::restore::archive::unpack_tar(data, &root, &options, ARCHIVE_TIP)
+        crate::restore::archive::unpack_tar(data, &root, &options, ARCHIVE_TIP, true)
     };
     assert_eq!(
         names_in(dir.path()),

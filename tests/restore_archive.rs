@@ -20,7 +20,7 @@ use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret, userinfo};
 const TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
 /// Their top-level folder.
 const PREFIX: &str = "repo-3f2a9c5e8b7d/";
-const BRANCH: &str = "sessions/arch";
+pub(crate) const BRANCH: &str = "sessions/arch";
 const STAGING: &str = ".git-session-restore";
 
 // ---------------------------------------------------------------------------------------------
@@ -326,7 +326,7 @@ fn restore_file(w: &World, target: &Path, archive: &Path, tip: &str, args: &[&st
     restore_env(w, target, archive, tip, args, &[])
 }
 
-fn restore_env(
+pub(crate) fn restore_env(
     w: &World,
     target: &Path,
     archive: &Path,
@@ -1530,7 +1530,7 @@ fn good_bytes() -> Vec<u8> {
 /// A repository with relative and absolute symlinks, executables, nested folders, non-ASCII,
 /// space-holding and non-UTF-8 names, an empty file, a Windows device name, long paths (pax
 /// headers in `git archive`), and a file over 1 MiB. Returns (scratch work tree, commit ids).
-fn real_repo(w: &World, name: &str) -> (PathBuf, Vec<String>) {
+pub(crate) fn real_repo(w: &World, name: &str) -> (PathBuf, Vec<String>) {
     let scratch = w.tmp.path().join(format!("scratch-{name}"));
     std::fs::create_dir_all(&scratch).unwrap();
     w.git(&scratch, &["init", "-q", "-b", "main"]);
@@ -1591,7 +1591,13 @@ fn real_repo(w: &World, name: &str) -> (PathBuf, Vec<String>) {
 }
 
 /// `git archive --format=tar.gz [--prefix=…] <commit>` into a file.
-fn git_archive(w: &World, repo: &Path, commit: &str, prefix: Option<&str>, out: &str) -> PathBuf {
+pub(crate) fn git_archive(
+    w: &World,
+    repo: &Path,
+    commit: &str,
+    prefix: Option<&str>,
+    out: &str,
+) -> PathBuf {
     let path = w.path(&format!("archives/{out}"));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let mut args = vec!["archive", "--format=tar.gz"];
@@ -1681,7 +1687,7 @@ fn real_git_archive_equals_git_checkout() {
 
 /// Serve `repo` (a scratch work tree) as the bare `srv/<name>.git`, receive-pack on, every push kept
 /// as a pack (so the pushed objects can be counted).
-fn serve_bare(w: &World, repo: &Path, name: &str) -> PathBuf {
+pub(crate) fn serve_bare(w: &World, repo: &Path, name: &str) -> PathBuf {
     let bare = w.serve_scratch(repo, &format!("{name}.git"));
     w.git(&bare, &["config", "receive.unpackLimit", "1"]);
     w.git(&bare, &["config", "transfer.unpackLimit", "1"]);

@@ -8,6 +8,7 @@ mod support;
 static ALLOC: git_session::alloc_limit::Limited = git_session::alloc_limit::Limited::new();
 
 mod alloc_limit;
+mod archive_git;
 mod bake;
 mod cli;
 mod early_checkout;

@@ -25,6 +25,10 @@ pub struct OriginConfig<'a> {
     /// would call it "gone") and a fetch refspec that is no error while it matches nothing; the
     /// first push creates it and sets the upstream (`push.autoSetupRemote` for plain git).
     pub on_remote: bool,
+    /// Whether `origin` is a promisor remote (a partial clone's, `blob:none`): an archive restore
+    /// has its files and index but not yet the commit's objects, which plain git then fetches
+    /// from `origin` when it needs them (gitrepository-layout(5) `extensions.partialClone`).
+    pub promisor: bool,
 }
 
 /// The made-up, secret-free user name of `remote.origin.url`: git's credential request carries no
@@ -109,6 +113,12 @@ pub fn write_config(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
 fn config_text(origin: &OriginConfig<'_>) -> String {
     let b = origin.branch;
     let mut c = String::from(CORE_CONFIG);
+    let promisor = origin.promisor && origin.url.is_some();
+    if promisor {
+        // Extensions need format version 1.
+        c = c.replace("repositoryformatversion = 0", "repositoryformatversion = 1");
+        c.push_str("[extensions]\n\tpartialClone = origin\n");
+    }
     // Without a read URL (an archive restore given only PUSH_URL), the push URL names the same
     // repository: `origin` fetches from it too, so plain git has a remote at all.
     if let Some(url) = origin.url.or(origin.push_url) {
@@ -126,6 +136,9 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
             pending_refspec(b)
         };
         let _ = writeln!(c, "\tfetch = {}\n\ttagOpt = --no-tags", quote(&refspec));
+        if promisor {
+            c.push_str("\tpromisor = true\n\tpartialclonefilter = blob:none\n");
+        }
         if origin.on_remote {
             let _ = write!(
                 c,

@@ -110,6 +110,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         push_url: push_url.as_ref(),
         branch: &opts.branch,
         on_remote: !lease.is_zero(),
+        promisor: false,
     };
     layout::write_shallow(&git_dir, &shallow)?;
     layout::write_ref(&git_dir, &opts.branch.full_ref(), opts.tip)?;

@@ -101,6 +101,7 @@ impl Run<'_> {
             push_url: self.push_url.as_ref(),
             branch: &self.opts.branch,
             on_remote,
+            promisor: false,
         }
     }
 

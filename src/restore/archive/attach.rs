@@ -1,7 +1,15 @@
 //! Attaching history to an archive-restored tree: the first `save`, `push` or `status` that needs
-//! it fetches `TIP_SHA` at depth 1 with `READ_URL`, points the session branch at it, and builds the
-//! index from its tree with the files' current stat data — so no file is re-written, and a file the
-//! agent already changed shows as changed (SPEC "Commands" → restore).
+//! it fetches `TIP_SHA` at depth 1 with `READ_URL`.
+//!
+//! A tree restored with a `READ_URL` is a git tree from the first command ([`promise`]): its index,
+//! branch (at `TIP_SHA`, shallow) and promisor remote were written by the restore, so plain git
+//! works in it and may have committed on top of `TIP_SHA` already. Attaching then only brings the
+//! objects and checks that the archive's tree is the commit's (a warning when not); the index and
+//! the branch are the person's and stay as they are.
+//!
+//! An older archive restore (or one without `READ_URL`) has an unborn branch: attaching points the
+//! branch at `TIP_SHA` and builds the index from its tree with the files' current stat data, so
+//! no file is re-written and a file already changed shows as changed (SPEC "Commands" → restore).
 
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt as _;
@@ -15,15 +23,45 @@ use crate::restore::checkout;
 use crate::wire::http::{Http, UrlSource};
 use crate::wire::upload_pack as fetch;
 
-/// Whether `session` is an archive restore whose branch has no commit yet.
+/// The record of a history promised but not attached yet: `tree <archive's root tree id>`.
+const PROMISED: &str = "git-session-history-promised";
+
+/// Record that the tree in `git_dir` was restored with its history promised (see the module);
+/// `root` is the archive's root tree id.
+///
+/// # Errors
+/// Local I/O errors.
+pub fn promise(git_dir: &std::path::Path, root: gix::ObjectId) -> Result<()> {
+    crate::fs::write_atomic(&git_dir.join(PROMISED), format!("tree {root}\n").as_bytes())
+}
+
+/// The archive's root tree id when history was promised and is not attached yet.
+fn promised(git_dir: &std::path::Path) -> Result<Option<gix::ObjectId>> {
+    let fix = "remove it, then run the command again";
+    let Some(bytes) = crate::fs::state::read(&git_dir.join(PROMISED), 4096, fix)? else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let id = text
+        .trim()
+        .strip_prefix("tree ")
+        .and_then(|hex| gix::ObjectId::from_hex(hex.as_bytes()).ok());
+    Ok(Some(id.unwrap_or_else(|| {
+        gix::ObjectId::null(gix::hash::Kind::Sha1)
+    })))
+}
+
+/// Whether `session` is an archive restore whose history is not here yet: promised (see the
+/// module), or an unborn branch.
 pub fn needs_history(session: &Session) -> bool {
     session.record.source == Source::Archive
-        && open_repo(&session.git_dir).is_ok_and(|repo| {
-            !matches!(
-                repo.try_find_reference(session.record.branch.full_ref().as_str()),
-                Ok(Some(_))
-            )
-        })
+        && (promised(&session.git_dir).is_ok_and(|p| p.is_some())
+            || open_repo(&session.git_dir).is_ok_and(|repo| {
+                !matches!(
+                    repo.try_find_reference(session.record.branch.full_ref().as_str()),
+                    Ok(Some(_))
+                )
+            }))
 }
 
 /// Fetch `TIP_SHA` at depth 1 from `read`, set the branch, and write the index (see the module).
@@ -67,6 +105,23 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
         .tree_id()
         .map_err(|e| Error::Integrity(format!("commit {} is malformed: {e}", record.tip)))?;
     crate::repo::layout::write_shallow(&session.git_dir, &fetched.shallow)?;
+    if let Some(archive_tree) = promised(&session.git_dir)? {
+        if archive_tree != tree {
+            tracing::warn!(
+                "the archive's files are not commit {}'s tree (the archive's tree is {archive_tree}, \
+                 the commit's {tree}): git shows the difference as changes",
+                record.tip
+            );
+        }
+        let path = session.git_dir.join(PROMISED);
+        std::fs::remove_file(&path)
+            .map_err(|e| Error::io(format!("removing {}", path.display()), e))?;
+        tracing::info!(
+            "attached the history of {} to the archive-restored tree",
+            record.tip
+        );
+        return Ok(());
+    }
 
     let mut index = checkout::index_from_tree(
         &repo,

@@ -35,6 +35,8 @@ pub enum Strip {
 /// What an extraction produced.
 #[derive(Debug, Default)]
 pub struct Extracted {
+    /// Every file and symlink with its blob id, in the archive's order.
+    pub blobs: Vec<super::blobs::Blob>,
     /// Regular files written.
     pub files: usize,
     /// Symlinks created.
@@ -84,6 +86,7 @@ pub fn extract<R: Read>(
     root: &Tree,
     strip: Strip,
     tip_hex: &str,
+    hash: bool,
 ) -> Result<Extracted> {
     let mut extraction = Extraction {
         root,
@@ -94,6 +97,7 @@ pub fn extract<R: Read>(
         },
         checked_parent: None,
         out: Extracted::default(),
+        hashing: hash.then(super::blobs::Hashing::start),
     };
     while let Some(member) = stream.next_member()? {
         // git archive writes the commit id first: a wrong archive stops here, not at its end.
@@ -105,7 +109,13 @@ pub fn extract<R: Read>(
             extraction.create(stream, &path, kind, &target)?;
         }
     }
-    Ok(extraction.out)
+    let Extraction {
+        mut out, hashing, ..
+    } = extraction;
+    if let Some(hashing) = hashing {
+        out.blobs = hashing.finish()?;
+    }
+    Ok(out)
 }
 
 /// The state of one [`extract`].
@@ -118,6 +128,9 @@ struct Extraction<'a> {
     /// The parent (relative, '/'-joined) whose every component was last checked to be a directory.
     checked_parent: Option<Vec<u8>>,
     out: Extracted,
+    /// The blob ids of the files and symlinks, hashed beside the extraction (when the index is
+    /// to be written: their memory grows with the number of files, as the index does).
+    hashing: Option<super::blobs::Hashing>,
 }
 
 impl Extraction<'_> {
@@ -241,8 +254,19 @@ impl Extraction<'_> {
                 let (file, _) = root
                     .create_file(target, exec)
                     .map_err(|e| create_error(path, &shown(), e))?;
+                let mode = if exec {
+                    gix::index::entry::Mode::FILE_EXECUTABLE
+                } else {
+                    gix::index::entry::Mode::FILE
+                };
+                if let Some(h) = &mut self.hashing {
+                    h.begin(index_path(target), mode, stream.data_len());
+                }
                 let mut w = BufWriter::with_capacity(64 * 1024, file);
-                copy(&mut stream.data(), &mut w, &shown())?;
+                copy(&mut stream.data(), &mut w, &shown(), self.hashing.as_mut())?;
+                if let Some(h) = &mut self.hashing {
+                    h.end();
+                }
                 w.flush()
                     .map_err(|e| Error::io(format!("writing {}", shown().display()), e))?;
                 self.out.files += 1;
@@ -256,6 +280,12 @@ impl Extraction<'_> {
                 }
                 root.symlink(Path::new(OsStr::from_bytes(&link)), target)
                     .map_err(|e| create_error(path, &shown(), e))?;
+                if let Some(h) = &mut self.hashing {
+                    let mode = gix::index::entry::Mode::SYMLINK;
+                    h.begin(index_path(target), mode, link.len() as u64);
+                    h.update(&link);
+                    h.end();
+                }
                 self.out.symlinks += 1;
             }
             Kind::Other(_) => unreachable!("refused by Extraction::place"),
@@ -310,7 +340,17 @@ fn create_error(path: &[u8], target: &Path, e: std::io::Error) -> Error {
     Error::io(format!("creating {}", target.display()), e)
 }
 
-fn copy(from: &mut impl Read, to: &mut impl Write, target: &Path) -> Result<()> {
+/// `rel` as the index writes paths.
+fn index_path(rel: &Path) -> Vec<u8> {
+    rel.as_os_str().as_bytes().to_vec()
+}
+
+fn copy(
+    from: &mut impl Read,
+    to: &mut impl Write,
+    target: &Path,
+    mut hashing: Option<&mut super::blobs::Hashing>,
+) -> Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match from.read(&mut buf) {
@@ -321,6 +361,9 @@ fn copy(from: &mut impl Read, to: &mut impl Write, target: &Path) -> Result<()> 
         };
         to.write_all(&buf[..n])
             .map_err(|e| Error::io(format!("writing {}", target.display()), e))?;
+        if let Some(h) = hashing.as_mut() {
+            h.update(&buf[..n]);
+        }
     }
 }
 

@@ -6,7 +6,9 @@
 //! The first `save`, `push` or `status` that needs history attaches it ([`attach`]).
 
 pub mod attach;
+mod blobs;
 pub(crate) mod extract;
+mod index;
 mod tar_stream;
 
 use std::io::{BufReader, Read};
@@ -157,9 +159,14 @@ impl Staged<'_> {
         crate::failpoint::hit("after-extract");
 
         self.move_into_place(&tree)?;
-        Tree::open(&opts.dir)
-            .and_then(|to| to.remove_all(&tree_rel(opts, &tree)))
+        let target = Tree::open(&opts.dir)
+            .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
+        target
+            .remove_all(&tree_rel(opts, &tree))
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
+        if opts.read.is_some() {
+            self.promise_history(&target, extracted.blobs)?;
+        }
         let record = SessionRecord {
             version: 1,
             branch: opts.branch.clone(),
@@ -197,6 +204,7 @@ impl Staged<'_> {
                 push_url: push_url.as_ref(),
                 branch: &opts.branch,
                 on_remote: !self.lease.is_zero(),
+                promisor: true,
             },
         )?;
         crate::repo::prepush::install(self.staging)?;
@@ -204,6 +212,22 @@ impl Staged<'_> {
             read_url.as_ref().map(|u| u.public()),
             push_url.as_ref().map(|u| u.public()),
         ))
+    }
+
+    /// Make the tree a git tree from the first command, before its history is here: the index
+    /// from the blob ids hashed during the extraction (stat data from the files in place), the
+    /// branch at `TIP_SHA`, shallow there, and `origin` a promisor remote from which plain git
+    /// fetches the commit's objects when it needs them. The archive's root tree id is kept for
+    /// the check once history is attached ([`attach`]).
+    fn promise_history(&self, target: &Tree, blobs: Vec<blobs::Blob>) -> Result<()> {
+        let opts = self.opts;
+        let root = index::write(self.staging, target, blobs)?;
+        layout::write_shallow(self.staging, &[opts.tip.id()])?;
+        if self.lease == opts.tip {
+            layout::write_ref(self.staging, &opts.branch.tracking_ref(), opts.tip)?;
+        }
+        layout::write_ref(self.staging, &opts.branch.full_ref(), opts.tip)?;
+        attach::promise(self.staging, root)
     }
 
     /// Unpack the archive into a fresh `tree`; a download that breaks off starts again from
@@ -215,22 +239,24 @@ impl Staged<'_> {
         tip_hex: &str,
     ) -> Result<(extract::Extracted, Option<String>)> {
         let archive = self.archive;
+        // The index is written when history can be promised (see `promise_history`).
+        let hash = self.opts.read.is_some();
         match &archive.source {
             ArchiveSource::Url(source) => {
                 self.http
                     .with_retries(source, "downloading the archive", |url| {
                         fresh_dir(tree)?;
-                        unpack(download(self.http, url)?, tree, archive, tip_hex)
+                        unpack(download(self.http, url)?, tree, archive, tip_hex, hash)
                     })
             }
             ArchiveSource::File(_) => {
                 fresh_dir(tree)?;
                 let file = file.expect("opened by restore_archive");
-                unpack(file, tree, archive, tip_hex)
+                unpack(file, tree, archive, tip_hex, hash)
             }
             ArchiveSource::Stdin => {
                 fresh_dir(tree)?;
-                unpack(std::io::stdin().lock(), tree, archive, tip_hex)
+                unpack(std::io::stdin().lock(), tree, archive, tip_hex, hash)
             }
         }
     }
@@ -367,23 +393,26 @@ pub(crate) fn unpack(
     tree: &Path,
     archive: &ArchiveOptions,
     tip_hex: &str,
+    hash: bool,
 ) -> Result<(extract::Extracted, Option<String>)> {
     let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(64 * 1024, raw));
-    unpack_tar(gz, tree, archive, tip_hex)
+    unpack_tar(gz, tree, archive, tip_hex, hash)
 }
 
-/// [`unpack`] of a tar stream decompressed already.
+/// [`unpack`] of a tar stream decompressed already; `hash`: compute every file's blob id beside the
+/// extraction (for the index).
 pub(crate) fn unpack_tar(
     tar: impl Read,
     tree: &Path,
     archive: &ArchiveOptions,
     tip_hex: &str,
+    hash: bool,
 ) -> Result<(extract::Extracted, Option<String>)> {
     let mut stream = tar_stream::TarStream::new(tar, archive.limits);
     // Every member is written through one handle on the fresh folder (SPEC rule 7).
     let tree = crate::fs::tree::Tree::open(tree)
         .map_err(|e| Error::io(format!("opening {}", tree.display()), e))?;
-    let extracted = extract::extract(&mut stream, &tree, archive.strip, tip_hex)?;
+    let extracted = extract::extract(&mut stream, &tree, archive.strip, tip_hex, hash)?;
     let commit = stream.commit_id.clone();
     // Read the rest (end-of-archive padding, later gzip members) so truncation and corruption show.
     stream.finish()?;

@@ -337,6 +337,11 @@ impl<R: Read> TarStream<R> {
         }
     }
 
+    /// The size of the current member's data not read yet (all of it before the first read).
+    pub fn data_len(&self) -> u64 {
+        self.pending
+    }
+
     /// A reader of the current member's data (exactly its size).
     pub fn data(&mut self) -> MemberData<'_, R> {
         MemberData { stream: self }

@@ -1,0 +1,166 @@
+//! An archive-restored tree is a git tree from the first command (issue 27): plain git sees it
+//! clean, `git diff` shows only the person's edits, and commits made with plain git before any
+//! git-session command attaches history are pushed on top of `TIP_SHA` by the next `save`.
+
+use std::path::{Path, PathBuf};
+
+use crate::restore_archive::{BRANCH, git_archive, real_repo, restore_env, serve_bare};
+use crate::support::{GitServer, TOKEN, World, userinfo};
+
+/// A served repository, an archive of its first commit, and the READ_URL (with the token).
+struct Restored {
+    w: World,
+    bare: PathBuf,
+    tip: String,
+    read: String,
+    _srv: GitServer,
+}
+
+impl Restored {
+    fn new() -> Self {
+        let w = World::new();
+        let (repo, ids) = real_repo(&w, "plain");
+        let bare = serve_bare(&w, &repo, "repo");
+        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        let read = srv.url("repo.git", Some(&userinfo()));
+        let tip = ids[0].clone();
+        Restored {
+            w,
+            bare,
+            tip,
+            read,
+            _srv: srv,
+        }
+    }
+
+    /// Restore the archive of `TIP_SHA` into a new folder `name`, for the session branch
+    /// `BRANCH-name`.
+    fn restore(&self, name: &str) -> PathBuf {
+        let repo = self.bare.clone();
+        let archive = git_archive(&self.w, &repo, &self.tip, None, &format!("{name}.tar.gz"));
+        let dir = self.w.path(name);
+        let branch = format!("{BRANCH}-{name}");
+        let vars = [
+            ("READ_URL", self.read.as_str()),
+            ("SESSION_BRANCH", &branch),
+        ];
+        restore_env(&self.w, &dir, &archive, &self.tip, &[], &vars).assert_code(0);
+        dir
+    }
+
+    /// Plain git in `dir`, as the person in the sandbox runs it (READ_URL in the environment, for
+    /// the credential helper the restore configured).
+    fn git(&self, dir: &Path, args: &[&str]) -> String {
+        self.w.git_with_env(dir, args, &[("READ_URL", &self.read)])
+    }
+}
+
+#[test]
+fn plain_git_sees_a_clean_tree_right_after_an_archive_restore() {
+    let r = Restored::new();
+    let dir = r.restore("clean");
+    assert_eq!(
+        r.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        "",
+        "git status right after the restore"
+    );
+    // The index holds exactly the commit's tree.
+    assert_eq!(
+        r.git(&dir, &["write-tree"]),
+        r.w.git(&r.bare, &["rev-parse", &format!("{}^{{tree}}", r.tip)])
+    );
+    assert_eq!(r.git(&dir, &["rev-parse", "HEAD"]), r.tip);
+    // An edit shows as that edit, and only it.
+    std::fs::write(dir.join("README.md"), "# real, edited\n").unwrap();
+    assert_eq!(r.git(&dir, &["status", "--porcelain"]), " M README.md");
+    let diff = r.git(&dir, &["diff", "--no-color"]);
+    assert!(
+        diff.contains("-# real") && diff.contains("+# real, edited"),
+        "{diff}"
+    );
+    assert_eq!(r.git(&dir, &["diff", "--name-only"]), "README.md");
+}
+
+/// `add P` committed with plain git before any git-session command, then `save`: the remote
+/// branch is TIP ← "add P" ← save's commit, and TIP..remote changes only what the person changed.
+/// Also with the commit amended, and with `git commit -a`.
+#[test]
+fn commits_made_with_plain_git_before_history_is_attached_are_pushed_on_tip() {
+    let r = Restored::new();
+    for (case, amend, all) in [
+        ("one", false, false),
+        ("amend", true, false),
+        ("all", false, true),
+    ] {
+        let dir = r.restore(case);
+        std::fs::write(dir.join("P.md"), format!("P of {case}\n")).unwrap();
+        if all {
+            std::fs::write(dir.join("README.md"), "# real, by commit -a\n").unwrap();
+            r.git(&dir, &["add", "P.md"]);
+            r.git(&dir, &["commit", "-q", "-a", "-m", "add P"]);
+        } else {
+            r.git(&dir, &["add", "P.md"]);
+            r.git(&dir, &["commit", "-q", "-m", "add P"]);
+        }
+        if amend {
+            r.git(&dir, &["commit", "-q", "--amend", "-m", "add P, amended"]);
+        }
+        let by_git = r.git(&dir, &["rev-parse", "HEAD"]);
+        assert_eq!(r.git(&dir, &["rev-parse", "HEAD^"]), r.tip, "{case}");
+        // More, not committed: save commits it on top.
+        std::fs::write(dir.join("more.txt"), "more\n").unwrap();
+        let branch = format!("{BRANCH}-{case}");
+        let run = r.w.run(
+            &dir,
+            &["save", "-m", "more", "--json"],
+            &[("READ_URL", &r.read), ("PUSH_URL", &r.read)],
+        );
+        run.assert_code(0);
+        let remote =
+            r.w.git(&r.bare, &["rev-parse", &format!("refs/heads/{branch}")]);
+        assert_eq!(
+            r.w.git(&r.bare, &["rev-parse", &format!("{remote}^")]),
+            by_git,
+            "{case}"
+        );
+        assert_eq!(
+            r.w.git(&r.bare, &["rev-parse", &format!("{remote}^^")]),
+            r.tip,
+            "{case}"
+        );
+        let changed = r.w.git(&r.bare, &["diff", "--name-only", &r.tip, &remote]);
+        let want = if all {
+            "P.md\nREADME.md\nmore.txt"
+        } else {
+            "P.md\nmore.txt"
+        };
+        assert_eq!(changed, want, "{case}");
+        assert_eq!(
+            r.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "{case}"
+        );
+    }
+}
+
+/// An archive that is not the commit's tree (here the next commit's tree, which records no commit
+/// id): once history is attached, git-session says so, and git shows the difference as changes.
+#[test]
+fn an_archive_that_differs_from_the_commit_is_said_when_history_is_attached() {
+    let r = Restored::new();
+    let next = r.w.git(&r.bare, &["rev-parse", "main"]);
+    let tree = format!("{next}^{{tree}}");
+    let archive = git_archive(&r.w, &r.bare, &tree, None, "other.tar.gz");
+    let dir = r.w.path("other");
+    restore_env(&r.w, &dir, &archive, &r.tip, &[], &[("READ_URL", &r.read)]).assert_code(0);
+    let run =
+        r.w.run(&dir, &["status", "--json"], &[("READ_URL", &r.read)]);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains("are not commit") && run.stderr.contains(&r.tip),
+        "{}",
+        run.stderr
+    );
+    let changed = r.git(&dir, &["diff", "--cached", "--name-only"]);
+    assert_eq!(changed, "README.md\nlater.txt");
+}
