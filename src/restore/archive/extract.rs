@@ -264,11 +264,17 @@ impl Extraction<'_> {
                 }
                 let mut w = BufWriter::with_capacity(64 * 1024, file);
                 copy(&mut stream.data(), &mut w, &shown(), self.hashing.as_mut())?;
+                let file = w.into_inner().map_err(|e| {
+                    Error::io(format!("writing {}", shown().display()), e.into_error())
+                })?;
                 if let Some(h) = &mut self.hashing {
-                    h.end();
+                    // Read from the open file, with no path lookup (see `index::write` for when
+                    // the move into place changes it).
+                    let stat = gix::index::fs::Metadata::from_file(&file)
+                        .ok()
+                        .and_then(|m| gix::index::entry::Stat::from_fs(&m).ok());
+                    h.end(stat);
                 }
-                w.flush()
-                    .map_err(|e| Error::io(format!("writing {}", shown().display()), e))?;
                 self.out.files += 1;
                 if self.out.files == 10 {
                     crate::failpoint::barrier("hold-mid-extract");
@@ -284,7 +290,7 @@ impl Extraction<'_> {
                     let mode = gix::index::entry::Mode::SYMLINK;
                     h.begin(index_path(target), mode, link.len() as u64);
                     h.update(&link);
-                    h.end();
+                    h.end(None);
                 }
                 self.out.symlinks += 1;
             }

@@ -29,8 +29,14 @@ pub fn write(git_dir: &Path, tree: &Tree, mut blobs: Vec<Blob>) -> Result<gix::O
     let mut state = gix::index::State::new(gix::hash::Kind::Sha1);
     for blob in &blobs {
         let rel = Path::new(std::ffi::OsStr::from_bytes(&blob.path));
-        // A file that cannot be looked at keeps empty stat data: git hashes it again.
-        let stat = tree.stat(rel).unwrap_or_default();
+        // A file at the top was renamed into place itself, which changes its ctime; one below
+        // moved with its folder and keeps the stat data read as it was written (one renamed
+        // into an existing folder is hashed again by git, as a file whose stat changed is). A
+        // file that cannot be looked at keeps empty stat data: git hashes it again.
+        let stat = match blob.stat {
+            Some(stat) if blob.path.contains(&b'/') => stat,
+            _ => tree.stat(rel).unwrap_or_default(),
+        };
         state.dangerously_push_entry(
             stat,
             blob.id,
