@@ -29,6 +29,10 @@ pub struct OriginConfig<'a> {
     /// has its files and index but not yet the commit's objects, which plain git then fetches
     /// from `origin` when it needs them (gitrepository-layout(5) `extensions.partialClone`).
     pub promisor: bool,
+    /// With `promisor`: the server takes `filter`, so plain git fetches the commit with its
+    /// trees and each blob when it needs it (`partialclonefilter = blob:none`); without it git
+    /// would warn "filtering not recognized by server" on each fetch and fetch whole trees.
+    pub promisor_filter: bool,
 }
 
 /// The made-up, secret-free user name of `remote.origin.url`: git's credential request carries no
@@ -137,7 +141,10 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
         };
         let _ = writeln!(c, "\tfetch = {}\n\ttagOpt = --no-tags", quote(&refspec));
         if promisor {
-            c.push_str("\tpromisor = true\n\tpartialclonefilter = blob:none\n");
+            c.push_str("\tpromisor = true\n");
+            if origin.promisor_filter {
+                c.push_str("\tpartialclonefilter = blob:none\n");
+            }
         }
         if origin.on_remote {
             let _ = write!(

@@ -111,6 +111,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         branch: &opts.branch,
         on_remote: !lease.is_zero(),
         promisor: false,
+        promisor_filter: false,
     };
     layout::write_shallow(&git_dir, &shallow)?;
     layout::write_ref(&git_dir, &opts.branch.full_ref(), opts.tip)?;

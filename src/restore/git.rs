@@ -102,6 +102,7 @@ impl Run<'_> {
             branch: &self.opts.branch,
             on_remote,
             promisor: false,
+            promisor_filter: false,
         }
     }
 

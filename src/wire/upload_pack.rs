@@ -25,7 +25,8 @@ const AGENT: &str = concat!("git-session/", env!("CARGO_PKG_VERSION"));
 pub use gix::protocol::transport::client::Capabilities;
 
 /// Whether the server's `fetch` command supports `feature` (e.g. `shallow`, from `fetch=shallow`).
-fn fetch_supports(caps: &Capabilities, feature: &str) -> bool {
+/// Whether the server's `fetch` command takes `feature` (e.g. `filter`).
+pub fn fetch_supports(caps: &Capabilities, feature: &str) -> bool {
     caps.capability("fetch")
         .and_then(|fetch| fetch.supports(feature))
         .unwrap_or(false)

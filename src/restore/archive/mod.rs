@@ -77,7 +77,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
     };
     let mut warnings = Vec::new();
     let http = Http::new()?;
-    let lease = look_up_lease(&http, opts, &mut warnings)?;
+    let (lease, filter) = look_up_lease(&http, opts, &mut warnings)?;
     // A file source is opened before anything is created: a wrong path changes nothing.
     let file = match &archive.source {
         ArchiveSource::File(path) => Some(std::fs::File::open(path).map_err(|e| {
@@ -93,6 +93,7 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         staging: &staging,
         http: &http,
         lease,
+        filter,
         warnings,
         moving: false,
     };
@@ -111,27 +112,30 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
     result
 }
 
-/// The lease: asked of the remote when a READ_URL is known, else `TIP_SHA`.
+/// The lease: asked of the remote when a READ_URL is known, else `TIP_SHA`; and whether the
+/// remote's `fetch` takes `filter`.
 fn look_up_lease(
     http: &Http,
     opts: &RestoreOptions,
     warnings: &mut Vec<String>,
-) -> Result<FullSha> {
+) -> Result<(FullSha, bool)> {
     let Some(read) = &opts.read else {
-        return Ok(opts.tip);
+        return Ok((opts.tip, false));
     };
-    let remote = http.with_retries(read, "looking up the session branch", |url| {
+    let (remote, filter) = http.with_retries(read, "looking up the session branch", |url| {
         let caps = fetch::handshake(http, url)?;
-        fetch::ls_ref(http, url, &caps, &opts.branch)
+        let filter = fetch::fetch_supports(&caps, "filter");
+        Ok((fetch::ls_ref(http, url, &caps, &opts.branch)?, filter))
     })?;
-    Ok(match remote {
+    let lease = match remote {
         None => FullSha::zero(),
         Some(t) if t == opts.tip => opts.tip,
         Some(other) => {
             warnings.push(super::stale_tip_warning(&opts.branch, other, opts.tip));
             opts.tip
         }
-    })
+    };
+    Ok((lease, filter))
 }
 
 /// One archive restore from the staging folder on.
@@ -142,6 +146,8 @@ struct Staged<'a> {
     staging: &'a Path,
     http: &'a Http,
     lease: FullSha,
+    /// The remote's `fetch` takes `filter` (for the promisor remote).
+    filter: bool,
     warnings: Vec<String>,
     /// Entries have begun to move into the target: a failure from then on keeps the staging folder.
     moving: bool,
@@ -205,6 +211,7 @@ impl Staged<'_> {
                 branch: &opts.branch,
                 on_remote: !self.lease.is_zero(),
                 promisor: true,
+                promisor_filter: self.filter,
             },
         )?;
         crate::repo::prepush::install(self.staging)?;
