@@ -10,12 +10,19 @@
 #[path = "../tests/support/server.rs"]
 mod server;
 
+const USAGE: &str =
+    "usage: serve ROOT [--port N] [--token TOKEN] [--tls CA_PEM_OUT] [--sent-bytes FILE]
+
+Serves the bare repositories under ROOT over smart HTTP on 127.0.0.1 (git http-backend) and prints
+`ready <base-url>` once listening, then serves until killed.";
+
 fn main() {
+    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return;
+    }
     let mut args = std::env::args().skip(1);
-    let root = std::path::PathBuf::from(
-        args.next()
-            .expect("usage: serve ROOT [--port N] [--token T] [--tls CA_PEM_OUT]"),
-    );
+    let root = std::path::PathBuf::from(args.next().expect(USAGE));
     let (mut port, mut token, mut tls_out, mut sent_out) = (0u16, None, None, None);
     while let Some(a) = args.next() {
         match a.as_str() {

@@ -857,3 +857,76 @@ fn progress_shows_on_a_terminal_only() {
     run.assert_code(0);
     assert!(!run.stderr.contains("receiving objects"), "{}", run.stderr);
 }
+
+/// Every script in `scripts/` and the example server answer `-h` and `--help` with their usage
+/// (exit 0) and create nothing: run from an empty folder, it stays empty, and the repository's
+/// work tree gains no file (`examples/serve --help` once made `./--help/.server-home/.gitconfig`).
+#[test]
+fn every_script_and_example_answers_help_creating_nothing() {
+    let w = World::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let untracked = || {
+        let out = std::process::Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=all"])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = untracked();
+    // The example is built beside the test binary (target/<profile>/examples).
+    let exe = std::env::current_exe().unwrap();
+    let serve = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/serve");
+    let mut programs: Vec<PathBuf> = std::fs::read_dir(root.join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    programs.sort();
+    assert!(programs.len() >= 8, "{programs:?}");
+    programs.push(serve);
+    for program in &programs {
+        for flag in ["-h", "--help"] {
+            let cwd = w.path(&format!(
+                "empty-{}{flag}",
+                program.file_name().unwrap().to_string_lossy()
+            ));
+            std::fs::create_dir_all(&cwd).unwrap();
+            let out = std::process::Command::new("timeout")
+                .arg("20")
+                .arg(program)
+                .arg(flag)
+                .current_dir(&cwd)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{} {flag}: {}{stdout}",
+                program.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                stdout.to_lowercase().contains("usage"),
+                "{} {flag} printed no usage: {stdout}",
+                program.display()
+            );
+            let made: Vec<_> = std::fs::read_dir(&cwd).unwrap().collect();
+            assert!(
+                made.is_empty(),
+                "{} {flag} created {made:?}",
+                program.display()
+            );
+        }
+    }
+    assert_eq!(
+        untracked(),
+        before,
+        "a script created files in the repository"
+    );
+}
