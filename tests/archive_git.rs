@@ -208,3 +208,59 @@ fn an_archive_that_differs_from_the_commit_is_said_when_history_is_attached() {
     let changed = r.git(&dir, &["diff", "--cached", "--name-only"]);
     assert_eq!(changed, "README.md\nlater.txt");
 }
+
+/// The git command a refusal prints, run as printed: `git reset --soft <id>` in the message.
+fn run_the_hint(r: &Restored, dir: &Path, message: &str) {
+    let start = message.find("`git reset --soft ").expect(message) + 1;
+    let len = message[start..].find('`').expect(message);
+    let command = &message[start..start + len];
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    r.git(dir, &args);
+}
+
+/// Each way history can be rewritten in an archive-restored tree — an amend of what a save pushed,
+/// an amend of `TIP_SHA` itself before the first save — is refused with exit 7 saying which, and
+/// the command the message prints works as printed in that tree: the next save pushes.
+#[test]
+fn the_hints_of_a_rewritten_history_work_as_printed_in_an_archive_restored_tree() {
+    let r = Restored::new();
+    let save = |dir: &Path| {
+        r.w.run(
+            dir,
+            &["save", "-m", "work", "--json"],
+            &[("READ_URL", &r.read), ("PUSH_URL", &r.read)],
+        )
+    };
+    // An amend of the pushed commit.
+    let dir = r.restore("amended");
+    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+    save(&dir).assert_code(0);
+    let pushed = r.git(&dir, &["rev-parse", "HEAD"]);
+    std::fs::write(dir.join("c.txt"), "c\n").unwrap();
+    r.git(&dir, &["add", "c.txt"]);
+    r.git(&dir, &["commit", "-q", "--amend", "-m", "amended"]);
+    let run = save(&dir);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("rewritten after the push") && msg.contains(&pushed),
+        "{msg}"
+    );
+    run_the_hint(&r, &dir, &msg);
+    save(&dir).assert_code(0);
+    assert_eq!(r.git(&dir, &["rev-parse", "HEAD^"]), pushed);
+    // An amend of TIP_SHA itself, before anything was saved.
+    let dir = r.restore("tip-amended");
+    r.git(&dir, &["commit", "-q", "--amend", "-m", "not TIP any more"]);
+    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+    let run = save(&dir);
+    run.assert_code(7);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        msg.contains("does not descend from the restored TIP_SHA"),
+        "{msg}"
+    );
+    run_the_hint(&r, &dir, &msg);
+    save(&dir).assert_code(0);
+    assert_eq!(r.git(&dir, &["rev-parse", "HEAD^"]), r.tip);
+}
