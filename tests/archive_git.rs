@@ -264,3 +264,23 @@ fn the_hints_of_a_rewritten_history_work_as_printed_in_an_archive_restored_tree(
     save(&dir).assert_code(0);
     assert_eq!(r.git(&dir, &["rev-parse", "HEAD^"]), r.tip);
 }
+
+/// Plain `git push` of a plain `git commit`, first thing in an archive-restored tree: the pre-push
+/// check lets it through (the branch is new) and the remote gets TIP ← the commit.
+#[test]
+fn a_plain_git_push_first_thing_in_an_archive_restored_tree_lands_on_tip() {
+    let r = Restored::new();
+    let dir = r.restore("plain-push");
+    std::fs::write(dir.join("P.md"), "P\n").unwrap();
+    r.git(&dir, &["add", "P.md"]);
+    r.git(&dir, &["commit", "-q", "-m", "add P"]);
+    let head = r.git(&dir, &["rev-parse", "HEAD"]);
+    r.w.git_with_env(
+        &dir,
+        &["push", "-q", "origin", "HEAD"],
+        &[("READ_URL", &r.read), ("PUSH_URL", &r.read)],
+    );
+    let branch = format!("refs/heads/{BRANCH}-plain-push");
+    assert_eq!(r.w.git(&r.bare, &["rev-parse", &branch]), head);
+    assert_eq!(r.w.git(&r.bare, &["rev-parse", &format!("{head}^")]), r.tip);
+}
