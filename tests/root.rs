@@ -590,9 +590,16 @@ fn root_never_works_as_root_through_a_name_the_owner_swaps_atomically() {
         let inside: Vec<_> = std::fs::read_dir(&rootonly).unwrap().flatten().collect();
         assert!(
             inside.is_empty(),
-            "root wrote into root's folder through the owner's symlink (exit {:?}): {:?}",
+            "root wrote into root's folder through the owner's symlink (exit {:?}): {:?}\n{}",
             run.code,
-            inside.iter().map(|e| e.file_name()).collect::<Vec<_>>()
+            inside
+                .iter()
+                .map(|e| (
+                    e.file_name(),
+                    std::os::unix::fs::MetadataExt::uid(&e.metadata().unwrap())
+                ))
+                .collect::<Vec<_>>(),
+            run.stderr
         );
         let _ = std::fs::remove_dir_all(given.join(".git"));
     }

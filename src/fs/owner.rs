@@ -90,10 +90,17 @@ fn reached(given: &Path, target: &Path) -> Result<(PathBuf, std::fs::Metadata)> 
     let meta = folder
         .metadata()
         .map_err(|e| Error::io(format!("reading {}", given.display()), e))?;
+    // Where the opened folder is, as the kernel names it: no second lookup of `given` (a name
+    // swapped between two lookups made `canonicalize` and a `stat` agree on different folders).
+    // Without /proc: the path resolved again, kept only if it leads to the opened folder.
+    use std::os::fd::AsRawFd as _;
     let same = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
     };
-    let base = std::fs::canonicalize(given).ok().filter(|b| same(b));
+    let base = match std::fs::read_link(format!("/proc/self/fd/{}", folder.as_raw_fd())) {
+        Ok(path) => Some(path),
+        Err(_) => std::fs::canonicalize(given).ok().filter(|b| same(b)),
+    };
     match base {
         Some(base) if base == target => Ok((base, meta)),
         _ => Err(changed(given)),
