@@ -196,12 +196,8 @@ impl Tree {
     /// # Errors
     /// A component is missing, not a folder, or a symlink.
     pub fn subtree(&self, rel: &Path) -> io::Result<Tree> {
-        let mut dir = self.dir.try_clone()?;
-        for part in rel.components() {
-            dir = dir.open_dir_nofollow(part).map_err(symlink_on_path)?;
-        }
         Ok(Tree {
-            dir,
+            dir: self.walk(rel)?,
             root: self.root.join(rel),
         })
     }
