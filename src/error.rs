@@ -19,9 +19,8 @@ use crate::types::{FullSha, SessionBranch};
 /// remote goes through [`crate::redact`] before it is shown.
 #[derive(Debug)]
 pub enum Error {
-    /// Exit 2, `usage`: invalid input (abbreviated SHA, bad branch name, credentials on argv,
-    /// a missing variable, another session's tree, SHA-256).
-    Usage(String),
+    /// Exit 2, `usage`: input refused before anything was done, for one of the [`Refusal`]s.
+    Usage(Refusal, String),
     /// Exit 3, `stale`: the session branch on the remote is not at the lease.
     Stale(Box<Stale>),
     /// Exit 4, `auth`: credentials refused (HTTP 401/403).
@@ -51,6 +50,150 @@ pub enum Error {
         /// The sentence added.
         note: String,
     },
+}
+
+/// Why input was refused (exit 2). Each cause is a phrase of the exit-code table
+/// ([`exit_table`]), which README, CONTRACT and the man pages print: a new cause is listed there
+/// or the table test fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A required variable or flag is not set.
+    Missing,
+    /// A value is malformed: an abbreviated or invalid SHA, a bad branch name, URL, date or
+    /// duration, an empty message, an owner value with a line break, an unknown argument.
+    Invalid,
+    /// A URL with credentials on the command line, where every process would see it.
+    CredentialsOnArgv,
+    /// `-C` or `SESSION_DIR` does not name a session's folder: not a directory, gone, not
+    /// restored by git-session, a baked template, a linked work tree.
+    NotASessionFolder,
+    /// The tree belongs to another session branch.
+    AnotherSession,
+    /// Something this build does not support: SHA-256, a record of a newer git-session.
+    Unsupported,
+    /// Run as root where another user could redirect the write.
+    UnsafeAsRoot,
+}
+
+impl Refusal {
+    /// Every cause, in the table's order.
+    pub const ALL: [Refusal; 7] = [
+        Refusal::Missing,
+        Refusal::Invalid,
+        Refusal::CredentialsOnArgv,
+        Refusal::NotASessionFolder,
+        Refusal::AnotherSession,
+        Refusal::Unsupported,
+        Refusal::UnsafeAsRoot,
+    ];
+
+    /// The cause as the exit-code table lists it.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Refusal::Missing => "a missing variable or flag",
+            Refusal::Invalid => {
+                "a malformed value (an abbreviated SHA, a bad branch name, URL, date or duration, \
+                 an owner value with a line break)"
+            }
+            Refusal::CredentialsOnArgv => "credentials on argv",
+            Refusal::NotASessionFolder => {
+                "a -C or SESSION_DIR that is not a session's folder (not a directory, not restored \
+                 by git-session, a template, a linked work tree)"
+            }
+            Refusal::AnotherSession => "another session's tree",
+            Refusal::Unsupported => "SHA-256 or a newer git-session's record",
+            Refusal::UnsafeAsRoot => {
+                "run as root below a folder another user could change, through a path being \
+                 swapped, or to create a target in a folder others can write to"
+            }
+        }
+    }
+}
+
+/// One row of the exit-code table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExitRow {
+    /// The process exit code.
+    pub code: u8,
+    /// The JSON `error.kind` (empty for 0).
+    pub kind: &'static str,
+    /// What it means and what to do.
+    pub meaning: String,
+}
+
+/// The exit-code table: README, CONTRACT, every man page's EXIT STATUS and the schema's `kind`
+/// say exactly this (a test compares them).
+pub fn exit_table() -> Vec<ExitRow> {
+    let usage = Refusal::ALL.map(Refusal::phrase).join(", ");
+    [
+        (
+            0,
+            "",
+            "success, including \"nothing to commit\" and an idempotent no-op".to_owned(),
+        ),
+        (
+            1,
+            "internal",
+            "unexpected internal error (a panic exits 1 too)".to_owned(),
+        ),
+        (2, "usage", format!("invalid input, nothing done: {usage}")),
+        (
+            3,
+            "stale",
+            "the session branch is not at the lease: another sandbox owns the session; stop"
+                .to_owned(),
+        ),
+        (
+            4,
+            "auth",
+            "credentials refused (an expired or under-scoped URL): mint a new URL".to_owned(),
+        ),
+        (
+            5,
+            "network",
+            "remote unavailable after bounded retries, TLS failure, no protocol v2: retry later"
+                .to_owned(),
+        ),
+        (
+            6,
+            "integrity",
+            "wrong object, unsafe entry, corrupt or truncated stream, a token in what would be \
+             committed"
+                .to_owned(),
+        ),
+        (
+            7,
+            "conflict",
+            "local content in the way (a symlink, FIFO or oversized file in place of a record \
+             git-session wrote among it), a merge in progress, a locked index, history not \
+             descending from the lease"
+                .to_owned(),
+        ),
+        (
+            8,
+            "not_found",
+            "the commit or the repository does not exist on the remote".to_owned(),
+        ),
+        (
+            9,
+            "rejected",
+            "the remote refused the update (a hook declined, a protected branch)".to_owned(),
+        ),
+        (
+            10,
+            "io",
+            "the local file system refused (no space, read-only): fix it and rerun; restore \
+             completes"
+                .to_owned(),
+        ),
+    ]
+    .into_iter()
+    .map(|(code, kind, meaning)| ExitRow {
+        code,
+        kind,
+        meaning,
+    })
+    .collect()
 }
 
 /// A stale write (SPEC rule 3): the remote branch is not at the lease, nor at this tree's own
@@ -122,7 +265,7 @@ const SAVE_AGAIN: &str = ", then save again; nothing was committed";
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m)
+            Error::Usage(_, m)
             | Error::Network(m)
             | Error::Protocol(m)
             | Error::Integrity(m)
@@ -248,7 +391,7 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Internal(_) => 1,
-            Error::Usage(_) => 2,
+            Error::Usage(..) => 2,
             Error::Stale(_) => 3,
             Error::Auth(_) => 4,
             Error::Network(_) | Error::Protocol(_) => 5,
@@ -265,7 +408,7 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Internal(_) => "internal",
-            Error::Usage(_) => "usage",
+            Error::Usage(..) => "usage",
             Error::Stale(_) => "stale",
             Error::Auth(_) => "auth",
             Error::Network(_) | Error::Protocol(_) => "network",
@@ -400,4 +543,119 @@ pub fn local_io_hint(kind: std::io::ErrorKind) -> Option<&'static str> {
         }
         _ => return None,
     })
+}
+
+/// The exit-code table as README and CONTRACT print it (Markdown).
+pub fn exit_table_markdown() -> String {
+    let mut out = String::from("| code | kind | meaning |\n| --- | --- | --- |\n");
+    for row in exit_table() {
+        let kind = if row.kind.is_empty() {
+            " ".to_owned()
+        } else {
+            format!(" `{}` ", row.kind)
+        };
+        out.push_str(&format!("| {} |{kind}| {} |\n", row.code, row.meaning));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One error of every variant and every refusal. The match below fails to compile when a
+    /// variant is added, until it is added here too.
+    fn one_of_each() -> Vec<Error> {
+        let m = || "m".to_owned();
+        let stale = Stale {
+            branch: "sessions/x".parse().unwrap(),
+            lease: FullSha::zero(),
+            remote_tip: FullSha::zero(),
+            local: m(),
+            remote_says: None,
+        };
+        let auth = Auth {
+            url: m(),
+            status: 401,
+            cause: AuthCause::Refused,
+            expires_at: None,
+            write: false,
+        };
+        let mut all = vec![
+            Error::Internal(m()),
+            Error::Stale(Box::new(stale)),
+            Error::Auth(Box::new(auth)),
+            Error::Network(m()),
+            Error::Protocol(m()),
+            Error::Integrity(m()),
+            Error::conflict(m()),
+            Error::save_refused(m()),
+            Error::NotFound(m()),
+            Error::Rejected(m()),
+            Error::io(m(), std::io::ErrorKind::StorageFull.into()),
+            Error::Integrity(m()).with_note("n"),
+        ];
+        all.extend(Refusal::ALL.map(|r| Error::Usage(r, m())));
+        for e in &all {
+            match e {
+                Error::Usage(..)
+                | Error::Stale(_)
+                | Error::Auth(_)
+                | Error::Network(_)
+                | Error::Protocol(_)
+                | Error::Integrity(_)
+                | Error::Conflict(_)
+                | Error::NotFound(_)
+                | Error::Rejected(_)
+                | Error::LocalIo(_)
+                | Error::Internal(_)
+                | Error::Noted { .. } => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_error_a_command_can_give_is_a_row_of_the_table_and_every_doc_prints_it() {
+        let table = exit_table();
+        for e in one_of_each() {
+            let row = table.iter().find(|r| r.code == e.exit_code());
+            assert_eq!(row.map(|r| r.kind), Some(e.kind()), "{e:?}");
+            if let Error::Usage(cause, _) = e {
+                assert!(table[2].meaning.contains(cause.phrase()), "{cause:?}");
+            }
+        }
+        let codes: Vec<u8> = table.iter().map(|r| r.code).collect();
+        assert_eq!(codes, (0..=10).collect::<Vec<u8>>());
+        let markdown = exit_table_markdown();
+        for (doc, text) in [
+            ("README.md", include_str!("../README.md")),
+            ("docs/CONTRACT.md", include_str!("../docs/CONTRACT.md")),
+        ] {
+            assert!(
+                text.contains(&markdown),
+                "{doc}'s exit-code table is not the one git-session gives; it should be:\n{markdown}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_schema_names_every_kind_of_the_table_and_its_codes() {
+        let schema: serde_json::Value =
+            serde_json::from_str(&crate::output::json::schema()).unwrap();
+        let defs = &schema["$defs"];
+        let kinds: Vec<&str> = exit_table().iter().skip(1).map(|r| r.kind).collect();
+        let report = &defs["ErrorReport"]["properties"]["kind"];
+        assert_eq!(report["enum"], serde_json::json!(kinds));
+        let description = report["description"].as_str().unwrap().replace('\n', " ");
+        for row in exit_table().iter().skip(1) {
+            let pair = format!("{} {}", row.kind, row.code);
+            assert!(description.contains(&pair), "{pair} in {description}");
+        }
+        let code = &defs["Failed"]["properties"]["exit_code"];
+        assert_eq!(
+            (code["minimum"].as_u64(), code["maximum"].as_u64()),
+            (Some(1), Some(10))
+        );
+    }
 }

@@ -72,7 +72,7 @@ pub fn upload_pack(data: &[u8]) {
                 assert!(format.is_none_or(|v| v.unwrap_or_default() == "sha1"));
             }
             Err(e) => assert!(
-                matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(_)),
+                matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(..)),
                 "{e:?}"
             ),
         },
@@ -153,7 +153,7 @@ pub fn receive_pack(data: &[u8]) {
     if which % 3 == 0 {
         if let Err(e) = advertisement::parse(&url, body, &branch.full_ref()) {
             assert!(
-                matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(_)),
+                matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(..)),
                 "{e:?}"
             );
         }
@@ -638,7 +638,7 @@ pub fn inputs(data: &[u8]) {
         assert_eq!(FullSha::from_wire(s.as_bytes()), Some(sha));
         assert!(crate::inputs::tip(Some(s)).is_ok());
     } else {
-        assert!(matches!(crate::inputs::tip(Some(s)), Err(Error::Usage(_))));
+        assert!(matches!(crate::inputs::tip(Some(s)), Err(Error::Usage(..))));
     }
     if let Some(sha) = FullSha::from_wire(data) {
         assert_eq!(sha.to_string().as_bytes(), data.to_ascii_lowercase());
@@ -656,7 +656,7 @@ pub fn inputs(data: &[u8]) {
     } else {
         assert!(matches!(
             crate::inputs::branch(Some(s)),
-            Err(Error::Usage(_))
+            Err(Error::Usage(..))
         ));
     }
     remote_url(s);
@@ -667,7 +667,7 @@ fn remote_url(s: &str) {
     let Ok(url) = RemoteUrl::parse(s) else {
         assert!(matches!(
             crate::inputs::url(Some(s), "READ_URL", "READ_URL_FILE"),
-            Err(Error::Usage(_))
+            Err(Error::Usage(..))
         ));
         return;
     };

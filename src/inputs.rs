@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 use crate::wire::http::UrlSource;
 
@@ -24,12 +24,16 @@ pub fn url(
 ) -> Result<Option<UrlSource>> {
     let flag_name = format!("--{}", var.to_ascii_lowercase().replace('_', "-"));
     if let Some(raw) = flag {
-        let url = RemoteUrl::parse(raw).map_err(|e| Error::Usage(format!("{flag_name}: {e}")))?;
+        let url = RemoteUrl::parse(raw)
+            .map_err(|e| Error::Usage(Refusal::Invalid, format!("{flag_name}: {e}")))?;
         if url.has_credentials() {
-            return Err(Error::Usage(format!(
-                "{flag_name} carries credentials, which the command line would show to every process in the sandbox: \
+            return Err(Error::Usage(
+                Refusal::CredentialsOnArgv,
+                format!(
+                    "{flag_name} carries credentials, which the command line would show to every process in the sandbox: \
                  put the URL in {var} or {file_var} instead"
-            )));
+                ),
+            ));
         }
         return Ok(Some(UrlSource::Fixed(url)));
     }
@@ -41,7 +45,10 @@ pub fn url(
         } else {
             current_dir()
                 .map_err(|e| {
-                    Error::Usage(format!("{file_var} ({}) is relative: {e}", path.display()))
+                    Error::Usage(
+                        Refusal::Invalid,
+                        format!("{file_var} ({}) is relative: {e}", path.display()),
+                    )
                 })?
                 .join(path)
         };
@@ -53,7 +60,8 @@ pub fn url(
         return Ok(Some(source));
     }
     if let Some(raw) = env_nonempty(var) {
-        let url = RemoteUrl::parse(&raw).map_err(|e| Error::Usage(format!("{var}: {e}")))?;
+        let url = RemoteUrl::parse(&raw)
+            .map_err(|e| Error::Usage(Refusal::Invalid, format!("{var}: {e}")))?;
         return Ok(Some(UrlSource::Fixed(url)));
     }
     Ok(None)
@@ -65,9 +73,13 @@ pub fn url(
 /// [`Error::Usage`] when missing or invalid.
 pub fn branch(value: Option<&str>) -> Result<SessionBranch> {
     let raw = value.ok_or_else(|| {
-        Error::Usage("SESSION_BRANCH is not set (or pass --session-branch)".into())
+        Error::Usage(
+            Refusal::Missing,
+            "SESSION_BRANCH is not set (or pass --session-branch)".into(),
+        )
     })?;
-    raw.parse().map_err(|e| Error::Usage(format!("{e}")))
+    raw.parse()
+        .map_err(|e| Error::Usage(Refusal::Invalid, format!("{e}")))
 }
 
 /// Parse `TIP_SHA` from a flag or the environment.
@@ -75,9 +87,14 @@ pub fn branch(value: Option<&str>) -> Result<SessionBranch> {
 /// # Errors
 /// [`Error::Usage`] when missing, not a full SHA-1 id, or SHA-256 (SPEC rule 1).
 pub fn tip(value: Option<&str>) -> Result<FullSha> {
-    let raw = value.ok_or_else(|| Error::Usage("TIP_SHA is not set (or pass --tip-sha)".into()))?;
+    let raw = value.ok_or_else(|| {
+        Error::Usage(
+            Refusal::Missing,
+            "TIP_SHA is not set (or pass --tip-sha)".into(),
+        )
+    })?;
     raw.parse()
-        .map_err(|e| Error::Usage(format!("TIP_SHA: {e}")))
+        .map_err(|e| Error::Usage(Refusal::Invalid, format!("TIP_SHA: {e}")))
 }
 
 /// Set once `session_dir` left a deleted current directory for `/`: relative paths no longer mean
@@ -93,11 +110,14 @@ const CURRENT_DIR_GONE_HINT: &str = "the current directory no longer exists (it 
 /// [`Error::Usage`] when it was deleted; [`Error::Internal`] when it cannot be read otherwise.
 fn current_dir() -> Result<PathBuf> {
     if CURRENT_DIR_GONE.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(Error::Usage(CURRENT_DIR_GONE_HINT.into()));
+        return Err(Error::Usage(
+            Refusal::NotASessionFolder,
+            CURRENT_DIR_GONE_HINT.into(),
+        ));
     }
     std::env::current_dir().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            Error::Usage(CURRENT_DIR_GONE_HINT.into())
+            Error::Usage(Refusal::NotASessionFolder, CURRENT_DIR_GONE_HINT.into())
         } else {
             Error::io("reading the current directory", e)
         }
@@ -146,22 +166,28 @@ pub fn session_dirs(flag: Option<&std::path::Path>) -> Result<(PathBuf, PathBuf)
     if let Ok(target) = std::fs::read_link(&dir)
         && !dir.exists()
     {
-        return Err(Error::Usage(format!(
-            "{} is a symlink to {}, which does not exist: create that folder, or point -C or \
+        return Err(Error::Usage(
+            Refusal::NotASessionFolder,
+            format!(
+                "{} is a symlink to {}, which does not exist: create that folder, or point -C or \
              SESSION_DIR at a folder (it may be missing: restore creates it)",
-            dir.display(),
-            target.display()
-        )));
+                dir.display(),
+                target.display()
+            ),
+        ));
     }
     let dir = dir.canonicalize().unwrap_or(dir);
     // A missing one is fine (restore creates it); a file in its place or on its path is bad input.
     if let Some(existing) = dir.ancestors().find(|a| a.exists())
         && !existing.is_dir()
     {
-        return Err(Error::Usage(format!(
-            "{} is not a directory: -C and SESSION_DIR name the work tree's folder",
-            existing.display()
-        )));
+        return Err(Error::Usage(
+            Refusal::NotASessionFolder,
+            format!(
+                "{} is not a directory: -C and SESSION_DIR name the work tree's folder",
+                existing.display()
+            ),
+        ));
     }
     Ok((dir, given))
 }

@@ -96,7 +96,8 @@ pub fn run(cli: Cli) -> u8 {
     }
     let command = cli.command.name();
     // Read once, before anything is written: a bad value is exit 2 whatever the command.
-    let owner = types::Owner::from_env().map_err(|e| Error::Usage(e.to_string()));
+    let owner = types::Owner::from_env()
+        .map_err(|e| Error::Usage(crate::error::Refusal::Invalid, e.to_string()));
     if let Ok(owner) = &owner {
         output::set_owner(owner.clone());
     }

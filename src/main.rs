@@ -52,7 +52,11 @@ fn main() -> std::process::ExitCode {
                 .skip(1)
                 .find(|a| ["restore", "save", "push", "status"].contains(&a.as_str()))
                 .unwrap_or_default();
-            git_session::output::failure(true, &command, &git_session::Error::Usage(first));
+            git_session::output::failure(
+                true,
+                &command,
+                &git_session::Error::Usage(git_session::error::Refusal::Invalid, first),
+            );
             return std::process::ExitCode::from(2);
         }
     };

@@ -741,6 +741,20 @@ fn completions_man_page_and_version() {
         save.contains("PUSH_URL") && save.contains("stale"),
         "{save}"
     );
+    // Every page's EXIT STATUS is the table every exit comes from (src/error.rs walks the
+    // variants into it; README and CONTRACT print it).
+    for page in std::fs::read_dir(&pages).unwrap() {
+        let text = std::fs::read_to_string(page.unwrap().path()).unwrap();
+        for row in git_session::error::exit_table() {
+            let line = format!(".TP\n\\fB{}\\fR", row.code);
+            let meaning = row.meaning.replace('-', "\\-");
+            assert!(
+                text.contains(&line) && text.contains(&meaning),
+                "exit {} in {text}",
+                row.code
+            );
+        }
+    }
     let restore_help = w.run(
         w.tmp.path(),
         &["restore", "--help"],

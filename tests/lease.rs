@@ -141,7 +141,8 @@ fn the_owners_plain_pushes_to_origin_and_by_url_count_as_its_own() {
     let c1 = s.commit(&a, "f", "1\n");
     s.shell_git_ok(&a, &["push", "-q"]);
     assert_eq!(s.remote(branch).as_deref(), Some(c1.as_str()));
-    assert_eq!(s.remote_state(&a), "own");
+    // git moved refs/remotes/origin/<branch>: it knows the push landed, so that is the lease.
+    assert_eq!(s.remote_state(&a), "lease");
     let c2 = s.commit(&a, "f", "2\n");
     let url = s.url();
     let refspec = format!("HEAD:refs/heads/{branch}");
@@ -466,7 +467,7 @@ fn a_hook_managers_changes_are_undone_and_its_hooks_chained() {
             .trim(),
         "origin"
     );
-    assert_eq!(s.remote_state(&c), "own");
+    assert_eq!(s.remote_state(&c), "lease");
 }
 
 /// A new session (the branch not on the remote yet): `git status` never says the upstream is

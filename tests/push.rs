@@ -205,12 +205,13 @@ fn rewritten_local_history_is_a_conflict_before_upload() {
 fn a_plain_git_push_from_this_tree_advances_the_lease() {
     let s = Setup::new();
     let dir = s.sandbox("a", "sessions/p", &s.ids[1]);
-    let c1 = s.commit(&dir, "f", "1\n");
+    s.commit(&dir, "f", "1\n");
     s.push(&dir, &[]).assert_code(0);
+    // To the URL: git records nothing of it, so the next push learns it from the remote and says so.
     let c2 = s.commit(&dir, "f", "2\n");
     s.w.git_auth(
         &dir,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
+        &["push", "-q", &s.url(), "HEAD:refs/heads/sessions/p"],
     );
     assert_eq!(s.remote("sessions/p").as_deref(), Some(c2.as_str()));
     let c3 = s.commit(&dir, "f", "3\n");
@@ -219,26 +220,82 @@ fn a_plain_git_push_from_this_tree_advances_the_lease() {
     let j = run.json();
     assert_eq!(j["tip"], c3.as_str());
     assert_eq!(j["previous_tip"], c2.as_str());
-    assert!(
-        j["warnings"][0]
-            .as_str()
-            .unwrap()
-            .contains("lease advances"),
-        "{j}"
-    );
+    let warning = j["warnings"][0].as_str().unwrap_or_default();
+    assert!(warning.contains("lease advances"), "{j}");
     assert_eq!(s.remote("sessions/p").as_deref(), Some(c3.as_str()));
     assert_eq!(s.lease(&dir), c3);
-    let _ = c1;
-    // Pushed entirely by plain git: push reports success without uploading.
+    // To `origin`: git moved refs/remotes/origin/sessions/p, so git-session knows it landed
+    // and the next push goes on from it plainly, with no warning.
     let c4 = s.commit(&dir, "f", "4\n");
+    s.w.git_auth(
+        &dir,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
+    );
+    let c5 = s.commit(&dir, "f", "5\n");
+    let j = s.push(&dir, &[]).json();
+    assert_eq!(
+        (j["tip"].as_str(), j["previous_tip"].as_str()),
+        (Some(c5.as_str()), Some(c4.as_str())),
+        "{j}"
+    );
+    assert_eq!(j["warnings"], serde_json::json!([]), "{j}");
+    assert_eq!(s.remote("sessions/p").as_deref(), Some(c5.as_str()));
+    // Pushed entirely by plain git: push reports success without uploading, and no warning.
+    let c6 = s.commit(&dir, "f", "6\n");
     s.w.git_auth(
         &dir,
         &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
     );
     let before = s.posts();
     let j = s.push(&dir, &[]).json();
-    assert_eq!(j["tip"], c4.as_str());
+    assert_eq!(j["tip"], c6.as_str());
+    assert_eq!(j["pushed"], false, "{j}");
+    assert_eq!(j["warnings"], serde_json::json!([]), "{j}");
     assert_eq!(s.posts(), before);
+    assert_eq!(s.lease(&dir), c6);
+}
+
+#[test]
+fn after_a_plain_git_push_status_and_save_say_it_landed_plainly() {
+    let s = Setup::new();
+    let dir = s.sandbox("a", "sessions/q", &s.ids[1]);
+    let c1 = s.commit(&dir, "f", "1\n");
+    s.w.git_auth(&dir, &["push", "-q"]);
+    assert_eq!(s.remote("sessions/q").as_deref(), Some(c1.as_str()));
+    let vars = [("READ_URL", s.url())];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let status = s.w.run(&dir, &["status", "--json", "--remote"], &vars);
+    status.assert_code(0);
+    let j = status.json();
+    assert_eq!(j["lease"], c1.as_str(), "{j}");
+    assert_eq!(
+        (j["ahead"].as_u64(), j["remote_state"].as_str()),
+        (Some(0), Some("lease")),
+        "{j}"
+    );
+    let human = s.w.run(&dir, &["status"], &vars);
+    assert!(
+        human.stdout.contains("0 commit(s) ahead"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("`git push` landed"),
+        "{}",
+        human.stdout
+    );
+    std::fs::write(dir.join("g"), "more\n").unwrap();
+    let url = s.url();
+    let save = s.w.run(
+        &dir,
+        &["save", "-m", "more", "--json"],
+        &[("PUSH_URL", url.as_str()), ("READ_URL", url.as_str())],
+    );
+    save.assert_code(0);
+    let j = save.json();
+    assert_eq!(j["previous_tip"], c1.as_str(), "{j}");
+    assert_eq!(j["warnings"], serde_json::json!([]), "{j}");
+    assert_eq!(s.remote("sessions/q").as_deref(), j["tip"].as_str());
 }
 
 #[test]
@@ -1267,7 +1324,8 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
 /// `git cherry-pick --ff` of another sandbox's commit (a fast-forward, "cherry-pick: fast-forward")
 /// does not make it ours; a rebase step finished by `git rebase --continue` does, as do a commit
 /// whose subject says "fast-forward" and one made in a linked work tree; and a commit this tree
-/// pushed and then rewrote (an amend) is exit 7, not stale, with `status --remote` agreeing.
+/// pushed and then rewrote (an amend) is exit 7, not stale, with `status --remote` agreeing. A
+/// plain push to `origin` that git saw land is the lease ("lease", not "own").
 #[test]
 fn plain_git_ownership_follows_what_made_the_commit() {
     let s = Setup::new();
@@ -1312,7 +1370,7 @@ fn plain_git_ownership_follows_what_made_the_commit() {
         &c,
         &["push", "-q", "origin", "HEAD:refs/heads/sessions/cont"],
     );
-    assert_eq!(status(&c), "own");
+    assert_eq!(status(&c), "lease");
     let run = s.push(&c, &[]);
     run.assert_code(0);
     assert_eq!(run.json()["tip"], rebased.as_str());
@@ -1328,7 +1386,7 @@ fn plain_git_ownership_follows_what_made_the_commit() {
         &e,
         &["push", "-q", "origin", "HEAD:refs/heads/sessions/words"],
     );
-    assert_eq!(status(&e), "own");
+    assert_eq!(status(&e), "lease");
     s.push(&e, &[]).assert_code(0);
     let wt = s.w.path("e-worktree");
     s.w.git(
@@ -1344,7 +1402,7 @@ fn plain_git_ownership_follows_what_made_the_commit() {
         &e,
         &["push", "-q", "origin", "HEAD:refs/heads/sessions/words"],
     );
-    assert_eq!(status(&e), "own");
+    assert_eq!(status(&e), "lease");
     let run = s.push(&e, &[]);
     run.assert_code(0);
     assert_eq!(s.lease(&e), from_wt);

@@ -1056,6 +1056,36 @@ fn the_same_path_twice_with_the_same_type_takes_the_later() {
     );
 }
 
+/// With READ_URL the index is written too: it holds the later copy, as the tree does (it held
+/// the first: the file showed as modified to git).
+#[test]
+fn the_same_path_twice_is_indexed_as_the_later() {
+    let w = World::new();
+    let (repo, _) = real_repo(&w, "dup");
+    serve_bare(&w, &repo, "repo");
+    let srv = crate::support::GitServer::start(&w.srv(), Some(crate::support::TOKEN));
+    let read = srv.url("repo.git", Some(&crate::support::userinfo()));
+    let a = with(|t| {
+        t.file(&p("x"), b"first\n")
+            .exe(&p("x"), b"second\n")
+            .symlink(&p("l"), "a")
+            .symlink(&p("l"), "b");
+    });
+    let file = archive_file(&w, "dup-indexed.tar.gz", &a);
+    let target = w.path("dup-indexed");
+    restore_env(&w, &target, &file, TIP, &[], &[("READ_URL", &read)]).assert_code(0);
+    assert_eq!(std::fs::read(target.join("x")).unwrap(), b"second\n");
+    let staged = w.git(&target, &["ls-files", "-s", "--", "x", "l"]);
+    let x = w.git(&target, &["hash-object", "x"]);
+    let link_blob = w.path("link-blob");
+    std::fs::write(&link_blob, "b").unwrap();
+    let l = w.git(&target, &["hash-object", link_blob.to_str().unwrap()]);
+    assert_eq!(staged, format!("120000 {l} 0\tl\n100755 {x} 0\tx"));
+    // The index and the files agree, with no object fetched to tell (no READ_URL in this shell:
+    // git reads a racily clean symlink's blob, so those are stored locally).
+    assert_eq!(w.git(&target, &["diff-files", "--name-only"]), "");
+}
+
 #[test]
 fn links_devices_and_fifos_are_refused() {
     let w = World::new();

@@ -5,7 +5,7 @@
 use crate::output::json::{Baked, CommandResult};
 
 use crate::cli::BakeArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::inputs;
 use crate::output::Success;
 use crate::restore::{RestoreOptions, TEMPLATE_BRANCH, restore_git};
@@ -22,6 +22,7 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
     let read =
         inputs::url(args.read_url.as_deref(), "READ_URL", "READ_URL_FILE")?.ok_or_else(|| {
             Error::Usage(
+                Refusal::Missing,
                 "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (for an image \
                  build, a build secret: READ_URL_FILE=/run/secrets/read_url)"
                     .into(),

@@ -22,7 +22,7 @@
 
 use std::io::{BufRead, Write};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::inputs;
 use crate::repo::layout::{PUSH_USER, READ_USER};
 use crate::types::RemoteUrl;
@@ -88,9 +88,10 @@ pub fn run(operation: &str) -> Result<()> {
     if operation != "get" {
         return match operation {
             "store" | "erase" => Ok(()),
-            other => Err(Error::Usage(format!(
-                "unknown credential operation '{other}' (git calls get, store, erase)"
-            ))),
+            other => Err(Error::Usage(
+                Refusal::Invalid,
+                format!("unknown credential operation '{other}' (git calls get, store, erase)"),
+            )),
         };
     }
     let req = Request::read(std::io::stdin().lock())?;

@@ -1,7 +1,7 @@
 //! `git-session hook pre-push`: the check git runs before a plain `git push` (installed by
 //! restore; see [`crate::repo::prepush`]). Hidden: git calls it, people do not.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 
 /// Run the hook named `name`; only `pre-push` exists.
 ///
@@ -10,8 +10,9 @@ use crate::error::{Error, Result};
 pub fn run(name: &str) -> Result<()> {
     match name {
         "pre-push" => crate::repo::prepush::run_hook(),
-        other => Err(Error::Usage(format!(
-            "unknown hook '{other}': git-session installs only pre-push"
-        ))),
+        other => Err(Error::Usage(
+            Refusal::Invalid,
+            format!("unknown hook '{other}': git-session installs only pre-push"),
+        )),
     }
 }

@@ -8,58 +8,6 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-/// The exit codes, as every page's EXIT STATUS gives them: `(code, JSON kind, meaning)`.
-pub const EXIT_CODES: [(u8, &str, &str); 11] = [
-    (0, "", "success, including an idempotent no-op"),
-    (
-        1,
-        "internal",
-        "unexpected internal error (a panic exits 1 too)",
-    ),
-    (
-        2,
-        "usage",
-        "invalid input: abbreviated SHA, bad branch name, credentials on argv, a missing variable, \
-         an owner value with a line break",
-    ),
-    (
-        3,
-        "stale",
-        "the session branch is not at the lease: another sandbox owns the session",
-    ),
-    (
-        4,
-        "auth",
-        "credentials refused (an expired or under-scoped URL): mint a new URL",
-    ),
-    (
-        5,
-        "network",
-        "remote unavailable after bounded retries, TLS failure: retry later",
-    ),
-    (
-        6,
-        "integrity",
-        "wrong object, unsafe tree entry, corrupt stream, a token in a commit",
-    ),
-    (
-        7,
-        "conflict",
-        "local content in the way, a merge in progress, a locked index",
-    ),
-    (
-        8,
-        "not_found",
-        "the commit or the repository does not exist on the remote",
-    ),
-    (9, "rejected", "the remote refused the update"),
-    (
-        10,
-        "io",
-        "the local file system refused (no space, read-only): fix it and rerun",
-    ),
-];
-
 /// Variables every command reads.
 const COMMON_ENV: [(&str, &str); 6] = [
     (
@@ -278,13 +226,19 @@ fn extra_sections(name: &str, w: &mut Vec<u8>) -> std::io::Result<()> {
         writeln!(w, ".TP\n\\fB{}\\fR\n{}", roff(var), roff(what))?;
     }
     writeln!(w, ".SH \"EXIT STATUS\"")?;
-    for (code, kind, what) in EXIT_CODES {
-        let kind = if kind.is_empty() {
+    for row in crate::error::exit_table() {
+        let kind = if row.kind.is_empty() {
             String::new()
         } else {
-            format!(" ({kind})")
+            format!(" ({})", row.kind)
         };
-        writeln!(w, ".TP\n\\fB{code}\\fR{}\n{}", roff(&kind), roff(what))?;
+        writeln!(
+            w,
+            ".TP\n\\fB{}\\fR{}\n{}",
+            row.code,
+            roff(&kind),
+            roff(&row.meaning)
+        )?;
     }
     writeln!(w, ".SH EXAMPLES")?;
     for (what, cmd) in examples {

@@ -4,7 +4,7 @@
 use crate::output::json::{CommandResult, Pushed};
 
 use crate::cli::PushArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::inputs;
 use crate::output::Success;
 use crate::push::{PushOutcome, push};
@@ -58,7 +58,7 @@ pub fn ensure_history(session: &Session) -> Result<()> {
         return Ok(());
     }
     let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?.ok_or_else(|| {
-        Error::Usage(
+        Error::Usage(Refusal::Missing,
             "this tree was restored from an archive and has no history yet: set READ_URL (or READ_URL_FILE) \
              so that TIP_SHA can be fetched before the first save or push"
                 .into(),
@@ -73,7 +73,7 @@ pub fn ensure_history(session: &Session) -> Result<()> {
 /// [`Error::Usage`] when none is set or it is invalid.
 pub fn push_source(args: &PushArgs) -> Result<UrlSource> {
     inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?.ok_or_else(|| {
-        Error::Usage("PUSH_URL is not set: put the write URL in PUSH_URL or PUSH_URL_FILE (--push-url takes only a URL without credentials)".into())
+        Error::Usage(Refusal::Missing, "PUSH_URL is not set: put the write URL in PUSH_URL or PUSH_URL_FILE (--push-url takes only a URL without credentials)".into())
     })
 }
 

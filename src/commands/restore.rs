@@ -3,7 +3,7 @@
 use crate::output::json::{CommandResult, Restored};
 
 use crate::cli::{From, RestoreArgs};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::inputs;
 use crate::output::Success;
 use crate::restore::archive::{ArchiveOptions, ArchiveSource, Limits, Strip, restore_archive};
@@ -53,16 +53,19 @@ fn validate(
     .filter_map(|(gone, name)| gone.then_some(name))
     .collect();
     if missing.len() > 1 {
-        return Err(Error::Usage(format!(
-            "{} are not set: export them (READ_URL may come from READ_URL_FILE; flags: \
+        return Err(Error::Usage(
+            Refusal::Missing,
+            format!(
+                "{} are not set: export them (READ_URL may come from READ_URL_FILE; flags: \
              --tip-sha, --session-branch, --read-url)",
-            missing.join(", ")
-        )));
+                missing.join(", ")
+            ),
+        ));
     }
     let tip = inputs::tip(args.tip_sha.as_deref())?;
     let branch = inputs::branch(args.session_branch.as_deref())?;
     if from == From::Git && read.is_none() {
-        return Err(Error::Usage(
+        return Err(Error::Usage(Refusal::Missing,
             "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into(),
         ));
     }
@@ -118,6 +121,7 @@ fn expiry_warnings(opts: &RestoreOptions) -> Result<Vec<String>> {
 fn archive_options(args: &RestoreArgs, source: Option<ArchiveSource>) -> Result<ArchiveOptions> {
     let source = source.ok_or_else(|| {
         Error::Usage(
+            Refusal::Missing,
             "restore --from archive needs ARCHIVE_URL, --archive-url or --archive FILE|-".into(),
         )
     })?;

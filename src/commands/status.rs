@@ -7,7 +7,7 @@ use crate::cli::StatusArgs;
 use crate::error::Result;
 use crate::inputs;
 use crate::output::Success;
-use crate::repo::lease::RemoteTip;
+use crate::repo::lease::{Ledger, RemoteTip, known_lease};
 use crate::repo::open as open_repo;
 use crate::repo::session::Session;
 use crate::save::PendingChange;
@@ -75,6 +75,8 @@ struct Local<'a> {
     session: &'a Session,
     repo: gix::Repository,
     head: Option<FullSha>,
+    /// The lease as git knows it (advanced by a plain `git push` that landed).
+    lease: FullSha,
     /// What `HEAD` is counted from: the lease, or `TIP_SHA` for a new branch.
     base: FullSha,
     ahead: usize,
@@ -106,11 +108,15 @@ impl<'a> Local<'a> {
         let has_history = !crate::restore::archive::attach::needs_history(session);
         let repo = open_repo(&session.git_dir)?;
         let head = repo.head_id().ok().map(|id| FullSha::from_id(id.detach()));
-        let base = if record.lease.is_zero() {
-            record.tip
-        } else {
-            record.lease
-        };
+        let branch_tip = repo
+            .try_find_reference(record.branch.full_ref().as_str())
+            .ok()
+            .flatten()
+            .and_then(|mut r| r.peel_to_id().ok())
+            .map(|id| FullSha::from_id(id.detach()));
+        let ledger = Ledger::new(&session.git_dir);
+        let lease = known_lease(&repo, &ledger, record.lease, &record.branch, branch_tip)?;
+        let base = if lease.is_zero() { record.tip } else { lease };
         let ahead = commits_ahead(&repo, head, base);
         let mut warnings = urls.warnings.clone();
         let changes = if has_history {
@@ -123,16 +129,11 @@ impl<'a> Local<'a> {
             .ok()
             .flatten()
             .is_some_and(|name| name.as_bstr() == record.branch.full_ref().as_str());
-        let branch_tip = repo
-            .try_find_reference(record.branch.full_ref().as_str())
-            .ok()
-            .flatten()
-            .and_then(|mut r| r.peel_to_id().ok())
-            .map(|id| FullSha::from_id(id.detach()));
         Ok(Local {
             session,
             repo,
             head,
+            lease,
             base,
             ahead,
             changes,
@@ -187,7 +188,10 @@ fn pending_changes(session: &Session, warnings: &mut Vec<String>) -> Result<Chan
 /// The session branch's tip on the remote (zero: absent), asked of READ_URL (else PUSH_URL).
 fn ask_remote(urls: &Urls, session: &Session) -> Result<FullSha> {
     let source = urls.read.as_ref().or(urls.push.as_ref()).ok_or_else(|| {
-        crate::Error::Usage("status --remote needs READ_URL (or READ_URL_FILE)".into())
+        crate::Error::Usage(
+            crate::error::Refusal::Missing,
+            "status --remote needs READ_URL (or READ_URL_FILE)".into(),
+        )
     })?;
     let http = Http::new()?;
     let tip = http.with_retries(source, "looking up the session branch", |url| {
@@ -227,10 +231,9 @@ impl Classified {
             Some(rt) => {
                 // The same question as a push's step 2: a tip that merely reached HEAD (a pull or
                 // reset to another sandbox's work) is still someone else's session.
-                let ledger = crate::repo::lease::Ledger::new(&local.session.git_dir);
-                let lease = local.session.record.lease;
+                let ledger = Ledger::new(&local.session.git_dir);
                 let state =
-                    crate::repo::lease::classify(repo, &ledger, lease, local.branch_tip, rt)?;
+                    crate::repo::lease::classify(repo, &ledger, local.lease, local.branch_tip, rt)?;
                 Some((rt, state))
             }
             None => None,
@@ -257,14 +260,20 @@ fn human_lines(local: &Local, found: &Classified) -> Vec<String> {
             record.source.as_str(),
             record.restored_at
         ),
-        if record.lease.is_zero() {
+        if local.lease.is_zero() {
             "Lease: none — the session branch is new; the first push creates it (and fails if \
              another sandbox created it first)"
                 .to_owned()
+        } else if local.lease != record.lease {
+            format!(
+                "Lease: {} (this tree's `git push` landed there; the remote branch must still be \
+                 there when this tree pushes)",
+                local.lease
+            )
         } else {
             format!(
                 "Lease: {} (the remote branch must still be there when this tree pushes)",
-                record.lease
+                local.lease
             )
         },
     ];
@@ -359,7 +368,7 @@ fn json_fields(local: &Local, found: &Classified) -> json::Status {
         Changes::Unknown(_) => None,
     };
     json::Status {
-        lease: record.lease,
+        lease: local.lease,
         head: local.head,
         tip: record.tip,
         source: record.source.as_str(),

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::cli::{SaveArgs, WatchArgs};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::output;
 use crate::repo::session::Session;
 use crate::types::Owner;
@@ -39,9 +39,10 @@ enum Pending {
 /// Parse a duration such as `30s`, `2m`, `1m30s`, `500ms` (humantime's format).
 fn duration(flag: &str, text: &str) -> Result<Duration> {
     humantime::parse_duration(text).map_err(|e| {
-        Error::Usage(format!(
-            "{flag} takes a duration such as 30s, 2m or 500ms; '{text}' is not one ({e})"
-        ))
+        Error::Usage(
+            Refusal::Invalid,
+            format!("{flag} takes a duration such as 30s, 2m or 500ms; '{text}' is not one ({e})"),
+        )
     })
 }
 
@@ -59,7 +60,10 @@ pub fn run(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: boo
 fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool) -> Result<u8> {
     let every = duration("--every", &args.every)?;
     if every.is_zero() {
-        return Err(Error::Usage("--every must be longer than 0".into()));
+        return Err(Error::Usage(
+            Refusal::Invalid,
+            "--every must be longer than 0".into(),
+        ));
     }
     let quiet_for = duration("--quiet-for", &args.quiet_for)?;
     let branch = args.push.session_branch.as_deref();
@@ -178,11 +182,10 @@ fn pending(dir: &Path, branch: Option<&str>) -> Result<Pending> {
         .head_id()
         .ok()
         .map(|id| crate::types::FullSha::from_id(id.detach()));
-    let base = if record.lease.is_zero() {
-        record.tip
-    } else {
-        record.lease
-    };
+    let ledger = crate::repo::lease::Ledger::new(&session.git_dir);
+    let lease =
+        crate::repo::lease::known_lease(&repo, &ledger, record.lease, &record.branch, head)?;
+    let base = if lease.is_zero() { record.tip } else { lease };
     let ahead = super::status::commits_ahead(&repo, head, base);
     let changes = match crate::save::pending_changes(&session.workdir, &record.branch) {
         Ok(p) => p.changes,

@@ -10,7 +10,7 @@
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 
 /// Who this process works as in the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,12 +108,15 @@ fn reached(given: &Path, target: &Path) -> Result<(PathBuf, std::fs::Metadata)> 
 }
 
 fn changed(given: &Path) -> Error {
-    Error::Usage(format!(
-        "refusing to work as root in {}: the path led to different folders while it was being \
+    Error::Usage(
+        Refusal::UnsafeAsRoot,
+        format!(
+            "refusing to work as root in {}: the path led to different folders while it was being \
          checked (a symlink on it is being swapped); name a folder no other user can change, or \
          run as the folder's owner",
-        given.display()
-    ))
+            given.display()
+        ),
+    )
 }
 
 /// The nearest existing folder above a target that does not exist yet, refused when a user
@@ -125,15 +128,18 @@ fn not_yet_there(target: &Path) -> Result<(PathBuf, std::fs::Metadata)> {
                 let others_write =
                     meta.mode() & 0o002 != 0 || (meta.mode() & 0o020 != 0 && meta.gid() != 0);
                 if meta.uid() == 0 && others_write {
-                    return Err(Error::Usage(format!(
-                        "refusing to create {} as root: other users can write to {}, so one \
+                    return Err(Error::Usage(
+                        Refusal::UnsafeAsRoot,
+                        format!(
+                            "refusing to create {} as root: other users can write to {}, so one \
                          could put a folder or a symlink of theirs there first; create {} \
                          first (owned by the user it is for), or choose a folder only root can \
                          create entries in",
-                        target.display(),
-                        dir.display(),
-                        target.display()
-                    )));
+                            target.display(),
+                            dir.display(),
+                            target.display()
+                        ),
+                    ));
                 }
                 return Ok((dir.to_path_buf(), meta));
             }
@@ -141,10 +147,10 @@ fn not_yet_there(target: &Path) -> Result<(PathBuf, std::fs::Metadata)> {
             Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
         }
     }
-    Err(Error::Usage(format!(
-        "no folder of {} exists",
-        target.display()
-    )))
+    Err(Error::Usage(
+        Refusal::NotASessionFolder,
+        format!("no folder of {} exists", target.display()),
+    ))
 }
 
 /// Refuse a symlink on the path as given (`-C`, `SESSION_DIR`) that someone other than root and
@@ -164,12 +170,15 @@ fn check_symlinks(given: &Path, owner: u32, base: &Path, exists: bool) -> Result
         }
         seen = true;
         if meta.uid() != 0 && meta.uid() != owner {
-            return Err(Error::Usage(format!(
-                "refusing to work as root through {}: it is a symlink that uid {} can point \
+            return Err(Error::Usage(
+                Refusal::UnsafeAsRoot,
+                format!(
+                    "refusing to work as root through {}: it is a symlink that uid {} can point \
                  elsewhere; name the folder itself (-C or SESSION_DIR), or run as its owner",
-                prefix.display(),
-                meta.uid()
-            )));
+                    prefix.display(),
+                    meta.uid()
+                ),
+            ));
         }
         check_chain(&prefix, owner)?;
     }
@@ -233,13 +242,16 @@ fn check_chain(base: &Path, owner: u32) -> Result<()> {
             None
         };
         if let Some(who) = who {
-            return Err(Error::Usage(format!(
-                "refusing to work as root below {}: {who}, so another user could move {} away \
+            return Err(Error::Usage(
+                Refusal::UnsafeAsRoot,
+                format!(
+                    "refusing to work as root below {}: {who}, so another user could move {} away \
                  mid-run; make it root's and not writable by others (e.g. chmod go-w), or run \
                  as the folder's owner",
-                dir.display(),
-                base.display()
-            )));
+                    dir.display(),
+                    base.display()
+                ),
+            ));
         }
     }
     Ok(())

@@ -23,7 +23,7 @@
 
 use crate::error::{Error, Result};
 use crate::pack::generate as pack;
-use crate::repo::lease::{Ledger, RemoteTip, classify, stale};
+use crate::repo::lease::{Ledger, RemoteTip, classify, known_lease, stale};
 use crate::repo::session::Session;
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 use crate::wire::http::{Http, UrlSource};
@@ -74,6 +74,19 @@ pub fn push(
         )));
     }
     let local = local_tip(&repo, &branch)?;
+    // A plain `git push` that git saw land moved the lease: recorded, so no warning follows.
+    let known = known_lease(
+        &repo,
+        &Ledger::new(&session.git_dir),
+        session.record.lease,
+        &branch,
+        Some(local),
+    )?;
+    if known != session.record.lease {
+        tracing::info!("git saw this tree's push of {known} land: the lease advances to it");
+        session.record.lease = known;
+        session.record.write(&session.git_dir)?;
+    }
     let http = Http::new()?;
     let attempt = Attempt {
         http: &http,

@@ -105,6 +105,45 @@ pub fn classify(
     }
 }
 
+/// The lease as git itself knows it: `lease`, moved on to the commit git's remote-tracking ref
+/// (`refs/remotes/origin/<branch>`) names when that is a commit this tree let through (the
+/// [`Ledger`]) that descends from the lease. git moves that ref only on seeing the remote there
+/// — a push to `origin` that succeeded, or a fetch — so the commit reached the remote and is
+/// this tree's own: a plain `git push` advanced the lease, and every command says so plainly.
+/// Only when the local branch tip `local` contains it: a commit pushed from another branch, ahead
+/// of the session branch, is left to [`classify`] ([`RemoteTip::Ahead`], with its warning). Where
+/// the remote went since is still asked of the remote by every push.
+///
+/// # Errors
+/// [`Error::Internal`] when the ledger or local history cannot be read.
+pub fn known_lease(
+    repo: &gix::Repository,
+    ledger: &Ledger,
+    lease: FullSha,
+    branch: &SessionBranch,
+    local: Option<FullSha>,
+) -> Result<FullSha> {
+    let Some(tracked) = repo
+        .try_find_reference(branch.tracking_ref().as_str())
+        .ok()
+        .flatten()
+        .and_then(|mut r| r.peel_to_id().ok())
+        .map(|id| FullSha::from_id(id.detach()))
+    else {
+        return Ok(lease);
+    };
+    let descends = |a: FullSha, b: FullSha| crate::repo::descends_from(repo, a.id(), b.id());
+    let Some(local) = local else {
+        return Ok(lease);
+    };
+    let advanced = tracked != lease
+        && ledger.contains(tracked)?
+        && repo.has_object(tracked.id())
+        && (lease.is_zero() || descends(tracked, lease)?)
+        && descends(local, tracked)?;
+    Ok(if advanced { tracked } else { lease })
+}
+
 /// The ledger file's name in the git dir.
 pub const LEDGER_FILE: &str = "git-session-ledger";
 /// The in-flight record of git-session 0.1 builds before the ledger: its commit counts as own.

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use gix::bstr::ByteSlice as _;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::repo::lease::{Ledger, RemoteTip, WriteLock};
 use crate::repo::session::{Session, SessionRecord};
 use crate::types::FullSha;
@@ -400,12 +400,15 @@ fn shim_chained_hooks(ours: &Path, workdir: &Path, dir: &str) -> Result<()> {
 pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
     let git_dir = common_git_dir(cwd);
     let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
-        Error::Usage(format!(
-            "{} holds no git-session record, but git-session's pre-push check is installed: \
+        Error::Usage(
+            Refusal::NotASessionFolder,
+            format!(
+                "{} holds no git-session record, but git-session's pre-push check is installed: \
              git pushed nothing (if this tree is no longer a session, remove the check with \
              `git config --unset core.hooksPath`)",
-            git_dir.display()
-        ))
+                git_dir.display()
+            ),
+        )
     })?;
     // Every push to the session branch's name is checked, whatever the URL says: the same server
     // can be spelled in many ways (`localhost`, another DNS name, `/./`).

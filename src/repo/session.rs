@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::types::{FullSha, SessionBranch};
 
 /// The file name of the record inside the git dir.
@@ -119,12 +119,15 @@ impl SessionRecord {
                 match value.get("version").and_then(serde_json::Value::as_u64) {
                     Some(1) => {}
                     Some(other) => {
-                        return Err(Error::Usage(format!(
-                            "the session record {} has version {other}, which this git-session \
+                        return Err(Error::Usage(
+                            Refusal::Unsupported,
+                            format!(
+                                "the session record {} has version {other}, which this git-session \
                              ({}) does not know: use the git-session that wrote it",
-                            path.display(),
-                            env!("CARGO_PKG_VERSION")
-                        )));
+                                path.display(),
+                                env!("CARGO_PKG_VERSION")
+                            ),
+                        ));
                     }
                     None => {}
                 }
@@ -182,35 +185,41 @@ impl Session {
                     let common = dir.join(common.trim()).canonicalize().ok()?;
                     common.parent().map(Path::to_path_buf)
                 });
-            return Err(Error::Usage(match main {
-                Some(main) => format!(
-                    "{} is a linked work tree (`git worktree add`) of {}: the session lives \
+            return Err(Error::Usage(
+                Refusal::NotASessionFolder,
+                match main {
+                    Some(main) => format!(
+                        "{} is a linked work tree (`git worktree add`) of {}: the session lives \
                      there — run git-session in it (or with -C {})",
-                    linked.display(),
-                    main.display(),
-                    main.display()
-                ),
-                None => format!(
-                    "{} is a linked work tree (`git worktree add`): run git-session in the main \
+                        linked.display(),
+                        main.display(),
+                        main.display()
+                    ),
+                    None => format!(
+                        "{} is a linked work tree (`git worktree add`): run git-session in the main \
                      tree, where the session lives",
-                    linked.display()
-                ),
-            }));
+                        linked.display()
+                    ),
+                },
+            ));
         }
         let workdir = found.unwrap_or(workdir);
         let git_dir = workdir.join(".git");
         if found.is_none()
             && let Some(template) = crate::repo::template::TemplateRecord::read(&git_dir)?
         {
-            return Err(Error::Usage(format!(
-                "{} is a template baked at {} (`git-session bake`), not a session yet: \
+            return Err(Error::Usage(
+                Refusal::NotASessionFolder,
+                format!(
+                    "{} is a template baked at {} (`git-session bake`), not a session yet: \
                  `git-session restore` there (READ_URL, SESSION_BRANCH, TIP_SHA) boots one",
-                workdir.display(),
-                template.base
-            )));
+                    workdir.display(),
+                    template.base
+                ),
+            ));
         }
         let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
-            Error::Usage(format!(
+            Error::Usage(Refusal::NotASessionFolder, format!(
                 "{} is not inside a tree restored by git-session (no .git/{RECORD_FILE} there or \
                  above): cd into the session's tree, or name it with -C DIR (or SESSION_DIR); \
                  `git-session restore` makes one",
@@ -218,12 +227,17 @@ impl Session {
             ))
         })?;
         if let Some(raw) = branch {
-            let wanted: SessionBranch = raw.parse().map_err(|e| Error::Usage(format!("{e}")))?;
+            let wanted: SessionBranch = raw
+                .parse()
+                .map_err(|e| Error::Usage(Refusal::Invalid, format!("{e}")))?;
             if wanted != record.branch {
-                return Err(Error::Usage(format!(
-                    "this tree belongs to another session: it holds '{}', SESSION_BRANCH says '{wanted}'",
-                    record.branch
-                )));
+                return Err(Error::Usage(
+                    Refusal::AnotherSession,
+                    format!(
+                        "this tree belongs to another session: it holds '{}', SESSION_BRANCH says '{wanted}'",
+                        record.branch
+                    ),
+                ));
             }
         }
         Ok(Session {

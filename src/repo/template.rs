@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::types::FullSha;
 
 /// The file name of the record inside the git dir.
@@ -54,13 +54,16 @@ impl TemplateRecord {
                     ))
                 })?;
                 if record.version != 1 {
-                    return Err(Error::Usage(format!(
-                        "the template record {} has version {}, which this git-session ({}) does \
+                    return Err(Error::Usage(
+                        Refusal::Unsupported,
+                        format!(
+                            "the template record {} has version {}, which this git-session ({}) does \
                          not know: use the git-session that baked it",
-                        path.display(),
-                        record.version,
-                        env!("CARGO_PKG_VERSION")
-                    )));
+                            path.display(),
+                            record.version,
+                            env!("CARGO_PKG_VERSION")
+                        ),
+                    ));
                 }
                 Ok(Some(record))
             }

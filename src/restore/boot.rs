@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::probe::{Local, Probe, Survey, leading_blocker};
 use super::{RestoreOptions, RestoreReport, checkout};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::fs::tree::Tree;
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::SessionRecord;
@@ -69,7 +69,10 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     let git_dir = opts.dir.join(".git");
     let intent = begin(opts, &git_dir)?;
     let read = opts.read.as_ref().ok_or_else(|| {
-        Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE".into())
+        Error::Usage(
+            Refusal::Missing,
+            "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE".into(),
+        )
     })?;
     let read_url = read.load()?;
     let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::early::EarlyCheckout;
 use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, plan, publish};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::fs::tree::Tree;
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::SessionRecord;
@@ -45,7 +45,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         }
     }
     let read = opts.read.as_ref().ok_or_else(|| {
-        Error::Usage("READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
+        Error::Usage(Refusal::Missing, "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
     })?;
     let http = Http::new()?;
     let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::repo::session::{SessionRecord, Source};
 use crate::types::{FullSha, SessionBranch};
 use crate::wire::http::UrlSource;
@@ -353,12 +353,15 @@ fn plan(opts: &RestoreOptions) -> Result<Decision> {
         })),
         Target::Session(record) => {
             if record.branch != opts.branch {
-                return Err(Error::Usage(format!(
-                    "{} belongs to another session (branch '{}', not '{}'): restore into an empty directory",
-                    opts.dir.display(),
-                    record.branch,
-                    opts.branch
-                )));
+                return Err(Error::Usage(
+                    Refusal::AnotherSession,
+                    format!(
+                        "{} belongs to another session (branch '{}', not '{}'): restore into an empty directory",
+                        opts.dir.display(),
+                        record.branch,
+                        opts.branch
+                    ),
+                ));
             }
             if holds_tip(&opts.dir, &record, opts.tip)? {
                 return Ok(Decision::Done(Box::new(RestoreReport {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use gix::bstr::{BString, ByteSlice};
 use gix::config::{Source, path::interpolate};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 
 /// The name used when neither the environment nor the configuration names an identity.
 pub const DEFAULT_NAME: &str = "git-session";
@@ -197,7 +197,7 @@ pub fn signature(
         Some(raw) if !raw.is_empty() => {
             let raw = raw.to_string_lossy();
             parse_date(&raw).ok_or_else(|| {
-                Error::Usage(format!(
+                Error::Usage(Refusal::Invalid, format!(
                     "{prefix}_DATE is not a date git understands: '{raw}' (use e.g. 2026-01-01T12:00:00+02:00 or '@1767225600 +0000')"
                 ))
             })?
@@ -368,7 +368,7 @@ mod tests {
             &env(&[("GIT_AUTHOR_DATE", "yesterday-ish")]),
             now,
         );
-        assert!(matches!(bad, Err(Error::Usage(_))));
+        assert!(matches!(bad, Err(Error::Usage(..))));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use gix::bstr::{BStr, BString};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::repo::operations::{commits_off_branch, stopped_operation};
 use crate::types::{FullSha, SessionBranch};
 
@@ -139,7 +139,7 @@ fn stage_and_commit_in(
 /// secret.
 fn commit_message(opts: &CommitOptions<'_>) -> Result<String> {
     let message = clean_message(opts.message)
-        .ok_or_else(|| Error::Usage("the commit message is empty".into()))?;
+        .ok_or_else(|| Error::Usage(Refusal::Invalid, "the commit message is empty".into()))?;
     if opts.secrets.iter().any(|s| message.contains(s.as_str())) {
         return Err(Error::Integrity(
             "the commit message contains a session token: nothing was committed; write the message \

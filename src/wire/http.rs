@@ -23,7 +23,7 @@ use reqwest::StatusCode;
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::types::RemoteUrl;
 
 /// Where a URL comes from: a value fixed for the process, or a `_FILE` re-read at every use so that a
@@ -51,10 +51,17 @@ impl UrlSource {
             UrlSource::Fixed(url) => url.clone(),
             UrlSource::File { path, var } => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
-                    Error::Usage(format!("cannot read {var} ({}): {e}", path.display()))
+                    Error::Usage(
+                        Refusal::Invalid,
+                        format!("cannot read {var} ({}): {e}", path.display()),
+                    )
                 })?;
-                RemoteUrl::parse(text.trim())
-                    .map_err(|e| Error::Usage(format!("{var} does not hold a valid URL: {e}")))?
+                RemoteUrl::parse(text.trim()).map_err(|e| {
+                    Error::Usage(
+                        Refusal::Invalid,
+                        format!("{var} does not hold a valid URL: {e}"),
+                    )
+                })?
             }
         };
         // A rotated URL's secret is redacted from what the process shows from now on.

@@ -14,7 +14,7 @@ use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::{StreamingPeekableIter, encode};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 use crate::wire::http::{Http, Request, body_error};
 
@@ -163,9 +163,12 @@ pub(crate) fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Cap
         .map(|c| c.value().unwrap_or_default())
         && fmt != "sha1"
     {
-        return Err(Error::Usage(format!(
-            "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
-        )));
+        return Err(Error::Usage(
+            Refusal::Unsupported,
+            format!(
+                "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
+            ),
+        ));
     }
     Ok(caps)
 }
@@ -621,7 +624,10 @@ mod tests {
             b"0000",
         ]
         .concat();
-        assert_err!(read_advertisement(&url(), body.as_slice()), Error::Usage(_));
+        assert_err!(
+            read_advertisement(&url(), body.as_slice()),
+            Error::Usage(..)
+        );
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct Extracted {
     pub symlinks: usize,
     /// Directories created.
     pub dirs: usize,
+    /// The symlinks' targets, when hashing: git reads a symlink's blob to check it (a file it
+    /// hashes), so these blobs are stored locally rather than fetched from the promisor.
+    pub links: Vec<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,6 +294,7 @@ impl Extraction<'_> {
                     h.begin(index_path(target), mode, link.len() as u64);
                     h.update(&link);
                     h.end(None);
+                    self.out.links.push(link);
                 }
                 self.out.symlinks += 1;
             }

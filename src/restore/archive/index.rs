@@ -24,8 +24,16 @@ use crate::fs::tree::Tree;
 /// [`Error::LocalIo`] when the index cannot be written.
 pub fn write(git_dir: &Path, tree: &Tree, mut blobs: Vec<Blob>) -> Result<gix::ObjectId> {
     // Full-path byte order is both the index's order and git's tree order.
+    // A path twice in the archive: the later copy is on disk (as tar does), so it is indexed.
+    // The sort is stable; the kept slot takes the later one's data.
     blobs.sort_by(|a, b| a.path.cmp(&b.path));
-    blobs.dedup_by(|a, b| a.path == b.path);
+    blobs.dedup_by(|later, kept| {
+        let same = later.path == kept.path;
+        if same {
+            std::mem::swap(later, kept);
+        }
+        same
+    });
     let mut state = gix::index::State::new(gix::hash::Kind::Sha1);
     for blob in &blobs {
         let rel = Path::new(std::ffi::OsStr::from_bytes(&blob.path));

@@ -18,7 +18,7 @@ pub use extract::Strip;
 pub use tar_stream::Limits;
 
 use super::{RestoreOptions, RestoreReport, abandon, begin_staging, plan, publish};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::fs::tree::{Kind, Tree};
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::{SessionRecord, Source, now_rfc3339};
@@ -68,11 +68,14 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
         super::Decision::Restore(plan) => plan,
         super::Decision::Done(noop) => return Ok(*noop),
         super::Decision::Boot(template) => {
-            return Err(Error::Usage(format!(
-                "{} holds a template baked at {}: boot it with a git restore (no --from archive)",
-                opts.dir.display(),
-                template.base
-            )));
+            return Err(Error::Usage(
+                Refusal::NotASessionFolder,
+                format!(
+                    "{} holds a template baked at {}: boot it with a git restore (no --from archive)",
+                    opts.dir.display(),
+                    template.base
+                ),
+            ));
         }
     };
     let mut warnings = Vec::new();
@@ -81,7 +84,10 @@ pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Resul
     // A file source is opened before anything is created: a wrong path changes nothing.
     let file = match &archive.source {
         ArchiveSource::File(path) => Some(std::fs::File::open(path).map_err(|e| {
-            Error::Usage(format!("cannot open the archive {}: {e}", path.display()))
+            Error::Usage(
+                Refusal::Invalid,
+                format!("cannot open the archive {}: {e}", path.display()),
+            )
         })?),
         _ => None,
     };
@@ -171,7 +177,7 @@ impl Staged<'_> {
             .remove_all(&tree_rel(opts, &tree))
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
         if opts.read.is_some() {
-            self.promise_history(&target, extracted.blobs)?;
+            self.promise_history(&target, extracted.blobs, &extracted.links)?;
         }
         let record = SessionRecord {
             version: 1,
@@ -226,9 +232,21 @@ impl Staged<'_> {
     /// branch at `TIP_SHA`, shallow there, and `origin` a promisor remote from which plain git
     /// fetches the commit's objects when it needs them. The archive's root tree id is kept for
     /// the check once history is attached ([`attach`]).
-    fn promise_history(&self, target: &Tree, blobs: Vec<blobs::Blob>) -> Result<()> {
+    fn promise_history(
+        &self,
+        target: &Tree,
+        blobs: Vec<blobs::Blob>,
+        links: &[Vec<u8>],
+    ) -> Result<()> {
         let opts = self.opts;
         let root = index::write(self.staging, target, blobs)?;
+        let objects = self.staging.join("objects");
+        let store = gix::odb::loose::Store::at(&objects, gix::hash::Kind::Sha1);
+        for link in links {
+            gix::objs::Write::write_buf(&store, gix::objs::Kind::Blob, link).map_err(|e| {
+                Error::from_chain(format!("writing a blob into {}", objects.display()), &e)
+            })?;
+        }
         layout::write_shallow(self.staging, &[opts.tip.id()])?;
         if self.lease == opts.tip {
             layout::write_ref(self.staging, &opts.branch.tracking_ref(), opts.tip)?;

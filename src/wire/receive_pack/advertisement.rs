@@ -9,7 +9,7 @@ use gix::protocol::transport::client::Capabilities;
 use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::StreamingPeekableIter;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
 use crate::wire::http::{Http, body_error};
 
@@ -137,9 +137,12 @@ fn ref_line(
         if let Some(fmt) = out.get("object-format")
             && fmt != "sha1"
         {
-            return Err(Error::Usage(format!(
-                "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
-            )));
+            return Err(Error::Usage(
+                Refusal::Unsupported,
+                format!(
+                    "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
+                ),
+            ));
         }
     }
     let Some(sp) = refline.iter().position(|b| *b == b' ') else {
@@ -227,7 +230,7 @@ mod tests {
             assert_err!(parse(&url(), body.as_slice(), BRANCH), Error::Protocol(_));
         }
         let sha256 = refs(format!("{COMMIT3} {BRANCH}\0object-format=sha256\n"));
-        assert_err!(parse(&url(), sha256.as_slice(), BRANCH), Error::Usage(_));
+        assert_err!(parse(&url(), sha256.as_slice(), BRANCH), Error::Usage(..));
     }
 
     #[test]
