@@ -166,20 +166,24 @@ impl Extraction<'_> {
             ensure_dirs(self.root, &rel[..rel.len() - 1], path, &mut self.out)?;
             self.checked_parent = Some(parent);
         }
-        let target = PathBuf::from(OsStr::from_bytes(&rel.join(&b'/')));
-        match existing_type(self.root, &target, path)? {
-            Some(prev) if prev != ty => {
-                return Err(unsafe_entry(
-                    path,
-                    format!("it appears twice, as {} and as {}", prev.name(), ty.name()),
-                ));
-            }
-            Some(Type::Dir) => return Ok(None),
+        Ok(Some(PathBuf::from(OsStr::from_bytes(&rel.join(&b'/')))))
+    }
+
+    /// Something is at `target` already (the create said so: nothing is looked up before it, one
+    /// syscall per member): a member of the same type again is replaced, the later wins, as tar
+    /// does (counted once); another type is refused. `Ok(false)`: a directory already there,
+    /// nothing to create.
+    fn clear(&mut self, path: &[u8], ty: Type, target: &Path) -> Result<bool> {
+        match existing_type(self.root, target, path)? {
+            Some(prev) if prev != ty => Err(unsafe_entry(
+                path,
+                format!("it appears twice, as {} and as {}", prev.name(), ty.name()),
+            )),
+            Some(Type::Dir) => Ok(false),
             Some(prev) => {
-                // The same file or symlink again: the later one wins, as tar does (counted once).
-                self.root.remove_file(&target).map_err(|e| {
+                self.root.remove_file(target).map_err(|e| {
                     Error::io(
-                        format!("replacing {}", self.root.shown(&target).display()),
+                        format!("replacing {}", self.root.shown(target).display()),
                         e,
                     )
                 })?;
@@ -187,10 +191,11 @@ impl Extraction<'_> {
                     Type::File => self.out.files -= 1,
                     _ => self.out.symlinks -= 1,
                 }
+                Ok(true)
             }
-            None => {}
+            // Gone meanwhile: create it.
+            None => Ok(true),
         }
-        Ok(Some(target))
     }
 
     /// How many leading components of `path` to drop. With [`Strip::Auto`] the first member
@@ -249,14 +254,19 @@ impl Extraction<'_> {
         let shown = || root.shown(target);
         match kind {
             Kind::Dir => {
-                root.create_dir(target)
-                    .map_err(|e| create_error(path, &shown(), e))?;
-                self.out.dirs += 1;
+                if self
+                    .made(path, Type::Dir, target, || root.create_dir(target))?
+                    .is_some()
+                {
+                    self.out.dirs += 1;
+                }
             }
             Kind::File { exec } => {
-                let (file, _) = root
-                    .create_file(target, exec)
-                    .map_err(|e| create_error(path, &shown(), e))?;
+                let made =
+                    self.made(path, Type::File, target, || root.create_file(target, exec))?;
+                let Some((file, _)) = made else {
+                    unreachable!("a file is created or refused")
+                };
                 let mode = if exec {
                     gix::index::entry::Mode::FILE_EXECUTABLE
                 } else {
@@ -287,8 +297,10 @@ impl Extraction<'_> {
                 if link.is_empty() || link.contains(&0) {
                     return Err(unsafe_entry(path, "a symlink without a usable target"));
                 }
-                root.symlink(Path::new(OsStr::from_bytes(&link)), target)
-                    .map_err(|e| create_error(path, &shown(), e))?;
+                let contents = Path::new(OsStr::from_bytes(&link));
+                self.made(path, Type::Symlink, target, || {
+                    root.symlink(contents, target)
+                })?;
                 if let Some(h) = &mut self.hashing {
                     let mode = gix::index::entry::Mode::SYMLINK;
                     h.begin(index_path(target), mode, link.len() as u64);
@@ -301,6 +313,32 @@ impl Extraction<'_> {
             Kind::Other(_) => unreachable!("refused by Extraction::place"),
         }
         Ok(())
+    }
+}
+
+impl Extraction<'_> {
+    /// Run `create` for the member `path` at `target`; when something is there already, clear
+    /// it (see [`Extraction::clear`]) and run it once more. `None`: a directory was there.
+    fn made<T>(
+        &mut self,
+        path: &[u8],
+        ty: Type,
+        target: &Path,
+        create: impl Fn() -> std::io::Result<T>,
+    ) -> Result<Option<T>> {
+        let failed = |e| create_error(path, &self.root.shown(target), e);
+        match create() {
+            Ok(made) => Ok(Some(made)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if !self.clear(path, ty, target)? {
+                    return Ok(None);
+                }
+                create()
+                    .map(Some)
+                    .map_err(|e| create_error(path, &self.root.shown(target), e))
+            }
+            Err(e) => Err(failed(e)),
+        }
     }
 }
 
