@@ -118,13 +118,20 @@ impl Tree {
 
     /// Make every missing folder of `rel` (itself included), one component at a time, appending
     /// each made to `made`; `Ok(Some(p))` names the first component that is there but not a
-    /// folder (a symlink among them: never entered).
+    /// folder (a symlink among them: never entered). The first `known` components are folders
+    /// the caller made or checked: not looked at again (a chain of folders each one deeper would
+    /// cost a lookup per level per folder).
     ///
     /// # Errors
     /// A folder could not be made or looked at.
-    pub fn create_dirs(&self, rel: &Path, made: &mut Vec<Made>) -> io::Result<Option<PathBuf>> {
-        let mut at = PathBuf::new();
-        for component in rel.components() {
+    pub fn create_dirs(
+        &self,
+        rel: &Path,
+        known: usize,
+        made: &mut Vec<Made>,
+    ) -> io::Result<Option<PathBuf>> {
+        let mut at: PathBuf = rel.components().take(known).collect();
+        for component in rel.components().skip(known) {
             at.push(component);
             match self.kind(&at)? {
                 Some(Kind::Dir) => {}
@@ -467,7 +474,8 @@ mod tests {
         assert!(tree.create_dir(Path::new("a/d")).is_err());
         assert!(tree.symlink(Path::new("/etc"), Path::new("a/l")).is_err());
         assert_eq!(
-            tree.create_dirs(Path::new("a/b"), &mut Vec::new()).unwrap(),
+            tree.create_dirs(Path::new("a/b"), 0, &mut Vec::new())
+                .unwrap(),
             Some(PathBuf::from("a"))
         );
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
@@ -516,7 +524,10 @@ mod tests {
         let top = tempfile::tempdir().unwrap();
         let tree = Tree::open(top.path()).unwrap();
         let mut made = Vec::new();
-        assert_eq!(tree.create_dirs(Path::new("d/e"), &mut made).unwrap(), None);
+        assert_eq!(
+            tree.create_dirs(Path::new("d/e"), 0, &mut made).unwrap(),
+            None
+        );
         made.push(tree.create_file(Path::new("d/e/f"), false).unwrap().1);
         made.push(tree.create_file(Path::new("g"), true).unwrap().1);
         // Someone replaces `g` with their own file (later than the clock's tick: the inode

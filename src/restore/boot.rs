@@ -493,7 +493,7 @@ fn switch(
     }
     for rel in &moves.gitlinks_new {
         let in_the_way = tree
-            .create_dirs(rel, &mut Vec::new())
+            .create_dirs(rel, 0, &mut Vec::new())
             .map_err(|e| Error::io(format!("creating {}", tree.shown(rel).display()), e))?;
         if let Some(blocker) = in_the_way {
             return Err(Error::conflict(format!(

@@ -153,20 +153,21 @@ impl<'t> Writer<'t> {
         if self.folders.contains(rel) {
             return Ok(());
         }
+        // Folders are made parent first: with the parent made, only the last one is new.
+        let known = match rel.parent() {
+            Some(parent) if self.folders.contains(parent) => rel.components().count() - 1,
+            _ => 0,
+        };
         let in_the_way = self
             .tree
-            .create_dirs(rel, &mut self.made)
+            .create_dirs(rel, known, &mut self.made)
             .map_err(|e| Error::io(format!("creating {}", self.tree.shown(rel).display()), e))?;
         if let Some(blocker) = in_the_way {
             return Err(self.in_the_way(&blocker, "a file where the commit has a folder"));
         }
+        // The set holds every folder above one it holds: stop at the first already there.
         let mut at = rel.to_path_buf();
-        loop {
-            self.folders.insert(at.clone());
-            if !at.pop() {
-                break;
-            }
-        }
+        while self.folders.insert(at.clone()) && at.pop() {}
         Ok(())
     }
 

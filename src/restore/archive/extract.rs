@@ -98,7 +98,7 @@ pub fn extract<R: Read>(
             Strip::Components(n) => Some((n, None)),
             Strip::Auto => None,
         },
-        checked_parent: None,
+        checked_parent: Vec::new(),
         out: Extracted::default(),
         hashing: hash.then(super::blobs::Hashing::start),
     };
@@ -128,8 +128,9 @@ struct Extraction<'a> {
     /// Components to drop, and the top-level folder they are (with [`Strip::Auto`]); decided by
     /// the first member.
     strip: Option<(usize, Option<Vec<u8>>)>,
-    /// The parent (relative, '/'-joined) whose every component was last checked to be a directory.
-    checked_parent: Option<Vec<u8>>,
+    /// The parent (relative, its components) whose every component was last checked to be a
+    /// directory.
+    checked_parent: Vec<Vec<u8>>,
     out: Extracted,
     /// The blob ids of the files and symlinks, hashed beside the extraction (when the index is
     /// to be written: their memory grows with the number of files, as the index does).
@@ -160,11 +161,20 @@ impl Extraction<'_> {
                 format!("{STAGING_DIR} is where git-session builds the git dir"),
             ));
         }
-        // Every ancestor must be a real directory: never write through a link.
-        let parent = rel[..rel.len() - 1].join(&b'/');
-        if !parent.is_empty() && self.checked_parent.as_deref() != Some(parent.as_slice()) {
-            ensure_dirs(self.root, &rel[..rel.len() - 1], path, &mut self.out)?;
-            self.checked_parent = Some(parent);
+        // Every ancestor must be a real directory: never write through a link. Those the last
+        // member's parent shares were checked then: only the rest are looked at, so a chain of
+        // folders each one deeper costs one lookup each, not one per level (2,000 levels: 2
+        // million lookups of paths up to 4 KiB long).
+        let parent = &rel[..rel.len() - 1];
+        if self.checked_parent.as_slice() != parent {
+            let known = self
+                .checked_parent
+                .iter()
+                .zip(parent)
+                .take_while(|(a, b)| a == b)
+                .count();
+            ensure_dirs(self.root, parent, known, path, &mut self.out)?;
+            self.checked_parent = parent.to_vec();
         }
         Ok(Some(PathBuf::from(OsStr::from_bytes(&rel.join(&b'/')))))
     }
@@ -357,10 +367,20 @@ fn existing_type(root: &Tree, rel: &Path, member: &[u8]) -> Result<Option<Type>>
     }
 }
 
-/// Make sure `root/comps…` is a chain of real directories, creating the missing ones.
-fn ensure_dirs(root: &Tree, comps: &[Vec<u8>], path: &[u8], out: &mut Extracted) -> Result<()> {
-    let mut dir = PathBuf::new();
-    for comp in comps {
+/// Make sure `root/comps…` is a chain of real directories, creating the missing ones; the first
+/// `known` were checked already.
+fn ensure_dirs(
+    root: &Tree,
+    comps: &[Vec<u8>],
+    known: usize,
+    path: &[u8],
+    out: &mut Extracted,
+) -> Result<()> {
+    let mut dir: PathBuf = comps[..known]
+        .iter()
+        .map(|c| OsStr::from_bytes(c))
+        .collect();
+    for comp in &comps[known..] {
         dir.push(OsStr::from_bytes(comp));
         match existing_type(root, &dir, path)? {
             Some(Type::Dir) => {}
