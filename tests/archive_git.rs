@@ -188,25 +188,49 @@ fn commits_made_with_plain_git_before_history_is_attached_are_pushed_on_tip() {
 }
 
 /// An archive that is not the commit's tree (here the next commit's tree, which records no commit
-/// id): once history is attached, git-session says so, and git shows the difference as changes.
+/// id, and a file whose content the remote does not have, as `export-subst` makes): once history
+/// is attached, git-session says so in every output's warnings, the index follows the commit
+/// (git can read every object it names: it held the archive's ids, which no one has, and `save`
+/// failed with exit 1), git shows the difference as changes, and `save` commits them.
 #[test]
 fn an_archive_that_differs_from_the_commit_is_said_when_history_is_attached() {
     let r = Restored::new();
-    let next = r.w.git(&r.bare, &["rev-parse", "main"]);
-    let tree = format!("{next}^{{tree}}");
-    let archive = git_archive(&r.w, &r.bare, &tree, None, "other.tar.gz");
+    let scratch = r.w.tmp.path().join("scratch-plain");
+    r.w.git(&scratch, &["checkout", "-q", "main"]);
+    std::fs::write(scratch.join("only-here.txt"), "not on the remote\n").unwrap();
+    let local = r.w.commit_all(&scratch, "never pushed");
+    let archive = git_archive(
+        &r.w,
+        &scratch,
+        &format!("{local}^{{tree}}"),
+        None,
+        "other.tar.gz",
+    );
     let dir = r.w.path("other");
     restore_env(&r.w, &dir, &archive, &r.tip, &[], &[("READ_URL", &r.read)]).assert_code(0);
     let run =
         r.w.run(&dir, &["status", "--json"], &[("READ_URL", &r.read)]);
     run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
     assert!(
-        run.stderr.contains("are not commit") && run.stderr.contains(&r.tip),
+        warnings.contains("are not commit") && warnings.contains(&r.tip),
         "{}",
-        run.stderr
+        run.stdout
     );
-    let changed = r.git(&dir, &["diff", "--cached", "--name-only"]);
-    assert_eq!(changed, "README.md\nlater.txt");
+    assert_eq!(r.git(&dir, &["diff", "--cached", "--name-only"]), "");
+    assert_eq!(
+        r.git(&dir, &["status", "--porcelain"]),
+        " M README.md\n?? later.txt\n?? only-here.txt"
+    );
+    let save = r.w.run(
+        &dir,
+        &["save", "-m", "the archive's difference", "--json"],
+        &[("READ_URL", &r.read), ("PUSH_URL", &r.read)],
+    );
+    save.assert_code(0);
+    let pushed = save.json()["tip"].as_str().unwrap().to_owned();
+    let tree = |rev: &str, at: &Path| r.w.git(at, &["rev-parse", &format!("{rev}^{{tree}}")]);
+    assert_eq!(tree(&pushed, &r.bare), tree(&local, &scratch));
 }
 
 /// The git command a refusal prints, run as printed: `git reset --soft <id>` in the message.

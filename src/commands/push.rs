@@ -22,7 +22,7 @@ pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
     let source = push_source(args)?;
     let (session, _lock) = lock_session(session, args.session_branch.as_deref())?;
     let check_was_off = super::check_hooks(&session);
-    ensure_history(&session)?;
+    let attached = ensure_history(&session)?;
     let pushed =
         push_session(session, &source, "nothing local was touched").map_err(|e| match e {
             Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
@@ -32,7 +32,7 @@ pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
     Ok(Success {
         result: CommandResult::Push(pushed.fields(None)),
         branch: pushed.branch.to_string(),
-        warnings: pushed.warnings.clone(),
+        warnings: [attached, pushed.warnings.clone()].concat(),
         human: pushed.human(),
     })
 }
@@ -53,9 +53,9 @@ pub fn lock_session(session: Session, branch: Option<&str>) -> Result<(Session, 
 ///
 /// # Errors
 /// [`Error::Usage`] when the tree needs history and no `READ_URL` is set; those of the fetch.
-pub fn ensure_history(session: &Session) -> Result<()> {
+pub fn ensure_history(session: &Session) -> Result<Vec<String>> {
     if !crate::restore::archive::attach::needs_history(session) {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?.ok_or_else(|| {
         Error::Usage(Refusal::Missing,

@@ -28,7 +28,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
     let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()))?;
     let (session, _lock) = super::push::lock_session(session, args.push.session_branch.as_deref())?;
     let check_was_off = super::check_hooks(&session);
-    super::push::ensure_history(&session)?;
+    let attached = super::push::ensure_history(&session)?;
     let committed = stage_and_commit(
         &session.workdir,
         &session.record.branch,
@@ -38,7 +38,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
             owner,
         },
     )?;
-    let mut warnings = committed.warnings;
+    let mut warnings = [attached, committed.warnings].concat();
     let human_commit = match committed.commit {
         Some(c) => format!("committed {c}"),
         None => "nothing to commit".to_owned(),

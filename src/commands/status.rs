@@ -101,9 +101,11 @@ enum Changes {
 
 impl<'a> Local<'a> {
     fn gather(session: &'a Session, urls: &Urls) -> Result<Self> {
-        if urls.read.is_some() {
-            super::push::ensure_history(session)?;
-        }
+        let attached = if urls.read.is_some() {
+            super::push::ensure_history(session)?
+        } else {
+            Vec::new()
+        };
         let record = &session.record;
         let has_history = !crate::restore::archive::attach::needs_history(session);
         let repo = open_repo(&session.git_dir)?;
@@ -118,7 +120,7 @@ impl<'a> Local<'a> {
         let lease = known_lease(&repo, &ledger, record.lease, &record.branch, branch_tip)?;
         let base = if lease.is_zero() { record.tip } else { lease };
         let ahead = commits_ahead(&repo, head, base);
-        let mut warnings = urls.warnings.clone();
+        let mut warnings = [attached, urls.warnings.clone()].concat();
         let changes = if has_history {
             pending_changes(session, &mut warnings)?
         } else {

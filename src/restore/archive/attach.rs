@@ -69,7 +69,7 @@ pub fn needs_history(session: &Session) -> bool {
 /// # Errors
 /// Those of the fetch (auth 4, network 5, integrity 6, not found 8); [`Error::Internal`] for local
 /// I/O.
-pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
+pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>> {
     let record = &session.record;
     let http = Http::new()?;
     let pack_dir = session.git_dir.join("objects/pack");
@@ -106,12 +106,16 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
         .map_err(|e| Error::Integrity(format!("commit {} is malformed: {e}", record.tip)))?;
     crate::repo::layout::write_shallow(&session.git_dir, &fetched.shallow)?;
     if let Some(archive_tree) = promised(&session.git_dir)? {
+        let mut warnings = Vec::new();
         if archive_tree != tree {
-            tracing::warn!(
-                "the archive's files are not commit {}'s tree (the archive's tree is {archive_tree}, \
-                 the commit's {tree}): git shows the difference as changes",
+            let differ = reindex_from_head(&repo)?;
+            warnings.push(format!(
+                "the archive's files are not commit {}'s tree (the archive's tree is \
+                 {archive_tree}, the commit's {tree}): the index now follows the commit, so git \
+                 shows the {differ} path(s) that differ as changes, and a save commits them; \
+                 restore from git (without an archive) to have the commit's files",
                 record.tip
-            );
+            ));
         }
         let path = session.git_dir.join(PROMISED);
         std::fs::remove_file(&path)
@@ -120,7 +124,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
             "attached the history of {} to the archive-restored tree",
             record.tip
         );
-        return Ok(());
+        return Ok(warnings);
     }
 
     let mut index = checkout::index_from_tree(
@@ -154,7 +158,47 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<()> {
         "attached the history of {} to the archive-restored tree",
         record.tip
     );
-    Ok(())
+    Ok(Vec::new())
+}
+
+/// The index the restore wrote holds the archive's blob ids, which neither the repository nor
+/// the remote has where the archive is not the commit (`export-subst`, `export-ignore`, a lying
+/// server): git could neither commit nor diff them. It is rebuilt from `HEAD`'s tree (the commit,
+/// or the person's commits on it), keeping the stat data of every entry that is the same, so
+/// the files that differ show as changes. Returns how many paths differ.
+fn reindex_from_head(repo: &gix::Repository) -> Result<usize> {
+    let head = repo
+        .head_commit()
+        .map_err(|e| Error::internal("reading HEAD", e))?;
+    let head_tree = head
+        .tree_id()
+        .map_err(|e| Error::internal("reading HEAD's tree", e))?;
+    let old = repo
+        .open_index()
+        .map_err(|e| Error::internal("reading the index", e))?;
+    let mut kept = std::collections::HashMap::new();
+    for entry in old.entries() {
+        kept.insert(
+            entry.path(&old).to_vec(),
+            (entry.id, entry.mode, entry.stat),
+        );
+    }
+    let mut index = checkout::index_from_tree(
+        repo,
+        &repo.objects,
+        head_tree.detach(),
+        crate::pack::DEFAULT_MAX_TREE_ENTRIES,
+    )?;
+    let mut differ = 0;
+    let (entries, paths) = index.entries_mut_and_pathbacking();
+    for entry in entries {
+        match kept.remove(&entry.path_in(paths)[..]) {
+            Some((id, mode, stat)) if id == entry.id && mode == entry.mode => entry.stat = stat,
+            _ => differ += 1,
+        }
+    }
+    checkout::write_index(&mut index)?;
+    Ok(differ + kept.len())
 }
 
 /// Whether the work-tree file at `path` is exactly the blob `id` with the index `mode`.
