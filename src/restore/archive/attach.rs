@@ -192,7 +192,8 @@ fn reindex_from_head(repo: &gix::Repository) -> Result<usize> {
     let mut differ = 0;
     let (entries, paths) = index.entries_mut_and_pathbacking();
     for entry in entries {
-        match kept.remove(&entry.path_in(paths)[..]) {
+        let path: &[u8] = entry.path_in(paths);
+        match kept.remove(path) {
             Some((id, mode, stat)) if id == entry.id && mode == entry.mode => entry.stat = stat,
             _ => differ += 1,
         }
