@@ -1132,6 +1132,45 @@ fn a_chain_of_nested_folders_extracts_in_bounded_time() {
     assert_eq!(std::fs::read(deepest).unwrap(), b"x\n");
 }
 
+/// An endless stream of empty gzip members inflates to nothing, so no limit on the archive's
+/// bytes stops it (it ran until killed): refused once its compressed bytes outrun what they
+/// inflate to by more than gzip's overhead.
+#[test]
+fn an_endless_stream_of_empty_gzip_members_is_refused() {
+    let w = World::new();
+    let arena = Arena::new(&w, "endless-gzip", &[]);
+    let target = arena.target.to_str().unwrap().to_owned();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_git-session"))
+        .args(["restore", "--json", "--archive", "-", "-C", &target])
+        .current_dir(w.path(""))
+        .env_clear()
+        .envs(w.env())
+        .env("SESSION_BRANCH", BRANCH)
+        .env("TIP_SHA", TIP)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let members = gz(b"").repeat(4096);
+    let feeder = std::thread::spawn(move || while stdin.write_all(&members).is_ok() {});
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("still reading an endless stream of empty gzip members after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert!(stderr.contains("empty members or blocks"), "{stderr}");
+    assert!(!arena.target.exists() || std::fs::read_dir(&arena.target).unwrap().next().is_none());
+}
+
 #[test]
 fn links_devices_and_fifos_are_refused() {
     let w = World::new();

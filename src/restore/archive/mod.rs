@@ -420,8 +420,61 @@ pub(crate) fn unpack(
     tip_hex: &str,
     hash: bool,
 ) -> Result<(extract::Extracted, Option<String>)> {
-    let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(64 * 1024, raw));
-    unpack_tar(gz, tree, archive, tip_hex, hash)
+    let inflated = std::rc::Rc::new(std::cell::Cell::new(0));
+    let input = Deflated {
+        inner: raw,
+        read: 0,
+        inflated: inflated.clone(),
+    };
+    let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(64 * 1024, input));
+    let tar = Inflating { gz, inflated };
+    unpack_tar(tar, tree, archive, tip_hex, hash)
+}
+
+/// Compressed bytes a gzip stream may read beyond what they inflate to: headers, and stored
+/// blocks' 5 bytes per 64 KiB. A stream of empty gzip members or empty deflate blocks inflates
+/// to nothing, endlessly, so no limit on the output would ever stop it.
+const GZIP_SLACK: u64 = 1 << 20;
+
+/// The compressed side of [`unpack`]: counts what it reads and refuses to read on once that
+/// outruns what came out of the decoder ([`Inflating`]) by more than gzip's overhead.
+struct Deflated<R> {
+    inner: R,
+    read: u64,
+    inflated: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Deflated<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let out = self.inflated.get();
+        if self.read > out + out / 64 + GZIP_SLACK {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{} compressed bytes inflated to {out}: a gzip stream of empty members or \
+                     blocks, which could go on forever",
+                    self.read
+                ),
+            ));
+        }
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// The decoder's side of [`unpack`]: counts what it inflates, for [`Deflated`].
+struct Inflating<R: Read> {
+    gz: flate2::read::MultiGzDecoder<BufReader<Deflated<R>>>,
+    inflated: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Inflating<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.gz.read(buf)?;
+        self.inflated.set(self.inflated.get() + n as u64);
+        Ok(n)
+    }
 }
 
 /// [`unpack`] of a tar stream decompressed already; `hash`: compute every file's blob id beside the
