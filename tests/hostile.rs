@@ -805,3 +805,55 @@ fn two_entries_of_one_name_are_refused_and_nothing_is_written() {
         m.assert_refused(name, 6, "two entries named 'a'", 64);
     }
 }
+
+/// A file of the git dir that git reads whole, pointed at `/dev/zero` (or made a FIFO): every
+/// command read it without end (24 GB of memory by `status`) or blocked. Refused at once with
+/// exit 7 naming it; put back, the tree works again.
+#[test]
+fn a_git_dir_file_pointed_at_a_device_is_refused_not_read_forever() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let dir = h.w.path("s");
+    h.restore(&dir, &h.ids[0], &[]).assert_code(0);
+    std::fs::create_dir_all(dir.join(".git/objects/info")).unwrap();
+    std::fs::create_dir_all(dir.join(".git/info")).unwrap();
+    for name in [
+        "shallow",
+        "packed-refs",
+        "HEAD",
+        "config",
+        "config.worktree",
+        "index",
+        "objects/info/alternates",
+        "info/exclude",
+    ] {
+        let path = dir.join(".git").join(name);
+        let kept = dir.join(".git/kept");
+        let had = std::fs::rename(&path, &kept).is_ok();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let run = run_measured(
+            &h.w,
+            &dir,
+            &["status", "--json"],
+            &[],
+            Duration::from_secs(30),
+        );
+        assert_eq!(
+            run.code,
+            Some(7),
+            "{name}: after {:?}: {}",
+            run.wall,
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(name) && run.stderr.contains("not a regular file"),
+            "{}",
+            run.stderr
+        );
+        assert!(run.peak_mib < 64, "{name}: {} MiB", run.peak_mib);
+        std::fs::remove_file(&path).unwrap();
+        if had {
+            std::fs::rename(&kept, &path).unwrap();
+        }
+        h.w.run(&dir, &["status"], &[]).assert_code(0);
+    }
+}

@@ -26,6 +26,43 @@ pub fn open(git_dir: &Path) -> Result<gix::Repository> {
     open_with(git_dir, std::iter::empty::<BString>())
 }
 
+/// The files of a git dir that gix (or git-session) reads whole when present.
+const READ_WHOLE: [&str; 9] = [
+    "HEAD",
+    "config",
+    "config.worktree",
+    "packed-refs",
+    "shallow",
+    "index",
+    "commondir",
+    "objects/info/alternates",
+    "info/exclude",
+];
+
+/// Each of [`READ_WHOLE`] that is there must be (or lead by symlink to) a regular file: one
+/// pointed at `/dev/zero` or a FIFO would be read without end, or block, by every command (a
+/// root boot included). Called before every open.
+///
+/// # Errors
+/// [`Error::Conflict`] (exit 7) naming the file.
+pub fn check_read_files(git_dir: &Path) -> Result<()> {
+    for name in READ_WHOLE {
+        let path = git_dir.join(name);
+        match std::fs::metadata(&path) {
+            Ok(meta) if !meta.is_file() => {
+                return Err(Error::conflict(format!(
+                    "{} is not a regular file (a device, a FIFO or a folder, or a symlink to \
+                     one): git reads it whole, so nothing reads it; put back the file git \
+                     wrote, or remove it if git can do without it",
+                    path.display()
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The repository configuration nothing of which may run or redirect (SPEC rule 8): `[include]`
 /// and `[includeIf]` (not followed anyway: includes are off), every `filter.<driver>` (its
 /// `clean`, `smudge` and `process` commands), and these keys of `[core]`.
@@ -49,6 +86,7 @@ where
     I: IntoIterator<Item = S>,
     S: Into<BString>,
 {
+    check_read_files(git_dir)?;
     // Restore runs as root on trees it hands to their owner (rule 9): gix then opens them with
     // reduced trust (their config cannot make it run anything), which also caps every object at
     // 16 MiB. The cap is lifted; the sizes of what was received are bounded by `PackLimits`.

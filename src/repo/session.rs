@@ -240,6 +240,8 @@ impl Session {
                 ));
             }
         }
+        // Before anything (the pre-push check's config, gix) reads the git dir's files whole.
+        super::check_read_files(&git_dir)?;
         Ok(Session {
             workdir: workdir.to_path_buf(),
             git_dir,

@@ -59,9 +59,11 @@ fn fill(
     if packs == 0 {
         return Err(format!("{} holds no packs", cache_git.display()));
     }
+    // Read as a record (a regular file, capped), never followed to a device that never ends.
     let shallow = cache_git.join("shallow");
-    if shallow.exists() {
-        std::fs::copy(&shallow, staging.join("shallow"))
+    let fix = "the cache is skipped; rebuild it";
+    if let Some(ids) = crate::fs::state::read(&shallow, 1 << 20, fix).map_err(|e| e.to_string())? {
+        std::fs::write(staging.join("shallow"), ids)
             .map_err(|e| format!("copying {}: {e}", shallow.display()))?;
     }
     template.write(staging).map_err(|e| e.to_string())?;
