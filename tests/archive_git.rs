@@ -308,3 +308,35 @@ fn a_plain_git_push_first_thing_in_an_archive_restored_tree_lands_on_tip() {
     assert_eq!(r.w.git(&r.bare, &["rev-parse", &branch]), head);
     assert_eq!(r.w.git(&r.bare, &["rev-parse", &format!("{head}^")]), r.tip);
 }
+
+/// The promise record removed, or replaced by a symlink: the next command says what to do (it
+/// swallowed the record's error and failed with exit 1, "Could not peel reference"), and once
+/// it is gone attaches history all the same: the branch's commit is not here, so it is needed.
+#[test]
+fn a_removed_or_tampered_promise_record_is_said_and_history_still_attached() {
+    let r = Restored::new();
+    let record = ".git/git-session-history-promised";
+    let dir = r.restore("gone");
+    std::fs::remove_file(dir.join(record)).unwrap();
+    let run =
+        r.w.run(&dir, &["status", "--json"], &[("READ_URL", &r.read)]);
+    run.assert_code(0);
+    assert_eq!(r.git(&dir, &["status", "--porcelain"]), "");
+    assert_eq!(r.w.git(&dir, &["rev-parse", "HEAD"]), r.tip);
+
+    let dir = r.restore("linked");
+    std::fs::remove_file(dir.join(record)).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", dir.join(record)).unwrap();
+    let run =
+        r.w.run(&dir, &["status", "--json"], &[("READ_URL", &r.read)]);
+    run.assert_code(7);
+    let message = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains(record) && message.contains("remove it"),
+        "{message}"
+    );
+    std::fs::remove_file(dir.join(record)).unwrap();
+    r.w.run(&dir, &["status", "--json"], &[("READ_URL", &r.read)])
+        .assert_code(0);
+    assert_eq!(r.git(&dir, &["status", "--porcelain"]), "");
+}

@@ -54,7 +54,7 @@ pub fn lock_session(session: Session, branch: Option<&str>) -> Result<(Session, 
 /// # Errors
 /// [`Error::Usage`] when the tree needs history and no `READ_URL` is set; those of the fetch.
 pub fn ensure_history(session: &Session) -> Result<Vec<String>> {
-    if !crate::restore::archive::attach::needs_history(session) {
+    if !crate::restore::archive::attach::needs_history(session)? {
         return Ok(Vec::new());
     }
     let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?.ok_or_else(|| {

@@ -107,7 +107,7 @@ impl<'a> Local<'a> {
             Vec::new()
         };
         let record = &session.record;
-        let has_history = !crate::restore::archive::attach::needs_history(session);
+        let has_history = !crate::restore::archive::attach::needs_history(session)?;
         let repo = open_repo(&session.git_dir)?;
         let head = repo.head_id().ok().map(|id| FullSha::from_id(id.detach()));
         let branch_tip = repo

@@ -52,16 +52,26 @@ fn promised(git_dir: &std::path::Path) -> Result<Option<gix::ObjectId>> {
 }
 
 /// Whether `session` is an archive restore whose history is not here yet: promised (see the
-/// module), or an unborn branch.
-pub fn needs_history(session: &Session) -> bool {
-    session.record.source == Source::Archive
-        && (promised(&session.git_dir).is_ok_and(|p| p.is_some())
-            || open_repo(&session.git_dir).is_ok_and(|repo| {
-                !matches!(
-                    repo.try_find_reference(session.record.branch.full_ref().as_str()),
-                    Ok(Some(_))
-                )
-            }))
+/// module), an unborn branch, or a branch at a commit that is not here (the promise record was
+/// removed).
+///
+/// # Errors
+/// [`Error::Conflict`] when the promise record is not a small regular file (what to do is said).
+pub fn needs_history(session: &Session) -> Result<bool> {
+    if session.record.source != Source::Archive {
+        return Ok(false);
+    }
+    if promised(&session.git_dir)?.is_some() {
+        return Ok(true);
+    }
+    Ok(open_repo(&session.git_dir).is_ok_and(|repo| {
+        match repo.try_find_reference(session.record.branch.full_ref().as_str()) {
+            Ok(Some(mut r)) => r
+                .peel_to_id()
+                .map_or(true, |id| !repo.has_object(id.detach())),
+            _ => true,
+        }
+    }))
 }
 
 /// Fetch `TIP_SHA` at depth 1 from `read`, set the branch, and write the index (see the module).
