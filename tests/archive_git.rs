@@ -340,3 +340,39 @@ fn a_removed_or_tampered_promise_record_is_said_and_history_still_attached() {
         .assert_code(0);
     assert_eq!(r.git(&dir, &["status", "--porcelain"]), "");
 }
+
+/// An archive restore without READ_URL cannot ask the remote, and takes TIP_SHA for the lease: a
+/// new session (no branch on the remote) was then "deleted" to every save, exit 3 blaming another
+/// sandbox. The first push creates it instead — and once another sandbox has, it is stale.
+#[test]
+fn a_new_session_restored_from_an_archive_without_read_url_can_save() {
+    let r = Restored::new();
+    let archive = git_archive(&r.w, &r.bare, &r.tip, None, "unasked.tar.gz");
+    let vars = [("READ_URL", r.read.as_str()), ("PUSH_URL", r.read.as_str())];
+    let mut dirs = Vec::new();
+    for name in ["first", "second"] {
+        let dir = r.w.path(name);
+        restore_env(
+            &r.w,
+            &dir,
+            &archive,
+            &r.tip,
+            &[],
+            &[("SESSION_BRANCH", "sessions/unasked")],
+        )
+        .assert_code(0);
+        std::fs::write(dir.join(format!("{name}.txt")), "work\n").unwrap();
+        dirs.push(dir);
+    }
+    let save =
+        r.w.run(&dirs[0], &["save", "-m", "first work", "--json"], &vars);
+    save.assert_code(0);
+    let tip = save.json()["tip"].as_str().unwrap().to_owned();
+    let remote = r.w.git(&r.bare, &["rev-parse", "sessions/unasked"]);
+    assert_eq!(remote, tip);
+    assert_eq!(r.w.git(&r.bare, &["rev-parse", &format!("{tip}^")]), r.tip);
+    let late =
+        r.w.run(&dirs[1], &["save", "-m", "second work", "--json"], &vars);
+    late.assert_code(3);
+    assert_eq!(r.w.git(&r.bare, &["rev-parse", "sessions/unasked"]), tip);
+}

@@ -230,6 +230,15 @@ impl Attempt<'_> {
                 warnings: Vec::new(),
             });
         }
+        let record = &self.session.record;
+        if remote.is_zero() && record.lease_assumed() {
+            // Never asked: the session is new, and this push creates it (`old` = the zero id,
+            // which receive-pack refuses if another sandbox created it meanwhile).
+            return Ok(LeaseCheck::Send {
+                old: remote,
+                warnings: Vec::new(),
+            });
+        }
         match classify(self.repo, &self.ledger, lease, Some(self.local), remote)? {
             RemoteTip::Own if remote == self.local => {
                 tracing::info!("the remote already has {remote}: an earlier push landed");

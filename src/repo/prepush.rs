@@ -473,7 +473,12 @@ fn check_update(
     if local == remote_tip {
         return Ok(());
     }
-    let state = crate::repo::lease::classify(repo, ledger, record.lease, Some(local), remote_tip)?;
+    let state = if remote_tip.is_zero() && record.lease_assumed() {
+        // Never asked (an archive restore without READ_URL): a new session, created here.
+        RemoteTip::Lease
+    } else {
+        crate::repo::lease::classify(repo, ledger, record.lease, Some(local), remote_tip)?
+    };
     let base = match state {
         RemoteTip::Lease | RemoteTip::Own if remote_tip.is_zero() => record.tip,
         RemoteTip::Lease | RemoteTip::Own | RemoteTip::Ahead => remote_tip,

@@ -67,6 +67,15 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
+    /// The lease was taken for `TIP_SHA` without asking the remote (an archive restore without
+    /// `READ_URL`, and no push since): a remote without the branch is then a new session, not a
+    /// deleted one.
+    pub fn lease_assumed(&self) -> bool {
+        self.source == Source::Archive && self.read_url.is_none() && self.lease == self.tip
+    }
+}
+
+impl SessionRecord {
     /// The record of a git restore (format version 1, restored now by this git-session).
     pub fn of_git_restore(
         branch: SessionBranch,
