@@ -1171,6 +1171,23 @@ fn an_endless_stream_of_empty_gzip_members_is_refused() {
     assert!(!arena.target.exists() || std::fs::read_dir(&arena.target).unwrap().next().is_none());
 }
 
+/// An archive with no files (only `git archive`'s header, or every member cut by
+/// `--strip-components`) restores an empty tree: said in the warnings (it was silent, and the
+/// next save committed the deletion of every file).
+#[test]
+fn an_archive_with_no_files_is_said() {
+    let w = World::new();
+    let empty = gz(&Tar::new().commit_id(TIP).finish());
+    let (run, _) = accepted(&w, "no-files", &empty, &[]);
+    assert_eq!(run.json()["files"], 0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("held no files"), "{warnings}");
+    let (run, _) = accepted(&w, "cut", &with(|_| {}), &["--strip-components", "5"]);
+    assert_eq!(run.json()["files"], 0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("--strip-components 5"), "{warnings}");
+}
+
 #[test]
 fn links_devices_and_fifos_are_refused() {
     let w = World::new();
