@@ -134,7 +134,7 @@ pub struct RestoreArgs {
     #[arg(long, value_enum, value_name = "SOURCE")]
     pub from: Option<From>,
 
-    /// URL of a tar.gz of TIP_SHA, without credentials [env: ARCHIVE_URL]
+    /// URL of a tar.gz of TIP_SHA, without credentials [env: ARCHIVE_URL, or a file: ARCHIVE_URL_FILE]
     #[arg(long, value_name = "URL", conflicts_with = "archive")]
     pub archive_url: Option<String>,
 

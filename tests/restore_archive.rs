@@ -2615,6 +2615,15 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
                 !arena.target.join(".git").exists(),
                 "{point}: .git exists after a kill"
             );
+            // Any other command says what it is, and what to do.
+            let status = w.run(&arena.target, &["status"], &[]);
+            status.assert_code(2);
+            assert!(
+                status.stderr.contains("interrupted restore")
+                    && status.stderr.contains("`git-session restore` there again"),
+                "{point}: {}",
+                status.stderr
+            );
         }
         let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
         run.assert_code(0);

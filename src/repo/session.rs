@@ -227,6 +227,18 @@ impl Session {
                 ),
             ));
         }
+        let staging = workdir.join(crate::names::STAGING_DIR);
+        if found.is_none() && std::fs::symlink_metadata(&staging).is_ok_and(|m| m.is_dir()) {
+            return Err(Error::Usage(
+                Refusal::NotASessionFolder,
+                format!(
+                    "{} holds an interrupted restore ({} is where it was building the git dir): \
+                     run `git-session restore` there again, with the same inputs, to complete it",
+                    workdir.display(),
+                    crate::names::STAGING_DIR
+                ),
+            ));
+        }
         let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
             Error::Usage(Refusal::NotASessionFolder, format!(
                 "{} is not inside a tree restored by git-session (no .git/{RECORD_FILE} there or \
