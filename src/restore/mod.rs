@@ -351,37 +351,7 @@ fn plan(opts: &RestoreOptions) -> Result<Decision> {
             cut_short_big: None,
             interrupted: false,
         })),
-        Target::Session(record) => {
-            if record.branch != opts.branch {
-                return Err(Error::Usage(
-                    Refusal::AnotherSession,
-                    format!(
-                        "{} belongs to another session (branch '{}', not '{}'): restore into an empty directory",
-                        opts.dir.display(),
-                        record.branch,
-                        opts.branch
-                    ),
-                ));
-            }
-            if holds_tip(&opts.dir, &record, opts.tip)? {
-                return Ok(Decision::Done(Box::new(RestoreReport {
-                    branch: record.branch.clone(),
-                    tip: opts.tip,
-                    lease: record.lease,
-                    source: record.source,
-                    noop: true,
-                    files: 0,
-                    warnings: Vec::new(),
-                })));
-            }
-            Err(Error::conflict(format!(
-                "{} already holds session '{}' at a commit that does not descend from {}: \
-                 nothing was changed (move the tree aside to restore afresh)",
-                opts.dir.display(),
-                record.branch,
-                opts.tip
-            )))
-        }
+        Target::Session(record) => plan_session(opts, &record),
         Target::Interrupted(intent) => {
             if intent.branch == opts.branch && intent.tip == opts.tip || opts.force {
                 tracing::info!("resuming an interrupted restore of {}", intent.tip);
@@ -435,6 +405,39 @@ fn plan(opts: &RestoreOptions) -> Result<Decision> {
             }
         }
     }
+}
+
+/// A target holding a session: this one at `TIP_SHA` (or descending from it) is done already.
+fn plan_session(opts: &RestoreOptions, record: &SessionRecord) -> Result<Decision> {
+    if record.branch != opts.branch {
+        return Err(Error::Usage(
+            Refusal::AnotherSession,
+            format!(
+                "{} belongs to another session (branch '{}', not '{}'): restore into an empty directory",
+                opts.dir.display(),
+                record.branch,
+                opts.branch
+            ),
+        ));
+    }
+    if holds_tip(&opts.dir, record, opts.tip)? {
+        return Ok(Decision::Done(Box::new(RestoreReport {
+            branch: record.branch.clone(),
+            tip: opts.tip,
+            lease: record.lease,
+            source: record.source,
+            noop: true,
+            files: 0,
+            warnings: Vec::new(),
+        })));
+    }
+    Err(Error::conflict(format!(
+        "{} already holds session '{}' at a commit that does not descend from {}: \
+         nothing was changed (move the tree aside to restore afresh)",
+        opts.dir.display(),
+        record.branch,
+        opts.tip
+    )))
 }
 
 /// A target holding a template: a bake of the same base is done already; a restore boots it.
