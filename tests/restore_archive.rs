@@ -1139,19 +1139,7 @@ fn a_chain_of_nested_folders_extracts_in_bounded_time() {
 fn an_endless_stream_of_empty_gzip_members_is_refused() {
     let w = World::new();
     let arena = Arena::new(&w, "endless-gzip", &[]);
-    let target = arena.target.to_str().unwrap().to_owned();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_git-session"))
-        .args(["restore", "--json", "--archive", "-", "-C", &target])
-        .current_dir(w.path(""))
-        .env_clear()
-        .envs(w.env())
-        .env("SESSION_BRANCH", BRANCH)
-        .env("TIP_SHA", TIP)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = stdin_restore(&w, &arena.target);
     let mut stdin = child.stdin.take().unwrap();
     let members = gz(b"").repeat(4096);
     let feeder = std::thread::spawn(move || while stdin.write_all(&members).is_ok() {});
@@ -2344,8 +2332,9 @@ fn noisy_archive(n: usize, size: usize, seed: u64) -> Vec<u8> {
     gz(&t.finish())
 }
 
-fn stdin_run(w: &World, target: &Path, input: &[u8]) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_git-session"))
+/// `git-session restore --json --archive - -C target`, started with its stdin a pipe.
+fn stdin_restore(w: &World, target: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_git-session"))
         .args(["restore", "--json", "--archive", "-", "-C"])
         .arg(target)
         .current_dir(w.path(""))
@@ -2357,7 +2346,11 @@ fn stdin_run(w: &World, target: &Path, input: &[u8]) -> Run {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn stdin_run(w: &World, target: &Path, input: &[u8]) -> Run {
+    let mut child = stdin_restore(w, target);
     let mut stdin = child.stdin.take().unwrap();
     let data = input.to_vec();
     let writer = std::thread::spawn(move || {
