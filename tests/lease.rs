@@ -795,3 +795,39 @@ fn a_plain_push_overtaken_by_this_trees_own_save_is_never_called_stale() {
     );
     assert_eq!(s.remote(branch), Some(s.w.git(&a, &["rev-parse", "HEAD"])));
 }
+
+/// A stale tree pushes the owner's commit to another repository still at its lease (a mirror, a
+/// local copy): the check lets that through, and recorded it in the ledger as this tree's — so
+/// its next save took the session on top of the owner's commit (exit 0). Only pushes to the
+/// session's own repository are recorded: the save is stale (exit 3), the remote untouched.
+#[test]
+fn a_push_to_another_repository_does_not_make_the_owners_commit_this_trees() {
+    let s = Setup::new();
+    let branch = "sessions/mirror";
+    let (a, b) = s.two_sandboxes(branch);
+    let owner_tip = s.owner_saves(&a, branch, "a\n");
+    let mirror = s.w.path("mirror.git");
+    s.w.git(
+        s.w.path("").as_path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            s.bare().to_str().unwrap(),
+            mirror.to_str().unwrap(),
+        ],
+    );
+    s.w.git(
+        &mirror,
+        &["update-ref", &format!("refs/heads/{branch}"), &s.ids[1]],
+    );
+    s.shell_git_ok(&b, &["fetch", "-q"]);
+    let refspec = format!("{owner_tip}:refs/heads/{branch}");
+    s.shell_git_ok(&b, &["push", "-q", mirror.to_str().unwrap(), &refspec]);
+    let ledger = std::fs::read_to_string(b.join(".git/git-session-ledger")).unwrap_or_default();
+    assert!(!ledger.contains(&owner_tip), "{ledger}");
+    std::fs::write(b.join("b.txt"), "b\n").unwrap();
+    s.save(&b, "B's work", &[]).assert_code(3);
+    assert_eq!(s.remote(branch).as_deref(), Some(owner_tip.as_str()));
+    assert_eq!(s.remote_state(&b), "moved");
+}

@@ -11,7 +11,11 @@
 //! nothing when it fails. For every push to the session branch's name, whatever the URL (the same
 //! server has many spellings), the hook asks [`crate::repo::lease::classify`] about the remote id,
 //! refuses a stale push (exit 3's words), a deletion, or anything but a fast-forward from the lease
-//! (a force push), and records the new commit in the ledger before git uploads. The race between
+//! (a force push), and — for a push to the session's own repository (`origin`, or a URL naming the
+//! recorded read or push URL's scheme, host, port and path; a host by any name that resolves to
+//! the same address) — records the new commit in the ledger before git uploads. A push elsewhere
+//! (a mirror still at the lease) is checked but never recorded: it would make another sandbox's
+//! commit this tree's own. The race between
 //! the advertisement and the update is closed by receive-pack itself: git sends the advertised id
 //! as the old value, and receive-pack refuses the update if the ref moved.
 //!
@@ -448,8 +452,18 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
     } else {
         "git pushed nothing, and your local commits are kept"
     };
+    // Only a push to the session's own repository is recorded as this tree's: one to another
+    // repository (a mirror, a `file://` copy) still at the lease would otherwise let a stale tree
+    // record another sandbox's commit as its own, and take the session with its next save.
     for (local, remote_tip) in updates {
-        check_update(&repo, &ledger, record, local, remote_tip, nothing)?;
+        check_update(
+            &repo,
+            &ledger,
+            record,
+            (local, remote_tip),
+            !elsewhere,
+            nothing,
+        )?;
     }
     Ok(())
 }
@@ -459,8 +473,8 @@ fn check_update(
     repo: &gix::Repository,
     ledger: &Ledger,
     record: &SessionRecord,
-    local: FullSha,
-    remote_tip: FullSha,
+    (local, remote_tip): (FullSha, FullSha),
+    to_the_session: bool,
     nothing: &str,
 ) -> Result<()> {
     if local.is_zero() {
@@ -518,7 +532,9 @@ fn check_update(
             record.branch
         )));
     }
-    ledger.record(remote_tip, local, "git-push")?;
+    if to_the_session {
+        ledger.record(remote_tip, local, "git-push")?;
+    }
     // Race tests hold a plain push here, past its check, against another sandbox's push.
     crate::failpoint::barrier("after-lease-check");
     tracing::info!(
@@ -537,22 +553,60 @@ fn targets_session(record: &SessionRecord, remote: &str, url: &str) -> bool {
     if remote == "origin" {
         return true;
     }
-    let key = |s: &str| {
-        let u = url::Url::parse(s).ok()?;
-        Some((
-            u.scheme().to_owned(),
-            u.host_str()?.to_ascii_lowercase(),
-            u.port_or_known_default(),
-            u.path().trim_end_matches('/').to_owned(),
-        ))
-    };
-    let Some(dest) = key(url) else {
+    let Some(dest) = Endpoint::of(url) else {
         return false;
     };
     [&record.read_url, &record.push_url]
         .into_iter()
         .flatten()
-        .any(|recorded| key(recorded).as_ref() == Some(&dest))
+        .filter_map(|recorded| Endpoint::of(recorded))
+        .any(|recorded| recorded.same_as(&dest))
+}
+
+/// A URL's repository as a push reaches it: scheme, host, port and path (user names and
+/// passwords ignored, empty path segments dropped; `url` resolves `.` and `..`).
+struct Endpoint {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+    path: Vec<String>,
+}
+
+impl Endpoint {
+    fn of(s: &str) -> Option<Self> {
+        let u = url::Url::parse(s).ok()?;
+        Some(Endpoint {
+            scheme: u.scheme().to_owned(),
+            host: u.host_str()?.to_ascii_lowercase(),
+            port: u.port_or_known_default(),
+            path: u
+                .path()
+                .split('/')
+                .filter(|part| !part.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        })
+    }
+
+    /// The same repository: all equal, the hosts by name or by an address both resolve to
+    /// (`localhost` and `127.0.0.1`), looked up only when all else is equal.
+    fn same_as(&self, other: &Endpoint) -> bool {
+        if (&self.scheme, self.port, &self.path) != (&other.scheme, other.port, &other.path) {
+            return false;
+        }
+        if self.host == other.host {
+            return true;
+        }
+        let addrs = |host: &str| -> Vec<std::net::IpAddr> {
+            use std::net::ToSocketAddrs as _;
+            (host.trim_matches(['[', ']']), self.port.unwrap_or(0))
+                .to_socket_addrs()
+                .map(|a| a.map(|a| a.ip()).collect())
+                .unwrap_or_default()
+        };
+        let theirs = addrs(&other.host);
+        addrs(&self.host).iter().any(|ip| theirs.contains(ip))
+    }
 }
 
 /// The git dir holding the session record for a hook run in `cwd`: `GIT_DIR` when git set it,
@@ -641,6 +695,15 @@ mod tests {
             "https://git.example.com/someone/repo.git"
         ));
         assert!(!targets_session(&r, "fork", "git@github.com:org/repo.git"));
+        // The same server by another name: the same repository; another path or a local copy:
+        // not (pushes there are checked, never recorded as this tree's).
+        let r = record(Some("http://127.0.0.1:8080/r.git"), None);
+        assert!(targets_session(&r, "x", "http://u@localhost:8080//r.git"));
+        assert!(targets_session(&r, "x", "http://127.0.0.1:8080/a/../r.git"));
+        assert!(!targets_session(&r, "x", "http://localhost:8080/p2.git"));
+        assert!(!targets_session(&r, "x", "http://localhost:8081/r.git"));
+        assert!(!targets_session(&r, "x", "file:///srv/r.git"));
+        assert!(!targets_session(&r, "x", "/srv/r.git"));
     }
 
     #[test]
