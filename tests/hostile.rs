@@ -825,10 +825,15 @@ fn a_git_dir_file_pointed_at_a_device_is_refused_not_read_forever() {
         "index",
         "objects/info/alternates",
         "info/exclude",
+        "info/attributes",
+        "hooks/pre-push",
+        "refs/heads/sessions/h",
+        "refs/remotes/origin/sessions/h",
     ] {
         let path = dir.join(".git").join(name);
         let kept = dir.join(".git/kept");
         let had = std::fs::rename(&path, &kept).is_ok();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
         let run = run_measured(
             &h.w,

@@ -27,10 +27,12 @@ pub fn open(git_dir: &Path) -> Result<gix::Repository> {
 }
 
 /// The files of a git dir that gix (or git-session) reads whole when present.
-const READ_WHOLE: [&str; 9] = [
+const READ_WHOLE: [&str; 11] = [
     "HEAD",
     "config",
     "config.worktree",
+    "info/attributes",
+    "hooks/pre-push",
     "packed-refs",
     "shallow",
     "index",
@@ -46,7 +48,18 @@ const READ_WHOLE: [&str; 9] = [
 /// # Errors
 /// [`Error::Conflict`] (exit 7) naming the file.
 pub fn check_read_files(git_dir: &Path) -> Result<()> {
-    for name in READ_WHOLE {
+    check_regular_files(git_dir, READ_WHOLE.iter().copied())
+}
+
+/// [`check_read_files`] for `names` (relative to `git_dir`), e.g. the session branch's refs.
+///
+/// # Errors
+/// [`Error::Conflict`] (exit 7) naming the file.
+pub fn check_regular_files<'a>(
+    git_dir: &Path,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<()> {
+    for name in names {
         let path = git_dir.join(name);
         match std::fs::metadata(&path) {
             Ok(meta) if !meta.is_file() => {

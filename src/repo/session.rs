@@ -263,6 +263,8 @@ impl Session {
         }
         // Before anything (the pre-push check's config, gix) reads the git dir's files whole.
         super::check_read_files(&git_dir)?;
+        let refs = [record.branch.full_ref(), record.branch.tracking_ref()];
+        super::check_regular_files(&git_dir, refs.iter().map(String::as_str))?;
         Ok(Session {
             workdir: workdir.to_path_buf(),
             git_dir,
