@@ -1176,6 +1176,32 @@ fn an_archive_with_no_files_is_said() {
     assert!(warnings.contains("--strip-components 5"), "{warnings}");
 }
 
+/// Pax headers are data too: 300 of 1 MiB each (a million were accepted, a TiB to inflate, as
+/// only members' data counted towards --max-bytes) are refused past 256 MiB in all.
+#[test]
+fn a_flood_of_pax_headers_is_bounded() {
+    let w = World::new();
+    let path = w.path("archives/pax-flood.tar.gz");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    {
+        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+        gz.write_all(&base().unterminated()).unwrap();
+        let filler = vec![b'a'; (1 << 20) - 64];
+        let header = Tar::new().pax(b'x', &[("comment", &filler)]).unterminated();
+        for _ in 0..300 {
+            gz.write_all(&header).unwrap();
+        }
+        gz.write_all(&Tar::new().file(&p("x"), b"x\n").finish())
+            .unwrap();
+        gz.finish().unwrap().flush().unwrap();
+    }
+    let arena = Arena::new(&w, "pax-flood", &[]);
+    let run = restore_file(&w, &arena.target, &path, TIP, &[]);
+    assert_failed(&run, 6);
+    assert!(run.stderr.contains("extension headers"), "{}", run.stderr);
+}
+
 #[test]
 fn links_devices_and_fifos_are_refused() {
     let w = World::new();

@@ -447,7 +447,7 @@ pub(crate) fn unpack(
 /// `gzip -1` grows 5%): headers and the decoder's read-ahead. A stream of empty gzip members
 /// or empty deflate blocks inflates to nothing, endlessly, so no limit on the output would ever
 /// stop it.
-const GZIP_SLACK: u64 = 1 << 20;
+const GZIP_SLACK: u64 = 256 << 10;
 
 /// The compressed side of [`unpack`]: counts what it reads and refuses to read on once that
 /// outruns what came out of the decoder ([`Inflating`]) by more than gzip's overhead.

@@ -39,6 +39,9 @@ impl Default for Limits {
     }
 }
 
+/// Bytes of extension headers (pax, GNU long names) an archive may hold in all.
+const EXTENSION_TOTAL: u64 = 256 << 20;
+
 /// The kind of a member, from its type flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
@@ -71,6 +74,8 @@ pub struct TarStream<R> {
     limits: Limits,
     entries: u64,
     total: u64,
+    /// Bytes of pax and GNU long-name headers' data.
+    headers: u64,
     /// Data of the current member not yet read, and its padding.
     pending: u64,
     padding: u64,
@@ -126,6 +131,7 @@ impl<R: Read> TarStream<R> {
             limits,
             entries: 0,
             total: 0,
+            headers: 0,
             pending: 0,
             padding: 0,
             commit_id: None,
@@ -157,6 +163,17 @@ impl<R: Read> TarStream<R> {
             return Err(corrupt(format!(
                 "a {what} header of {size} bytes exceeds the limit of {} bytes (--max-header-bytes)",
                 self.limits.header_bytes
+            )));
+        }
+        // Headers are data too: a flood of them (a million of 1 MiB each) is bounded like files,
+        // and by far less in all (git archive writes a few hundred bytes per long path).
+        self.headers = self.headers.saturating_add(size);
+        self.total = self.total.saturating_add(size);
+        let cap = EXTENSION_TOTAL.max(self.limits.header_bytes);
+        if self.headers > cap || self.total > self.limits.total_bytes {
+            return Err(corrupt(format!(
+                "more than {} bytes of extension headers, or of data with them (--max-bytes)",
+                cap.min(self.limits.total_bytes)
             )));
         }
         // Grown as the bytes arrive: the size is the header's claim, and the limit may be raised.
