@@ -234,8 +234,13 @@ impl Classified {
                 // The same question as a push's step 2: a tip that merely reached HEAD (a pull or
                 // reset to another sandbox's work) is still someone else's session.
                 let ledger = Ledger::new(&local.session.git_dir);
-                let state =
-                    crate::repo::lease::classify(repo, &ledger, local.lease, local.branch_tip, rt)?;
+                let state = if rt.is_zero() && local.session.record.lease_assumed() {
+                    // Never asked (an archive restore without READ_URL): a new session, as the
+                    // push decides.
+                    RemoteTip::Lease
+                } else {
+                    crate::repo::lease::classify(repo, &ledger, local.lease, local.branch_tip, rt)?
+                };
                 Some((rt, state))
             }
             None => None,
