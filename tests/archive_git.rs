@@ -364,6 +364,8 @@ fn a_new_session_restored_from_an_archive_without_read_url_can_save() {
         std::fs::write(dir.join(format!("{name}.txt")), "work\n").unwrap();
         dirs.push(dir);
     }
+    let status = r.w.run(&dirs[0], &["status", "--remote", "--json"], &vars);
+    assert_eq!(status.json()["remote_state"], "lease", "{}", status.stdout);
     let save =
         r.w.run(&dirs[0], &["save", "-m", "first work", "--json"], &vars);
     save.assert_code(0);
