@@ -157,8 +157,7 @@ impl Tree {
     /// # Errors
     /// `AlreadyExists` when anything is at `rel`; others from `openat2`.
     pub fn create_file(&self, rel: &Path, executable: bool) -> io::Result<(std::fs::File, Made)> {
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
-        let file = self.open_in(rel, flags, if executable { 0o777 } else { 0o666 })?;
+        let file = self.create_new(rel, executable)?;
         let meta = file.metadata()?;
         use std::os::unix::fs::MetadataExt as _;
         let made = Made {
@@ -169,6 +168,15 @@ impl Tree {
             dir: false,
         };
         Ok((file, made))
+    }
+
+    /// [`Tree::create_file`] for a caller that undoes nothing (no [`Made`], one `fstat` fewer).
+    ///
+    /// # Errors
+    /// As [`Tree::create_file`].
+    pub fn create_new(&self, rel: &Path, executable: bool) -> io::Result<std::fs::File> {
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
+        self.open_in(rel, flags, if executable { 0o777 } else { 0o666 })
     }
 
     /// The metadata of `rel`, not following a symlink there.

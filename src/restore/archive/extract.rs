@@ -272,9 +272,8 @@ impl Extraction<'_> {
                 }
             }
             Kind::File { exec } => {
-                let made =
-                    self.made(path, Type::File, target, || root.create_file(target, exec))?;
-                let Some((file, _)) = made else {
+                let made = self.made(path, Type::File, target, || root.create_new(target, exec))?;
+                let Some(file) = made else {
                     unreachable!("a file is created or refused")
                 };
                 let mode = if exec {
