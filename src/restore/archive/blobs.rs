@@ -45,6 +45,16 @@ struct Batch {
     data: Vec<u8>,
 }
 
+impl Batch {
+    /// An empty batch with room for a whole one (the last `update` may pass `BATCH` by a chunk).
+    fn with_room() -> Self {
+        Batch {
+            ops: Vec::with_capacity(4096 + 64),
+            data: Vec::with_capacity(BATCH + (64 << 10)),
+        }
+    }
+}
+
 /// The bytes a batch collects before it is sent.
 const BATCH: usize = 256 << 10;
 /// Batches in flight between the extraction and the hashing thread.
@@ -53,6 +63,9 @@ const IN_FLIGHT: usize = 4;
 /// The hashing thread and the entries whose ids it computes, in order.
 pub struct Hashing {
     tx: Option<SyncSender<Batch>>,
+    /// Batches the thread is done with, emptied, to fill again: a new 256 KiB buffer per batch
+    /// was a fresh mapping (page faults, zeroed pages) and a realloc chain every time.
+    back: Receiver<Batch>,
     thread: Option<JoinHandle<Vec<gix::ObjectId>>>,
     batch: Batch,
     entries: Vec<(
@@ -66,14 +79,16 @@ impl Hashing {
     /// Start the thread.
     pub fn start() -> Self {
         let (tx, rx) = sync_channel(IN_FLIGHT);
+        let (back_tx, back) = sync_channel(IN_FLIGHT + 1);
         let thread = std::thread::Builder::new()
             .name("blob-ids".into())
-            .spawn(move || hash_all(&rx))
+            .spawn(move || hash_all(&rx, &back_tx))
             .ok();
         Hashing {
             tx: Some(tx),
+            back,
             thread,
-            batch: Batch::default(),
+            batch: Batch::with_room(),
             entries: Vec::new(),
         }
     }
@@ -105,7 +120,8 @@ impl Hashing {
     }
 
     fn send(&mut self) {
-        let batch = std::mem::take(&mut self.batch);
+        let next = self.back.try_recv().unwrap_or_else(|_| Batch::with_room());
+        let batch = std::mem::replace(&mut self.batch, next);
         // A thread that could not start (or died) is found by `finish`.
         if let Some(tx) = &self.tx
             && tx.send(batch).is_err()
@@ -158,12 +174,12 @@ impl Drop for Hashing {
 }
 
 /// The thread: a blob id per `Begin … End`, until the sender is gone.
-fn hash_all(rx: &Receiver<Batch>) -> Vec<gix::ObjectId> {
+fn hash_all(rx: &Receiver<Batch>, back: &SyncSender<Batch>) -> Vec<gix::ObjectId> {
     let mut ids = Vec::new();
     let mut hasher = sha1::Sha1::new();
-    while let Ok(batch) = rx.recv() {
+    while let Ok(mut batch) = rx.recv() {
         let mut at = 0;
-        for op in batch.ops {
+        for op in batch.ops.drain(..) {
             match op {
                 Op::Begin(size) => {
                     hasher = sha1::Sha1::new();
@@ -179,6 +195,9 @@ fn hash_all(rx: &Receiver<Batch>) -> Vec<gix::ObjectId> {
                 }
             }
         }
+        batch.data.clear();
+        // Full (the extraction made new ones meanwhile) or gone: dropped.
+        let _ = back.try_send(batch);
     }
     ids
 }
