@@ -11,6 +11,7 @@ use gix::bstr::{BStr, ByteSlice as _};
 
 use crate::error::Error;
 use crate::types::{FullSha, Owner, RemoteUrl, SessionBranch};
+use crate::wire::http::Protocol;
 
 /// A target's function: it panics when an invariant does not hold for the input.
 pub type Target = fn(&[u8]);
@@ -65,11 +66,14 @@ pub fn upload_pack(data: &[u8]) {
         return;
     };
     let url = url();
-    match which % 3 {
-        0 => match up::read_advertisement(&url, body) {
-            Ok(caps) => {
+    match which % 4 {
+        0 => match up::read_advertisement(&url, body, Protocol::Auto, BRANCH_REF) {
+            Ok(up::Server::V2(caps)) => {
                 let format = caps.capability("object-format").map(|c| c.value());
                 assert!(format.is_none_or(|v| v.unwrap_or_default() == "sha1"));
+            }
+            Ok(up::Server::V0 { refs, .. }) => {
+                assert!(refs.get("object-format").is_none_or(|v| v == "sha1"));
             }
             Err(e) => assert!(
                 matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(..)),
@@ -93,11 +97,21 @@ pub fn upload_pack(data: &[u8]) {
                 ),
             }
         }
-        _ => fetch(&url, body),
+        2 => fetch(&url, body, None),
+        _ => fetch(&url, body, Some(v0_server())),
     }
 }
 
-fn fetch(url: &RemoteUrl, body: &[u8]) {
+const BRANCH_REF: &str = "refs/heads/sessions/abc";
+
+/// A protocol v0 server as git's http-backend advertises itself (side-band-64k, shallow).
+fn v0_server() -> crate::wire::upload_pack::Server {
+    let adv = include_bytes!("../tests/fixtures/wire/v0-advertisement.response");
+    crate::wire::upload_pack::read_advertisement(&url(), &adv[..], Protocol::Auto, BRANCH_REF)
+        .expect("the recorded v0 advertisement")
+}
+
+fn fetch(url: &RemoteUrl, body: &[u8], v0: Option<crate::wire::upload_pack::Server>) {
     use crate::wire::upload_pack as up;
     let dir = scratch();
     let want = up::Want {
@@ -110,7 +124,13 @@ fn fetch(url: &RemoteUrl, body: &[u8]) {
         base: None,
         observer: None,
     };
-    match up::read_fetch(url, body, want, &AtomicBool::new(false)) {
+    let fetched = match &v0 {
+        Some(up::Server::V0 { refs, .. }) => {
+            up::read_fetch_v0(url, body, refs, want, &AtomicBool::new(false))
+        }
+        _ => up::read_fetch(url, body, want, &AtomicBool::new(false)),
+    };
+    match fetched {
         Ok(fetched) => {
             let left = names_in(dir.path());
             match &fetched.pack_path {
@@ -144,7 +164,7 @@ fn fetch(url: &RemoteUrl, body: &[u8]) {
 /// The receive-pack answers: the first byte picks the ref advertisement, the report-status in
 /// side-band or the plain one. A push counts as done only on `unpack ok` and `ok <branch>`.
 pub fn receive_pack(data: &[u8]) {
-    use crate::wire::receive_pack::{advertisement, report};
+    use crate::wire::{advertisement, receive_pack::report};
     let Some((&which, body)) = data.split_first() else {
         return;
     };

@@ -705,28 +705,66 @@ fn tls_with_test_ca_works_and_untrusted_ca_is_refused() {
 }
 
 #[test]
-fn server_without_protocol_v2_is_refused_clearly() {
+fn a_server_without_protocol_v2_is_fetched_from_over_v0_unless_v2_is_forced() {
     let w = World::new();
     let ids = fixture(&w);
     let srv = GitServer::start(&w.srv(), None);
     srv.knobs
         .v0_only
         .store(true, std::sync::atomic::Ordering::SeqCst);
+    let url = srv.url("repo.git", None);
+    let run = restore(&w, &w.path("s"), &url, "s", &ids[1], &[]);
+    run.assert_code(0);
+    assert_restored(&w, &w.path("s"), "s", &ids[1]);
+    // A ref advertisement and one stateless fetch: no ls-refs (the advertisement has the refs).
+    let log = srv.log();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(
+        log[1].body.windows(9).any(|x| x == b"deepen 1\n"),
+        "{log:?}"
+    );
+    assert!(
+        !log.iter()
+            .any(|e| String::from_utf8_lossy(&e.body).contains("command="))
+    );
+
+    srv.clear_log();
     let run = restore(
         &w,
-        &w.path("s"),
-        &srv.url("repo.git", None),
-        "s",
+        &w.path("t"),
+        &url,
+        "t",
         &ids[1],
-        &[],
+        &[("GIT_SESSION_PROTOCOL", "2")],
     );
     run.assert_code(5);
     assert!(
-        run.stderr.contains("does not speak git protocol v2"),
+        run.stderr.contains("does not speak git protocol v2")
+            && run.stderr.contains("GIT_SESSION_PROTOCOL=2"),
         "{}",
         run.stderr
     );
     assert_eq!(srv.log().len(), 1, "a protocol error was retried");
+    let t = w.path("t");
+    assert!(
+        !t.exists() || std::fs::read_dir(&t).unwrap().count() == 0,
+        "the refused restore wrote into the target"
+    );
+
+    let run = restore(
+        &w,
+        &w.path("u"),
+        &url,
+        "u",
+        &ids[1],
+        &[("GIT_SESSION_PROTOCOL", "3")],
+    );
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("GIT_SESSION_PROTOCOL"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

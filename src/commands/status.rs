@@ -197,7 +197,7 @@ fn ask_remote(urls: &Urls, session: &Session) -> Result<FullSha> {
     })?;
     let http = Http::new()?;
     let tip = http.with_retries(source, "looking up the session branch", |url| {
-        let caps = fetch::handshake(&http, url)?;
+        let caps = fetch::handshake(&http, url, &session.record.branch)?;
         fetch::ls_ref(&http, url, &caps, &session.record.branch)
     })?;
     Ok(tip.unwrap_or_else(FullSha::zero))

@@ -26,8 +26,9 @@ use crate::pack::generate as pack;
 use crate::repo::lease::{Ledger, RemoteTip, classify, known_lease, stale};
 use crate::repo::session::Session;
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
+use crate::wire::advertisement;
 use crate::wire::http::{Http, UrlSource};
-use crate::wire::receive_pack::{self, advertisement, report};
+use crate::wire::receive_pack::{self, report};
 
 /// What a push did.
 #[derive(Debug, Clone)]

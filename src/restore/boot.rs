@@ -84,7 +84,9 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         move || Survey::of(&workdir, &git_dir, base, max_entries)
     });
     let http = Http::new()?;
-    let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
+    let caps = http.with_retries(read, "connecting", |url| {
+        fetch::handshake(&http, url, &opts.branch)
+    })?;
     let (lease, mut warnings, shallow) =
         fetch_checked(opts, template, &git_dir, &http, read, &caps)?;
     crate::failpoint::hit("after-fetch");
@@ -195,7 +197,7 @@ fn fetch_checked(
     git_dir: &Path,
     http: &Http,
     read: &crate::wire::http::UrlSource,
-    caps: &fetch::Capabilities,
+    caps: &fetch::Server,
 ) -> Result<Fetched> {
     let pack_dir = git_dir.join("objects/pack");
     let packs = super::verify::list(&pack_dir);
@@ -245,7 +247,7 @@ fn fetch_difference(
     opts: &RestoreOptions,
     template: &TemplateRecord,
     git_dir: &Path,
-    (http, read, caps): (&Http, &crate::wire::http::UrlSource, &fetch::Capabilities),
+    (http, read, caps): (&Http, &crate::wire::http::UrlSource, &fetch::Server),
     use_base: bool,
 ) -> Result<Fetched> {
     let repo = crate::repo::open(git_dir)?;

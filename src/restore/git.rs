@@ -48,7 +48,9 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         Error::Usage(Refusal::Missing, "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
     })?;
     let http = Http::new()?;
-    let caps = http.with_retries(read, "connecting", |url| fetch::handshake(&http, url))?;
+    let caps = http.with_retries(read, "connecting", |url| {
+        fetch::handshake(&http, url, &opts.branch)
+    })?;
     let staging = begin_staging(opts, &plan)?;
     // The one handle every write into the tree goes through (SPEC rule 7).
     let tree = Tree::open(&opts.dir)
@@ -85,7 +87,7 @@ struct Run<'a> {
     plan: &'a super::Plan,
     read: &'a crate::wire::http::UrlSource,
     http: &'a Http,
-    caps: &'a fetch::Capabilities,
+    caps: &'a fetch::Server,
     staging: &'a std::path::Path,
     tree: &'a Tree,
     read_url: crate::types::RemoteUrl,

@@ -78,9 +78,45 @@ impl UrlSource {
 /// [`Http::send_upload`].
 pub const MIN_UPLOAD_BYTES_PER_SEC: u64 = 16 * 1024;
 
+/// Which upload-pack protocol a fetch speaks (`GIT_SESSION_PROTOCOL`, `gitprotocol-v2`,
+/// `gitprotocol-pack`): v2 when the server answers `version 2`, else v0/v1; or one forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Ask for v2 (`Git-Protocol: version=2`) and speak what the server answers.
+    Auto,
+    /// Ask for nothing: the ref advertisement of v0/v1.
+    V0,
+    /// v2 only: a server answering v0/v1 is refused.
+    V2,
+}
+
+impl Protocol {
+    /// `GIT_SESSION_PROTOCOL`: unset or empty is [`Protocol::Auto`], `0` or `1` is v0, `2` v2.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] (exit 2) for another value.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("GIT_SESSION_PROTOCOL").as_deref() {
+            Err(_) | Ok("") => Ok(Protocol::Auto),
+            Ok("0" | "1") => Ok(Protocol::V0),
+            Ok("2") => Ok(Protocol::V2),
+            Ok(other) => Err(Error::Usage(
+                Refusal::Invalid,
+                format!(
+                    "GIT_SESSION_PROTOCOL is '{}': it must be 0 (protocol v0/v1), 2 (v2) or unset \
+                     (v2 when the server speaks it)",
+                    other.escape_debug()
+                ),
+            )),
+        }
+    }
+}
+
 /// One HTTP client for the whole process, with the retry policy.
 pub struct Http {
     client: Client,
+    /// The upload-pack protocol to speak (`GIT_SESSION_PROTOCOL`).
+    pub protocol: Protocol,
     /// How long a read may stall (`GIT_SESSION_READ_TIMEOUT_MS`, 60 s).
     read_timeout: Duration,
     retry: ExponentialBuilder,
@@ -102,7 +138,8 @@ impl Http {
     /// system store, bundled Mozilla roots when neither has any; proxies from `HTTPS_PROXY`/`NO_PROXY`.
     ///
     /// # Errors
-    /// [`Error::Internal`] when the TLS configuration or client cannot be built.
+    /// [`Error::Internal`] when the TLS configuration or client cannot be built; [`Error::Usage`]
+    /// for a `GIT_SESSION_PROTOCOL` that is not one.
     pub fn new() -> Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut roots = rustls::RootCertStore::empty();
@@ -156,6 +193,7 @@ impl Http {
             .with_jitter();
         Ok(Http {
             client,
+            protocol: Protocol::from_env()?,
             read_timeout,
             retry,
             succeeded_once: AtomicBool::new(false),

@@ -7,6 +7,7 @@
 //! server sends, every size bounded, every text from the server shown only through
 //! [`crate::redact`].
 
+pub mod advertisement;
 pub mod http;
 pub mod receive_pack;
 pub mod upload_pack;

@@ -87,7 +87,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
         .map_err(|e| Error::io(format!("creating {}", pack_dir.display()), e))?;
     let interrupt = AtomicBool::new(false);
     let fetched = http.with_retries(read, "fetching the restored commit's history", |url| {
-        let caps = fetch::handshake(&http, url)?;
+        let caps = fetch::handshake(&http, url, &record.branch)?;
         fetch::fetch_pack(
             &http,
             url,

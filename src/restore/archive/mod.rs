@@ -129,7 +129,7 @@ fn look_up_lease(
         return Ok((opts.tip, false));
     };
     let (remote, filter) = http.with_retries(read, "looking up the session branch", |url| {
-        let caps = fetch::handshake(http, url)?;
+        let caps = fetch::handshake(http, url, &opts.branch)?;
         let filter = fetch::fetch_supports(&caps, "filter");
         Ok((fetch::ls_ref(http, url, &caps, &opts.branch)?, filter))
     })?;

@@ -1,9 +1,8 @@
 //! The receive-pack client's wire half (`gitprotocol-http` "Smart Service git-receive-pack",
-//! `gitprotocol-pack` "Pushing Data To a Server"): read the ref advertisement ([`advertisement`]),
+//! `gitprotocol-pack` "Pushing Data To a Server"): read the ref advertisement ([`crate::wire::advertisement`]),
 //! send the request — the ref update and the pack — ([`send`]), read the report ([`report`]).
 //! Deciding what to push is the write path's ([`crate::push`]).
 
-pub mod advertisement;
 pub mod report;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};

@@ -1,10 +1,17 @@
-//! A smart-HTTP protocol v2 upload-pack client: one ref looked up, one commit fetched.
+//! A smart-HTTP upload-pack client: one ref looked up, one commit fetched, over protocol v2 or,
+//! from a server that speaks nothing newer, v0/v1 ([`v0`]).
 //!
 //! Follows git's `gitprotocol-http` ("Smart Clients": `GET $GIT_URL/info/refs?service=git-upload-pack`
 //! with `Git-Protocol: version=2`, then `POST $GIT_URL/git-upload-pack`) and `gitprotocol-v2`
 //! (`ls-refs` with `ref-prefix`, `fetch` with `want`, `deepen`, `done`; response sections
-//! `shallow-info` and `packfile` with side-band). Pkt-lines are read and written with gix-packetline;
-//! the pack is indexed as it streams in ([`crate::pack::receive()`], on gix-pack).
+//! `shallow-info` and `packfile` with side-band). A server that answers the first request with a
+//! ref advertisement instead of `version 2` speaks v0/v1: the branch comes from that
+//! advertisement and the fetch is one stateless request ([`v0`]). Pkt-lines are read and written
+//! with gix-packetline; the pack is indexed as it streams in ([`crate::pack::receive()`], on
+//! gix-pack).
+
+mod lines;
+pub mod v0;
 
 use std::io::Read;
 use std::path::Path;
@@ -14,19 +21,52 @@ use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::{StreamingPeekableIter, encode};
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 
+pub use self::lines::MAX_SECTION_BYTES;
+use self::lines::{AGENT, for_each_line, pkt_err, read_section, upload_pack_error};
 use crate::error::{Error, Refusal, Result};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
-use crate::wire::http::{Http, Request, body_error};
-
-const AGENT: &str = concat!("git-session/", env!("CARGO_PKG_VERSION"));
+use crate::wire::advertisement::{self, Advertised, Service};
+use crate::wire::http::{Http, Protocol, Request, body_error};
 
 /// The capabilities a protocol v2 server advertised (`gitprotocol-v2` "Capability
 /// Advertisement"): gix's own, one capability a line, `name` or `name=value`.
 pub use gix::protocol::transport::client::Capabilities;
 
-/// Whether the server's `fetch` command supports `feature` (e.g. `shallow`, from `fetch=shallow`).
-/// Whether the server's `fetch` command takes `feature` (e.g. `filter`).
-pub fn fetch_supports(caps: &Capabilities, feature: &str) -> bool {
+/// What the server answered the first request with: protocol v2's capabilities, or a v0/v1 ref
+/// advertisement (its capabilities, the session branch, the tipped ids).
+#[derive(Debug)]
+pub enum Server {
+    /// `version 2` and its capabilities.
+    V2(Capabilities),
+    /// A ref advertisement, read for `branch` (a full ref name).
+    V0 {
+        /// What it advertised.
+        refs: Advertised,
+        /// The ref whose id [`Advertised::tip`] holds.
+        branch: String,
+    },
+}
+
+impl Server {
+    /// The protocol version spoken: 2, or 0 for v0/v1.
+    pub fn version(&self) -> u8 {
+        match self {
+            Server::V2(_) => 2,
+            Server::V0 { .. } => 0,
+        }
+    }
+}
+
+/// Whether the server's fetch takes `feature` (e.g. `shallow` or `filter`): v2's `fetch=<feature>`,
+/// v0's capability of that name.
+pub fn fetch_supports(server: &Server, feature: &str) -> bool {
+    match server {
+        Server::V2(caps) => fetch_supports_v2(caps, feature),
+        Server::V0 { refs, .. } => refs.has(feature),
+    }
+}
+
+fn fetch_supports_v2(caps: &Capabilities, feature: &str) -> bool {
     caps.capability("fetch")
         .and_then(|fetch| fetch.supports(feature))
         .unwrap_or(false)
@@ -50,112 +90,72 @@ fn v2_headers(post: bool) -> Vec<(HeaderName, HeaderValue)> {
     h
 }
 
-fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
-    Error::Protocol(format!("malformed pkt-line from {url}: {e}"))
-}
-
-/// The most bytes (pkt-line prefixes included) of one pkt-line section kept in memory: the
-/// capability advertisement (`gitprotocol-v2` "Capability Advertisement") and the sections of a
-/// fetch response before the pack (`gitprotocol-v2` "fetch": `acknowledgments`, `shallow-info`,
-/// `wanted-refs`). git's are a few KiB; a server sending more is refused with
-/// [`Error::Protocol`] (exit 5), so whatever it sends memory stays bounded.
-pub const MAX_SECTION_BYTES: usize = 1 << 20;
-
 /// The most bytes (pkt-line prefixes included) of an `ls-refs` answer read (`gitprotocol-v2`
 /// "ls-refs"; line by line, nothing kept but the one ref asked for): a server sending more is
 /// refused with [`Error::Protocol`] (exit 5).
 pub const MAX_LS_REFS_BYTES: usize = 64 << 20;
 
-/// Call `each` with the data lines until a flush (or a delimiter, as `lines` was set up), mapping
-/// `ERR` lines, and refusing more than `limit` bytes.
-fn for_each_line<R: Read>(
-    url: &RemoteUrl,
-    lines: &mut StreamingPeekableIter<R>,
-    limit: usize,
-    mut each: impl FnMut(&[u8]) -> Result<()>,
-) -> Result<()> {
-    let mut seen = 0usize;
-    while let Some(line) = lines.read_line() {
-        let line = line
-            .map_err(|e| body_error(url, e))?
-            .map_err(|e| pkt_err(url, e))?;
-        if let Some(err) = line.check_error() {
-            return Err(upload_pack_error(url, &String::from_utf8_lossy(err.0)));
-        }
-        let Some(data) = line.as_slice() else { break };
-        seen += data.len() + 4;
-        if seen > limit {
-            return Err(Error::Protocol(format!(
-                "{url} sent a pkt-line section over {limit} bytes where git sends a few KiB: \
-                 refused (a misbehaving server)"
-            )));
-        }
-        each(data.strip_suffix(b"\n").unwrap_or(data))?;
-    }
-    Ok(())
-}
-
-/// Read data lines until a flush (or a delimiter if `lines` stops there), at most
-/// [`MAX_SECTION_BYTES`] of them.
-fn read_section<R: Read>(
-    url: &RemoteUrl,
-    lines: &mut StreamingPeekableIter<R>,
-) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::new();
-    for_each_line(url, lines, MAX_SECTION_BYTES, |data| {
-        out.push(data.to_vec());
-        Ok(())
-    })?;
-    Ok(out)
-}
-
-fn upload_pack_error(url: &RemoteUrl, msg: &str) -> Error {
-    // git prefixes its own errors with the program name; ours add it once.
-    let msg = msg.trim();
-    let msg = msg.strip_prefix("upload-pack: ").unwrap_or(msg);
-    if msg.contains("not our ref") || msg.contains("no such remote ref") {
-        Error::NotFound(format!(
-            "commit not found on the remote {url} (upload-pack: {msg}): check TIP_SHA"
-        ))
-    } else {
-        Error::Protocol(format!("{url} reported an error: {msg}"))
-    }
-}
-
-/// Step 1: the capability advertisement, `GET info/refs?service=git-upload-pack` with
-/// `Git-Protocol: version=2` (`gitprotocol-http` "Smart Clients", `gitprotocol-v2` "Capability
-/// Advertisement"). Requires protocol v2 and SHA-1; returns the capabilities after `version 2`
-/// (at most [`MAX_SECTION_BYTES`] of them).
+/// Step 1: `GET info/refs?service=git-upload-pack` (`gitprotocol-http` "Smart Clients"), with
+/// `Git-Protocol: version=2` unless [`Http::protocol`] is [`Protocol::V0`]. A `version 2` answer
+/// gives its capabilities (at most [`MAX_SECTION_BYTES`]; `gitprotocol-v2` "Capability
+/// Advertisement"); a ref advertisement (`gitprotocol-pack` "Reference Discovery") gives
+/// [`Server::V0`] with `branch`'s id, read as [`advertisement::parse_refs`] does. Requires SHA-1.
 ///
 /// # Errors
 /// [`Error::Protocol`] (exit 5, not retried) for a server that is not smart HTTP (another
-/// Content-Type), one without protocol v2, malformed pkt-lines, an `ERR` line or an advertisement
-/// over [`MAX_SECTION_BYTES`]; [`Error::Network`] (exit 5, retried) when the body breaks off;
-/// [`Error::Usage`] (exit 2) for `object-format=sha256`; HTTP errors as [`Http::check_status`].
-pub fn handshake(http: &Http, url: &RemoteUrl) -> Result<Capabilities> {
-    let resp = http.advertisement(url, "git-upload-pack", v2_headers(false))?;
-    read_advertisement(url, resp)
+/// Content-Type), one that answers another protocol than `GIT_SESSION_PROTOCOL` forces, malformed
+/// pkt-lines, an `ERR` line or an advertisement over its bound; [`Error::Network`] (exit 5,
+/// retried) when the body breaks off; [`Error::Usage`] (exit 2) for `object-format=sha256`; HTTP
+/// errors as [`Http::check_status`].
+pub fn handshake(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Server> {
+    let headers = match http.protocol {
+        Protocol::V0 => Vec::new(),
+        Protocol::Auto | Protocol::V2 => v2_headers(false),
+    };
+    let resp = http.advertisement(url, "git-upload-pack", headers)?;
+    read_advertisement(url, resp, http.protocol, &branch.full_ref())
 }
 
 /// Parse the body of `GET info/refs?service=git-upload-pack`: an optional `# service=` section,
 /// then `version 2` and the capabilities up to a flush (`gitprotocol-v2` "Capability
-/// Advertisement"). `url` is for messages only.
+/// Advertisement"), or the refs of protocol v0/v1, of which `full_ref`'s id is kept. `url` is
+/// for messages only.
 ///
 /// # Errors
 /// As [`handshake`], but for the HTTP ones and the Content-Type.
-pub(crate) fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Capabilities> {
+pub(crate) fn read_advertisement(
+    url: &RemoteUrl,
+    body: impl Read,
+    protocol: Protocol,
+    full_ref: &str,
+) -> Result<Server> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
-    let mut first = read_section(url, &mut lines)?;
-    if first.first().is_some_and(|l| l.starts_with(b"# service=")) {
-        lines.reset();
-        first = read_section(url, &mut lines)?;
+    advertisement::skip_service_line(url, &mut lines, Service::UploadPack)?;
+    let v2 = match lines.peek_line() {
+        Some(Ok(Ok(line))) => line
+            .as_slice()
+            .is_some_and(|d| d.strip_suffix(b"\n").unwrap_or(d) == b"version 2"),
+        _ => false,
+    };
+    if !v2 {
+        if protocol == Protocol::V2 {
+            return Err(Error::Protocol(format!(
+                "{url} does not speak git protocol v2 (it answered with protocol v0/v1), which \
+                 GIT_SESSION_PROTOCOL=2 asks for: unset it to fetch over v0/v1"
+            )));
+        }
+        let refs = advertisement::parse_refs(url, &mut lines, Service::UploadPack, full_ref)?;
+        return Ok(Server::V0 {
+            refs,
+            branch: full_ref.to_owned(),
+        });
     }
-    if first.first().map(Vec::as_slice) != Some(b"version 2") {
+    if protocol == Protocol::V0 {
         return Err(Error::Protocol(format!(
-            "{url} does not speak git protocol v2 (it answered with protocol v0/v1); \
-             git-session needs v2 to fetch one commit by id (git ≥ 2.18 with protocol.version=2)"
+            "{url} answered with protocol v2 where GIT_SESSION_PROTOCOL=0 asked for v0/v1"
         )));
     }
+    let first = read_section(url, &mut lines)?;
     // The section is bounded above; gix parses what it holds.
     let caps = Capabilities::from_lines(first.join(&b'\n').into()).map_err(|e| pkt_err(url, e))?;
     if let Some(fmt) = caps
@@ -170,7 +170,7 @@ pub(crate) fn read_advertisement(url: &RemoteUrl, body: impl Read) -> Result<Cap
             ),
         ));
     }
-    Ok(caps)
+    Ok(Server::V2(caps))
 }
 
 fn command_body(caps: &Capabilities, command: &str, args: &[String]) -> Result<Vec<u8>> {
@@ -204,10 +204,21 @@ fn command_body(caps: &Capabilities, command: &str, args: &[String]) -> Result<V
 pub fn ls_ref(
     http: &Http,
     url: &RemoteUrl,
-    caps: &Capabilities,
+    server: &Server,
     branch: &SessionBranch,
 ) -> Result<Option<FullSha>> {
     let full = branch.full_ref();
+    let caps = match server {
+        Server::V2(caps) => caps,
+        // v0/v1 advertised every ref in the first answer.
+        Server::V0 { refs, branch } if *branch == full => return Ok(refs.tip),
+        Server::V0 { branch, .. } => {
+            return Err(Error::internal(
+                "looking up a branch",
+                format!("the advertisement was read for {branch}, not {full}"),
+            ));
+        }
+    };
     let body = command_body(caps, "ls-refs", &[format!("ref-prefix {full}")])?;
     let resp = http.send(
         url,
@@ -318,10 +329,14 @@ pub struct Want<'a> {
 pub fn fetch_pack(
     http: &Http,
     url: &RemoteUrl,
-    caps: &Capabilities,
+    server: &Server,
     want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
+    let caps = match server {
+        Server::V2(caps) => caps,
+        Server::V0 { refs, .. } => return fetch_pack_v0(http, url, refs, want, interrupt),
+    };
     let body = fetch_request(url, caps, &want)?;
     let resp = http
         .send(
@@ -341,6 +356,88 @@ pub fn fetch_pack(
     read_fetch(url, body, want, interrupt)
 }
 
+/// [`fetch_pack`] over protocol v0/v1: one stateless request ([`v0::request`]), its answer read
+/// by [`read_fetch_v0`]; a refusal of a commit no ref tips is said as [`refused_want`] says it.
+fn fetch_pack_v0(
+    http: &Http,
+    url: &RemoteUrl,
+    refs: &Advertised,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+) -> Result<Fetched> {
+    let body = v0::request(url, refs, &v0_ask(&want))?;
+    let mut headers = v2_headers(true);
+    headers.retain(|(name, _)| name.as_str() != "git-protocol");
+    let resp = http
+        .send(
+            url,
+            Request {
+                endpoint: "git-upload-pack",
+                headers,
+                body: Some(body.into()),
+            },
+        )
+        .map_err(|e| failed_want(refs, want.commit, e))?
+        .unmeasured();
+    let body = crate::progress::Counted {
+        inner: resp,
+        progress: crate::progress::Progress::bytes("receiving objects"),
+    };
+    read_fetch_v0(url, body, refs, want, interrupt)
+        .map_err(|e| refused_want(url, refs, want.commit, e))
+}
+
+fn v0_ask<'a>(want: &Want<'a>) -> v0::Ask<'a> {
+    v0::Ask {
+        commit: want.commit,
+        depth: want.depth,
+        shallow: want.base.map_or(&[], |b| b.shallow),
+        haves: want.base.map_or(&[], |b| b.haves),
+    }
+}
+
+/// A v0/v1 server's refusal of a `want` no ref it advertised tips, from the answer's `ERR` line
+/// (`NotFound` here): git and JGit serve any commit a ref reaches, others (git with only
+/// `uploadpack.allowTipSHA1InWant`) the advertised tips alone. Unless the server announced that
+/// it serves any reachable or any commit (`allow-reachable-sha1-in-want`,
+/// `allow-any-sha1-in-want`: then the commit is not there, exit 8 as over v2), the error says what
+/// the server needs, exit 5 (the server cannot serve this request). Other errors pass unchanged.
+fn refused_want(url: &RemoteUrl, refs: &Advertised, commit: FullSha, err: Error) -> Error {
+    match err {
+        Error::NotFound(msg) if !serves_any(refs, commit) => Error::Protocol(format!(
+            "{url} (protocol v0/v1) refused to send {commit}, which no ref it advertises tips \
+             ({msg}). {}",
+            needs_tip_hint()
+        )),
+        other => other,
+    }
+}
+
+/// A failed request for a commit no ref tips, on a v0/v1 server that did not say it serves such
+/// commits: Dulwich answers such a `want` with HTTP 500 (a network failure, retried), so the
+/// failure says what the server may need, whatever it was.
+fn failed_want(refs: &Advertised, commit: FullSha, err: Error) -> Error {
+    match err {
+        Error::Network(msg) if !serves_any(refs, commit) => Error::Network(format!(
+            "{msg}. If the server refuses commits no ref tips (Dulwich answers them so): {}",
+            needs_tip_hint()
+        )),
+        other => other,
+    }
+}
+
+fn serves_any(refs: &Advertised, commit: FullSha) -> bool {
+    refs.tips(commit)
+        || refs.has("allow-reachable-sha1-in-want")
+        || refs.has("allow-any-sha1-in-want")
+}
+
+fn needs_tip_hint() -> &'static str {
+    "the commit must be reachable from a ref the server advertises (keep an ephemeral ref on \
+     it), or the server must serve commits by id (uploadpack.allowReachableSHA1InWant on git or \
+     JGit, or protocol v2); if the commit does not exist there, check TIP_SHA"
+}
+
 /// The `fetch` request (`gitprotocol-v2` "fetch"): `ofs-delta`, `no-progress`, with a base
 /// `thin-pack` and a `shallow <id>` per shallow commit, `deepen <depth>` when a depth is asked
 /// for, `want <commit>`, with a base a `have <id>` per commit it holds, `done`.
@@ -354,7 +451,7 @@ fn fetch_request(url: &RemoteUrl, caps: &Capabilities, want: &Want<'_>) -> Resul
         args.extend(base.shallow.iter().map(|id| format!("shallow {id}")));
     }
     if let Some(depth) = want.depth {
-        if !fetch_supports(caps, "shallow") {
+        if !fetch_supports_v2(caps, "shallow") {
             return Err(Error::Protocol(format!(
                 "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
             )));
@@ -394,7 +491,36 @@ pub(crate) fn read_fetch(
     );
     let shallow = read_sections_before_pack(url, &mut lines)?;
     lines.reset_with(&[PacketLineRef::Flush]);
-    let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut)?;
+    let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut, true)?;
+    Ok(Fetched {
+        shallow,
+        pack_path: outcome.data_path,
+        objects: outcome.num_objects,
+        big: outcome.big,
+    })
+}
+
+/// Parse a v0/v1 answer ([`v0::read_negotiation`], then the pack in side-band channel 1 or raw,
+/// as `refs` offered side-band) into [`crate::pack::receive()`] in `want.pack_dir`. `url` is for
+/// messages only.
+///
+/// # Errors
+/// As [`fetch_pack`], but for the HTTP ones.
+pub(crate) fn read_fetch_v0(
+    url: &RemoteUrl,
+    body: impl Read,
+    refs: &Advertised,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+) -> Result<Fetched> {
+    let cut = std::sync::Arc::new(AtomicBool::new(false));
+    let body = CutDetector {
+        inner: body,
+        cut: cut.clone(),
+    };
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
+    let shallow = v0::read_negotiation(url, &mut lines)?;
+    let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut, v0::side_band(refs))?;
     Ok(Fetched {
         shallow,
         pack_path: outcome.data_path,
@@ -464,11 +590,12 @@ fn receive_packfile<R: Read>(
     want: Want<'_>,
     interrupt: &AtomicBool,
     cut: &AtomicBool,
+    side_band: bool,
 ) -> Result<crate::pack::Received> {
     let mut remote_error: Option<String> = None;
     // Redacted as one stream: a token split over two lines or two packets is still found.
     let mut progress = crate::redact::Lines::default();
-    let outcome = {
+    let outcome = if side_band {
         let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
             let text = String::from_utf8_lossy(text);
             if is_err {
@@ -482,31 +609,11 @@ fn receive_packfile<R: Read>(
                 std::ops::ControlFlow::Continue(())
             }
         });
-        let mut reader =
-            crate::wire::http::Measured::new(&mut reader, crate::wire::http::LowSpeed::for_pack());
-        let received = match want.base {
-            Some(base) => crate::pack::receive_thin(
-                &mut reader,
-                want.pack_dir,
-                base.local,
-                None,
-                want.limits,
-                interrupt,
-            ),
-            None => crate::pack::receive(
-                &mut reader,
-                want.pack_dir,
-                None,
-                want.limits,
-                interrupt,
-                want.observer,
-            ),
-        };
-        // The low-speed rule giving up is a network failure (retried), not a corrupt pack.
-        if reader.gave_up() {
-            cut.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-        received
+        receive_from(&mut reader, want, interrupt, cut)
+    } else {
+        // Without side-band the pack follows the last ACK/NAK line as it is.
+        let mut reader = std::io::BufReader::with_capacity(64 << 10, lines.inner_mut());
+        receive_from(&mut reader, want, interrupt, cut)
     };
     for line in progress.finish() {
         tracing::debug!("remote: {line}");
@@ -515,6 +622,41 @@ fn receive_packfile<R: Read>(
         return Err(upload_pack_error(url, &msg));
     }
     outcome.map_err(|e| pack_error(url, e, cut.load(std::sync::atomic::Ordering::Relaxed)))
+}
+
+/// Index the pack `reader` gives (completing a thin one from `want.base`) under the low-speed
+/// rule; `cut` is set when that rule gave up.
+fn receive_from(
+    reader: &mut dyn std::io::BufRead,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+    cut: &AtomicBool,
+) -> std::result::Result<crate::pack::Received, crate::pack::ReceiveError> {
+    let mut reader =
+        crate::wire::http::Measured::new(reader, crate::wire::http::LowSpeed::for_pack());
+    let received = match want.base {
+        Some(base) => crate::pack::receive_thin(
+            &mut reader,
+            want.pack_dir,
+            base.local,
+            None,
+            want.limits,
+            interrupt,
+        ),
+        None => crate::pack::receive(
+            &mut reader,
+            want.pack_dir,
+            None,
+            want.limits,
+            interrupt,
+            want.observer,
+        ),
+    };
+    // The low-speed rule giving up is a network failure (retried), not a corrupt pack.
+    if reader.gave_up() {
+        cut.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    received
 }
 
 /// Map a failure of [`crate::pack::receive()`]: a corrupt pack from a connection that was `cut` is
@@ -554,19 +696,23 @@ impl<R: Read> Read for CutDetector<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::SessionBranch;
     use crate::wire::testing::{
         BRANCH, COMMIT2, COMMIT3, Endless, NOT_OUR_REF, assert_err, cuts, pkt, url,
         with_first_prefix,
     };
 
     const ADVERTISEMENT: &[u8] =
-        include_bytes!("../../tests/fixtures/wire/v2-advertisement.response");
+        include_bytes!("../../../tests/fixtures/wire/v2-advertisement.response");
     const LS_REFS_BRANCH: &[u8] =
-        include_bytes!("../../tests/fixtures/wire/ls-refs-branch.response");
-    const LS_REFS_NONE: &[u8] = include_bytes!("../../tests/fixtures/wire/ls-refs-none.response");
-    const FETCH: &[u8] = include_bytes!("../../tests/fixtures/wire/fetch-depth-1.response");
-    const RECEIVE_PACK_ADVERTISEMENT: &[u8] =
-        include_bytes!("../../tests/fixtures/wire/receive-pack-advertisement.response");
+        include_bytes!("../../../tests/fixtures/wire/ls-refs-branch.response");
+    const LS_REFS_NONE: &[u8] =
+        include_bytes!("../../../tests/fixtures/wire/ls-refs-none.response");
+    const FETCH: &[u8] = include_bytes!("../../../tests/fixtures/wire/fetch-depth-1.response");
+    const V0_ADVERTISEMENT: &[u8] =
+        include_bytes!("../../../tests/fixtures/wire/v0-advertisement.response");
+    const V0_FETCH: &[u8] =
+        include_bytes!("../../../tests/fixtures/wire/fetch-v0-depth-1.response");
     /// The id of the pack in [`FETCH`] (its trailer), and its objects as `git verify-pack` lists
     /// them: commit2, its tree, its blob, in id order.
     const PACK_ID: &str = "422f3fabcfc8ed43aa55c0a61ac13625cfa203c5";
@@ -583,16 +729,29 @@ mod tests {
             .map(|c| c.value().unwrap_or_default().to_string())
     }
 
+    fn adv(body: impl Read) -> Result<Server> {
+        read_advertisement(&url(), body, Protocol::Auto, BRANCH)
+    }
+
+    fn v2(body: impl Read) -> Capabilities {
+        match adv(body).unwrap() {
+            Server::V2(caps) => caps,
+            other => panic!("not v2: {other:?}"),
+        }
+    }
+
     #[test]
     fn advertisement_gives_the_recorded_capabilities() {
-        let caps = read_advertisement(&url(), ADVERTISEMENT).unwrap();
+        let server = adv(ADVERTISEMENT).unwrap();
+        assert_eq!(server.version(), 2);
+        assert!(fetch_supports(&server, "shallow") && fetch_supports(&server, "wait-for-done"));
+        assert!(!fetch_supports(&server, "filter"));
+        let caps = v2(ADVERTISEMENT);
         assert_eq!(value(&caps, "agent").as_deref(), Some("git/2.47.3"));
         assert_eq!(value(&caps, "ls-refs").as_deref(), Some("unborn"));
         assert_eq!(value(&caps, "object-format").as_deref(), Some("sha1"));
         assert_eq!(value(&caps, "server-option").as_deref(), Some(""));
         assert_eq!(value(&caps, "version"), None);
-        assert!(fetch_supports(&caps, "shallow") && fetch_supports(&caps, "wait-for-done"));
-        assert!(!fetch_supports(&caps, "filter"));
     }
 
     #[test]
@@ -603,17 +762,58 @@ mod tests {
             ADVERTISEMENT,
         ]
         .concat();
-        let caps = read_advertisement(&url(), body.as_slice()).unwrap();
+        let caps = v2(body.as_slice());
         assert_eq!(value(&caps, "agent").as_deref(), Some("git/2.47.3"));
     }
 
     #[test]
-    fn advertisement_of_protocol_v0_is_refused() {
-        let err = read_advertisement(&url(), RECEIVE_PACK_ADVERTISEMENT).unwrap_err();
+    fn a_v0_advertisement_gives_the_branch_the_capabilities_and_the_tips() {
+        let server = adv(V0_ADVERTISEMENT).unwrap();
+        assert_eq!(server.version(), 0);
+        let Server::V0 { refs, branch } = &server else {
+            unreachable!()
+        };
+        assert_eq!(branch, BRANCH);
+        assert_eq!(refs.tip.map(|t| t.to_string()).as_deref(), Some(COMMIT2));
+        assert!(refs.tips(COMMIT2.parse().unwrap()) && refs.tips(COMMIT3.parse().unwrap()));
+        assert!(!refs.tips("2fac68e429bf0e8adce31465607d8086722559b7".parse().unwrap()));
+        for cap in ["shallow", "no-done", "multi_ack_detailed", "side-band-64k"] {
+            assert!(fetch_supports(&server, cap), "{cap}");
+        }
+        assert!(!fetch_supports(&server, "filter"));
+        let http = Http::new().unwrap();
+        let main: SessionBranch = "main".parse().unwrap();
+        let other = ls_ref(&http, &url(), &server, &main).unwrap_err();
+        assert!(matches!(other, Error::Internal(_)), "{other:?}");
+        let abc: SessionBranch = "sessions/abc".parse().unwrap();
+        assert_eq!(
+            ls_ref(&http, &url(), &server, &abc)
+                .unwrap()
+                .map(|t| t.to_string())
+                .as_deref(),
+            Some(COMMIT2)
+        );
+    }
+
+    #[test]
+    fn a_forced_protocol_refuses_the_other_answer() {
+        let err = read_advertisement(&url(), V0_ADVERTISEMENT, Protocol::V2, BRANCH).unwrap_err();
         assert!(
             matches!(&err, Error::Protocol(m) if m.contains("does not speak git protocol v2")),
             "{err:?}"
         );
+        let err = read_advertisement(&url(), ADVERTISEMENT, Protocol::V0, BRANCH).unwrap_err();
+        assert!(matches!(&err, Error::Protocol(m) if m.contains("GIT_SESSION_PROTOCOL=0")));
+        let v0 = read_advertisement(&url(), V0_ADVERTISEMENT, Protocol::V0, BRANCH).unwrap();
+        assert_eq!(v0.version(), 0);
+    }
+
+    #[test]
+    fn a_v0_advertisement_cut_off_anywhere_is_a_network_failure() {
+        // Past the service line: a cut inside it reads as no advertisement at all.
+        for cut in cuts(V0_ADVERTISEMENT, 1) {
+            assert_err!(adv(cut), Error::Network(_));
+        }
     }
 
     #[test]
@@ -624,16 +824,13 @@ mod tests {
             b"0000",
         ]
         .concat();
-        assert_err!(
-            read_advertisement(&url(), body.as_slice()),
-            Error::Usage(..)
-        );
+        assert_err!(adv(body.as_slice()), Error::Usage(..));
     }
 
     #[test]
     fn advertisement_cut_off_anywhere_is_a_network_failure() {
         for cut in cuts(ADVERTISEMENT, 0) {
-            assert_err!(read_advertisement(&url(), cut), Error::Network(_));
+            assert_err!(adv(cut), Error::Network(_));
         }
     }
 
@@ -641,22 +838,16 @@ mod tests {
     fn advertisement_with_a_bad_length_or_an_err_line_is_refused() {
         for prefix in BAD_PREFIXES {
             let body = with_first_prefix(ADVERTISEMENT, prefix);
-            assert_err!(
-                read_advertisement(&url(), body.as_slice()),
-                Error::Protocol(_)
-            );
+            assert_err!(adv(body.as_slice()), Error::Protocol(_));
         }
         let err = pkt(b"ERR access denied");
-        assert_err!(
-            read_advertisement(&url(), err.as_slice()),
-            Error::Protocol(_)
-        );
+        assert_err!(adv(err.as_slice()), Error::Protocol(_));
     }
 
     #[test]
     fn advertisement_without_end_is_refused_at_the_bound() {
         let body = Endless::new(pkt(b"version 2\n"), pkt(&[b'x'; 1000]), MAX_SECTION_BYTES);
-        assert_err!(read_advertisement(&url(), body), Error::Protocol(_));
+        assert_err!(adv(body), Error::Protocol(_));
     }
 
     #[test]
@@ -787,6 +978,180 @@ mod tests {
         for body in [unknown, bad_shallow, pkt(b"ERR fetch failed")] {
             assert_err!(fetch(body.as_slice()), Error::Protocol(_));
         }
+    }
+
+    fn v0_refs(body: &[u8]) -> Advertised {
+        match adv(body).unwrap() {
+            Server::V0 { refs, .. } => refs,
+            other => panic!("not v0: {other:?}"),
+        }
+    }
+
+    fn fetch_v0(body: impl Read, refs: &Advertised) -> (Result<Fetched>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let want = Want {
+            commit: COMMIT2.parse().unwrap(),
+            depth: Some(1),
+            pack_dir: dir.path(),
+            limits: crate::pack::PackLimits::default(),
+            base: None,
+            observer: None,
+        };
+        let fetched = read_fetch_v0(&url(), body, refs, want, &AtomicBool::new(false));
+        (fetched, dir)
+    }
+
+    fn assert_the_recorded_pack(fetched: Result<Fetched>) {
+        let fetched = fetched.unwrap();
+        assert_eq!(
+            fetched.shallow,
+            vec![COMMIT2.parse::<FullSha>().unwrap().id()]
+        );
+        assert_eq!(fetched.objects, 3);
+        let pack = fetched.pack_path.unwrap();
+        let index =
+            gix_pack::index::File::at(pack.with_extension("idx"), gix::hash::Kind::Sha1).unwrap();
+        let ids: Vec<String> = index.iter().map(|e| e.oid.to_string()).collect();
+        assert_eq!(ids, PACK_OBJECTS);
+    }
+
+    /// Where the pack's side-band packets start in [`V0_FETCH`] (after `NAK`).
+    fn v0_pack_start() -> usize {
+        V0_FETCH.windows(8).position(|w| w == b"0008NAK\n").unwrap() + 8
+    }
+
+    #[test]
+    fn a_v0_fetch_gives_the_shallow_commit_and_the_pack_in_side_band() {
+        let refs = v0_refs(V0_ADVERTISEMENT);
+        assert!(v0::side_band(&refs));
+        assert_the_recorded_pack(fetch_v0(V0_FETCH, &refs).0);
+    }
+
+    #[test]
+    fn a_v0_fetch_without_side_band_reads_the_raw_pack() {
+        let adv = [
+            &pkt(format!("{COMMIT2} {BRANCH}\0shallow ofs-delta\n").as_bytes())[..],
+            b"0000",
+        ]
+        .concat();
+        let refs = v0_refs(&adv);
+        assert!(!v0::side_band(&refs));
+        // The recorded side-band packets, unwrapped: what such a server sends after NAK.
+        let mut raw = V0_FETCH[..v0_pack_start()].to_vec();
+        let mut at = v0_pack_start();
+        while &V0_FETCH[at..at + 4] != b"0000" {
+            let len =
+                usize::from_str_radix(std::str::from_utf8(&V0_FETCH[at..at + 4]).unwrap(), 16)
+                    .unwrap();
+            assert_eq!(V0_FETCH[at + 4], 1, "only channel 1 in the recording");
+            raw.extend_from_slice(&V0_FETCH[at + 5..at + len]);
+            at += len;
+        }
+        assert_the_recorded_pack(fetch_v0(raw.as_slice(), &refs).0);
+    }
+
+    #[test]
+    fn a_v0_fetch_cut_off_anywhere_is_a_network_failure() {
+        let refs = v0_refs(V0_ADVERTISEMENT);
+        for cut in cuts(V0_FETCH, 0) {
+            let (fetched, dir) = fetch_v0(cut, &refs);
+            assert_err!(fetched, Error::Network(_));
+            assert_eq!(
+                std::fs::read_dir(dir.path()).unwrap().count(),
+                0,
+                "left a file"
+            );
+        }
+    }
+
+    #[test]
+    fn a_v0_negotiation_without_end_or_with_a_stray_line_is_refused() {
+        let refs = v0_refs(V0_ADVERTISEMENT);
+        let line = pkt(format!("ACK {COMMIT2} common\n").as_bytes());
+        let body = Endless::new(Vec::new(), line, v0::MAX_NEGOTIATION_LINES * 60);
+        assert_err!(fetch_v0(body, &refs).0, Error::Protocol(m) if m.contains("lines before the pack"));
+        for stray in [
+            format!("ACK {COMMIT2} maybe\n"),
+            "shallow 1234\n".to_owned(),
+            "PACK\n".to_owned(),
+        ] {
+            let body = pkt(stray.as_bytes());
+            assert_err!(fetch_v0(body.as_slice(), &refs).0, Error::Protocol(_));
+        }
+        assert_err!(
+            fetch_v0(pkt(NOT_OUR_REF).as_slice(), &refs).0,
+            Error::NotFound(_)
+        );
+    }
+
+    #[test]
+    fn a_v0_refusal_of_an_untipped_commit_names_the_server_setting() {
+        let refs = v0_refs(V0_ADVERTISEMENT);
+        let not_found = || Error::NotFound("not our ref".into());
+        let untipped: FullSha = "2fac68e429bf0e8adce31465607d8086722559b7".parse().unwrap();
+        let err = refused_want(&url(), &refs, untipped, not_found());
+        assert!(
+            matches!(&err, Error::Protocol(m) if m.contains("uploadpack.allowReachableSHA1InWant")
+                && m.contains("ephemeral ref") && m.contains("check TIP_SHA")),
+            "{err:?}"
+        );
+        let tipped = COMMIT3.parse().unwrap();
+        assert_err!(
+            Err::<(), _>(refused_want(&url(), &refs, tipped, not_found())),
+            Error::NotFound(_)
+        );
+        let allowing = [
+            &pkt(format!("{COMMIT3} {BRANCH}\0shallow allow-reachable-sha1-in-want\n").as_bytes())
+                [..],
+            b"0000",
+        ]
+        .concat();
+        let refs = v0_refs(&allowing);
+        assert_err!(
+            Err::<(), _>(refused_want(&url(), &refs, untipped, not_found())),
+            Error::NotFound(_)
+        );
+        let network = refused_want(&url(), &refs, untipped, Error::Network("cut".into()));
+        assert_err!(Err::<(), _>(network), Error::Network(_));
+    }
+
+    #[test]
+    fn a_v0_request_asks_for_the_offered_capabilities_and_refuses_depth_without_shallow() {
+        let refs = v0_refs(V0_ADVERTISEMENT);
+        let commit: FullSha = COMMIT2.parse().unwrap();
+        let have = COMMIT3.parse::<FullSha>().unwrap().id();
+        let ask = v0::Ask {
+            commit,
+            depth: Some(1),
+            shallow: &[have],
+            haves: &[have],
+        };
+        let body = v0::request(&url(), &refs, &ask).unwrap();
+        let text = String::from_utf8_lossy(&body);
+        let want = format!(
+            "want {COMMIT2} multi_ack_detailed no-done side-band-64k ofs-delta no-progress \
+             thin-pack shallow agent={} object-format=sha1\n",
+            lines::AGENT
+        );
+        let expected = [
+            pkt(want.as_bytes()),
+            pkt(format!("shallow {COMMIT3}\n").as_bytes()),
+            pkt(b"deepen 1\n"),
+            b"0000".to_vec(),
+            pkt(format!("have {COMMIT3}\n").as_bytes()),
+            pkt(b"done\n"),
+        ]
+        .concat();
+        assert_eq!(text, String::from_utf8_lossy(&expected));
+        let bare = [
+            &pkt(format!("{COMMIT2} {BRANCH}\0ofs-delta\n").as_bytes())[..],
+            b"0000",
+        ]
+        .concat();
+        assert_err!(
+            v0::request(&url(), &v0_refs(&bare), &ask),
+            Error::Protocol(m) if m.contains("shallow")
+        );
     }
 
     #[test]

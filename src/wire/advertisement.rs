@@ -1,6 +1,7 @@
-//! The receive-pack ref advertisement (`gitprotocol-http` "Smart Clients", `gitprotocol-pack`
-//! "Reference Discovery"): `GET info/refs?service=git-receive-pack`, read as a stream, keeping
-//! only the session branch and the capabilities.
+//! The protocol v0/v1 ref advertisement (`gitprotocol-http` "Smart Clients", `gitprotocol-pack`
+//! "Reference Discovery"), read as a stream: receive-pack's (every push), and upload-pack's from a
+//! server that speaks no protocol v2. Kept: the session branch, the capabilities, and for
+//! upload-pack the ids the refs tip (whether a `want` names an advertised tip).
 
 use std::io::Read;
 
@@ -18,15 +19,26 @@ use crate::wire::http::{Http, body_error};
 /// sending more is refused with [`Error::Protocol`] (exit 5).
 pub const MAX_ADVERTISEMENT_BYTES: usize = 256 << 20;
 
-/// What the server advertised that a push needs (`gitprotocol-pack` "Reference Discovery"): the
-/// session branch's id and the capabilities of the first ref line (`gitprotocol-capabilities`),
-/// parsed by gix.
+/// Which service advertised: what the messages say and what is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    /// `git-upload-pack` (a fetch): the tipped ids are kept.
+    UploadPack,
+    /// `git-receive-pack` (a push).
+    ReceivePack,
+}
+
+/// What the server advertised (`gitprotocol-pack` "Reference Discovery"): the session branch's
+/// id, the capabilities of the first ref line (`gitprotocol-capabilities`, parsed by gix), and
+/// for upload-pack the ids every ref (and peeled tag) tips.
 #[derive(Debug)]
 pub struct Advertised {
     /// Where the session branch is (`None`: absent).
     pub tip: Option<FullSha>,
     /// The capabilities after the NUL of the first ref line (`None`: none there).
     caps: Option<Capabilities>,
+    /// Upload-pack only: the advertised ids, sorted (20 bytes a ref, under the byte bound).
+    tips: Vec<gix::ObjectId>,
 }
 
 impl Advertised {
@@ -40,12 +52,19 @@ impl Advertised {
         let cap = self.caps.as_ref()?.capability(name)?;
         Some(cap.value().unwrap_or_default())
     }
+
+    /// Whether a ref (or a peeled tag) of an upload-pack advertisement tips `id`.
+    pub fn tips(&self, id: FullSha) -> bool {
+        self.tips.binary_search(&id.id()).is_ok()
+    }
 }
 
-fn pkt_err(url: &RemoteUrl, e: impl std::fmt::Display) -> Error {
-    Error::Protocol(format!(
-        "malformed receive-pack advertisement from {url}: {e}"
-    ))
+fn pkt_err(url: &RemoteUrl, service: Service, e: impl std::fmt::Display) -> Error {
+    let name = match service {
+        Service::UploadPack => "upload-pack",
+        Service::ReceivePack => "receive-pack",
+    };
+    Error::Protocol(format!("malformed {name} advertisement from {url}: {e}"))
 }
 
 /// Read the advertisement: `GET info/refs?service=git-receive-pack` (`gitprotocol-http` "Smart
@@ -71,31 +90,75 @@ pub fn read(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Adve
 /// As [`read`], but for the HTTP ones and the Content-Type.
 pub(crate) fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<Advertised> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
+    skip_service_line(url, &mut lines, Service::ReceivePack)?;
+    parse_refs(url, &mut lines, Service::ReceivePack, full_ref)
+}
+
+/// Skip the `# service=<name>` line and its flush that open a smart-HTTP advertisement
+/// (`gitprotocol-http` "Smart Clients"), if the body starts with one.
+///
+/// # Errors
+/// [`Error::Protocol`] when that section holds another line; [`Error::Network`] when the body
+/// breaks off.
+pub(crate) fn skip_service_line<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+    service: Service,
+) -> Result<()> {
+    let is_service = match lines.peek_line() {
+        Some(Ok(Ok(line))) => line
+            .as_slice()
+            .is_some_and(|d| d.starts_with(b"# service=")),
+        _ => false,
+    };
+    if is_service {
+        lines.read_line();
+        if let Some(line) = lines.read_line() {
+            line.map_err(|e| body_error(url, e))?
+                .map_err(|e| pkt_err(url, service, e))?;
+            return Err(pkt_err(
+                url,
+                service,
+                "a second line in the service section",
+            ));
+        }
+        lines.reset();
+    }
+    Ok(())
+}
+
+/// Read the ref lines of an advertisement up to their flush (`<oid> <refname>`, the first with
+/// the capabilities after a NUL; a `version 1` line before them is skipped), at most
+/// [`MAX_ADVERTISEMENT_BYTES`] of them, keeping the id of `full_ref`, the capabilities and for
+/// upload-pack every tipped id. `url` is for messages only.
+///
+/// # Errors
+/// [`Error::Protocol`] (exit 5) for malformed lines, an `ERR` line or more than the bound;
+/// [`Error::Network`] (exit 5, retried) when the body breaks off; [`Error::Usage`] (exit 2) for a
+/// SHA-256 repository.
+pub(crate) fn parse_refs<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+    service: Service,
+    full_ref: &str,
+) -> Result<Advertised> {
     let mut out = Advertised {
         tip: None,
         caps: None,
+        tips: Vec::new(),
     };
     let mut first = true;
-    let mut sections = 0;
     let mut seen = 0usize;
-    loop {
-        let Some(line) = lines.read_line() else {
-            sections += 1;
-            // "# service=git-receive-pack" sits in its own section before the refs.
-            if sections == 1 && first {
-                lines.reset();
-                continue;
-            }
-            break;
-        };
+    while let Some(line) = lines.read_line() {
         let line = line
             .map_err(|e| body_error(url, e))?
-            .map_err(|e| pkt_err(url, e))?;
+            .map_err(|e| pkt_err(url, service, e))?;
         if let Some(err) = line.check_error() {
-            return Err(Error::Protocol(format!(
-                "{url} refused the push: {}",
-                String::from_utf8_lossy(err.0).trim()
-            )));
+            let err = String::from_utf8_lossy(err.0);
+            return Err(Error::Protocol(match service {
+                Service::ReceivePack => format!("{url} refused the push: {}", err.trim()),
+                Service::UploadPack => format!("{url} reported an error: {}", err.trim()),
+            }));
         }
         let Some(data) = line.as_slice() else {
             continue;
@@ -108,10 +171,21 @@ pub(crate) fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<
             )));
         }
         let data = data.strip_suffix(b"\n").unwrap_or(data);
-        if data.starts_with(b"# service=") {
+        if first && data == b"version 1" {
             continue;
         }
-        ref_line(url, data, std::mem::take(&mut first), full_ref, &mut out)?;
+        ref_line(
+            url,
+            service,
+            data,
+            std::mem::take(&mut first),
+            full_ref,
+            &mut out,
+        )?;
+    }
+    if service == Service::UploadPack {
+        out.tips.sort_unstable();
+        out.tips.dedup();
     }
     Ok(out)
 }
@@ -120,6 +194,7 @@ pub(crate) fn parse(url: &RemoteUrl, body: impl Read, full_ref: &str) -> Result<
 /// one; the id is kept when the name is `full_ref`.
 fn ref_line(
     url: &RemoteUrl,
+    service: Service,
     data: &[u8],
     first: bool,
     full_ref: &str,
@@ -131,7 +206,7 @@ fn ref_line(
     };
     if first {
         if caps.is_some_and(|caps| !caps.is_empty()) {
-            let (caps, _) = Capabilities::from_bytes(data).map_err(|e| pkt_err(url, e))?;
+            let (caps, _) = Capabilities::from_bytes(data).map_err(|e| pkt_err(url, service, e))?;
             out.caps = Some(caps);
         }
         if let Some(fmt) = out.get("object-format")
@@ -146,12 +221,21 @@ fn ref_line(
         }
     }
     let Some(sp) = refline.iter().position(|b| *b == b' ') else {
-        return Err(pkt_err(url, "a ref line without a name"));
+        return Err(pkt_err(url, service, "a ref line without a name"));
+    };
+    let id = || {
+        FullSha::from_wire(&refline[..sp])
+            .ok_or_else(|| pkt_err(url, service, "a malformed object id"))
     };
     if &refline[sp + 1..] == full_ref.as_bytes() {
-        let id = FullSha::from_wire(&refline[..sp])
-            .ok_or_else(|| pkt_err(url, "a malformed object id"))?;
-        out.tip = Some(id);
+        out.tip = Some(id()?);
+    }
+    if service == Service::UploadPack {
+        let id = id()?.id();
+        // An empty repository advertises `<zero id> capabilities^{}`.
+        if !id.is_null() {
+            out.tips.push(id);
+        }
     }
     Ok(())
 }
@@ -164,7 +248,7 @@ mod tests {
     };
 
     const ADVERTISEMENT: &[u8] =
-        include_bytes!("../../../tests/fixtures/wire/receive-pack-advertisement.response");
+        include_bytes!("../../tests/fixtures/wire/receive-pack-advertisement.response");
     /// Where the `# service=git-receive-pack` section (and its flush) ends.
     const SERVICE_END: usize = 0x23;
 
