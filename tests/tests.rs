@@ -23,4 +23,5 @@ mod restore_archive;
 mod restore_git;
 mod root;
 mod save;
+mod servers;
 mod trust;

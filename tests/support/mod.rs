@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod dulwich;
+pub mod jgit;
 pub mod server;
 pub mod wire;
 

@@ -419,7 +419,8 @@ fn refused_want(url: &RemoteUrl, refs: &Advertised, commit: FullSha, err: Error)
 fn failed_want(refs: &Advertised, commit: FullSha, err: Error) -> Error {
     match err {
         Error::Network(msg) if !serves_any(refs, commit) => Error::Network(format!(
-            "{msg}. If the server refuses commits no ref tips (Dulwich answers them so): {}",
+            "{msg}. If the server refuses {commit} because no ref it advertises tips it (Dulwich \
+             answers so): {}",
             needs_tip_hint()
         )),
         other => other,

@@ -1,0 +1,428 @@
+//! The git servers people use (issue 24): the same session on git's `http-backend` over protocol
+//! v2 and forced to v0, on JGit's `GitServlet` (v0/v1 only) and on Dulwich's WSGI server (v0/v1
+//! only), each started here on 127.0.0.1 (`scripts/peers` installs JGit and Dulwich). Every case
+//! runs on every server; where a server cannot do something, the case asserts the documented
+//! error (README "Servers"). Rerun: `scripts/test servers::`.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::dulwich::DulwichServer;
+use crate::support::jgit::JGitServer;
+use crate::support::{GitServer, Run, World};
+
+/// The session branch the fixture's repository has.
+const BRANCH: &str = "sessions/s";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    /// git's http-backend, protocol v2.
+    GitV2,
+    /// git's http-backend answering v0 (the `Git-Protocol` header dropped).
+    GitV0,
+    /// JGit 4.11's GitServlet on Jetty 9 (v0/v1).
+    JGit,
+    /// Dulwich's `dulwich.web` (v0/v1).
+    Dulwich,
+}
+
+enum Running {
+    Git(GitServer),
+    JGit(JGitServer),
+    Dulwich(DulwichServer),
+}
+
+/// A server of one kind over a world whose `srv/repo.git` has three commits on `main` and
+/// `sessions/s` at the third.
+struct Served {
+    peer: Peer,
+    w: World,
+    ids: Vec<String>,
+    running: Running,
+}
+
+impl Served {
+    fn new(peer: Peer) -> Self {
+        let w = World::new();
+        let ids = w.repo(
+            "repo.git",
+            &[
+                &[
+                    ("README.md", Some("one\n")),
+                    ("src/lib.rs", Some("fn a() {}\n")),
+                ],
+                &[
+                    ("README.md", Some("two\n")),
+                    ("bin/run.sh", Some("#!/bin/sh\n")),
+                ],
+                &[
+                    ("docs/guide.md", Some("guide\n")),
+                    ("link", Some("->README.md")),
+                ],
+            ],
+        );
+        let bare = w.srv().join("repo.git");
+        w.git(
+            &bare,
+            &["update-ref", &format!("refs/heads/{BRANCH}"), &ids[2]],
+        );
+        // The defaults of each server: no SHA-in-want setting.
+        w.git(
+            &bare,
+            &["config", "--unset", "uploadpack.allowAnySHA1InWant"],
+        );
+        let running = match peer {
+            Peer::GitV2 | Peer::GitV0 => {
+                let srv = GitServer::start(&w.srv(), None);
+                srv.knobs
+                    .v0_only
+                    .store(peer == Peer::GitV0, std::sync::atomic::Ordering::SeqCst);
+                Running::Git(srv)
+            }
+            Peer::JGit => Running::JGit(JGitServer::start(&w.srv())),
+            Peer::Dulwich => Running::Dulwich(DulwichServer::start(&w.srv())),
+        };
+        Served {
+            peer,
+            w,
+            ids,
+            running,
+        }
+    }
+
+    fn url(&self) -> String {
+        match &self.running {
+            Running::Git(s) => s.url("repo.git", None),
+            Running::JGit(s) => s.url("repo.git"),
+            Running::Dulwich(s) => s.url("repo.git"),
+        }
+    }
+
+    fn bare(&self) -> PathBuf {
+        self.w.srv().join("repo.git")
+    }
+
+    /// Set `key` in the served repository's config (each server reads it per request).
+    fn config(&self, key: &str, value: &str) {
+        self.w.git(&self.bare(), &["config", key, value]);
+    }
+
+    /// `git-session restore` of `sha` for `branch` into a new folder `name`.
+    fn restore(&self, name: &str, branch: &str, sha: &str) -> (PathBuf, Run) {
+        let dir = self.w.path(name);
+        let url = self.url();
+        let run = self.w.run(
+            &dir,
+            &["restore", "--json"],
+            &[
+                ("READ_URL", url.as_str()),
+                ("PUSH_URL", url.as_str()),
+                ("SESSION_BRANCH", branch),
+                ("TIP_SHA", sha),
+            ],
+        );
+        (dir, run)
+    }
+
+    fn run(&self, dir: &Path, args: &[&str]) -> Run {
+        let url = self.url();
+        self.w.run(
+            dir,
+            args,
+            &[("READ_URL", url.as_str()), ("PUSH_URL", url.as_str())],
+        )
+    }
+
+    /// Where `branch` is on the server, read by the git CLI in the served repository.
+    fn remote(&self, branch: &str) -> Option<String> {
+        let out = self.w.git_output(
+            &self.bare(),
+            &[
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("refs/heads/{branch}"),
+            ],
+        );
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    /// The checks every restored tree must pass, judged by the git CLI.
+    fn assert_restored(&self, dir: &Path, branch: &str, sha: &str) {
+        let w = &self.w;
+        assert_eq!(w.git(dir, &["rev-parse", "HEAD"]), sha, "{:?}", self.peer);
+        assert_eq!(
+            w.git(dir, &["symbolic-ref", "HEAD"]),
+            format!("refs/heads/{branch}")
+        );
+        assert_eq!(w.git(dir, &["status", "--porcelain"]), "");
+        assert_eq!(
+            w.git(dir, &["rev-parse", "--is-shallow-repository"]),
+            "true"
+        );
+        w.git(dir, &["fsck", "--no-progress"]);
+    }
+
+    /// The error of a refused restore, and that nothing was written.
+    fn assert_refused(&self, dir: &Path, run: &Run, code: i32, words: &[&str]) {
+        run.assert_code(code);
+        for word in words {
+            assert!(
+                run.stderr.contains(word),
+                "{:?}: no '{word}' in: {}",
+                self.peer,
+                run.stderr
+            );
+        }
+        assert!(
+            !dir.exists() || std::fs::read_dir(dir).unwrap().count() == 0,
+            "{:?}: the refused restore wrote into the target",
+            self.peer
+        );
+    }
+}
+
+fn restores_the_branch_tip(peer: Peer) {
+    let s = Served::new(peer);
+    let (dir, run) = s.restore("t", BRANCH, &s.ids[2]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], s.ids[2].as_str());
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "{}",
+        run.stdout
+    );
+    s.assert_restored(&dir, BRANCH, &s.ids[2]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("docs/guide.md")).unwrap(),
+        "guide\n"
+    );
+}
+
+/// A commit no ref tips (`main~1`): git and JGit serve any commit a ref reaches over HTTP;
+/// Dulwich serves only advertised tips, with or without the setting, and the refusal names it.
+fn restores_a_commit_no_ref_tips(peer: Peer, allow_reachable: bool) {
+    let s = Served::new(peer);
+    if allow_reachable {
+        s.config("uploadpack.allowReachableSHA1InWant", "true");
+    }
+    let (dir, run) = s.restore("t", "sessions/new", &s.ids[1]);
+    if peer == Peer::Dulwich {
+        s.assert_refused(
+            &dir,
+            &run,
+            5,
+            &[
+                "uploadpack.allowReachableSHA1InWant",
+                "ephemeral ref",
+                &s.ids[1],
+            ],
+        );
+        return;
+    }
+    run.assert_code(0);
+    s.assert_restored(&dir, "sessions/new", &s.ids[1]);
+}
+
+/// An id no object has: not found (exit 8) where the server says it serves any reachable
+/// commit (v2; v0 with the setting advertised); otherwise the server's refusal cannot tell "no
+/// such commit" from "not served", and says both (exit 5).
+fn refuses_an_unknown_commit(peer: Peer, allow_reachable: bool) {
+    let s = Served::new(peer);
+    if allow_reachable {
+        s.config("uploadpack.allowReachableSHA1InWant", "true");
+    }
+    let unknown = "1234567890123456789012345678901234567890";
+    let (dir, run) = s.restore("t", "sessions/new", unknown);
+    match (peer, allow_reachable) {
+        (Peer::GitV2, _) | (Peer::GitV0, true) => {
+            s.assert_refused(&dir, &run, 8, &["not found", "TIP_SHA"]);
+        }
+        // JGit checks the shallow request first and answers "internal server error".
+        (Peer::JGit, false) | (Peer::JGit, true) => {
+            s.assert_refused(&dir, &run, 5, &["internal server error"]);
+        }
+        _ => s.assert_refused(
+            &dir,
+            &run,
+            5,
+            &["uploadpack.allowReachableSHA1InWant", "check TIP_SHA"],
+        ),
+    }
+}
+
+fn saves_and_a_stale_save_is_refused(peer: Peer) {
+    let s = Served::new(peer);
+    let (a, run) = s.restore("a", BRANCH, &s.ids[2]);
+    run.assert_code(0);
+    let (b, run) = s.restore("b", BRANCH, &s.ids[2]);
+    run.assert_code(0);
+    std::fs::write(a.join("new.txt"), "from a\n").unwrap();
+    let save = s.run(&a, &["save", "-m", "work in a", "--json"]);
+    save.assert_code(0);
+    let pushed = save.json()["commit"].as_str().unwrap().to_owned();
+    assert_eq!(
+        s.remote(BRANCH).as_deref(),
+        Some(pushed.as_str()),
+        "{peer:?}"
+    );
+    assert_eq!(
+        s.w.git(&s.bare(), &["rev-parse", &format!("{pushed}^")]),
+        s.ids[2]
+    );
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+
+    std::fs::write(b.join("other.txt"), "from b\n").unwrap();
+    let stale = s.run(&b, &["save", "-m", "work in b", "--json"]);
+    stale.assert_code(3);
+    let j = stale.json();
+    assert_eq!(j["error"]["kind"], "stale", "{}", stale.stdout);
+    assert_eq!(j["lease"], s.ids[2].as_str(), "{}", stale.stdout);
+    assert_eq!(j["remote_tip"], pushed.as_str(), "{}", stale.stdout);
+    assert_eq!(
+        s.remote(BRANCH).as_deref(),
+        Some(pushed.as_str()),
+        "untouched"
+    );
+
+    let status = s.run(&a, &["status", "--remote", "--json"]);
+    status.assert_code(0);
+    assert_eq!(status.json()["remote_state"], "lease", "{}", status.stdout);
+    let status = s.run(&b, &["status", "--remote", "--json"]);
+    status.assert_code(0);
+    assert_eq!(status.json()["remote_state"], "moved", "{}", status.stdout);
+}
+
+/// Bake at the first commit (a release branch's tip: Dulwich serves tips only), boot at the
+/// session branch's tip: only the difference is fetched (the base named as `shallow` and `have`,
+/// a thin pack), and the boot's tree is the tip's.
+fn boots_a_baked_template(peer: Peer) {
+    let s = Served::new(peer);
+    s.w.git(&s.bare(), &["update-ref", "refs/heads/release", &s.ids[0]]);
+    let dir = s.w.path("t");
+    let url = s.url();
+    s.w.run(
+        &dir,
+        &["bake", "--json"],
+        &[("READ_URL", url.as_str()), ("TIP_SHA", s.ids[0].as_str())],
+    )
+    .assert_code(0);
+    assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), s.ids[0]);
+    let (_, run) = s.restore("t", BRANCH, &s.ids[2]);
+    run.assert_code(0);
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "{peer:?}: a server that knows the base: {}",
+        run.stdout
+    );
+    s.assert_restored(&dir, BRANCH, &s.ids[2]);
+    assert!(!dir.join(".git/git-session-template.json").exists());
+}
+
+/// An archive of the tip (served as a file), history from the server on the first save.
+fn saves_a_tree_restored_from_an_archive(peer: Peer) {
+    let s = Served::new(peer);
+    let archive = s.w.path("archives/tip.tar.gz");
+    std::fs::create_dir_all(archive.parent().unwrap()).unwrap();
+    s.w.git(
+        &s.bare(),
+        &[
+            "archive",
+            "--format=tar.gz",
+            &format!("--output={}", archive.display()),
+            &s.ids[2],
+        ],
+    );
+    let dir = s.w.path("t");
+    let url = s.url();
+    let run = s.w.run(
+        &s.w.path(""),
+        &[
+            "restore",
+            "--json",
+            "--archive",
+            archive.to_str().unwrap(),
+            "-C",
+            dir.to_str().unwrap(),
+        ],
+        &[
+            ("READ_URL", url.as_str()),
+            ("PUSH_URL", url.as_str()),
+            ("SESSION_BRANCH", BRANCH),
+            ("TIP_SHA", s.ids[2].as_str()),
+        ],
+    );
+    run.assert_code(0);
+    std::fs::write(dir.join("docs/guide.md"), "guide, edited\n").unwrap();
+    let save = s.run(&dir, &["save", "-m", "edit the guide", "--json"]);
+    save.assert_code(0);
+    let pushed = save.json()["commit"].as_str().unwrap().to_owned();
+    assert_eq!(
+        s.remote(BRANCH).as_deref(),
+        Some(pushed.as_str()),
+        "{peer:?}"
+    );
+    assert_eq!(
+        s.w.git(&s.bare(), &["diff", "--name-only", &s.ids[2], &pushed]),
+        "docs/guide.md"
+    );
+    s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+}
+
+macro_rules! matrix {
+    ($($name:ident => $peer:expr),* $(,)?) => {$(
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn restores_the_branch_tip() {
+                super::restores_the_branch_tip($peer);
+            }
+
+            #[test]
+            fn restores_a_commit_no_ref_tips_without_the_server_setting() {
+                super::restores_a_commit_no_ref_tips($peer, false);
+            }
+
+            #[test]
+            fn restores_a_commit_no_ref_tips_with_allow_reachable_sha1_in_want() {
+                super::restores_a_commit_no_ref_tips($peer, true);
+            }
+
+            #[test]
+            fn refuses_an_unknown_commit_without_the_server_setting() {
+                super::refuses_an_unknown_commit($peer, false);
+            }
+
+            #[test]
+            fn refuses_an_unknown_commit_with_allow_reachable_sha1_in_want() {
+                super::refuses_an_unknown_commit($peer, true);
+            }
+
+            #[test]
+            fn saves_and_a_stale_save_is_refused() {
+                super::saves_and_a_stale_save_is_refused($peer);
+            }
+
+            #[test]
+            fn boots_a_baked_template() {
+                super::boots_a_baked_template($peer);
+            }
+
+            #[test]
+            fn saves_a_tree_restored_from_an_archive() {
+                super::saves_a_tree_restored_from_an_archive($peer);
+            }
+        }
+    )*};
+}
+
+matrix! {
+    git_v2 => Peer::GitV2,
+    git_v0 => Peer::GitV0,
+    jgit => Peer::JGit,
+    dulwich => Peer::Dulwich,
+}
