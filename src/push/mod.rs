@@ -200,12 +200,8 @@ impl Attempt<'_> {
             return Ok(self.outcome(old, false, warnings));
         }
         self.check_fast_forward(old)?;
-        if !adv.has("report-status") {
-            return Err(Error::Protocol(format!(
-                "{url} does not offer report-status: a push could not be confirmed, so none is made"
-            )));
-        }
-        self.spool_request(&adv, old)?;
+        let caps = request_capabilities(url, &adv)?;
+        self.spool_request(&adv, &caps, old)?;
         self.ledger.record(old, self.local, "push")?;
         let resp = self.send(url)?;
         let report = report::read(url, resp, adv.has("side-band-64k"))?;
@@ -323,7 +319,12 @@ impl Attempt<'_> {
     }
 
     /// Step 4, first half: the request, spooled once and reused by retries.
-    fn spool_request(&self, adv: &advertisement::Advertised, old: FullSha) -> Result<()> {
+    fn spool_request(
+        &self,
+        adv: &advertisement::Advertised,
+        caps: &[String],
+        old: FullSha,
+    ) -> Result<()> {
         let mut spooled = self.spool.borrow_mut();
         if spooled
             .as_ref()
@@ -331,21 +332,13 @@ impl Attempt<'_> {
         {
             return Ok(());
         }
-        let mut caps = vec!["report-status".to_owned()];
-        if adv.has("side-band-64k") {
-            caps.push("side-band-64k".into());
-        }
-        if let Some(fmt) = adv.get("object-format") {
-            caps.push(format!("object-format={fmt}"));
-        }
-        caps.push(format!("agent=git-session/{}", env!("CARGO_PKG_VERSION")));
         let refname = self.branch().full_ref();
         let update = pack::Update {
             old,
             new: self.local,
             base: self.base(old),
             refname: &refname,
-            caps: &caps,
+            caps,
             thin: !adv.has("no-thin"),
         };
         *spooled = Some(pack::spool(self.repo, &update, self.secrets)?);
@@ -393,5 +386,94 @@ impl Attempt<'_> {
                 Err(e)
             }
         }
+    }
+}
+
+/// The capabilities a push asks for, from what receive-pack advertised
+/// (`gitprotocol-capabilities`): `report-status` (required: an unconfirmed push is never made;
+/// `report-status-v2` alone is not enough, as git's client too asks for the first),
+/// `side-band-64k` when offered (else the report comes as plain pkt-lines), the object format
+/// when announced, our agent. Never `atomic` (one ref), `push-options`, `quiet` (nothing is
+/// shown of the server's progress but its messages) or a delete.
+///
+/// # Errors
+/// [`Error::Protocol`] (exit 5) for a server without `report-status`.
+fn request_capabilities(url: &RemoteUrl, adv: &advertisement::Advertised) -> Result<Vec<String>> {
+    if !adv.has("report-status") {
+        return Err(Error::Protocol(format!(
+            "{url} does not offer report-status: a push could not be confirmed, so none is made"
+        )));
+    }
+    let mut caps = vec!["report-status".to_owned()];
+    if adv.has("side-band-64k") {
+        caps.push("side-band-64k".into());
+    }
+    if let Some(fmt) = adv.get("object-format") {
+        caps.push(format!("object-format={fmt}"));
+    }
+    caps.push(format!("agent=git-session/{}", env!("CARGO_PKG_VERSION")));
+    Ok(caps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps_for(recorded: &[u8]) -> Result<Vec<String>> {
+        let url = RemoteUrl::parse("http://127.0.0.1:1/repo.git").unwrap();
+        let adv = advertisement::parse(&url, recorded, "refs/heads/main").unwrap();
+        request_capabilities(&url, &adv)
+    }
+
+    /// Each server's recorded receive-pack advertisement (`tests/fixtures/wire/`), and what a
+    /// push asks of it.
+    #[test]
+    fn a_push_asks_each_server_for_what_it_offers() {
+        let agent = format!("agent=git-session/{}", env!("CARGO_PKG_VERSION"));
+        let cases: [(&str, &[u8], &[&str]); 3] = [
+            (
+                "git 2.47",
+                include_bytes!("../../tests/fixtures/wire/receive-pack-advertisement.response"),
+                &["report-status", "side-band-64k", "object-format=sha1"],
+            ),
+            (
+                "JGit 4.11 (no object-format)",
+                include_bytes!(
+                    "../../tests/fixtures/wire/jgit-receive-pack-advertisement.response"
+                ),
+                &["report-status", "side-band-64k"],
+            ),
+            (
+                "Dulwich 1.2.21",
+                include_bytes!(
+                    "../../tests/fixtures/wire/dulwich-receive-pack-advertisement.response"
+                ),
+                &["report-status", "side-band-64k", "object-format=sha1"],
+            ),
+        ];
+        for (server, recorded, expected) in cases {
+            let mut expected: Vec<String> = expected.iter().map(|c| c.to_string()).collect();
+            expected.push(agent.clone());
+            assert_eq!(caps_for(recorded).unwrap(), expected, "{server}");
+        }
+    }
+
+    #[test]
+    fn a_server_without_report_status_or_side_band_is_asked_accordingly() {
+        let adv = |caps: &str| {
+            let line = format!(
+                "{} refs/heads/main\0{caps}\n",
+                "9286c450ac867c0b3f83878bc15e185905286280"
+            );
+            let mut body = Vec::new();
+            gix_packetline::blocking_io::encode::data_to_write(line.as_bytes(), &mut body).unwrap();
+            body.extend_from_slice(b"0000");
+            body
+        };
+        let err = caps_for(&adv("report-status-v2 side-band-64k atomic")).unwrap_err();
+        assert!(matches!(err, Error::Protocol(m) if m.contains("report-status")));
+        let plain = caps_for(&adv("report-status delete-refs")).unwrap();
+        assert_eq!(plain[0], "report-status");
+        assert!(!plain.iter().any(|c| c.starts_with("side-band")));
     }
 }

@@ -1155,6 +1155,43 @@ mod tests {
         );
     }
 
+    /// JGit's and Dulwich's recorded upload-pack advertisements (v0 only): the `want` asks for
+    /// what each offers; Dulwich refuses a client without side-band-64k, thin-pack and ofs-delta.
+    #[test]
+    fn a_v0_want_asks_jgit_and_dulwich_for_what_they_offer() {
+        let cases: [(&[u8], &str); 2] = [
+            (
+                include_bytes!(
+                    "../../../tests/fixtures/wire/jgit-upload-pack-advertisement.response"
+                ),
+                "multi_ack_detailed no-done side-band-64k ofs-delta no-progress thin-pack shallow agent=",
+            ),
+            (
+                include_bytes!(
+                    "../../../tests/fixtures/wire/dulwich-upload-pack-advertisement.response"
+                ),
+                "multi_ack_detailed no-done side-band-64k ofs-delta no-progress thin-pack shallow \
+                 object-format=sha1\n",
+            ),
+        ];
+        for (recorded, caps) in cases {
+            let server = read_advertisement(&url(), recorded, Protocol::Auto, "refs/heads/main");
+            let Ok(Server::V0 { refs, .. }) = server else {
+                panic!("{server:?}")
+            };
+            assert!(refs.tip.is_some(), "main is advertised");
+            let ask = v0::Ask {
+                commit: refs.tip.unwrap(),
+                depth: Some(1),
+                shallow: &[],
+                haves: &[],
+            };
+            let body = v0::request(&url(), &refs, &ask).unwrap();
+            let text = String::from_utf8_lossy(&body);
+            assert!(text.contains(caps), "{text}");
+        }
+    }
+
     #[test]
     fn fetch_of_a_commit_the_server_lacks_is_not_found() {
         assert_err!(fetch(pkt(NOT_OUR_REF).as_slice()), Error::NotFound(_));
