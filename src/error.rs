@@ -151,7 +151,8 @@ pub fn exit_table() -> Vec<ExitRow> {
         (
             5,
             "network",
-            "remote unavailable after bounded retries, TLS failure, no protocol v2: retry later"
+            "remote unavailable after bounded retries, TLS failure, a server that cannot serve the \
+             request (a commit no ref tips, over v0/v1): retry later, or see Servers"
                 .to_owned(),
         ),
         (

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// Variables every command reads.
-const COMMON_ENV: [(&str, &str); 6] = [
+const COMMON_ENV: [(&str, &str); 7] = [
     (
         "SESSION_DIR",
         "The work tree when -C is not given (default: the current directory).",
@@ -29,6 +29,10 @@ const COMMON_ENV: [(&str, &str); 6] = [
     (
         "RUST_LOG",
         "Log filter (overrides -v), e.g. git_session=debug.",
+    ),
+    (
+        "GIT_SESSION_PROTOCOL",
+        "Fetch protocol: unset (v2 when the server answers it, else v0/v1), 0 (v0/v1) or 2 (v2 only).",
     ),
     (
         "GIT_SESSION_CONNECT_TIMEOUT_MS, GIT_SESSION_READ_TIMEOUT_MS",

@@ -1159,12 +1159,13 @@ mod tests {
     /// what each offers; Dulwich refuses a client without side-band-64k, thin-pack and ofs-delta.
     #[test]
     fn a_v0_want_asks_jgit_and_dulwich_for_what_they_offer() {
-        let cases: [(&[u8], &str); 2] = [
+        let cases: [(&[u8], &str, bool); 2] = [
             (
                 include_bytes!(
                     "../../../tests/fixtures/wire/jgit-upload-pack-advertisement.response"
                 ),
                 "multi_ack_detailed no-done side-band-64k ofs-delta no-progress thin-pack shallow agent=",
+                false,
             ),
             (
                 include_bytes!(
@@ -1172,10 +1173,13 @@ mod tests {
                 ),
                 "multi_ack_detailed no-done side-band-64k ofs-delta no-progress thin-pack shallow \
                  object-format=sha1\n",
+                true,
             ),
         ];
-        for (recorded, caps) in cases {
+        for (recorded, caps, filter) in cases {
             let server = read_advertisement(&url(), recorded, Protocol::Auto, "refs/heads/main");
+            let offers_filter = server.as_ref().is_ok_and(|s| fetch_supports(s, "filter"));
+            assert_eq!(offers_filter, filter, "filter offered");
             let Ok(Server::V0 { refs, .. }) = server else {
                 panic!("{server:?}")
             };
