@@ -297,7 +297,7 @@ fn saves_and_a_stale_save_is_refused(peer: Peer) {
 
 /// Bake at the first commit (a release branch's tip: Dulwich serves tips only), boot at the
 /// session branch's tip: only the difference is fetched (the base named as `shallow` and `have`,
-/// a thin pack), and the boot's tree is the tip's.
+/// a thin pack), and the boot's tree is the tip's; the same from a cache (`--cache`).
 fn boots_a_baked_template(peer: Peer) {
     let s = Served::new(peer);
     s.w.git(&s.bare(), &["update-ref", "refs/heads/release", &s.ids[0]]);
@@ -320,6 +320,33 @@ fn boots_a_baked_template(peer: Peer) {
     );
     s.assert_restored(&dir, BRANCH, &s.ids[2]);
     assert!(!dir.join(".git/git-session-template.json").exists());
+
+    // A restore seeded from a template elsewhere (`--cache`) fetches the same difference.
+    let cache = s.w.path("cache");
+    s.w.run(
+        &cache,
+        &["bake", "--json"],
+        &[("READ_URL", url.as_str()), ("TIP_SHA", s.ids[0].as_str())],
+    )
+    .assert_code(0);
+    let seeded = s.w.path("seeded");
+    let run = s.w.run(
+        &seeded,
+        &["restore", "--json", "--cache", cache.to_str().unwrap()],
+        &[
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", BRANCH),
+            ("TIP_SHA", s.ids[2].as_str()),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "{}",
+        run.stdout
+    );
+    s.assert_restored(&seeded, BRANCH, &s.ids[2]);
 }
 
 /// An archive of the tip (served as a file), history from the server on the first save.
