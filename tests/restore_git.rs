@@ -728,6 +728,18 @@ fn a_server_without_protocol_v2_is_fetched_from_over_v0_unless_v2_is_forced() {
             .any(|e| String::from_utf8_lossy(&e.body).contains("command="))
     );
 
+    // The same retries as over v2: two failed requests, then a pack cut off half-way.
+    use std::sync::atomic::Ordering::SeqCst;
+    srv.clear_log();
+    srv.knobs.fail_next.store(2, SeqCst);
+    srv.knobs.cut_post_after.store(300, SeqCst);
+    srv.knobs.cut_posts.store(1, SeqCst);
+    let run = restore(&w, &w.path("r"), &url, "r", &ids[1], &[]);
+    run.assert_code(0);
+    assert_restored(&w, &w.path("r"), "r", &ids[1]);
+    assert_eq!(srv.knobs.cut_posts.load(SeqCst), 0, "the pack was cut once");
+    assert!(srv.log().len() >= 5, "{:?}", srv.log());
+
     srv.clear_log();
     let run = restore(
         &w,
