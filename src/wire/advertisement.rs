@@ -19,6 +19,21 @@ use crate::wire::http::{Http, body_error};
 /// sending more is refused with [`Error::Protocol`] (exit 5).
 pub const MAX_ADVERTISEMENT_BYTES: usize = 256 << 20;
 
+/// The most bytes of an upload-pack ref advertisement read (a v0/v1 server's; the same bound as
+/// a protocol v2 `ls-refs` answer): every tipped id is kept, 20 bytes a ref, so a million refs
+/// hold about 20 MiB. More is refused with [`Error::Protocol`] (exit 5).
+pub const MAX_UPLOAD_PACK_ADVERTISEMENT_BYTES: usize = 64 << 20;
+
+impl Service {
+    /// The most bytes of its advertisement read.
+    fn limit(self) -> usize {
+        match self {
+            Service::UploadPack => MAX_UPLOAD_PACK_ADVERTISEMENT_BYTES,
+            Service::ReceivePack => MAX_ADVERTISEMENT_BYTES,
+        }
+    }
+}
+
 /// Which service advertised: what the messages say and what is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Service {
@@ -129,7 +144,8 @@ pub(crate) fn skip_service_line<R: Read>(
 
 /// Read the ref lines of an advertisement up to their flush (`<oid> <refname>`, the first with
 /// the capabilities after a NUL; a `version 1` line before them is skipped), at most
-/// [`MAX_ADVERTISEMENT_BYTES`] of them, keeping the id of `full_ref`, the capabilities and for
+/// [`MAX_ADVERTISEMENT_BYTES`] of them ([`MAX_UPLOAD_PACK_ADVERTISEMENT_BYTES`] for upload-pack),
+/// keeping the id of `full_ref`, the capabilities and for
 /// upload-pack every tipped id. `url` is for messages only.
 ///
 /// # Errors
@@ -164,10 +180,10 @@ pub(crate) fn parse_refs<R: Read>(
             continue;
         };
         seen += data.len() + 4;
-        if seen > MAX_ADVERTISEMENT_BYTES {
+        if seen > service.limit() {
             return Err(Error::Protocol(format!(
-                "{url} sent a ref advertisement over {MAX_ADVERTISEMENT_BYTES} bytes: refused (a \
-                 misbehaving server)"
+                "{url} sent a ref advertisement over {} bytes: refused (a misbehaving server)",
+                service.limit()
             )));
         }
         let data = data.strip_suffix(b"\n").unwrap_or(data);
@@ -326,5 +342,19 @@ mod tests {
             MAX_ADVERTISEMENT_BYTES,
         );
         assert_err!(parse(&url(), body, BRANCH), Error::Protocol(_));
+    }
+
+    /// An upload-pack advertisement keeps every tipped id: refused at its own, lower bound.
+    #[test]
+    fn an_upload_pack_advertisement_without_end_is_refused_at_its_bound() {
+        let line = pkt(format!("{COMMIT3} refs/heads/{}\n", "y".repeat(40)).as_bytes());
+        let head = pkt(format!("{COMMIT2} {BRANCH}\0shallow\n").as_bytes());
+        let body = Endless::new(head, line, MAX_UPLOAD_PACK_ADVERTISEMENT_BYTES);
+        let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
+        let err = parse_refs(&url(), &mut lines, Service::UploadPack, BRANCH).unwrap_err();
+        assert!(
+            matches!(&err, Error::Protocol(m) if m.contains("67108864")),
+            "{err:?}"
+        );
     }
 }
