@@ -338,22 +338,32 @@ pub fn fetch_pack(
         Server::V0 { refs, .. } => return fetch_pack_v0(http, url, refs, want, interrupt),
     };
     let body = fetch_request(url, caps, &want)?;
+    let resp = send_fetch(http, url, v2_headers(true), body)?;
+    read_fetch(url, resp, want, interrupt)
+}
+
+/// `POST git-upload-pack` with a fetch request; the answer's bytes counted for the progress.
+fn send_fetch(
+    http: &Http,
+    url: &RemoteUrl,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    body: Vec<u8>,
+) -> Result<impl Read> {
     let resp = http
         .send(
             url,
             Request {
                 endpoint: "git-upload-pack",
-                headers: v2_headers(true),
+                headers,
                 body: Some(body.into()),
             },
         )?
         // The pack's bytes are measured instead (in receive_packfile): keep-alives come before them.
         .unmeasured();
-    let body = crate::progress::Counted {
+    Ok(crate::progress::Counted {
         inner: resp,
         progress: crate::progress::Progress::bytes("receiving objects"),
-    };
-    read_fetch(url, body, want, interrupt)
+    })
 }
 
 /// [`fetch_pack`] over protocol v0/v1: one stateless request ([`v0::request`]), its answer read
@@ -368,22 +378,9 @@ fn fetch_pack_v0(
     let body = v0::request(url, refs, &v0_ask(&want))?;
     let mut headers = v2_headers(true);
     headers.retain(|(name, _)| name.as_str() != "git-protocol");
-    let resp = http
-        .send(
-            url,
-            Request {
-                endpoint: "git-upload-pack",
-                headers,
-                body: Some(body.into()),
-            },
-        )
-        .map_err(|e| failed_want(refs, want.commit, e))?
-        .unmeasured();
-    let body = crate::progress::Counted {
-        inner: resp,
-        progress: crate::progress::Progress::bytes("receiving objects"),
-    };
-    read_fetch_v0(url, body, refs, want, interrupt)
+    let resp =
+        send_fetch(http, url, headers, body).map_err(|e| failed_want(refs, want.commit, e))?;
+    read_fetch_v0(url, resp, refs, want, interrupt)
         .map_err(|e| refused_want(url, refs, want.commit, e))
 }
 
