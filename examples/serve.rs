@@ -2,19 +2,23 @@
 //! `git http-backend` bridge the tests use. For the demo and the benchmarks.
 //!
 //! Usage: `cargo run --release --example serve -- ROOT [--port N] [--token TOKEN] [--tls CA_PEM_OUT]
-//! [--sent-bytes FILE]`
+//! [--sent-bytes FILE] [--v0]`
 //! Prints `ready <base-url>` on stdout once listening, then serves until killed. With `--sent-bytes`,
 //! FILE holds the bytes of response bodies `git http-backend` has sent so far (a decimal number,
 //! replaced atomically within 10 ms of a change): the benchmarks read it before and after a run.
+//! With `--v0`, the `Git-Protocol` header is dropped, so `git http-backend` speaks protocol v0/v1
+//! only (as JGit 4.11, Dulwich and Azure DevOps do): the server's `v0_only` knob.
 
 #[path = "../tests/support/server.rs"]
 mod server;
 
 const USAGE: &str =
-    "usage: serve ROOT [--port N] [--token TOKEN] [--tls CA_PEM_OUT] [--sent-bytes FILE]
+    "usage: serve ROOT [--port N] [--token TOKEN] [--tls CA_PEM_OUT] [--sent-bytes FILE] [--v0]
 
 Serves the bare repositories under ROOT over smart HTTP on 127.0.0.1 (git http-backend) and prints
-`ready <base-url>` once listening, then serves until killed.";
+`ready <base-url>` once listening, then serves until killed. --sent-bytes FILE keeps in FILE the
+bytes of response bodies sent so far; --v0 drops the Git-Protocol header, so the server speaks
+protocol v0/v1 only (as JGit 4.11, Dulwich and Azure DevOps do).";
 
 fn main() {
     if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
@@ -23,13 +27,14 @@ fn main() {
     }
     let mut args = std::env::args().skip(1);
     let root = std::path::PathBuf::from(args.next().expect(USAGE));
-    let (mut port, mut token, mut tls_out, mut sent_out) = (0u16, None, None, None);
+    let (mut port, mut token, mut tls_out, mut sent_out, mut v0) = (0u16, None, None, None, false);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--port" => port = args.next().and_then(|p| p.parse().ok()).expect("--port N"),
             "--token" => token = args.next(),
             "--tls" => tls_out = args.next(),
             "--sent-bytes" => sent_out = args.next().map(std::path::PathBuf::from),
+            "--v0" => v0 = true,
             other => panic!("unknown argument {other}"),
         }
     }
@@ -39,6 +44,9 @@ fn main() {
         ca
     });
     let srv = server::GitServer::start_with(&root, token.as_deref(), ca.as_ref(), port);
+    srv.knobs
+        .v0_only
+        .store(v0, std::sync::atomic::Ordering::SeqCst);
     println!("ready {}", srv.url("", None).trim_end_matches('/'));
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
