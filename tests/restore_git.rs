@@ -1484,3 +1484,59 @@ fn two_restores_of_one_folder_at_once_both_succeed() {
     );
     assert_restored(&w, &dir, "s", &ids[1]);
 }
+
+/// Submodules are not fetched yet (`--submodules` is issue 25's): a restore leaves each gitlink
+/// an empty folder, as `git clone` without `--recurse-submodules` does, and says which.
+#[test]
+fn submodules_left_empty_are_named_in_a_warning() {
+    let w = World::new();
+    let scratch = w.scratch("with-gitlinks");
+    std::fs::write(scratch.join("README.md"), "top\n").unwrap();
+    std::fs::write(
+        scratch.join(".gitmodules"),
+        "[submodule \"a\"]\n\tpath = libs/a\n\turl = ../a.git\n",
+    )
+    .unwrap();
+    let other = "1234567890123456789012345678901234567890";
+    w.git(&scratch, &["add", "-A"]);
+    for path in ["libs/a", "libs/b"] {
+        w.git(
+            &scratch,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{other},{path}"),
+            ],
+        );
+    }
+    // Not `commit_all`: its `add -A` drops gitlinks whose folders are absent.
+    w.git(&scratch, &["commit", "-q", "-m", "two submodules"]);
+    let tip = w.git(&scratch, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        w.git(&scratch, &["ls-tree", "-r", "--name-only", &tip, "libs"]),
+        "libs/a\nlibs/b"
+    );
+    w.serve_scratch(&scratch, "repo.git");
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    let run = restore(&w, &dir, &srv.url("repo.git", None), "s", &tip, &[]);
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].clone();
+    assert_eq!(warnings.as_array().map(Vec::len), Some(1), "{warnings}");
+    let text = warnings[0].as_str().unwrap();
+    assert!(
+        text.starts_with("2 submodule(s) left as empty folders")
+            && text.ends_with("libs/a, libs/b"),
+        "{text}"
+    );
+    for path in ["libs/a", "libs/b"] {
+        assert_eq!(
+            std::fs::read_dir(dir.join(path)).unwrap().count(),
+            0,
+            "{path}"
+        );
+    }
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), tip);
+}

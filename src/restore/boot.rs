@@ -465,7 +465,8 @@ fn switch(
     let mut index =
         checkout::index_from_tree(repo, &objects, tip_tree, opts.limits.max_tree_entries)?;
     tracing::debug!("switch: the index of {} built after {} ms", opts.tip, ms());
-    checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
+    let gitlinks =
+        checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
     let on_disk = repo
         .index_or_empty()
         .map_err(|e| Error::internal("reading the template's index", crate::error::chain(&e)))?;
@@ -526,17 +527,7 @@ fn switch(
     checkout::write_index(&mut index)?;
     tracing::debug!("switch: the index written after {} ms", ms());
     moves.kept.sort();
-    let mut warnings: Vec<String> = moves
-        .kept
-        .iter()
-        .map(|p| {
-            format!(
-                "'{p}' was changed in the template after the bake and {} leaves it as the base \
-                 had it: kept as a local change",
-                opts.tip
-            )
-        })
-        .collect();
+    let mut warnings = kept_warnings(opts, &moves.kept);
     if base_index.is_some() {
         warnings.push(format!(
             "the template's index {} does not hold the tree of its base {} (changed after the \
@@ -545,10 +536,24 @@ fn switch(
             template.base
         ));
     }
+    warnings.extend(checkout::gitlink_warning(&gitlinks));
     Ok(Switched {
         files: moves.to_write.len() + moves.to_remove.len(),
         warnings,
     })
+}
+
+/// One warning per local change the switch kept.
+fn kept_warnings(opts: &RestoreOptions, kept: &[String]) -> Vec<String> {
+    kept.iter()
+        .map(|p| {
+            format!(
+                "'{p}' was changed in the template after the bake and {} leaves it as the base \
+                 had it: kept as a local change",
+                opts.tip
+            )
+        })
+        .collect()
 }
 
 /// Decide every path: `index` is `TIP_SHA`'s, `old` the template's (the base's, with the stat

@@ -242,13 +242,22 @@ fn read_frame(
 
 /// Refuse an index naming a blob that `has` does not hold: the server failed to send it (SPEC
 /// rule 2, exit 6), found before anything is written. Gitlinks (submodules) name commits of
-/// another repository and are not looked for.
+/// another repository and are not looked for: their paths are returned (they stay empty folders,
+/// as a `git clone` without `--recurse-submodules` leaves them).
 ///
 /// # Errors
 /// [`Error::Integrity`] naming the path and the blob.
-pub fn require_blobs(index: &gix::index::File, has: impl Fn(&gix::oid) -> bool) -> Result<()> {
+pub fn require_blobs(
+    index: &gix::index::File,
+    has: impl Fn(&gix::oid) -> bool,
+) -> Result<Vec<String>> {
+    let mut gitlinks = Vec::new();
     for entry in index.entries() {
-        if entry.mode == gix::index::entry::Mode::COMMIT || has(&entry.id) {
+        if entry.mode == gix::index::entry::Mode::COMMIT {
+            gitlinks.push(entry.path(index).to_string());
+            continue;
+        }
+        if has(&entry.id) {
             continue;
         }
         return Err(Error::Integrity(format!(
@@ -258,7 +267,29 @@ pub fn require_blobs(index: &gix::index::File, has: impl Fn(&gix::oid) -> bool) 
             entry.path(index)
         )));
     }
-    Ok(())
+    Ok(gitlinks)
+}
+
+/// The warning for the submodules a restore left empty (`None` when there are none), naming at
+/// most 10 of them.
+pub fn gitlink_warning(gitlinks: &[String]) -> Option<String> {
+    if gitlinks.is_empty() {
+        return None;
+    }
+    let shown: Vec<&str> = gitlinks.iter().take(10).map(String::as_str).collect();
+    let more = gitlinks.len() - shown.len();
+    Some(format!(
+        "{} submodule(s) left as empty folders (git-session does not fetch submodules yet; \
+         `git submodule update --init --depth 1` fetches them where their repositories can be \
+         reached): {}{}",
+        gitlinks.len(),
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    ))
 }
 
 /// Before a checkout that may replace files (`--force`, or completing an interrupted restore),

@@ -154,7 +154,7 @@ impl Run<'_> {
     /// After the fetch: configure, check out, record.
     fn finish(
         &self,
-        (lease, fetched, warnings): (FullSha, fetch::Fetched, Vec<String>),
+        (lease, fetched, mut warnings): (FullSha, fetch::Fetched, Vec<String>),
         early: &[super::early::Written],
     ) -> Result<RestoreReport> {
         let opts = self.opts;
@@ -166,7 +166,8 @@ impl Run<'_> {
             }
             crate::repo::prepush::install(self.staging)?;
         }
-        let files = self.check_out(lease, &fetched, early)?;
+        let (files, gitlinks) = self.check_out(lease, &fetched, early)?;
+        warnings.extend(checkout::gitlink_warning(&gitlinks));
         let record = SessionRecord::of_git_restore(
             opts.branch.clone(),
             opts.tip,
@@ -226,13 +227,14 @@ impl Run<'_> {
     }
 
     /// Verify the commit, build the index from its tree (refusing unsafe entries and what is in
-    /// the way), check the files out and write the index; returns the number of files.
+    /// the way), check the files out and write the index; returns the number of files and the
+    /// submodules left empty.
     fn check_out(
         &self,
         lease: FullSha,
         fetched: &fetch::Fetched,
         early: &[super::early::Written],
-    ) -> Result<usize> {
+    ) -> Result<(usize, Vec<String>)> {
         let (opts, plan, staging) = (self.opts, self.plan, self.staging);
         let repo = crate::repo::open(staging)?;
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
@@ -255,7 +257,7 @@ impl Run<'_> {
             "index built from the tree in {} ms",
             started.elapsed().as_millis()
         );
-        checkout::require_blobs(&index, |id| objects.contains(id))?;
+        let gitlinks = checkout::require_blobs(&index, |id| objects.contains(id))?;
         if plan.overwrite {
             let resume = plan.resume_only.then(|| {
                 super::CutShort::new(plan.cut_short_since)
@@ -281,7 +283,7 @@ impl Run<'_> {
         );
         checkout::write_index(&mut index)?;
         tracing::debug!("index written after {} ms", started.elapsed().as_millis());
-        Ok(files)
+        Ok((files, gitlinks))
     }
 }
 
