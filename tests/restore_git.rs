@@ -708,11 +708,12 @@ fn tls_with_test_ca_works_and_untrusted_ca_is_refused() {
 fn a_server_without_protocol_v2_is_fetched_from_over_v0_unless_v2_is_forced() {
     let w = World::new();
     let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
+    // With the token: every run's output is searched for it (the v0 paths included).
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
     srv.knobs
         .v0_only
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    let url = srv.url("repo.git", None);
+    let url = srv.url("repo.git", Some(&userinfo()));
     let run = restore(&w, &w.path("s"), &url, "s", &ids[1], &[]);
     run.assert_code(0);
     assert_restored(&w, &w.path("s"), "s", &ids[1]);
