@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use crate::restore::LfsMode;
+
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Restore one exact commit into a sandbox and push its work back, fast-forward only.
@@ -168,6 +170,12 @@ pub struct RestoreArgs {
     /// (exit 6) before anything that size is allocated
     #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES")]
     pub max_object_bytes: u64,
+
+    /// When to fetch Git LFS objects for the tree's pointer files: auto (paths the tree's
+    /// .gitattributes mark filter=lfs), always (every pointer file), never. Patterns in
+    /// GIT_SESSION_LFS_INCLUDE / GIT_SESSION_LFS_EXCLUDE (comma-separated) narrow it
+    #[arg(long, value_enum, default_value_t = LfsMode::Auto, value_name = "WHEN")]
+    pub lfs: LfsMode,
 
     /// A baked template (`git-session bake`) whose objects seed a restore into an empty folder:
     /// only what changed since its base is fetched; the result does not depend on DIR

@@ -17,6 +17,7 @@ mod handoff;
 mod hostile;
 mod inputs;
 mod lease;
+mod lfs;
 mod pack_thin;
 mod push;
 mod restore_archive;

@@ -82,6 +82,7 @@ fn validate(
             max_tree_entries: args.max_entries,
             ..Default::default()
         },
+        lfs: args.lfs,
         template: false,
         cache: args.cache.clone(),
     };

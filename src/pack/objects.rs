@@ -91,6 +91,18 @@ impl PackObjects {
         self.index.lookup(id).is_some()
     }
 
+    /// The blob `id` when it holds at most `max` bytes (a Git LFS pointer's bound); `None` for a
+    /// bigger one, another kind, or one the pack lacks.
+    pub fn small_blob(&self, id: &gix::oid, max: u64) -> Option<Vec<u8>> {
+        if self.big.contains(id) {
+            return None;
+        }
+        let mut buf = Vec::new();
+        let data = gix::objs::Find::try_find(self, id, &mut buf).ok()??;
+        (data.kind == gix::objs::Kind::Blob && data.data.len() as u64 <= max)
+            .then(|| data.data.to_vec())
+    }
+
     /// The object `id` when it is over the big-object threshold (and so never decoded whole).
     pub fn big(&self, id: &gix::oid) -> Option<BigBlob> {
         if !self.big.contains(id) {

@@ -169,6 +169,26 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
     c
 }
 
+/// Add to `git_dir`'s config what `git lfs install --local` writes, so that plain git with
+/// git-lfs installed reads the restored LFS files as clean and fetches others itself. Nothing is
+/// run by git-session from it.
+///
+/// # Errors
+/// [`Error::LocalIo`] on I/O failure.
+pub fn add_lfs_config(git_dir: &Path) -> Result<()> {
+    let path = git_dir.join("config");
+    let mut text =
+        crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, "")?.unwrap_or_default();
+    if text.windows(14).any(|w| w == b"[filter \"lfs\"]") {
+        return Ok(());
+    }
+    text.extend_from_slice(LFS_CONFIG.as_bytes());
+    write_atomic(&path, &text)
+}
+
+/// `git lfs install --local`'s configuration.
+const LFS_CONFIG: &str = "[lfs]\n\trepositoryformatversion = 0\n[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n\tprocess = git-lfs filter-process\n\trequired = true\n";
+
 /// `origin`'s fetch refspec once the session branch exists: exactly that branch.
 fn exact_refspec(b: &SessionBranch) -> String {
     format!("+{}:{}", b.full_ref(), b.tracking_ref())

@@ -437,7 +437,11 @@ impl InTheWay<'_> {
                 }
                 _ => blob,
             };
-            let on_disk = if symlink {
+            // An LFS file the killed run had already replaced by its object (never read whole).
+            let lfs_done = !symlink && is_lfs_content(&blob, path);
+            let on_disk = if lfs_done {
+                None
+            } else if symlink {
                 std::fs::read_link(path)
                     .map(|t| t.into_os_string().into_encoded_bytes())
                     .ok()
@@ -446,6 +450,7 @@ impl InTheWay<'_> {
             };
             let same_kind = symlink == (entry.mode == gix::index::entry::Mode::SYMLINK);
             match on_disk {
+                _ if lfs_done => Compared::Same,
                 Some(d) if same_kind && d == blob => Compared::Same,
                 Some(d) if same_kind && !symlink && blob.starts_with(&d) => Compared::Prefix,
                 _ => Compared::Other,
@@ -694,6 +699,31 @@ pub fn write_index(index: &mut gix::index::File) -> Result<()> {
     index
         .write(gix::index::write::Options::default())
         .map_err(|e| Error::from_chain("writing the index", &e))
+}
+
+/// Whether the file at `path` holds the object of the LFS pointer `blob` (its size and SHA-256),
+/// read a chunk at a time.
+fn is_lfs_content(blob: &[u8], path: &Path) -> bool {
+    use std::io::Read as _;
+    let Some(pointer) = crate::wire::lfs::Pointer::parse(blob) else {
+        return false;
+    };
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if file.metadata().map(|m| m.len()).ok() != Some(pointer.size) {
+        return false;
+    }
+    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => digest.update(&buf[..n]),
+            Err(_) => return false,
+        }
+    }
+    crate::wire::lfs::Oid::of_digest(&digest.finish()) == pointer.oid
 }
 
 /// A writer that aborts the process once half of a big file is written (flushed to the file):

@@ -11,6 +11,7 @@ use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::SessionRecord;
 use crate::types::FullSha;
 use crate::wire::http::Http;
+use crate::wire::lfs::Endpoint;
 use crate::wire::upload_pack as fetch;
 
 /// Restore `opts.tip` from `opts.read` over smart HTTP protocol v2 into `opts.dir`.
@@ -258,6 +259,9 @@ impl Run<'_> {
             started.elapsed().as_millis()
         );
         let gitlinks = checkout::require_blobs(&index, |id| objects.contains(id))?;
+        let lfs = super::lfs::find(&repo, &index, opts.lfs, &mut |id| {
+            objects.small_blob(id, crate::wire::lfs::MAX_POINTER_BYTES)
+        })?;
         if plan.overwrite {
             let resume = plan.resume_only.then(|| {
                 super::CutShort::new(plan.cut_short_since)
@@ -281,9 +285,40 @@ impl Run<'_> {
             "{files} files checked out after {} ms",
             started.elapsed().as_millis()
         );
+        self.fetch_lfs(&mut index, &lfs)?;
         checkout::write_index(&mut index)?;
         tracing::debug!("index written after {} ms", started.elapsed().as_millis());
         Ok((files, gitlinks))
+    }
+}
+
+impl Run<'_> {
+    /// Replace the checked-out LFS pointer files of `lfs` by their objects, and configure plain
+    /// git's LFS filter.
+    fn fetch_lfs(&self, index: &mut gix::index::File, lfs: &super::lfs::LfsPlan) -> Result<()> {
+        if lfs.files.is_empty() {
+            return Ok(());
+        }
+        let endpoint = match &lfs.configured_url {
+            Some(url) => Endpoint::configured(url, &self.read_url)?,
+            None => Endpoint::of_remote(&self.read_url),
+        };
+        let fetched = super::lfs::fetch(self.http, &endpoint, self.staging, &lfs.files)?;
+        tracing::info!(
+            "{} LFS files, {fetched} objects fetched from {endpoint}",
+            lfs.files.len()
+        );
+        super::lfs::smudge(
+            self.tree,
+            std::path::Path::new(super::STAGING_DIR),
+            self.staging,
+            index,
+            &lfs.files,
+        )?;
+        if !self.opts.template {
+            layout::add_lfs_config(self.staging)?;
+        }
+        Ok(())
     }
 }
 

@@ -17,6 +17,7 @@ mod cache;
 pub mod checkout;
 pub(crate) mod early;
 mod git;
+mod lfs;
 mod probe;
 mod verify;
 mod write;
@@ -31,6 +32,7 @@ use crate::types::{FullSha, SessionBranch};
 use crate::wire::http::UrlSource;
 
 pub use git::restore_git;
+pub use lfs::LfsMode;
 
 pub use crate::names::STAGING_DIR;
 const INTENT_FILE: &str = "git-session-intent.json";
@@ -54,6 +56,8 @@ pub struct RestoreOptions {
     pub force: bool,
     /// Bounds on the fetched pack.
     pub limits: crate::pack::PackLimits,
+    /// When to fetch Git LFS objects (`--lfs`).
+    pub lfs: LfsMode,
     /// Bake a template (`git-session bake`): `tip` is the base; no lease is looked up, `HEAD` is
     /// left detached and a template record is written instead of a session record. `branch` is
     /// then [`TEMPLATE_BRANCH`], which only names the bake in its intent.
@@ -485,12 +489,16 @@ fn begin_staging(opts: &RestoreOptions, plan: &Plan) -> Result<PathBuf> {
     std::fs::create_dir_all(&opts.dir)
         .map_err(|e| Error::io(format!("creating {}", opts.dir.display()), e))?;
     let staging = opts.dir.join(STAGING_DIR);
+    // A killed run's LFS objects are checked and whole: kept for this one.
+    let parked = opts.dir.join(format!("{STAGING_DIR}.lfs"));
     if staging.exists() {
+        lfs::keep_objects(&staging, &parked);
         std::fs::remove_dir_all(&staging)
             .map_err(|e| Error::io(format!("removing the stale {}", staging.display()), e))?;
     }
     std::fs::create_dir(&staging)
         .map_err(|e| Error::io(format!("creating {}", staging.display()), e))?;
+    lfs::restore_objects(&parked, &staging);
     let intent = Intent {
         branch: opts.branch.clone(),
         tip: opts.tip,

@@ -276,6 +276,36 @@ impl RemoteUrl {
         Some(value)
     }
 
+    /// This URL with `suffix` appended to its path, its credentials kept (git-lfs's endpoint
+    /// `<repository>.git/info/lfs` is built so).
+    pub fn with_path_suffix(&self, suffix: &str) -> RemoteUrl {
+        let mut base = self.base.clone();
+        base.set_path(&format!("{}{suffix}", self.base.path()));
+        RemoteUrl {
+            base,
+            credentials: self.credentials.clone(),
+        }
+    }
+
+    /// The URL's path (percent-encoded, no query).
+    pub fn path(&self) -> &str {
+        self.base.path()
+    }
+
+    /// Whether `url` has this URL's scheme, host and port: only there may its credentials go.
+    pub fn same_origin(&self, url: &url::Url) -> bool {
+        self.base.origin() == url.origin()
+    }
+
+    /// `other` with this URL's credentials when it has the same origin (and none of its own),
+    /// else `other` as it is: credentials never go to another host.
+    pub fn lend_credentials(&self, mut other: RemoteUrl) -> RemoteUrl {
+        if other.credentials.is_none() && self.same_origin(&other.base) {
+            other.credentials = self.credentials.clone();
+        }
+        other
+    }
+
     /// Whether two URLs name the same host and path (used to pair `READ_URL` with `PUSH_URL`).
     pub fn same_repository(&self, other: &RemoteUrl) -> bool {
         self.public() == other.public()

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use backon::{BlockingRetryable as _, ExponentialBuilder};
 use reqwest::StatusCode;
-use reqwest::blocking::{Client, Response};
+use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::{Error, Refusal, Result};
@@ -225,6 +225,16 @@ impl Http {
                 other => other,
             }
         };
+        self.retrying(what, attempt)
+    }
+
+    /// Run `attempt` with the SPEC's bounded retries of transient failures
+    /// ([`Error::is_transient`]), for requests to URLs that are not a session URL (an LFS
+    /// server's).
+    ///
+    /// # Errors
+    /// The last attempt's error.
+    pub fn retrying<T>(&self, what: &str, attempt: impl FnMut() -> Result<T>) -> Result<T> {
         let mut attempts = 1;
         let out = attempt
             .retry(self.retry)
@@ -285,6 +295,17 @@ impl Http {
     pub fn send(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Body> {
         let resp = self.send_unchecked(url, req)?;
         Ok(Body::new(self.check_status(url, resp)?))
+    }
+
+    /// A request to any URL (an LFS server's action `href`), with no credentials added: the
+    /// caller sets the headers it means to send.
+    pub fn request(&self, method: reqwest::Method, url: url::Url) -> RequestBuilder {
+        self.client.request(method, url)
+    }
+
+    /// Record that a request succeeded (a later 401 then reads as a revoked credential).
+    pub fn note_success(&self) {
+        self.succeeded_once.store(true, Ordering::Relaxed);
     }
 
     /// Send one request and return the response whatever its status.

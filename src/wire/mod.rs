@@ -9,6 +9,7 @@
 
 pub mod advertisement;
 pub mod http;
+pub mod lfs;
 pub mod receive_pack;
 pub mod upload_pack;
 

@@ -8,6 +8,7 @@
 
 pub mod dulwich;
 pub mod jgit;
+pub mod lfs;
 pub mod peer;
 pub mod server;
 pub mod wire;

@@ -1,0 +1,359 @@
+//! Git LFS in a restore: the checked-out tree's pointer files (paths its `.gitattributes` mark
+//! `filter=lfs`) are replaced by their objects, fetched through the LFS batch API into
+//! `.git/lfs/objects` (where git-lfs keeps them), as `git lfs pull` would; no `git-lfs` binary is
+//! run, and nothing from a configuration is.
+//!
+//! Each object streams to a temporary file in the staging git dir, its size and SHA-256 checked
+//! on the way, and is renamed into `lfs/objects` only once whole: a killed run's objects are kept
+//! for the rerun ([`keep_objects`]). A work-tree file is replaced by a rename, so it holds either
+//! the pointer or the whole content.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use gix::bstr::{BStr, BString, ByteSlice as _};
+
+use crate::error::{Error, Result};
+use crate::fs::tree::Tree;
+use crate::wire::http::Http;
+use crate::wire::lfs::{self as wire, Answer, Endpoint, Operation, Pointer};
+
+/// When a restore fetches LFS objects (`--lfs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LfsMode {
+    /// When the tree's `.gitattributes` mark a path `filter=lfs`.
+    #[default]
+    Auto,
+    /// Every pointer file, whatever the attributes say.
+    Always,
+    /// Never: pointer files stay as they are.
+    Never,
+}
+
+/// Downloads at once (git-lfs's `lfs.concurrenttransfers` default), `GIT_SESSION_LFS_CONCURRENCY`.
+const CONCURRENCY: usize = 8;
+
+/// The most of `.lfsconfig` read.
+const MAX_LFSCONFIG: usize = 64 << 10;
+
+/// A pointer file of the tree, to be replaced by its object.
+#[derive(Debug, Clone)]
+pub struct LfsFile {
+    /// Its path in the tree.
+    pub path: BString,
+    /// What it points to.
+    pub pointer: Pointer,
+}
+
+/// The tree's LFS files and where their server is.
+#[derive(Debug, Default)]
+pub struct LfsPlan {
+    /// The pointer files to replace.
+    pub files: Vec<LfsFile>,
+    /// `lfs.url` from the tree's `.lfsconfig`.
+    pub configured_url: Option<String>,
+}
+
+/// `GIT_SESSION_LFS_INCLUDE` / `_EXCLUDE`: comma-separated patterns, as git-lfs's
+/// `lfs.fetchinclude` / `lfs.fetchexclude` (a pattern matches a path or one of its folders).
+struct Selection {
+    include: Vec<BString>,
+    exclude: Vec<BString>,
+}
+
+impl Selection {
+    fn from_env() -> Self {
+        let list = |var: &str| -> Vec<BString> {
+            std::env::var(var)
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(|p| BString::from(p.trim_matches('/')))
+                .collect()
+        };
+        Selection {
+            include: list("GIT_SESSION_LFS_INCLUDE"),
+            exclude: list("GIT_SESSION_LFS_EXCLUDE"),
+        }
+    }
+
+    fn matches(patterns: &[BString], path: &BStr) -> bool {
+        use gix::glob::wildmatch::Mode;
+        patterns.iter().any(|p| {
+            let mut at = path;
+            loop {
+                if gix::glob::wildmatch(p.as_bstr(), at, Mode::NO_MATCH_SLASH_LITERAL) {
+                    return true;
+                }
+                match at.rfind_byte(b'/') {
+                    Some(i) => at = at[..i].as_bstr(),
+                    None => return false,
+                }
+            }
+        })
+    }
+
+    fn wants(&self, path: &BStr) -> bool {
+        (self.include.is_empty() || Self::matches(&self.include, path))
+            && !Self::matches(&self.exclude, path)
+    }
+}
+
+/// The pointer files of `index` to replace, as `mode` asks; `read` gives a blob's bytes when it
+/// is small enough to be a pointer (`None` otherwise).
+///
+/// # Errors
+/// [`Error::Internal`] when the tree's `.gitattributes` cannot be read.
+pub fn find(
+    repo: &gix::Repository,
+    index: &gix::index::File,
+    mode: LfsMode,
+    read: &mut dyn FnMut(&gix::oid) -> Option<Vec<u8>>,
+) -> Result<LfsPlan> {
+    let has_attributes = index.entries().iter().any(|e| {
+        let p = e.path(index);
+        p == ".gitattributes" || p.ends_with(b"/.gitattributes")
+    });
+    if mode == LfsMode::Never || (mode == LfsMode::Auto && !has_attributes) {
+        return Ok(LfsPlan::default());
+    }
+    let mut attributes = repo
+        .attributes_only(
+            index,
+            gix::worktree::stack::state::attributes::Source::IdMapping,
+        )
+        .map_err(|e| Error::internal("reading the tree's .gitattributes", e))?;
+    let mut outcome = attributes.selected_attribute_matches(["filter"]);
+    let selection = Selection::from_env();
+    let mut plan = LfsPlan::default();
+    for entry in index.entries() {
+        if !entry.mode.is_submodule() && entry.path(index) == ".lfsconfig" {
+            plan.configured_url = read(&entry.id).and_then(|b| lfs_url(&b));
+        }
+        if !matches!(
+            entry.mode,
+            gix::index::entry::Mode::FILE | gix::index::entry::Mode::FILE_EXECUTABLE
+        ) {
+            continue;
+        }
+        let path = entry.path(index);
+        if mode == LfsMode::Auto {
+            let platform = attributes
+                .at_entry(path, Some(entry.mode))
+                .map_err(|e| Error::internal(format!("reading the attributes of {path}"), e))?;
+            platform.matching_attributes(&mut outcome);
+            let lfs = outcome.iter_selected().any(|m| {
+                matches!(m.assignment.state, gix::attrs::StateRef::Value(v) if v.as_bstr() == "lfs")
+            });
+            if !lfs {
+                continue;
+            }
+        }
+        if !selection.wants(path) {
+            continue;
+        }
+        if let Some(pointer) = read(&entry.id).and_then(|b| Pointer::parse(&b)) {
+            plan.files.push(LfsFile {
+                path: path.to_owned(),
+                pointer,
+            });
+        }
+    }
+    if plan.files.is_empty() && mode == LfsMode::Auto && plan.configured_url.is_none() {
+        return Ok(LfsPlan::default());
+    }
+    Ok(plan)
+}
+
+/// `lfs.url` of a `.lfsconfig`.
+fn lfs_url(bytes: &[u8]) -> Option<String> {
+    if bytes.len() > MAX_LFSCONFIG {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let file: gix::config::File = text.parse().ok()?;
+    file.string("lfs.url").map(|s| s.to_string())
+}
+
+/// Where `.git/lfs/objects` keeps `oid` (git-lfs's layout: `ab/cd/abcd…`).
+fn object_path(git_dir: &Path, pointer: &Pointer) -> PathBuf {
+    let hex = pointer.oid.to_string();
+    git_dir
+        .join("lfs/objects")
+        .join(&hex[..2])
+        .join(&hex[2..4])
+        .join(hex)
+}
+
+/// Fetch the objects of `files` that `git_dir/lfs/objects` lacks from `endpoint`, a batch of
+/// [`wire::BATCH_SIZE`] at a time, [`CONCURRENCY`] transfers at once; returns how many were
+/// fetched.
+///
+/// # Errors
+/// Those of [`wire::batch`] and [`wire::download`]; [`Error::LocalIo`] for the disk.
+pub fn fetch(http: &Http, endpoint: &Endpoint, git_dir: &Path, files: &[LfsFile]) -> Result<usize> {
+    let mut wanted: Vec<Pointer> = files.iter().map(|f| f.pointer).collect();
+    wanted.sort();
+    wanted.dedup();
+    // Objects are renamed into place only once checked: one there with its size is whole.
+    wanted.retain(|p| {
+        !std::fs::symlink_metadata(object_path(git_dir, p))
+            .is_ok_and(|m| m.is_file() && m.len() == p.size)
+    });
+    if wanted.is_empty() {
+        return Ok(0);
+    }
+    let tmp = git_dir.join("lfs/tmp");
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+    let threads = std::env::var("GIT_SESSION_LFS_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(CONCURRENCY);
+    let _progress =
+        crate::progress::Progress::spinner(&format!("fetching {} Git LFS objects", wanted.len()));
+    for chunk in wanted.chunks(wire::BATCH_SIZE) {
+        let answers = http.retrying("asking the LFS server for objects", || {
+            wire::batch(http, endpoint, Operation::Download, chunk)
+        })?;
+        let work: Mutex<Vec<(Pointer, Box<wire::Action>)>> = Mutex::new(
+            chunk
+                .iter()
+                .zip(answers)
+                .filter_map(|(p, a)| match a {
+                    Answer::Transfer(action, _) => Some((*p, action)),
+                    Answer::Done => None,
+                })
+                .collect(),
+        );
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        std::thread::scope(|scope| {
+            for _ in 0..threads.min(chunk.len()) {
+                scope.spawn(|| {
+                    loop {
+                        if failed.lock().map(|f| f.is_some()).unwrap_or(true) {
+                            return;
+                        }
+                        let Some((pointer, action)) = work.lock().ok().and_then(|mut w| w.pop())
+                        else {
+                            return;
+                        };
+                        if let Err(e) = fetch_one(http, endpoint, git_dir, &action, &pointer) {
+                            if let Ok(mut f) = failed.lock() {
+                                f.get_or_insert(e);
+                            }
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = failed.into_inner().ok().flatten() {
+            return Err(e);
+        }
+    }
+    Ok(wanted.len())
+}
+
+/// Download one object into `lfs/tmp`, then rename it into `lfs/objects` (retried as a whole).
+fn fetch_one(
+    http: &Http,
+    endpoint: &Endpoint,
+    git_dir: &Path,
+    action: &wire::Action,
+    pointer: &Pointer,
+) -> Result<()> {
+    let dest = object_path(git_dir, pointer);
+    let tmp = git_dir
+        .join("lfs/tmp")
+        .join(format!("{}.part", pointer.oid));
+    http.retrying("fetching an LFS object", || {
+        let file = std::fs::File::create(&tmp)
+            .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+        let mut out = std::io::BufWriter::with_capacity(256 << 10, file);
+        let got = wire::download(http, endpoint, action, pointer, &mut out).and_then(|()| {
+            out.flush()
+                .map_err(|e| Error::io(format!("writing {}", tmp.display()), e))
+        });
+        if got.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        got
+    })?;
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
+    }
+    std::fs::rename(&tmp, &dest)
+        .map_err(|e| Error::io(format!("writing {}", dest.display()), e))?;
+    crate::failpoint::hit("mid-lfs");
+    Ok(())
+}
+
+/// Replace each pointer file of `files` in `tree` by its object from `git_dir/lfs/objects`
+/// (copied to the staging folder `staging` in `tree`, then renamed over the pointer), and record
+/// the file's new stat in `index`.
+///
+/// # Errors
+/// [`Error::LocalIo`] when the disk refuses; [`Error::Internal`] when an object is missing.
+pub fn smudge(
+    tree: &Tree,
+    staging: &Path,
+    git_dir: &Path,
+    index: &mut gix::index::File,
+    files: &[LfsFile],
+) -> Result<()> {
+    let made = git_dir.join("lfs/tmp");
+    std::fs::create_dir_all(&made)
+        .map_err(|e| Error::io(format!("creating {}", made.display()), e))?;
+    let tmp = staging.join("lfs/tmp/smudge");
+    for (n, file) in files.iter().enumerate() {
+        if n == files.len() / 2 {
+            crate::failpoint::hit("mid-smudge");
+        }
+        let rel = Path::new(std::ffi::OsStr::from_bytes(&file.path));
+        let shown = tree.shown(rel).display().to_string();
+        let src = object_path(git_dir, &file.pointer);
+        let mut from = std::fs::File::open(&src)
+            .map_err(|e| Error::io(format!("reading {}", src.display()), e))?;
+        let Some(at) = index.entry_index_by_path(file.path.as_bstr()).ok() else {
+            continue;
+        };
+        let executable = index.entries()[at].mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+        let _ = tree.remove_file(&tmp);
+        let mut to = tree
+            .create_new(&tmp, executable)
+            .map_err(|e| Error::io(format!("creating {}", tree.shown(&tmp).display()), e))?;
+        std::io::copy(&mut from, &mut to).map_err(|e| Error::io(format!("writing {shown}"), e))?;
+        drop(to);
+        tree.rename_to(&tmp, tree, rel)
+            .map_err(|e| Error::io(format!("writing {shown}"), e))?;
+        let stat = tree
+            .stat(rel)
+            .map_err(|e| Error::io(format!("reading {shown}"), e))?;
+        index.entries_mut()[at].stat = stat;
+    }
+    Ok(())
+}
+
+/// Carry the objects of a killed run's staging git dir (`old`) over to the new one (`new`), so a
+/// rerun fetches only what is missing.
+pub fn keep_objects(old: &Path, parked: &Path) {
+    let from = old.join("lfs/objects");
+    if from.is_dir() {
+        let _ = std::fs::rename(&from, parked);
+    }
+}
+
+/// Put the objects [`keep_objects`] parked into the new staging git dir.
+pub fn restore_objects(parked: &Path, new: &Path) {
+    if parked.is_dir() {
+        let _ = std::fs::create_dir_all(new.join("lfs"));
+        let _ = std::fs::rename(parked, new.join("lfs/objects"));
+    }
+}
+
+use std::os::unix::ffi::OsStrExt as _;

@@ -1,0 +1,579 @@
+//! Git LFS over HTTP, as a client: pointers (git-lfs `docs/spec.md`), the batch API
+//! (`docs/api/batch.md`: `POST {endpoint}/objects/batch`) and the basic transfer of one object
+//! (`docs/api/basic-transfers.md`), its size and SHA-256 checked while it streams.
+//!
+//! # Security
+//! The endpoint carries the session URL's credentials only when it has the session URL's origin
+//! ([`RemoteUrl::lend_credentials`]). An action's `href` and `header` come from the server: the
+//! headers go only to the `href`'s own origin, a redirect to another origin is followed without
+//! any of them, and neither the `href` (whose query may hold a token) nor a header value is ever
+//! shown: messages name the origin and the object id.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::Deserialize;
+
+use super::http::{Body, Http, Request};
+use crate::error::{Error, Result};
+use crate::types::RemoteUrl;
+
+/// The largest pointer file git-lfs reads as one (`spec.md`: "< 1024 bytes").
+pub const MAX_POINTER_BYTES: u64 = 1023;
+
+/// Objects per batch request (git-lfs's `lfs.transfer.batchSize` default).
+pub const BATCH_SIZE: usize = 100;
+
+/// The most a batch response may hold: about 1 KiB per object is usual; 64 KiB each is plenty.
+const MAX_BATCH_RESPONSE: u64 = (BATCH_SIZE as u64) << 16;
+
+/// Redirects followed for one object (git-lfs follows 3).
+const MAX_REDIRECTS: usize = 3;
+
+const MEDIA_TYPE: &str = "application/vnd.git-lfs+json";
+
+/// An LFS object id: the SHA-256 of the content.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Oid([u8; 32]);
+
+impl Oid {
+    /// 64 lower-case hex digits, as pointers write them; anything else is `None`.
+    pub fn from_hex(hex: &str) -> Option<Oid> {
+        let b = hex.as_bytes();
+        if b.len() != 64 || !b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in b.chunks(2).enumerate() {
+            let nib = |c: u8| if c <= b'9' { c - b'0' } else { c - b'a' + 10 };
+            out[i] = nib(pair[0]) << 4 | nib(pair[1]);
+        }
+        Some(Oid(out))
+    }
+
+    /// The id of `content`'s digest.
+    pub fn of_digest(digest: &ring::digest::Digest) -> Oid {
+        let mut out = [0u8; 32];
+        out.copy_from_slice(digest.as_ref());
+        Oid(out)
+    }
+}
+
+impl std::fmt::Display for Oid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Oid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Oid({self})")
+    }
+}
+
+/// What an LFS pointer file names: the object's id and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pointer {
+    /// The SHA-256 of the content.
+    pub oid: Oid,
+    /// The content's size in bytes.
+    pub size: u64,
+}
+
+impl Pointer {
+    /// Parse a pointer file as git-lfs writes it: the version line, `oid sha256:…`, `size …`, each
+    /// ending in a line feed, and nothing else. A pointer with extensions (`ext-…` lines, which
+    /// run programs) or in another form is not one: the file is left as it is.
+    pub fn parse(data: &[u8]) -> Option<Pointer> {
+        if data.len() as u64 > MAX_POINTER_BYTES {
+            return None;
+        }
+        let text = std::str::from_utf8(data).ok()?.strip_suffix('\n')?;
+        let mut lines = text.split('\n');
+        let version = lines.next()?;
+        if version != "version https://git-lfs.github.com/spec/v1"
+            && version != "version https://hawser.github.com/spec/v1"
+        {
+            return None;
+        }
+        let oid = Oid::from_hex(lines.next()?.strip_prefix("oid sha256:")?)?;
+        let size = lines.next()?.strip_prefix("size ")?;
+        if lines.next().is_some() || size.is_empty() || !size.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        Some(Pointer {
+            oid,
+            size: size.parse().ok()?,
+        })
+    }
+
+    /// The pointer file for this object, as git-lfs writes it.
+    pub fn encode(&self) -> String {
+        format!(
+            "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+            self.oid, self.size
+        )
+    }
+}
+
+/// An LFS server: the URL below which `objects/batch` lives.
+#[derive(Debug, Clone)]
+pub struct Endpoint(RemoteUrl);
+
+impl Endpoint {
+    /// git-lfs's default for a remote: `<url>.git/info/lfs` (`.git` added when the URL's path
+    /// does not end so).
+    pub fn of_remote(remote: &RemoteUrl) -> Endpoint {
+        let suffix = if remote.path().ends_with(".git") {
+            "/info/lfs"
+        } else {
+            ".git/info/lfs"
+        };
+        Endpoint(remote.with_path_suffix(suffix))
+    }
+
+    /// `url` (an `lfs.url` from the tree's `.lfsconfig`), with `remote`'s credentials only when
+    /// it has `remote`'s origin.
+    ///
+    /// # Errors
+    /// [`Error::Protocol`] for a URL that is not http(s) (the message does not repeat it).
+    pub fn configured(url: &str, remote: &RemoteUrl) -> Result<Endpoint> {
+        let parsed = RemoteUrl::parse(url).map_err(|e| {
+            Error::Protocol(format!(
+                "the LFS URL in the tree's .lfsconfig is not usable: {e}"
+            ))
+        })?;
+        Ok(Endpoint(remote.lend_credentials(parsed)))
+    }
+
+    /// The endpoint's URL (credential-free when shown).
+    pub fn url(&self) -> &RemoteUrl {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The transfer the server offered for one object.
+pub struct Action {
+    href: url::Url,
+    header: HeaderMap,
+}
+
+impl std::fmt::Debug for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Action({})", origin_of(&self.href))
+    }
+}
+
+/// Which way a batch goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// Objects to fetch.
+    Download,
+    /// Objects to send.
+    Upload,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Operation::Download => "download",
+            Operation::Upload => "upload",
+        }
+    }
+}
+
+/// The server's answer for one object of a batch.
+#[derive(Debug)]
+pub enum Answer {
+    /// Transfer it with this action (for an upload, then verify with the second, if any).
+    Transfer(Box<Action>, Option<Box<Action>>),
+    /// Nothing to do (an upload the server already has).
+    Done,
+}
+
+#[derive(Deserialize)]
+struct BatchResponse {
+    #[serde(default)]
+    transfer: Option<String>,
+    objects: Vec<ObjectResponse>,
+}
+
+#[derive(Deserialize)]
+struct ObjectResponse {
+    oid: String,
+    size: u64,
+    #[serde(default)]
+    actions: Option<BTreeMap<String, RawAction>>,
+    #[serde(default)]
+    error: Option<ObjectError>,
+}
+
+#[derive(Deserialize)]
+struct RawAction {
+    href: String,
+    #[serde(default)]
+    header: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct ObjectError {
+    code: i64,
+    #[serde(default)]
+    message: String,
+}
+
+/// Ask `endpoint` how to move `objects` (at most [`BATCH_SIZE`]); one answer per object, in order.
+///
+/// # Errors
+/// [`Error::NotFound`] (exit 8) when the server lacks an object to download, or has no LFS API;
+/// [`Error::Auth`] for 401/403; [`Error::Network`] for 5xx and transport failures (retried by the
+/// caller); [`Error::Protocol`] for an answer that is not the batch API's.
+pub fn batch(
+    http: &Http,
+    endpoint: &Endpoint,
+    operation: Operation,
+    objects: &[Pointer],
+) -> Result<Vec<Answer>> {
+    let request = serde_json::json!({
+        "operation": operation.as_str(),
+        "transfers": ["basic"],
+        "objects": objects.iter().map(|p| serde_json::json!({"oid": p.oid.to_string(), "size": p.size})).collect::<Vec<_>>(),
+    });
+    let body = serde_json::to_vec(&request).map_err(|e| Error::internal("encoding a batch", e))?;
+    let url = endpoint.url();
+    let resp = http.send_unchecked(
+        url,
+        Request {
+            endpoint: "objects/batch",
+            headers: vec![
+                (
+                    reqwest::header::ACCEPT,
+                    HeaderValue::from_static(MEDIA_TYPE),
+                ),
+                (
+                    reqwest::header::CONTENT_TYPE,
+                    HeaderValue::from_static(MEDIA_TYPE),
+                ),
+            ],
+            body: Some(body.into()),
+        },
+    )?;
+    if resp.status() == reqwest::StatusCode::NOT_FOUND {
+        return Err(Error::NotFound(format!(
+            "{url} has no Git LFS API (objects/batch answered HTTP 404): set lfs.url in the tree's .lfsconfig, or restore with --lfs=never"
+        )));
+    }
+    let resp = Body::new(http.check_status(url, resp)?);
+    let mut text = Vec::new();
+    resp.take(MAX_BATCH_RESPONSE + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| super::http::body_error(url, e))?;
+    if text.len() as u64 > MAX_BATCH_RESPONSE {
+        return Err(Error::Protocol(format!(
+            "the LFS batch answer from {url} is over {MAX_BATCH_RESPONSE} bytes: refused"
+        )));
+    }
+    let parsed: BatchResponse = serde_json::from_slice(&text).map_err(|e| {
+        Error::Protocol(format!(
+            "{url} did not answer the LFS batch request with its JSON ({e})"
+        ))
+    })?;
+    if parsed.transfer.as_deref().is_some_and(|t| t != "basic") {
+        return Err(Error::Protocol(format!(
+            "{url} chose an LFS transfer other than basic: refused"
+        )));
+    }
+    objects
+        .iter()
+        .map(|p| answer_for(url, operation, p, &parsed.objects))
+        .collect()
+}
+
+/// The answer for `pointer` among `objects`.
+fn answer_for(
+    url: &RemoteUrl,
+    operation: Operation,
+    pointer: &Pointer,
+    objects: &[ObjectResponse],
+) -> Result<Answer> {
+    let oid = pointer.oid.to_string();
+    let Some(o) = objects
+        .iter()
+        .find(|o| o.oid == oid && o.size == pointer.size)
+    else {
+        return Err(Error::Protocol(format!(
+            "{url} left LFS object {oid} ({} bytes) out of its batch answer",
+            pointer.size
+        )));
+    };
+    if let Some(e) = &o.error {
+        let msg = crate::redact::text(&e.message.chars().take(200).collect::<String>());
+        return Err(match e.code {
+            404 | 410 => Error::NotFound(format!(
+                "the LFS server {url} does not have object {oid} ({} bytes): {msg}; push it from a clone that has it (git lfs push --all)",
+                pointer.size
+            )),
+            _ => Error::Protocol(format!(
+                "the LFS server {url} refused object {oid} (code {}): {msg}",
+                e.code
+            )),
+        });
+    }
+    let mut actions = o.actions.as_ref().map(|a| a.iter()).into_iter().flatten();
+    let main = actions
+        .clone()
+        .find(|(k, _)| k.as_str() == operation.as_str());
+    let verify = actions.find(|(k, _)| k.as_str() == "verify");
+    match (main, operation) {
+        (None, Operation::Upload) => Ok(Answer::Done),
+        (None, Operation::Download) => Err(Error::Protocol(format!(
+            "the LFS server {url} gave no download for object {oid}"
+        ))),
+        (Some((_, a)), _) => Ok(Answer::Transfer(
+            Box::new(action(url, a)?),
+            verify
+                .map(|(_, v)| action(url, v).map(Box::new))
+                .transpose()?,
+        )),
+    }
+}
+
+fn action(url: &RemoteUrl, raw: &RawAction) -> Result<Action> {
+    let href = url::Url::parse(&raw.href)
+        .ok()
+        .filter(|h| matches!(h.scheme(), "http" | "https") && h.host_str().is_some())
+        .ok_or_else(|| {
+            Error::Protocol(format!(
+                "the LFS server {url} gave an href that is not an http(s) URL"
+            ))
+        })?;
+    let mut header = HeaderMap::new();
+    for (k, v) in &raw.header {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+            Error::Protocol(format!("the LFS server {url} gave a malformed header name"))
+        })?;
+        let mut value = HeaderValue::from_str(v).map_err(|_| {
+            Error::Protocol(format!(
+                "the LFS server {url} gave a malformed header value"
+            ))
+        })?;
+        value.set_sensitive(true);
+        header.insert(name, value);
+    }
+    Ok(Action { href, header })
+}
+
+/// Download the object `pointer` names by `action` into `out`, checking its size and SHA-256 as
+/// it streams; `endpoint`'s credentials go along only to its own origin, when the action sets no
+/// `Authorization` itself.
+///
+/// # Errors
+/// [`Error::Integrity`] (exit 6) for more bytes than the pointer's size or content with another
+/// SHA-256; [`Error::Network`] for fewer bytes, transport failures and 5xx (retried);
+/// [`Error::Protocol`] for a redirect loop or another status.
+pub fn download(
+    http: &Http,
+    endpoint: &Endpoint,
+    action: &Action,
+    pointer: &Pointer,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut headers = action.header.clone();
+    if !headers.contains_key(reqwest::header::AUTHORIZATION)
+        && endpoint.url().same_origin(&action.href)
+        && let Some(auth) = endpoint.url().authorization()
+    {
+        headers.insert(reqwest::header::AUTHORIZATION, auth);
+    }
+    let resp = follow(http, action.href.clone(), headers, pointer)?;
+    let mut body = Body::new(resp);
+    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut got = 0u64;
+    let shown = origin_of(&action.href);
+    loop {
+        let n = body.read(&mut buf).map_err(|e| {
+            Error::Network(format!(
+                "the transfer of LFS object {} from {shown} broke off: {e}",
+                pointer.oid
+            ))
+        })?;
+        if n == 0 {
+            break;
+        }
+        got += n as u64;
+        if got > pointer.size {
+            return Err(Error::Integrity(format!(
+                "{shown} sent more than the {} bytes of LFS object {}: refused",
+                pointer.size, pointer.oid
+            )));
+        }
+        digest.update(&buf[..n]);
+        out.write_all(&buf[..n])
+            .map_err(|e| Error::io(format!("writing LFS object {}", pointer.oid), e))?;
+    }
+    if got < pointer.size {
+        return Err(Error::Network(format!(
+            "{shown} sent {got} of the {} bytes of LFS object {}",
+            pointer.size, pointer.oid
+        )));
+    }
+    let actual = Oid::of_digest(&digest.finish());
+    if actual != pointer.oid {
+        return Err(Error::Integrity(format!(
+            "{shown} sent content with SHA-256 {actual} for LFS object {}: refused, nothing was written",
+            pointer.oid
+        )));
+    }
+    Ok(())
+}
+
+/// GET `href`, following up to [`MAX_REDIRECTS`] redirects; every header is dropped for good
+/// once a redirect leaves `href`'s origin.
+fn follow(
+    http: &Http,
+    href: url::Url,
+    mut headers: HeaderMap,
+    pointer: &Pointer,
+) -> Result<reqwest::blocking::Response> {
+    let first = href.origin();
+    let mut at = href;
+    for _ in 0..=MAX_REDIRECTS {
+        let resp = http
+            .request(reqwest::Method::GET, at.clone())
+            .headers(headers.clone())
+            .send()
+            .map_err(|e| transfer_error(&at, &e))?;
+        let status = resp.status();
+        if status.is_success() {
+            http.note_success();
+            return Ok(resp);
+        }
+        if status.is_redirection()
+            && let Some(next) = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .and_then(|l| at.join(l).ok())
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+        {
+            if next.origin() != first {
+                headers.clear();
+            }
+            tracing::debug!(
+                "LFS object {} redirected to {}",
+                pointer.oid,
+                origin_of(&next)
+            );
+            at = next;
+            continue;
+        }
+        return Err(status_error(&at, status, pointer));
+    }
+    Err(Error::Protocol(format!(
+        "{} redirected LFS object {} more than {MAX_REDIRECTS} times",
+        origin_of(&at),
+        pointer.oid
+    )))
+}
+
+fn status_error(at: &url::Url, status: reqwest::StatusCode, pointer: &Pointer) -> Error {
+    let shown = origin_of(at);
+    let oid = pointer.oid;
+    match status.as_u16() {
+        404 | 410 => Error::NotFound(format!(
+            "{shown} does not have LFS object {oid} (HTTP {status})"
+        )),
+        401 | 403 => Error::Protocol(format!(
+            "{shown} refused the transfer of LFS object {oid} (HTTP {status}): the LFS server's link may have expired; run again"
+        )),
+        s if s >= 500 || s == 429 => Error::Network(format!(
+            "{shown} answered HTTP {status} for LFS object {oid}"
+        )),
+        _ => Error::Protocol(format!(
+            "{shown} answered HTTP {status} for LFS object {oid}"
+        )),
+    }
+}
+
+fn transfer_error(at: &url::Url, err: &reqwest::Error) -> Error {
+    let kind = if err.is_timeout() {
+        "timed out"
+    } else if err.is_connect() {
+        "could not connect"
+    } else {
+        "transfer failed"
+    };
+    Error::Network(format!("{kind}: {}", origin_of(at)))
+}
+
+/// `scheme://host:port` of `url`: what messages show of a server's link (its path and query may
+/// hold a token).
+pub fn origin_of(url: &url::Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OID: &str = "baee8baa2261aabb4f9dbc35e1bd31a865134836ccf7edf4638c035cfe12e77e";
+
+    #[test]
+    fn a_pointer_is_read_only_in_git_lfs_s_form() {
+        let text =
+            format!("version https://git-lfs.github.com/spec/v1\noid sha256:{OID}\nsize 3000\n");
+        let p = Pointer::parse(text.as_bytes()).expect("a pointer");
+        assert_eq!((p.oid.to_string().as_str(), p.size), (OID, 3000));
+        assert_eq!(p.encode(), text);
+        for bad in [
+            text.trim_end().to_owned(),
+            text.replace("size 3000", "size +3000"),
+            text.replace("size 3000", "size "),
+            text.replace("sha256:b", "sha256:B"),
+            text.replace("sha256:", "sha1:"),
+            format!("{text}x\n"),
+            text.replace("version https://git-lfs", "version http://git-lfs"),
+            format!(
+                "version https://git-lfs.github.com/spec/v1\next-0-foo sha256:{OID}\noid sha256:{OID}\nsize 3\n"
+            ),
+        ] {
+            assert_eq!(Pointer::parse(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_default_endpoint_is_git_lfs_s() {
+        let u = |s: &str| RemoteUrl::parse(s).expect("url");
+        assert_eq!(
+            Endpoint::of_remote(&u("http://h/r.git")).to_string(),
+            "http://h/r.git/info/lfs"
+        );
+        assert_eq!(
+            Endpoint::of_remote(&u("https://h/o/r")).to_string(),
+            "https://h/o/r.git/info/lfs"
+        );
+    }
+
+    #[test]
+    fn credentials_go_only_to_the_same_origin() {
+        let read = RemoteUrl::parse("http://t:secret-token@h:1/r.git").expect("url");
+        let same = Endpoint::configured("http://h:1/lfs", &read).expect("ok");
+        assert!(same.url().has_credentials());
+        for other in ["http://h:2/lfs", "https://h:1/lfs", "http://evil:1/lfs"] {
+            let e = Endpoint::configured(other, &read).expect("ok");
+            assert!(!e.url().has_credentials(), "{other}");
+        }
+        assert!(Endpoint::configured("file:///etc", &read).is_err());
+    }
+}

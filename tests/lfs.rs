@@ -1,0 +1,342 @@
+//! Git LFS in `restore`: objects fetched from a real giftless server for a repository made with
+//! the real git-lfs client, the result read by git with git-lfs; hostile LFS servers (wrong
+//! content, an endless body, a redirect to another host); a kill mid-way completed by the rerun.
+
+use std::path::Path;
+
+use crate::support::lfs::{Giftless, Reply, Scripted, batch_answer, lfs_repo, oid};
+use crate::support::{GitServer, Run, TOKEN, World, incompressible, userinfo};
+
+fn restore(w: &World, dir: &Path, url: &str, tip: &str, extra: &[(&str, &str)]) -> Run {
+    let mut vars = vec![
+        ("READ_URL", url),
+        ("SESSION_BRANCH", "sessions/lfs"),
+        ("TIP_SHA", tip),
+    ];
+    vars.extend_from_slice(extra);
+    w.run(dir, &["restore", "--json"], &vars)
+}
+
+/// Three LFS files (one executable, one in a folder) and a plain one.
+fn files() -> Vec<(&'static str, Vec<u8>)> {
+    let mut seed = 7;
+    vec![
+        ("big.bin", incompressible(300_000, &mut seed)),
+        ("assets/model.bin", incompressible(70_000, &mut seed)),
+        ("tool.bin", b"#!/bin/sh\necho tool\n".to_vec()),
+        ("README.md", b"plain\n".to_vec()),
+    ]
+}
+
+fn make(w: &World, lfs_url: &str) -> (String, Vec<(&'static str, Vec<u8>)>) {
+    let files = files();
+    let refs: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (*p, d.as_slice())).collect();
+    let (scratch, _) = lfs_repo(w, "lfs-scratch", lfs_url, &refs);
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(
+        scratch.join("tool.bin"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let tip = w.commit_all(&scratch, "tool is executable");
+    w.serve_scratch(&scratch, "repo.git");
+    (tip, files)
+}
+
+fn object_path(dir: &Path, data: &[u8]) -> std::path::PathBuf {
+    let id = oid(data);
+    dir.join(".git/lfs/objects")
+        .join(&id[..2])
+        .join(&id[2..4])
+        .join(&id)
+}
+
+#[test]
+fn lfs_files_are_restored_from_a_real_lfs_server_and_read_clean_to_git_lfs() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, files) = make(&w, &lfs.url("org/repo"));
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let dir = w.path("s");
+    let run = restore(&w, &dir, &srv.url("repo.git", Some(&userinfo())), &tip, &[]);
+    run.assert_code(0);
+    for (path, data) in &files {
+        assert_eq!(&std::fs::read(dir.join(path)).unwrap(), data, "{path}");
+        if path.ends_with(".bin") {
+            assert_eq!(&std::fs::read(object_path(&dir, data)).unwrap(), data);
+        }
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(dir.join("tool.bin"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "tool.bin is executable: {mode:o}");
+    // git with git-lfs (configured by the restore alone: HOME's config is empty) sees no change,
+    // and git-lfs finds every object it needs.
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    w.git(&dir, &["lfs", "fsck"]);
+    let listed = w.git(&dir, &["lfs", "ls-files"]);
+    assert_eq!(
+        listed.lines().filter(|l| l.contains(" * ")).count(),
+        3,
+        "{listed}"
+    );
+    // The LFS server is another origin than READ_URL: it never saw the token.
+    assert!(!lfs.stderr().contains(TOKEN));
+    // A change to an LFS file is a change to git, as with git-lfs's own checkout.
+    std::fs::write(dir.join("big.bin"), b"changed").unwrap();
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), " M big.bin");
+}
+
+#[test]
+fn lfs_never_leaves_the_pointer_files_and_fetches_nothing() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, files) = make(&w, &lfs.url("org/repo"));
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    let before = lfs.stderr().matches("objects/batch").count();
+    let run = w.run(
+        &dir,
+        &["restore", "--json", "--lfs", "never"],
+        &[
+            ("READ_URL", &srv.url("repo.git", None)),
+            ("SESSION_BRANCH", "sessions/lfs"),
+            ("TIP_SHA", &tip),
+        ],
+    );
+    run.assert_code(0);
+    let text = std::fs::read_to_string(dir.join("big.bin")).unwrap();
+    assert!(
+        text.starts_with("version https://git-lfs.github.com/spec/v1\noid sha256:"),
+        "{text}"
+    );
+    assert!(!dir.join(".git/lfs").exists());
+    assert_eq!(lfs.stderr().matches("objects/batch").count(), before);
+    assert_ne!(std::fs::read(dir.join("big.bin")).unwrap(), files[0].1);
+}
+
+#[test]
+fn lfs_include_and_exclude_narrow_what_is_fetched() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, files) = make(&w, &lfs.url("org/repo"));
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    let run = restore(
+        &w,
+        &dir,
+        &srv.url("repo.git", None),
+        &tip,
+        &[
+            ("GIT_SESSION_LFS_INCLUDE", "assets,*.bin"),
+            ("GIT_SESSION_LFS_EXCLUDE", "big.bin"),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        std::fs::read(dir.join("assets/model.bin")).unwrap(),
+        files[1].1
+    );
+    assert_eq!(std::fs::read(dir.join("tool.bin")).unwrap(), files[2].1);
+    let big = std::fs::read_to_string(dir.join("big.bin")).unwrap();
+    assert!(big.starts_with("version https://git-lfs"), "{big}");
+}
+
+#[test]
+fn a_kill_mid_lfs_is_completed_by_the_rerun_which_fetches_only_what_is_missing() {
+    for point in ["mid-lfs", "mid-smudge"] {
+        let w = World::new();
+        let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+        let (tip, files) = make(&w, &lfs.url("org/repo"));
+        let srv = GitServer::start(&w.srv(), None);
+        let dir = w.path("s");
+        let url = srv.url("repo.git", None);
+        let killed = restore(
+            &w,
+            &dir,
+            &url,
+            &tip,
+            &[
+                ("GIT_SESSION_FAILPOINT", point),
+                ("GIT_SESSION_LFS_CONCURRENCY", "1"),
+            ],
+        );
+        assert_eq!(killed.code, None, "{point}: killed\n{}", killed.stderr);
+        assert!(!dir.join(".git").exists());
+        let gets = |l: &Giftless| l.stderr().matches("GET /org/repo/objects/storage/").count();
+        let before = gets(&lfs);
+        restore(&w, &dir, &url, &tip, &[]).assert_code(0);
+        for (path, data) in &files {
+            assert_eq!(
+                &std::fs::read(dir.join(path)).unwrap(),
+                data,
+                "{point}: {path}"
+            );
+        }
+        assert_eq!(
+            w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "{point}"
+        );
+        let again = gets(&lfs) - before;
+        match point {
+            // One object was whole when the kill came: the rerun fetched the other two.
+            "mid-lfs" => assert_eq!((before, again), (1, 2), "{point}"),
+            // All three were: none is fetched again.
+            _ => assert_eq!((before, again), (3, 0), "{point}"),
+        }
+    }
+}
+
+/// An LFS server at `lfs`, for a repository whose `.lfsconfig` names it, served by git; returns
+/// the restore's result and the target.
+fn restore_against(w: &World, lfs_url: &str, data: &[u8]) -> (Run, std::path::PathBuf) {
+    // The objects are not pushed anywhere real: the hostile server is the only LFS server.
+    let scratch = w.scratch("hostile-lfs");
+    std::fs::write(
+        scratch.join(".gitattributes"),
+        "*.bin filter=lfs diff=lfs merge=lfs -text\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scratch.join(".lfsconfig"),
+        format!("[lfs]\n\turl = {lfs_url}\n"),
+    )
+    .unwrap();
+    let pointer = format!(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+        oid(data),
+        data.len()
+    );
+    std::fs::write(scratch.join("a.bin"), pointer).unwrap();
+    let tip = w.commit_all(&scratch, "a pointer");
+    w.serve_scratch(&scratch, "repo.git");
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let dir = w.path("s");
+    let run = restore(
+        w,
+        &dir,
+        &srv.url("repo.git", Some(&userinfo())),
+        &tip,
+        &[("GIT_SESSION_RETRY_BASE_MS", "10")],
+    );
+    (run, dir)
+}
+
+/// Nothing of a refused LFS restore is outside the target, and no `.git` was published.
+fn assert_refused(run: &Run, dir: &Path, code: i32, words: &str) {
+    run.assert_code(code);
+    let err = run.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(err.contains(words), "{err}");
+    assert!(!dir.join(".git").exists());
+    assert!(!err.contains(TOKEN) && !run.stderr.contains(TOKEN));
+}
+
+#[test]
+fn an_lfs_server_sending_wrong_content_is_refused() {
+    let w = World::new();
+    let data = b"the real content\n".repeat(100);
+    let evil = Scripted::start(|seen, port| {
+        if seen.target.ends_with("/objects/batch") {
+            return batch_answer(seen, &|oid| format!("http://127.0.0.1:{port}/o/{oid}"), &[]);
+        }
+        Reply::Full(200, vec![], b"the fake content\n".repeat(100))
+    });
+    let (run, dir) = restore_against(&w, &evil.url("org/repo"), &data);
+    assert_refused(&run, &dir, 6, "sent content with SHA-256");
+    let stored: Vec<_> = walk(&dir)
+        .into_iter()
+        .filter(|p| p.contains("lfs/objects"))
+        .collect();
+    assert!(stored.is_empty(), "{stored:?}");
+    // The LFS server has another origin than READ_URL: no request carried the token.
+    assert!(
+        evil.requests()
+            .iter()
+            .all(|r| !r.head.contains("Authorization"))
+    );
+}
+
+#[test]
+fn an_lfs_server_sending_an_endless_body_is_cut_at_the_pointer_s_size() {
+    let w = World::new();
+    let data = b"x".repeat(5000);
+    let evil = Scripted::start(|seen, port| {
+        if seen.target.ends_with("/objects/batch") {
+            return batch_answer(seen, &|oid| format!("http://127.0.0.1:{port}/o/{oid}"), &[]);
+        }
+        Reply::Endless(u64::MAX / 2, b"x".repeat(64 << 10))
+    });
+    let started = std::time::Instant::now();
+    let (run, dir) = restore_against(&w, &evil.url("org/repo"), &data);
+    assert_refused(&run, &dir, 6, "sent more than the 5000 bytes");
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn a_redirect_to_another_host_carries_neither_the_action_s_headers_nor_the_token() {
+    let w = World::new();
+    let data = b"stored elsewhere\n".repeat(300);
+    let body = data.clone();
+    let storage = Scripted::start(move |_, _| Reply::Full(200, vec![], body.clone()));
+    let storage_url = storage.url("bucket");
+    let lfs = Scripted::start(move |seen, port| {
+        if seen.target.ends_with("/objects/batch") {
+            return batch_answer(
+                seen,
+                &|oid| format!("http://127.0.0.1:{port}/o/{oid}"),
+                &[
+                    ("Authorization", "Bearer lfs-action-secret"),
+                    ("X-Extra", "lfs-extra-secret"),
+                ],
+            );
+        }
+        Reply::Full(
+            302,
+            vec![(
+                "Location".into(),
+                format!("{storage_url}/{}", &seen.target[3..]),
+            )],
+            vec![],
+        )
+    });
+    let (run, dir) = restore_against(&w, &lfs.url("org/repo"), &data);
+    run.assert_code(0);
+    assert_eq!(std::fs::read(dir.join("a.bin")).unwrap(), data);
+    // The LFS server's own link got its headers; the other host got none of them.
+    let first = lfs.requests();
+    assert!(
+        first
+            .iter()
+            .any(|r| r.method == "GET" && r.head.contains("lfs-action-secret"))
+    );
+    let moved = storage.requests();
+    assert_eq!(moved.len(), 1);
+    for secret in [
+        "lfs-action-secret",
+        "lfs-extra-secret",
+        TOKEN,
+        "Authorization",
+    ] {
+        assert!(
+            !moved[0].head.contains(secret),
+            "{secret} reached the other host:\n{}",
+            moved[0].head
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    crate::support::all_files(dir)
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect()
+}
