@@ -340,3 +340,102 @@ fn walk(dir: &Path) -> Vec<String> {
         .map(|p| p.display().to_string())
         .collect()
 }
+
+#[test]
+fn save_stores_changed_lfs_files_as_pointers_and_uploads_their_objects_before_the_push() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, _) = make(&w, &lfs.url("org/repo"));
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let dir = w.path("s");
+    restore(&w, &dir, &url, &tip, &[]).assert_code(0);
+    let mut seed = 99;
+    let changed = incompressible(120_000, &mut seed);
+    let added = incompressible(80_000, &mut seed);
+    std::fs::write(dir.join("big.bin"), &changed).unwrap();
+    std::fs::create_dir_all(dir.join("new")).unwrap();
+    std::fs::write(dir.join("new/added.bin"), &added).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not lfs\n").unwrap();
+    let run = w.run(
+        &dir,
+        &["save", "-m", "lfs edits", "--json"],
+        &[("PUSH_URL", &url)],
+    );
+    run.assert_code(0);
+    let commit = run.json()["commit"].as_str().unwrap().to_owned();
+    let bare = w.srv().join("repo.git");
+    // On the server: pointers in the commit, the objects in the LFS store.
+    for (path, data) in [("big.bin", &changed), ("new/added.bin", &added)] {
+        let blob = w.git(&bare, &["show", &format!("{commit}:{path}")]);
+        let id = oid(data);
+        assert_eq!(
+            blob,
+            format!(
+                "version https://git-lfs.github.com/spec/v1\noid sha256:{id}\nsize {}",
+                data.len()
+            ),
+            "{path}"
+        );
+        assert_eq!(
+            &std::fs::read(lfs.store.join("org/repo").join(&id)).unwrap(),
+            data,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        w.git(&bare, &["show", &format!("{commit}:notes.txt")]),
+        "not lfs"
+    );
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert!(!dir.join(".git/lfs/git-session-pending").exists());
+    // A fresh restore of the pushed commit gets the new content back.
+    let fresh = w.path("fresh");
+    restore(&w, &fresh, &url, &commit, &[]).assert_code(0);
+    assert_eq!(std::fs::read(fresh.join("new/added.bin")).unwrap(), added);
+    assert!(!lfs.stderr().contains(TOKEN));
+}
+
+#[test]
+fn a_push_whose_lfs_upload_fails_pushes_nothing_and_the_next_save_uploads_it() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, _) = make(&w, &lfs.url("org/repo"));
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("s");
+    restore(&w, &dir, &url, &tip, &[]).assert_code(0);
+    let data = b"new lfs content\n".repeat(500);
+    std::fs::write(dir.join("big.bin"), &data).unwrap();
+    // The work tree's .lfsconfig names a server that is not there: the upload fails first.
+    let lfsconfig = std::fs::read_to_string(dir.join(".lfsconfig")).unwrap();
+    std::fs::write(
+        dir.join(".lfsconfig"),
+        "[lfs]\n\turl = http://127.0.0.1:9/org/repo\n",
+    )
+    .unwrap();
+    let run = w.run(
+        &dir,
+        &["save", "-m", "m", "--json"],
+        &[("PUSH_URL", &url), ("GIT_SESSION_RETRY_BASE_MS", "10")],
+    );
+    run.assert_code(5);
+    let bare = w.srv().join("repo.git");
+    let branch = w.git_output(
+        &bare,
+        &["rev-parse", "--verify", "-q", "refs/heads/sessions/lfs"],
+    );
+    assert!(!branch.status.success(), "nothing was pushed");
+    assert!(dir.join(".git/lfs/git-session-pending").exists());
+    std::fs::write(dir.join(".lfsconfig"), lfsconfig).unwrap();
+    let again = w.run(&dir, &["save", "-m", "m2", "--json"], &[("PUSH_URL", &url)]);
+    again.assert_code(0);
+    assert_eq!(
+        std::fs::read(lfs.store.join("org/repo").join(oid(&data))).unwrap(),
+        data
+    );
+    assert!(!dir.join(".git/lfs/git-session-pending").exists());
+}

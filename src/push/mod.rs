@@ -21,6 +21,8 @@
 //!
 //! Transient failures repeat the whole attempt, so every retry re-reads the remote tip first.
 
+mod lfs;
+
 use crate::error::{Error, Result};
 use crate::pack::generate as pack;
 use crate::repo::lease::{Ledger, RemoteTip, classify, known_lease, stale};
@@ -89,6 +91,7 @@ pub fn push(
         session.record.write(&session.git_dir)?;
     }
     let http = Http::new()?;
+    lfs::upload_pending(&http, session, &source.load()?)?;
     let attempt = Attempt {
         http: &http,
         repo: &repo,

@@ -7,6 +7,7 @@
 
 pub mod layout;
 pub mod lease;
+pub mod lfs;
 pub mod operations;
 pub mod prepush;
 pub mod session;

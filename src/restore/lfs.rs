@@ -9,7 +9,7 @@
 //! the pointer or the whole content.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use gix::bstr::{BStr, BString, ByteSlice as _};
@@ -33,9 +33,6 @@ pub enum LfsMode {
 
 /// Downloads at once (git-lfs's `lfs.concurrenttransfers` default), `GIT_SESSION_LFS_CONCURRENCY`.
 const CONCURRENCY: usize = 8;
-
-/// The most of `.lfsconfig` read.
-const MAX_LFSCONFIG: usize = 64 << 10;
 
 /// A pointer file of the tree, to be replaced by its object.
 #[derive(Debug, Clone)]
@@ -130,7 +127,8 @@ pub fn find(
     let mut plan = LfsPlan::default();
     for entry in index.entries() {
         if !entry.mode.is_submodule() && entry.path(index) == ".lfsconfig" {
-            plan.configured_url = read(&entry.id).and_then(|b| lfs_url(&b));
+            plan.configured_url =
+                read(&entry.id).and_then(|b| crate::repo::lfs::configured_url(&b));
         }
         if !matches!(
             entry.mode,
@@ -167,25 +165,7 @@ pub fn find(
     Ok(plan)
 }
 
-/// `lfs.url` of a `.lfsconfig`.
-fn lfs_url(bytes: &[u8]) -> Option<String> {
-    if bytes.len() > MAX_LFSCONFIG {
-        return None;
-    }
-    let text = std::str::from_utf8(bytes).ok()?;
-    let file: gix::config::File = text.parse().ok()?;
-    file.string("lfs.url").map(|s| s.to_string())
-}
-
-/// Where `.git/lfs/objects` keeps `oid` (git-lfs's layout: `ab/cd/abcd…`).
-fn object_path(git_dir: &Path, pointer: &Pointer) -> PathBuf {
-    let hex = pointer.oid.to_string();
-    git_dir
-        .join("lfs/objects")
-        .join(&hex[..2])
-        .join(&hex[2..4])
-        .join(hex)
-}
+use crate::repo::lfs::object_path;
 
 /// Fetch the objects of `files` that `git_dir/lfs/objects` lacks from `endpoint`, a batch of
 /// [`wire::BATCH_SIZE`] at a time, [`CONCURRENCY`] transfers at once; returns how many were
@@ -198,10 +178,7 @@ pub fn fetch(http: &Http, endpoint: &Endpoint, git_dir: &Path, files: &[LfsFile]
     wanted.sort();
     wanted.dedup();
     // Objects are renamed into place only once checked: one there with its size is whole.
-    wanted.retain(|p| {
-        !std::fs::symlink_metadata(object_path(git_dir, p))
-            .is_ok_and(|m| m.is_file() && m.len() == p.size)
-    });
+    wanted.retain(|p| !crate::repo::lfs::has(git_dir, p));
     if wanted.is_empty() {
         return Ok(0);
     }

@@ -117,6 +117,8 @@ fn stage_and_commit_in(
     };
 
     let commit_id = write_commit(&repo, tree, head, author, committer.clone(), &message)?;
+    // Listed before the branch moves: a push of this commit uploads them first.
+    crate::repo::lfs::add_pending(&git_dir, &staged.lfs)?;
     index_lock.ref_update_begins(&branch.full_ref(), commit_id)?;
     update_branch(&repo, branch, head, commit_id, &committer, &message)?;
     index_lock.ref_update_ended();

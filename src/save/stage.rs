@@ -49,6 +49,9 @@ pub struct Staged {
     pub stats: HashMap<BString, gix::index::entry::Stat>,
     /// What was left out, and why.
     pub warnings: Vec<String>,
+    /// The Git LFS objects stored for files the tree's `.gitattributes` mark `filter=lfs`
+    /// (their blobs are pointers), to be uploaded before the push.
+    pub lfs: Vec<crate::types::lfs::Pointer>,
 }
 
 /// What one work tree path turned out to be.
@@ -59,6 +62,8 @@ enum Outcome {
         kind: EntryKind,
         id: gix::ObjectId,
         stat: gix::index::entry::Stat,
+        /// The LFS object the blob (a pointer) names, when the file is an LFS file.
+        lfs: Option<crate::types::lfs::Pointer>,
     },
     TooLarge(u64),
     NestedRepo,
@@ -195,12 +200,18 @@ impl Stager<'_> {
         let staged = &mut self.staged;
         match outcome {
             Outcome::Gone => staged.removals.push(path.to_owned()),
-            Outcome::Blob { kind, id, stat } => {
+            Outcome::Blob {
+                kind,
+                id,
+                stat,
+                lfs,
+            } => {
                 // Only now is a symlink known to be one (`.gitmodules` may not be).
                 if kind == EntryKind::Link && !self.name_allowed(path, true) {
                     return Ok(());
                 }
                 let staged = &mut self.staged;
+                staged.lfs.extend(lfs);
                 staged.upserts.push((path.to_owned(), kind, id));
                 staged.stats.insert(path.to_owned(), stat);
             }
@@ -354,6 +365,8 @@ struct Hasher<'r> {
     scanner: Scanner<'r>,
     exec_bit: bool,
     buf: Vec<u8>,
+    /// The attributes again, asked only for `filter` (the pipeline runs no driver).
+    lfs_attributes: (gix::worktree::Stack, gix::attrs::search::Outcome),
 }
 
 impl<'r> Hasher<'r> {
@@ -371,6 +384,8 @@ impl<'r> Hasher<'r> {
             )
             .map_err(|e| super::fail("reading .gitattributes", e))?
             .detach();
+        let lfs_stack = attributes.clone();
+        let lfs_outcome = lfs_stack.selected_attribute_matches(["filter"]);
         let pipeline = gix::filter::Pipeline::new(repo, attributes)
             .map_err(|e| super::fail("preparing the content conversion", e))?;
         Ok(Hasher {
@@ -381,6 +396,7 @@ impl<'r> Hasher<'r> {
             scanner: Scanner::new(secrets),
             exec_bit,
             buf: Vec::new(),
+            lfs_attributes: (lfs_stack, lfs_outcome),
         })
     }
 
@@ -395,22 +411,7 @@ impl<'r> Hasher<'r> {
         };
         let ft = md.file_type();
         if ft.is_symlink() {
-            let stat = stat_of(&gix::index::fs::Metadata::from_path_no_follow(&path).map_err(io)?);
-            let target = match std::fs::read_link(&path) {
-                Ok(t) => t,
-                Err(e) if is_gone(&e) => return Ok(Outcome::Gone),
-                Err(e) => return Err(io(e)),
-            };
-            let target = std::os::unix::ffi::OsStringExt::into_vec(target.into_os_string());
-            if self.scanner.scan_all(&target, SCAN_CHUNK) {
-                return Ok(Outcome::Secret);
-            }
-            let id = self.write(&target, rela)?;
-            return Ok(Outcome::Blob {
-                kind: EntryKind::Link,
-                id,
-                stat,
-            });
+            return self.hash_symlink(rela, &path);
         }
         if ft.is_dir() {
             return Ok(match std::fs::symlink_metadata(path.join(".git")) {
@@ -464,11 +465,73 @@ impl<'r> Hasher<'r> {
                 _ => EntryKind::Blob,
             }
         };
+        if let Some(pointer) = self.store_lfs(rela)? {
+            let id = self.write(pointer.encode().as_bytes(), rela)?;
+            return Ok(Outcome::Blob {
+                kind,
+                id,
+                stat,
+                lfs: Some(pointer),
+            });
+        }
         let id = self.convert_and_write(rela, rela_path)?;
         let Some(id) = id else {
             return Ok(Outcome::Secret);
         };
-        Ok(Outcome::Blob { kind, id, stat })
+        Ok(Outcome::Blob {
+            kind,
+            id,
+            stat,
+            lfs: None,
+        })
+    }
+
+    /// Hash the symlink at `path` (its target, scanned like content).
+    fn hash_symlink(&mut self, rela: &BStr, path: &Path) -> Result<Outcome> {
+        let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
+        let stat = stat_of(&gix::index::fs::Metadata::from_path_no_follow(path).map_err(io)?);
+        let target = match std::fs::read_link(path) {
+            Ok(t) => t,
+            Err(e) if is_gone(&e) => return Ok(Outcome::Gone),
+            Err(e) => return Err(io(e)),
+        };
+        let target = std::os::unix::ffi::OsStringExt::into_vec(target.into_os_string());
+        if self.scanner.scan_all(&target, SCAN_CHUNK) {
+            return Ok(Outcome::Secret);
+        }
+        let id = self.write(&target, rela)?;
+        Ok(Outcome::Blob {
+            kind: EntryKind::Link,
+            id,
+            stat,
+            lfs: None,
+        })
+    }
+
+    /// As git-lfs's clean filter, for a file the tree's `.gitattributes` mark `filter=lfs` (and
+    /// that is not a pointer already): its content (`self.buf`) goes to the LFS store; returns
+    /// the pointer to commit in its place.
+    fn store_lfs(&mut self, rela: &BStr) -> Result<Option<crate::types::lfs::Pointer>> {
+        if !self.is_lfs(rela)? || crate::types::lfs::Pointer::parse(&self.buf).is_some() {
+            return Ok(None);
+        }
+        crate::repo::lfs::store(self.repo.git_dir(), &self.buf).map(Some)
+    }
+
+    /// Whether the tree's `.gitattributes` mark `rela` `filter=lfs`.
+    fn is_lfs(&mut self, rela: &BStr) -> Result<bool> {
+        let (stack, outcome) = &mut self.lfs_attributes;
+        let platform = stack
+            .at_entry(
+                rela,
+                Some(gix::index::entry::Mode::FILE),
+                &self.repo.objects,
+            )
+            .map_err(|e| super::fail(format!("reading the attributes of {rela}"), e))?;
+        platform.matching_attributes(outcome);
+        Ok(outcome.iter_selected().any(|m| {
+            matches!(m.assignment.state, gix::attrs::StateRef::Value(v) if v.as_bstr() == "lfs")
+        }))
     }
 
     /// Convert `self.buf` like `git add` (attributes, no drivers), scan the result if it differs,

@@ -1,6 +1,7 @@
 //! Session inputs parsed once into types, so the contract's rules cannot be skipped.
 
 mod branch;
+pub mod lfs;
 mod owner;
 mod sha;
 mod url;

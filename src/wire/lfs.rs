@@ -18,9 +18,7 @@ use serde::Deserialize;
 use super::http::{Body, Http, Request};
 use crate::error::{Error, Result};
 use crate::types::RemoteUrl;
-
-/// The largest pointer file git-lfs reads as one (`spec.md`: "< 1024 bytes").
-pub const MAX_POINTER_BYTES: u64 = 1023;
+pub use crate::types::lfs::{MAX_POINTER_BYTES, Oid, Pointer};
 
 /// Objects per batch request (git-lfs's `lfs.transfer.batchSize` default).
 pub const BATCH_SIZE: usize = 100;
@@ -32,93 +30,6 @@ const MAX_BATCH_RESPONSE: u64 = (BATCH_SIZE as u64) << 16;
 const MAX_REDIRECTS: usize = 3;
 
 const MEDIA_TYPE: &str = "application/vnd.git-lfs+json";
-
-/// An LFS object id: the SHA-256 of the content.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Oid([u8; 32]);
-
-impl Oid {
-    /// 64 lower-case hex digits, as pointers write them; anything else is `None`.
-    pub fn from_hex(hex: &str) -> Option<Oid> {
-        let b = hex.as_bytes();
-        if b.len() != 64 || !b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
-            return None;
-        }
-        let mut out = [0u8; 32];
-        for (i, pair) in b.chunks(2).enumerate() {
-            let nib = |c: u8| if c <= b'9' { c - b'0' } else { c - b'a' + 10 };
-            out[i] = nib(pair[0]) << 4 | nib(pair[1]);
-        }
-        Some(Oid(out))
-    }
-
-    /// The id of `content`'s digest.
-    pub fn of_digest(digest: &ring::digest::Digest) -> Oid {
-        let mut out = [0u8; 32];
-        out.copy_from_slice(digest.as_ref());
-        Oid(out)
-    }
-}
-
-impl std::fmt::Display for Oid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::fmt::Debug for Oid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Oid({self})")
-    }
-}
-
-/// What an LFS pointer file names: the object's id and size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Pointer {
-    /// The SHA-256 of the content.
-    pub oid: Oid,
-    /// The content's size in bytes.
-    pub size: u64,
-}
-
-impl Pointer {
-    /// Parse a pointer file as git-lfs writes it: the version line, `oid sha256:…`, `size …`, each
-    /// ending in a line feed, and nothing else. A pointer with extensions (`ext-…` lines, which
-    /// run programs) or in another form is not one: the file is left as it is.
-    pub fn parse(data: &[u8]) -> Option<Pointer> {
-        if data.len() as u64 > MAX_POINTER_BYTES {
-            return None;
-        }
-        let text = std::str::from_utf8(data).ok()?.strip_suffix('\n')?;
-        let mut lines = text.split('\n');
-        let version = lines.next()?;
-        if version != "version https://git-lfs.github.com/spec/v1"
-            && version != "version https://hawser.github.com/spec/v1"
-        {
-            return None;
-        }
-        let oid = Oid::from_hex(lines.next()?.strip_prefix("oid sha256:")?)?;
-        let size = lines.next()?.strip_prefix("size ")?;
-        if lines.next().is_some() || size.is_empty() || !size.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        Some(Pointer {
-            oid,
-            size: size.parse().ok()?,
-        })
-    }
-
-    /// The pointer file for this object, as git-lfs writes it.
-    pub fn encode(&self) -> String {
-        format!(
-            "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
-            self.oid, self.size
-        )
-    }
-}
 
 /// An LFS server: the URL below which `objects/batch` lives.
 #[derive(Debug, Clone)]
@@ -388,14 +299,12 @@ pub fn download(
     pointer: &Pointer,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let mut headers = action.header.clone();
-    if !headers.contains_key(reqwest::header::AUTHORIZATION)
-        && endpoint.url().same_origin(&action.href)
-        && let Some(auth) = endpoint.url().authorization()
-    {
-        headers.insert(reqwest::header::AUTHORIZATION, auth);
-    }
-    let resp = follow(http, action.href.clone(), headers, pointer)?;
+    let resp = follow(
+        http,
+        action.href.clone(),
+        headers_for(endpoint, action),
+        pointer,
+    )?;
     let mut body = Body::new(resp);
     let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
     let mut buf = vec![0u8; 64 << 10];
@@ -436,6 +345,77 @@ pub fn download(
         )));
     }
     Ok(())
+}
+
+/// Upload `file` (the object `pointer` names) by `action` (a `PUT` of its bytes), then, when the
+/// server asked for it, confirm it by `verify` (`POST {oid, size}`). `endpoint`'s credentials go
+/// along only to its own origin, when the action sets no `Authorization` itself.
+///
+/// # Errors
+/// [`Error::Network`] for transport failures and 5xx (retried by the caller);
+/// [`Error::Rejected`] when the server refuses the object or its verification.
+pub fn upload(
+    http: &Http,
+    endpoint: &Endpoint,
+    (action, verify): (&Action, Option<&Action>),
+    pointer: &Pointer,
+    file: std::fs::File,
+) -> Result<()> {
+    let put = http
+        .request(reqwest::Method::PUT, action.href.clone())
+        .headers(headers_for(endpoint, action))
+        .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+        .body(reqwest::blocking::Body::sized(file, pointer.size))
+        .send()
+        .map_err(|e| transfer_error(&action.href, &e))?;
+    refuse_status(&action.href, put.status(), pointer, "upload")?;
+    let Some(verify) = verify else {
+        return Ok(());
+    };
+    let body = serde_json::json!({"oid": pointer.oid.to_string(), "size": pointer.size});
+    let resp = http
+        .request(reqwest::Method::POST, verify.href.clone())
+        .headers(headers_for(endpoint, verify))
+        .header(reqwest::header::CONTENT_TYPE, MEDIA_TYPE)
+        .header(reqwest::header::ACCEPT, MEDIA_TYPE)
+        .body(serde_json::to_vec(&body).unwrap_or_default())
+        .send()
+        .map_err(|e| transfer_error(&verify.href, &e))?;
+    refuse_status(&verify.href, resp.status(), pointer, "verification")
+}
+
+fn refuse_status(
+    at: &url::Url,
+    status: reqwest::StatusCode,
+    pointer: &Pointer,
+    what: &str,
+) -> Result<()> {
+    if status.is_success() {
+        return Ok(());
+    }
+    let shown = origin_of(at);
+    Err(match status.as_u16() {
+        s if s >= 500 || s == 429 => Error::Network(format!(
+            "{shown} answered HTTP {status} to the {what} of LFS object {}",
+            pointer.oid
+        )),
+        _ => Error::Rejected(format!(
+            "{shown} refused the {what} of LFS object {} ({} bytes) with HTTP {status}",
+            pointer.oid, pointer.size
+        )),
+    })
+}
+
+/// An action's headers, with `endpoint`'s credentials when it sets none and has its origin.
+fn headers_for(endpoint: &Endpoint, action: &Action) -> HeaderMap {
+    let mut headers = action.header.clone();
+    if !headers.contains_key(reqwest::header::AUTHORIZATION)
+        && endpoint.url().same_origin(&action.href)
+        && let Some(auth) = endpoint.url().authorization()
+    {
+        headers.insert(reqwest::header::AUTHORIZATION, auth);
+    }
+    headers
 }
 
 /// GET `href`, following up to [`MAX_REDIRECTS`] redirects; every header is dropped for good
@@ -526,31 +506,6 @@ pub fn origin_of(url: &url::Url) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const OID: &str = "baee8baa2261aabb4f9dbc35e1bd31a865134836ccf7edf4638c035cfe12e77e";
-
-    #[test]
-    fn a_pointer_is_read_only_in_git_lfs_s_form() {
-        let text =
-            format!("version https://git-lfs.github.com/spec/v1\noid sha256:{OID}\nsize 3000\n");
-        let p = Pointer::parse(text.as_bytes()).expect("a pointer");
-        assert_eq!((p.oid.to_string().as_str(), p.size), (OID, 3000));
-        assert_eq!(p.encode(), text);
-        for bad in [
-            text.trim_end().to_owned(),
-            text.replace("size 3000", "size +3000"),
-            text.replace("size 3000", "size "),
-            text.replace("sha256:b", "sha256:B"),
-            text.replace("sha256:", "sha1:"),
-            format!("{text}x\n"),
-            text.replace("version https://git-lfs", "version http://git-lfs"),
-            format!(
-                "version https://git-lfs.github.com/spec/v1\next-0-foo sha256:{OID}\noid sha256:{OID}\nsize 3\n"
-            ),
-        ] {
-            assert_eq!(Pointer::parse(bad.as_bytes()), None, "{bad:?}");
-        }
-    }
 
     #[test]
     fn the_default_endpoint_is_git_lfs_s() {
