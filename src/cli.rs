@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::restore::LfsMode;
+use crate::restore::{LfsMode, SubmoduleMode};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -176,6 +176,13 @@ pub struct RestoreArgs {
     /// GIT_SESSION_LFS_INCLUDE / GIT_SESSION_LFS_EXCLUDE (comma-separated) narrow it
     #[arg(long, value_enum, default_value_t = LfsMode::Auto, value_name = "WHEN")]
     pub lfs: LfsMode,
+
+    /// Which submodules to fetch, each at its exact commit, depth 1: none (each stays an empty
+    /// folder, with a warning), shallow (the tree's own), recursive (theirs too). URLs from
+    /// .gitmodules (relative ones against READ_URL); GIT_SESSION_SUBMODULE_URL_<name> or a line
+    /// `<name> <url>` of GIT_SESSION_SUBMODULE_URLS_FILE overrides one
+    #[arg(long, value_enum, default_value_t = SubmoduleMode::None, value_name = "WHICH")]
+    pub submodules: SubmoduleMode,
 
     /// A baked template (`git-session bake`) whose objects seed a restore into an empty folder:
     /// only what changed since its base is fetched; the result does not depend on DIR

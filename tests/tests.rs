@@ -25,4 +25,5 @@ mod restore_git;
 mod root;
 mod save;
 mod servers;
+mod submodules;
 mod trust;

@@ -43,6 +43,7 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
             ..Default::default()
         },
         lfs: crate::restore::LfsMode::Never,
+        submodules: crate::restore::SubmoduleMode::None,
         template: true,
         cache: None,
     };

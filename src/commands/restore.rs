@@ -83,6 +83,7 @@ fn validate(
             ..Default::default()
         },
         lfs: args.lfs,
+        submodules: args.submodules,
         template: false,
         cache: args.cache.clone(),
     };

@@ -169,6 +169,48 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
     c
 }
 
+/// Create the git dir of a submodule (`.git/modules/<name>`, as `git submodule update` lays it
+/// out): `HEAD` detached at `commit`, `core.worktree` pointing back at its work tree
+/// (`worktree`, relative to `git_dir`), `origin` at the credential-free `url`.
+///
+/// # Errors
+/// [`Error::LocalIo`] on I/O failure.
+pub fn init_submodule(
+    git_dir: &Path,
+    commit: FullSha,
+    worktree: &str,
+    url: &RemoteUrl,
+) -> Result<()> {
+    create_folders(git_dir)?;
+    write_atomic(&git_dir.join("HEAD"), format!("{commit}\n").as_bytes())?;
+    let mut c = String::from(CORE_CONFIG);
+    let _ = writeln!(c, "\tworktree = {}", quote(worktree));
+    let _ = write!(
+        c,
+        "[remote \"origin\"]\n\turl = {}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n",
+        quote(&url.public())
+    );
+    write_atomic(&git_dir.join("config"), c.as_bytes())
+}
+
+/// Record in `git_dir`'s config that the submodule `name` is initialised from `url`, as
+/// `git submodule init` does (`submodule.<name>.url`, `.active`).
+///
+/// # Errors
+/// [`Error::LocalIo`] on I/O failure.
+pub fn add_submodule_config(git_dir: &Path, name: &str, url: &RemoteUrl) -> Result<()> {
+    let path = git_dir.join("config");
+    let mut text =
+        crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, "")?.unwrap_or_default();
+    let section = format!(
+        "[submodule {}]\n\tactive = true\n\turl = {}\n",
+        quote(name),
+        quote(&url.public())
+    );
+    text.extend_from_slice(section.as_bytes());
+    write_atomic(&path, &text)
+}
+
 /// Add to `git_dir`'s config what `git lfs install --local` writes, so that plain git with
 /// git-lfs installed reads the restored LFS files as clean and fetches others itself. Nothing is
 /// run by git-session from it.

@@ -327,6 +327,10 @@ pub fn refuse_what_is_in_the_way(
     for entry in index.entries() {
         let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path(index)));
         judge.leading_folders(rel)?;
+        if entry.mode == gix::index::entry::Mode::COMMIT {
+            // A submodule's folder: what the killed run checked out in it is redone in place.
+            continue;
+        }
         let path = workdir.join(rel);
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;

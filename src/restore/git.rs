@@ -167,8 +167,12 @@ impl Run<'_> {
             }
             crate::repo::prepush::install(self.staging)?;
         }
-        let (files, gitlinks) = self.check_out(lease, &fetched, early)?;
-        warnings.extend(checkout::gitlink_warning(&gitlinks));
+        let (files, gitlinks, subs) = self.check_out(lease, &fetched, early)?;
+        if opts.submodules == super::SubmoduleMode::None {
+            warnings.extend(checkout::gitlink_warning(&gitlinks));
+        } else {
+            warnings.extend(self.restore_submodules(subs)?);
+        }
         let record = SessionRecord::of_git_restore(
             opts.branch.clone(),
             opts.tip,
@@ -235,7 +239,7 @@ impl Run<'_> {
         lease: FullSha,
         fetched: &fetch::Fetched,
         early: &[super::early::Written],
-    ) -> Result<(usize, Vec<String>)> {
+    ) -> Result<(usize, Vec<String>, Planned)> {
         let (opts, plan, staging) = (self.opts, self.plan, self.staging);
         let repo = crate::repo::open(staging)?;
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
@@ -259,6 +263,13 @@ impl Run<'_> {
             started.elapsed().as_millis()
         );
         let gitlinks = checkout::require_blobs(&index, |id| objects.contains(id))?;
+        let subs = match opts.submodules {
+            super::SubmoduleMode::None => Planned::default(),
+            _ => {
+                let gitmodules = super::submodules::gitmodules_of(&index, &objects);
+                super::submodules::plan(gitmodules.as_deref(), &index, &self.read_url)?
+            }
+        };
         let lfs = super::lfs::find(&repo, &index, opts.lfs, &mut |id| {
             objects.small_blob(id, crate::wire::lfs::MAX_POINTER_BYTES)
         })?;
@@ -288,11 +299,36 @@ impl Run<'_> {
         self.fetch_lfs(&mut index, &lfs)?;
         checkout::write_index(&mut index)?;
         tracing::debug!("index written after {} ms", started.elapsed().as_millis());
-        Ok((files, gitlinks))
+        Ok((files, gitlinks, subs))
     }
 }
 
+/// The submodules to restore, and a warning about gitlinks `.gitmodules` does not name.
+type Planned = (Vec<super::submodules::Submodule>, Option<String>);
+
 impl Run<'_> {
+    /// Restore the submodules `subs` planned before the checkout; returns warnings.
+    fn restore_submodules(&self, (subs, warning): Planned) -> Result<Vec<String>> {
+        let opts = self.opts;
+        let fetcher = super::submodules::Fetcher {
+            http: self.http,
+            limits: opts.limits,
+            mode: opts.submodules,
+            branch: &opts.branch,
+            overwrite: self.plan.overwrite,
+        };
+        let level = super::submodules::Level {
+            git_dir: self.staging,
+            git_dir_final: &opts.dir.join(".git"),
+            tree: self.tree,
+            tree_final: &opts.dir,
+            nesting: 0,
+        };
+        let mut warnings: Vec<String> = warning.into_iter().collect();
+        warnings.extend(fetcher.restore_all(&level, &subs)?);
+        Ok(warnings)
+    }
+
     /// Replace the checked-out LFS pointer files of `lfs` by their objects, and configure plain
     /// git's LFS filter.
     fn fetch_lfs(&self, index: &mut gix::index::File, lfs: &super::lfs::LfsPlan) -> Result<()> {

@@ -19,6 +19,7 @@ pub(crate) mod early;
 mod git;
 mod lfs;
 mod probe;
+mod submodules;
 mod verify;
 mod write;
 
@@ -33,6 +34,7 @@ use crate::wire::http::UrlSource;
 
 pub use git::restore_git;
 pub use lfs::LfsMode;
+pub use submodules::SubmoduleMode;
 
 pub use crate::names::STAGING_DIR;
 const INTENT_FILE: &str = "git-session-intent.json";
@@ -58,6 +60,8 @@ pub struct RestoreOptions {
     pub limits: crate::pack::PackLimits,
     /// When to fetch Git LFS objects (`--lfs`).
     pub lfs: LfsMode,
+    /// Which submodules to fetch (`--submodules`).
+    pub submodules: SubmoduleMode,
     /// Bake a template (`git-session bake`): `tip` is the base; no lease is looked up, `HEAD` is
     /// left detached and a template record is written instead of a session record. `branch` is
     /// then [`TEMPLATE_BRANCH`], which only names the bake in its intent.

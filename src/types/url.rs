@@ -287,6 +287,18 @@ impl RemoteUrl {
         }
     }
 
+    /// This URL with its path replaced by `path` (query dropped), its credentials kept: the same
+    /// origin (a submodule's relative URL is resolved so).
+    pub fn with_path(&self, path: &str) -> RemoteUrl {
+        let mut base = self.base.clone();
+        base.set_path(path);
+        base.set_query(None);
+        RemoteUrl {
+            base,
+            credentials: self.credentials.clone(),
+        }
+    }
+
     /// The URL's path (percent-encoded, no query).
     pub fn path(&self) -> &str {
         self.base.path()

@@ -1,0 +1,198 @@
+//! Submodules in `restore` (`--submodules`): two nested levels over git's `http-backend`, a
+//! relative and an absolute URL, checked by `git submodule status`; `.gitmodules` from CVE
+//! reports refused before anything is written.
+
+use std::path::Path;
+
+use crate::support::{GitServer, Run, TOKEN, World, userinfo};
+
+/// A scratch repository holding `files`, the gitlinks `links` (`path`, commit) and a
+/// `.gitmodules` of `gitmodules`, served as `srv/<name>`; returns its commit.
+fn repo_with_links(
+    w: &World,
+    name: &str,
+    files: &[(&str, &str)],
+    links: &[(&str, &str)],
+    gitmodules: &str,
+) -> String {
+    let scratch = w.scratch(&format!("scratch-{name}"));
+    for (path, text) in files {
+        let p = scratch.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    if !gitmodules.is_empty() {
+        std::fs::write(scratch.join(".gitmodules"), gitmodules).unwrap();
+    }
+    w.git(&scratch, &["add", "."]);
+    for (path, commit) in links {
+        w.git(
+            &scratch,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{commit},{path}"),
+            ],
+        );
+    }
+    w.git(&scratch, &["commit", "-q", "-m", name]);
+    let tip = w.git(&scratch, &["rev-parse", "HEAD"]);
+    w.serve_scratch(&scratch, name);
+    tip
+}
+
+/// `c.git` (a leaf), `b.git` (with `c` at `deep/c`, relative URL), `top.git` (with `b` at
+/// `libs/b`, relative, and `c` again at `vendor/c` by absolute URL); returns (top, b, c).
+fn nested(w: &World, srv: &GitServer) -> (String, String, String) {
+    let c = repo_with_links(w, "c.git", &[("c.txt", "leaf\n")], &[], "");
+    let b = repo_with_links(
+        w,
+        "b.git",
+        &[("b.txt", "middle\n")],
+        &[("deep/c", &c)],
+        "[submodule \"c\"]\n\tpath = deep/c\n\turl = ../c.git\n",
+    );
+    let top = repo_with_links(
+        w,
+        "top.git",
+        &[("README.md", "top\n")],
+        &[("libs/b", &b), ("vendor/c", &c)],
+        &format!(
+            "[submodule \"libs/b\"]\n\tpath = libs/b\n\turl = ../b.git\n\
+             [submodule \"vendor-c\"]\n\tpath = vendor/c\n\turl = {}\n",
+            srv.url("c.git", None)
+        ),
+    );
+    (top, b, c)
+}
+
+fn restore(w: &World, dir: &Path, url: &str, tip: &str, which: &str) -> Run {
+    w.run(
+        dir,
+        &["restore", "--json", "--submodules", which],
+        &[
+            ("READ_URL", url),
+            ("SESSION_BRANCH", "sessions/sub"),
+            ("TIP_SHA", tip),
+        ],
+    )
+}
+
+#[test]
+fn recursive_restores_two_nested_levels_that_git_submodule_status_reads_clean() {
+    let w = World::new();
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let (top, b, c) = nested(&w, &srv);
+    let dir = w.path("s");
+    let run = restore(
+        &w,
+        &dir,
+        &srv.url("top.git", Some(&userinfo())),
+        &top,
+        "recursive",
+    );
+    run.assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("libs/b/b.txt")).unwrap(),
+        "middle\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("libs/b/deep/c/c.txt")).unwrap(),
+        "leaf\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("vendor/c/c.txt")).unwrap(),
+        "leaf\n"
+    );
+    let status = w.git(&dir, &["submodule", "status", "--recursive"]);
+    assert_eq!(
+        status,
+        format!(
+            " {b} libs/b ({})\n {c} libs/b/deep/c ({})\n {c} vendor/c ({})",
+            &b[..7],
+            &c[..7],
+            &c[..7]
+        ),
+        "{status}"
+    );
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert_eq!(w.git(&dir.join("libs/b/deep/c"), &["rev-parse", "HEAD"]), c);
+    assert!(dir.join(".git/modules/libs/b/modules/c/HEAD").is_file());
+    assert_eq!(run.json()["warnings"], serde_json::json!([]));
+    // The absolute URL is READ_URL's origin, so it had the token too; nothing shows it.
+    assert!(!run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN));
+    assert!(
+        !std::fs::read_to_string(dir.join(".git/config"))
+            .unwrap()
+            .contains(TOKEN)
+    );
+}
+
+#[test]
+fn shallow_restores_only_the_tree_s_own_submodules_and_none_leaves_them_empty() {
+    let w = World::new();
+    let srv = GitServer::start(&w.srv(), None);
+    let (top, _, _) = nested(&w, &srv);
+    let dir = w.path("s");
+    restore(&w, &dir, &srv.url("top.git", None), &top, "shallow").assert_code(0);
+    assert!(dir.join("libs/b/b.txt").is_file());
+    assert_eq!(
+        std::fs::read_dir(dir.join("libs/b/deep/c"))
+            .unwrap()
+            .count(),
+        0
+    );
+    let status = w.git(&dir, &["submodule", "status"]);
+    assert!(status.lines().all(|l| l.starts_with(' ')), "{status}");
+    let none = w.path("n");
+    let run = restore(&w, &none, &srv.url("top.git", None), &top, "none");
+    run.assert_code(0);
+    assert_eq!(std::fs::read_dir(none.join("libs/b")).unwrap().count(), 0);
+    assert!(
+        run.json()["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("libs/b, vendor/c")
+    );
+}
+
+#[test]
+fn gitmodules_from_cve_reports_are_refused_before_anything_is_written() {
+    let cases = [
+        // CVE-2018-11235: a name that leaves .git/modules.
+        "[submodule \"../../modules/evil\"]\n\tpath = libs/b\n\turl = ../c.git\n",
+        // CVE-2017-1000117: a URL read as an option.
+        "[submodule \"b\"]\n\tpath = libs/b\n\turl = -oProxyCommand=touch /tmp/pwned\n",
+        // Other protocols than smart HTTP(S).
+        "[submodule \"b\"]\n\tpath = libs/b\n\turl = file:///etc\n",
+        "[submodule \"b\"]\n\tpath = libs/b\n\turl = ext::sh -c touch% /tmp/pwned\n",
+        // A relative URL climbing above the server's root.
+        "[submodule \"b\"]\n\tpath = libs/b\n\turl = ../../../../x.git\n",
+    ];
+    for (i, gitmodules) in cases.iter().enumerate() {
+        let w = World::new();
+        let srv = GitServer::start(&w.srv(), None);
+        let c = repo_with_links(&w, "c.git", &[("c.txt", "leaf\n")], &[], "");
+        let top = repo_with_links(
+            &w,
+            "top.git",
+            &[("README.md", "x\n")],
+            &[("libs/b", &c)],
+            gitmodules,
+        );
+        let dir = w.path("s");
+        let run = restore(&w, &dir, &srv.url("top.git", None), &top, "recursive");
+        run.assert_code(6);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(msg.contains("refused as git refuses it"), "{i}: {msg}");
+        assert!(
+            !dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0,
+            "{i}: written"
+        );
+        assert!(!w.tmp.path().join("modules").exists() && !Path::new("/tmp/pwned").exists());
+    }
+}
