@@ -177,6 +177,12 @@ pub struct RestoreArgs {
     #[arg(long, value_enum, default_value_t = LfsMode::Auto, value_name = "WHEN")]
     pub lfs: LfsMode,
 
+    /// Check out only these folders (and the files at the top and in the folders leading to
+    /// them), as `git sparse-checkout set --cone`; with a server that offers it, blobs outside
+    /// are not fetched (a partial clone). One folder per line in GIT_SESSION_SPARSE_FILE works too
+    #[arg(long, value_name = "DIR", num_args = 1..)]
+    pub sparse: Vec<String>,
+
     /// Which submodules to fetch, each at its exact commit, depth 1: none (each stays an empty
     /// folder, with a warning), shallow (the tree's own), recursive (theirs too). URLs from
     /// .gitmodules (relative ones against READ_URL); GIT_SESSION_SUBMODULE_URL_<name> or a line

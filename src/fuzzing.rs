@@ -123,6 +123,8 @@ fn fetch(url: &RemoteUrl, body: &[u8], v0: Option<crate::wire::upload_pack::Serv
         limits: crate::pack::PackLimits::default(),
         base: None,
         observer: None,
+        filter: None,
+        more: &[],
     };
     let fetched = match &v0 {
         Some(up::Server::V0 { refs, .. }) => {

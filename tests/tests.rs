@@ -25,5 +25,6 @@ mod restore_git;
 mod root;
 mod save;
 mod servers;
+mod sparse;
 mod submodules;
 mod trust;

@@ -44,6 +44,7 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
         },
         lfs: crate::restore::LfsMode::Never,
         submodules: crate::restore::SubmoduleMode::None,
+        sparse: None,
         template: true,
         cache: None,
     };

@@ -84,6 +84,7 @@ fn validate(
         },
         lfs: args.lfs,
         submodules: args.submodules,
+        sparse: crate::restore::sparse::Cone::from_inputs(&args.sparse)?,
         template: false,
         cache: args.cache.clone(),
     };

@@ -211,6 +211,38 @@ pub fn add_submodule_config(git_dir: &Path, name: &str, url: &RemoteUrl) -> Resu
     write_atomic(&path, &text)
 }
 
+/// Make `git_dir` a sparse checkout of the cone `patterns` (`info/sparse-checkout`), as
+/// `git sparse-checkout set --cone` does (`core.sparseCheckout`, `core.sparseCheckoutCone`).
+///
+/// # Errors
+/// [`Error::LocalIo`] on I/O failure.
+pub fn add_sparse_config(git_dir: &Path, patterns: &str) -> Result<()> {
+    write_atomic(&git_dir.join("info/sparse-checkout"), patterns.as_bytes())?;
+    let path = git_dir.join("config");
+    let mut text =
+        crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, "")?.unwrap_or_default();
+    text.extend_from_slice(b"[core]\n\tsparseCheckout = true\n\tsparseCheckoutCone = true\n");
+    write_atomic(&path, &text)
+}
+
+/// Mark every pack in `git_dir` as a promisor pack (`pack-<hash>.promisor`, as a partial clone's
+/// fetch leaves it): objects they refer to but lack are the promisor remote's to give.
+///
+/// # Errors
+/// [`Error::LocalIo`] on I/O failure.
+pub fn mark_promisor_packs(git_dir: &Path) -> Result<()> {
+    let dir = git_dir.join("objects/pack");
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|x| x == "pack") {
+            write_atomic(&path.with_extension("promisor"), b"")?;
+        }
+    }
+    Ok(())
+}
+
 /// Add to `git_dir`'s config what `git lfs install --local` writes, so that plain git with
 /// git-lfs installed reads the restored LFS files as clean and fetches others itself. Nothing is
 /// run by git-session from it.

@@ -347,6 +347,8 @@ fn want<'a>(
         limits: opts.limits,
         base,
         observer: None,
+        filter: None,
+        more: &[],
     }
 }
 

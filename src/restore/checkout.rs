@@ -253,6 +253,9 @@ pub fn require_blobs(
 ) -> Result<Vec<String>> {
     let mut gitlinks = Vec::new();
     for entry in index.entries() {
+        if super::sparse::skipped(entry) {
+            continue;
+        }
         if entry.mode == gix::index::entry::Mode::COMMIT {
             gitlinks.push(entry.path(index).to_string());
             continue;
@@ -542,6 +545,8 @@ pub fn checkout(
     let total = index.entries().len();
     // The conversions are read from the whole tree's `.gitattributes`, before any is set aside.
     let mut form = WorktreeForm::new(repo, index)?;
+    // Entries outside a sparse checkout's cone get no file.
+    let outside = set_skipped_aside(index);
     // Files over the big-object threshold are streamed from the pack; the others are held whole.
     let big = set_big_files_aside(index, &objects)?;
     let early = set_early_files_aside(index, tree, early)?;
@@ -569,8 +574,32 @@ pub fn checkout(
             file.path.as_ref(),
         );
     }
+    for (path, id, mode, flags) in outside {
+        index.dangerously_push_entry(Default::default(), id, flags, mode, path.as_ref());
+    }
     index.sort_entries();
     Ok(total)
+}
+
+/// Take the entries with git's skip-worktree bit (outside a sparse checkout's cone) out of
+/// `index`; they go back in, with no stat, once the others are written.
+fn set_skipped_aside(
+    index: &mut gix::index::File,
+) -> Vec<(
+    gix::bstr::BString,
+    gix::ObjectId,
+    gix::index::entry::Mode,
+    gix::index::entry::Flags,
+)> {
+    let mut out = Vec::new();
+    index.remove_entries(|_, path, entry| {
+        let skip = super::sparse::skipped(entry);
+        if skip {
+            out.push((path.to_owned(), entry.id, entry.mode, entry.flags));
+        }
+        skip
+    });
+    out
 }
 
 /// Take the entries the early checkout wrote (same path, blob and mode) out of `index`, so gix's

@@ -67,6 +67,10 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         read_url: read.load()?,
         push_url: opts.push.as_ref().map(|p| p.load()).transpose()?,
         written_any: std::cell::Cell::new(false),
+        // A sparse restore is a partial clone where the server can make one (v2 `filter`).
+        filtered: opts.sparse.is_some()
+            && matches!(caps, fetch::Server::V2(_))
+            && fetch::fetch_supports(&caps, "filter"),
     };
     let result = run.restore().map(|mut report| {
         report.warnings.extend(cache_warning);
@@ -95,6 +99,8 @@ struct Run<'a> {
     push_url: Option<crate::types::RemoteUrl>,
     /// Whether anything was written into the target: a failure then keeps the intent.
     written_any: std::cell::Cell<bool>,
+    /// The commit is fetched without blobs (a sparse restore's partial clone).
+    filtered: bool,
 }
 
 impl Run<'_> {
@@ -104,8 +110,8 @@ impl Run<'_> {
             push_url: self.push_url.as_ref(),
             branch: &self.opts.branch,
             on_remote,
-            promisor: false,
-            promisor_filter: false,
+            promisor: self.filtered,
+            promisor_filter: self.filtered,
         }
     }
 
@@ -139,6 +145,7 @@ impl Run<'_> {
         // have files to write.
         if !plan.empty
             || plan.overwrite
+            || opts.sparse.is_some()
             || crate::failpoint::armed("mid-checkout")
             || crate::failpoint::armed("hold-mid-checkout")
         {
@@ -168,6 +175,12 @@ impl Run<'_> {
             crate::repo::prepush::install(self.staging)?;
         }
         let (files, gitlinks, subs) = self.check_out(lease, &fetched, early)?;
+        if let Some(cone) = &opts.sparse {
+            layout::add_sparse_config(self.staging, &cone.patterns())?;
+        }
+        if self.filtered {
+            layout::mark_promisor_packs(self.staging)?;
+        }
         if opts.submodules == super::SubmoduleMode::None {
             warnings.extend(checkout::gitlink_warning(&gitlinks));
         } else {
@@ -216,6 +229,8 @@ impl Run<'_> {
                         limits: opts.limits,
                         base: None,
                         observer: early.map(|e| e as &dyn crate::pack::EntryObserver),
+                        filter: self.filtered.then_some("blob:none"),
+                        more: &[],
                     },
                     &interrupt,
                 )
@@ -258,6 +273,7 @@ impl Run<'_> {
         let started = std::time::Instant::now();
         let mut index =
             checkout::index_from_tree(&repo, &objects, tree, opts.limits.max_tree_entries)?;
+        let objects = self.sparse(&mut index, objects)?;
         tracing::debug!(
             "index built from the tree in {} ms",
             started.elapsed().as_millis()
@@ -300,6 +316,48 @@ impl Run<'_> {
         checkout::write_index(&mut index)?;
         tracing::debug!("index written after {} ms", started.elapsed().as_millis());
         Ok((files, gitlinks, subs))
+    }
+}
+
+impl Run<'_> {
+    /// For a sparse restore, mark the entries outside the cone skip-worktree, and after a
+    /// filtered fetch get the blobs inside it (a second pack); returns where the checkout reads
+    /// blobs from.
+    fn sparse(
+        &self,
+        index: &mut gix::index::File,
+        objects: crate::pack::PackObjects,
+    ) -> Result<crate::pack::PackObjects> {
+        let Some(cone) = &self.opts.sparse else {
+            return Ok(objects);
+        };
+        let blobs = super::sparse::mark(index, cone);
+        let Some((first, more)) = blobs.split_first().filter(|_| self.filtered) else {
+            return Ok(objects);
+        };
+        let pack_dir = self.staging.join("objects/pack");
+        let interrupt = AtomicBool::new(false);
+        let fetched =
+            self.http
+                .with_retries(self.read, "fetching the sparse checkout's blobs", |url| {
+                    let want = fetch::Want {
+                        commit: FullSha::from_id(*first),
+                        depth: None,
+                        pack_dir: &pack_dir,
+                        limits: self.opts.limits,
+                        base: None,
+                        observer: None,
+                        filter: None,
+                        more,
+                    };
+                    fetch::fetch_pack(self.http, url, self.caps, want, &interrupt)
+                })?;
+        tracing::info!("{} blobs of the cone received", fetched.objects);
+        let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
+            Error::Integrity("the remote sent no pack for the sparse checkout's blobs".into())
+        })?;
+        crate::pack::PackObjects::open(pack_path, self.opts.limits, &fetched.big)
+            .map_err(|e| Error::internal("opening the received pack", e))
     }
 }
 

@@ -130,10 +130,12 @@ pub fn find(
             plan.configured_url =
                 read(&entry.id).and_then(|b| crate::repo::lfs::configured_url(&b));
         }
-        if !matches!(
-            entry.mode,
-            gix::index::entry::Mode::FILE | gix::index::entry::Mode::FILE_EXECUTABLE
-        ) {
+        if super::sparse::skipped(entry)
+            || !matches!(
+                entry.mode,
+                gix::index::entry::Mode::FILE | gix::index::entry::Mode::FILE_EXECUTABLE
+            )
+        {
             continue;
         }
         let path = entry.path(index);

@@ -19,6 +19,7 @@ pub(crate) mod early;
 mod git;
 mod lfs;
 mod probe;
+pub mod sparse;
 mod submodules;
 mod verify;
 mod write;
@@ -62,6 +63,8 @@ pub struct RestoreOptions {
     pub lfs: LfsMode,
     /// Which submodules to fetch (`--submodules`).
     pub submodules: SubmoduleMode,
+    /// The folders of a sparse checkout (`--sparse`); `None`: the whole tree.
+    pub sparse: Option<sparse::Cone>,
     /// Bake a template (`git-session bake`): `tip` is the base; no lease is looked up, `HEAD` is
     /// left detached and a template record is written instead of a session record. `branch` is
     /// then [`TEMPLATE_BRANCH`], which only names the bake in its intent.

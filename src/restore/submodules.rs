@@ -76,7 +76,7 @@ pub fn plan(
     let gitlinks: Vec<(&BStr, gix::ObjectId)> = index
         .entries()
         .iter()
-        .filter(|e| e.mode == gix::index::entry::Mode::COMMIT)
+        .filter(|e| e.mode == gix::index::entry::Mode::COMMIT && !super::sparse::skipped(e))
         .map(|e| (e.path(index), e.id))
         .collect();
     if gitlinks.is_empty() {
@@ -402,6 +402,8 @@ impl Fetcher<'_> {
                 limits: self.limits,
                 base: None,
                 observer: None,
+                filter: None,
+                more: &[],
             };
             fetch::fetch_pack(http, &sub.url, &server, want, &interrupt)
         })?;

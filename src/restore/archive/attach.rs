@@ -99,6 +99,8 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
                 pack_dir: &pack_dir,
                 limits: crate::pack::PackLimits::default(),
                 observer: None,
+                filter: None,
+                more: &[],
             },
             &interrupt,
         )

@@ -311,6 +311,12 @@ pub struct Want<'a> {
     pub base: Option<Base<'a>>,
     /// Sees each entry's inflated data as the pack streams in (a whole pack only, not a thin one).
     pub observer: Option<&'a dyn crate::pack::EntryObserver>,
+    /// A filter (`filter blob:none`: a partial clone's trees without blobs); protocol v2 only,
+    /// when the server's `fetch` offers `filter`.
+    pub filter: Option<&'a str>,
+    /// More objects wanted besides `commit` (the blobs of a sparse checkout, after a filtered
+    /// fetch); protocol v2 only, which serves any object the server has.
+    pub more: &'a [gix::ObjectId],
 }
 
 /// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
@@ -457,6 +463,15 @@ fn fetch_request(url: &RemoteUrl, caps: &Capabilities, want: &Want<'_>) -> Resul
         args.push(format!("deepen {depth}"));
     }
     args.push(format!("want {}", want.commit));
+    args.extend(want.more.iter().map(|id| format!("want {id}")));
+    if let Some(filter) = want.filter {
+        if !fetch_supports_v2(caps, "filter") {
+            return Err(Error::Protocol(format!(
+                "{url} does not support partial clones (fetch=filter)"
+            )));
+        }
+        args.push(format!("filter {filter}"));
+    }
     if let Some(base) = want.base {
         args.extend(base.haves.iter().map(|id| format!("have {id}")));
     }
@@ -908,6 +923,8 @@ mod tests {
             limits,
             base: None,
             observer: None,
+            filter: None,
+            more: &[],
         };
         (read_fetch(&url(), body, want, &AtomicBool::new(false)), dir)
     }
@@ -994,6 +1011,8 @@ mod tests {
             limits: crate::pack::PackLimits::default(),
             base: None,
             observer: None,
+            filter: None,
+            more: &[],
         };
         let fetched = read_fetch_v0(&url(), body, refs, want, &AtomicBool::new(false));
         (fetched, dir)

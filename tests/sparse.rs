@@ -1,0 +1,176 @@
+//! Sparse restores (`--sparse`): cone mode as git's, over a server with `filter` (a partial
+//! clone: only the cone's blobs fetched, the rest promised) and without it (the whole pack, written
+//! sparsely); checked with git's `sparse-checkout list`, `status`, `ls-files -t` and a lazy fetch;
+//! `save` from the sparse tree keeps what is outside the cone.
+
+use std::path::Path;
+
+use crate::support::{GitServer, Run, World};
+
+const FILES: [(&str, &str); 6] = [
+    ("top.txt", "top\n"),
+    ("a/x.txt", "x\n"),
+    ("a/b/y.txt", "y\n"),
+    ("a/b/c/z.txt", "z\n"),
+    ("a/other/w.txt", "w\n"),
+    ("d/e.txt", "e\n"),
+];
+const INSIDE: [&str; 4] = ["top.txt", "a/x.txt", "a/b/y.txt", "a/b/c/z.txt"];
+
+/// The repository, served with `uploadpack.allowFilter` as `filter` says; returns its commit.
+fn served(w: &World, filter: bool) -> String {
+    let files: Vec<(&str, Option<&str>)> = FILES.iter().map(|(p, c)| (*p, Some(*c))).collect();
+    let tip = w.repo("repo.git", &[&files]).pop().unwrap();
+    let bare = w.srv().join("repo.git");
+    w.git(
+        &bare,
+        &[
+            "config",
+            "uploadpack.allowFilter",
+            if filter { "true" } else { "false" },
+        ],
+    );
+    tip
+}
+
+fn restore(w: &World, dir: &Path, url: &str, tip: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["restore", "--json"];
+    args.extend_from_slice(extra);
+    w.run(
+        dir,
+        &args,
+        &[
+            ("READ_URL", url),
+            ("SESSION_BRANCH", "sessions/sparse"),
+            ("TIP_SHA", tip),
+        ],
+    )
+}
+
+fn assert_sparse(w: &World, dir: &Path) {
+    for (path, content) in FILES {
+        let inside = INSIDE.contains(&path);
+        assert_eq!(dir.join(path).exists(), inside, "{path}");
+        if inside {
+            assert_eq!(std::fs::read_to_string(dir.join(path)).unwrap(), content);
+        }
+    }
+    assert_eq!(w.git(dir, &["sparse-checkout", "list"]), "a/b");
+    assert_eq!(
+        w.git(dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    let tagged = w.git(dir, &["ls-files", "-t"]);
+    assert!(
+        tagged.contains("S d/e.txt") && tagged.contains("H a/b/y.txt"),
+        "{tagged}"
+    );
+}
+
+#[test]
+fn a_sparse_restore_over_a_server_with_filter_is_a_partial_clone_of_the_cone() {
+    let w = World::new();
+    let tip = served(&w, true);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    restore(
+        &w,
+        &dir,
+        &srv.url("repo.git", None),
+        &tip,
+        &["--sparse", "a/b"],
+    )
+    .assert_code(0);
+    assert_sparse(&w, &dir);
+    assert_eq!(
+        w.git(&dir, &["config", "extensions.partialClone"]),
+        "origin"
+    );
+    // The blobs outside the cone were not fetched...
+    let outside = w.git(&dir, &["rev-parse", "HEAD:d/e.txt"]);
+    let missing = w.git(&dir, &["rev-list", "--objects", "--missing=print", "HEAD"]);
+    assert!(missing.contains(&format!("?{outside}")), "{missing}");
+    // ...and plain git fetches one from the promisor remote when it needs it.
+    assert_eq!(w.git(&dir, &["cat-file", "-p", "HEAD:d/e.txt"]), "e");
+    w.git(&dir, &["fsck", "--no-progress"]);
+}
+
+#[test]
+fn a_sparse_restore_over_a_server_without_filter_writes_the_whole_pack_sparsely() {
+    let w = World::new();
+    let tip = served(&w, false);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    let file = w.tmp.path().join("cone");
+    std::fs::write(&file, "# the cone\na/b/\n").unwrap();
+    let run = w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL", &srv.url("repo.git", None)),
+            ("SESSION_BRANCH", "sessions/sparse"),
+            ("TIP_SHA", &tip),
+            ("GIT_SESSION_SPARSE_FILE", file.to_str().unwrap()),
+        ],
+    );
+    run.assert_code(0);
+    assert_sparse(&w, &dir);
+    let missing = w.git(&dir, &["rev-list", "--objects", "--missing=print", "HEAD"]);
+    assert!(!missing.contains('?'), "{missing}");
+    assert!(
+        w.git_output(&dir, &["config", "extensions.partialClone"])
+            .stdout
+            .is_empty()
+    );
+}
+
+#[test]
+fn save_from_a_sparse_tree_keeps_what_is_outside_the_cone() {
+    let w = World::new();
+    let tip = served(&w, true);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("s");
+    restore(&w, &dir, &url, &tip, &["--sparse", "a/b"]).assert_code(0);
+    std::fs::write(dir.join("a/b/y.txt"), "changed\n").unwrap();
+    std::fs::write(dir.join("a/b/new.txt"), "new\n").unwrap();
+    let run = w.run(
+        &dir,
+        &["save", "-m", "sparse edit", "--json"],
+        &[("PUSH_URL", &url)],
+    );
+    run.assert_code(0);
+    let commit = run.json()["commit"].as_str().unwrap().to_owned();
+    let bare = w.srv().join("repo.git");
+    let listed = w.git(&bare, &["ls-tree", "-r", "--name-only", &commit]);
+    assert_eq!(
+        listed,
+        "a/b/c/z.txt\na/b/new.txt\na/b/y.txt\na/other/w.txt\na/x.txt\nd/e.txt\ntop.txt"
+    );
+    assert_eq!(
+        w.git(&bare, &["show", &format!("{commit}:a/b/y.txt")]),
+        "changed"
+    );
+    assert_eq!(w.git(&bare, &["show", &format!("{commit}:d/e.txt")]), "e");
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert!(!dir.join("d").exists());
+}
+
+#[test]
+fn a_sparse_folder_that_is_not_one_is_refused_before_any_network_io() {
+    let w = World::new();
+    let dir = w.path("s");
+    for bad in ["../x", "a/*", "a/./b"] {
+        let run = restore(
+            &w,
+            &dir,
+            "http://127.0.0.1:9/repo.git",
+            &"a".repeat(40),
+            &["--sparse", bad],
+        );
+        run.assert_code(2);
+    }
+}
