@@ -60,6 +60,8 @@ fn lfs_files_are_restored_from_a_real_lfs_server_and_read_clean_to_git_lfs() {
     let dir = w.path("s");
     let run = restore(&w, &dir, &srv.url("repo.git", Some(&userinfo())), &tip, &[]);
     run.assert_code(0);
+    assert_eq!(run.json()["lfs_files"], 3);
+    crate::support::assert_matches_schema(&run.json());
     for (path, data) in &files {
         assert_eq!(&std::fs::read(dir.join(path)).unwrap(), data, "{path}");
         if path.ends_with(".bin") {

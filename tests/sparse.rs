@@ -73,14 +73,16 @@ fn a_sparse_restore_over_a_server_with_filter_is_a_partial_clone_of_the_cone() {
     let tip = served(&w, true);
     let srv = GitServer::start(&w.srv(), None);
     let dir = w.path("s");
-    restore(
+    let run = restore(
         &w,
         &dir,
         &srv.url("repo.git", None),
         &tip,
         &["--sparse", "a/b"],
-    )
-    .assert_code(0);
+    );
+    run.assert_code(0);
+    assert_eq!(run.json()["sparse"], serde_json::json!(["a/b"]));
+    crate::support::assert_matches_schema(&run.json());
     assert_sparse(&w, &dir);
     assert_eq!(
         w.git(&dir, &["config", "extensions.partialClone"]),

@@ -123,6 +123,11 @@ fn recursive_restores_two_nested_levels_that_git_submodule_status_reads_clean() 
     assert_eq!(w.git(&dir.join("libs/b/deep/c"), &["rev-parse", "HEAD"]), c);
     assert!(dir.join(".git/modules/libs/b/modules/c/HEAD").is_file());
     assert_eq!(run.json()["warnings"], serde_json::json!([]));
+    assert_eq!(
+        run.json()["submodules"],
+        serde_json::json!(["libs/b", "vendor/c"])
+    );
+    crate::support::assert_matches_schema(&run.json());
     // The absolute URL is READ_URL's origin, so it had the token too; nothing shows it.
     assert!(!run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN));
     assert!(

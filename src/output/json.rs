@@ -70,6 +70,13 @@ pub struct Restored {
     pub noop: bool,
     /// Files written (or removed, for a boot of a baked template).
     pub files: usize,
+    /// Git LFS files whose content was fetched in place of their pointers.
+    pub lfs_files: usize,
+    /// The submodules restored (`--submodules`), by path: the tree's own (with `recursive`,
+    /// theirs are restored inside them).
+    pub submodules: Vec<String>,
+    /// The folders of a sparse restore (`--sparse`); `null`: the whole tree.
+    pub sparse: Option<Vec<String>>,
 }
 
 /// `bake`'s fields.

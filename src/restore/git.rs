@@ -67,6 +67,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         read_url: read.load()?,
         push_url: opts.push.as_ref().map(|p| p.load()).transpose()?,
         written_any: std::cell::Cell::new(false),
+        lfs_files: std::cell::Cell::new(0),
         // A sparse restore is a partial clone where the server can make one (v2 `filter`).
         filtered: opts.sparse.is_some()
             && matches!(caps, fetch::Server::V2(_))
@@ -101,6 +102,8 @@ struct Run<'a> {
     written_any: std::cell::Cell<bool>,
     /// The commit is fetched without blobs (a sparse restore's partial clone).
     filtered: bool,
+    /// LFS files written with their content.
+    lfs_files: std::cell::Cell<usize>,
 }
 
 impl Run<'_> {
@@ -175,6 +178,11 @@ impl Run<'_> {
             crate::repo::prepush::install(self.staging)?;
         }
         let (files, gitlinks, subs) = self.check_out(lease, &fetched, early)?;
+        let extras = super::Extras {
+            lfs_files: self.lfs_files.get(),
+            submodules: subs.0.iter().map(|s| s.path.clone()).collect(),
+            sparse: opts.sparse.as_ref().map(|c| c.dirs().to_vec()),
+        };
         if let Some(cone) = &opts.sparse {
             layout::add_sparse_config(self.staging, &cone.patterns())?;
         }
@@ -195,7 +203,9 @@ impl Run<'_> {
             opts.depth,
         );
         publish(opts, self.staging, &record)?;
-        Ok(RestoreReport::of_git(opts, lease, files, warnings))
+        let mut report = RestoreReport::of_git(opts, lease, files, warnings);
+        report.extras = extras;
+        Ok(report)
     }
 
     /// Fetch the commit, and beside it look up the session branch (one ref: neither needs the
@@ -402,6 +412,7 @@ impl Run<'_> {
             "{} LFS files, {fetched} objects fetched from {endpoint}",
             lfs.files.len()
         );
+        self.lfs_files.set(lfs.files.len());
         super::lfs::smudge(
             self.tree,
             std::path::Path::new(super::STAGING_DIR),

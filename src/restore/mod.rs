@@ -94,6 +94,19 @@ pub struct RestoreReport {
     pub files: usize,
     /// Warnings for the user (also in the JSON output).
     pub warnings: Vec<String>,
+    /// What LFS, submodules and a sparse cone added.
+    pub extras: Extras,
+}
+
+/// What a restore did beyond the tree's own files.
+#[derive(Debug, Default)]
+pub struct Extras {
+    /// Git LFS files written with their content.
+    pub lfs_files: usize,
+    /// Submodules restored, by path.
+    pub submodules: Vec<String>,
+    /// The cone's folders of a sparse restore.
+    pub sparse: Option<Vec<String>>,
 }
 
 impl RestoreReport {
@@ -107,6 +120,7 @@ impl RestoreReport {
             noop: false,
             files,
             warnings,
+            extras: Default::default(),
         }
     }
 }
@@ -440,6 +454,7 @@ fn plan_session(opts: &RestoreOptions, record: &SessionRecord) -> Result<Decisio
             noop: true,
             files: 0,
             warnings: Vec::new(),
+            extras: Default::default(),
         })));
     }
     Err(Error::conflict(format!(
@@ -468,6 +483,7 @@ fn plan_template(
             noop: true,
             files: 0,
             warnings: Vec::new(),
+            extras: Default::default(),
         })));
     }
     Err(Error::conflict(format!(

@@ -211,6 +211,7 @@ impl Staged<'_> {
             noop: false,
             files: extracted.files + extracted.symlinks,
             warnings: std::mem::take(&mut self.warnings),
+            extras: Default::default(),
         })
     }
 
