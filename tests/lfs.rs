@@ -432,6 +432,15 @@ fn a_push_whose_lfs_upload_fails_pushes_nothing_and_the_next_save_uploads_it() {
     );
     assert!(!branch.status.success(), "nothing was pushed");
     assert!(dir.join(".git/lfs/git-session-pending").exists());
+    let status = w.run(&dir, &["status", "--json"], &[]);
+    status.assert_code(0);
+    assert_eq!(status.json()["lfs_pending"], 1);
+    crate::support::assert_matches_schema(&status.json());
+    // Plain git push is held back too: its pointers' objects are not on the LFS server.
+    let plain = w.git_output(&dir, &["push", "origin", "HEAD"]);
+    assert!(!plain.status.success());
+    let said = String::from_utf8_lossy(&plain.stderr);
+    assert!(said.contains("are not on the LFS server yet"), "{said}");
     std::fs::write(dir.join(".lfsconfig"), lfsconfig).unwrap();
     let again = w.run(&dir, &["save", "-m", "m2", "--json"], &[("PUSH_URL", &url)]);
     again.assert_code(0);

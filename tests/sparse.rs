@@ -84,6 +84,11 @@ fn a_sparse_restore_over_a_server_with_filter_is_a_partial_clone_of_the_cone() {
     assert_eq!(run.json()["sparse"], serde_json::json!(["a/b"]));
     crate::support::assert_matches_schema(&run.json());
     assert_sparse(&w, &dir);
+    let status = w.run(&dir, &["status", "--json"], &[]);
+    status.assert_code(0);
+    assert_eq!(status.json()["sparse"], serde_json::json!(["a/b"]));
+    assert_eq!(status.json()["changed"], serde_json::json!([]));
+    crate::support::assert_matches_schema(&status.json());
     assert_eq!(
         w.git(&dir, &["config", "extensions.partialClone"]),
         "origin"

@@ -284,6 +284,17 @@ fn human_lines(local: &Local, found: &Classified) -> Vec<String> {
             )
         },
     ];
+    if let Ok(pending) = crate::repo::lfs::pending(&local.session.git_dir)
+        && !pending.is_empty()
+    {
+        human.push(format!(
+            "LFS: {} object(s) saved here, uploaded by the next push",
+            pending.len()
+        ));
+    }
+    if let Some(dirs) = crate::repo::layout::sparse_dirs(&local.session.git_dir) {
+        human.push(format!("Sparse checkout: {}", dirs.join(", ")));
+    }
     human.push(match found.head {
         HeadState::Descends(h) => {
             format!("HEAD: {h}, {} commit(s) ahead of the lease", local.ahead)
@@ -384,6 +395,10 @@ fn json_fields(local: &Local, found: &Classified) -> json::Status {
         remote_tip: found.remote.map(|(rt, _)| rt),
         remote_state: found.remote.map(|(_, state)| state.as_str()),
         url_expires_at: local.expires.map(rfc3339),
+        lfs_pending: crate::repo::lfs::pending(&local.session.git_dir)
+            .map(|p| p.len())
+            .unwrap_or(0),
+        sparse: crate::repo::layout::sparse_dirs(&local.session.git_dir),
     }
 }
 

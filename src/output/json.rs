@@ -131,6 +131,10 @@ pub struct Status {
     pub remote_state: Option<&'static str>,
     /// The earliest expiry of a JWT in the session URLs (RFC 3339), or `null`.
     pub url_expires_at: Option<String>,
+    /// Git LFS objects `save` stored that the next push uploads first.
+    pub lfs_pending: usize,
+    /// The folders of a sparse checkout (`.git/info/sparse-checkout` in cone mode), or `null`.
+    pub sparse: Option<Vec<String>>,
 }
 
 /// A command's failure (exit 1–10).

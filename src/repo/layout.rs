@@ -225,6 +225,26 @@ pub fn add_sparse_config(git_dir: &Path, patterns: &str) -> Result<()> {
     write_atomic(&path, &text)
 }
 
+/// The folders of `git_dir`'s cone-mode sparse checkout (`info/sparse-checkout`: the `/dir/`
+/// patterns that are not a parent's, which `!/dir/*/` follows), or `None` when it has none.
+pub fn sparse_dirs(git_dir: &Path) -> Option<Vec<String>> {
+    let bytes = crate::fs::state::read(
+        &git_dir.join("info/sparse-checkout"),
+        crate::fs::state::RECORD_CAP,
+        "",
+    )
+    .ok()??;
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    let dirs: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix('/')?.strip_suffix('/'))
+        .filter(|d| !d.is_empty() && !lines.contains(&format!("!/{d}/*/").as_str()))
+        .map(str::to_owned)
+        .collect();
+    (!dirs.is_empty()).then_some(dirs)
+}
+
 /// Mark every pack in `git_dir` as a promisor pack (`pack-<hash>.promisor`, as a partial clone's
 /// fetch leaves it): objects they refer to but lack are the promisor remote's to give.
 ///

@@ -439,6 +439,17 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
     if updates.is_empty() {
         return Ok(());
     }
+    // Git LFS objects `save` stored are uploaded by git-session's own push; plain git would push
+    // commits whose pointers the LFS server lacks.
+    let pending = crate::repo::lfs::pending(&git_dir)?;
+    if !pending.is_empty() {
+        return Err(Error::conflict(format!(
+            "{} Git LFS object(s) saved by git-session are not on the LFS server yet (the first: \
+             {}): git pushed nothing; run `git-session push`, which uploads them first",
+            pending.len(),
+            pending[0].oid
+        )));
+    }
     let _lock = WriteLock::acquire(&git_dir)?;
     // The record as of now: a save that held the lock may have moved the lease.
     let session = Session::open(git_dir.parent().unwrap_or(&git_dir), None)?;

@@ -210,8 +210,17 @@ impl Stager<'_> {
                 if kind == EntryKind::Link && !self.name_allowed(path, true) {
                     return Ok(());
                 }
+                // An LFS file git re-read with its content unchanged (a racily clean one) names
+                // the object HEAD has: nothing new to upload.
+                let new_object = lfs.filter(|_| {
+                    self.head_tree
+                        .lookup_entry_by_path(path.to_str_lossy().as_ref())
+                        .ok()
+                        .flatten()
+                        .is_none_or(|e| e.object_id() != id)
+                });
                 let staged = &mut self.staged;
-                staged.lfs.extend(lfs);
+                staged.lfs.extend(new_object);
                 staged.upserts.push((path.to_owned(), kind, id));
                 staged.stats.insert(path.to_owned(), stat);
             }

@@ -1,0 +1,79 @@
+"""lfs: restore of a repository with many Git LFS files (BENCH_LFS_FILES x 1 MiB, default 200,
+incompressible) from git http-backend and the giftless LFS server, against the git CLI's recipe:
+`GIT_LFS_SKIP_SMUDGE=1 git clone --depth 1` then `git lfs pull` (its batch download; a clone that
+smudges file by file is slower still). Both read from the same two servers on these cores."""
+
+import os
+import subprocess
+from pathlib import Path
+
+from . import common
+
+NAMES = ["git-session", "git-clone+lfs-pull"]
+
+
+def make_repo(work, lfs_url, files, env):
+    """The bare repository served, made once per (files, LFS URL) and kept."""
+    bare = work / "srv" / "lfs.git"
+    stamp = work / "repo.stamp"
+    want = f"{files} {lfs_url}"
+    if bare.exists() and stamp.exists() and stamp.read_text() == want:
+        return bare
+    subprocess.run(["rm", "-rf", str(work / "srv"), str(work / "scratch")], check=True)
+    scratch = work / "scratch"
+    scratch.mkdir(parents=True)
+    run = lambda *a: common.sh(["git", *a], cwd=scratch, env=env)
+    run("init", "-q", "-b", "main")
+    run("lfs", "install", "--local")
+    run("lfs", "track", "*.bin")
+    run("config", "-f", ".lfsconfig", "lfs.url", lfs_url)
+    for i in range(files):
+        d = scratch / f"data/{i % 10}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:04}.bin").write_bytes(os.urandom(1 << 20))
+    (scratch / "README.md").write_text("LFS bench\n")
+    run("add", "-A")
+    run("commit", "-q", "-m", "lfs files")
+    run("lfs", "push", "--all", lfs_url)
+    common.sh(["git", "clone", "-q", "--bare", str(scratch), str(bare)], env=env)
+    stamp.write_text(want)
+    return bare
+
+
+def run(args):
+    files = int(os.environ.get("BENCH_LFS_FILES", "200"))
+    port = int(os.environ.get("BENCH_LFS_PORT", "18765"))
+    work = common.WORK / "lfs"
+    env = common.git_env(work / "home")
+    common.sh(["git", "lfs", "install", "--skip-repo"], env=env)
+    runs = work / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    with common.giftless(work / "store", port) as lfs:
+        lfs_url = f"{lfs.value}/bench/lfs"
+        bare = make_repo(work, lfs_url, files, env)
+        tip = common.sh(["git", "rev-parse", "main"], cwd=bare, env=env)
+        with common.serve(work / "srv") as srv:
+            url = f"{srv.value}/lfs.git"
+            mk = f'd=$(mktemp -d -p {runs})'
+            commands = {
+                "git-session": f'{mk} && READ_URL={url} SESSION_BRANCH=sessions/bench TIP_SHA={tip} '
+                               f'{common.BIN} -q -C "$d" restore',
+                "git-clone+lfs-pull": f'{mk} && GIT_LFS_SKIP_SMUDGE=1 git clone -q --depth 1 {url} "$d" '
+                                      f'&& git -C "$d" lfs pull',
+            }
+            rounds = int(os.environ.get("BENCH_ROUNDS", "5"))
+            stats = common.hyperfine(commands, env, rounds, int(os.environ.get("BENCH_WARMUP", "1")))
+            for name, c in commands.items():
+                stats[name]["peak_rss_kib"] = common.peak_rss_kib(c, env)
+    subprocess.run(["rm", "-rf", str(runs)], check=True)
+    return {"mode": "lfs", "machine": common.machine(), "files": files, "file_bytes": 1 << 20,
+            "contenders": stats}
+
+
+def table(r):
+    head = (f"## lfs: restore of {r['files']} Git LFS files of 1 MiB\n\n"
+            f"{r['machine']['date']}, {r['machine']['cores']} cores, git-session {r['machine']['commit']}, "
+            f"{r['machine']['git']}; git http-backend (examples/serve) and giftless 0.6.2 (a Python "
+            "server) on the same cores. git's recipe: `GIT_LFS_SKIP_SMUDGE=1 git clone --depth 1` then "
+            "`git lfs pull`. Medians of hyperfine runs (raw: bench/results/lfs.json).\n\n")
+    return head + common.contender_table(r, NAMES)
