@@ -82,6 +82,7 @@ fn a_sparse_restore_over_a_server_with_filter_is_a_partial_clone_of_the_cone() {
     );
     run.assert_code(0);
     assert_eq!(run.json()["sparse"], serde_json::json!(["a/b"]));
+    assert_eq!(run.json()["files"], 4, "the files written: the cone's");
     crate::support::assert_matches_schema(&run.json());
     assert_sparse(&w, &dir);
     let status = w.run(&dir, &["status", "--json"], &[]);

@@ -21,6 +21,29 @@ pub struct PackObjects {
     /// The objects [`receive`] found over the big-object threshold: known without reading the
     /// pack (a look at every entry's header would make the whole mapping resident).
     big: Arc<std::collections::HashSet<gix::ObjectId>>,
+    /// Recently decoded delta bases, so that objects deltified against each other (a server's
+    /// pack of related blobs) do not each decode the whole chain again.
+    cache: DeltaCache,
+}
+
+/// The most a [`DeltaCache`] holds.
+const DELTA_CACHE_BYTES: usize = 16 << 20;
+
+/// A bounded cache of delta bases; each clone of a [`PackObjects`] (one per thread) has its own.
+struct DeltaCache(std::sync::Mutex<gix_pack::cache::lru::StaticLinkedList<64>>);
+
+impl Default for DeltaCache {
+    fn default() -> Self {
+        DeltaCache(std::sync::Mutex::new(
+            gix_pack::cache::lru::StaticLinkedList::new(DELTA_CACHE_BYTES),
+        ))
+    }
+}
+
+impl Clone for DeltaCache {
+    fn clone(&self) -> Self {
+        DeltaCache::default()
+    }
 }
 
 /// A stored (not deltified) object over the big-object threshold: read by streaming only.
@@ -81,6 +104,7 @@ impl PackObjects {
             map,
             limits,
             big: Arc::new(big.iter().copied().collect()),
+            cache: DeltaCache::default(),
         })
     }
 }
@@ -228,13 +252,14 @@ impl gix::objs::Find for PackObjects {
             .raise());
         }
         let mut inflate = gix::zlib::Inflate::default();
-        let outcome = self.pack.decode_entry(
-            entry,
-            buffer,
-            &mut inflate,
-            &|_, _| Ok(None),
-            &mut gix_pack::cache::Never,
-        )?;
+        let mut cache = self
+            .cache
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let outcome =
+            self.pack
+                .decode_entry(entry, buffer, &mut inflate, &|_, _| Ok(None), &mut *cache)?;
         // Decoding an object reads its whole delta chain, scattered over the pack: count each
         // lookup as at least 64 KiB, so the pages are released at least every 64 objects.
         self.map.note(buffer.len().max(64 << 10));

@@ -542,7 +542,11 @@ pub fn checkout(
         overwrite,
         early,
     } = to;
-    let total = index.entries().len();
+    let total = index
+        .entries()
+        .iter()
+        .filter(|e| !super::sparse::skipped(e))
+        .count();
     // The conversions are read from the whole tree's `.gitattributes`, before any is set aside.
     let mut form = WorktreeForm::new(repo, index)?;
     // Entries outside a sparse checkout's cone get no file.

@@ -307,22 +307,37 @@ impl Run<'_> {
             checkout::refuse_what_is_in_the_way(&repo, &opts.dir, &index, &objects, resume)?;
         }
         self.written_any.set(true);
-        let files = checkout::checkout(
-            &repo,
-            objects,
-            &mut index,
-            checkout::Destination {
-                tree: self.tree,
-                overwrite: plan.overwrite,
-                early,
-            },
-            &|rel| super::note_big_file(staging, rel),
-        )?;
+        // LFS objects stream in while the files are written.
+        let (files, lfs_fetched) = std::thread::scope(|scope| {
+            let (http, read_url) = (self.http, &self.read_url);
+            let lfs_fetch = (!lfs.files.is_empty())
+                .then(|| scope.spawn(|| fetch_lfs(http, read_url, staging, &lfs)));
+            let files = checkout::checkout(
+                &repo,
+                objects,
+                &mut index,
+                checkout::Destination {
+                    tree: self.tree,
+                    overwrite: plan.overwrite,
+                    early,
+                },
+                &|rel| super::note_big_file(staging, rel),
+            );
+            let fetched = lfs_fetch.map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(Error::Internal("the LFS fetch panicked".into())))
+            });
+            (files, fetched)
+        });
+        let files = files?;
         tracing::debug!(
             "{files} files checked out after {} ms",
             started.elapsed().as_millis()
         );
-        self.fetch_lfs(&mut index, &lfs)?;
+        if let Some(fetched) = lfs_fetched {
+            fetched?;
+            self.smudge_lfs(&mut index, &lfs)?;
+        }
         checkout::write_index(&mut index)?;
         tracing::debug!("index written after {} ms", started.elapsed().as_millis());
         Ok((files, gitlinks, subs))
@@ -397,21 +412,8 @@ impl Run<'_> {
         Ok(warnings)
     }
 
-    /// Replace the checked-out LFS pointer files of `lfs` by their objects, and configure plain
-    /// git's LFS filter.
-    fn fetch_lfs(&self, index: &mut gix::index::File, lfs: &super::lfs::LfsPlan) -> Result<()> {
-        if lfs.files.is_empty() {
-            return Ok(());
-        }
-        let endpoint = match &lfs.configured_url {
-            Some(url) => Endpoint::configured(url, &self.read_url)?,
-            None => Endpoint::of_remote(&self.read_url),
-        };
-        let fetched = super::lfs::fetch(self.http, &endpoint, self.staging, &lfs.files)?;
-        tracing::info!(
-            "{} LFS files, {fetched} objects fetched from {endpoint}",
-            lfs.files.len()
-        );
+    /// Write the LFS files of `lfs` with their content (fetched by [`fetch_lfs`]).
+    fn smudge_lfs(&self, index: &mut gix::index::File, lfs: &super::lfs::LfsPlan) -> Result<()> {
         self.lfs_files.set(lfs.files.len());
         super::lfs::smudge(
             self.tree,
@@ -425,6 +427,26 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// Fetch the LFS objects of `lfs` into the staging git dir `staging` (while the checkout runs),
+/// from the LFS server of `.lfsconfig` or of `read_url`.
+fn fetch_lfs(
+    http: &Http,
+    read_url: &crate::types::RemoteUrl,
+    staging: &std::path::Path,
+    lfs: &super::lfs::LfsPlan,
+) -> Result<()> {
+    let endpoint = match &lfs.configured_url {
+        Some(url) => Endpoint::configured(url, read_url)?,
+        None => Endpoint::of_remote(read_url),
+    };
+    let fetched = super::lfs::fetch(http, &endpoint, staging, &lfs.files)?;
+    tracing::info!(
+        "{} LFS files, {fetched} objects fetched from {endpoint}",
+        lfs.files.len()
+    );
+    Ok(())
 }
 
 /// Check that `tip` arrived and is a commit; return its tree.
