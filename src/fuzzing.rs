@@ -27,6 +27,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tar", tar),
     ("state", state),
     ("inputs", inputs),
+    ("lfs", lfs),
+    ("gitmodules", gitmodules),
 ];
 
 /// The URL the wire parsers' messages name.
@@ -499,6 +501,60 @@ pub fn names(data: &[u8]) {
             .is_ok()
     }) && !crate::names::in_staging_dir(path);
     assert!(restored, "save commits {path:?}, which restore refuses");
+}
+
+/// An LFS batch answer (for three pointers, one of them `data`'s own if it is one): any answer
+/// is refused or gives one answer per object, each transfer to an http(s) URL; a pointer that
+/// parses encodes to a pointer that parses to the same.
+pub fn lfs(data: &[u8]) {
+    use crate::types::lfs::{Oid, Pointer};
+    use crate::wire::lfs::{Answer, Operation, parse_batch};
+    if let Some(p) = Pointer::parse(data) {
+        assert_eq!(Pointer::parse(p.encode().as_bytes()), Some(p));
+    }
+    let objects = [
+        Pointer { oid: Oid::of(b"a"), size: 1 },
+        Pointer { oid: Oid::of(b""), size: 0 },
+        Pointer { oid: Oid::of(data), size: data.len() as u64 },
+    ];
+    for op in [Operation::Download, Operation::Upload] {
+        if let Ok(answers) = parse_batch(&url(), op, &objects, data) {
+            assert_eq!(answers.len(), objects.len());
+            for a in answers {
+                if let Answer::Transfer(action, verify) = a {
+                    for href in std::iter::once(action.href()).chain(verify.as_deref().map(|v| v.href())) {
+                        assert!(matches!(href.scheme(), "http" | "https"), "{href}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A `.gitmodules`: each entry accepted has a name without a `..` component, a URL and a path
+/// not starting with `-`; its URL resolves to http(s), with the session's credentials only on
+/// the session's own origin, and never with a `..` in a relative one's path.
+pub fn gitmodules(data: &[u8]) {
+    use crate::restore::submodules::{parse, resolve};
+    let Ok(entries) = parse(data) else {
+        return;
+    };
+    let base = RemoteUrl::parse("https://t:fuzz-secret-token@h.example/org/repo.git").expect("url");
+    for e in entries {
+        assert!(gix::validate::submodule::name(e.name.as_bytes().as_bstr()).is_ok(), "{:?}", e.name);
+        assert!(!e.url.starts_with('-') && !e.path.starts_with('-'));
+        let Ok(url) = resolve(&e.name, &e.url, &base) else {
+            continue;
+        };
+        let public = url.public();
+        assert!(public.starts_with("http://") || public.starts_with("https://"), "{public}");
+        if url.has_credentials() {
+            assert!(public.starts_with("https://h.example/"), "credentials sent to {public}");
+        }
+        if e.url.starts_with("./") || e.url.starts_with("../") {
+            assert!(!url.path().split('/').any(|c| c == ".."), "{public}");
+        }
+    }
 }
 
 /// The commit id the tar target's archives were made from (`tests/fixtures/archive/CASES.md`).

@@ -20,7 +20,7 @@ mod git;
 mod lfs;
 mod probe;
 pub mod sparse;
-mod submodules;
+pub(crate) mod submodules;
 mod verify;
 mod write;
 

@@ -112,10 +112,10 @@ pub fn plan(
 
 /// One `[submodule "name"]` of `.gitmodules`.
 #[derive(Debug, PartialEq)]
-struct Entry {
-    name: String,
-    path: String,
-    url: String,
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) path: String,
+    pub(crate) url: String,
 }
 
 fn refuse(what: String) -> Error {
@@ -125,7 +125,7 @@ fn refuse(what: String) -> Error {
 }
 
 /// The entries of `.gitmodules`, checked as git's fsck checks them.
-fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
     if bytes.len() as u64 > MAX_GITMODULES {
         return Err(refuse(format!(
             ".gitmodules is over {MAX_GITMODULES} bytes"
@@ -176,7 +176,7 @@ fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
 /// The URL of submodule `name`: an override from the environment, else `url` from
 /// `.gitmodules`, relative ones (`./`, `../`) resolved against `base` as git's `relative_url`
 /// does; `base`'s credentials only for its own origin.
-fn resolve(name: &str, url: &str, base: &RemoteUrl) -> Result<RemoteUrl> {
+pub(crate) fn resolve(name: &str, url: &str, base: &RemoteUrl) -> Result<RemoteUrl> {
     if let Some(given) = override_for(name)? {
         return Ok(given);
     }

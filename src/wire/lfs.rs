@@ -79,6 +79,13 @@ pub struct Action {
     header: HeaderMap,
 }
 
+impl Action {
+    /// Where the transfer goes.
+    pub fn href(&self) -> &url::Url {
+        &self.href
+    }
+}
+
 impl std::fmt::Debug for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Action({})", origin_of(&self.href))
@@ -194,7 +201,20 @@ pub fn batch(
             "the LFS batch answer from {url} is over {MAX_BATCH_RESPONSE} bytes: refused"
         )));
     }
-    let parsed: BatchResponse = serde_json::from_slice(&text).map_err(|e| {
+    parse_batch(url, operation, objects, &text)
+}
+
+/// The answers for `objects` in the batch response `text` from `url`.
+///
+/// # Errors
+/// As [`batch`], for what the answer says.
+pub fn parse_batch(
+    url: &RemoteUrl,
+    operation: Operation,
+    objects: &[Pointer],
+    text: &[u8],
+) -> Result<Vec<Answer>> {
+    let parsed: BatchResponse = serde_json::from_slice(text).map_err(|e| {
         Error::Protocol(format!(
             "{url} did not answer the LFS batch request with its JSON ({e})"
         ))
