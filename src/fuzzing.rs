@@ -513,16 +513,27 @@ pub fn lfs(data: &[u8]) {
         assert_eq!(Pointer::parse(p.encode().as_bytes()), Some(p));
     }
     let objects = [
-        Pointer { oid: Oid::of(b"a"), size: 1 },
-        Pointer { oid: Oid::of(b""), size: 0 },
-        Pointer { oid: Oid::of(data), size: data.len() as u64 },
+        Pointer {
+            oid: Oid::of(b"a"),
+            size: 1,
+        },
+        Pointer {
+            oid: Oid::of(b""),
+            size: 0,
+        },
+        Pointer {
+            oid: Oid::of(data),
+            size: data.len() as u64,
+        },
     ];
     for op in [Operation::Download, Operation::Upload] {
         if let Ok(answers) = parse_batch(&url(), op, &objects, data) {
             assert_eq!(answers.len(), objects.len());
             for a in answers {
                 if let Answer::Transfer(action, verify) = a {
-                    for href in std::iter::once(action.href()).chain(verify.as_deref().map(|v| v.href())) {
+                    for href in
+                        std::iter::once(action.href()).chain(verify.as_deref().map(|v| v.href()))
+                    {
                         assert!(matches!(href.scheme(), "http" | "https"), "{href}");
                     }
                 }
@@ -541,15 +552,25 @@ pub fn gitmodules(data: &[u8]) {
     };
     let base = RemoteUrl::parse("https://t:fuzz-secret-token@h.example/org/repo.git").expect("url");
     for e in entries {
-        assert!(gix::validate::submodule::name(e.name.as_bytes().as_bstr()).is_ok(), "{:?}", e.name);
+        assert!(
+            gix::validate::submodule::name(e.name.as_bytes().as_bstr()).is_ok(),
+            "{:?}",
+            e.name
+        );
         assert!(!e.url.starts_with('-') && !e.path.starts_with('-'));
         let Ok(url) = resolve(&e.name, &e.url, &base) else {
             continue;
         };
         let public = url.public();
-        assert!(public.starts_with("http://") || public.starts_with("https://"), "{public}");
+        assert!(
+            public.starts_with("http://") || public.starts_with("https://"),
+            "{public}"
+        );
         if url.has_credentials() {
-            assert!(public.starts_with("https://h.example/"), "credentials sent to {public}");
+            assert!(
+                public.starts_with("https://h.example/"),
+                "credentials sent to {public}"
+            );
         }
         if e.url.starts_with("./") || e.url.starts_with("../") {
             assert!(!url.path().split('/').any(|c| c == ".."), "{public}");
