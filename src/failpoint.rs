@@ -5,7 +5,9 @@
 //! `index-lock-taken` (`index.lock` held), `index-lock-ref-recording` and `index-lock-ref-ended`
 //! (mid-way through rewriting the lock's record before and after the branch moves). Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `mid-early-checkout` (the third file written
 //! during the transfer half written; no early checkout runs when `mid-checkout` is armed), `mid-checkout` (once half of the files
-//! are written), `mid-big-file` (half of a file over the big-object threshold written), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
+//! are written), `mid-big-file` (half of a file over the big-object threshold written), `mid-lfs` (an LFS
+//! object stored whole), `mid-smudge` (half of the LFS files written with their content),
+//! `mid-submodules` (a submodule checked out), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
 //! the lease is not recorded yet). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of
 //! the files after the transfer are read; no early checkout runs), `hold-mid-extract` (an archive
 //! restore, once ten files are extracted), `before-lock` (restore, and `save`,

@@ -182,3 +182,27 @@ fn a_sparse_folder_that_is_not_one_is_refused_before_any_network_io() {
         run.assert_code(2);
     }
 }
+
+#[test]
+fn a_sparse_restore_killed_mid_way_is_completed_by_the_rerun() {
+    for point in ["after-fetch", "mid-checkout"] {
+        let w = World::new();
+        let tip = served(&w, true);
+        let srv = GitServer::start(&w.srv(), None);
+        let dir = w.path("s");
+        let url = srv.url("repo.git", None);
+        let killed = w.run(
+            &dir,
+            &["restore", "--json", "--sparse", "a/b"],
+            &[
+                ("READ_URL", url.as_str()),
+                ("SESSION_BRANCH", "sessions/sparse"),
+                ("TIP_SHA", tip.as_str()),
+                ("GIT_SESSION_FAILPOINT", point),
+            ],
+        );
+        assert_eq!(killed.code, None, "{point}: killed\n{}", killed.stderr);
+        restore(&w, &dir, &url, &tip, &["--sparse", "a/b"]).assert_code(0);
+        assert_sparse(&w, &dir);
+    }
+}

@@ -201,3 +201,39 @@ fn gitmodules_from_cve_reports_are_refused_before_anything_is_written() {
         assert!(!w.tmp.path().join("modules").exists() && !Path::new("/tmp/pwned").exists());
     }
 }
+
+#[test]
+fn a_restore_killed_mid_submodules_is_completed_by_the_rerun() {
+    for point in ["mid-submodules", "after-fetch"] {
+        let w = World::new();
+        let srv = GitServer::start(&w.srv(), None);
+        let (top, b, c) = nested(&w, &srv);
+        let dir = w.path("s");
+        let url = srv.url("top.git", None);
+        let killed = w.run(
+            &dir,
+            &["restore", "--json", "--submodules", "recursive"],
+            &[
+                ("READ_URL", url.as_str()),
+                ("SESSION_BRANCH", "sessions/sub"),
+                ("TIP_SHA", top.as_str()),
+                ("GIT_SESSION_FAILPOINT", point),
+            ],
+        );
+        assert_eq!(killed.code, None, "{point}: killed\n{}", killed.stderr);
+        assert!(!dir.join(".git").exists(), "{point}");
+        restore(&w, &dir, &url, &top, "recursive").assert_code(0);
+        let status = w.git(&dir, &["submodule", "status", "--recursive"]);
+        assert!(
+            status.lines().all(|l| l.starts_with(' ')) && status.lines().count() == 3,
+            "{point}: {status}"
+        );
+        assert_eq!(w.git(&dir.join("libs/b"), &["rev-parse", "HEAD"]), b);
+        assert_eq!(w.git(&dir.join("libs/b/deep/c"), &["rev-parse", "HEAD"]), c);
+        assert_eq!(
+            w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "{point}"
+        );
+    }
+}

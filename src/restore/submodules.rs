@@ -361,6 +361,7 @@ impl Fetcher<'_> {
         )?;
         checkout::write_index(&mut index)?;
         self.write_gitfile(&folder, &tree_final, &git_dir_final)?;
+        crate::failpoint::hit("mid-submodules");
         let mut warnings: Vec<String> = nested.1.into_iter().collect();
         if nested.0.is_empty() {
             return Ok(warnings);
