@@ -3,7 +3,9 @@
 Modes: lfs, sparse. Each runs, keeps its raw results in bench/results/MODE.json, and prints its
 table; --write also replaces its section of BENCHMARKS.md. --tables regenerates the sections from
 the kept results without running anything. Knobs: BENCH_ROUNDS (5), BENCH_WARMUP (1),
-BENCH_NO_BUILD=1, BENCH_BIN, BENCH_WORK; per mode, see each module."""
+BENCH_NO_BUILD=1, BENCH_BIN, BENCH_WORK, BENCH_LINK=RATE[,RTT_MS] (lfs: both servers behind the
+remote-server model, scripts/replay-proxy; results and section lfs-link-RATE); per mode, see each
+module."""
 
 import argparse
 import importlib
@@ -23,13 +25,15 @@ def main():
         common.build()
     for mode in args.modes:
         m = importlib.import_module(f"bench.suite.{mode}")
-        results = common.load(mode) if args.tables else m.run(args)
+        link = common.link()
+        name = f"{mode}-link-{link[0]:g}" if link and mode == "lfs" else mode
+        results = common.load(name) if args.tables else m.run(args)
         if not args.tables:
-            common.save(mode, results)
+            common.save(name, results)
         text = m.table(results)
         print(text + "\n")
         if args.write or args.tables:
-            common.write_section(mode, text)
+            common.write_section(name, text)
 
 
 main()

@@ -101,6 +101,24 @@ def giftless(store, port):
     )
 
 
+def replay_proxy(upstream, rate, rtt, port=0, keep_host=False):
+    """scripts/replay-proxy in front of `upstream` (the remote-server model): its base URL."""
+    cmd = [str(ROOT / "scripts/replay-proxy"), upstream, "--rate", str(rate), "--rtt", str(rtt),
+           "--port", str(port)]
+    if keep_host:
+        cmd.append("--keep-host")
+    return Process(cmd, lambda l: l.split()[1] if l.startswith("ready ") else None)
+
+
+def link():
+    """BENCH_LINK=RATE[,RTT_MS]: the remote-server model's link, or None (the shared cores)."""
+    given = os.environ.get("BENCH_LINK")
+    if not given:
+        return None
+    rate, _, rtt = given.partition(",")
+    return float(rate), float(rtt or 20)
+
+
 def hyperfine(commands, env, runs, warmup, cleanup=None):
     """Time `commands` ({name: shell command}) with hyperfine; {name: seconds stats}."""
     ensure_hyperfine()

@@ -3,6 +3,7 @@ incompressible) from git http-backend and the giftless LFS server, against the g
 `GIT_LFS_SKIP_SMUDGE=1 git clone --depth 1` then `git lfs pull` (its batch download; a clone that
 smudges file by file is slower still). Both read from the same two servers on these cores."""
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -48,12 +49,18 @@ def run(args):
     common.sh(["git", "lfs", "install", "--skip-repo"], env=env)
     runs = work / "runs"
     runs.mkdir(parents=True, exist_ok=True)
-    with common.giftless(work / "store", port) as lfs:
-        lfs_url = f"{lfs.value}/bench/lfs"
+    model = common.link()
+    lfs_url = f"http://127.0.0.1:{port}/bench/lfs"
+    # With the remote-server model, giftless listens one port up, behind a replaying proxy at
+    # the URL .lfsconfig records.
+    with common.giftless(work / "store", port + 1 if model else port) as lfs, \
+            (common.replay_proxy(lfs.value, *model, port=port, keep_host=True) if model
+             else contextlib.nullcontext()):
         bare = make_repo(work, lfs_url, files, env)
         tip = common.sh(["git", "rev-parse", "main"], cwd=bare, env=env)
-        with common.serve(work / "srv") as srv:
-            url = f"{srv.value}/lfs.git"
+        with common.serve(work / "srv") as srv, \
+                (common.replay_proxy(srv.value, *model) if model else contextlib.nullcontext()) as proxy:
+            url = f"{(proxy or srv).value}/lfs.git"
             mk = f'd=$(mktemp -d -p {runs})'
             commands = {
                 "git-session": f'{mk} && READ_URL={url} SESSION_BRANCH=sessions/bench TIP_SHA={tip} '
@@ -66,14 +73,17 @@ def run(args):
             for name, c in commands.items():
                 stats[name]["peak_rss_kib"] = common.peak_rss_kib(c, env)
     subprocess.run(["rm", "-rf", str(runs)], check=True)
-    return {"mode": "lfs", "machine": common.machine(), "files": files, "file_bytes": 1 << 20,
-            "contenders": stats}
+    return {"mode": "lfs" + (f"-link-{model[0]:g}" if model else ""), "machine": common.machine(),
+            "files": files, "file_bytes": 1 << 20, "link": model, "contenders": stats}
 
 
 def table(r):
-    head = (f"## lfs: restore of {r['files']} Git LFS files of 1 MiB\n\n"
+    where = ("git http-backend (examples/serve) and giftless 0.6.2 (a Python server) on the same cores"
+             if not r.get("link") else
+             f"both servers behind scripts/replay-proxy (the remote-server model: {r['link'][0]:g} MB/s per "
+             f"answer, {r['link'][1]:g} ms round trip, answers replayed from memory after the warm-up)")
+    head = (f"## {r['mode']}: restore of {r['files']} Git LFS files of 1 MiB\n\n"
             f"{r['machine']['date']}, {r['machine']['cores']} cores, git-session {r['machine']['commit']}, "
-            f"{r['machine']['git']}; git http-backend (examples/serve) and giftless 0.6.2 (a Python "
-            "server) on the same cores. git's recipe: `GIT_LFS_SKIP_SMUDGE=1 git clone --depth 1` then "
-            "`git lfs pull`. Medians of hyperfine runs (raw: bench/results/lfs.json).\n\n")
+            f"{r['machine']['git']}; {where}. git's recipe: `GIT_LFS_SKIP_SMUDGE=1 git clone --depth 1` then "
+            f"`git lfs pull`. Medians of hyperfine runs (raw: bench/results/{r['mode']}.json).\n\n")
     return head + common.contender_table(r, NAMES)
