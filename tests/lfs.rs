@@ -450,3 +450,44 @@ fn a_push_whose_lfs_upload_fails_pushes_nothing_and_the_next_save_uploads_it() {
     );
     assert!(!dir.join(".git/lfs/git-session-pending").exists());
 }
+
+#[test]
+fn an_archive_restore_fetches_the_lfs_files_too() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, files) = make(&w, &lfs.url("org/repo"));
+    let scratch = w.tmp.path().join("lfs-scratch");
+    // As a forge serves it: pointer files (git archive would run git-lfs's smudge filter).
+    let archive = w.path("lfs.tar.gz");
+    w.git_with_env(
+        &scratch,
+        &[
+            "archive",
+            "--format=tar.gz",
+            &format!("--output={}", archive.display()),
+            &tip,
+        ],
+        &[("GIT_LFS_SKIP_SMUDGE", "1")],
+    );
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    let run = w.run(
+        &dir,
+        &["restore", "--json", "--archive", archive.to_str().unwrap()],
+        &[
+            ("READ_URL", &srv.url("repo.git", None)),
+            ("SESSION_BRANCH", "sessions/lfs"),
+            ("TIP_SHA", &tip),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(run.json()["lfs_files"], 3);
+    for (path, data) in &files {
+        assert_eq!(&std::fs::read(dir.join(path)).unwrap(), data, "{path}");
+    }
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    w.git(&dir, &["lfs", "fsck"]);
+}

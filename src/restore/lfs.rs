@@ -169,6 +169,57 @@ pub fn find(
 
 use crate::repo::lfs::object_path;
 
+/// The pointer files of an archive-restored tree (its files are in `tree`, its `index` built from
+/// them): without an object store to read `.gitattributes` through, `auto` takes every file that
+/// is a strict LFS pointer once some `.gitattributes` of the tree names `filter=lfs`.
+///
+/// # Errors
+/// None today; reading a file that is gone or unreadable skips it.
+pub fn find_in_tree(tree: &Tree, index: &gix::index::File, mode: LfsMode) -> Result<LfsPlan> {
+    let read = |path: &BStr, cap: u64| -> Option<Vec<u8>> {
+        let rel = Path::new(std::ffi::OsStr::from_bytes(path));
+        let meta = tree.symlink_metadata(rel).ok()?;
+        (meta.is_file() && meta.len() <= cap)
+            .then(|| tree.read(rel, false).ok())
+            .flatten()
+    };
+    let regular = |e: &gix::index::Entry| {
+        matches!(
+            e.mode,
+            gix::index::entry::Mode::FILE | gix::index::entry::Mode::FILE_EXECUTABLE
+        )
+    };
+    let marked = index.entries().iter().filter(|e| regular(e)).any(|e| {
+        let p = e.path(index);
+        (p == ".gitattributes" || p.ends_with(b"/.gitattributes"))
+            && read(p, 1 << 20).is_some_and(|b| b.find(b"filter=lfs").is_some())
+    });
+    if mode == LfsMode::Never || (mode == LfsMode::Auto && !marked) {
+        return Ok(LfsPlan::default());
+    }
+    let selection = Selection::from_env();
+    let mut plan = LfsPlan::default();
+    for entry in index.entries().iter().filter(|e| regular(e)) {
+        let path = entry.path(index);
+        if path == ".lfsconfig" {
+            plan.configured_url =
+                read(path, 64 << 10).and_then(|b| crate::repo::lfs::configured_url(&b));
+            continue;
+        }
+        if u64::from(entry.stat.size) > wire::MAX_POINTER_BYTES || !selection.wants(path) {
+            continue;
+        }
+        if let Some(pointer) = read(path, wire::MAX_POINTER_BYTES).and_then(|b| Pointer::parse(&b))
+        {
+            plan.files.push(LfsFile {
+                path: path.to_owned(),
+                pointer,
+            });
+        }
+    }
+    Ok(plan)
+}
+
 /// Fetch the objects of `files` that `git_dir/lfs/objects` lacks from `endpoint`, a batch of
 /// [`wire::BATCH_SIZE`] at a time, [`CONCURRENCY`] transfers at once; returns how many were
 /// fetched.

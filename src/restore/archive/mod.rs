@@ -187,8 +187,10 @@ impl Staged<'_> {
         target
             .remove_all(&tree_rel(opts, &tree))
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
+        let mut lfs_files = 0;
         if opts.read.is_some() {
             self.promise_history(&target, extracted.blobs, &extracted.links)?;
+            lfs_files = self.fetch_lfs(&target)?;
         }
         let record = SessionRecord {
             version: 1,
@@ -211,8 +213,48 @@ impl Staged<'_> {
             noop: false,
             files: extracted.files + extracted.symlinks,
             warnings: std::mem::take(&mut self.warnings),
-            extras: Default::default(),
+            extras: super::Extras {
+                lfs_files,
+                ..Default::default()
+            },
         })
+    }
+
+    /// Replace the tree's Git LFS pointer files by their objects (see [`super::lfs`]), as a git
+    /// restore does; the index gets their stat. Returns how many were written.
+    fn fetch_lfs(&self, target: &Tree) -> Result<usize> {
+        let opts = self.opts;
+        let Some(read) = opts.read.as_ref() else {
+            return Ok(0);
+        };
+        let index_path = self.staging.join("index");
+        let mut index = gix::index::File::at(
+            &index_path,
+            gix::hash::Kind::Sha1,
+            false,
+            Default::default(),
+        )
+        .map_err(|e| Error::from_chain("reading the index", &e))?;
+        let plan = super::lfs::find_in_tree(target, &index, opts.lfs)?;
+        if plan.files.is_empty() {
+            return Ok(0);
+        }
+        let read_url = read.load()?;
+        let endpoint = match &plan.configured_url {
+            Some(url) => crate::wire::lfs::Endpoint::configured(url, &read_url)?,
+            None => crate::wire::lfs::Endpoint::of_remote(&read_url),
+        };
+        super::lfs::fetch(self.http, &endpoint, self.staging, &plan.files)?;
+        super::lfs::smudge(
+            target,
+            Path::new(super::STAGING_DIR),
+            self.staging,
+            &mut index,
+            &plan.files,
+        )?;
+        super::checkout::write_index(&mut index)?;
+        layout::add_lfs_config(self.staging)?;
+        Ok(plan.files.len())
     }
 
     /// The staging git dir with its remote and the check of plain `git push`; returns the URLs'
