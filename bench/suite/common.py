@@ -137,6 +137,16 @@ def hyperfine(commands, env, runs, warmup, cleanup=None):
     }
 
 
+def measure(commands, env):
+    """hyperfine over `commands` (BENCH_ROUNDS runs after BENCH_WARMUP), then one run of each
+    under GNU time for its peak RSS."""
+    rounds = int(os.environ.get("BENCH_ROUNDS", "5"))
+    stats = hyperfine(commands, env, rounds, int(os.environ.get("BENCH_WARMUP", "1")))
+    for name, c in commands.items():
+        stats[name]["peak_rss_kib"] = peak_rss_kib(c, env)
+    return stats
+
+
 def peak_rss_kib(command, env):
     """Peak RSS of one run of `command` (GNU time's %M, of the largest process it waited for)."""
     with tempfile.NamedTemporaryFile() as out:

@@ -68,10 +68,7 @@ def run(args):
                 "git-clone+lfs-pull": f'{mk} && GIT_LFS_SKIP_SMUDGE=1 git clone -q --depth 1 {url} "$d" '
                                       f'&& git -C "$d" lfs pull',
             }
-            rounds = int(os.environ.get("BENCH_ROUNDS", "5"))
-            stats = common.hyperfine(commands, env, rounds, int(os.environ.get("BENCH_WARMUP", "1")))
-            for name, c in commands.items():
-                stats[name]["peak_rss_kib"] = common.peak_rss_kib(c, env)
+            stats = common.measure(commands, env)
     subprocess.run(["rm", "-rf", str(runs)], check=True)
     return {"mode": "lfs" + (f"-link-{model[0]:g}" if model else ""), "machine": common.machine(),
             "files": files, "file_bytes": 1 << 20, "link": model, "contenders": stats}

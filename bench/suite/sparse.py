@@ -39,10 +39,7 @@ def run(args):
             "git-clone-sparse": f'{mk} && git clone -q --filter=blob:none --sparse --depth 1 {url} "$d" '
                                 f'&& git -C "$d" sparse-checkout set {folder}',
         }
-        rounds = int(os.environ.get("BENCH_ROUNDS", "5"))
-        stats = common.hyperfine(commands, env, rounds, int(os.environ.get("BENCH_WARMUP", "1")))
-        for name, c in commands.items():
-            stats[name]["peak_rss_kib"] = common.peak_rss_kib(c, env)
+        stats = common.measure(commands, env)
     subprocess.run(["rm", "-rf", str(runs)], check=True)
     return {"mode": "sparse", "machine": common.machine(), "repo": "git/git", "tip": tip,
             "folder": folder, "contenders": stats}

@@ -622,16 +622,20 @@ fn builder_is_post(headers: &HeaderMap) -> bool {
     headers.contains_key(reqwest::header::CONTENT_TYPE)
 }
 
-/// Turn a reqwest error into a message without the URL (and so without any query secret).
-pub fn transport_error(url: &RemoteUrl, err: reqwest::Error) -> Error {
-    let kind = if err.is_timeout() {
+/// What went wrong with a request, in a few words (never the URL).
+pub fn failure_kind(err: &reqwest::Error) -> &'static str {
+    if err.is_timeout() {
         "timed out"
     } else if err.is_connect() {
         "could not connect"
     } else {
         "transfer failed"
-    };
-    let mut msg = format!("{kind}: {url}");
+    }
+}
+
+/// Turn a reqwest error into a message without the URL (and so without any query secret).
+pub fn transport_error(url: &RemoteUrl, err: reqwest::Error) -> Error {
+    let mut msg = format!("{}: {url}", failure_kind(&err));
     let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&err);
     while let Some(s) = source {
         msg.push_str(&format!(": {s}"));

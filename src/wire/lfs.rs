@@ -507,14 +507,11 @@ fn status_error(at: &url::Url, status: reqwest::StatusCode, pointer: &Pointer) -
 }
 
 fn transfer_error(at: &url::Url, err: &reqwest::Error) -> Error {
-    let kind = if err.is_timeout() {
-        "timed out"
-    } else if err.is_connect() {
-        "could not connect"
-    } else {
-        "transfer failed"
-    };
-    Error::Network(format!("{kind}: {}", origin_of(at)))
+    Error::Network(format!(
+        "{}: {}",
+        super::http::failure_kind(err),
+        origin_of(at)
+    ))
 }
 
 /// `scheme://host:port` of `url`: what messages show of a server's link (its path and query may
