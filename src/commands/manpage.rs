@@ -86,6 +86,22 @@ const PAGES: &[(&str, Described, Described)] = &[
                 "GIT_SESSION_CACHE",
                 "A baked template whose objects seed a restore into an empty folder.",
             ),
+            (
+                "GIT_SESSION_LFS_INCLUDE, GIT_SESSION_LFS_EXCLUDE",
+                "Comma-separated patterns narrowing the Git LFS files fetched (as lfs.fetchinclude/fetchexclude).",
+            ),
+            (
+                "GIT_SESSION_LFS_CONCURRENCY",
+                "Git LFS downloads at once (default 8).",
+            ),
+            (
+                "GIT_SESSION_SUBMODULE_URL_<name>, GIT_SESSION_SUBMODULE_URLS_FILE",
+                "A submodule's URL in place of its .gitmodules one (a file: one `<name> <url>` per line).",
+            ),
+            (
+                "GIT_SESSION_SPARSE_FILE",
+                "The folders of a sparse restore, one per line (as --sparse).",
+            ),
         ],
         &[
             (
@@ -95,6 +111,10 @@ const PAGES: &[(&str, Described, Described)] = &[
             (
                 "Extract an archive from standard input",
                 "curl -sSf $ARCHIVE | git-session restore --archive - --json",
+            ),
+            (
+                "Restore one folder of a monorepo, with its submodules",
+                "git-session restore --sparse services/api --submodules recursive --json",
             ),
         ],
     ),
