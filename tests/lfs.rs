@@ -491,3 +491,35 @@ fn an_archive_restore_fetches_the_lfs_files_too() {
     );
     w.git(&dir, &["lfs", "fsck"]);
 }
+
+#[test]
+fn a_bake_holds_the_lfs_content_and_a_boot_fetches_only_the_changed_files() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let lfs_url = lfs.url("org/repo");
+    let (base, files) = make(&w, &lfs_url);
+    let scratch = w.tmp.path().join("lfs-scratch");
+    let mut seed = 5;
+    let changed = incompressible(90_000, &mut seed);
+    std::fs::write(scratch.join("big.bin"), &changed).unwrap();
+    std::fs::write(scratch.join("added.bin"), b"added lfs file\n").unwrap();
+    let tip = w.commit_all(&scratch, "change one, add one");
+    w.git(&scratch, &["lfs", "push", "--all", &lfs_url]);
+    let bare = w.srv().join("repo.git");
+    w.git(&scratch, &["push", "-q", bare.to_str().unwrap(), "main"]);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("s");
+    w.run(&dir, &["bake", "--json"], &[("READ_URL", url.as_str()), ("TIP_SHA", base.as_str())])
+        .assert_code(0);
+    assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), files[0].1, "baked with content");
+    let gets = |l: &Giftless| l.stderr().matches("GET /org/repo/objects/storage/").count();
+    let before = gets(&lfs);
+    restore(&w, &dir, &url, &tip, &[]).assert_code(0);
+    assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), changed);
+    assert_eq!(std::fs::read(dir.join("added.bin")).unwrap(), b"added lfs file\n");
+    assert_eq!(std::fs::read(dir.join("assets/model.bin")).unwrap(), files[1].1);
+    assert_eq!(gets(&lfs) - before, 2, "only the changed and the added object");
+    assert_eq!(w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]), "");
+    w.git(&dir, &["lfs", "fsck"]);
+}

@@ -42,7 +42,7 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
             max_object_bytes: args.max_object_bytes,
             ..Default::default()
         },
-        lfs: crate::restore::LfsMode::Never,
+        lfs: crate::restore::LfsMode::Auto,
         submodules: crate::restore::SubmoduleMode::None,
         sparse: None,
         template: true,

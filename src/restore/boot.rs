@@ -108,6 +108,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         survey.join().unwrap_or_default(),
     )?;
     warnings.extend(kept);
+    let lfs_files = lfs_after_switch(opts, &repo, &http, &read_url)?;
     drop(repo);
 
     let origin = OriginConfig {
@@ -128,6 +129,9 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         format!("ref: {}\n", opts.branch.full_ref()).as_bytes(),
     )?;
     layout::write_config(&git_dir, &origin)?;
+    if lfs_files > 0 || git_dir.join("lfs/objects").is_dir() {
+        layout::add_lfs_config(&git_dir)?;
+    }
     warnings.extend(crate::repo::prepush::remove_template_hooks(&git_dir)?);
     crate::repo::prepush::install(&git_dir)?;
     crate::failpoint::hit("before-record");
@@ -543,6 +547,56 @@ fn switch(
         files: moves.to_write.len() + moves.to_remove.len(),
         warnings,
     })
+}
+
+/// After the switch: the LFS files whose file holds their pointer (written by the switch, or
+/// baked so) get their content, as a git restore gives it (see [`super::lfs`]); files that hold
+/// anything else (the content baked in, or a local change) are left. Returns how many.
+///
+/// # Errors
+/// Those of the LFS fetch and of writing the files and the index.
+fn lfs_after_switch(
+    opts: &RestoreOptions,
+    repo: &gix::Repository,
+    http: &Http,
+    read_url: &crate::types::RemoteUrl,
+) -> Result<usize> {
+    let mut index = repo
+        .open_index()
+        .map_err(|e| Error::internal("reading the index", crate::error::chain(&e)))?;
+    let mut plan = super::lfs::find(repo, &index, opts.lfs, &mut |id| {
+        let mut buf = Vec::new();
+        let data = gix::objs::Find::try_find(&repo.objects, id, &mut buf).ok()??;
+        (data.data.len() as u64 <= crate::wire::lfs::MAX_POINTER_BYTES).then(|| data.data.to_vec())
+    })?;
+    let tree = Tree::open(&opts.dir)
+        .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
+    plan.files.retain(|f| {
+        let rel = Path::new(std::ffi::OsStr::from_bytes(&f.path));
+        // Only a file of a pointer's size is read: content baked in is never read whole.
+        tree.symlink_metadata(rel)
+            .is_ok_and(|m| m.is_file() && m.len() <= crate::wire::lfs::MAX_POINTER_BYTES)
+            && tree
+                .read(rel, false)
+                .is_ok_and(|b| b == f.pointer.encode().as_bytes())
+    });
+    if plan.files.is_empty() {
+        return Ok(0);
+    }
+    let endpoint = match &plan.configured_url {
+        Some(url) => crate::wire::lfs::Endpoint::configured(url, read_url)?,
+        None => crate::wire::lfs::Endpoint::of_remote(read_url),
+    };
+    super::lfs::fetch(http, &endpoint, repo.git_dir(), &plan.files)?;
+    super::lfs::smudge(
+        &tree,
+        Path::new(".git"),
+        repo.git_dir(),
+        &mut index,
+        &plan.files,
+    )?;
+    checkout::write_index(&mut index)?;
+    Ok(plan.files.len())
 }
 
 /// One warning per local change the switch kept.
