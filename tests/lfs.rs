@@ -510,16 +510,37 @@ fn a_bake_holds_the_lfs_content_and_a_boot_fetches_only_the_changed_files() {
     let srv = GitServer::start(&w.srv(), None);
     let url = srv.url("repo.git", None);
     let dir = w.path("s");
-    w.run(&dir, &["bake", "--json"], &[("READ_URL", url.as_str()), ("TIP_SHA", base.as_str())])
-        .assert_code(0);
-    assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), files[0].1, "baked with content");
+    w.run(
+        &dir,
+        &["bake", "--json"],
+        &[("READ_URL", url.as_str()), ("TIP_SHA", base.as_str())],
+    )
+    .assert_code(0);
+    assert_eq!(
+        std::fs::read(dir.join("big.bin")).unwrap(),
+        files[0].1,
+        "baked with content"
+    );
     let gets = |l: &Giftless| l.stderr().matches("GET /org/repo/objects/storage/").count();
     let before = gets(&lfs);
     restore(&w, &dir, &url, &tip, &[]).assert_code(0);
     assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), changed);
-    assert_eq!(std::fs::read(dir.join("added.bin")).unwrap(), b"added lfs file\n");
-    assert_eq!(std::fs::read(dir.join("assets/model.bin")).unwrap(), files[1].1);
-    assert_eq!(gets(&lfs) - before, 2, "only the changed and the added object");
-    assert_eq!(w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]), "");
+    assert_eq!(
+        std::fs::read(dir.join("added.bin")).unwrap(),
+        b"added lfs file\n"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("assets/model.bin")).unwrap(),
+        files[1].1
+    );
+    assert_eq!(
+        gets(&lfs) - before,
+        2,
+        "only the changed and the added object"
+    );
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
     w.git(&dir, &["lfs", "fsck"]);
 }

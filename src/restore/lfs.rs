@@ -245,45 +245,56 @@ pub fn fetch(http: &Http, endpoint: &Endpoint, git_dir: &Path, files: &[LfsFile]
         .unwrap_or(CONCURRENCY);
     let _progress =
         crate::progress::Progress::spinner(&format!("fetching {} Git LFS objects", wanted.len()));
-    for chunk in wanted.chunks(wire::BATCH_SIZE) {
-        let answers = http.retrying("asking the LFS server for objects", || {
-            wire::batch(http, endpoint, Operation::Download, chunk)
-        })?;
-        let work: Mutex<Vec<(Pointer, Box<wire::Action>)>> = Mutex::new(
-            chunk
-                .iter()
-                .zip(answers)
-                .filter_map(|(p, a)| match a {
-                    Answer::Transfer(action, _) => Some((*p, action)),
-                    Answer::Done => None,
-                })
-                .collect(),
-        );
-        let failed: Mutex<Option<Error>> = Mutex::new(None);
-        std::thread::scope(|scope| {
-            for _ in 0..threads.min(chunk.len()) {
-                scope.spawn(|| {
-                    loop {
-                        if failed.lock().map(|f| f.is_some()).unwrap_or(true) {
-                            return;
-                        }
-                        let Some((pointer, action)) = work.lock().ok().and_then(|mut w| w.pop())
-                        else {
-                            return;
-                        };
-                        if let Err(e) = fetch_one(http, endpoint, git_dir, &action, &pointer) {
-                            if let Ok(mut f) = failed.lock() {
-                                f.get_or_insert(e);
-                            }
-                            return;
-                        }
+    // The batches are asked for one ahead of the transfers (a bounded queue between them), so the
+    // transfers never wait for a batch's round trip nor for the slowest of a batch.
+    let (queue, work) =
+        std::sync::mpsc::sync_channel::<(Pointer, Box<wire::Action>)>(wire::BATCH_SIZE);
+    let work = Mutex::new(work);
+    let failed: Mutex<Option<Error>> = Mutex::new(None);
+    let fail = |e: Error| {
+        if let Ok(mut f) = failed.lock() {
+            f.get_or_insert(e);
+        }
+    };
+    let has_failed = || failed.lock().map(|f| f.is_some()).unwrap_or(true);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let queue = queue;
+            for chunk in wanted.chunks(wire::BATCH_SIZE) {
+                if has_failed() {
+                    return;
+                }
+                let answers = match http.retrying("asking the LFS server for objects", || {
+                    wire::batch(http, endpoint, Operation::Download, chunk)
+                }) {
+                    Ok(a) => a,
+                    Err(e) => return fail(e),
+                };
+                for (pointer, answer) in chunk.iter().zip(answers) {
+                    if let Answer::Transfer(action, _) = answer
+                        && queue.send((*pointer, action)).is_err()
+                    {
+                        return;
                     }
-                });
+                }
             }
         });
-        if let Some(e) = failed.into_inner().ok().flatten() {
-            return Err(e);
+        for _ in 0..threads.min(wanted.len()) {
+            scope.spawn(|| {
+                // After a failure the queue is still drained, so the batches never wait on it.
+                while let Some((pointer, action)) = work.lock().ok().and_then(|w| w.recv().ok()) {
+                    if has_failed() {
+                        continue;
+                    }
+                    if let Err(e) = fetch_one(http, endpoint, git_dir, &action, &pointer) {
+                        fail(e);
+                    }
+                }
+            });
         }
+    });
+    if let Some(e) = failed.into_inner().ok().flatten() {
+        return Err(e);
     }
     Ok(wanted.len())
 }
