@@ -177,6 +177,8 @@ fn gitmodules_from_cve_reports_are_refused_before_anything_is_written() {
         "[submodule \"b\"]\n\tpath = libs/b\n\turl = ext::sh -c touch% /tmp/pwned\n",
         // A relative URL climbing above the server's root.
         "[submodule \"b\"]\n\tpath = libs/b\n\turl = ../../../../x.git\n",
+        // An absolute name, whose git dir would have been that path (a helper's trial found it).
+        "[submodule \"/tmp/gs-absolute-submodule\"]\n\tpath = libs/b\n\turl = ../c.git\n",
     ];
     for (i, gitmodules) in cases.iter().enumerate() {
         let w = World::new();
@@ -199,6 +201,10 @@ fn gitmodules_from_cve_reports_are_refused_before_anything_is_written() {
             "{i}: written"
         );
         assert!(!w.tmp.path().join("modules").exists() && !Path::new("/tmp/pwned").exists());
+        assert!(
+            !Path::new("/tmp/gs-absolute-submodule").exists(),
+            "{i}: written outside"
+        );
     }
 }
 
@@ -236,4 +242,26 @@ fn a_restore_killed_mid_submodules_is_completed_by_the_rerun() {
             "{point}"
         );
     }
+}
+
+#[test]
+fn submodules_fanning_out_past_the_bound_are_refused() {
+    let w = World::new();
+    let srv = GitServer::start(&w.srv(), None);
+    let (top, _, _) = nested(&w, &srv);
+    let dir = w.path("s");
+    let run = w.run(
+        &dir,
+        &["restore", "--json", "--submodules", "recursive"],
+        &[
+            ("READ_URL", srv.url("top.git", None).as_str()),
+            ("SESSION_BRANCH", "sessions/sub"),
+            ("TIP_SHA", top.as_str()),
+            ("GIT_SESSION_MAX_SUBMODULES", "2"),
+        ],
+    );
+    run.assert_code(6);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("more than 2"), "{msg}");
+    assert!(!dir.join(".git").exists());
 }

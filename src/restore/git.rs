@@ -399,6 +399,7 @@ impl Run<'_> {
             mode: opts.submodules,
             branch: &opts.branch,
             overwrite: self.plan.overwrite,
+            begun: Default::default(),
         };
         let level = super::submodules::Level {
             git_dir: self.staging,

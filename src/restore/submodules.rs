@@ -141,7 +141,13 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
             continue;
         };
         let name = name.to_str_lossy().into_owned();
+        // The name becomes `.git/modules/<name>`: besides git's own rule (no `..`), it must be a
+        // relative path of plain components (not `/lib`, which `join` would take as absolute,
+        // nor `.`, an empty component, `.git` or a backslash), and no name may be another's or
+        // lie inside another's git dir.
         if gix::validate::submodule::name(name.as_bytes().as_bstr()).is_err()
+            || crate::names::check_path(name.as_bytes().as_bstr(), false).is_err()
+            || name.contains('\\')
             || name.chars().any(char::is_control)
         {
             return Err(refuse(format!(
@@ -165,6 +171,17 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
         if url.chars().any(char::is_control) || path.chars().any(char::is_control) {
             return Err(refuse(format!(
                 "submodule '{}' has a URL or path holding a control character",
+                name.escape_debug()
+            )));
+        }
+        if let Some(other) = out.iter().find(|e: &&Entry| {
+            e.name == name
+                || name.starts_with(&format!("{}/", e.name))
+                || e.name.starts_with(&format!("{name}/"))
+        }) {
+            return Err(refuse(format!(
+                "the submodule names '{}' and '{}' in .gitmodules share a git dir",
+                other.name.escape_debug(),
                 name.escape_debug()
             )));
         }
@@ -267,6 +284,17 @@ pub struct Fetcher<'a> {
     pub branch: &'a SessionBranch,
     /// Files the commits track may be replaced (completing an interrupted restore).
     pub overwrite: bool,
+    /// Submodules begun so far, nested ones counted: at most [`max_submodules`].
+    pub begun: std::sync::atomic::AtomicUsize,
+}
+
+/// The most submodules one restore fetches, nested ones counted (`GIT_SESSION_MAX_SUBMODULES`,
+/// default 256): a tree whose submodules fan out level after level is refused, not followed.
+pub fn max_submodules() -> usize {
+    std::env::var("GIT_SESSION_MAX_SUBMODULES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
 }
 
 /// Where one level's git dir is now and will be once published, and its work tree.
@@ -320,6 +348,23 @@ impl Fetcher<'_> {
 
     /// Fetch `sub`'s commit into `.git/modules/<name>` of `level` and check it out in its folder.
     fn restore_one(&self, level: &Level<'_>, sub: &Submodule) -> Result<Vec<String>> {
+        let max = max_submodules();
+        if self.begun.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= max {
+            return Err(Error::Integrity(format!(
+                "the tree's submodules, nested ones counted, are more than {max}: refused \
+                 (GIT_SESSION_MAX_SUBMODULES raises the bound)"
+            )));
+        }
+        // `parse` let only plain relative components through; checked again where it counts.
+        if !Path::new(&sub.name)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+        {
+            return Err(refuse(format!(
+                "the submodule name '{}' leaves .git/modules",
+                sub.name.escape_debug()
+            )));
+        }
         let git_dir = level.git_dir.join("modules").join(&sub.name);
         let git_dir_final = level.git_dir_final.join("modules").join(&sub.name);
         let tree_final = level.tree_final.join(&sub.path);
@@ -509,6 +554,15 @@ mod tests {
             "[submodule \"a\"]\n\tpath = a\n\turl = -oProxyCommand=touch%20/tmp/pwned\n",
             "[submodule \"a\"]\n\tpath = -a\n\turl = ../a.git\n",
             "[submodule \"a\\\\..\"]\n\tpath = a\n\turl = ../a.git\n",
+            // An absolute name: `join` would put its git dir at /lib (found by a helper's trial).
+            "[submodule \"/lib\"]\n\tpath = a\n\turl = ../a.git\n",
+            "[submodule \".\"]\n\tpath = a\n\turl = ../a.git\n",
+            "[submodule \"a//b\"]\n\tpath = a\n\turl = ../a.git\n",
+            "[submodule \"a\\\\b\"]\n\tpath = a\n\turl = ../a.git\n",
+            // Git dirs inside each other, or shared.
+            "[submodule \"lib\"]\n\tpath = a\n\turl = ../a.git\n[submodule \"lib/objects\"]\n\tpath = b\n\turl = ../b.git\n",
+            "[submodule \"lib/modules/x\"]\n\tpath = a\n\turl = ../a.git\n[submodule \"lib\"]\n\tpath = b\n\turl = ../b.git\n",
+            "[submodule \"lib\"]\n\tpath = a\n\turl = ../a.git\n[submodule \"lib\"]\n\tpath = b\n\turl = ../b.git\n",
         ] {
             assert!(
                 matches!(parse(text.as_bytes()), Err(Error::Integrity(_))),
