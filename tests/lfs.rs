@@ -62,6 +62,15 @@ fn lfs_files_are_restored_from_a_real_lfs_server_and_read_clean_to_git_lfs() {
     run.assert_code(0);
     assert_eq!(run.json()["lfs_files"], 3);
     crate::support::assert_matches_schema(&run.json());
+    // Right after the restore (its files as new as the index), status sees no change either.
+    let status = w.run(&dir, &["status", "--json"], &[]);
+    status.assert_code(0);
+    assert_eq!(
+        status.json()["changed"],
+        serde_json::json!([]),
+        "{}",
+        status.stdout
+    );
     for (path, data) in &files {
         assert_eq!(&std::fs::read(dir.join(path)).unwrap(), data, "{path}");
         if path.ends_with(".bin") {

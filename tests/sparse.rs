@@ -206,3 +206,31 @@ fn a_sparse_restore_killed_mid_way_is_completed_by_the_rerun() {
         assert_sparse(&w, &dir);
     }
 }
+
+#[test]
+fn a_sparse_folder_the_tree_lacks_is_named_in_a_warning() {
+    let w = World::new();
+    let tip = served(&w, true);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    let run = restore(
+        &w,
+        &dir,
+        &srv.url("repo.git", None),
+        &tip,
+        &["--sparse", "a/b", "a/bb"],
+    );
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("the tree has no folder a/bb"),
+        "{warnings}"
+    );
+    assert_sparse_files(&dir);
+}
+
+fn assert_sparse_files(dir: &Path) {
+    for (path, _) in FILES {
+        assert_eq!(dir.join(path).exists(), INSIDE.contains(&path), "{path}");
+    }
+}

@@ -33,6 +33,31 @@ pub fn has(git_dir: &Path, pointer: &Pointer) -> bool {
         .is_ok_and(|m| m.is_file() && m.len() == pointer.size)
 }
 
+/// Whether the file at `path` holds `pointer`'s object (its size, then its SHA-256, read a
+/// chunk at a time).
+pub fn file_holds(path: &Path, pointer: &Pointer) -> bool {
+    use std::io::Read as _;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if !file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() == pointer.size)
+    {
+        return false;
+    }
+    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => digest.update(&buf[..n]),
+            Err(_) => return false,
+        }
+    }
+    Oid::of_digest(&digest.finish()) == pointer.oid
+}
+
 /// Store `data` as an LFS object (a temporary file renamed in); returns its pointer.
 ///
 /// # Errors

@@ -282,9 +282,8 @@ pub fn gitlink_warning(gitlinks: &[String]) -> Option<String> {
     let shown: Vec<&str> = gitlinks.iter().take(10).map(String::as_str).collect();
     let more = gitlinks.len() - shown.len();
     Some(format!(
-        "{} submodule(s) left as empty folders (git-session does not fetch submodules yet; \
-         `git submodule update --init --depth 1` fetches them where their repositories can be \
-         reached): {}{}",
+        "{} submodule(s) left as empty folders (restore with --submodules shallow or recursive \
+         fetches them, as `git submodule update --init --depth 1` does): {}{}",
         gitlinks.len(),
         shown.join(", "),
         if more > 0 {
@@ -738,29 +737,10 @@ pub fn write_index(index: &mut gix::index::File) -> Result<()> {
         .map_err(|e| Error::from_chain("writing the index", &e))
 }
 
-/// Whether the file at `path` holds the object of the LFS pointer `blob` (its size and SHA-256),
-/// read a chunk at a time.
+/// Whether the file at `path` holds the object of the LFS pointer `blob`.
 fn is_lfs_content(blob: &[u8], path: &Path) -> bool {
-    use std::io::Read as _;
-    let Some(pointer) = crate::wire::lfs::Pointer::parse(blob) else {
-        return false;
-    };
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
-    };
-    if file.metadata().map(|m| m.len()).ok() != Some(pointer.size) {
-        return false;
-    }
-    let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
-    let mut buf = vec![0u8; 256 << 10];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => digest.update(&buf[..n]),
-            Err(_) => return false,
-        }
-    }
-    crate::wire::lfs::Oid::of_digest(&digest.finish()) == pointer.oid
+    crate::wire::lfs::Pointer::parse(blob)
+        .is_some_and(|pointer| crate::repo::lfs::file_holds(path, &pointer))
 }
 
 /// A writer that aborts the process once half of a big file is written (flushed to the file):

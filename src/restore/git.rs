@@ -68,6 +68,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
         push_url: opts.push.as_ref().map(|p| p.load()).transpose()?,
         written_any: std::cell::Cell::new(false),
         lfs_files: std::cell::Cell::new(0),
+        notes: Default::default(),
         // A sparse restore is a partial clone where the server can make one (v2 `filter`).
         filtered: opts.sparse.is_some()
             && matches!(caps, fetch::Server::V2(_))
@@ -104,6 +105,8 @@ struct Run<'a> {
     filtered: bool,
     /// LFS files written with their content.
     lfs_files: std::cell::Cell<usize>,
+    /// Warnings found on the way (a sparse folder the tree lacks).
+    notes: std::cell::RefCell<Vec<String>>,
 }
 
 impl Run<'_> {
@@ -203,6 +206,7 @@ impl Run<'_> {
             opts.depth,
         );
         publish(opts, self.staging, &record)?;
+        warnings.extend(self.notes.take());
         let mut report = RestoreReport::of_git(opts, lease, files, warnings);
         report.extras = extras;
         Ok(report)
@@ -356,6 +360,13 @@ impl Run<'_> {
         let Some(cone) = &self.opts.sparse else {
             return Ok(objects);
         };
+        let missing = cone.missing_in(index);
+        if !missing.is_empty() {
+            self.notes.borrow_mut().push(format!(
+                "the tree has no folder {} (--sparse): nothing is checked out for it",
+                missing.join(", ")
+            ));
+        }
         let blobs = super::sparse::mark(index, cone);
         let Some((first, more)) = blobs.split_first().filter(|_| self.filtered) else {
             return Ok(objects);

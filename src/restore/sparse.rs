@@ -88,6 +88,21 @@ impl Cone {
         Ok(Cone { dirs: out })
     }
 
+    /// The folders of the cone that `index` has no file below (a typo, most likely).
+    pub fn missing_in(&self, index: &gix::index::File) -> Vec<&str> {
+        self.dirs
+            .iter()
+            .filter(|d| {
+                let prefix = format!("{d}/");
+                !index
+                    .entries()
+                    .iter()
+                    .any(|e| e.path(index).starts_with(prefix.as_bytes()))
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
     /// The folders, as `git sparse-checkout list` shows them.
     pub fn dirs(&self) -> &[String] {
         &self.dirs

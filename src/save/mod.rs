@@ -592,12 +592,23 @@ pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<Pending
         .map_err(|e| fail("reading HEAD's tree", e))?;
     let mut out = Vec::new();
     for (path, target) in &plan.targets {
-        let in_head = tree
+        let in_head_entry = tree
             .lookup_entry_by_path(bytes_to_path(path.as_ref()))
             .ok()
-            .flatten()
-            .is_some();
-        let on_disk = std::fs::symlink_metadata(workdir.join(bytes_to_path(path.as_ref()))).is_ok();
+            .flatten();
+        let in_head = in_head_entry.is_some();
+        let file = workdir.join(bytes_to_path(path.as_ref()));
+        let on_disk = std::fs::symlink_metadata(&file).is_ok();
+        // An LFS file whose content is HEAD's pointer's object is no change (git with git-lfs
+        // cleans it to the same pointer), though its bytes differ from the blob.
+        let lfs_same = in_head_entry
+            .and_then(|e| e.object().ok())
+            .filter(|blob| blob.data.len() as u64 <= crate::types::lfs::MAX_POINTER_BYTES)
+            .and_then(|blob| crate::types::lfs::Pointer::parse(&blob.data))
+            .is_some_and(|pointer| crate::repo::lfs::file_holds(&file, &pointer));
+        if lfs_same {
+            continue;
+        }
         let status = match target {
             changes::Target::Remove => "D",
             _ if !in_head => "A",
