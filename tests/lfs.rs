@@ -531,6 +531,16 @@ fn a_bake_holds_the_lfs_content_and_a_boot_fetches_only_the_changed_files() {
         "baked with content"
     );
     let gets = |l: &Giftless| l.stderr().matches("GET /org/repo/objects/storage/").count();
+    // A tampered template: the changed file's object planted in its LFS store, wrong content of the
+    // right size. The boot must not take it.
+    let id = oid(&changed);
+    let planted = dir
+        .join(".git/lfs/objects")
+        .join(&id[..2])
+        .join(&id[2..4])
+        .join(&id);
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    std::fs::write(&planted, vec![b'x'; changed.len()]).unwrap();
     let before = gets(&lfs);
     restore(&w, &dir, &url, &tip, &[]).assert_code(0);
     assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), changed);

@@ -583,6 +583,15 @@ fn lfs_after_switch(
     if plan.files.is_empty() {
         return Ok(0);
     }
+    // The template's LFS store is the template's: an object there is used only if its content
+    // is what its name says (a tampered one is fetched again).
+    for f in &plan.files {
+        let stored = crate::repo::lfs::object_path(repo.git_dir(), &f.pointer);
+        if stored.exists() && !crate::repo::lfs::file_holds(&stored, &f.pointer) {
+            std::fs::remove_file(&stored)
+                .map_err(|e| Error::io(format!("removing {}", stored.display()), e))?;
+        }
+    }
     let endpoint = match &plan.configured_url {
         Some(url) => crate::wire::lfs::Endpoint::configured(url, read_url)?,
         None => crate::wire::lfs::Endpoint::of_remote(read_url),
