@@ -120,8 +120,33 @@ pub(crate) struct Entry {
 
 fn refuse(what: String) -> Error {
     Error::Integrity(format!(
-        "{what}: refused as git refuses it, nothing was written"
+        "{what}: refused as git refuses it; fix .gitmodules in the commit, or restore with \
+         --submodules none"
     ))
+}
+
+/// Longest submodule name taken: one folder name's limit on Linux, and a bound on the paths
+/// `.git/modules/<name>` makes.
+const MAX_NAME_COMPONENT: usize = 255;
+const MAX_NAME: usize = 1024;
+
+/// Whether `name` is safe as `.git/modules/<name>`: git's own rule (no `..`), and a relative
+/// path of plain components (not `/lib`, which `join` would take as absolute, nor `.`, an empty
+/// component, `.git`, a backslash or a control character), each within the file system's limit.
+fn name_is_plain(name: &str) -> bool {
+    gix::validate::submodule::name(name.as_bytes().as_bstr()).is_ok()
+        && crate::names::check_path(name.as_bytes().as_bstr(), false).is_ok()
+        && !name.contains('\\')
+        && !name.chars().any(char::is_control)
+        && name.len() <= MAX_NAME
+        && name.split('/').all(|c| c.len() <= MAX_NAME_COMPONENT)
+}
+
+/// Whether the git dirs of submodules `a` and `b` would be one folder or nest, on a file system
+/// that folds case too.
+fn share_git_dir(a: &str, b: &str) -> bool {
+    let (a, b) = (a.to_lowercase(), b.to_lowercase());
+    a == b || a.starts_with(&format!("{b}/")) || b.starts_with(&format!("{a}/"))
 }
 
 /// The entries of `.gitmodules`, checked as git's fsck checks them.
@@ -140,18 +165,15 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
         let Some(name) = section.header().subsection_name() else {
             continue;
         };
-        let name = name.to_str_lossy().into_owned();
-        // The name becomes `.git/modules/<name>`: besides git's own rule (no `..`), it must be a
-        // relative path of plain components (not `/lib`, which `join` would take as absolute,
-        // nor `.`, an empty component, `.git` or a backslash), and no name may be another's or
-        // lie inside another's git dir.
-        if gix::validate::submodule::name(name.as_bytes().as_bstr()).is_err()
-            || crate::names::check_path(name.as_bytes().as_bstr(), false).is_err()
-            || name.contains('\\')
-            || name.chars().any(char::is_control)
-        {
+        let mut name = name.to_str_lossy().into_owned();
+        // git folds the old spelling `[submodule.Name]` to lower case; `[submodule "Name"]` keeps it.
+        if section.header().is_legacy() {
+            name = name.to_lowercase();
+        }
+        if !name_is_plain(&name) {
             return Err(refuse(format!(
-                "the submodule name '{}' in .gitmodules leaves .git/modules",
+                "the submodule name '{}' in .gitmodules is not a plain relative folder name \
+                 (it becomes .git/modules/<name>)",
                 name.escape_debug()
             )));
         }
@@ -174,11 +196,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Entry>> {
                 name.escape_debug()
             )));
         }
-        if let Some(other) = out.iter().find(|e: &&Entry| {
-            e.name == name
-                || name.starts_with(&format!("{}/", e.name))
-                || e.name.starts_with(&format!("{name}/"))
-        }) {
+        if let Some(other) = out.iter().find(|e: &&Entry| share_git_dir(&e.name, &name)) {
             return Err(refuse(format!(
                 "the submodule names '{}' and '{}' in .gitmodules share a git dir",
                 other.name.escape_debug(),
@@ -563,12 +581,24 @@ mod tests {
             "[submodule \"lib\"]\n\tpath = a\n\turl = ../a.git\n[submodule \"lib/objects\"]\n\tpath = b\n\turl = ../b.git\n",
             "[submodule \"lib/modules/x\"]\n\tpath = a\n\turl = ../a.git\n[submodule \"lib\"]\n\tpath = b\n\turl = ../b.git\n",
             "[submodule \"lib\"]\n\tpath = a\n\turl = ../a.git\n[submodule \"lib\"]\n\tpath = b\n\turl = ../b.git\n",
+            // One git dir on a file system that folds case (found by a helper's trial).
+            "[submodule \"Lib\"]\n\tpath = a\n\turl = ../a.git\n[submodule \"lib/x\"]\n\tpath = b\n\turl = ../b.git\n",
+            "[submodule.Lib]\n\tpath = a\n\turl = ../a.git\n[submodule \"lib\"]\n\tpath = b\n\turl = ../b.git\n",
         ] {
             assert!(
                 matches!(parse(text.as_bytes()), Err(Error::Integrity(_))),
                 "{text}"
             );
         }
+        // Past the file system's limit: refused as an integrity error, not a failed mkdir.
+        let long = format!(
+            "[submodule \"{}\"]\n\tpath = a\n\turl = ../a.git\n",
+            "n".repeat(256)
+        );
+        assert!(matches!(parse(long.as_bytes()), Err(Error::Integrity(_))));
+        // git folds the old spelling's name to lower case, and so does the git dir.
+        let legacy = parse(b"[submodule.Libs]\n\tpath = Libs\n\turl = ../a.git\n").expect("ok");
+        assert_eq!(legacy[0].name, "libs");
         let ok = parse(
             b"[submodule \"libs/a\"]\n\tpath = libs/a\n\turl = ../a.git\n\tupdate = !rm -rf /\n",
         )
