@@ -1,8 +1,11 @@
-"""What every mode shares: the binaries, the servers, hyperfine, peak RSS, results and tables."""
+"""What every mode shares: paths and knobs, the binaries, hyperfine, peak RSS, the machine, results
+and BENCHMARKS.md's sections."""
 
 import json
 import os
 import platform
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -11,27 +14,101 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-WORK = Path(os.environ.get("BENCH_WORK", ROOT / "bench-work"))
-RESULTS = ROOT / "bench" / "results"
-BIN = Path(os.environ.get("BENCH_BIN", ROOT / "target/release/git-session"))
-SERVE = ROOT / "target/release/examples/serve"
+WORK = Path(os.environ.get("BENCH_WORK", ROOT / "bench-work")).absolute()
+RUNS = WORK / "runs"
+RESULTS = Path(os.environ.get("BENCH_RESULTS", ROOT / "bench" / "results")).absolute()
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")).absolute()
+BIN = Path(os.environ.get("BENCH_BIN", TARGET / "release/git-session")).absolute()
+SERVE = TARGET / "release/examples/serve"
+DOC = Path(os.environ.get("BENCH_DOC", ROOT / "BENCHMARKS.md")).absolute()
+TIME = "/usr/bin/time"
+BRANCH = "sessions/bench"
+# BENCHMARKS.md's sections by kind, in their order (a section named after a kind and a link rate,
+# restore-link-12.5, sits with its kind).
+SECTIONS = ["restore", "restore-v0", "restore-link", "save", "archive", "baked", "baked-link",
+            "version", "lfs", "sparse", "lfs-link"]
+# The knobs and their defaults: those that differ are written into the command a section gives.
+KNOBS = {"BENCH_ROUNDS": "5", "BENCH_WARMUP": "1", "BENCH_ARCHIVE_ROUNDS": "3", "BENCH_BIG_MIB": "1024",
+         "BENCH_VERSION_RUNS": "200", "BENCH_BAKED_BASE": "30", "BENCH_BAKED_TIP": "3",
+         "BENCH_LOAD": "16", "BENCH_SAVE_EDIT": "middle", "BENCH_SETTLE": "3", "BENCH_BIN": None,
+         "BENCH_LFS_FILES": "200", "BENCH_SPARSE_REPO": None, "BENCH_SPARSE_DIR": "Documentation"}
+
+
+class Failed(SystemExit):
+    """A benchmark failed: its work folder is kept for a look."""
+
+
+def say(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def show(text):
+    """Output a failed command left, for the reader (stderr)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def die(msg):
+    raise Failed(f"bench: {msg}")
 
 
 def sh(cmd, **kw):
     """Run `cmd` (a list), failing loudly; returns stdout."""
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    out = subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True, **kw)
     return out.stdout.strip()
+
+
+def git(repo, *args, check=True):
+    """`git -C repo ARGS`: stdout, or None when it fails and `check` is off."""
+    out = subprocess.run(["git", "-C", str(repo), *map(str, args)], capture_output=True, text=True)
+    if out.returncode and check:
+        die(f"git -C {repo} {' '.join(map(str, args))} failed: {out.stderr.strip()}")
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def knob(name, minimum=1):
+    """An integer knob from the environment (default in KNOBS), at least `minimum`."""
+    value = os.environ.get(name, KNOBS[name])
+    if not re.fullmatch(r"[0-9]+", value) or int(value) < minimum:
+        die(f"{name} must be an integer of at least {minimum}, not {value!r}")
+    return int(value)
+
+
+def rounds():
+    return knob("BENCH_ROUNDS"), knob("BENCH_WARMUP", 0)
+
+
+def neutralize():
+    """Nothing from the user's or the system's git config, nor a session's variables: the same,
+    neutral git for every contender."""
+    for name in ("GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES "
+                 "GIT_NAMESPACE GIT_PROTOCOL GIT_TRACE GIT_TRACE_PACKET GIT_CURL_VERBOSE SESSION_DIR "
+                 "READ_URL READ_URL_FILE PUSH_URL PUSH_URL_FILE ARCHIVE_URL SESSION_BRANCH TIP_SHA RUST_LOG "
+                 "GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_AUTHOR_DATE GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL "
+                 "GIT_COMMITTER_DATE HTTP_PROXY HTTPS_PROXY http_proxy https_proxy ALL_PROXY all_proxy").split():
+        os.environ.pop(name, None)
+    os.environ.update(GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0",
+                      LC_ALL="C")
 
 
 def build():
     """The release binary and the test server (skipped with BENCH_NO_BUILD=1)."""
-    if os.environ.get("BENCH_NO_BUILD") == "1":
-        return
-    subprocess.run(
-        ["cargo", "build", "--release", "--bin", "git-session", "--example", "serve"],
-        cwd=ROOT,
-        check=True,
-    )
+    if os.environ.get("BENCH_NO_BUILD") in (None, "", "0"):
+        say("building (cargo build --release --bin git-session --example serve)")
+        subprocess.run(["cargo", "build", "--release", "--bin", "git-session", "--example", "serve"],
+                       cwd=ROOT, check=True, stdout=sys.stderr)
+    for path in (BIN, SERVE):
+        if not os.access(path, os.X_OK):
+            die(f"missing {path} (build it, or drop BENCH_NO_BUILD)")
+
+
+def need(*tools):
+    """The tools a mode runs, and GNU time."""
+    for tool in tools:
+        if not shutil.which(tool):
+            die(f"{tool} is needed")
+    out = subprocess.run([TIME, "--version"], capture_output=True, text=True) if os.access(TIME, os.X_OK) else None
+    if out is None or "GNU" not in out.stdout + out.stderr:
+        die(f"GNU time is needed at {TIME} (apt-get install time)")
 
 
 def ensure_hyperfine():
@@ -47,71 +124,16 @@ def git_env(home):
     home = Path(home)
     home.mkdir(parents=True, exist_ok=True)
     (home / ".gitconfig").touch()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "NO_PROXY": "127.0.0.1",
-        "LC_ALL": "C",
-        "GIT_AUTHOR_NAME": "Bench",
-        "GIT_AUTHOR_EMAIL": "bench@example.com",
-        "GIT_COMMITTER_NAME": "Bench",
-        "GIT_COMMITTER_EMAIL": "bench@example.com",
+    return {
+        "PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "NO_PROXY": "127.0.0.1", "LC_ALL": "C",
+        "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+        "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
     }
-    return env
-
-
-class Process:
-    """A server process started for a mode, killed on exit; `ready` parses its first line."""
-
-    def __init__(self, cmd, ready, env=None):
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, env=env,
-        )
-        line = self.proc.stdout.readline()
-        self.value = ready(line)
-        if not self.value:
-            self.proc.kill()
-            raise SystemExit(f"bench: {cmd[0]} did not start: {line!r}")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.kill()
-        self.proc.wait()
-
-
-def serve(root):
-    """examples/serve (git http-backend) over the bare repositories under `root`: base URL."""
-    return Process([str(SERVE), str(root)], lambda l: l.split()[1] if l.startswith("ready ") else None)
-
-
-def giftless(store, port):
-    """The giftless LFS server (scripts/peers installs it) on `port`: its base URL."""
-    py = ROOT / "target/peers/giftless/venv/bin/python"
-    if not py.exists():
-        subprocess.run([str(ROOT / "scripts/peers")], check=True)
-    return Process(
-        [str(py), str(ROOT / "tests/peers/giftless_server.py"), str(store), str(port)],
-        lambda l: f"http://127.0.0.1:{l.split()[1]}" if l.startswith("PORT ") else None,
-    )
-
-
-def replay_proxy(upstream, rate, rtt, port=0, keep_host=False):
-    """scripts/replay-proxy in front of `upstream` (the remote-server model): its base URL."""
-    cmd = [str(ROOT / "scripts/replay-proxy"), upstream, "--rate", str(rate), "--rtt", str(rtt),
-           "--port", str(port)]
-    if keep_host:
-        cmd.append("--keep-host")
-    return Process(cmd, lambda l: l.split()[1] if l.startswith("ready ") else None)
 
 
 def link():
-    """BENCH_LINK=RATE[,RTT_MS]: the remote-server model's link, or None (the shared cores)."""
+    """BENCH_LINK=RATE[,RTT_MS] (or --link): the remote-server model's link, or None."""
     given = os.environ.get("BENCH_LINK")
     if not given:
         return None
@@ -150,20 +172,68 @@ def measure(commands, env):
 def peak_rss_kib(command, env):
     """Peak RSS of one run of `command` (GNU time's %M, of the largest process it waited for)."""
     with tempfile.NamedTemporaryFile() as out:
-        subprocess.run(["/usr/bin/time", "-o", out.name, "-f", "%M", "bash", "-c", command],
+        subprocess.run([TIME, "-o", out.name, "-f", "%M", "bash", "-c", command],
                        check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return int(open(out.name).read().split()[-1])
 
 
+def built_from():
+    if "BENCH_BIN" in os.environ:
+        return f"the binary {os.environ['BENCH_BIN']}"
+    head = git(ROOT, "rev-parse", "--short", "HEAD", check=False) or "unknown"
+    dirty = git(ROOT, "status", "--porcelain", "--", "src", "Cargo.toml", "Cargo.lock", "examples", check=False)
+    return head + (" + uncommitted changes in src/" if dirty else "")
+
+
 def machine():
     """What the figures were taken on."""
+    cpu = re.search(r"^model name\s*:\s*(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
+    mem = re.search(r"^MemTotal:\s*(\d+)", Path("/proc/meminfo").read_text(), re.M)
     return {
         "date": time.strftime("%Y-%m-%d"),
         "cores": os.cpu_count(),
         "kernel": platform.release(),
+        "uname": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "cpu": cpu.group(1) if cpu else "unknown",
+        "memory_gib": round(int(mem.group(1)) / 1048576, 1) if mem else None,
         "git": sh(["git", "--version"]),
         "commit": sh(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
+        "built_from": built_from(),
+        "version": sh([BIN, "--version"]) if BIN.exists() else None,
     }
+
+
+def load_avg():
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def check_load(mode):
+    """The load average before a mode's rounds (warned about when other work runs)."""
+    load = load_avg()
+    if float(load.split()[0]) > 0.5:
+        say(f"warning: load average {load} before the {mode} benchmark: other work on this machine adds noise")
+    return load
+
+
+def settle():
+    """Let the disk settle after deleting trees (BENCH_SETTLE seconds)."""
+    subprocess.run(["sync"])
+    time.sleep(knob("BENCH_SETTLE", 0))
+
+
+def remove(*paths):
+    """Delete trees a mode made (kept with BENCH_KEEP=1)."""
+    if os.environ.get("BENCH_KEEP"):
+        return
+    for p in paths:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def command_line(argv):
+    """The command as run, for a section: the knobs that differ from their defaults, then it."""
+    knobs = [f"{k}={os.environ[k]}" for k, d in KNOBS.items() if os.environ.get(k, d) != d]
+    words = [w if re.fullmatch(r"[A-Za-z0-9._,=/:+-]+", w) else shlex.quote(w) for w in argv]
+    return " ".join(knobs + ["python3 -m bench.suite"] + words)
 
 
 def save(mode, results):
@@ -177,15 +247,31 @@ def load(mode):
     return json.loads((RESULTS / f"{mode}.json").read_text())
 
 
-def write_section(name, text):
-    """Replace the `<!-- bench:NAME -->` section of BENCHMARKS.md (appended when missing)."""
-    path = ROOT / "BENCHMARKS.md"
+def kind(name):
+    """A section's kind: restore-link-12.5 -> restore-link."""
+    return re.sub(r"-[0-9][0-9.]*$", "", name)
+
+
+def write_section(name, text, path=DOC):
+    """Replace the `<!-- bench:NAME -->` section of BENCHMARKS.md; a new one goes after the last
+    section of its kind, else before the first section of a later kind (SECTIONS), else at the end."""
     doc = path.read_text()
     start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
     block = f"{start}\n{text.rstrip()}\n{end}"
     if start in doc:
         before, rest = doc.split(start, 1)
-        doc = before + block + rest.split(end, 1)[1]
+        path.write_text(before + block + rest.split(end, 1)[1])
+        return
+    rank = lambda n: SECTIONS.index(kind(n)) if kind(n) in SECTIONS else len(SECTIONS)
+    names = re.findall(r"^<!-- /bench:([a-z0-9.-]+) -->$", doc, re.M)
+    after = [n for n in names if rank(n) <= rank(name)]
+    if after:
+        mark = f"<!-- /bench:{after[-1]} -->"
+        i = doc.index(mark) + len(mark)
+        doc = doc[:i] + "\n\n" + block + doc[i:]
+    elif names:
+        i = doc.index(f"<!-- bench:{names[0]} -->")
+        doc = doc[:i] + block + "\n\n" + doc[i:]
     else:
         doc = doc.rstrip() + "\n\n" + block + "\n"
     path.write_text(doc)

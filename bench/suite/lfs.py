@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from . import common
+from . import common, servers
 
 NAMES = ["git-session", "git-clone+lfs-pull"]
 
@@ -53,13 +53,13 @@ def run(args):
     lfs_url = f"http://127.0.0.1:{port}/bench/lfs"
     # With the remote-server model, giftless listens one port up, behind a replaying proxy at
     # the URL .lfsconfig records.
-    with common.giftless(work / "store", port + 1 if model else port) as lfs, \
-            (common.replay_proxy(lfs.value, *model, port=port, keep_host=True) if model
+    with servers.giftless(work / "store", port + 1 if model else port) as lfs, \
+            (servers.replay_proxy(lfs.value, *model, port=port, keep_host=True) if model
              else contextlib.nullcontext()):
         bare = make_repo(work, lfs_url, files, env)
         tip = common.sh(["git", "rev-parse", "main"], cwd=bare, env=env)
-        with common.serve(work / "srv") as srv, \
-                (common.replay_proxy(srv.value, *model) if model else contextlib.nullcontext()) as proxy:
+        with servers.serve(work / "srv") as srv, \
+                (servers.replay_proxy(srv.value, *model) if model else contextlib.nullcontext()) as proxy:
             url = f"{(proxy or srv).value}/lfs.git"
             mk = f'd=$(mktemp -d -p {runs})'
             commands = {
@@ -77,7 +77,7 @@ def run(args):
 def table(r):
     where = ("git http-backend (examples/serve) and giftless 0.6.2 (a Python server) on the same cores"
              if not r.get("link") else
-             f"both servers behind scripts/replay-proxy (the remote-server model: {r['link'][0]:g} MB/s per "
+             f"both servers behind bench/suite/replay_proxy.py (the remote-server model: {r['link'][0]:g} MB/s per "
              f"answer, {r['link'][1]:g} ms round trip, answers replayed from memory after the warm-up)")
     head = (f"## {r['mode']}: restore of {r['files']} Git LFS files of 1 MiB\n\n"
             f"{r['machine']['date']}, {r['machine']['cores']} cores, git-session {r['machine']['commit']}, "

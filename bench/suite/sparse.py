@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from . import common
+from . import common, servers
 
 NAMES = ["git-session", "git-clone-sparse"]
 MIRROR = "/work/.mirror/git+git/repo"
@@ -30,7 +30,7 @@ def run(args):
     runs.mkdir(parents=True, exist_ok=True)
     bare = served(work, mirror, env)
     tip = common.sh(["git", "rev-parse", "HEAD"], cwd=bare, env=env)
-    with common.serve(work / "srv") as srv:
+    with servers.serve(work / "srv") as srv:
         url = f"{srv.value}/repo.git"
         mk = f'd=$(mktemp -d -p {runs})'
         commands = {
