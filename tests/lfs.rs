@@ -207,6 +207,15 @@ fn a_kill_mid_lfs_is_completed_by_the_rerun_which_fetches_only_what_is_missing()
 /// An LFS server at `lfs`, for a repository whose `.lfsconfig` names it, served by git; returns
 /// the restore's result and the target.
 fn restore_against(w: &World, lfs_url: &str, data: &[u8]) -> (Run, std::path::PathBuf) {
+    restore_against_with(w, lfs_url, data, &[])
+}
+
+fn restore_against_with(
+    w: &World,
+    lfs_url: &str,
+    data: &[u8],
+    env: &[(&str, &str)],
+) -> (Run, std::path::PathBuf) {
     // The objects are not pushed anywhere real: the hostile server is the only LFS server.
     let scratch = w.scratch("hostile-lfs");
     std::fs::write(
@@ -234,7 +243,7 @@ fn restore_against(w: &World, lfs_url: &str, data: &[u8]) -> (Run, std::path::Pa
         &dir,
         &srv.url("repo.git", Some(&userinfo())),
         &tip,
-        &[("GIT_SESSION_RETRY_BASE_MS", "10")],
+        &[&[("GIT_SESSION_RETRY_BASE_MS", "10")], env].concat(),
     );
     (run, dir)
 }
@@ -290,6 +299,31 @@ fn an_lfs_server_sending_an_endless_body_is_cut_at_the_pointer_s_size() {
     let (run, dir) = restore_against(&w, &evil.url("org/repo"), &data);
     assert_refused(&run, &dir, 6, "sent more than the 5000 bytes");
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn an_lfs_server_that_stalls_mid_object_is_cut_by_the_read_timeout_and_retried() {
+    let w = World::new();
+    let data = b"y".repeat(5000);
+    let evil = Scripted::start(|seen, port| {
+        if seen.target.ends_with("/objects/batch") {
+            return batch_answer(seen, &|oid| format!("http://127.0.0.1:{port}/o/{oid}"), &[]);
+        }
+        Reply::Stall(5000, b"y".repeat(100))
+    });
+    let started = std::time::Instant::now();
+    let (run, dir) = restore_against_with(
+        &w,
+        &evil.url("org/repo"),
+        &data,
+        &[("GIT_SESSION_READ_TIMEOUT_MS", "500")],
+    );
+    assert_refused(&run, &dir, 5, "broke off");
+    // Four attempts (the SPEC's three retries), each cut at the read timeout, not the minute the
+    // server holds the connection.
+    let gets = evil.requests().iter().filter(|r| r.method == "GET").count();
+    assert_eq!(gets, 4, "{gets} downloads");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }
 
 #[test]

@@ -114,6 +114,9 @@ pub enum Reply {
     Full(u16, Vec<(String, String)>, Vec<u8>),
     /// 200 with a `Content-Length` of this many bytes, then this chunk forever.
     Endless(u64, Vec<u8>),
+    /// 200 with a `Content-Length` of this many bytes, these bytes, then nothing (the connection
+    /// held open for a minute).
+    Stall(u64, Vec<u8>),
 }
 
 type Handler = dyn Fn(&Seen, u16) -> Reply + Send + Sync;
@@ -215,6 +218,12 @@ fn serve_one(stream: std::net::TcpStream, handler: &Handler, log: &Mutex<Vec<See
                 .as_bytes(),
             );
             while out.write_all(&chunk).is_ok() {}
+        }
+        Reply::Stall(claimed, prefix) => {
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {claimed}\r\n\r\n");
+            let _ = out.write_all(head.as_bytes());
+            let _ = out.write_all(&prefix);
+            std::thread::sleep(Duration::from_secs(60));
         }
     }
 }
