@@ -467,7 +467,7 @@ fn switch(
     let ms = || started.elapsed().as_millis();
     // Every object read from the template's packs is checked against its id.
     let objects = super::verify::Verified(&repo.objects);
-    let tip_tree = super::git::verify_commit(&objects, opts.tip)?;
+    let tip_tree = super::verify::commit(&objects, opts.tip)?;
     let mut index =
         checkout::index_from_tree(repo, &objects, tip_tree, opts.limits.max_tree_entries)?;
     tracing::debug!("switch: the index of {} built after {} ms", opts.tip, ms());
@@ -846,7 +846,7 @@ fn write_files(
         }
     }
     let mut part = gix::index::File::from_state(part, repo.index_path());
-    let mut form = checkout::WorktreeForm::new(repo, index)?;
+    let mut form = super::write::WorktreeForm::new(repo, index)?;
     let mut writer = super::write::Writer::new(tree, super::write::Overwrite { files: true });
     writer.write_entries(
         &mut part,
@@ -922,7 +922,7 @@ fn write_in_place_part(
     entries: &[&gix::index::Entry],
 ) -> Result<InPlace> {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-    let mut form = checkout::WorktreeForm::new(repo, index)?;
+    let mut form = super::write::WorktreeForm::new(repo, index)?;
     let mut done = InPlace {
         rest: Vec::new(),
         stats: Vec::with_capacity(entries.len()),

@@ -324,7 +324,7 @@ pub fn refuse_what_is_in_the_way(
         folders_seen: Default::default(),
     };
     if judge.resume_only {
-        judge.to_worktree = Some(WorktreeForm::new(repo, index)?);
+        judge.to_worktree = Some(super::write::WorktreeForm::new(repo, index)?);
     }
     for entry in index.entries() {
         let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path(index)));
@@ -362,7 +362,7 @@ struct InTheWay<'a> {
     workdir: &'a Path,
     resume_only: bool,
     cut: Option<super::CutShort>,
-    to_worktree: Option<WorktreeForm<'a>>,
+    to_worktree: Option<super::write::WorktreeForm<'a>>,
     folders_seen: std::collections::HashSet<std::path::PathBuf>,
 }
 
@@ -471,43 +471,6 @@ impl InTheWay<'_> {
     }
 }
 
-/// A blob as the checkout writes it into the work tree: through git's conversions as the tree's
-/// `.gitattributes` ask (read from the tree, as the checkout reads them).
-pub(crate) struct WorktreeForm<'repo> {
-    pipeline: gix::filter::Pipeline<'repo>,
-}
-
-impl<'repo> WorktreeForm<'repo> {
-    /// The conversions `index`'s `.gitattributes` ask for.
-    pub(crate) fn new(repo: &'repo gix::Repository, index: &gix::index::File) -> Result<Self> {
-        let cache = repo
-            .attributes_only(
-                index,
-                gix::worktree::stack::state::attributes::Source::IdMapping,
-            )
-            .map_err(|e| Error::internal("reading the tree's .gitattributes", chain(&e)))?
-            .detach();
-        let pipeline = gix::filter::Pipeline::new(repo, cache)
-            .map_err(|e| Error::internal("preparing git's conversions", chain(&e)))?;
-        Ok(WorktreeForm { pipeline })
-    }
-
-    /// `blob` as the checkout writes it at `path`.
-    pub(crate) fn convert(&mut self, blob: Vec<u8>, path: &gix::bstr::BStr) -> Result<Vec<u8>> {
-        use gix::filter::plumbing::pipeline::convert::ToWorktreeOutcome;
-        let out = self
-            .pipeline
-            .convert_to_worktree(&blob, path, Default::default())
-            .map_err(|e| Error::internal(format!("converting {path}"), chain(&e)))?;
-        Ok(match out {
-            ToWorktreeOutcome::Unchanged(_) => blob,
-            ToWorktreeOutcome::Buffer(converted) => converted.to_vec(),
-            // No filter driver is configured (SPEC rule 8), so none runs.
-            ToWorktreeOutcome::Process(_) => blob,
-        })
-    }
-}
-
 /// Where [`checkout`] writes and what is there already.
 pub struct Destination<'a> {
     /// The work tree's one handle.
@@ -547,7 +510,7 @@ pub fn checkout(
         .filter(|e| !super::sparse::skipped(e))
         .count();
     // The conversions are read from the whole tree's `.gitattributes`, before any is set aside.
-    let mut form = WorktreeForm::new(repo, index)?;
+    let mut form = super::write::WorktreeForm::new(repo, index)?;
     // Entries outside a sparse checkout's cone get no file.
     let outside = set_skipped_aside(index);
     // Files over the big-object threshold are streamed from the pack; the others are held whole.

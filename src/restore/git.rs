@@ -276,7 +276,7 @@ impl Run<'_> {
         })?;
         let objects = crate::pack::PackObjects::open(pack_path, opts.limits, &fetched.big)
             .map_err(|e| Error::internal("opening the received pack", e))?;
-        let tree = verify_commit(&objects, opts.tip)?;
+        let tree = super::verify::commit(&objects, opts.tip)?;
         layout::write_shallow(staging, &fetched.shallow)?;
         if !opts.template {
             layout::write_ref(staging, &opts.branch.full_ref(), opts.tip)?;
@@ -459,24 +459,4 @@ fn fetch_lfs(
         lfs.files.len()
     );
     Ok(())
-}
-
-/// Check that `tip` arrived and is a commit; return its tree.
-pub(super) fn verify_commit(objects: &impl gix::objs::Find, tip: FullSha) -> Result<gix::ObjectId> {
-    let mut buf = Vec::new();
-    let data = objects
-        .try_find(&tip.id(), &mut buf)
-        .map_err(|e| Error::Integrity(format!("cannot read {tip} from the received pack: {e}")))?
-        .ok_or_else(|| {
-            Error::Integrity(format!("the remote's pack does not contain commit {tip}"))
-        })?;
-    if data.kind != gix::objs::Kind::Commit {
-        return Err(Error::Integrity(format!(
-            "{tip} is a {}, not a commit: TIP_SHA must name a commit",
-            data.kind
-        )));
-    }
-    gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
-        .tree_id()
-        .map_err(|e| Error::Integrity(format!("commit {tip} is malformed: {e}")))
 }

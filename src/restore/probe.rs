@@ -61,8 +61,8 @@ pub(super) struct Folders(std::cell::RefCell<HashMap<PathBuf, Option<bool>>>);
 pub(super) struct Probe<'repo> {
     repo: &'repo gix::Repository,
     workdir: PathBuf,
-    tip_form: checkout::WorktreeForm<'repo>,
-    base_form: checkout::WorktreeForm<'repo>,
+    tip_form: super::write::WorktreeForm<'repo>,
+    base_form: super::write::WorktreeForm<'repo>,
     tip: HashMap<BString, (gix::ObjectId, gix::index::entry::Mode)>,
     pub(super) folders: Folders,
     survey: HashMap<BString, Seen>,
@@ -83,8 +83,8 @@ impl<'repo> Probe<'repo> {
         Ok(Probe {
             repo,
             workdir: workdir.to_owned(),
-            tip_form: checkout::WorktreeForm::new(repo, tip)?,
-            base_form: checkout::WorktreeForm::new(repo, base)?,
+            tip_form: super::write::WorktreeForm::new(repo, tip)?,
+            base_form: super::write::WorktreeForm::new(repo, base)?,
             tip: tip
                 .entries()
                 .iter()
@@ -293,7 +293,7 @@ fn base_index_unless_same(
         return None;
     }
     let objects = super::verify::Verified(&repo.objects);
-    let tree = super::git::verify_commit(&objects, base).ok()?;
+    let tree = super::verify::commit(&objects, base).ok()?;
     let ours = checkout::index_from_tree(repo, &objects, tree, max_entries).ok()?;
     let same = index.entries().len() == ours.entries().len()
         && index.entries().iter().zip(ours.entries()).all(|(a, b)| {

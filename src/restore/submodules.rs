@@ -395,7 +395,7 @@ impl Fetcher<'_> {
         let (objects, fetched) = self.fetch(sub, &git_dir)?;
         layout::write_shallow(&git_dir, &fetched.shallow)?;
         let repo = crate::repo::open(&git_dir)?;
-        let tree_id = super::git::verify_commit(&objects, sub.commit)?;
+        let tree_id = super::verify::commit(&objects, sub.commit)?;
         let mut index =
             checkout::index_from_tree(&repo, &objects, tree_id, self.limits.max_tree_entries)?;
         checkout::require_blobs(&index, |id| objects.contains(id))?;

@@ -1,4 +1,5 @@
-//! The packs a baked template holds, checked before the boot uses them: they were written
+//! Checks of what a restore reads before it trusts it: the commit a pack brought ([`commit`]), and
+//! the packs a baked template holds, checked before the boot uses them: they were written
 //! earlier, and the template image may have been cut short or changed since (SPEC, `bake`: a cache
 //! that cannot help falls back to a full fetch with a warning, never a failed boot).
 //!
@@ -13,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use gix::odb::pack as gix_pack;
+
+use crate::error::{Error, Result};
+use crate::types::FullSha;
 
 /// The packs in `pack_dir` (`.pack` paths; none when it cannot be listed), but the temporary
 /// files of a fetch.
@@ -145,4 +149,24 @@ impl<F: gix::objs::Exists> gix::objs::Exists for Verified<F> {
     fn exists(&self, id: &gix::oid) -> bool {
         self.0.exists(id)
     }
+}
+
+/// Check that `tip` arrived and is a commit; return its tree.
+pub(super) fn commit(objects: &impl gix::objs::Find, tip: FullSha) -> Result<gix::ObjectId> {
+    let mut buf = Vec::new();
+    let data = objects
+        .try_find(&tip.id(), &mut buf)
+        .map_err(|e| Error::Integrity(format!("cannot read {tip} from the received pack: {e}")))?
+        .ok_or_else(|| {
+            Error::Integrity(format!("the remote's pack does not contain commit {tip}"))
+        })?;
+    if data.kind != gix::objs::Kind::Commit {
+        return Err(Error::Integrity(format!(
+            "{tip} is a {}, not a commit: TIP_SHA must name a commit",
+            data.kind
+        )));
+    }
+    gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+        .tree_id()
+        .map_err(|e| Error::Integrity(format!("commit {tip} is malformed: {e}")))
 }

@@ -1,7 +1,7 @@
 //! Writing index entries into the work tree, every one through the tree's one handle
 //! ([`crate::fs::tree`]): folders made a component at a time and never entered through a
 //! symlink, files created with `O_EXCL | O_NOFOLLOW`, blobs through git's conversions as the
-//! tree's `.gitattributes` ask ([`super::checkout::WorktreeForm`]), each entry's stat data taken
+//! tree's `.gitattributes` ask ([`WorktreeForm`]), each entry's stat data taken
 //! from what was written.
 
 use std::collections::HashSet;
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use gix::index::entry::{Mode, Stat};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, chain};
 use crate::failpoint;
 use crate::fs::tree::{Kind, Made, Tree};
 
@@ -64,7 +64,7 @@ impl<'t> Writer<'t> {
         &mut self,
         index: &mut gix::index::File,
         objects: &impl gix::objs::Find,
-        form: &mut super::checkout::WorktreeForm<'_>,
+        form: &mut WorktreeForm<'_>,
     ) -> Result<()> {
         let half = index.entries().len() / 2;
         let mut buf = Vec::new();
@@ -210,5 +210,42 @@ impl<'t> Writer<'t> {
             "{} is in the way of the checkout ({what})",
             self.tree.shown(rel).display()
         ))
+    }
+}
+
+/// A blob as the checkout writes it into the work tree: through git's conversions as the tree's
+/// `.gitattributes` ask (read from the tree, as the checkout reads them).
+pub(crate) struct WorktreeForm<'repo> {
+    pipeline: gix::filter::Pipeline<'repo>,
+}
+
+impl<'repo> WorktreeForm<'repo> {
+    /// The conversions `index`'s `.gitattributes` ask for.
+    pub(crate) fn new(repo: &'repo gix::Repository, index: &gix::index::File) -> Result<Self> {
+        let cache = repo
+            .attributes_only(
+                index,
+                gix::worktree::stack::state::attributes::Source::IdMapping,
+            )
+            .map_err(|e| Error::internal("reading the tree's .gitattributes", chain(&e)))?
+            .detach();
+        let pipeline = gix::filter::Pipeline::new(repo, cache)
+            .map_err(|e| Error::internal("preparing git's conversions", chain(&e)))?;
+        Ok(WorktreeForm { pipeline })
+    }
+
+    /// `blob` as the checkout writes it at `path`.
+    pub(crate) fn convert(&mut self, blob: Vec<u8>, path: &gix::bstr::BStr) -> Result<Vec<u8>> {
+        use gix::filter::plumbing::pipeline::convert::ToWorktreeOutcome;
+        let out = self
+            .pipeline
+            .convert_to_worktree(&blob, path, Default::default())
+            .map_err(|e| Error::internal(format!("converting {path}"), chain(&e)))?;
+        Ok(match out {
+            ToWorktreeOutcome::Unchanged(_) => blob,
+            ToWorktreeOutcome::Buffer(converted) => converted.to_vec(),
+            // No filter driver is configured (SPEC rule 8), so none runs.
+            ToWorktreeOutcome::Process(_) => blob,
+        })
     }
 }
