@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Refusal, Result};
 use crate::types::{FullSha, RemoteUrl, SessionBranch};
-use crate::wire::http::UrlSource;
 
 fn env_nonempty(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.is_empty())
@@ -190,4 +189,52 @@ pub fn session_dirs(flag: Option<&std::path::Path>) -> Result<(PathBuf, PathBuf)
         ));
     }
     Ok((dir, given))
+}
+
+/// Where a URL comes from: a value fixed for the process, or a `_FILE` re-read at every use so that a
+/// backend can rotate short-lived URLs.
+#[derive(Debug, Clone)]
+pub enum UrlSource {
+    /// A URL from a flag or a plain environment variable.
+    Fixed(RemoteUrl),
+    /// A file holding the URL (`READ_URL_FILE`, `PUSH_URL_FILE`), named by its variable for messages.
+    File {
+        /// The file's path.
+        path: PathBuf,
+        /// The variable that named it, e.g. `READ_URL_FILE`.
+        var: &'static str,
+    },
+}
+
+impl UrlSource {
+    /// The URL now: the fixed one, or the file's content parsed afresh.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when the file cannot be read or does not hold a valid URL.
+    pub fn load(&self) -> Result<RemoteUrl> {
+        let url = match self {
+            UrlSource::Fixed(url) => url.clone(),
+            UrlSource::File { path, var } => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Error::Usage(
+                        Refusal::Invalid,
+                        format!("cannot read {var} ({}): {e}", path.display()),
+                    )
+                })?;
+                RemoteUrl::parse(text.trim()).map_err(|e| {
+                    Error::Usage(
+                        Refusal::Invalid,
+                        format!("{var} does not hold a valid URL: {e}"),
+                    )
+                })?
+            }
+        };
+        // A rotated URL's secret is redacted from what the process shows from now on.
+        crate::redact::learn(&url);
+        Ok(url)
+    }
+
+    pub(crate) fn rereadable(&self) -> bool {
+        matches!(self, UrlSource::File { .. })
+    }
 }

@@ -5,7 +5,6 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::save::PendingChange;
 use crate::types::{FullSha, Owner};
 
 /// A command's successful result (exit 0).
@@ -218,4 +217,15 @@ mod tests {
             (Some(1), Some(10))
         );
     }
+}
+
+/// One path that `save` would commit, for `status`.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PendingChange {
+    /// `M` modified, `A` added, `D` deleted (relative to `HEAD`), as `git status --short` spells them.
+    #[schemars(extend("enum" = ["M", "A", "D"]))]
+    pub status: &'static str,
+    /// The path, `/`-separated.
+    pub path: String,
 }

@@ -401,7 +401,7 @@ mod tests {
 
     /// The decoder, asserting what the encoder makes.
     fn apply(source: &[u8], delta: &[u8]) -> Vec<u8> {
-        super::apply(source, delta, usize::MAX).expect("a valid delta")
+        crate::pack::delta::apply(source, delta, usize::MAX).expect("a valid delta")
     }
 
     fn text(lines: usize, seed: u64) -> Vec<u8> {
@@ -483,20 +483,22 @@ mod tests {
     fn a_hostile_delta_is_refused_not_a_panic() {
         let source = b"0123456789abcdef".repeat(8);
         let good = encode(&source, &[&source[..], b"tail"].concat(), usize::MAX).unwrap();
-        assert!(super::apply(&source, &good, usize::MAX).is_some());
+        assert!(crate::pack::delta::apply(&source, &good, usize::MAX).is_some());
         // Cut anywhere: refused.
         for cut in 0..good.len() {
             assert!(
-                super::apply(&source, &good[..cut], usize::MAX).is_none(),
+                crate::pack::delta::apply(&source, &good[..cut], usize::MAX).is_none(),
                 "cut at {cut}"
             );
         }
         // Another source size, a copy past the source's end, the reserved instruction, a size
         // over the limit, a varint that never ends.
-        assert!(super::apply(&source[1..], &good, usize::MAX).is_none());
-        assert!(super::apply(&source, &[128, 1, 4, 0x91, 126, 4], usize::MAX).is_none());
-        assert!(super::apply(&source, &[128, 1, 1, 0], usize::MAX).is_none());
-        assert!(super::apply(&source, &good, 10).is_none());
-        assert!(super::apply(&source, &[0xff; 12], usize::MAX).is_none());
+        assert!(crate::pack::delta::apply(&source[1..], &good, usize::MAX).is_none());
+        assert!(
+            crate::pack::delta::apply(&source, &[128, 1, 4, 0x91, 126, 4], usize::MAX).is_none()
+        );
+        assert!(crate::pack::delta::apply(&source, &[128, 1, 1, 0], usize::MAX).is_none());
+        assert!(crate::pack::delta::apply(&source, &good, 10).is_none());
+        assert!(crate::pack::delta::apply(&source, &[0xff; 12], usize::MAX).is_none());
     }
 }

@@ -20,7 +20,7 @@ use gix_pack::data::entry::Header;
 use gix_pack::data::input::Entry;
 
 use super::delta::Walk;
-use super::{PackLimits, ReceiveError};
+use super::limits::{PackLimits, ReceiveError};
 
 /// The most entries [`EntryStream`]'s size hint promises, whatever the pack's header claims: an
 /// ordinary pack has its delta tree reserved whole (no regrowth), a claim of billions reserves

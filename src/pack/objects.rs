@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use gix::odb::pack as gix_pack;
 
-use super::{PackLimits, ReleasingMap, SharedMap};
+use super::limits::PackLimits;
+use super::map::{ReleasingMap, SharedMap};
 
 /// The objects of one received pack, read through a [`ReleasingMap`]: the object source of the
 /// checkout. Cloning shares the mapping.

@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use gix::odb::pack as gix_pack;
 
-use super::{PackLimits, ReleasingMap};
+use super::limits::{PackLimits, ReceiveError};
+use super::map::ReleasingMap;
 
 /// What [`receive`] wrote.
 #[derive(Debug)]
@@ -50,46 +51,6 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
-/// Why [`receive`] failed.
-#[derive(Debug)]
-pub enum ReceiveError {
-    /// The local file system refused to hold the pack or its index (no space, read-only,
-    /// permission denied), or another local I/O failure: the stream may be fine.
-    Local(crate::Error),
-    /// The pack claims an object or delta result larger than the limit (exit 6, before it is
-    /// allocated).
-    TooLarge(String),
-    /// The stream is not a valid pack (or was cut: the caller knows whether the connection was).
-    Corrupt(String),
-}
-
-impl ReceiveError {
-    /// A failure of gix-pack reading the stream or writing the files: local when a file-system
-    /// refusal is among its causes (the tee into the pack file, the index writer), too large when
-    /// gix-pack's allocation limit refused a size, else corrupt.
-    fn from_gix(
-        context: &str,
-        err: &(dyn std::error::Error + 'static),
-        limits: PackLimits,
-    ) -> Self {
-        if crate::error::local_io_kind(err)
-            .and_then(crate::error::local_io_hint)
-            .is_some()
-        {
-            return ReceiveError::Local(crate::Error::from_chain(context, err));
-        }
-        if gix::error::classify(err).is_resource_exhausted() {
-            return ReceiveError::TooLarge(format!(
-                "the pack claims an object or delta result over {} bytes (--max-object-bytes \
-                 raises the limit): refused before allocating it ({})",
-                limits.max_object_bytes,
-                crate::error::chain(err)
-            ));
-        }
-        ReceiveError::Corrupt(crate::error::chain(err))
-    }
-}
-
 /// Read a version 2 pack from `input` (the bytes of the `packfile` section, side-band removed),
 /// verify every entry, resolve its deltas with up to `thread_limit` threads (`None`: one per core),
 /// and leave `pack-<hash>.pack` and `pack-<hash>.idx` in `pack_dir`. Follows `gitformat-pack`
@@ -104,7 +65,7 @@ pub fn receive(
     thread_limit: Option<usize>,
     limits: PackLimits,
     interrupt: &AtomicBool,
-    observer: Option<&dyn super::EntryObserver>,
+    observer: Option<&dyn super::entries::EntryObserver>,
 ) -> Result<Received, ReceiveError> {
     let io_err = |what: &str, e: io::Error| local_io(pack_dir, what, e);
     let (data_tmp, writer) = temporary_pack(pack_dir)?;
@@ -293,7 +254,7 @@ fn index_observed(
     thread_limit: Option<usize>,
     limits: PackLimits,
     interrupt: &AtomicBool,
-    observer: &dyn super::EntryObserver,
+    observer: &dyn super::entries::EntryObserver,
 ) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
     let (entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
     let mut entries = entries.observed(Some(observer));

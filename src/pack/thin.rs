@@ -21,8 +21,9 @@ use gix::odb::pack as gix_pack;
 use gix_pack::data::entry::Header;
 
 use super::entries::EntryStream;
+use super::limits::{PackLimits, ReceiveError};
+use super::receive::{Received, receive};
 use super::receive::{Tee, local_io, refuse_data_after_the_pack, temporary_pack};
-use super::{PackLimits, ReceiveError, Received, receive};
 
 /// How many bytes are read or written at a time.
 const CHUNK: usize = 64 * 1024;

@@ -26,8 +26,10 @@ use std::sync::atomic::AtomicBool;
 use gix::bstr::{BStr, BString, ByteSlice as _};
 use serde::{Deserialize, Serialize};
 
+use super::checkout;
+use super::options::RestoreOptions;
 use super::probe::{Local, Probe, Survey, leading_blocker};
-use super::{RestoreOptions, RestoreReport, checkout};
+use super::report::RestoreReport;
 use crate::error::{Error, Refusal, Result};
 use crate::fs::tree::Tree;
 use crate::repo::layout::{self, OriginConfig};
@@ -334,7 +336,7 @@ fn fetch_difference(
         }
         shallow.extend(fetched.shallow);
     }
-    let lease = super::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
+    let lease = super::plan::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
     Ok((lease, warnings, shallow))
 }
 

@@ -10,7 +10,8 @@
 
 use std::path::Path;
 
-use super::{RestoreOptions, STAGING_DIR};
+use super::STAGING_DIR;
+use super::options::RestoreOptions;
 use crate::repo::template::TemplateRecord;
 
 /// Seed `opts.dir` (empty) from the template at `cache`: on success the target holds a `.git`

@@ -301,7 +301,7 @@ pub fn gitlink_warning(gitlinks: &[String]) -> Option<String> {
 ///   replacing it would delete what the commit does not track;
 /// - a non-empty folder where the commit has a file;
 /// - when completing an interrupted restore (`resume` given), a file or symlink whose content is
-///   not the commit's, unless [`super::CutShort`] judges it a file the killed checkout cut short:
+///   not the commit's, unless [`super::intent::CutShort`] judges it a file the killed checkout cut short:
 ///   content the interrupted restore did not write.
 ///
 /// # Errors
@@ -311,7 +311,7 @@ pub fn refuse_what_is_in_the_way(
     workdir: &Path,
     index: &gix::index::File,
     objects: &crate::pack::PackObjects,
-    resume: Option<super::CutShort>,
+    resume: Option<super::intent::CutShort>,
 ) -> Result<()> {
     let mut judge = InTheWay {
         workdir,
@@ -361,7 +361,7 @@ const NOT_WRITTEN_BY_THE_RESTORE: &str =
 struct InTheWay<'a> {
     workdir: &'a Path,
     resume_only: bool,
-    cut: Option<super::CutShort>,
+    cut: Option<super::intent::CutShort>,
     to_worktree: Option<super::write::WorktreeForm<'a>>,
     folders_seen: std::collections::HashSet<std::path::PathBuf>,
 }

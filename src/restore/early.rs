@@ -26,7 +26,7 @@
 //!   folder's name is never used; folders are made one at a time and never followed through a
 //!   symlink; files are created with `O_EXCL | O_NOFOLLOW`;
 //! - the intent records when writing began before the first file, so a kill leaves files the
-//!   rerun's judge ([`super::CutShort`]) knows as this run's own, and completes;
+//!   rerun's judge ([`super::intent::CutShort`]) knows as this run's own, and completes;
 //! - a failure of the restore removes every file and folder written here ([`Outcome::roll_back`]),
 //!   so "nothing was written" still holds for an unsafe tree or an incomplete pack.
 //!

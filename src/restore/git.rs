@@ -3,8 +3,14 @@
 
 use std::sync::atomic::AtomicBool;
 
+use super::checkout;
 use super::early::EarlyCheckout;
-use super::{RestoreOptions, RestoreReport, abandon, begin_staging, checkout, plan, publish};
+use super::options::RestoreOptions;
+use super::plan::decide;
+use super::report::RestoreReport;
+use super::staging::abandon;
+use super::staging::begin_staging;
+use super::staging::publish;
 use crate::error::{Error, Refusal, Result};
 use crate::fs::tree::Tree;
 use crate::repo::layout::{self, OriginConfig};
@@ -23,11 +29,11 @@ use crate::wire::upload_pack as fetch;
 #[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
 pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
     let created_dir = !opts.dir.exists();
-    let _lock = super::lock_target(&opts.dir)?;
-    let plan = match plan(opts)? {
-        super::Decision::Restore(plan) => plan,
-        super::Decision::Done(noop) => return Ok(*noop),
-        super::Decision::Boot(template) => return super::boot::boot(opts, &template),
+    let _lock = super::target::lock_target(&opts.dir)?;
+    let plan = match decide(opts)? {
+        super::plan::Decision::Restore(plan) => plan,
+        super::plan::Decision::Done(noop) => return Ok(*noop),
+        super::plan::Decision::Boot(template) => return super::boot::boot(opts, &template),
     };
     let mut cache_warning = None;
     if let Some(cache) = opts
@@ -91,7 +97,7 @@ pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
 /// One git restore once the target is planned and the staging folder begun.
 struct Run<'a> {
     opts: &'a RestoreOptions,
-    plan: &'a super::Plan,
+    plan: &'a super::plan::Plan,
     read: &'a crate::wire::http::UrlSource,
     http: &'a Http,
     caps: &'a fetch::Server,
@@ -161,7 +167,7 @@ impl Run<'_> {
         Some(EarlyCheckout::start(super::early::Target {
             tree: self.tree.try_clone().ok()?,
             tip: opts.tip.id(),
-            before_first_file: Box::new(move || super::note_checkout_began(&staging)),
+            before_first_file: Box::new(move || super::staging::note_checkout_began(&staging)),
         }))
     }
 
@@ -181,7 +187,7 @@ impl Run<'_> {
             crate::repo::prepush::install(self.staging)?;
         }
         let (files, gitlinks, subs) = self.check_out(lease, &fetched, early)?;
-        let extras = super::Extras {
+        let extras = super::report::Extras {
             lfs_files: self.lfs_files.get(),
             submodules: subs.0.iter().map(|s| s.path.clone()).collect(),
             sparse: opts.sparse.as_ref().map(|c| c.dirs().to_vec()),
@@ -256,7 +262,7 @@ impl Run<'_> {
         });
         let (remote_tip, fetched) = (remote_tip?, fetched?);
         let mut warnings = Vec::new();
-        let lease = super::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
+        let lease = super::plan::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
         Ok((lease, fetched, warnings))
     }
 
@@ -305,7 +311,7 @@ impl Run<'_> {
         })?;
         if plan.overwrite {
             let resume = plan.resume_only.then(|| {
-                super::CutShort::new(plan.cut_short_since)
+                super::intent::CutShort::new(plan.cut_short_since)
                     .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)))
             });
             checkout::refuse_what_is_in_the_way(&repo, &opts.dir, &index, &objects, resume)?;
@@ -325,7 +331,7 @@ impl Run<'_> {
                     overwrite: plan.overwrite,
                     early,
                 },
-                &|rel| super::note_big_file(staging, rel),
+                &|rel| super::staging::note_big_file(staging, rel),
             );
             let fetched = lfs_fetch.map(|t| {
                 t.join()

@@ -86,7 +86,7 @@ fn collect_staged(
             index,
             gix::worktree::stack::state::attributes::Source::IdMapping,
         )
-        .map_err(|e| super::fail("preparing the status", e))?;
+        .map_err(|e| super::base::fail("preparing the status", e))?;
     repo.tree_index_status(
         &head_tree,
         index,
@@ -97,7 +97,7 @@ fn collect_staged(
             Ok(gix::diff::index::Action::Continue(()))
         },
     )
-    .map_err(|e| super::fail("comparing HEAD with the index", e))?;
+    .map_err(|e| super::base::fail("comparing HEAD with the index", e))?;
     Ok(())
 }
 
@@ -154,7 +154,7 @@ fn record_staged(
 fn worktree_status(repo: &gix::Repository, index: &gix::index::State) -> Result<Vec<Seen>> {
     let dirwalk = repo
         .dirwalk_options()
-        .map_err(|e| super::fail("preparing the directory walk", e))?
+        .map_err(|e| super::base::fail("preparing the directory walk", e))?
         .emit_untracked(gix::dir::walk::EmissionMode::Matching)
         .emit_ignored(None)
         .emit_empty_directories(false)
@@ -179,7 +179,7 @@ fn worktree_status(repo: &gix::Repository, index: &gix::index::State) -> Result<
         &interrupt,
         options,
     )
-    .map_err(|e| super::fail("comparing the index with the work tree", e))?;
+    .map_err(|e| super::base::fail("comparing the index with the work tree", e))?;
     Ok(visitor.items)
 }
 

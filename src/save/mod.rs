@@ -11,12 +11,15 @@ use gix::bstr::{BStr, BString};
 use crate::error::{Error, Refusal, Result};
 use crate::repo::operations::{commits_off_branch, stopped_operation};
 use crate::types::{FullSha, SessionBranch};
+use base::{bytes_to_path, fail};
 
+mod base;
 mod changes;
 mod config;
 mod index_lock;
 pub(crate) mod stage;
 
+pub use crate::output::json::PendingChange;
 pub use stage::MAX_FILE_BYTES;
 
 /// What to commit with.
@@ -496,17 +499,6 @@ fn write_index(
     Ok(())
 }
 
-/// An internal error naming what was being done, with the whole chain of causes of `err` (exit 10
-/// when the file system refused).
-fn fail(context: impl std::fmt::Display, err: impl std::error::Error + 'static) -> Error {
-    Error::from_chain(context, &err)
-}
-
-/// A repository path (bytes, `/`-separated) as a file system path (Unix: the same bytes).
-fn bytes_to_path(path: &BStr) -> &Path {
-    Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path))
-}
-
 /// git's `--cleanup=whitespace` (the default for `commit -m`): trailing whitespace and leading,
 /// trailing and repeated blank lines removed, a final newline. `None` when nothing is left.
 fn clean_message(raw: &str) -> Option<String> {
@@ -552,17 +544,6 @@ pub struct PendingChanges {
     /// Why `save` would refuse until the user acts (an unfinished merge, unmerged paths, …): its
     /// exit-7 problem (without "then save again").
     pub blocked: Option<String>,
-}
-
-/// One path that `save` would commit, for `status`.
-#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PendingChange {
-    /// `M` modified, `A` added, `D` deleted (relative to `HEAD`), as `git status --short` spells them.
-    #[schemars(extend("enum" = ["M", "A", "D"]))]
-    pub status: &'static str,
-    /// The path, `/`-separated.
-    pub path: String,
 }
 
 /// The paths `save` would consider changed, found the way `save` finds them (stat data, staged

@@ -87,7 +87,7 @@ pub fn stage(
 ) -> Result<Staged> {
     let exec_bit = repo
         .filesystem_options()
-        .map_err(|e| super::fail("reading core.fileMode", e))?
+        .map_err(|e| super::base::fail("reading core.fileMode", e))?
         .executable_bit;
     let mut stager = Stager {
         repo,
@@ -176,7 +176,7 @@ impl Stager<'_> {
         let header = self
             .repo
             .find_header(id)
-            .map_err(|e| super::fail(format!("reading the staged object of {path}"), e))?;
+            .map_err(|e| super::base::fail(format!("reading the staged object of {path}"), e))?;
         if header.size() > MAX_FILE_BYTES {
             self.staged
                 .warnings
@@ -186,7 +186,7 @@ impl Stager<'_> {
         let blob = self
             .repo
             .find_blob(id)
-            .map_err(|e| super::fail(format!("reading the staged object of {path}"), e))?;
+            .map_err(|e| super::base::fail(format!("reading the staged object of {path}"), e))?;
         if self.scanner.scan_all(&blob.data, SCAN_CHUNK) {
             self.secret_paths.push(path.clone());
             return Ok(());
@@ -294,7 +294,7 @@ impl Stager<'_> {
 fn too_large(path: &BStr, size: u64, head_tree: &gix::Tree<'_>) -> Result<String> {
     let tracked = head_tree
         .lookup_entry(path.split_str("/"))
-        .map_err(|e| super::fail(format!("looking up {path} in HEAD"), e))?
+        .map_err(|e| super::base::fail(format!("looking up {path} in HEAD"), e))?
         .is_some_and(|e| !e.mode().is_tree());
     // In bytes: a file just over the limit read "50.0 MiB, over the 50 MiB limit".
     let over = format!(
@@ -391,12 +391,12 @@ impl<'r> Hasher<'r> {
                 index,
                 gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
             )
-            .map_err(|e| super::fail("reading .gitattributes", e))?
+            .map_err(|e| super::base::fail("reading .gitattributes", e))?
             .detach();
         let lfs_stack = attributes.clone();
         let lfs_outcome = lfs_stack.selected_attribute_matches(["filter"]);
         let pipeline = gix::filter::Pipeline::new(repo, attributes)
-            .map_err(|e| super::fail("preparing the content conversion", e))?;
+            .map_err(|e| super::base::fail("preparing the content conversion", e))?;
         Ok(Hasher {
             repo,
             pipeline,
@@ -410,7 +410,7 @@ impl<'r> Hasher<'r> {
     }
 
     fn hash(&mut self, rela: &BStr) -> Result<Outcome> {
-        let rela_path = super::bytes_to_path(rela);
+        let rela_path = super::base::bytes_to_path(rela);
         let path = self.workdir.join(rela_path);
         let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
         let md = match std::fs::symlink_metadata(&path) {
@@ -536,7 +536,7 @@ impl<'r> Hasher<'r> {
                 Some(gix::index::entry::Mode::FILE),
                 &self.repo.objects,
             )
-            .map_err(|e| super::fail(format!("reading the attributes of {rela}"), e))?;
+            .map_err(|e| super::base::fail(format!("reading the attributes of {rela}"), e))?;
         platform.matching_attributes(outcome);
         Ok(outcome.iter_selected().any(|m| {
             matches!(m.assignment.state, gix::attrs::StateRef::Value(v) if v.as_bstr() == "lfs")
@@ -554,7 +554,7 @@ impl<'r> Hasher<'r> {
         let converted = self
             .pipeline
             .convert_to_git(self.buf.as_slice(), rela_path, self.index)
-            .map_err(|e| super::fail(format!("converting {rela}"), e))?;
+            .map_err(|e| super::base::fail(format!("converting {rela}"), e))?;
         let data: Vec<u8>;
         let bytes: &[u8] = match converted {
             ToGitOutcome::Unchanged(_) => &self.buf,
@@ -573,7 +573,7 @@ impl<'r> Hasher<'r> {
         let id = self
             .repo
             .write_blob(bytes)
-            .map_err(|e| super::fail(format!("writing the blob of {rela}"), e))?
+            .map_err(|e| super::base::fail(format!("writing the blob of {rela}"), e))?
             .detach();
         Ok(Some(id))
     }
@@ -582,7 +582,7 @@ impl<'r> Hasher<'r> {
         Ok(self
             .repo
             .write_blob(data)
-            .map_err(|e| super::fail(format!("writing the blob of {rela}"), e))?
+            .map_err(|e| super::base::fail(format!("writing the blob of {rela}"), e))?
             .detach())
     }
 }

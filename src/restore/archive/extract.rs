@@ -105,7 +105,7 @@ pub fn extract<R: Read>(
     while let Some(member) = stream.next_member()? {
         // git archive writes the commit id first: a wrong archive stops here, not at its end.
         if let Some(id) = &stream.commit_id {
-            super::check_commit_id(id, tip_hex)?;
+            check_commit_id(id, tip_hex)?;
         }
         let Member { path, kind } = member;
         if let Some(target) = extraction.place(&path, &kind)? {
@@ -477,4 +477,22 @@ fn check_raw_path(path: &[u8], kind: &Kind) -> Result<Vec<Vec<u8>>> {
         return Ok(comps);
     }
     Ok(comps)
+}
+
+/// Compare the commit id an archive records with `TIP_SHA`.
+///
+/// # Errors
+/// [`Error::Integrity`] when they differ.
+pub(super) fn check_commit_id(id: &str, tip_hex: &str) -> Result<()> {
+    if id.trim().eq_ignore_ascii_case(tip_hex) {
+        return Ok(());
+    }
+    Err(Error::Integrity(format!(
+        "the archive is of commit {}, not of TIP_SHA {tip_hex}: nothing was restored",
+        id.trim()
+            .chars()
+            .take(64)
+            .collect::<String>()
+            .escape_debug()
+    )))
 }

@@ -17,7 +17,12 @@ use std::path::{Path, PathBuf};
 pub use extract::Strip;
 pub use tar_stream::Limits;
 
-use super::{RestoreOptions, RestoreReport, abandon, begin_staging, plan, publish};
+use super::options::RestoreOptions;
+use super::plan::decide;
+use super::report::RestoreReport;
+use super::staging::abandon;
+use super::staging::begin_staging;
+use super::staging::publish;
 use crate::error::{Error, Refusal, Result};
 use crate::fs::tree::{Kind, Tree};
 use crate::repo::layout::{self, OriginConfig};
@@ -63,11 +68,11 @@ const TREE_DIR: &str = "tree";
 #[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
 pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Result<RestoreReport> {
     let target_existed = opts.dir.exists();
-    let _lock = super::lock_target(&opts.dir)?;
-    let plan = match plan(opts)? {
-        super::Decision::Restore(plan) => plan,
-        super::Decision::Done(noop) => return Ok(*noop),
-        super::Decision::Boot(template) => {
+    let _lock = super::target::lock_target(&opts.dir)?;
+    let plan = match decide(opts)? {
+        super::plan::Decision::Restore(plan) => plan,
+        super::plan::Decision::Done(noop) => return Ok(*noop),
+        super::plan::Decision::Boot(template) => {
             return Err(Error::Usage(
                 Refusal::NotASessionFolder,
                 format!(
@@ -137,7 +142,11 @@ fn look_up_lease(
         None => FullSha::zero(),
         Some(t) if t == opts.tip => opts.tip,
         Some(other) => {
-            warnings.push(super::stale_tip_warning(&opts.branch, other, opts.tip));
+            warnings.push(super::plan::stale_tip_warning(
+                &opts.branch,
+                other,
+                opts.tip,
+            ));
             opts.tip
         }
     };
@@ -148,7 +157,7 @@ fn look_up_lease(
 struct Staged<'a> {
     opts: &'a RestoreOptions,
     archive: &'a ArchiveOptions,
-    plan: &'a super::Plan,
+    plan: &'a super::plan::Plan,
     staging: &'a Path,
     http: &'a Http,
     lease: FullSha,
@@ -213,7 +222,7 @@ impl Staged<'_> {
             noop: false,
             files: extracted.files + extracted.symlinks,
             warnings: std::mem::take(&mut self.warnings),
-            extras: super::Extras {
+            extras: super::report::Extras {
                 lfs_files,
                 ..Default::default()
             },
@@ -344,7 +353,7 @@ impl Staged<'_> {
     /// `--require-commit-id`, else a warning.
     fn check_recorded_commit(&mut self, commit_id: Option<String>, tip_hex: &str) -> Result<()> {
         match commit_id {
-            Some(id) => check_commit_id(&id, tip_hex),
+            Some(id) => extract::check_commit_id(&id, tip_hex),
             None if self.archive.require_commit_id => Err(Error::Integrity(
                 "the archive records no commit id (git archive's pax global header) and \
                  --require-commit-id is set: nothing was restored"
@@ -369,7 +378,7 @@ impl Staged<'_> {
             (true, true) => Replace::Identical,
             (true, false) => Replace::Any,
         };
-        let mut cut = super::CutShort::new(plan.cut_short_since)
+        let mut cut = super::intent::CutShort::new(plan.cut_short_since)
             .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)));
         // Both ends through their handles (SPEC rule 7).
         // The extracted tree is reached from the target's handle through real folders only.
@@ -439,24 +448,6 @@ fn download(http: &Http, url: &RemoteUrl) -> Result<impl Read> {
         },
         progress: crate::progress::Progress::bytes("downloading the archive"),
     })
-}
-
-/// Compare the commit id an archive records with `TIP_SHA`.
-///
-/// # Errors
-/// [`Error::Integrity`] when they differ.
-fn check_commit_id(id: &str, tip_hex: &str) -> Result<()> {
-    if id.trim().eq_ignore_ascii_case(tip_hex) {
-        return Ok(());
-    }
-    Err(Error::Integrity(format!(
-        "the archive is of commit {}, not of TIP_SHA {tip_hex}: nothing was restored",
-        id.trim()
-            .chars()
-            .take(64)
-            .collect::<String>()
-            .escape_debug()
-    )))
 }
 
 fn fresh_dir(dir: &Path) -> Result<()> {
@@ -589,7 +580,7 @@ fn into_place(
     rel: &Path,
     replace: Replace,
     pass: Pass,
-    cut: &mut super::CutShort,
+    cut: &mut super::intent::CutShort,
     accepted: &std::collections::HashSet<std::path::PathBuf>,
 ) -> Result<()> {
     let entries = from
@@ -673,7 +664,7 @@ fn left_by_the_killed_run(
     (from, to, rel): (&Tree, &Tree, &Path),
     meta: &cap_std::fs::Metadata,
     pass: Pass,
-    cut: &mut super::CutShort,
+    cut: &mut super::intent::CutShort,
     accepted: &std::collections::HashSet<std::path::PathBuf>,
 ) -> bool {
     let mtime = meta

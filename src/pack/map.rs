@@ -1,0 +1,57 @@
+//! The pack file as a mapping whose pages are released as they are used.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How many bytes of the pack (compressed, while indexing) or of objects (decoded, while checking
+/// out) may be served before the mapping's pages are released again.
+const RELEASE_EVERY: usize = 4 << 20;
+
+/// A read-only mapping of a pack file whose resident pages are dropped (`madvise(MADV_DONTNEED)`)
+/// after every `RELEASE_EVERY` bytes served; later reads fault them back in from the page cache.
+pub struct ReleasingMap {
+    pub(super) map: memmap2::Mmap,
+    served: AtomicUsize,
+}
+
+impl ReleasingMap {
+    /// Map `file` read-only.
+    ///
+    /// # Errors
+    /// The `mmap` error.
+    pub fn new(file: &std::fs::File) -> std::io::Result<Self> {
+        // SAFETY: the pack file is written by this process only, and never after it is mapped.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(file)? };
+        Ok(ReleasingMap {
+            map,
+            served: AtomicUsize::new(0),
+        })
+    }
+
+    /// Count `bytes` as served, and release the resident pages once enough were.
+    pub fn note(&self, bytes: usize) {
+        if self.served.fetch_add(bytes, Ordering::Relaxed) + bytes >= RELEASE_EVERY {
+            self.served.store(0, Ordering::Relaxed);
+            // SAFETY: the mapping is alive (borrowed from `self`), read-only and backed by a file that
+            // no longer changes: dropping its page-table entries loses nothing, and a later read of
+            // any byte (including by another thread holding a slice) faults the same content back in.
+            #[allow(unsafe_code)]
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+            };
+        }
+    }
+}
+
+/// A shared [`ReleasingMap`] as the byte slice gix-pack reads its pack data from.
+#[derive(Clone)]
+pub struct SharedMap(pub(super) Arc<ReleasingMap>);
+
+impl std::ops::Deref for SharedMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0.map
+    }
+}
