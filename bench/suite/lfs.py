@@ -1,7 +1,10 @@
 """lfs: restore of a repository with many Git LFS files (BENCH_LFS_FILES x 1 MiB, default 200,
 incompressible) from git http-backend and the giftless LFS server, against the git CLI's recipe:
 `GIT_LFS_SKIP_SMUDGE=1 git clone --depth 1` then `git lfs pull` (its batch download; a clone that
-smudges file by file is slower still). Both read from the same two servers on these cores."""
+smudges file by file is slower still). Both read from the same two servers on these cores.
+giftless runs as it is deployed, under gunicorn with BENCH_LFS_WORKERS processes (default 8, the
+transfers each client runs at once); BENCH_LFS_WORKERS=0 runs it on werkzeug's development server
+(one process whose threads share one interpreter lock: the server is then the limit)."""
 
 import contextlib
 import os
@@ -44,6 +47,7 @@ def make_repo(work, lfs_url, files, env):
 def run(args):
     files = int(os.environ.get("BENCH_LFS_FILES", "200"))
     port = int(os.environ.get("BENCH_LFS_PORT", "18765"))
+    workers = int(os.environ.get("BENCH_LFS_WORKERS", "8"))
     work = common.WORK / "lfs"
     env = common.git_env(work / "home")
     common.sh(["git", "lfs", "install", "--skip-repo"], env=env)
@@ -53,7 +57,7 @@ def run(args):
     lfs_url = f"http://127.0.0.1:{port}/bench/lfs"
     # With the remote-server model, giftless listens one port up, behind a replaying proxy at
     # the URL .lfsconfig records.
-    with servers.giftless(work / "store", port + 1 if model else port) as lfs, \
+    with servers.giftless(work / "store", port + 1 if model else port, workers) as lfs, \
             (servers.replay_proxy(lfs.value, *model, port=port, keep_host=True) if model
              else contextlib.nullcontext()):
         bare = make_repo(work, lfs_url, files, env)
@@ -71,11 +75,14 @@ def run(args):
             stats = common.measure(commands, env)
     subprocess.run(["rm", "-rf", str(runs)], check=True)
     return {"mode": "lfs" + (f"-link-{model[0]:g}" if model else ""), "machine": common.machine(),
-            "files": files, "file_bytes": 1 << 20, "link": model, "contenders": stats}
+            "files": files, "file_bytes": 1 << 20, "link": model, "workers": workers,
+            "contenders": stats}
 
 
 def table(r):
-    where = ("git http-backend (examples/serve) and giftless 0.6.2 (a Python server) on the same cores"
+    server = (f"giftless 0.6.2 under gunicorn, {r['workers']} worker processes" if r.get("workers")
+              else "giftless 0.6.2 on werkzeug's development server (one Python process)")
+    where = (f"git http-backend (examples/serve) and {server}, on the same cores"
              if not r.get("link") else
              f"both servers behind bench/suite/replay_proxy.py (the remote-server model: {r['link'][0]:g} MB/s per "
              f"answer, {r['link'][1]:g} ms round trip, answers replayed from memory after the warm-up)")

@@ -98,13 +98,15 @@ def http_server(directory):
                     "--directory", directory, "0"], ready)
 
 
-def giftless(store, port):
-    """The giftless LFS server (scripts/peers installs it) on `port`: its base URL."""
+def giftless(store, port, workers=0):
+    """The giftless LFS server (scripts/peers installs it) on `port`: its base URL. With
+    `workers`, under gunicorn with that many processes (as giftless is deployed), else on
+    werkzeug's development server (one process, one interpreter lock)."""
     py = common.ROOT / "target/peers/giftless/venv/bin/python"
-    if not py.exists():
+    if not py.exists() or (workers and not (py.parent / "gunicorn").exists()):
         subprocess.run([str(common.ROOT / "scripts/peers")], check=True)
     return Process(
-        [py, common.ROOT / "tests/peers/giftless_server.py", store, port],
+        [py, common.ROOT / "tests/peers/giftless_server.py", store, port] + ([workers] if workers else []),
         lambda l: f"http://127.0.0.1:{l.split()[1]}" if l.startswith("PORT ") else None,
     )
 

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::fs::tree::Tree;
 use crate::wire::http::Http;
 use crate::wire::lfs::{self as wire, Answer, Endpoint, Operation, Pointer};
+use crate::wire::streaming::Streaming;
 
 /// When a restore fetches LFS objects (`--lfs`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -281,12 +282,15 @@ pub fn fetch(http: &Http, endpoint: &Endpoint, git_dir: &Path, files: &[LfsFile]
         });
         for _ in 0..threads.min(wanted.len()) {
             scope.spawn(|| {
+                // Each transfer thread reads its bodies itself (see `wire::streaming`).
+                let stream = Streaming::new(http).map_err(&fail).ok();
                 // After a failure the queue is still drained, so the batches never wait on it.
                 while let Some((pointer, action)) = work.lock().ok().and_then(|w| w.recv().ok()) {
+                    let Some(stream) = &stream else { continue };
                     if has_failed() {
                         continue;
                     }
-                    if let Err(e) = fetch_one(http, endpoint, git_dir, &action, &pointer) {
+                    if let Err(e) = fetch_one(stream, endpoint, git_dir, &action, &pointer) {
                         fail(e);
                     }
                 }
@@ -301,7 +305,7 @@ pub fn fetch(http: &Http, endpoint: &Endpoint, git_dir: &Path, files: &[LfsFile]
 
 /// Download one object into `lfs/tmp`, then rename it into `lfs/objects` (retried as a whole).
 fn fetch_one(
-    http: &Http,
+    stream: &Streaming<'_>,
     endpoint: &Endpoint,
     git_dir: &Path,
     action: &wire::Action,
@@ -311,11 +315,11 @@ fn fetch_one(
     let tmp = git_dir
         .join("lfs/tmp")
         .join(format!("{}.part", pointer.oid));
-    http.retrying("fetching an LFS object", || {
+    stream.http().retrying("fetching an LFS object", || {
         let file = std::fs::File::create(&tmp)
             .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
         let mut out = std::io::BufWriter::with_capacity(256 << 10, file);
-        let got = wire::download(http, endpoint, action, pointer, &mut out).and_then(|()| {
+        let got = wire::download(stream, endpoint, action, pointer, &mut out).and_then(|()| {
             out.flush()
                 .map_err(|e| Error::io(format!("writing {}", tmp.display()), e))
         });

@@ -65,9 +65,23 @@ impl Protocol {
     }
 }
 
+fn client_builder(tls: rustls::ClientConfig, connect_timeout: Duration) -> reqwest::ClientBuilder {
+    reqwest::ClientBuilder::new()
+        .connect_timeout(connect_timeout)
+        .user_agent(concat!(
+            "git/2.47-compatible git-session/",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .redirect(reqwest::redirect::Policy::none())
+        .tls_backend_preconfigured(tls)
+}
+
 /// One HTTP client for the whole process, with the retry policy.
 pub struct Http {
     client: Client,
+    /// What [`Http::builder`] makes another client from (the blocking one's settings).
+    tls: rustls::ClientConfig,
+    connect_timeout: Duration,
     /// The upload-pack protocol to speak (`GIT_SESSION_PROTOCOL`).
     pub protocol: Protocol,
     /// How long a read may stall (`GIT_SESSION_READ_TIMEOUT_MS`, 60 s).
@@ -120,14 +134,8 @@ impl Http {
                     .unwrap_or(default),
             )
         };
-        let builder = reqwest::ClientBuilder::new()
-            .connect_timeout(ms("GIT_SESSION_CONNECT_TIMEOUT_MS", 10_000))
-            .user_agent(concat!(
-                "git/2.47-compatible git-session/",
-                env!("CARGO_PKG_VERSION")
-            ))
-            .redirect(reqwest::redirect::Policy::none())
-            .tls_backend_preconfigured(tls);
+        let connect_timeout = ms("GIT_SESSION_CONNECT_TIMEOUT_MS", 10_000);
+        let builder = client_builder(tls.clone(), connect_timeout);
         // The blocking client applies this to the wait for the response head and to every single
         // read of the body: a read that stalls this long fails (async `read_timeout` needs a runtime
         // on the reading thread, which the blocking body does not have).
@@ -146,6 +154,8 @@ impl Http {
             .with_jitter();
         Ok(Http {
             client,
+            tls,
+            connect_timeout,
             protocol: Protocol::from_env()?,
             read_timeout,
             retry,
@@ -254,6 +264,17 @@ impl Http {
     /// caller sets the headers it means to send.
     pub fn request(&self, method: reqwest::Method, url: url::Url) -> RequestBuilder {
         self.client.request(method, url)
+    }
+
+    /// An async client with this one's settings (TLS, timeouts, user agent, no redirects), for
+    /// [`super::streaming::Streaming`].
+    pub(crate) fn builder(&self) -> reqwest::ClientBuilder {
+        client_builder(self.tls.clone(), self.connect_timeout)
+    }
+
+    /// How long a read may stall.
+    pub(crate) fn read_timeout(&self) -> Duration {
+        self.read_timeout
     }
 
     /// Record that a request succeeded (a later 401 then reads as a revoked credential).

@@ -16,6 +16,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 
 use super::http::{Body, Http, Request};
+use super::streaming::{self, Streaming};
 use crate::error::{Error, Result};
 use crate::types::RemoteUrl;
 pub use crate::types::lfs::{MAX_POINTER_BYTES, Oid, Pointer};
@@ -317,44 +318,47 @@ fn action(url: &RemoteUrl, raw: &RawAction) -> Result<Action> {
 /// SHA-256; [`Error::Network`] for fewer bytes, transport failures and 5xx (retried);
 /// [`Error::Protocol`] for a redirect loop or another status.
 pub fn download(
-    http: &Http,
+    stream: &Streaming<'_>,
     endpoint: &Endpoint,
     action: &Action,
     pointer: &Pointer,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let resp = follow(
-        http,
+    let mut body = follow(
+        stream,
         action.href.clone(),
         headers_for(endpoint, action),
         pointer,
     )?;
-    let mut body = Body::new(resp);
     let mut digest = ring::digest::Context::new(&ring::digest::SHA256);
-    let mut buf = vec![0u8; 64 << 10];
     let mut got = 0u64;
     let shown = origin_of(&action.href);
-    loop {
-        let n = body.read(&mut buf).map_err(|e| {
-            Error::Network(format!(
-                "the transfer of LFS object {} from {shown} broke off: {e}",
-                pointer.oid
-            ))
-        })?;
-        if n == 0 {
-            break;
-        }
-        got += n as u64;
+    let mut stopped = None;
+    let read = stream.each_chunk(&mut body, |piece| {
+        got += piece.len() as u64;
         if got > pointer.size {
-            return Err(Error::Integrity(format!(
+            stopped = Some(Error::Integrity(format!(
                 "{shown} sent more than the {} bytes of LFS object {}: refused",
                 pointer.size, pointer.oid
             )));
+            return false;
         }
-        digest.update(&buf[..n]);
-        out.write_all(&buf[..n])
-            .map_err(|e| Error::io(format!("writing LFS object {}", pointer.oid), e))?;
+        digest.update(piece);
+        if let Err(e) = out.write_all(piece) {
+            stopped = Some(Error::io(format!("writing LFS object {}", pointer.oid), e));
+            return false;
+        }
+        true
+    });
+    if let Some(e) = stopped {
+        return Err(e);
     }
+    read.map_err(|e| {
+        Error::Network(format!(
+            "the transfer of LFS object {} from {shown} broke off: {e}",
+            pointer.oid
+        ))
+    })?;
     if got < pointer.size {
         return Err(Error::Network(format!(
             "{shown} sent {got} of the {} bytes of LFS object {}",
@@ -445,22 +449,20 @@ fn headers_for(endpoint: &Endpoint, action: &Action) -> HeaderMap {
 /// GET `href`, following up to [`MAX_REDIRECTS`] redirects; every header is dropped for good
 /// once a redirect leaves `href`'s origin.
 fn follow(
-    http: &Http,
+    stream: &Streaming<'_>,
     href: url::Url,
     mut headers: HeaderMap,
     pointer: &Pointer,
-) -> Result<reqwest::blocking::Response> {
+) -> Result<streaming::Body> {
     let first = href.origin();
     let mut at = href;
     for _ in 0..=MAX_REDIRECTS {
-        let resp = http
-            .request(reqwest::Method::GET, at.clone())
-            .headers(headers.clone())
-            .send()
-            .map_err(|e| transfer_error(&at, &e))?;
+        let resp = stream
+            .send(reqwest::Method::GET, at.clone(), headers.clone())
+            .map_err(|kind| Error::Network(format!("{kind}: {}", origin_of(&at))))?;
         let status = resp.status();
         if status.is_success() {
-            http.note_success();
+            stream.http().note_success();
             return Ok(resp);
         }
         if status.is_redirection()
