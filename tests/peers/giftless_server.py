@@ -56,11 +56,19 @@ def gunicorn(port, workers, config):
     """giftless under gunicorn's pre-fork server, until stdin reaches EOF."""
     import subprocess
 
+    import ctypes
+    import signal
+
+    def die_with_parent():
+        # PR_SET_PDEATHSIG: gunicorn ends when this process is killed, not only at stdin's EOF.
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+
     gun = os.path.join(os.path.dirname(sys.executable), "gunicorn")
     server = subprocess.Popen(
         [gun, "--workers", str(workers), "--bind", f"127.0.0.1:{port}", "--log-level", "warning",
          "--timeout", "120", "giftless.wsgi_entrypoint:app"],
         stderr=sys.stderr,
+        preexec_fn=die_with_parent,
     )
     import socket
     import time
