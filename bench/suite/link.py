@@ -84,10 +84,16 @@ def restore_rows(r):
     for n in r["contenders"]:
         m = lambda k: median(runs, n, k)
         per_wire = "-" if n == "file-floor" else ratio(m("wall_s"), m("wire_s"))
-        rows.append(f"| {n} | {secs(m('wall_s'))} | {span(runs, n)} | {mib(m('rss_kib'))} | {secs(m('user_s'))} / "
-                    f"{secs(m('sys_s'))} | {secs(m('server_cpu_s'))} | {secs(m('wire_s'))} | {per_wire} | "
+        rows.append(f"{client_cells(runs, n)} | {secs(m('server_cpu_s'))} | {secs(m('wire_s'))} | {per_wire} | "
                     f"{ratio(m('wall_s'), median(runs, 'git-shallow'))} |")
     return "\n".join(rows)
+
+
+def client_cells(runs, n):
+    """The row's first cells: the contender, its wall (median, range), peak RSS and CPU."""
+    m = lambda k: median(runs, n, k)
+    return (f"| {n} | {secs(m('wall_s'))} | {span(runs, n)} | {mib(m('rss_kib'))} | {secs(m('user_s'))} / "
+            f"{secs(m('sys_s'))}")
 
 
 def restore_table(r):
@@ -117,8 +123,7 @@ def baked_rows(r):
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for n in r["contenders"]:
         m = lambda k: median(runs, n, k)
-        rows.append(f"| {n} | {secs(m('wall_s'))} | {span(runs, n)} | {mib(m('rss_kib'))} | {secs(m('user_s'))} / "
-                    f"{secs(m('sys_s'))} | {m('proxy_bytes'):.0f} | {secs(m('wire_s'))} | "
+        rows.append(f"{client_cells(runs, n)} | {m('proxy_bytes'):.0f} | {secs(m('wire_s'))} | "
                     f"{ratio(m('wall_s'), m('wire_s'))} |")
     return "\n".join(rows)
 
