@@ -3,18 +3,14 @@
 //! content, an endless body, a redirect to another host); a kill mid-way completed by the rerun.
 
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use crate::support::lfs::{Giftless, Reply, Scripted, batch_answer, lfs_repo, oid};
 use crate::support::{GitServer, Run, TOKEN, World, incompressible, userinfo};
 
 fn restore(w: &World, dir: &Path, url: &str, tip: &str, extra: &[(&str, &str)]) -> Run {
-    let mut vars = vec![
-        ("READ_URL", url),
-        ("SESSION_BRANCH", "sessions/lfs"),
-        ("TIP_SHA", tip),
-    ];
-    vars.extend_from_slice(extra);
-    w.run(dir, &["restore", "--json"], &vars)
+    w.restore_with(dir, url, "sessions/lfs", tip, &["--json"], extra)
 }
 
 /// Three LFS files (one executable, one in a folder) and a plain one.
@@ -324,6 +320,39 @@ fn an_lfs_server_that_stalls_mid_object_is_cut_by_the_read_timeout_and_retried()
     let gets = evil.requests().iter().filter(|r| r.method == "GET").count();
     assert_eq!(gets, 4, "{gets} downloads");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn a_keep_alive_connection_the_server_closed_while_idle_costs_no_attempt() {
+    // The server answers each object's first two downloads with 500 and closes connections idle
+    // for 200 ms; the retries wait 500 ms and more. Four attempts ride out two 500s only if no
+    // attempt is spent on a connection the server closed during the wait (a helper's trial found
+    // the transfer threads sending on such connections).
+    let w = World::new();
+    let data = b"kept alive\n".repeat(500);
+    let body = data.clone();
+    let tries = Mutex::new(0u32);
+    let lfs = Scripted::keeping_alive(Duration::from_millis(200), move |seen, port| {
+        if seen.target.ends_with("/objects/batch") {
+            return batch_answer(seen, &|oid| format!("http://127.0.0.1:{port}/o/{oid}"), &[]);
+        }
+        let mut n = tries.lock().unwrap();
+        *n += 1;
+        if *n <= 2 {
+            return Reply::Full(500, vec![], b"boom".to_vec());
+        }
+        Reply::Full(200, vec![], body.clone())
+    });
+    let (run, dir) = restore_against_with(
+        &w,
+        &lfs.url("org/repo"),
+        &data,
+        &[("GIT_SESSION_RETRY_BASE_MS", "500")],
+    );
+    run.assert_code(0);
+    assert_eq!(std::fs::read(dir.join("a.bin")).unwrap(), data);
+    let gets = lfs.requests().iter().filter(|r| r.method == "GET").count();
+    assert_eq!(gets, 3, "{gets} downloads reached the server");
 }
 
 #[test]

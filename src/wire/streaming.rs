@@ -86,10 +86,13 @@ impl<'a> Streaming<'a> {
         let send = self.client.request(method, url).headers(headers).send();
         let wait = self.read_timeout;
         // The timer is made inside the runtime: it belongs to it.
-        let inner = match self
-            .runtime
-            .block_on(async move { tokio::time::timeout(wait, send).await })
-        {
+        let inner = match self.runtime.block_on(async move {
+            // This runtime runs only inside `block_on`, so a connection the server closed while
+            // the thread was idle is noticed only now: one turn of its task first, so the pool
+            // drops it instead of sending on it (a failed attempt, found by a helper's trial).
+            tokio::task::yield_now().await;
+            tokio::time::timeout(wait, send).await
+        }) {
             Err(_) => return Err("timed out"),
             Ok(Err(e)) => return Err(super::http::failure_kind(&e)),
             Ok(Ok(inner)) => inner,

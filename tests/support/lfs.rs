@@ -131,8 +131,24 @@ pub struct Scripted {
 }
 
 impl Scripted {
-    /// Start serving with `handler`.
+    /// Start serving with `handler`, one request per connection.
     pub fn start(handler: impl Fn(&Seen, u16) -> Reply + Send + Sync + 'static) -> Self {
+        Scripted::serve(None, handler)
+    }
+
+    /// Start serving with `handler`, keeping connections alive between requests until one has
+    /// been idle for `idle`, then closing it without a word (as Apache's `KeepAliveTimeout`).
+    pub fn keeping_alive(
+        idle: Duration,
+        handler: impl Fn(&Seen, u16) -> Reply + Send + Sync + 'static,
+    ) -> Self {
+        Scripted::serve(Some(idle), handler)
+    }
+
+    fn serve(
+        idle: Option<Duration>,
+        handler: impl Fn(&Seen, u16) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -142,7 +158,7 @@ impl Scripted {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let (handler, log) = (Arc::clone(&handler), Arc::clone(&log));
-                std::thread::spawn(move || serve_one(stream, &*handler, &log, port));
+                std::thread::spawn(move || serve_one(stream, &*handler, &log, port, idle));
             }
         });
         Scripted { port, seen }
@@ -163,14 +179,34 @@ impl Scripted {
     }
 }
 
-fn serve_one(stream: std::net::TcpStream, handler: &Handler, log: &Mutex<Vec<Seen>>, port: u16) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+fn serve_one(
+    stream: std::net::TcpStream,
+    handler: &Handler,
+    log: &Mutex<Vec<Seen>>,
+    port: u16,
+    idle: Option<Duration>,
+) {
+    let _ = stream.set_read_timeout(Some(idle.unwrap_or(Duration::from_secs(30))));
     let mut reader = BufReader::new(stream.try_clone().unwrap());
+    loop {
+        let Some(seen) = read_request(&mut reader) else {
+            return;
+        };
+        log.lock().unwrap().push(seen.clone());
+        answer(&stream, handler(&seen, port), idle.is_some());
+        if idle.is_none() {
+            return;
+        }
+    }
+}
+
+/// One request from `reader`; `None` at the end of the connection or past its read timeout.
+fn read_request(reader: &mut BufReader<std::net::TcpStream>) -> Option<Seen> {
     let mut head = String::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
+            return None;
         }
         let end = line == "\r\n";
         head.push_str(&line);
@@ -195,20 +231,28 @@ fn serve_one(stream: std::net::TcpStream, handler: &Handler, log: &Mutex<Vec<See
         head: head.clone(),
         body,
     };
-    log.lock().unwrap().push(seen.clone());
-    let mut out = stream;
-    match handler(&seen, port) {
+    Some(seen)
+}
+
+fn answer(mut out: &std::net::TcpStream, reply: Reply, keep_alive: bool) {
+    let close = if keep_alive {
+        ""
+    } else {
+        "Connection: close\r\n"
+    };
+    match reply {
         Reply::Full(status, headers, body) => {
             let mut text = format!(
-                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n",
+                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n{close}",
                 body.len()
             );
             for (k, v) in headers {
                 text.push_str(&format!("{k}: {v}\r\n"));
             }
             text.push_str("\r\n");
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.write_all(&body);
+            // One write: the client reads a small answer whole, so its connection goes back to
+            // the pool.
+            let _ = out.write_all(&[text.as_bytes(), &body].concat());
         }
         Reply::Endless(claimed, chunk) => {
             let _ = out.write_all(

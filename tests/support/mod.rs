@@ -427,6 +427,26 @@ impl World {
         out.stdout
     }
 
+    /// `git-session restore ARGS` in `dir` of `tip` from `url` on session branch `branch`, with
+    /// `vars` besides (the set-up every restore test shares).
+    pub fn restore_with(
+        &self,
+        dir: &Path,
+        url: &str,
+        branch: &str,
+        tip: &str,
+        args: &[&str],
+        vars: &[(&str, &str)],
+    ) -> Run {
+        let mut all = vec![
+            ("READ_URL", url),
+            ("SESSION_BRANCH", branch),
+            ("TIP_SHA", tip),
+        ];
+        all.extend_from_slice(vars);
+        self.run(dir, &[&["restore"][..], args].concat(), &all)
+    }
+
     /// Run the binary in `cwd` with the isolated environment plus `vars`, and check its output for
     /// secrets.
     pub fn run(&self, cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
