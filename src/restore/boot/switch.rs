@@ -1,444 +1,30 @@
-//! The boot: `restore` into a baked template (`git-session bake`). Only the objects between the
-//! template's base and `TIP_SHA` are fetched (a thin pack, completed from the tree's own objects),
-//! and only the files that differ between the two commits are written or removed; untracked and
-//! ignored files (what the template build installed) are kept.
-//!
-//! In order, each step safe to repeat, so a kill anywhere is completed by the rerun:
-//! 1. the boot intent (`.git/git-session-boot.json`: branch and tip) is written;
-//! 2. the fetch: `want TIP_SHA`, a `shallow` line for every shallow commit, the base as `have`,
-//!    `thin-pack`, `deepen 1` (`gitprotocol-v2` "fetch"); skipped when `TIP_SHA` is already here;
-//!    failpoint `after-fetch`;
-//! 3. the switch: every path the two trees disagree on is classified against the work tree
-//!    (size and mtime against the index first; a file is read only when they differ or the
-//!    commit changes it): a file still as the base had it is written or removed; one already as
-//!    `TIP_SHA` has it (an earlier, killed boot) is left; a local change `TIP_SHA` leaves alone is
-//!    kept with a warning; a local change `TIP_SHA` also changes is a conflict (exit 7, nothing
-//!    changed; `--force` takes `TIP_SHA`'s version). Failpoint `mid-switch` after the removals;
-//! 4. the index of `TIP_SHA` (stat data kept for the files not written), refs, `shallow`, config,
-//!    the pre-push check; failpoint `before-record`;
-//! 5. the session record, then the template record and the intent are removed.
+//! Step 3 of the boot: the switch from the template's base to `TIP_SHA` in the work tree (only
+//! the files the two commits disagree on), then the LFS files it wrote.
 
+use super::super::checkout;
+use super::super::options::RestoreOptions;
+use super::super::probe::{Local, Probe, Survey, leading_blocker};
+use super::intent::BootIntent;
+use crate::error::{Error, Result};
+use crate::fs::tree::Tree;
+use crate::repo::template::TemplateRecord;
+use crate::wire::http::Http;
+use gix::bstr::{BStr, BString, ByteSlice as _};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-
-use gix::bstr::{BStr, BString, ByteSlice as _};
-use serde::{Deserialize, Serialize};
-
-use super::checkout;
-use super::options::RestoreOptions;
-use super::probe::{Local, Probe, Survey, leading_blocker};
-use super::report::RestoreReport;
-use crate::error::{Error, Refusal, Result};
-use crate::fs::tree::Tree;
-use crate::repo::layout::{self, OriginConfig};
-use crate::repo::session::SessionRecord;
-use crate::repo::template::TemplateRecord;
-use crate::types::{FullSha, SessionBranch};
-use crate::wire::http::Http;
-use crate::wire::upload_pack as fetch;
-
-/// The boot intent's file name inside `.git`.
-const BOOT_INTENT: &str = "git-session-boot.json";
-
-/// What an interrupted boot was doing.
-#[derive(Debug, Serialize, Deserialize)]
-struct BootIntent {
-    branch: SessionBranch,
-    tip: FullSha,
-    /// The paths the switch was writing when it was written last: a kill may have cut any of
-    /// them short, so the rerun writes them again whatever they hold.
-    #[serde(default)]
-    writing: Vec<String>,
-}
-
-impl BootIntent {
-    fn write(&self, git_dir: &Path) -> Result<()> {
-        let bytes =
-            serde_json::to_vec(self).map_err(|e| Error::internal("encoding the intent", e))?;
-        crate::fs::write_atomic(&git_dir.join(BOOT_INTENT), &bytes)
-    }
-}
-
-/// Boot the session `opts.branch` at `opts.tip` from the template in `opts.dir`.
-///
-/// # Errors
-/// Usage (2) without `READ_URL`; auth (4); network (5); integrity (6) for a wrong or incomplete
-/// pack; conflict (7) for a local change that `TIP_SHA` also changes, or another interrupted
-/// boot; not found (8); io (10).
-pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreReport> {
-    let git_dir = opts.dir.join(".git");
-    let intent = begin(opts, &git_dir)?;
-    let read = opts.read.as_ref().ok_or_else(|| {
-        Error::Usage(
-            Refusal::Missing,
-            "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE".into(),
-        )
-    })?;
-    let read_url = read.load()?;
-    let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
-    // The stat calls of the switch's plan depend on the template alone: made while the server
-    // computes the pack.
-    let survey = std::thread::spawn({
-        let (workdir, git_dir) = (opts.dir.clone(), git_dir.clone());
-        let (base, max_entries) = (template.base, opts.limits.max_tree_entries);
-        move || Survey::of(&workdir, &git_dir, base, max_entries)
-    });
-    let http = Http::new()?;
-    let caps = http.with_retries(read, "connecting", |url| {
-        fetch::handshake(&http, url, &opts.branch)
-    })?;
-    let (lease, mut warnings, shallow) =
-        fetch_checked(opts, template, &git_dir, &http, read, &caps)?;
-    crate::failpoint::hit("after-fetch");
-
-    let repo = crate::repo::open(&git_dir)?;
-    let mut shallow = shallow;
-    if !shallow.contains(&opts.tip.id()) && !parents_here(&repo, opts.tip)? {
-        // The fetch was skipped (an earlier, killed boot made it) or its shallow-info is gone.
-        shallow.push(opts.tip.id());
-    }
-    let Switched {
-        files,
-        warnings: kept,
-    } = switch(
-        opts,
-        template,
-        &repo,
-        intent,
-        survey.join().unwrap_or_default(),
-    )?;
-    warnings.extend(kept);
-    let lfs_files = lfs_after_switch(opts, &repo, &http, &read_url)?;
-    drop(repo);
-
-    let origin = OriginConfig {
-        url: Some(&read_url),
-        push_url: push_url.as_ref(),
-        branch: &opts.branch,
-        on_remote: !lease.is_zero(),
-        promisor: false,
-        promisor_filter: false,
-    };
-    layout::write_shallow(&git_dir, &shallow)?;
-    layout::write_ref(&git_dir, &opts.branch.full_ref(), opts.tip)?;
-    if lease == opts.tip {
-        layout::write_ref(&git_dir, &opts.branch.tracking_ref(), opts.tip)?;
-    }
-    crate::fs::write_atomic(
-        &git_dir.join("HEAD"),
-        format!("ref: {}\n", opts.branch.full_ref()).as_bytes(),
-    )?;
-    layout::write_config(&git_dir, &origin)?;
-    if lfs_files > 0 || git_dir.join("lfs/objects").is_dir() {
-        layout::add_lfs_config(&git_dir)?;
-    }
-    warnings.extend(crate::repo::prepush::remove_template_hooks(&git_dir)?);
-    crate::repo::prepush::install(&git_dir)?;
-    crate::failpoint::hit("before-record");
-    let record = SessionRecord::of_git_restore(
-        opts.branch.clone(),
-        opts.tip,
-        lease,
-        &read_url,
-        push_url.as_ref(),
-        opts.depth,
-    );
-    record.write(&git_dir)?;
-    let _ = std::fs::remove_file(TemplateRecord::path(&git_dir));
-    let _ = std::fs::remove_file(git_dir.join(BOOT_INTENT));
-    crate::fs::sync_dir(&git_dir);
-    Ok(RestoreReport::of_git(opts, lease, files, warnings))
-}
-
-/// Step 1: refuse another interrupted boot (unless `--force`), record this one (keeping what an
-/// interrupted run of the same boot was writing), and sweep the temporary pack files a killed
-/// fetch left.
-fn begin(opts: &RestoreOptions, git_dir: &Path) -> Result<BootIntent> {
-    let path = git_dir.join(BOOT_INTENT);
-    let mut intent = BootIntent {
-        branch: opts.branch.clone(),
-        tip: opts.tip,
-        writing: Vec::new(),
-    };
-    // An intent that cannot be read or parsed is no boot's (fresh start): it is replaced below.
-    if let Ok(Some(bytes)) = crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, "")
-        && let Ok(earlier) = serde_json::from_slice::<BootIntent>(&bytes)
-    {
-        if earlier.branch == intent.branch && earlier.tip == intent.tip {
-            intent.writing = earlier.writing;
-        } else if !earlier.writing.is_empty() && !opts.force {
-            // Only a boot that began to switch the files binds the tree to its commit; one that
-            // failed before (a wrong id, a refused token, a conflict) changed nothing.
-            return Err(Error::conflict(format!(
-                "{} holds an interrupted boot of '{}' at {}: rerun that restore, or pass --force",
-                opts.dir.display(),
-                earlier.branch,
-                earlier.tip
-            )));
-        }
-    }
-    intent.write(git_dir)?;
-    if let Ok(entries) = std::fs::read_dir(git_dir.join("objects/pack")) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if name.as_bytes().starts_with(b"tmp_") {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
-    Ok(intent)
-}
-
-/// What the fetch leaves: the lease, warnings, and the shallow commits afterwards.
-type Fetched = (FullSha, Vec<String>, Vec<gix::ObjectId>);
-
-/// Step 2, on the template's packs once they are checked ([`super::verify`]): the cheap checks
-/// before the fetch, the checksum of every byte beside it. Packs that fail are removed and the
-/// whole commit is fetched instead, with a warning naming why — never a failed boot.
-fn fetch_checked(
-    opts: &RestoreOptions,
-    template: &TemplateRecord,
-    git_dir: &Path,
-    http: &Http,
-    read: &crate::wire::http::UrlSource,
-    caps: &fetch::Server,
-) -> Result<Fetched> {
-    let pack_dir = git_dir.join("objects/pack");
-    let packs = super::verify::list(&pack_dir);
-    let mut damaged = super::verify::quick(&packs).err();
-    if damaged.is_some() {
-        super::verify::set_aside(&packs)?;
-    }
-    let full = {
-        let packs = if damaged.is_some() { Vec::new() } else { packs };
-        std::thread::spawn(move || super::verify::full(&packs))
-    };
-    let first = fetch_difference(
-        opts,
-        template,
-        git_dir,
-        (http, read, caps),
-        damaged.is_none(),
-    );
-    let checked = full
-        .join()
-        .unwrap_or_else(|_| Err("the check of the template's packs panicked".into()));
-    let (lease, mut warnings, shallow) = match (first, checked) {
-        (Ok(fetched), Ok(())) => fetched,
-        (Err(e), Ok(())) => return Err(e),
-        (_, Err(why)) => {
-            // The thin pack was completed from damaged objects: it goes too.
-            super::verify::set_aside(&super::verify::list(&pack_dir))?;
-            damaged = Some(why);
-            fetch_difference(opts, template, git_dir, (http, read, caps), false)?
-        }
-    };
-    if let Some(why) = damaged {
-        warnings.insert(
-            0,
-            format!(
-                "{why}: the template's objects were not used, the whole commit was fetched \
-                 instead (bake the template again)"
-            ),
-        );
-    }
-    Ok((lease, warnings, shallow))
-}
-
-/// The lease (ls-refs) and the objects between the base and `TIP_SHA`, beside each other; with
-/// `use_base` false (the template's objects are gone) the whole commit.
-fn fetch_difference(
-    opts: &RestoreOptions,
-    template: &TemplateRecord,
-    git_dir: &Path,
-    (http, read, caps): (&Http, &crate::wire::http::UrlSource, &fetch::Server),
-    use_base: bool,
-) -> Result<Fetched> {
-    let repo = crate::repo::open(git_dir)?;
-    let mut shallow = if use_base {
-        read_shallow(git_dir)?
-    } else {
-        Vec::new()
-    };
-    let have_tip = gix::objs::Exists::exists(&repo.objects, &opts.tip.id());
-    let interrupt = AtomicBool::new(false);
-    let pack_dir = git_dir.join("objects/pack");
-    let before = pack_indexes(&pack_dir)?;
-    let mut warnings = Vec::new();
-    let (remote_tip, fetched) = std::thread::scope(|scope| {
-        let lookup = scope.spawn(|| {
-            http.with_retries(read, "looking up the session branch", |url| {
-                fetch::ls_ref(http, url, caps, &opts.branch)
-            })
-        });
-        let fetched = if have_tip {
-            tracing::info!("{} is here already (an earlier boot fetched it)", opts.tip);
-            Ok(None)
-        } else if !use_base {
-            http.with_retries(read, "fetching the commit", |url| {
-                fetch::fetch_pack(http, url, caps, want(opts, &pack_dir, None), &interrupt)
-            })
-            .map(Some)
-        } else {
-            let haves = [template.base.id()];
-            let base = fetch::Base {
-                shallow: &shallow,
-                haves: &haves,
-                local: &repo.objects,
-            };
-            let thin = http.with_retries(read, "fetching the commit", |url| {
-                fetch::fetch_pack(
-                    http,
-                    url,
-                    caps,
-                    want(opts, &pack_dir, Some(base)),
-                    &interrupt,
-                )
-            });
-            match thin {
-                Err(e) if e.exit_code() == 6 => {
-                    // The cache must never fail a boot: fetch the whole commit instead.
-                    warnings.push(format!(
-                        "the fetch of what changed since the template's base {} failed ({e}): \
-                         fetched the whole commit instead",
-                        template.base
-                    ));
-                    http.with_retries(read, "fetching the commit", |url| {
-                        fetch::fetch_pack(http, url, caps, want(opts, &pack_dir, None), &interrupt)
-                    })
-                    .map(Some)
-                }
-                other => other.map(Some),
-            }
-        };
-        let remote_tip = lookup
-            .join()
-            .unwrap_or_else(|_| Err(Error::Internal("the lease lookup panicked".into())));
-        (remote_tip, fetched)
-    });
-    let (remote_tip, fetched) = (remote_tip?, fetched?);
-    if let Some(fetched) = fetched {
-        tracing::info!("received {} objects", fetched.objects);
-        if let Some(pack) = &fetched.pack_path {
-            let known = already_here(pack, &before)?;
-            // A thin pack holds only new objects, plus at most one appended delta base per
-            // delta; a server that ignored the `have` sends the unchanged objects too.
-            if known > 0 && u64::from(known) * 2 > u64::from(fetched.objects) {
-                warnings.push(format!(
-                    "the server did not use the template's base {} ({known} of the {} objects \
-                     it sent were in the template already): this boot fetched the whole commit; \
-                     bake the template again at a commit the server has",
-                    template.base, fetched.objects
-                ));
-            }
-        }
-        shallow.extend(fetched.shallow);
-    }
-    let lease = super::plan::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
-    Ok((lease, warnings, shallow))
-}
-
-/// The fetch of `TIP_SHA` into `pack_dir`, thin against `base` when given.
-fn want<'a>(
-    opts: &RestoreOptions,
-    pack_dir: &'a Path,
-    base: Option<fetch::Base<'a>>,
-) -> fetch::Want<'a> {
-    fetch::Want {
-        commit: opts.tip,
-        depth: Some(opts.depth.unwrap_or(1)),
-        pack_dir,
-        limits: opts.limits,
-        base,
-        observer: None,
-        filter: None,
-        more: &[],
-    }
-}
-
-/// The indexes of the packs in `pack_dir` (the template's, before the fetch).
-fn pack_indexes(pack_dir: &Path) -> Result<Vec<gix::odb::pack::index::File>> {
-    let entries = match std::fs::read_dir(pack_dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(format!("listing {}", pack_dir.display()), e)),
-    };
-    let mut out = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|e| Error::io(format!("listing {}", pack_dir.display()), e))?
-            .path();
-        if path.extension().is_some_and(|x| x == "idx") {
-            // An unreadable index is the odb's to report; here it only counts nothing.
-            if let Ok(idx) = gix::odb::pack::index::File::at(&path, gix::hash::Kind::Sha1) {
-                out.push(idx);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// How many objects of the pack at `pack` (its `.idx` beside it) the indexes `before` hold.
-fn already_here(pack: &Path, before: &[gix::odb::pack::index::File]) -> Result<u32> {
-    let idx = pack.with_extension("idx");
-    let received = gix::odb::pack::index::File::at(&idx, gix::hash::Kind::Sha1)
-        .map_err(|e| Error::internal(format!("reading {}", idx.display()), e))?;
-    let known = received
-        .iter()
-        .filter(|e| before.iter().any(|b| b.lookup(e.oid).is_some()))
-        .count();
-    Ok(u32::try_from(known).unwrap_or(u32::MAX))
-}
-
-/// Whether every parent of `commit` is in the repository (else it is a shallow commit).
-fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bool> {
-    let mut buf = Vec::new();
-    let objects = super::verify::Verified(&repo.objects);
-    let data = gix::objs::Find::try_find(&objects, &commit.id(), &mut buf)
-        .map_err(|e| Error::internal(format!("reading {commit}"), e))?
-        .ok_or_else(|| Error::Integrity(format!("the remote's pack does not contain {commit}")))?;
-    let parents: Vec<_> = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
-        .parent_ids()
-        .collect();
-    Ok(parents
-        .iter()
-        .all(|p| gix::objs::Exists::exists(&repo.objects, p)))
-}
-
-/// The commits listed in `.git/shallow`.
-fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
-    let path = git_dir.join("shallow");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
-    };
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            gix::ObjectId::from_hex(l.trim().as_bytes()).map_err(|_| {
-                Error::Internal(format!(
-                    "{} holds a malformed line '{l}': bake the template again",
-                    path.display()
-                ))
-            })
-        })
-        .collect()
-}
 
 /// What [`switch`] did.
-struct Switched {
+pub(super) struct Switched {
     /// Files written or removed.
-    files: usize,
+    pub(super) files: usize,
     /// One for each local change kept.
-    warnings: Vec<String>,
+    pub(super) warnings: Vec<String>,
 }
 
 /// What the switch will do, path by path, decided before anything is written.
 #[derive(Default)]
-struct Moves {
+pub(super) struct Moves {
     /// Paths to write from `TIP_SHA`.
     to_write: Vec<BString>,
     /// Files to remove (`TIP_SHA` has none there).
@@ -458,7 +44,7 @@ struct Moves {
 }
 
 /// Step 3: move the work tree from the base's tree to `TIP_SHA`'s, then write the index.
-fn switch(
+pub(super) fn switch(
     opts: &RestoreOptions,
     template: &TemplateRecord,
     repo: &gix::Repository,
@@ -468,8 +54,8 @@ fn switch(
     let started = std::time::Instant::now();
     let ms = || started.elapsed().as_millis();
     // Every object read from the template's packs is checked against its id.
-    let objects = super::verify::Verified(&repo.objects);
-    let tip_tree = super::verify::commit(&objects, opts.tip)?;
+    let objects = super::super::verify::Verified(&repo.objects);
+    let tip_tree = super::super::verify::commit(&objects, opts.tip)?;
     let mut index =
         checkout::index_from_tree(repo, &objects, tip_tree, opts.limits.max_tree_entries)?;
     tracing::debug!("switch: the index of {} built after {} ms", opts.tip, ms());
@@ -552,12 +138,12 @@ fn switch(
 }
 
 /// After the switch: the LFS files whose file holds their pointer (written by the switch, or
-/// baked so) get their content, as a git restore gives it (see [`super::lfs`]); files that hold
+/// baked so) get their content, as a git restore gives it (see [`super::super::lfs`]); files that hold
 /// anything else (the content baked in, or a local change) are left. Returns how many.
 ///
 /// # Errors
 /// Those of the LFS fetch and of writing the files and the index.
-fn lfs_after_switch(
+pub(super) fn lfs_after_switch(
     opts: &RestoreOptions,
     repo: &gix::Repository,
     http: &Http,
@@ -566,7 +152,7 @@ fn lfs_after_switch(
     let mut index = repo
         .open_index()
         .map_err(|e| Error::internal("reading the index", crate::error::chain(&e)))?;
-    let mut plan = super::lfs::find(repo, &index, opts.lfs, &mut |id| {
+    let mut plan = super::super::lfs::find(repo, &index, opts.lfs, &mut |id| {
         let mut buf = Vec::new();
         let data = gix::objs::Find::try_find(&repo.objects, id, &mut buf).ok()??;
         (data.data.len() as u64 <= crate::wire::lfs::MAX_POINTER_BYTES).then(|| data.data.to_vec())
@@ -598,8 +184,8 @@ fn lfs_after_switch(
         Some(url) => crate::wire::lfs::Endpoint::configured(url, read_url)?,
         None => crate::wire::lfs::Endpoint::of_remote(read_url),
     };
-    super::lfs::fetch(http, &endpoint, repo.git_dir(), &plan.files)?;
-    super::lfs::smudge(
+    super::super::lfs::fetch(http, &endpoint, repo.git_dir(), &plan.files)?;
+    super::super::lfs::smudge(
         &tree,
         Path::new(".git"),
         repo.git_dir(),
@@ -611,7 +197,7 @@ fn lfs_after_switch(
 }
 
 /// One warning per local change the switch kept.
-fn kept_warnings(opts: &RestoreOptions, kept: &[String]) -> Vec<String> {
+pub(super) fn kept_warnings(opts: &RestoreOptions, kept: &[String]) -> Vec<String> {
     kept.iter()
         .map(|p| {
             format!(
@@ -626,7 +212,7 @@ fn kept_warnings(opts: &RestoreOptions, kept: &[String]) -> Vec<String> {
 /// Decide every path: `index` is `TIP_SHA`'s, `old` the template's (the base's, with the stat
 /// data of the files as the bake wrote them); `cut_short` the paths an interrupted run of this
 /// boot was writing.
-fn plan_moves(
+pub(super) fn plan_moves(
     opts: &RestoreOptions,
     repo: &gix::Repository,
     index: &gix::index::File,
@@ -725,7 +311,11 @@ fn plan_moves(
 /// Untracked content in the way of a file `TIP_SHA` adds — a file or symlink where it has a
 /// folder, a folder with anything in it that is not a tracked file being removed — is exit 7,
 /// `--force` or not (as for a plain restore): the switch never deletes what it does not track.
-fn refuse_what_is_in_the_way(workdir: &Path, moves: &mut Moves, probe: &Probe) -> Result<()> {
+pub(super) fn refuse_what_is_in_the_way(
+    workdir: &Path,
+    moves: &mut Moves,
+    probe: &Probe,
+) -> Result<()> {
     let removed: std::collections::HashSet<&Path> =
         moves.to_remove.iter().map(PathBuf::as_path).collect();
     let mut in_the_way = Vec::new();
@@ -754,7 +344,7 @@ fn refuse_what_is_in_the_way(workdir: &Path, moves: &mut Moves, probe: &Probe) -
 }
 
 /// Whether everything below the folder `rel` is a file in `removed` (or an empty folder).
-fn only_removed_files_below(
+pub(super) fn only_removed_files_below(
     workdir: &Path,
     rel: &Path,
     removed: &std::collections::HashSet<&Path>,
@@ -773,7 +363,7 @@ fn only_removed_files_below(
 }
 
 /// Exit 7, nothing changed, when a local change meets a change of `TIP_SHA`'s.
-fn refuse_conflicts(
+pub(super) fn refuse_conflicts(
     opts: &RestoreOptions,
     template: &TemplateRecord,
     conflicts: &mut [String],
@@ -795,7 +385,7 @@ fn refuse_conflicts(
 }
 
 /// Remove the files `TIP_SHA` no longer has, and the folders that leaves empty.
-fn remove_files(tree: &Tree, paths: &[PathBuf]) -> Result<()> {
+pub(super) fn remove_files(tree: &Tree, paths: &[PathBuf]) -> Result<()> {
     for rel in paths {
         match tree.remove_file(rel) {
             Ok(()) => {}
@@ -822,7 +412,7 @@ fn remove_files(tree: &Tree, paths: &[PathBuf]) -> Result<()> {
 /// `.gitattributes` conversions as `TIP_SHA`'s tree asks, never through a symlink — and return
 /// the index of what was written, with its new stat data (`None`: nothing to write).
 /// `attributes` (`.gitattributes` files already as `TIP_SHA` has them) are written again too.
-fn write_files(
+pub(super) fn write_files(
     repo: &gix::Repository,
     tree: &Tree,
     index: &gix::index::File,
@@ -848,11 +438,12 @@ fn write_files(
         }
     }
     let mut part = gix::index::File::from_state(part, repo.index_path());
-    let mut form = super::write::WorktreeForm::new(repo, index)?;
-    let mut writer = super::write::Writer::new(tree, super::write::Overwrite { files: true });
+    let mut form = super::super::write::WorktreeForm::new(repo, index)?;
+    let mut writer =
+        super::super::write::Writer::new(tree, super::super::write::Overwrite { files: true });
     writer.write_entries(
         &mut part,
-        &super::verify::Verified(&repo.objects),
+        &super::super::verify::Verified(&repo.objects),
         &mut form,
     )?;
     Ok(Some(part))
@@ -865,7 +456,7 @@ fn write_files(
 /// against 350–450 µs). Their stat data goes into `stats`; returns the paths left for the
 /// checkout (new files, symlinks, big blobs, and hard-linked files, removed first so the
 /// checkout never writes through the link).
-fn write_in_place(
+pub(super) fn write_in_place(
     opts: &RestoreOptions,
     tree: &Tree,
     repo: &gix::Repository,
@@ -910,13 +501,13 @@ fn write_in_place(
 
 /// What [`write_in_place_part`] did: the paths left for the checkout, the stat data of the files
 /// written.
-struct InPlace {
+pub(super) struct InPlace {
     rest: Vec<BString>,
     stats: Vec<(BString, gix::index::entry::Stat)>,
 }
 
 /// [`write_in_place`] for the entries of one thread.
-fn write_in_place_part(
+pub(super) fn write_in_place_part(
     opts: &RestoreOptions,
     tree: &Tree,
     repo: &gix::Repository,
@@ -924,7 +515,7 @@ fn write_in_place_part(
     entries: &[&gix::index::Entry],
 ) -> Result<InPlace> {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-    let mut form = super::write::WorktreeForm::new(repo, index)?;
+    let mut form = super::super::write::WorktreeForm::new(repo, index)?;
     let mut done = InPlace {
         rest: Vec::new(),
         stats: Vec::with_capacity(entries.len()),
@@ -968,14 +559,15 @@ fn write_in_place_part(
             }
         };
         let mut file = file;
-        let blob =
-            gix::objs::Find::try_find(&super::verify::Verified(&repo.objects), &entry.id, &mut buf)
-                .map_err(|e| Error::internal(format!("reading {}", entry.id), e))?
-                .ok_or_else(|| {
-                    Error::Integrity(format!("blob {} of '{path}' is missing", entry.id))
-                })?
-                .data
-                .to_vec();
+        let blob = gix::objs::Find::try_find(
+            &super::super::verify::Verified(&repo.objects),
+            &entry.id,
+            &mut buf,
+        )
+        .map_err(|e| Error::internal(format!("reading {}", entry.id), e))?
+        .ok_or_else(|| Error::Integrity(format!("blob {} of '{path}' is missing", entry.id)))?
+        .data
+        .to_vec();
         let data = form.convert(blob, path)?;
         let io = |e| Error::io(format!("writing {}", full.display()), e);
         std::io::Write::write_all(&mut file, &data).map_err(io)?;
@@ -1000,7 +592,10 @@ fn write_in_place_part(
 
 /// Put the stat data of files known to hold their entry's content into `index`, so `git status`
 /// re-reads none of them.
-fn apply_stats(index: &mut gix::index::File, stats: &HashMap<BString, gix::index::entry::Stat>) {
+pub(super) fn apply_stats(
+    index: &mut gix::index::File,
+    stats: &HashMap<BString, gix::index::entry::Stat>,
+) {
     let (entries, backing) = index.entries_mut_and_pathbacking();
     for entry in entries {
         if let Some(stat) = stats.get(entry.path_in(backing)) {

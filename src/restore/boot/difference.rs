@@ -1,0 +1,248 @@
+//! Step 2 of the boot: fetch only the objects between the template's base and `TIP_SHA` (a thin
+//! pack completed from the tree's own objects).
+
+use super::super::options::RestoreOptions;
+use crate::error::{Error, Result};
+use crate::repo::template::TemplateRecord;
+use crate::types::FullSha;
+use crate::wire::http::Http;
+use crate::wire::upload_pack as fetch;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+/// What the fetch leaves: the lease, warnings, and the shallow commits afterwards.
+pub(super) type Fetched = (FullSha, Vec<String>, Vec<gix::ObjectId>);
+
+/// Step 2, on the template's packs once they are checked ([`super::super::verify`]): the cheap checks
+/// before the fetch, the checksum of every byte beside it. Packs that fail are removed and the
+/// whole commit is fetched instead, with a warning naming why — never a failed boot.
+pub(super) fn fetch_checked(
+    opts: &RestoreOptions,
+    template: &TemplateRecord,
+    git_dir: &Path,
+    http: &Http,
+    read: &crate::wire::http::UrlSource,
+    caps: &fetch::Server,
+) -> Result<Fetched> {
+    let pack_dir = git_dir.join("objects/pack");
+    let packs = super::super::verify::list(&pack_dir);
+    let mut damaged = super::super::verify::quick(&packs).err();
+    if damaged.is_some() {
+        super::super::verify::set_aside(&packs)?;
+    }
+    let full = {
+        let packs = if damaged.is_some() { Vec::new() } else { packs };
+        std::thread::spawn(move || super::super::verify::full(&packs))
+    };
+    let first = fetch_difference(
+        opts,
+        template,
+        git_dir,
+        (http, read, caps),
+        damaged.is_none(),
+    );
+    let checked = full
+        .join()
+        .unwrap_or_else(|_| Err("the check of the template's packs panicked".into()));
+    let (lease, mut warnings, shallow) = match (first, checked) {
+        (Ok(fetched), Ok(())) => fetched,
+        (Err(e), Ok(())) => return Err(e),
+        (_, Err(why)) => {
+            // The thin pack was completed from damaged objects: it goes too.
+            super::super::verify::set_aside(&super::super::verify::list(&pack_dir))?;
+            damaged = Some(why);
+            fetch_difference(opts, template, git_dir, (http, read, caps), false)?
+        }
+    };
+    if let Some(why) = damaged {
+        warnings.insert(
+            0,
+            format!(
+                "{why}: the template's objects were not used, the whole commit was fetched \
+                 instead (bake the template again)"
+            ),
+        );
+    }
+    Ok((lease, warnings, shallow))
+}
+
+/// The lease (ls-refs) and the objects between the base and `TIP_SHA`, beside each other; with
+/// `use_base` false (the template's objects are gone) the whole commit.
+pub(super) fn fetch_difference(
+    opts: &RestoreOptions,
+    template: &TemplateRecord,
+    git_dir: &Path,
+    (http, read, caps): (&Http, &crate::wire::http::UrlSource, &fetch::Server),
+    use_base: bool,
+) -> Result<Fetched> {
+    let repo = crate::repo::open(git_dir)?;
+    let mut shallow = if use_base {
+        read_shallow(git_dir)?
+    } else {
+        Vec::new()
+    };
+    let have_tip = gix::objs::Exists::exists(&repo.objects, &opts.tip.id());
+    let interrupt = AtomicBool::new(false);
+    let pack_dir = git_dir.join("objects/pack");
+    let before = pack_indexes(&pack_dir)?;
+    let mut warnings = Vec::new();
+    let (remote_tip, fetched) = std::thread::scope(|scope| {
+        let lookup = scope.spawn(|| {
+            http.with_retries(read, "looking up the session branch", |url| {
+                fetch::ls_ref(http, url, caps, &opts.branch)
+            })
+        });
+        let fetched = if have_tip {
+            tracing::info!("{} is here already (an earlier boot fetched it)", opts.tip);
+            Ok(None)
+        } else if !use_base {
+            http.with_retries(read, "fetching the commit", |url| {
+                fetch::fetch_pack(http, url, caps, want(opts, &pack_dir, None), &interrupt)
+            })
+            .map(Some)
+        } else {
+            let haves = [template.base.id()];
+            let base = fetch::Base {
+                shallow: &shallow,
+                haves: &haves,
+                local: &repo.objects,
+            };
+            let thin = http.with_retries(read, "fetching the commit", |url| {
+                fetch::fetch_pack(
+                    http,
+                    url,
+                    caps,
+                    want(opts, &pack_dir, Some(base)),
+                    &interrupt,
+                )
+            });
+            match thin {
+                Err(e) if e.exit_code() == 6 => {
+                    // The cache must never fail a boot: fetch the whole commit instead.
+                    warnings.push(format!(
+                        "the fetch of what changed since the template's base {} failed ({e}): \
+                         fetched the whole commit instead",
+                        template.base
+                    ));
+                    http.with_retries(read, "fetching the commit", |url| {
+                        fetch::fetch_pack(http, url, caps, want(opts, &pack_dir, None), &interrupt)
+                    })
+                    .map(Some)
+                }
+                other => other.map(Some),
+            }
+        };
+        let remote_tip = lookup
+            .join()
+            .unwrap_or_else(|_| Err(Error::Internal("the lease lookup panicked".into())));
+        (remote_tip, fetched)
+    });
+    let (remote_tip, fetched) = (remote_tip?, fetched?);
+    if let Some(fetched) = fetched {
+        tracing::info!("received {} objects", fetched.objects);
+        if let Some(pack) = &fetched.pack_path {
+            let known = already_here(pack, &before)?;
+            // A thin pack holds only new objects, plus at most one appended delta base per
+            // delta; a server that ignored the `have` sends the unchanged objects too.
+            if known > 0 && u64::from(known) * 2 > u64::from(fetched.objects) {
+                warnings.push(format!(
+                    "the server did not use the template's base {} ({known} of the {} objects \
+                     it sent were in the template already): this boot fetched the whole commit; \
+                     bake the template again at a commit the server has",
+                    template.base, fetched.objects
+                ));
+            }
+        }
+        shallow.extend(fetched.shallow);
+    }
+    let lease = super::super::plan::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
+    Ok((lease, warnings, shallow))
+}
+
+/// The fetch of `TIP_SHA` into `pack_dir`, thin against `base` when given.
+pub(super) fn want<'a>(
+    opts: &RestoreOptions,
+    pack_dir: &'a Path,
+    base: Option<fetch::Base<'a>>,
+) -> fetch::Want<'a> {
+    fetch::Want {
+        commit: opts.tip,
+        depth: Some(opts.depth.unwrap_or(1)),
+        pack_dir,
+        limits: opts.limits,
+        base,
+        observer: None,
+        filter: None,
+        more: &[],
+    }
+}
+
+/// The indexes of the packs in `pack_dir` (the template's, before the fetch).
+pub(super) fn pack_indexes(pack_dir: &Path) -> Result<Vec<gix::odb::pack::index::File>> {
+    let entries = match std::fs::read_dir(pack_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("listing {}", pack_dir.display()), e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|e| Error::io(format!("listing {}", pack_dir.display()), e))?
+            .path();
+        if path.extension().is_some_and(|x| x == "idx") {
+            // An unreadable index is the odb's to report; here it only counts nothing.
+            if let Ok(idx) = gix::odb::pack::index::File::at(&path, gix::hash::Kind::Sha1) {
+                out.push(idx);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// How many objects of the pack at `pack` (its `.idx` beside it) the indexes `before` hold.
+pub(super) fn already_here(pack: &Path, before: &[gix::odb::pack::index::File]) -> Result<u32> {
+    let idx = pack.with_extension("idx");
+    let received = gix::odb::pack::index::File::at(&idx, gix::hash::Kind::Sha1)
+        .map_err(|e| Error::internal(format!("reading {}", idx.display()), e))?;
+    let known = received
+        .iter()
+        .filter(|e| before.iter().any(|b| b.lookup(e.oid).is_some()))
+        .count();
+    Ok(u32::try_from(known).unwrap_or(u32::MAX))
+}
+
+/// Whether every parent of `commit` is in the repository (else it is a shallow commit).
+pub(super) fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bool> {
+    let mut buf = Vec::new();
+    let objects = super::super::verify::Verified(&repo.objects);
+    let data = gix::objs::Find::try_find(&objects, &commit.id(), &mut buf)
+        .map_err(|e| Error::internal(format!("reading {commit}"), e))?
+        .ok_or_else(|| Error::Integrity(format!("the remote's pack does not contain {commit}")))?;
+    let parents: Vec<_> = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+        .parent_ids()
+        .collect();
+    Ok(parents
+        .iter()
+        .all(|p| gix::objs::Exists::exists(&repo.objects, p)))
+}
+
+/// The commits listed in `.git/shallow`.
+pub(super) fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
+    let path = git_dir.join("shallow");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    };
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            gix::ObjectId::from_hex(l.trim().as_bytes()).map_err(|_| {
+                Error::Internal(format!(
+                    "{} holds a malformed line '{l}': bake the template again",
+                    path.display()
+                ))
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,130 @@
+//! The boot: `restore` into a baked template (`git-session bake`). Only the objects between the
+//! template's base and `TIP_SHA` are fetched (a thin pack, completed from the tree's own objects),
+//! and only the files that differ between the two commits are written or removed; untracked and
+//! ignored files (what the template build installed) are kept.
+//!
+//! In order, each step safe to repeat, so a kill anywhere is completed by the rerun:
+//! 1. the boot intent (`.git/git-session-boot.json`: branch and tip) is written;
+//! 2. the fetch: `want TIP_SHA`, a `shallow` line for every shallow commit, the base as `have`,
+//!    `thin-pack`, `deepen 1` (`gitprotocol-v2` "fetch"); skipped when `TIP_SHA` is already here;
+//!    failpoint `after-fetch`;
+//! 3. the switch: every path the two trees disagree on is classified against the work tree
+//!    (size and mtime against the index first; a file is read only when they differ or the
+//!    commit changes it): a file still as the base had it is written or removed; one already as
+//!    `TIP_SHA` has it (an earlier, killed boot) is left; a local change `TIP_SHA` leaves alone is
+//!    kept with a warning; a local change `TIP_SHA` also changes is a conflict (exit 7, nothing
+//!    changed; `--force` takes `TIP_SHA`'s version). Failpoint `mid-switch` after the removals;
+//! 4. the index of `TIP_SHA` (stat data kept for the files not written), refs, `shallow`, config,
+//!    the pre-push check; failpoint `before-record`;
+//! 5. the session record, then the template record and the intent are removed.
+//!
+//! Step 1 is `intent.rs`, step 2 `difference.rs`, step 3 `switch.rs` (with the LFS files after it);
+//! this file runs them in order and does steps 4 and 5.
+
+mod difference;
+mod intent;
+mod switch;
+
+use super::options::RestoreOptions;
+use super::probe::Survey;
+use super::report::RestoreReport;
+use crate::error::{Error, Refusal, Result};
+use crate::repo::layout::{self, OriginConfig};
+use crate::repo::session::SessionRecord;
+use crate::repo::template::TemplateRecord;
+use crate::wire::http::Http;
+use crate::wire::upload_pack as fetch;
+use difference::{fetch_checked, parents_here};
+use intent::{BOOT_INTENT, begin};
+use switch::{Switched, lfs_after_switch, switch};
+
+/// Boot the session `opts.branch` at `opts.tip` from the template in `opts.dir`.
+///
+/// # Errors
+/// Usage (2) without `READ_URL`; auth (4); network (5); integrity (6) for a wrong or incomplete
+/// pack; conflict (7) for a local change that `TIP_SHA` also changes, or another interrupted
+/// boot; not found (8); io (10).
+pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreReport> {
+    let git_dir = opts.dir.join(".git");
+    let intent = begin(opts, &git_dir)?;
+    let read = opts.read.as_ref().ok_or_else(|| {
+        Error::Usage(
+            Refusal::Missing,
+            "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE".into(),
+        )
+    })?;
+    let read_url = read.load()?;
+    let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
+    // The stat calls of the switch's plan depend on the template alone: made while the server
+    // computes the pack.
+    let survey = std::thread::spawn({
+        let (workdir, git_dir) = (opts.dir.clone(), git_dir.clone());
+        let (base, max_entries) = (template.base, opts.limits.max_tree_entries);
+        move || Survey::of(&workdir, &git_dir, base, max_entries)
+    });
+    let http = Http::new()?;
+    let caps = http.with_retries(read, "connecting", |url| {
+        fetch::handshake(&http, url, &opts.branch)
+    })?;
+    let (lease, mut warnings, shallow) =
+        fetch_checked(opts, template, &git_dir, &http, read, &caps)?;
+    crate::failpoint::hit("after-fetch");
+
+    let repo = crate::repo::open(&git_dir)?;
+    let mut shallow = shallow;
+    if !shallow.contains(&opts.tip.id()) && !parents_here(&repo, opts.tip)? {
+        // The fetch was skipped (an earlier, killed boot made it) or its shallow-info is gone.
+        shallow.push(opts.tip.id());
+    }
+    let Switched {
+        files,
+        warnings: kept,
+    } = switch(
+        opts,
+        template,
+        &repo,
+        intent,
+        survey.join().unwrap_or_default(),
+    )?;
+    warnings.extend(kept);
+    let lfs_files = lfs_after_switch(opts, &repo, &http, &read_url)?;
+    drop(repo);
+
+    let origin = OriginConfig {
+        url: Some(&read_url),
+        push_url: push_url.as_ref(),
+        branch: &opts.branch,
+        on_remote: !lease.is_zero(),
+        promisor: false,
+        promisor_filter: false,
+    };
+    layout::write_shallow(&git_dir, &shallow)?;
+    layout::write_ref(&git_dir, &opts.branch.full_ref(), opts.tip)?;
+    if lease == opts.tip {
+        layout::write_ref(&git_dir, &opts.branch.tracking_ref(), opts.tip)?;
+    }
+    crate::fs::write_atomic(
+        &git_dir.join("HEAD"),
+        format!("ref: {}\n", opts.branch.full_ref()).as_bytes(),
+    )?;
+    layout::write_config(&git_dir, &origin)?;
+    if lfs_files > 0 || git_dir.join("lfs/objects").is_dir() {
+        layout::add_lfs_config(&git_dir)?;
+    }
+    warnings.extend(crate::repo::prepush::remove_template_hooks(&git_dir)?);
+    crate::repo::prepush::install(&git_dir)?;
+    crate::failpoint::hit("before-record");
+    let record = SessionRecord::of_git_restore(
+        opts.branch.clone(),
+        opts.tip,
+        lease,
+        &read_url,
+        push_url.as_ref(),
+        opts.depth,
+    );
+    record.write(&git_dir)?;
+    let _ = std::fs::remove_file(TemplateRecord::path(&git_dir));
+    let _ = std::fs::remove_file(git_dir.join(BOOT_INTENT));
+    crate::fs::sync_dir(&git_dir);
+    Ok(RestoreReport::of_git(opts, lease, files, warnings))
+}
