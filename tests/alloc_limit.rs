@@ -82,15 +82,7 @@ fn the_binary_with_the_feature_refuses_allocations_over_the_limits() {
     w.serve_scratch(&scratch, "repo.git");
     let srv = GitServer::start(&w.srv(), None);
     let url = srv.url("repo.git", None);
-    let run = w.run(
-        &w.path("s"),
-        &["restore", "--json"],
-        &[
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", "s/big"),
-            ("TIP_SHA", &tip),
-        ],
-    );
+    let run = w.restore_with(&w.path("s"), &url, "s/big", &tip, &["--json"], &[]);
     assert_eq!(run.code, None, "{}", run.stderr);
     assert!(
         run.stderr

@@ -375,15 +375,8 @@ fn a_jwt_about_to_expire_is_warned_about_and_its_expiry_reported() {
     let expired = f
         .srv
         .url("repo.git", Some(&format!("t:{}", jwt(now() - 60))));
-    let run = f.w.run(
-        &f.w.path("t"),
-        &["restore", "--json"],
-        &[
-            ("READ_URL", &expired),
-            ("SESSION_BRANCH", "x"),
-            ("TIP_SHA", &f.ids[0]),
-        ],
-    );
+    let run =
+        f.w.restore_with(&f.w.path("t"), &expired, "x", &f.ids[0], &["--json"], &[]);
     run.assert_code(4);
     assert!(
         run.stderr.contains("credentials rejected"),
@@ -540,15 +533,7 @@ fn every_exit_code_has_its_kind() {
     assert!(run.stderr.contains("internal error"), "{}", run.stderr);
     // 2: usage.
     code(
-        &f.w.run(
-            &f.w.path("u"),
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", "abc"),
-            ],
-        ),
+        &f.w.restore_with(&f.w.path("u"), &url, "s", "abc", &["--json"], &[]),
         2,
         "usage",
     );
@@ -609,15 +594,7 @@ fn every_exit_code_has_its_kind() {
     std::fs::create_dir_all(&g).unwrap();
     std::fs::write(g.join("mine"), "x").unwrap();
     code(
-        &f.w.run(
-            &g,
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &f.ids[0]),
-            ],
-        ),
+        &f.w.restore_with(&g, &url, "s", &f.ids[0], &["--json"], &[]),
         7,
         "conflict",
     );

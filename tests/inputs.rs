@@ -34,15 +34,7 @@ fn refuses_every_kind_of_non_full_sha_without_a_request() {
     ];
     for (sha, reason) in cases {
         let dir = w.path("sandbox");
-        let run = w.run(
-            &dir,
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", "sessions/a"),
-                ("TIP_SHA", sha),
-            ],
-        );
+        let run = w.restore_with(&dir, &url, "sessions/a", sha, &["--json"], &[]);
         run.assert_code(2);
         let j = run.json();
         assert_eq!(j["ok"], false);
@@ -112,15 +104,7 @@ fn branch_names_follow_git_check_ref_format() {
             !git.status.success(),
             "git accepts {name:?}, the test is wrong"
         );
-        let run = w.run(
-            &w.path("sandbox"),
-            &["restore"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", name),
-                ("TIP_SHA", GOOD_SHA),
-            ],
-        );
+        let run = w.restore_with(&w.path("sandbox"), &url, name, GOOD_SHA, &[], &[]);
         run.assert_code(2);
         assert!(
             run.stderr.contains("invalid session branch name"),
@@ -135,16 +119,8 @@ fn branch_names_follow_git_check_ref_format() {
         w.git(w.tmp.path(), &["check-ref-format", "--branch", short]);
         let ids = w.git(&w.srv().join("repo.git"), &["rev-parse", "main"]);
         let dir = w.path(&format!("ok-{}", short.replace('/', "_")));
-        w.run(
-            &dir,
-            &["restore"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", name),
-                ("TIP_SHA", &ids),
-            ],
-        )
-        .assert_code(0);
+        w.restore_with(&dir, &url, name, &ids, &[], &[])
+            .assert_code(0);
         assert_eq!(
             w.git(&dir, &["symbolic-ref", "HEAD"]),
             format!("refs/heads/{short}")
@@ -205,15 +181,7 @@ fn missing_variables_are_named() {
         "{}",
         run.stderr
     );
-    let run = w.run(
-        &dir,
-        &["restore"],
-        &[
-            ("READ_URL", "ftp://h/r.git"),
-            ("SESSION_BRANCH", "s"),
-            ("TIP_SHA", GOOD_SHA),
-        ],
-    );
+    let run = w.restore_with(&dir, "ftp://h/r.git", "s", GOOD_SHA, &[], &[]);
     run.assert_code(2);
     assert!(
         run.stderr.contains("unsupported URL scheme"),

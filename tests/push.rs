@@ -579,16 +579,8 @@ fn a_one_file_edit_of_a_large_tree_sends_a_handful_of_objects() {
     let srv = GitServer::start(&w.srv(), None);
     let url = srv.url("big.git", None);
     let dir = w.path("s");
-    w.run(
-        &dir,
-        &["restore"],
-        &[
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", "s"),
-            ("TIP_SHA", &ids[0]),
-        ],
-    )
-    .assert_code(0);
+    w.restore_with(&dir, &url, "s", &ids[0], &[], &[])
+        .assert_code(0);
     std::fs::write(dir.join("d3/e3/f3.txt"), "changed\n").unwrap();
     w.git(&dir, &["commit", "-qam", "one edit"]);
     let bare = w.srv().join("big.git");
@@ -690,14 +682,13 @@ fn an_expired_jwt_is_named_in_the_auth_error() {
     assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
     assert!(!msg.contains(&jwt) && !run.stderr.contains(&jwt));
     // Restore names it too (it said only "the URL may have expired").
-    let run = s.w.run(
+    let run = s.w.restore_with(
         &s.w.path("b"),
-        &["restore", "--json"],
-        &[
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", "sessions/j"),
-            ("TIP_SHA", &s.ids[1]),
-        ],
+        &url,
+        "sessions/j",
+        &s.ids[1],
+        &["--json"],
+        &[],
     );
     run.assert_code(4);
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();

@@ -44,13 +44,7 @@ fn restore(
     sha: &str,
     extra: &[(&str, &str)],
 ) -> Run {
-    let mut vars = vec![
-        ("READ_URL", url),
-        ("SESSION_BRANCH", branch),
-        ("TIP_SHA", sha),
-    ];
-    vars.extend_from_slice(extra);
-    w.run(dir, &["restore", "--json"], &vars)
+    w.restore_with(dir, url, branch, sha, &["--json"], extra)
 }
 
 /// The checks every finished git restore must pass, judged by the git CLI.
@@ -393,15 +387,7 @@ fn other_content_is_a_conflict_unless_forced() {
     );
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
 
-    let run = w.run(
-        &dir,
-        &["restore", "--force"],
-        &[
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", "s"),
-            ("TIP_SHA", &ids[1]),
-        ],
-    );
+    let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force"], &[]);
     run.assert_code(0);
     assert_eq!(
         std::fs::read_to_string(dir.join("README.md")).unwrap(),
@@ -450,15 +436,7 @@ fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
         std::fs::create_dir_all(dir.join(at).parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(&elsewhere, dir.join(at)).unwrap();
         std::fs::write(dir.join("notes.txt"), "keep me\n").unwrap();
-        let run = w.run(
-            &dir,
-            &["restore", "--force", "--json"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &ids[1]),
-            ],
-        );
+        let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force", "--json"], &[]);
         run.assert_code(7);
         let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
         assert!(msg.contains(&dir.join(at).display().to_string()), "{msg}");
@@ -487,15 +465,7 @@ fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
     let dir = w.path("s-file");
     std::fs::create_dir_all(&dir).unwrap();
     std::os::unix::fs::symlink(elsewhere.join("mine.txt"), dir.join("README.md")).unwrap();
-    let run = w.run(
-        &dir,
-        &["restore", "--force"],
-        &[
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", "s"),
-            ("TIP_SHA", &ids[1]),
-        ],
-    );
+    let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force"], &[]);
     run.assert_code(0);
     assert_eq!(
         std::fs::read_to_string(dir.join("README.md")).unwrap(),
@@ -941,15 +911,7 @@ fn an_interrupted_restore_of_another_commit_is_a_conflict() {
         &[("GIT_SESSION_FAILPOINT", "mid-checkout")],
     );
     restore(&w, &dir, &url, "s", &ids[2], &[]).assert_code(7);
-    let run = w.run(
-        &dir,
-        &["restore", "--force"],
-        &[
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", "s"),
-            ("TIP_SHA", &ids[2]),
-        ],
-    );
+    let run = w.restore_with(&dir, &url, "s", &ids[2], &["--force"], &[]);
     run.assert_code(0);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), ids[2]);
 }
@@ -1316,17 +1278,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     let ids = fixture(&w);
     let srv = GitServer::start(&w.srv(), None);
     let url = srv.url("repo.git", None);
-    let force = |dir: &Path| {
-        w.run(
-            dir,
-            &["restore", "--force", "--json"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &ids[1]),
-            ],
-        )
-    };
+    let force = |dir: &Path| w.restore_with(dir, &url, "s", &ids[1], &["--force", "--json"], &[]);
     // A restore of ids[1] into `dir` killed at failpoint `point`.
     let killed_at = |dir: &Path, point: &str| {
         let run = restore(

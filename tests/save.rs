@@ -847,15 +847,8 @@ fn every_path_save_commits_restores_and_the_others_are_refused() {
         // Pushed: a restore of that tip into a new folder checks it out.
         let tip = s.head(&dir);
         let fresh = s.w.path(&format!("fresh{i}"));
-        let restore = s.w.run(
-            &fresh,
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", BRANCH),
-                ("TIP_SHA", &tip),
-            ],
-        );
+        let restore =
+            s.w.restore_with(&fresh, &url, BRANCH, &tip, &["--json"], &[]);
         assert_eq!(
             restore.code,
             Some(0),

@@ -34,16 +34,13 @@ fn served(w: &World, filter: bool) -> String {
 }
 
 fn restore(w: &World, dir: &Path, url: &str, tip: &str, extra: &[&str]) -> Run {
-    let mut args = vec!["restore", "--json"];
-    args.extend_from_slice(extra);
-    w.run(
+    w.restore_with(
         dir,
-        &args,
-        &[
-            ("READ_URL", url),
-            ("SESSION_BRANCH", "sessions/sparse"),
-            ("TIP_SHA", tip),
-        ],
+        url,
+        "sessions/sparse",
+        tip,
+        &[&["--json"][..], extra].concat(),
+        &[],
     )
 }
 
