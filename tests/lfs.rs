@@ -212,6 +212,16 @@ fn restore_against_with(
     data: &[u8],
     env: &[(&str, &str)],
 ) -> (Run, std::path::PathBuf) {
+    restore_files_against(w, lfs_url, &[("a.bin", data)], env)
+}
+
+/// A commit whose LFS files `files` (path, content) name objects only `lfs_url` serves, restored.
+fn restore_files_against(
+    w: &World,
+    lfs_url: &str,
+    files: &[(&str, &[u8])],
+    env: &[(&str, &str)],
+) -> (Run, std::path::PathBuf) {
     // The objects are not pushed anywhere real: the hostile server is the only LFS server.
     let scratch = w.scratch("hostile-lfs");
     std::fs::write(
@@ -224,12 +234,14 @@ fn restore_against_with(
         format!("[lfs]\n\turl = {lfs_url}\n"),
     )
     .unwrap();
-    let pointer = format!(
-        "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
-        oid(data),
-        data.len()
-    );
-    std::fs::write(scratch.join("a.bin"), pointer).unwrap();
+    for (path, data) in files {
+        let pointer = format!(
+            "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+            oid(data),
+            data.len()
+        );
+        std::fs::write(scratch.join(path), pointer).unwrap();
+    }
     let tip = w.commit_all(&scratch, "a pointer");
     w.serve_scratch(&scratch, "repo.git");
     let srv = GitServer::start(&w.srv(), Some(TOKEN));
@@ -353,6 +365,38 @@ fn a_keep_alive_connection_the_server_closed_while_idle_costs_no_attempt() {
     assert_eq!(std::fs::read(dir.join("a.bin")).unwrap(), data);
     let gets = lfs.requests().iter().filter(|r| r.method == "GET").count();
     assert_eq!(gets, 3, "{gets} downloads reached the server");
+}
+
+#[test]
+fn a_transfer_that_fails_for_good_ends_the_run_without_the_others_retries() {
+    // One object is missing (404, not retried); the other stalls. The run ends with the 404's
+    // exit 8 after the stalled attempt, not after all four (found by a helper's trial).
+    let w = World::new();
+    let (missing, stalled) = (b"missing\n".repeat(10), b"stalled\n".repeat(10));
+    let gone = oid(&missing);
+    let lfs = Scripted::start(move |seen, port| {
+        if seen.target.ends_with("/objects/batch") {
+            return batch_answer(seen, &|oid| format!("http://127.0.0.1:{port}/o/{oid}"), &[]);
+        }
+        if seen.target.ends_with(&gone) {
+            return Reply::Full(404, vec![], b"gone".to_vec());
+        }
+        Reply::Stall(80, b"s".to_vec())
+    });
+    let (run, dir) = restore_files_against(
+        &w,
+        &lfs.url("org/repo"),
+        &[("gone.bin", &missing), ("slow.bin", &stalled)],
+        &[("GIT_SESSION_READ_TIMEOUT_MS", "1000")],
+    );
+    assert_refused(&run, &dir, 8, "does not have LFS object");
+    let slow = oid(&stalled);
+    let tries = lfs
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.target.ends_with(&slow))
+        .count();
+    assert!(tries <= 2, "the stalled object was tried {tries} times");
 }
 
 #[test]

@@ -290,7 +290,9 @@ pub fn fetch(http: &Http, endpoint: &Endpoint, git_dir: &Path, files: &[LfsFile]
                     if has_failed() {
                         continue;
                     }
-                    if let Err(e) = fetch_one(stream, endpoint, git_dir, &action, &pointer) {
+                    if let Err(e) =
+                        fetch_one(stream, endpoint, git_dir, (&action, &pointer), &has_failed)
+                    {
                         fail(e);
                     }
                 }
@@ -308,14 +310,21 @@ fn fetch_one(
     stream: &Streaming<'_>,
     endpoint: &Endpoint,
     git_dir: &Path,
-    action: &wire::Action,
-    pointer: &Pointer,
+    (action, pointer): (&wire::Action, &Pointer),
+    stop: &dyn Fn() -> bool,
 ) -> Result<()> {
     let dest = object_path(git_dir, pointer);
     let tmp = git_dir
         .join("lfs/tmp")
         .join(format!("{}.part", pointer.oid));
     stream.http().retrying("fetching an LFS object", || {
+        // Another transfer failed for good: the run's error is that one, so no more attempts.
+        if stop() {
+            return Err(Error::Protocol(format!(
+                "LFS object {} not fetched: another transfer failed",
+                pointer.oid
+            )));
+        }
         let file = std::fs::File::create(&tmp)
             .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
         let mut out = std::io::BufWriter::with_capacity(256 << 10, file);
