@@ -1,10 +1,11 @@
 //! `restore` over git: the happy path, the lease, reruns, conflicts, faults, crashes, secrets.
 
 use std::path::Path;
+use std::sync::atomic::Ordering::SeqCst;
 
 use crate::support::{
     GitServer, Run, TOKEN, TestCa, World, all_files, assert_no_secret, git_session_peak_rss,
-    incompressible, userinfo,
+    incompressible, left_nothing, names_in, read_text, session_record, userinfo,
 };
 
 /// A repository with three commits on `main`: nested folders, an executable, a symlink, a file
@@ -45,6 +46,30 @@ fn restore(
     extra: &[(&str, &str)],
 ) -> Run {
     w.restore_with(dir, url, branch, sha, &["--json"], extra)
+}
+
+/// The fixture on a git server; with a token, the server asks for it and `url` carries it.
+struct Served {
+    w: World,
+    ids: Vec<String>,
+    srv: GitServer,
+    url: String,
+}
+
+impl Served {
+    fn start(token: Option<&str>) -> Self {
+        let w = World::new();
+        let ids = fixture(&w);
+        let srv = GitServer::start(&w.srv(), token);
+        let url = srv.url("repo.git", token.map(|_| userinfo()).as_deref());
+        Served { w, ids, srv, url }
+    }
+
+    /// `restore --json` of `sha` on the session branch `s` into `dir`, with `vars` besides.
+    fn restore(&self, dir: &Path, sha: &str, vars: &[(&str, &str)]) -> Run {
+        self.w
+            .restore_with(dir, &self.url, "s", sha, &["--json"], vars)
+    }
 }
 
 /// The checks every finished git restore must pass, judged by the git CLI.
@@ -91,14 +116,8 @@ fn restores_a_non_tip_commit_exactly() {
     assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
     assert_eq!(j["warnings"], serde_json::json!([]));
     assert_restored(&w, &dir, "sessions/abc", &ids[1]);
-    assert_eq!(
-        std::fs::read_to_string(dir.join("README.md")).unwrap(),
-        "two\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.join("gone.txt")).unwrap(),
-        "bye\n"
-    );
+    assert_eq!(read_text(dir.join("README.md")), "two\n");
+    assert_eq!(read_text(dir.join("gone.txt")), "bye\n");
     use std::os::unix::fs::PermissionsExt as _;
     let mode = std::fs::metadata(dir.join("bin/run.sh"))
         .unwrap()
@@ -229,8 +248,7 @@ fn lease_is_zero_tip_or_tip_with_warning() {
         "{warning}"
     );
     assert_restored(&w, &w.path("c"), "sessions/moved", &ids[1]);
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(w.path("c/.git/git-session.json")).unwrap()).unwrap();
+    let record = session_record(&w.path("c"));
     assert_eq!(record["lease"], ids[1].as_str());
     assert_eq!(record["tip"], ids[1].as_str());
     assert_eq!(record["branch"], "sessions/moved");
@@ -283,22 +301,20 @@ fn asks_for_one_ref_and_one_commit_over_protocol_v2() {
     assert!(!fetch.contains("include-tag"), "{fetch}");
     // A branch that merely shares the prefix is not taken for the session branch: the session is
     // new (the zero lease).
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(w.path("s/.git/git-session.json")).unwrap()).unwrap();
+    let record = session_record(&w.path("s"));
     assert_eq!(record["lease"], "0000000000000000000000000000000000000000");
 }
 
 #[test]
 fn depth_n_fetches_n_commits() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
+    let s = Served::start(None);
+    let Served { w, ids, url, .. } = &s;
     let dir = w.path("s");
     w.run(
         &dir,
         &["restore", "--depth", "2"],
         &[
-            ("READ_URL", &srv.url("repo.git", None)),
+            ("READ_URL", &url),
             ("SESSION_BRANCH", "s"),
             ("TIP_SHA", &ids[2]),
         ],
@@ -311,7 +327,7 @@ fn depth_n_fetches_n_commits() {
         &dir,
         &["restore", "--depth", "0"],
         &[
-            ("READ_URL", &srv.url("repo.git", None)),
+            ("READ_URL", &url),
             ("SESSION_BRANCH", "s"),
             ("TIP_SHA", &ids[2]),
         ],
@@ -326,28 +342,20 @@ fn depth_n_fetches_n_commits() {
 
 #[test]
 fn rerun_on_the_same_session_is_a_no_op_that_touches_nothing() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, srv, url } = &s;
     let dir = w.path("s");
-    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    s.restore(&dir, &ids[1], &[]).assert_code(0);
     std::fs::write(dir.join("README.md"), "local edit\n").unwrap();
     std::fs::write(dir.join("untracked.txt"), "mine\n").unwrap();
     let record_before = std::fs::read(dir.join(".git/git-session.json")).unwrap();
     srv.clear_log();
-    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    let run = s.restore(&dir, &ids[1], &[]);
     run.assert_code(0);
     assert_eq!(run.json()["noop"], true);
     assert!(srv.log().is_empty(), "a no-op rerun made requests");
-    assert_eq!(
-        std::fs::read_to_string(dir.join("README.md")).unwrap(),
-        "local edit\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.join("untracked.txt")).unwrap(),
-        "mine\n"
-    );
+    assert_eq!(read_text(dir.join("README.md")), "local edit\n");
+    assert_eq!(read_text(dir.join("untracked.txt")), "mine\n");
     assert_eq!(
         std::fs::read(dir.join(".git/git-session.json")).unwrap(),
         record_before
@@ -355,48 +363,36 @@ fn rerun_on_the_same_session_is_a_no_op_that_touches_nothing() {
     // After a local commit, HEAD descends from TIP_SHA: still a no-op.
     w.git(&dir, &["commit", "-qam", "local"]);
     let head = w.git(&dir, &["rev-parse", "HEAD"]);
-    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    s.restore(&dir, &ids[1], &[]).assert_code(0);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
     // Another session's tree: exit 2.
     let run = restore(&w, &dir, &url, "other", &ids[1], &[]);
-    run.assert_code(2);
-    assert!(run.stderr.contains("another session"), "{}", run.stderr);
+    run.assert_says(2, &["another session"]);
     // Same session, a commit HEAD does not descend from: exit 7, nothing changed.
-    let run = restore(&w, &dir, &url, "s", &ids[2], &[]);
+    let run = s.restore(&dir, &ids[2], &[]);
     run.assert_code(7);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
 }
 
 #[test]
 fn other_content_is_a_conflict_unless_forced() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, srv, url } = &s;
     let dir = w.path("s");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("README.md"), "precious\n").unwrap();
     std::fs::write(dir.join("notes.txt"), "keep me\n").unwrap();
-    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    let run = s.restore(&dir, &ids[1], &[]);
     run.assert_code(7);
     assert_eq!(run.json()["error"]["kind"], "conflict");
     assert!(srv.log().is_empty(), "a refused restore made requests");
-    assert_eq!(
-        std::fs::read_to_string(dir.join("README.md")).unwrap(),
-        "precious\n"
-    );
+    assert_eq!(read_text(dir.join("README.md")), "precious\n");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
 
     let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force"], &[]);
     run.assert_code(0);
-    assert_eq!(
-        std::fs::read_to_string(dir.join("README.md")).unwrap(),
-        "two\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
-        "keep me\n"
-    );
+    assert_eq!(read_text(dir.join("README.md")), "two\n");
+    assert_eq!(read_text(dir.join("notes.txt")), "keep me\n");
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), ids[1]);
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? notes.txt");
 
@@ -424,10 +420,8 @@ fn other_content_is_a_conflict_unless_forced() {
 /// (`src/deep`); a symlink where the commit has a file is overwritten as a tracked file.
 #[test]
 fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, url, .. } = &s;
     let elsewhere = w.path("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::fs::write(elsewhere.join("mine.txt"), "mine\n").unwrap();
@@ -438,7 +432,7 @@ fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
         std::fs::write(dir.join("notes.txt"), "keep me\n").unwrap();
         let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force", "--json"], &[]);
         run.assert_code(7);
-        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        let msg = run.error_message();
         assert!(msg.contains(&dir.join(at).display().to_string()), "{msg}");
         assert!(
             std::fs::symlink_metadata(dir.join(at))
@@ -448,18 +442,16 @@ fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
             "{link}: the symlink was replaced"
         );
         assert!(!dir.join(".git").exists(), "{link}: a .git was left");
-        let mut names: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["notes.txt", "src"], "{link}: something was written");
-        let mut there: Vec<_> = std::fs::read_dir(&elsewhere)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        there.sort();
-        assert_eq!(there, ["mine.txt"], "{link}: written through the symlink");
+        assert_eq!(
+            names_in(&dir),
+            ["notes.txt", "src"],
+            "{link}: something was written"
+        );
+        assert_eq!(
+            names_in(&elsewhere),
+            ["mine.txt"],
+            "{link}: written through the symlink"
+        );
     }
     // A symlink where the commit has a file: a tracked path, overwritten by --force.
     let dir = w.path("s-file");
@@ -467,14 +459,8 @@ fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
     std::os::unix::fs::symlink(elsewhere.join("mine.txt"), dir.join("README.md")).unwrap();
     let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force"], &[]);
     run.assert_code(0);
-    assert_eq!(
-        std::fs::read_to_string(dir.join("README.md")).unwrap(),
-        "two\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(elsewhere.join("mine.txt")).unwrap(),
-        "mine\n"
-    );
+    assert_eq!(read_text(dir.join("README.md")), "two\n");
+    assert_eq!(read_text(elsewhere.join("mine.txt")), "mine\n");
 }
 
 #[test]
@@ -531,7 +517,7 @@ fn wrong_token_is_an_auth_failure() {
         &[],
     );
     run.assert_code(4);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = run.error_message();
     assert!(
         msg.contains("credentials rejected") && msg.contains("expired"),
         "{msg}"
@@ -559,9 +545,7 @@ fn url_file_is_reread_once_after_a_401() {
         format!("{}\n", srv.url("repo.git", Some(&userinfo()))),
     )
     .unwrap();
-    srv.knobs
-        .unauthorized_next
-        .store(1, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.unauthorized_next.store(1, SeqCst);
     let dir = w.path("s");
     let run = w.run(
         &dir,
@@ -576,9 +560,7 @@ fn url_file_is_reread_once_after_a_401() {
     run.assert_code(0);
     assert_restored(&w, &dir, "s", &ids[0]);
     // The same with a plain variable: no second chance.
-    srv.knobs
-        .unauthorized_next
-        .store(1, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.unauthorized_next.store(1, SeqCst);
     restore(
         &w,
         &w.path("t"),
@@ -592,24 +574,18 @@ fn url_file_is_reread_once_after_a_401() {
 
 #[test]
 fn transient_failures_are_retried_then_give_up() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, srv, .. } = &s;
     // Fails twice, then answers: success.
-    srv.knobs
-        .fail_next
-        .store(2, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.fail_next.store(2, SeqCst);
     let dir = w.path("s");
-    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    s.restore(&dir, &ids[1], &[]).assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
     assert_eq!(srv.log().iter().filter(|e| e.status == 503).count(), 2);
     // Always failing: exit 5 after exactly 4 attempts.
     srv.clear_log();
-    srv.knobs
-        .fail_next
-        .store(1000, std::sync::atomic::Ordering::SeqCst);
-    let run = restore(&w, &w.path("t"), &url, "s", &ids[1], &[]);
+    srv.knobs.fail_next.store(1000, SeqCst);
+    let run = s.restore(&w.path("t"), &ids[1], &[]);
     run.assert_code(5);
     assert_eq!(run.json()["error"]["kind"], "network");
     assert_eq!(srv.log().len(), 4, "{:#?}", srv.log());
@@ -680,9 +656,7 @@ fn a_server_without_protocol_v2_is_fetched_from_over_v0_unless_v2_is_forced() {
     let ids = fixture(&w);
     // With the token: every run's output is searched for it (the v0 paths included).
     let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    srv.knobs
-        .v0_only
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.v0_only.store(true, SeqCst);
     let url = srv.url("repo.git", Some(&userinfo()));
     let run = restore(&w, &w.path("s"), &url, "s", &ids[1], &[]);
     run.assert_code(0);
@@ -700,7 +674,7 @@ fn a_server_without_protocol_v2_is_fetched_from_over_v0_unless_v2_is_forced() {
     );
 
     // The same retries as over v2: two failed requests, then a pack cut off half-way.
-    use std::sync::atomic::Ordering::SeqCst;
+    use SeqCst;
     srv.clear_log();
     srv.knobs.fail_next.store(2, SeqCst);
     srv.knobs.cut_post_after.store(300, SeqCst);
@@ -730,7 +704,7 @@ fn a_server_without_protocol_v2_is_fetched_from_over_v0_unless_v2_is_forced() {
     assert_eq!(srv.log().len(), 1, "a protocol error was retried");
     let t = w.path("t");
     assert!(
-        !t.exists() || std::fs::read_dir(&t).unwrap().count() == 0,
+        left_nothing(&t),
         "the refused restore wrote into the target"
     );
 
@@ -742,12 +716,7 @@ fn a_server_without_protocol_v2_is_fetched_from_over_v0_unless_v2_is_forced() {
         &ids[1],
         &[("GIT_SESSION_PROTOCOL", "3")],
     );
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("GIT_SESSION_PROTOCOL"),
-        "{}",
-        run.stderr
-    );
+    run.assert_says(2, &["GIT_SESSION_PROTOCOL"]);
 }
 
 #[test]
@@ -821,10 +790,8 @@ fn tip_that_is_not_a_commit_is_an_integrity_error() {
 
 #[test]
 fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, .. } = &s;
     for point in [
         "after-staging",
         "mid-early-checkout",
@@ -834,14 +801,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
         "after-publish",
     ] {
         let dir = w.path(&format!("s-{point}"));
-        let run = restore(
-            &w,
-            &dir,
-            &url,
-            "s",
-            &ids[1],
-            &[("GIT_SESSION_FAILPOINT", point)],
-        );
+        let run = s.restore(&dir, &ids[1], &[("GIT_SESSION_FAILPOINT", point)]);
         assert!(
             run.code.is_none() || run.code == Some(134),
             "{point}: not killed: {:?} {}",
@@ -888,7 +848,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
                 "{point}: git sees a repository"
             );
         }
-        let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+        let run = s.restore(&dir, &ids[1], &[]);
         run.assert_code(0);
         assert_eq!(run.json()["noop"], point == "after-publish", "{point}");
         assert_restored(&w, &dir, "s", &ids[1]);
@@ -897,20 +857,11 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
 
 #[test]
 fn an_interrupted_restore_of_another_commit_is_a_conflict() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, url, .. } = &s;
     let dir = w.path("s");
-    restore(
-        &w,
-        &dir,
-        &url,
-        "s",
-        &ids[1],
-        &[("GIT_SESSION_FAILPOINT", "mid-checkout")],
-    );
-    restore(&w, &dir, &url, "s", &ids[2], &[]).assert_code(7);
+    s.restore(&dir, &ids[1], &[("GIT_SESSION_FAILPOINT", "mid-checkout")]);
+    s.restore(&dir, &ids[2], &[]).assert_code(7);
     let run = w.restore_with(&dir, &url, "s", &ids[2], &["--force"], &[]);
     run.assert_code(0);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), ids[2]);
@@ -918,10 +869,8 @@ fn an_interrupted_restore_of_another_commit_is_a_conflict() {
 
 #[test]
 fn secrets_never_reach_output_logs_or_files() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let url = srv.url("repo.git", Some(&userinfo()));
+    let s = Served::start(Some(TOKEN));
+    let Served { w, ids, srv, url } = &s;
     let dir = w.path("s");
     let mut outputs = Vec::new();
     let trace = [("RUST_LOG", "trace")];
@@ -996,12 +945,11 @@ fn root_restore_hands_the_tree_to_the_directory_owner() {
         eprintln!("skipped: needs root");
         return;
     }
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
+    let s = Served::start(None);
+    let Served { w, ids, .. } = &s;
     let dir = w.path("owned");
     crate::support::give_to_nobody(&dir);
-    restore(&w, &dir, &srv.url("repo.git", None), "s", &ids[1], &[]).assert_code(0);
+    s.restore(&dir, &ids[1], &[]).assert_code(0);
     crate::support::assert_all_nobodys(&dir);
     // git, run as that user, sees a clean tree and no dubious ownership.
     if let Ok(out) = std::process::Command::new("setpriv")
@@ -1031,55 +979,32 @@ fn root_restore_hands_the_tree_to_the_directory_owner() {
 
 #[test]
 fn a_stalled_read_times_out_and_is_retried() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
-    srv.knobs
-        .stall_next
-        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let s = Served::start(None);
+    let Served { w, ids, srv, .. } = &s;
+    srv.knobs.stall_next.store(1, SeqCst);
     let dir = w.path("s");
-    restore(
-        &w,
-        &dir,
-        &url,
-        "s",
-        &ids[1],
-        &[("GIT_SESSION_READ_TIMEOUT_MS", "2000")],
-    )
-    .assert_code(0);
+    s.restore(&dir, &ids[1], &[("GIT_SESSION_READ_TIMEOUT_MS", "2000")])
+        .assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
-    srv.knobs
-        .stall_next
-        .store(4, std::sync::atomic::Ordering::SeqCst);
-    let run = restore(
-        &w,
+    srv.knobs.stall_next.store(4, SeqCst);
+    let run = s.restore(
         &w.path("t"),
-        &url,
-        "s",
         &ids[1],
         &[("GIT_SESSION_READ_TIMEOUT_MS", "2000")],
     );
-    run.assert_code(5);
-    assert!(run.stderr.contains("timed out"), "{}", run.stderr);
+    run.assert_says(5, &["timed out"]);
 }
 
 #[test]
 fn a_pack_cut_mid_stream_is_fetched_again() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, srv, .. } = &s;
     let dir = w.path("s");
     // Cut one POST response after 300 bytes, mid-pack: the ls-refs answer is shorter and passes
     // whole, the pack of the first fetch is cut, the retry gets it whole.
-    srv.knobs
-        .cut_post_after
-        .store(300, std::sync::atomic::Ordering::SeqCst);
-    srv.knobs
-        .cut_posts
-        .store(1, std::sync::atomic::Ordering::SeqCst);
-    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    srv.knobs.cut_post_after.store(300, SeqCst);
+    srv.knobs.cut_posts.store(1, SeqCst);
+    s.restore(&dir, &ids[1], &[]).assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
     let fetches = srv
         .log()
@@ -1088,11 +1013,9 @@ fn a_pack_cut_mid_stream_is_fetched_again() {
         .count();
     assert_eq!(fetches, 2, "the cut fetch was not retried once");
     // Cut every time: exit 5, nothing left behind.
-    srv.knobs
-        .cut_posts
-        .store(100, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.cut_posts.store(100, SeqCst);
     let t = w.path("t");
-    let run = restore(&w, &t, &url, "s", &ids[1], &[]);
+    let run = s.restore(&t, &ids[1], &[]);
     run.assert_code(5);
     // The message names the cause under the pack parser's own words.
     assert!(
@@ -1107,22 +1030,15 @@ fn a_pack_cut_mid_stream_is_fetched_again() {
 /// nothing written, and it is not fetched again: the server answered, the data is wrong.
 #[test]
 fn a_corrupt_pack_is_refused() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
-    srv.knobs
-        .pack_flips
-        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let s = Served::start(None);
+    let Served { w, ids, srv, .. } = &s;
+    srv.knobs.pack_flips.store(1, SeqCst);
     let dir = w.path("s");
-    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    let run = s.restore(&dir, &ids[1], &[]);
     run.assert_code(6);
     let msg = run.json()["error"]["message"].to_string();
     assert!(msg.contains("is corrupt"), "{msg}");
-    assert!(
-        !dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0,
-        "files left: {msg}"
-    );
+    assert!(left_nothing(&dir), "files left: {msg}");
     let fetches = srv
         .log()
         .iter()
@@ -1130,7 +1046,7 @@ fn a_corrupt_pack_is_refused() {
         .count();
     assert_eq!(fetches, 1, "a corrupt pack was fetched again");
     // The knob is spent: the same command now restores.
-    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    s.restore(&dir, &ids[1], &[]).assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
 }
 
@@ -1139,29 +1055,22 @@ fn a_corrupt_pack_is_refused() {
 /// a packet of its own.
 #[test]
 fn data_after_the_pack_is_refused() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, srv, .. } = &s;
     *srv.knobs.pack_junk.lock().unwrap() = Some(vec![b'x'; 80]);
     for (own_packet, name) in [(false, "same-packet"), (true, "own-packet")] {
-        srv.knobs
-            .pack_junk_own_packet
-            .store(own_packet, std::sync::atomic::Ordering::SeqCst);
+        srv.knobs.pack_junk_own_packet.store(own_packet, SeqCst);
         let dir = w.path(name);
-        let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+        let run = s.restore(&dir, &ids[1], &[]);
         run.assert_code(6);
         let msg = run.json()["error"]["message"].to_string();
         assert!(msg.contains("after the end of the pack"), "{name}: {msg}");
-        assert!(
-            !dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0,
-            "{name}: files left"
-        );
+        assert!(left_nothing(&dir), "{name}: files left");
     }
     // The same server without the junk: the restore works.
     *srv.knobs.pack_junk.lock().unwrap() = None;
     let dir = w.path("clean");
-    restore(&w, &dir, &url, "s", &ids[1], &[]).assert_code(0);
+    s.restore(&dir, &ids[1], &[]).assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
 }
 
@@ -1188,13 +1097,7 @@ fn a_sha256_remote_is_refused_clearly() {
         &"ab".repeat(20),
         &[],
     );
-    run.assert_code(2);
-    assert!(
-        run.stderr
-            .contains("SHA-256 repositories are not supported yet"),
-        "{}",
-        run.stderr
-    );
+    run.assert_says(2, &["SHA-256 repositories are not supported yet"]);
 }
 
 #[test]
@@ -1221,13 +1124,8 @@ fn a_tree_entry_at_the_staging_folder_is_refused() {
     let srv = GitServer::start(&w.srv(), None);
     let dir = w.path("s");
     let run = restore(&w, &dir, &srv.url("repo.git", None), "s", &commit, &[]);
-    run.assert_code(6);
-    assert!(
-        run.stderr.contains(".git-session-restore"),
-        "{}",
-        run.stderr
-    );
-    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().count() == 0);
+    run.assert_says(6, &[".git-session-restore"]);
+    assert!(left_nothing(&dir));
     assert!(!Path::new("/tmp/gs-staging-hook-ran").exists());
 }
 
@@ -1274,21 +1172,12 @@ fn a_large_pack_restores_with_bounded_memory() {
 /// rerun replaces only what the interrupted run wrote (a file it cut short included).
 #[test]
 fn forced_or_resumed_restores_delete_nothing_in_the_way() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, url, .. } = &s;
     let force = |dir: &Path| w.restore_with(dir, &url, "s", &ids[1], &["--force", "--json"], &[]);
     // A restore of ids[1] into `dir` killed at failpoint `point`.
     let killed_at = |dir: &Path, point: &str| {
-        let run = restore(
-            &w,
-            dir,
-            &url,
-            "s",
-            &ids[1],
-            &[("GIT_SESSION_FAILPOINT", point)],
-        );
+        let run = s.restore(dir, &ids[1], &[("GIT_SESSION_FAILPOINT", point)]);
         assert!(
             run.code.is_none() || run.code == Some(134),
             "{point}: {:?}",
@@ -1305,11 +1194,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
         std::fs::write(dir.join(make), "precious\n").unwrap();
         let run = force(&dir);
         run.assert_code(7);
-        assert_eq!(
-            std::fs::read_to_string(dir.join(make)).unwrap(),
-            "precious\n",
-            "{name}"
-        );
+        assert_eq!(read_text(dir.join(make)), "precious\n", "{name}");
         assert!(!dir.join(".git").exists(), "{name}");
         assert_eq!(all_files(&dir).len(), 1, "{name}: {:?}", all_files(&dir));
     }
@@ -1324,14 +1209,14 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     assert!(written.len() >= 2, "{written:?}");
     std::fs::write(&written[0], "user work\n").unwrap();
     std::fs::write(&written[1], "fil").unwrap(); // a prefix of "file NN\n"
-    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    let run = s.restore(&dir, &ids[1], &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = run.error_message();
     assert!(
         msg.contains(written[0].to_str().unwrap()) && msg.contains("did not write"),
         "{msg}"
     );
-    assert_eq!(std::fs::read_to_string(&written[0]).unwrap(), "user work\n");
+    assert_eq!(read_text(&written[0]), "user work\n");
     // The refused rerun rebuilt the staging folder, with a new pack index; make it clearly later
     // than the cut-short file, as when the person takes a while: the killed checkout's start
     // must still be the one judged by.
@@ -1347,7 +1232,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     }
     // Still an interrupted restore: once the edit is moved aside, the rerun completes it.
     std::fs::remove_file(&written[0]).unwrap();
-    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    let run = s.restore(&dir, &ids[1], &[]);
     run.assert_code(0);
     assert_restored(&w, &dir, "s", &ids[1]);
 
@@ -1360,7 +1245,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(10))
         .unwrap();
     drop(file);
-    let run = restore(&w, &dir, &url, "s", &ids[1], &[]);
+    let run = s.restore(&dir, &ids[1], &[]);
     run.assert_code(7);
     assert_eq!(std::fs::read(&readme).unwrap(), b"");
 
@@ -1391,7 +1276,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
         &[("SESSION_BRANCH", "s"), ("TIP_SHA", &ids[1])],
     );
     run.assert_code(0);
-    assert!(std::fs::read_to_string(&cut).unwrap().starts_with("file "));
+    assert!(read_text(&cut).starts_with("file "));
 }
 
 /// Two restores of one folder at once (a boot script run twice): both start together (barrier
@@ -1399,10 +1284,8 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
 /// and the tree is exact.
 #[test]
 fn two_restores_of_one_folder_at_once_both_succeed() {
-    let w = World::new();
-    let ids = fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let s = Served::start(None);
+    let Served { w, ids, .. } = &s;
     let dir = w.path("twice");
     let barrier = w.path("barrier");
     let barrier_dir = barrier.to_str().unwrap();
@@ -1412,7 +1295,7 @@ fn two_restores_of_one_folder_at_once_both_succeed() {
     ];
     let runs: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..2)
-            .map(|_| scope.spawn(|| restore(&w, &dir, &url, "s", &ids[1], &vars)))
+            .map(|_| scope.spawn(|| s.restore(&dir, &ids[1], &vars)))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });

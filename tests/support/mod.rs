@@ -177,6 +177,56 @@ impl Run {
         );
         self
     }
+
+    /// Assert the exit code and that stderr names every one of `words`.
+    #[track_caller]
+    pub fn assert_says(&self, code: i32, words: &[&str]) -> &Self {
+        self.assert_code(code);
+        for word in words {
+            assert!(
+                self.stderr.contains(word),
+                "no {word:?} in:\n{}",
+                self.stderr
+            );
+        }
+        self
+    }
+
+    /// The message of the error a `--json` run printed.
+    pub fn error_message(&self) -> String {
+        let j = self.json();
+        j["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// A file's text; panics if it is missing.
+#[track_caller]
+pub fn read_text(path: impl AsRef<Path>) -> String {
+    let path = path.as_ref();
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The names in `dir`, sorted.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// True when `dir` is absent or empty: what a refused restore leaves.
+pub fn left_nothing(dir: &Path) -> bool {
+    !dir.exists() || std::fs::read_dir(dir).unwrap().next().is_none()
+}
+
+/// The session record a restore wrote (`.git/git-session.json` below `dir`).
+pub fn session_record(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&read_text(dir.join(".git/git-session.json"))).unwrap()
 }
 
 impl World {
