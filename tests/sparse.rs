@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::support::{GitServer, Run, World};
+use crate::support::{GitServer, Run, World, read_text};
 
 const FILES: [(&str, &str); 6] = [
     ("top.txt", "top\n"),
@@ -17,20 +17,32 @@ const FILES: [(&str, &str); 6] = [
 ];
 const INSIDE: [&str; 4] = ["top.txt", "a/x.txt", "a/b/y.txt", "a/b/c/z.txt"];
 
-/// The repository, served with `uploadpack.allowFilter` as `filter` says; returns its commit.
-fn served(w: &World, filter: bool) -> String {
+/// The repository on a git server with `uploadpack.allowFilter` as `filter` says.
+struct Served {
+    w: World,
+    tip: String,
+    /// Serves as long as the test holds it.
+    _srv: GitServer,
+    url: String,
+}
+
+fn served(filter: bool) -> Served {
+    let w = World::new();
     let files: Vec<(&str, Option<&str>)> = FILES.iter().map(|(p, c)| (*p, Some(*c))).collect();
     let tip = w.repo("repo.git", &[&files]).pop().unwrap();
-    let bare = w.srv().join("repo.git");
+    let allow = if filter { "true" } else { "false" };
     w.git(
-        &bare,
-        &[
-            "config",
-            "uploadpack.allowFilter",
-            if filter { "true" } else { "false" },
-        ],
+        &w.srv().join("repo.git"),
+        &["config", "uploadpack.allowFilter", allow],
     );
-    tip
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    Served {
+        w,
+        tip,
+        _srv: srv,
+        url,
+    }
 }
 
 fn restore(w: &World, dir: &Path, url: &str, tip: &str, extra: &[&str]) -> Run {
@@ -49,7 +61,7 @@ fn assert_sparse(w: &World, dir: &Path) {
         let inside = INSIDE.contains(&path);
         assert_eq!(dir.join(path).exists(), inside, "{path}");
         if inside {
-            assert_eq!(std::fs::read_to_string(dir.join(path)).unwrap(), content);
+            assert_eq!(read_text(dir.join(path)), content);
         }
     }
     assert_eq!(w.git(dir, &["sparse-checkout", "list"]), "a/b");
@@ -66,17 +78,9 @@ fn assert_sparse(w: &World, dir: &Path) {
 
 #[test]
 fn a_sparse_restore_over_a_server_with_filter_is_a_partial_clone_of_the_cone() {
-    let w = World::new();
-    let tip = served(&w, true);
-    let srv = GitServer::start(&w.srv(), None);
+    let Served { w, tip, url, _srv } = served(true);
     let dir = w.path("s");
-    let run = restore(
-        &w,
-        &dir,
-        &srv.url("repo.git", None),
-        &tip,
-        &["--sparse", "a/b"],
-    );
+    let run = restore(&w, &dir, &url, &tip, &["--sparse", "a/b"]);
     run.assert_code(0);
     assert_eq!(run.json()["sparse"], serde_json::json!(["a/b"]));
     assert_eq!(run.json()["files"], 4, "the files written: the cone's");
@@ -102,9 +106,7 @@ fn a_sparse_restore_over_a_server_with_filter_is_a_partial_clone_of_the_cone() {
 
 #[test]
 fn a_sparse_restore_over_a_server_without_filter_writes_the_whole_pack_sparsely() {
-    let w = World::new();
-    let tip = served(&w, false);
-    let srv = GitServer::start(&w.srv(), None);
+    let Served { w, tip, url, _srv } = served(false);
     let dir = w.path("s");
     let file = w.tmp.path().join("cone");
     std::fs::write(&file, "# the cone\na/b/\n").unwrap();
@@ -112,7 +114,7 @@ fn a_sparse_restore_over_a_server_without_filter_writes_the_whole_pack_sparsely(
         &dir,
         &["restore", "--json"],
         &[
-            ("READ_URL", &srv.url("repo.git", None)),
+            ("READ_URL", &url),
             ("SESSION_BRANCH", "sessions/sparse"),
             ("TIP_SHA", &tip),
             ("GIT_SESSION_SPARSE_FILE", file.to_str().unwrap()),
@@ -131,10 +133,7 @@ fn a_sparse_restore_over_a_server_without_filter_writes_the_whole_pack_sparsely(
 
 #[test]
 fn save_from_a_sparse_tree_keeps_what_is_outside_the_cone() {
-    let w = World::new();
-    let tip = served(&w, true);
-    let srv = GitServer::start(&w.srv(), None);
-    let url = srv.url("repo.git", None);
+    let Served { w, tip, url, _srv } = served(true);
     let dir = w.path("s");
     restore(&w, &dir, &url, &tip, &["--sparse", "a/b"]).assert_code(0);
     std::fs::write(dir.join("a/b/y.txt"), "changed\n").unwrap();
@@ -183,11 +182,8 @@ fn a_sparse_folder_that_is_not_one_is_refused_before_any_network_io() {
 #[test]
 fn a_sparse_restore_killed_mid_way_is_completed_by_the_rerun() {
     for point in ["after-fetch", "mid-checkout"] {
-        let w = World::new();
-        let tip = served(&w, true);
-        let srv = GitServer::start(&w.srv(), None);
+        let Served { w, tip, url, _srv } = served(true);
         let dir = w.path("s");
-        let url = srv.url("repo.git", None);
         let killed = w.run(
             &dir,
             &["restore", "--json", "--sparse", "a/b"],
@@ -206,17 +202,9 @@ fn a_sparse_restore_killed_mid_way_is_completed_by_the_rerun() {
 
 #[test]
 fn a_sparse_folder_the_tree_lacks_is_named_in_a_warning() {
-    let w = World::new();
-    let tip = served(&w, true);
-    let srv = GitServer::start(&w.srv(), None);
+    let Served { w, tip, url, _srv } = served(true);
     let dir = w.path("s");
-    let run = restore(
-        &w,
-        &dir,
-        &srv.url("repo.git", None),
-        &tip,
-        &["--sparse", "a/b", "a/bb"],
-    );
+    let run = restore(&w, &dir, &url, &tip, &["--sparse", "a/b", "a/bb"]);
     run.assert_code(0);
     let warnings = run.json()["warnings"].to_string();
     assert!(
