@@ -163,6 +163,17 @@ fn work_tree_files(dir: &Path) -> Vec<String> {
     files
 }
 
+impl Held {
+    /// [`Held::new`] of `files` as `(path, content)` pairs.
+    fn of(files: &[(String, String)]) -> Self {
+        let list: Vec<(&str, Option<&str>)> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+            .collect();
+        Held::new(&list)
+    }
+}
+
 fn numbered(n: usize) -> Vec<(String, String)> {
     (0..n)
         .map(|i| {
@@ -183,11 +194,7 @@ fn files_are_written_while_the_pack_is_still_on_the_wire() {
     let mut files = numbered(40);
     files.push(("run.sh".into(), "#!/bin/sh\necho hi\n".into()));
     files.push(("link".into(), "->d0/f00.txt".into()));
-    let list: Vec<(&str, Option<&str>)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
-        .collect();
-    let h = Held::new(&list);
+    let h = Held::of(&files);
     let dir = h.w.path("s");
     let mut child = h.spawn(&dir, &[]);
     // Ready once every regular file holds its whole content (a file is created, then written).
@@ -208,11 +215,7 @@ fn files_are_written_while_the_pack_is_still_on_the_wire() {
             "{path}"
         );
     }
-    use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(dir.join("run.sh"))
-        .unwrap()
-        .permissions()
-        .mode();
+    let mode = crate::support::mode_of(&dir.join("run.sh"));
     assert!(mode & 0o100 != 0, "run.sh is not executable: {mode:o}");
     let (code, stderr) = h.wait(child);
     assert_eq!(code, Some(0), "{stderr}");
@@ -295,11 +298,7 @@ fn files_the_attributes_may_convert_wait_for_the_checkout_after_the_transfer() {
 #[test]
 fn a_kill_during_the_early_checkout_is_completed_by_the_rerun() {
     let files = numbered(12);
-    let list: Vec<(&str, Option<&str>)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
-        .collect();
-    let h = Held::new(&list);
+    let h = Held::of(&files);
     let dir = h.w.path("s");
     let child = h.spawn(&dir, &[("GIT_SESSION_FAILPOINT", "mid-early-checkout")]);
     let started = Instant::now();

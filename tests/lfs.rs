@@ -73,11 +73,7 @@ fn lfs_files_are_restored_from_a_real_lfs_server_and_read_clean_to_git_lfs() {
             assert_eq!(&std::fs::read(object_path(&dir, data)).unwrap(), data);
         }
     }
-    use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(dir.join("tool.bin"))
-        .unwrap()
-        .permissions()
-        .mode();
+    let mode = crate::support::mode_of(&dir.join("tool.bin"));
     assert_eq!(mode & 0o111, 0o111, "tool.bin is executable: {mode:o}");
     // git with git-lfs (configured by the restore alone: HOME's config is empty) sees no change,
     // and git-lfs finds every object it needs.

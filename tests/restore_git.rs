@@ -118,11 +118,7 @@ fn restores_a_non_tip_commit_exactly() {
     assert_restored(&w, &dir, "sessions/abc", &ids[1]);
     assert_eq!(read_text(dir.join("README.md")), "two\n");
     assert_eq!(read_text(dir.join("gone.txt")), "bye\n");
-    use std::os::unix::fs::PermissionsExt as _;
-    let mode = std::fs::metadata(dir.join("bin/run.sh"))
-        .unwrap()
-        .permissions()
-        .mode();
+    let mode = crate::support::mode_of(&dir.join("bin/run.sh"));
     assert_eq!(mode & 0o111, 0o111, "exec bit lost");
     assert_eq!(
         std::fs::read_link(dir.join("link-to-readme")).unwrap(),
@@ -465,18 +461,10 @@ fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
 
 #[test]
 fn missing_commit_is_not_found_and_leaves_nothing() {
-    let w = World::new();
-    fixture(&w);
-    let srv = GitServer::start(&w.srv(), None);
+    let s = Served::start(None);
+    let Served { w, srv, .. } = &s;
     let dir = w.path("s");
-    let run = restore(
-        &w,
-        &dir,
-        &srv.url("repo.git", None),
-        "s",
-        &"ab".repeat(20),
-        &[],
-    );
+    let run = s.restore(&dir, &"ab".repeat(20), &[]);
     run.assert_code(8);
     let j = run.json();
     assert_eq!(j["error"]["kind"], "not_found");
