@@ -192,6 +192,20 @@ impl Run {
         self
     }
 
+    /// Assert the run was killed at failpoint `point` (SIGKILL, or abort's 134) and said so.
+    #[track_caller]
+    pub fn assert_killed_at(&self, point: &str) -> &Self {
+        assert!(
+            self.code.is_none() || self.code == Some(134),
+            "{point}: not killed: {:?} {}",
+            self.code,
+            self.stderr
+        );
+        let said = format!("failpoint '{point}'");
+        assert!(self.stderr.contains(&said), "{point}: {}", self.stderr);
+        self
+    }
+
     /// The message of the error a `--json` run printed.
     pub fn error_message(&self) -> String {
         let j = self.json();
