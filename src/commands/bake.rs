@@ -8,7 +8,7 @@ use crate::cli::BakeArgs;
 use crate::error::{Error, Refusal, Result};
 use crate::inputs;
 use crate::output::Success;
-use crate::restore::{RestoreOptions, TEMPLATE_BRANCH, restore_git};
+use crate::restore::{Git, RestoreOptions, TEMPLATE_BRANCH, restore};
 use crate::types::SessionBranch;
 
 /// Run `bake` in `dir` (already resolved from `-C`/`SESSION_DIR`).
@@ -48,7 +48,7 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
         template: true,
         cache: None,
     };
-    let report = restore_git(&opts)?;
+    let report = restore(&opts, &mut Git::default())?;
     let human = if report.noop {
         format!(
             "{} already holds a template baked at {tip}; nothing to do",

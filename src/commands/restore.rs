@@ -6,19 +6,22 @@ use crate::cli::{From, RestoreArgs};
 use crate::error::{Error, Refusal, Result};
 use crate::inputs;
 use crate::output::Success;
-use crate::restore::archive::{ArchiveOptions, ArchiveSource, Limits, Strip, restore_archive};
-use crate::restore::{RestoreOptions, RestoreReport, restore_git};
+use crate::restore::archive::{ArchiveOptions, ArchiveSource, Limits, Strip};
+use crate::restore::{Archive, Git, RestoreOptions, RestoreReport, restore};
 
 /// Run `restore` in `dir` (already resolved from `-C`/`SESSION_DIR`).
 ///
 /// # Errors
-/// See [`restore_git`]; usage errors (exit 2) for invalid or missing inputs come first.
+/// See [`restore`]; usage errors (exit 2) for invalid or missing inputs come first.
 pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
     let (opts, from, archive_source) = validate(args, dir)?;
     let expiry = expiry_warnings(&opts)?;
     let mut report = match from {
-        From::Git => restore_git(&opts)?,
-        From::Archive => restore_archive(&opts, &archive_options(args, archive_source)?)?,
+        From::Git => restore(&opts, &mut Git::default())?,
+        From::Archive => {
+            let options = archive_options(args, archive_source)?;
+            restore(&opts, &mut Archive::new(&options))?
+        }
     };
     report.warnings.extend(expiry);
     if report.noop

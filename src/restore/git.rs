@@ -1,112 +1,134 @@
 //! The git path of `restore`: look up the session branch (the lease), fetch exactly `TIP_SHA`, verify
 //! it, check it out, configure `origin`, record the session.
 
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use super::checkout;
 use super::early::EarlyCheckout;
 use super::options::RestoreOptions;
-use super::plan::decide;
+use super::plan::Plan;
 use super::report::RestoreReport;
-use super::staging::abandon;
-use super::staging::begin_staging;
-use super::staging::publish;
+use super::source::{Prepared, Source};
 use crate::error::{Error, Refusal, Result};
 use crate::fs::tree::Tree;
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::SessionRecord;
+use crate::repo::template::TemplateRecord;
 use crate::types::FullSha;
 use crate::wire::http::Http;
 use crate::wire::lfs::Endpoint;
 use crate::wire::upload_pack as fetch;
 
-/// Restore `opts.tip` from `opts.read` over smart HTTP protocol v2 into `opts.dir`.
+/// The git source of a restore: `opts.tip` fetched from `opts.read` over smart HTTP (protocol v2,
+/// v0 where the server has no v2), verified and checked out.
 ///
 /// # Errors
-/// Usage (2) for another session's tree or a SHA-256 remote; auth (4); network (5); integrity (6)
-/// for a wrong object or an unsafe tree entry; conflict (7) for content in the way; not found (8);
-/// io (10) when the disk refuses.
-#[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
-pub fn restore_git(opts: &RestoreOptions) -> Result<RestoreReport> {
-    let created_dir = !opts.dir.exists();
-    let _lock = super::target::lock_target(&opts.dir)?;
-    let plan = match decide(opts)? {
-        super::plan::Decision::Restore(plan) => plan,
-        super::plan::Decision::Done(noop) => return Ok(*noop),
-        super::plan::Decision::Boot(template) => return super::boot::boot(opts, &template),
-    };
-    let mut cache_warning = None;
-    if let Some(cache) = opts
-        .cache
-        .as_deref()
-        .filter(|_| plan.empty && !opts.template)
-    {
-        match super::cache::seed(opts, cache) {
-            Ok(template) => return super::boot::boot(opts, &template),
-            Err(why) => {
-                cache_warning = Some(format!(
-                    "the cache {} was not used ({why}): the whole commit is fetched",
-                    cache.display()
-                ));
+/// Usage (2) for a SHA-256 remote; auth (4); network (5); integrity (6) for a wrong object or an
+/// unsafe tree entry; not found (8); io (10) when the disk refuses.
+#[derive(Default)]
+pub struct Git {
+    /// The client and the server's capabilities, once connected.
+    connected: Option<(Http, fetch::Server)>,
+    /// Why the cache was not used.
+    cache_warning: Option<String>,
+    /// Whether anything was written into the target.
+    written_any: std::cell::Cell<bool>,
+}
+
+impl Source for Git {
+    fn boot(&mut self, opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreReport> {
+        super::boot::boot(opts, template)
+    }
+
+    fn prepare(&mut self, opts: &RestoreOptions, plan: &Plan) -> Result<Prepared> {
+        if let Some(cache) = opts
+            .cache
+            .as_deref()
+            .filter(|_| plan.empty && !opts.template)
+        {
+            match super::cache::seed(opts, cache) {
+                Ok(template) => return Ok(Prepared::Boot(template)),
+                Err(why) => {
+                    self.cache_warning = Some(format!(
+                        "the cache {} was not used ({why}): the whole commit is fetched",
+                        cache.display()
+                    ));
+                }
             }
         }
+        let read = read_source(opts)?;
+        let http = Http::new()?;
+        let caps = http.with_retries(read, "connecting", |url| {
+            fetch::handshake(&http, url, &opts.branch)
+        })?;
+        self.connected = Some((http, caps));
+        Ok(Prepared::Restore)
     }
-    let read = opts.read.as_ref().ok_or_else(|| {
-        Error::Usage(Refusal::Missing, "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
-    })?;
-    let http = Http::new()?;
-    let caps = http.with_retries(read, "connecting", |url| {
-        fetch::handshake(&http, url, &opts.branch)
-    })?;
-    let staging = begin_staging(opts, &plan)?;
-    // The one handle every write into the tree goes through (SPEC rule 7).
-    let tree = Tree::open(&opts.dir)
-        .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
-    let run = Run {
-        tree: &tree,
-        opts,
-        plan: &plan,
-        read,
-        http: &http,
-        caps: &caps,
-        staging: &staging,
-        read_url: read.load()?,
-        push_url: opts.push.as_ref().map(|p| p.load()).transpose()?,
-        written_any: std::cell::Cell::new(false),
-        lfs_files: std::cell::Cell::new(0),
-        notes: Default::default(),
-        // A sparse restore is a partial clone where the server can make one (v2 `filter`).
-        filtered: opts.sparse.is_some()
-            && matches!(caps, fetch::Server::V2(_))
-            && fetch::fetch_supports(&caps, "filter"),
-    };
-    let result = run.restore().map(|mut report| {
-        report.warnings.extend(cache_warning);
-        report
-    });
-    if result.is_err() && !run.written_any.get() && !plan.interrupted {
-        abandon(&staging);
-        if created_dir {
-            // Nothing was written: leave no empty folder behind either.
-            let _ = std::fs::remove_dir(&opts.dir);
+
+    fn fill(
+        &mut self,
+        opts: &RestoreOptions,
+        plan: &Plan,
+        staging: &Path,
+    ) -> Result<(SessionRecord, RestoreReport)> {
+        let read = read_source(opts)?;
+        let (http, caps) = self
+            .connected
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a git restore filled before it connected".into()))?;
+        // The one handle every write into the tree goes through (SPEC rule 7).
+        let tree = Tree::open(&opts.dir)
+            .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
+        let run = Run {
+            tree: &tree,
+            opts,
+            plan,
+            read,
+            http,
+            caps,
+            staging,
+            read_url: read.load()?,
+            push_url: opts.push.as_ref().map(|p| p.load()).transpose()?,
+            written_any: &self.written_any,
+            lfs_files: std::cell::Cell::new(0),
+            notes: Default::default(),
+            // A sparse restore is a partial clone where the server can make one (v2 `filter`).
+            filtered: opts.sparse.is_some()
+                && matches!(caps, fetch::Server::V2(_))
+                && fetch::fetch_supports(caps, "filter"),
+        };
+        let mut result = run.restore();
+        if let Ok((_, report)) = &mut result {
+            report.warnings.extend(self.cache_warning.take());
         }
+        result
     }
-    result
+
+    fn wrote_into_target(&self) -> bool {
+        self.written_any.get()
+    }
+}
+
+fn read_source(opts: &RestoreOptions) -> Result<&crate::wire::http::UrlSource> {
+    opts.read.as_ref().ok_or_else(|| {
+        Error::Usage(Refusal::Missing, "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
+    })
 }
 
 /// One git restore once the target is planned and the staging folder begun.
 struct Run<'a> {
     opts: &'a RestoreOptions,
-    plan: &'a super::plan::Plan,
+    plan: &'a Plan,
     read: &'a crate::wire::http::UrlSource,
     http: &'a Http,
     caps: &'a fetch::Server,
-    staging: &'a std::path::Path,
+    staging: &'a Path,
     tree: &'a Tree,
     read_url: crate::types::RemoteUrl,
     push_url: Option<crate::types::RemoteUrl>,
     /// Whether anything was written into the target: a failure then keeps the intent.
-    written_any: std::cell::Cell<bool>,
+    written_any: &'a std::cell::Cell<bool>,
     /// The commit is fetched without blobs (a sparse restore's partial clone).
     filtered: bool,
     /// LFS files written with their content.
@@ -127,7 +149,7 @@ impl Run<'_> {
         }
     }
 
-    fn restore(&self) -> Result<RestoreReport> {
+    fn restore(&self) -> Result<(SessionRecord, RestoreReport)> {
         let opts = self.opts;
         if opts.template {
             layout::init_template(self.staging, opts.tip)?;
@@ -171,12 +193,12 @@ impl Run<'_> {
         }))
     }
 
-    /// After the fetch: configure, check out, record.
+    /// After the fetch: configure, check out; the record to publish.
     fn finish(
         &self,
         (lease, fetched, mut warnings): (FullSha, fetch::Fetched, Vec<String>),
         early: &[super::early::Written],
-    ) -> Result<RestoreReport> {
+    ) -> Result<(SessionRecord, RestoreReport)> {
         let opts = self.opts;
         tracing::info!("received {} objects", fetched.objects);
         crate::failpoint::hit("after-fetch");
@@ -211,11 +233,10 @@ impl Run<'_> {
             self.push_url.as_ref(),
             opts.depth,
         );
-        publish(opts, self.staging, &record)?;
         warnings.extend(self.notes.take());
         let mut report = RestoreReport::of_git(opts, lease, files, warnings);
         report.extras = extras;
-        Ok(report)
+        Ok((record, report))
     }
 
     /// Fetch the commit, and beside it look up the session branch (one ref: neither needs the

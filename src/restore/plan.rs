@@ -12,7 +12,7 @@ use crate::types::{FullSha, SessionBranch};
 use std::path::{Path, PathBuf};
 
 /// How restore may write into the target, decided from its state.
-pub(super) struct Plan {
+pub(crate) struct Plan {
     /// Files the commit tracks may be overwritten.
     pub(super) overwrite: bool,
     /// Only what an interrupted restore of this commit left may be replaced (`overwrite` without

@@ -18,15 +18,14 @@ pub use extract::Strip;
 pub use tar_stream::Limits;
 
 use super::options::RestoreOptions;
-use super::plan::decide;
+use super::plan::Plan;
 use super::report::RestoreReport;
-use super::staging::abandon;
-use super::staging::begin_staging;
-use super::staging::publish;
+use super::source::{Prepared as Next, Source};
 use crate::error::{Error, Refusal, Result};
 use crate::fs::tree::{Kind, Tree};
 use crate::repo::layout::{self, OriginConfig};
-use crate::repo::session::{SessionRecord, Source, now_rfc3339};
+use crate::repo::session::{self, SessionRecord, now_rfc3339};
+use crate::repo::template::TemplateRecord;
 use crate::types::FullSha;
 use crate::types::RemoteUrl;
 use crate::wire::http::{Http, Request, UrlSource};
@@ -59,68 +58,115 @@ pub struct ArchiveOptions {
 /// The folder inside the staging git dir that receives the extracted tree.
 const TREE_DIR: &str = "tree";
 
-/// Restore `opts.tip` from an archive.
+/// The archive source of a restore: a tar.gz of `opts.tip`, checked whole, then moved into place.
 ///
 /// # Errors
-/// Usage (2) for another session's tree; auth (4) and network (5) for a URL source; integrity (6)
-/// for an unsafe entry, a corrupt or truncated stream, or a commit id that is not `TIP_SHA`;
-/// conflict (7) for content in the way.
-#[tracing::instrument(skip_all, fields(branch = %opts.branch, tip = %opts.tip))]
-pub fn restore_archive(opts: &RestoreOptions, archive: &ArchiveOptions) -> Result<RestoreReport> {
-    let target_existed = opts.dir.exists();
-    let _lock = super::target::lock_target(&opts.dir)?;
-    let plan = match decide(opts)? {
-        super::plan::Decision::Restore(plan) => plan,
-        super::plan::Decision::Done(noop) => return Ok(*noop),
-        super::plan::Decision::Boot(template) => {
-            return Err(Error::Usage(
-                Refusal::NotASessionFolder,
-                format!(
-                    "{} holds a template baked at {}: boot it with a git restore (no --from archive)",
-                    opts.dir.display(),
-                    template.base
-                ),
-            ));
-        }
-    };
-    let mut warnings = Vec::new();
-    let http = Http::new()?;
-    let (lease, filter) = look_up_lease(&http, opts, &mut warnings)?;
-    // A file source is opened before anything is created: a wrong path changes nothing.
-    let file = match &archive.source {
-        ArchiveSource::File(path) => Some(std::fs::File::open(path).map_err(|e| {
-            Error::Usage(
-                Refusal::Invalid,
-                format!("cannot open the archive {}: {e}", path.display()),
-            )
-        })?),
-        _ => None,
-    };
-    let staging = begin_staging(opts, &plan)?;
-    let mut run = Staged {
-        opts,
-        archive,
-        plan: &plan,
-        staging: &staging,
-        http: &http,
-        lease,
-        filter,
-        warnings,
-        moving: false,
-    };
-    let result = run.restore(file);
-    if result.is_err() && !run.moving && !plan.interrupted {
-        // Nothing of the archive reached the target: remove the staging folder, the target is as
-        // it was. A failure while moving entries (local I/O) keeps it, with its intent, so that
-        // the next run completes the move; so does completing an interrupted restore, whose
-        // files are already in the target. A target folder this run created goes too (only if
-        // empty: `remove_dir` never deletes content).
-        abandon(&staging);
-        if !target_existed {
-            let _ = std::fs::remove_dir(&opts.dir);
+/// Auth (4) and network (5) for a URL source; integrity (6) for an unsafe entry, a corrupt or
+/// truncated stream, or a commit id that is not `TIP_SHA`; a template in the target is usage (2).
+pub struct Archive<'a> {
+    options: &'a ArchiveOptions,
+    /// What [`Source::prepare`] found: the client, the lease, whether the remote's `fetch` takes
+    /// `filter`, the archive file, and the warnings so far.
+    prepared: Option<Prepared>,
+    /// Entries have begun to move into the target.
+    moving: bool,
+}
+
+struct Prepared {
+    http: Http,
+    lease: FullSha,
+    filter: bool,
+    file: Option<std::fs::File>,
+    warnings: Vec<String>,
+}
+
+impl<'a> Archive<'a> {
+    /// The source that reads the archive as `options` say.
+    pub fn new(options: &'a ArchiveOptions) -> Self {
+        Archive {
+            options,
+            prepared: None,
+            moving: false,
         }
     }
-    result
+}
+
+impl Source for Archive<'_> {
+    fn boot(&mut self, opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreReport> {
+        Err(Error::Usage(
+            Refusal::NotASessionFolder,
+            format!(
+                "{} holds a template baked at {}: boot it with a git restore (no --from archive)",
+                opts.dir.display(),
+                template.base
+            ),
+        ))
+    }
+
+    fn prepare(&mut self, opts: &RestoreOptions, _plan: &Plan) -> Result<Next> {
+        let mut warnings = Vec::new();
+        let http = Http::new()?;
+        let (lease, filter) = look_up_lease(&http, opts, &mut warnings)?;
+        // A file source is opened before anything is created: a wrong path changes nothing.
+        let file = match &self.options.source {
+            ArchiveSource::File(path) => Some(std::fs::File::open(path).map_err(|e| {
+                Error::Usage(
+                    Refusal::Invalid,
+                    format!("cannot open the archive {}: {e}", path.display()),
+                )
+            })?),
+            _ => None,
+        };
+        self.prepared = Some(Prepared {
+            http,
+            lease,
+            filter,
+            file,
+            warnings,
+        });
+        Ok(Next::Restore)
+    }
+
+    fn fill(
+        &mut self,
+        opts: &RestoreOptions,
+        plan: &Plan,
+        staging: &Path,
+    ) -> Result<(SessionRecord, RestoreReport)> {
+        let Some(Prepared {
+            http,
+            lease,
+            filter,
+            file,
+            warnings,
+            ..
+        }) = self.prepared.take()
+        else {
+            return Err(Error::Internal(
+                "an archive restore filled before it was prepared".into(),
+            ));
+        };
+        let mut run = Staged {
+            opts,
+            archive: self.options,
+            plan,
+            staging,
+            http: &http,
+            lease,
+            filter,
+            warnings,
+            moving: false,
+        };
+        let result = run.restore(file);
+        // A failure while moving entries (local I/O) keeps the staging folder, with its intent,
+        // so that the next run completes the move.
+        self.moving = run.moving;
+        result
+    }
+
+    fn wrote_into_target(&self) -> bool {
+        self.moving
+    }
 }
 
 /// The lease: asked of the remote when a READ_URL is known, else `TIP_SHA`; and whether the
@@ -157,7 +203,7 @@ fn look_up_lease(
 struct Staged<'a> {
     opts: &'a RestoreOptions,
     archive: &'a ArchiveOptions,
-    plan: &'a super::plan::Plan,
+    plan: &'a Plan,
     staging: &'a Path,
     http: &'a Http,
     lease: FullSha,
@@ -169,8 +215,9 @@ struct Staged<'a> {
 }
 
 impl Staged<'_> {
-    /// Build the git dir, extract and check the archive, move it into place, publish the record.
-    fn restore(&mut self, file: Option<std::fs::File>) -> Result<RestoreReport> {
+    /// Build the git dir, extract and check the archive, move it into place; the record to
+    /// publish.
+    fn restore(&mut self, file: Option<std::fs::File>) -> Result<(SessionRecord, RestoreReport)> {
         let opts = self.opts;
         let (read_public, push_public) = self.init_git_dir()?;
         let tree = self.staging.join(TREE_DIR);
@@ -206,19 +253,18 @@ impl Staged<'_> {
             branch: opts.branch.clone(),
             tip: opts.tip,
             lease: self.lease,
-            source: Source::Archive,
+            source: session::Source::Archive,
             restored_at: now_rfc3339(),
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
             read_url: read_public,
             push_url: push_public,
             depth: opts.depth,
         };
-        publish(opts, self.staging, &record)?;
-        Ok(RestoreReport {
+        let report = RestoreReport {
             branch: opts.branch.clone(),
             tip: opts.tip,
             lease: self.lease,
-            source: Source::Archive,
+            source: session::Source::Archive,
             noop: false,
             files: extracted.files + extracted.symlinks,
             warnings: std::mem::take(&mut self.warnings),
@@ -226,7 +272,8 @@ impl Staged<'_> {
                 lfs_files,
                 ..Default::default()
             },
-        })
+        };
+        Ok((record, report))
     }
 
     /// Replace the tree's Git LFS pointer files by their objects (see [`super::lfs`]), as a git
