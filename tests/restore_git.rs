@@ -310,20 +310,20 @@ fn depth_n_fetches_n_commits() {
         &dir,
         &["restore", "--depth", "2"],
         &[
-            ("READ_URL", &url),
+            ("READ_URL", url),
             ("SESSION_BRANCH", "s"),
             ("TIP_SHA", &ids[2]),
         ],
     )
     .assert_code(0);
     assert_eq!(w.git(&dir, &["rev-list", "--count", "HEAD"]), "2");
-    assert_restored(&w, &dir, "s", &ids[2]);
+    assert_restored(w, &dir, "s", &ids[2]);
     let dir = w.path("full");
     w.run(
         &dir,
         &["restore", "--depth", "0"],
         &[
-            ("READ_URL", &url),
+            ("READ_URL", url),
             ("SESSION_BRANCH", "s"),
             ("TIP_SHA", &ids[2]),
         ],
@@ -362,7 +362,7 @@ fn rerun_on_the_same_session_is_a_no_op_that_touches_nothing() {
     s.restore(&dir, &ids[1], &[]).assert_code(0);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
     // Another session's tree: exit 2.
-    let run = restore(&w, &dir, &url, "other", &ids[1], &[]);
+    let run = restore(w, &dir, url, "other", &ids[1], &[]);
     run.assert_says(2, &["another session"]);
     // Same session, a commit HEAD does not descend from: exit 7, nothing changed.
     let run = s.restore(&dir, &ids[2], &[]);
@@ -385,7 +385,7 @@ fn other_content_is_a_conflict_unless_forced() {
     assert_eq!(read_text(dir.join("README.md")), "precious\n");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
 
-    let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force"], &[]);
+    let run = w.restore_with(&dir, url, "s", &ids[1], &["--force"], &[]);
     run.assert_code(0);
     assert_eq!(read_text(dir.join("README.md")), "two\n");
     assert_eq!(read_text(dir.join("notes.txt")), "keep me\n");
@@ -401,7 +401,7 @@ fn other_content_is_a_conflict_unless_forced() {
             &foreign,
             args,
             &[
-                ("READ_URL", &url),
+                ("READ_URL", url),
                 ("SESSION_BRANCH", "s"),
                 ("TIP_SHA", &ids[1]),
             ],
@@ -426,7 +426,7 @@ fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
         std::fs::create_dir_all(dir.join(at).parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(&elsewhere, dir.join(at)).unwrap();
         std::fs::write(dir.join("notes.txt"), "keep me\n").unwrap();
-        let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force", "--json"], &[]);
+        let run = w.restore_with(&dir, url, "s", &ids[1], &["--force", "--json"], &[]);
         run.assert_code(7);
         let msg = run.error_message();
         assert!(msg.contains(&dir.join(at).display().to_string()), "{msg}");
@@ -453,7 +453,7 @@ fn forced_restore_refuses_a_symlink_where_the_commit_has_a_folder() {
     let dir = w.path("s-file");
     std::fs::create_dir_all(&dir).unwrap();
     std::os::unix::fs::symlink(elsewhere.join("mine.txt"), dir.join("README.md")).unwrap();
-    let run = w.restore_with(&dir, &url, "s", &ids[1], &["--force"], &[]);
+    let run = w.restore_with(&dir, url, "s", &ids[1], &["--force"], &[]);
     run.assert_code(0);
     assert_eq!(read_text(dir.join("README.md")), "two\n");
     assert_eq!(read_text(elsewhere.join("mine.txt")), "mine\n");
@@ -481,7 +481,7 @@ fn missing_commit_is_not_found_and_leaves_nothing() {
     );
     // A repository that does not exist: also 8.
     let run = restore(
-        &w,
+        w,
         &w.path("t"),
         &srv.url("nope.git", None),
         "s",
@@ -568,7 +568,7 @@ fn transient_failures_are_retried_then_give_up() {
     srv.knobs.fail_next.store(2, SeqCst);
     let dir = w.path("s");
     s.restore(&dir, &ids[1], &[]).assert_code(0);
-    assert_restored(&w, &dir, "s", &ids[1]);
+    assert_restored(w, &dir, "s", &ids[1]);
     assert_eq!(srv.log().iter().filter(|e| e.status == 503).count(), 2);
     // Always failing: exit 5 after exactly 4 attempts.
     srv.clear_log();
@@ -587,7 +587,7 @@ fn transient_failures_are_retried_then_give_up() {
     let port = dead.local_addr().unwrap().port();
     drop(dead);
     let run = restore(
-        &w,
+        w,
         &w.path("u"),
         &format!("http://127.0.0.1:{port}/repo.git"),
         "s",
@@ -829,7 +829,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
         let run = s.restore(&dir, &ids[1], &[]);
         run.assert_code(0);
         assert_eq!(run.json()["noop"], point == "after-publish", "{point}");
-        assert_restored(&w, &dir, "s", &ids[1]);
+        assert_restored(w, &dir, "s", &ids[1]);
     }
 }
 
@@ -840,7 +840,7 @@ fn an_interrupted_restore_of_another_commit_is_a_conflict() {
     let dir = w.path("s");
     s.restore(&dir, &ids[1], &[("GIT_SESSION_FAILPOINT", "mid-checkout")]);
     s.restore(&dir, &ids[2], &[]).assert_code(7);
-    let run = w.restore_with(&dir, &url, "s", &ids[2], &["--force"], &[]);
+    let run = w.restore_with(&dir, url, "s", &ids[2], &["--force"], &[]);
     run.assert_code(0);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), ids[2]);
 }
@@ -878,7 +878,7 @@ fn secrets_never_reach_output_logs_or_files() {
             crate::support::pct(TOKEN)
         )),
     );
-    for (u, sha) in [(&bad, &ids[0]), (&url, &"cd".repeat(20))] {
+    for (u, sha) in [(&bad, &ids[0]), (url, &"cd".repeat(20))] {
         let run = w.run(
             &w.path("f"),
             &["-vv", "restore", "--json"],
@@ -893,7 +893,7 @@ fn secrets_never_reach_output_logs_or_files() {
     }
     let run = w.run(
         &w.path("g"),
-        &["restore", "--read-url", &url],
+        &["restore", "--read-url", url],
         &[("SESSION_BRANCH", "s"), ("TIP_SHA", &ids[0])],
     );
     run.assert_code(2);
@@ -958,7 +958,7 @@ fn a_stalled_read_times_out_and_is_retried() {
     let dir = w.path("s");
     s.restore(&dir, &ids[1], &[("GIT_SESSION_READ_TIMEOUT_MS", "2000")])
         .assert_code(0);
-    assert_restored(&w, &dir, "s", &ids[1]);
+    assert_restored(w, &dir, "s", &ids[1]);
     srv.knobs.stall_next.store(4, SeqCst);
     let run = s.restore(
         &w.path("t"),
@@ -978,7 +978,7 @@ fn a_pack_cut_mid_stream_is_fetched_again() {
     srv.knobs.cut_post_after.store(300, SeqCst);
     srv.knobs.cut_posts.store(1, SeqCst);
     s.restore(&dir, &ids[1], &[]).assert_code(0);
-    assert_restored(&w, &dir, "s", &ids[1]);
+    assert_restored(w, &dir, "s", &ids[1]);
     let fetches = srv
         .log()
         .iter()
@@ -1020,7 +1020,7 @@ fn a_corrupt_pack_is_refused() {
     assert_eq!(fetches, 1, "a corrupt pack was fetched again");
     // The knob is spent: the same command now restores.
     s.restore(&dir, &ids[1], &[]).assert_code(0);
-    assert_restored(&w, &dir, "s", &ids[1]);
+    assert_restored(w, &dir, "s", &ids[1]);
 }
 
 /// Data after the pack's checksum is refused (exit 6, nothing written), as `git index-pack` refuses
@@ -1044,7 +1044,7 @@ fn data_after_the_pack_is_refused() {
     *srv.knobs.pack_junk.lock().unwrap() = None;
     let dir = w.path("clean");
     s.restore(&dir, &ids[1], &[]).assert_code(0);
-    assert_restored(&w, &dir, "s", &ids[1]);
+    assert_restored(w, &dir, "s", &ids[1]);
 }
 
 #[test]
@@ -1147,7 +1147,7 @@ fn a_large_pack_restores_with_bounded_memory() {
 fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     let s = Served::start(None);
     let Served { w, ids, url, .. } = &s;
-    let force = |dir: &Path| w.restore_with(dir, &url, "s", &ids[1], &["--force", "--json"], &[]);
+    let force = |dir: &Path| w.restore_with(dir, url, "s", &ids[1], &["--force", "--json"], &[]);
     // A restore of ids[1] into `dir` killed at failpoint `point`.
     let killed_at = |dir: &Path, point: &str| {
         s.restore(dir, &ids[1], &[("GIT_SESSION_FAILPOINT", point)])
@@ -1203,7 +1203,7 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     std::fs::remove_file(&written[0]).unwrap();
     let run = s.restore(&dir, &ids[1], &[]);
     run.assert_code(0);
-    assert_restored(&w, &dir, "s", &ids[1]);
+    assert_restored(w, &dir, "s", &ids[1]);
 
     // A person's edit that only shortens a file (here: empties it), made after the kill, is not
     // mistaken for a file the kill cut short.
@@ -1287,7 +1287,7 @@ fn two_restores_of_one_folder_at_once_both_succeed() {
         "{:?}",
         runs.iter().map(|r| &r.stderr).collect::<Vec<_>>()
     );
-    assert_restored(&w, &dir, "s", &ids[1]);
+    assert_restored(w, &dir, "s", &ids[1]);
 }
 
 /// Submodules are not fetched yet (`--submodules` is issue 25's): a restore leaves each gitlink
