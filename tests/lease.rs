@@ -73,17 +73,6 @@ impl Setup {
         vars.extend_from_slice(extra);
         self.w.run(dir, &["save", "-m", message, "--json"], &vars)
     }
-
-    fn remote_state(&self, dir: &Path) -> String {
-        let url = self.url();
-        let run = self.w.run(
-            dir,
-            &["status", "--remote", "--json"],
-            &[("READ_URL", &url)],
-        );
-        run.assert_code(0);
-        run.json()["remote_state"].as_str().unwrap().to_owned()
-    }
 }
 
 /// Sandbox B's lease is behind (A saved): `git pull` (merge, then rebase) and `git push` in B are
@@ -606,68 +595,7 @@ fn the_check_holds_for_other_spellings_moves_and_work_trees() {
     run.assert_code(0);
     assert_eq!(run.json()["tip"], ca.as_str());
 
-    // A hook manager's folder removed after the check was put back: `git commit` still works.
-    let husky = a.join(".husky/_");
-    std::fs::create_dir_all(&husky).unwrap();
-    std::fs::write(husky.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(
-        husky.join("pre-commit"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    s.w.git(&a, &["config", "core.hooksPath", ".husky/_"]);
-    s.w.run(&a, &["status"], &[]).assert_code(0);
-    std::fs::remove_dir_all(a.join(".husky")).unwrap();
-    s.commit(&a, "a.txt", "a3\n");
-    s.w.git(&a, &["reset", "-q", "--hard", "HEAD~1"]);
-
-    // core.hooksPath in a work tree's own config (extensions.worktreeConfig).
-    s.w.git(&a, &["config", "extensions.worktreeConfig", "true"]);
-    s.w.git(
-        &a,
-        &[
-            "config",
-            "--worktree",
-            "core.hooksPath",
-            "/nonexistent-hooks",
-        ],
-    );
-    let run = s.w.run(&a, &["status", "--json"], &[]);
-    run.assert_code(0);
-    assert!(
-        run.json()["warnings"]
-            .to_string()
-            .contains("core.hooksPath"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        !s.w.git_output(&a, &["config", "--worktree", "core.hooksPath"])
-            .status
-            .success()
-    );
-
-    // pre-commit's migration: our hook kept as pre-push.legacy, which its hook runs.
-    let hooks = a.join(".git/hooks");
-    std::fs::rename(hooks.join("pre-push"), hooks.join("pre-push.legacy")).unwrap();
-    std::fs::write(
-        hooks.join("pre-push"),
-        "#!/bin/sh\nexec \"$(dirname \"$0\")/pre-push.legacy\" \"$@\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        hooks.join("pre-push"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    let run = s.w.run(&a, &["status", "--json"], &[]);
-    assert_eq!(
-        run.json()["warnings"],
-        serde_json::json!([]),
-        "{}",
-        run.stdout
-    );
+    hook_managers_keep_the_check(&s, &a);
 
     // In a linked work tree: exit 2, naming the main tree.
     let wt = s.w.path("a-wt");
@@ -694,6 +622,69 @@ fn the_check_holds_for_other_spellings_moves_and_work_trees() {
         run.stdout
     );
     assert_eq!(s.lease(&a), side);
+}
+
+/// The hook-manager half of [`the_check_holds_for_other_spellings_moves_and_work_trees`], in the
+/// owner's sandbox `a`.
+fn hook_managers_keep_the_check(s: &Setup, a: &Path) {
+    // A hook manager's folder removed after the check was put back: `git commit` still works.
+    let husky = a.join(".husky/_");
+    std::fs::create_dir_all(&husky).unwrap();
+    std::fs::write(husky.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    make_executable(&husky.join("pre-commit"));
+    s.w.git(a, &["config", "core.hooksPath", ".husky/_"]);
+    s.w.run(a, &["status"], &[]).assert_code(0);
+    std::fs::remove_dir_all(a.join(".husky")).unwrap();
+    s.commit(a, "a.txt", "a3\n");
+    s.w.git(a, &["reset", "-q", "--hard", "HEAD~1"]);
+
+    // core.hooksPath in a work tree's own config (extensions.worktreeConfig).
+    s.w.git(a, &["config", "extensions.worktreeConfig", "true"]);
+    s.w.git(
+        a,
+        &[
+            "config",
+            "--worktree",
+            "core.hooksPath",
+            "/nonexistent-hooks",
+        ],
+    );
+    let run = s.w.run(a, &["status", "--json"], &[]);
+    run.assert_code(0);
+    assert!(
+        run.json()["warnings"]
+            .to_string()
+            .contains("core.hooksPath"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !s.w.git_output(a, &["config", "--worktree", "core.hooksPath"])
+            .status
+            .success()
+    );
+
+    // pre-commit's migration: our hook kept as pre-push.legacy, which its hook runs.
+    let hooks = a.join(".git/hooks");
+    std::fs::rename(hooks.join("pre-push"), hooks.join("pre-push.legacy")).unwrap();
+    std::fs::write(
+        hooks.join("pre-push"),
+        "#!/bin/sh\nexec \"$(dirname \"$0\")/pre-push.legacy\" \"$@\"\n",
+    )
+    .unwrap();
+    make_executable(&hooks.join("pre-push"));
+    let run = s.w.run(a, &["status", "--json"], &[]);
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "{}",
+        run.stdout
+    );
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The owner's plain push while a hook manager had turned the check off is not recorded (the

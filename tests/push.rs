@@ -83,6 +83,29 @@ impl Setup {
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
+    /// A person's plain `git push origin HEAD:refs/heads/<branch>`, with the token.
+    pub(crate) fn git_push(&self, dir: &Path, branch: &str) {
+        let refspec = format!("HEAD:refs/heads/{branch}");
+        self.w.git_auth(dir, &["push", "-q", "origin", &refspec]);
+    }
+
+    /// `status --remote --json` in `dir`.
+    pub(crate) fn remote_status(&self, dir: &Path) -> Run {
+        self.w.run(
+            dir,
+            &["status", "--remote", "--json"],
+            &[("READ_URL", &self.url())],
+        )
+    }
+
+    /// `status --remote --json`'s `remote_state` (exit 0 checked).
+    #[track_caller]
+    pub(crate) fn remote_state(&self, dir: &Path) -> String {
+        let run = self.remote_status(dir);
+        run.assert_code(0);
+        run.json()["remote_state"].as_str().unwrap().to_owned()
+    }
+
     pub(crate) fn lease(&self, dir: &Path) -> String {
         let rec: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join(".git/git-session.json")).unwrap())
@@ -240,10 +263,7 @@ fn a_plain_git_push_from_this_tree_advances_the_lease() {
     // To `origin`: git moved refs/remotes/origin/sessions/p, so git-session knows it landed
     // and the next push goes on from it plainly, with no warning.
     let c4 = s.commit(&dir, "f", "4\n");
-    s.w.git_auth(
-        &dir,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
-    );
+    s.git_push(&dir, "sessions/p");
     let c5 = s.commit(&dir, "f", "5\n");
     let j = s.push(&dir, &[]).json();
     assert_eq!(
@@ -255,10 +275,7 @@ fn a_plain_git_push_from_this_tree_advances_the_lease() {
     assert_eq!(s.remote("sessions/p").as_deref(), Some(c5.as_str()));
     // Pushed entirely by plain git: push reports success without uploading, and no warning.
     let c6 = s.commit(&dir, "f", "6\n");
-    s.w.git_auth(
-        &dir,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
-    );
+    s.git_push(&dir, "sessions/p");
     let before = s.posts();
     let j = s.push(&dir, &[]).json();
     assert_eq!(j["tip"], c6.as_str());
@@ -1266,10 +1283,7 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
     let url = s.url();
     s.w.git(&a, &["fetch", "-q", &url, "sessions/utd"]);
     s.w.git(&a, &["reset", "-q", "--hard", "FETCH_HEAD"]);
-    s.w.git_auth(
-        &a,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/utd"],
-    );
+    s.git_push(&a, "sessions/utd");
     let log = std::fs::read_to_string(a.join(".git/logs/refs/remotes/origin/sessions/utd"))
         .unwrap_or_default();
     assert!(
@@ -1277,8 +1291,7 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
             .any(|l| l.contains(&cb) && l.ends_with("update by push")),
         "git wrote no 'update by push' entry, so this test proves nothing: {log}"
     );
-    let run =
-        s.w.run(&a, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    let run = s.remote_status(&a);
     run.assert_code(0);
     assert_eq!(run.json()["remote_state"], "moved", "{}", run.stdout);
     let run = s.push(&a, &[]);
@@ -1286,8 +1299,7 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
     assert_eq!(run.json()["remote_tip"], cb.as_str());
     assert_eq!(s.lease(&a), s.ids[1]);
     // B, which made and pushed the commit, sees it as its lease.
-    let run =
-        s.w.run(&b, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    let run = s.remote_status(&b);
     assert_eq!(run.json()["remote_state"], "lease", "{}", run.stdout);
 }
 
@@ -1301,15 +1313,6 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
 fn plain_git_ownership_follows_what_made_the_commit() {
     let s = Setup::new();
     let url = s.url();
-    let status = |dir: &Path| {
-        let run = s.w.run(
-            dir,
-            &["status", "--remote", "--json"],
-            &[("READ_URL", &url)],
-        );
-        run.assert_code(0);
-        run.json()["remote_state"].as_str().unwrap().to_owned()
-    };
 
     // Another sandbox's commit, fast-forwarded onto with cherry-pick --ff and "pushed" up to date.
     s.w.git(&s.bare(), &["branch", "sessions/ff", &s.ids[1]]);
@@ -1320,8 +1323,8 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     s.w.git(&a, &["fetch", "-q", &url, "sessions/ff"]);
     s.w.git(&a, &["cherry-pick", "--ff", "FETCH_HEAD"]);
     assert_eq!(s.w.git(&a, &["rev-parse", "HEAD"]), cb);
-    s.w.git_auth(&a, &["push", "-q", "origin", "HEAD:refs/heads/sessions/ff"]);
-    assert_eq!(status(&a), "moved");
+    s.git_push(&a, "sessions/ff");
+    assert_eq!(s.remote_state(&a), "moved");
     s.push(&a, &[]).assert_code(3);
     assert_eq!(s.lease(&a), s.ids[1]);
 
@@ -1337,11 +1340,8 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     s.w.git(&c, &["add", "g"]);
     s.w.git_with_env(&c, &["rebase", "--continue"], &[("GIT_EDITOR", "true")]);
     let rebased = s.w.git(&c, &["rev-parse", "HEAD"]);
-    s.w.git_auth(
-        &c,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/cont"],
-    );
-    assert_eq!(status(&c), "lease");
+    s.git_push(&c, "sessions/cont");
+    assert_eq!(s.remote_state(&c), "lease");
     let run = s.push(&c, &[]);
     run.assert_code(0);
     assert_eq!(run.json()["tip"], rebased.as_str());
@@ -1353,11 +1353,8 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     std::fs::write(e.join("w"), "1\n").unwrap();
     s.w.git(&e, &["add", "w"]);
     s.w.git(&e, &["commit", "-qm", "Fix the fast-forward check"]);
-    s.w.git_auth(
-        &e,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/words"],
-    );
-    assert_eq!(status(&e), "lease");
+    s.git_push(&e, "sessions/words");
+    assert_eq!(s.remote_state(&e), "lease");
     s.push(&e, &[]).assert_code(0);
     let wt = s.w.path("e-worktree");
     s.w.git(
@@ -1369,11 +1366,8 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     s.w.git(&wt, &["commit", "-qm", "worktree work"]);
     s.w.git(&e, &["merge", "-q", "--ff-only", "feat"]);
     let from_wt = s.w.git(&e, &["rev-parse", "HEAD"]);
-    s.w.git_auth(
-        &e,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/words"],
-    );
-    assert_eq!(status(&e), "lease");
+    s.git_push(&e, "sessions/words");
+    assert_eq!(s.remote_state(&e), "lease");
     let run = s.push(&e, &[]);
     run.assert_code(0);
     assert_eq!(s.lease(&e), from_wt);
@@ -1381,22 +1375,24 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     // HEAD detached elsewhere: status still answers (save would refuse), judging the session
     // branch as the push does.
     s.w.git(&e, &["checkout", "-q", "--detach", &s.ids[1]]);
-    let run =
-        s.w.run(&e, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    let run = s.remote_status(&e);
     run.assert_code(0);
     assert_eq!(run.json()["remote_state"], "lease", "{}", run.stdout);
     assert!(run.json()["changed"].is_null(), "{}", run.stdout);
     s.w.git(&e, &["switch", "-q", "sessions/words"]);
 
+    a_pushed_commit_amended_is_refused(&s);
+}
+
+/// The amend half of [`plain_git_ownership_follows_what_made_the_commit`]: a commit pushed with
+/// git or with git-session, then amended, is exit 7 and `status` says the history was rewritten.
+fn a_pushed_commit_amended_is_refused(s: &Setup) {
     // Pushed with git, then amended: local history no longer holds the remote tip.
     let d = s.sandbox("d", "sessions/amend", &s.ids[1]);
     let y = s.commit(&d, "h", "1\n");
-    s.w.git_auth(
-        &d,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/amend"],
-    );
+    s.git_push(&d, "sessions/amend");
     s.w.git(&d, &["commit", "-q", "--amend", "-m", "amended"]);
-    assert_eq!(status(&d), "rewritten");
+    assert_eq!(s.remote_state(&d), "rewritten");
     let run = s.push(&d, &[]);
     run.assert_code(7);
     let msg = error_message(&run);
@@ -1412,9 +1408,9 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     let z = s.commit(&f, "k", "1\n");
     s.push(&f, &[]).assert_code(0);
     assert_eq!(s.lease(&f), z);
-    assert_eq!(status(&f), "lease");
+    assert_eq!(s.remote_state(&f), "lease");
     s.w.git(&f, &["commit", "-q", "--amend", "-m", "amended"]);
-    assert_eq!(status(&f), "rewritten");
+    assert_eq!(s.remote_state(&f), "rewritten");
     let human = s.w.run(&f, &["status"], &[]);
     human.assert_code(0);
     assert!(
