@@ -1230,18 +1230,6 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
         );
     }
     s.save(&dir, &[]).assert_code(0);
-    let spawn_save = |vars: &[(&str, &str)]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
-            .args(["save", "--no-push", "-m", "killed", "--json"])
-            .current_dir(&dir)
-            .env_clear()
-            .envs(s.w.env())
-            .envs(vars.iter().copied())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
-    };
     // Each point where a kill may land while the lock exists, including between the two steps
     // of rewriting the record around the branch update (a record emptied there left the lock
     // unnamed: exit 7, seen once in 90 random kills).
@@ -1252,7 +1240,7 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
         "index-lock-ref-ended",
     ] {
         write(&dir, "edited.txt", point);
-        let status = spawn_save(&[("GIT_SESSION_FAILPOINT", point)])
+        let status = spawn_save(&s.w, &dir, &[("GIT_SESSION_FAILPOINT", point)])
             .wait()
             .unwrap();
         assert_eq!(status.code(), None, "{point}: not killed");
@@ -1262,10 +1250,7 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
                 "{point}: no lock to recover"
             );
         }
-        let run = s.save(&dir, &[]);
-        assert_eq!(run.code, Some(0), "{point}: {}", run.stdout);
-        assert!(!dir.join(".git/index.lock").exists());
-        assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "", "{point}");
+        assert_rerun_recovers(&s, &dir, point);
     }
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut left = 0;
@@ -1281,43 +1266,63 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let delay = seed % 60;
-        let mut child = spawn_save(&[]);
+        let mut child = spawn_save(&s.w, &dir, &[]);
         std::thread::sleep(std::time::Duration::from_millis(delay));
         let _ = child.kill();
         let _ = child.wait();
         left += usize::from(
             dir.join(".git/index.lock").exists() || dir.join(".git/HEAD.lock").exists(),
         );
-        let run = s.save(&dir, &[]);
-        assert_eq!(
-            run.code,
-            Some(0),
-            "round {round} (killed after {delay} ms): {}",
-            run.stdout
-        );
-        assert!(!dir.join(".git/index.lock").exists(), "round {round}");
-        assert_eq!(
-            s.w.git(&dir, &["status", "--porcelain"]),
-            "",
-            "round {round}"
+        assert_rerun_recovers(
+            &s,
+            &dir,
+            &format!("round {round} (killed after {delay} ms)"),
         );
     }
     eprintln!("a lock left by {left} of 30 killed saves, each recovered");
     s.w.git(&dir, &["fsck", "--no-progress"]);
 
+    a_live_gits_index_lock_is_refused(&s, &dir);
+}
+
+/// A `save --no-push` in `dir` with `vars` besides, its output discarded: a child to kill.
+fn spawn_save(w: &World, dir: &Path, vars: &[(&str, &str)]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+        .args(["save", "--no-push", "-m", "killed", "--json"])
+        .current_dir(dir)
+        .env_clear()
+        .envs(w.env())
+        .envs(vars.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The rerun after the kill `what` commits, leaving no lock and a clean tree.
+#[track_caller]
+fn assert_rerun_recovers(s: &Setup, dir: &Path, what: &str) {
+    let run = s.save(dir, &[]);
+    assert_eq!(run.code, Some(0), "{what}: {}", run.stdout);
+    assert!(!dir.join(".git/index.lock").exists(), "{what}");
+    assert_eq!(s.w.git(dir, &["status", "--porcelain"]), "", "{what}");
+}
+
+/// The live-lock half of [`a_save_killed_while_holding_index_lock_does_not_block_the_rerun`].
+fn a_live_gits_index_lock_is_refused(s: &Setup, dir: &Path) {
     // A killed save's record, then a live `git commit -a` holding index.lock (its editor waits).
-    write(&dir, "edited.txt", "record");
-    let status = spawn_save(&[("GIT_SESSION_FAILPOINT", "index-lock-taken")])
+    write(dir, "edited.txt", "record");
+    let status = spawn_save(&s.w, dir, &[("GIT_SESSION_FAILPOINT", "index-lock-taken")])
         .wait()
         .unwrap();
     assert_eq!(status.code(), None);
-    s.save(&dir, &[]).assert_code(0);
-    write(&dir, "edited.txt", "git's");
-    s.w.git(&dir, &["add", "edited.txt"]);
+    s.save(dir, &[]).assert_code(0);
+    write(dir, "edited.txt", "git's");
+    s.w.git(dir, &["add", "edited.txt"]);
     let stop = s.w.path("stop-editor");
     let mut git = std::process::Command::new("git")
         .args(["commit", "-q", "-a"])
-        .current_dir(&dir)
+        .current_dir(dir)
         .env_clear()
         .envs(s.w.env())
         .env(
@@ -1339,8 +1344,8 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    write(&dir, "other.txt", "x");
-    let run = s.save(&dir, &[]);
+    write(dir, "other.txt", "x");
+    let run = s.save(dir, &[]);
     assert!(
         dir.join(".git/index.lock").exists(),
         "git's lock was removed"
