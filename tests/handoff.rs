@@ -600,17 +600,46 @@ fn toml_strings(array: &str) -> Vec<String> {
     out
 }
 
+/// The recipes in `recipes/`, checked to be the ones the README shows: the Claude Code Stop hook's
+/// command and Codex's notify program (its argv).
+fn recipes_shown_in_the_readme() -> (String, Vec<String>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let settings: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("claude-code-settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let readme = std::fs::read_to_string(root.join("../README.md")).unwrap();
+    let shown = serde_json::to_string(&command).unwrap();
+    assert!(
+        readme.contains(&shown),
+        "the README's Claude Code hook is not recipes/claude-code-settings.json's"
+    );
+    let codex = std::fs::read_to_string(root.join("codex-config.toml")).unwrap();
+    for line in codex.lines().filter(|l| l.contains("git-session save")) {
+        assert!(
+            readme.contains(line),
+            "the README's Codex recipe is not recipes/codex-config.toml's: {line}"
+        );
+    }
+    let array = &codex[codex.find("notify = [").unwrap()..];
+    let argv = toml_strings(&array[..array.find(']').unwrap()]);
+    (command, argv)
+}
+
 #[test]
 fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     let f = Fixture::new();
     let dir = f.restore("s");
     let url = f.url();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
     let log = f.w.path("saves.jsonl");
-    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_git-session"))
+    // The recipes call `git-session` by name.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-session"))
         .parent()
-        .unwrap()
-        .to_owned();
+        .unwrap();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
@@ -651,28 +680,7 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     };
 
     // Claude Code: the Stop hook's command, run as Claude Code runs it (sh -c, in the project).
-    let settings: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("claude-code-settings.json")).unwrap(),
-    )
-    .unwrap();
-    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    // The README shows the same recipes as the files the test runs.
-    let readme = std::fs::read_to_string(root.join("../README.md")).unwrap();
-    let shown = serde_json::to_string(&command).unwrap();
-    assert!(
-        readme.contains(&shown),
-        "the README's Claude Code hook is not recipes/claude-code-settings.json's"
-    );
-    let codex = std::fs::read_to_string(root.join("codex-config.toml")).unwrap();
-    for line in codex.lines().filter(|l| l.contains("git-session save")) {
-        assert!(
-            readme.contains(line),
-            "the README's Codex recipe is not recipes/codex-config.toml's: {line}"
-        );
-    }
+    let (command, mut argv) = recipes_shown_in_the_readme();
     std::fs::write(dir.join("turn1.txt"), "one\n").unwrap();
     run_recipe(&["sh".into(), "-c".into(), command.clone()]);
     let j = last_save();
@@ -688,9 +696,6 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     assert!(f.remote_has("turn1.txt", "one\n", 0.1));
 
     // Codex: the notify program, with the event's JSON appended as Codex does.
-    let toml = std::fs::read_to_string(root.join("codex-config.toml")).unwrap();
-    let array = &toml[toml.find("notify = [").unwrap()..];
-    let mut argv = toml_strings(&array[..array.find(']').unwrap()]);
     argv.push(r#"{"type":"agent-turn-complete","turn-id":"1"}"#.into());
     std::fs::write(dir.join("turn2.txt"), "two\n").unwrap();
     run_recipe(&argv);
