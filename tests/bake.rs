@@ -533,17 +533,8 @@ fn the_switch_handles_symlinks_folders_attributes_and_what_is_in_the_way() {
         dir
     };
     let boot = |dir: &Path, flags: &[&str]| {
-        let mut args = vec!["restore", "--json"];
-        args.extend_from_slice(flags);
-        w.run(
-            dir,
-            &args,
-            &[
-                ("READ_URL", url.as_str()),
-                ("SESSION_BRANCH", "sessions/s"),
-                ("TIP_SHA", ids[1].as_str()),
-            ],
-        )
+        let args = [&["--json"][..], flags].concat();
+        w.restore_with(dir, &url, "sessions/s", &ids[1], &args, &[])
     };
     let dir = bake("t");
     assert_eq!(
