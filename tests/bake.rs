@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use crate::support::fixture_b::error_message;
 use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret};
 
 /// A repository whose base (commit 1) has many files and whose tip (commit 3) changes a few:
@@ -532,17 +533,8 @@ fn the_switch_handles_symlinks_folders_attributes_and_what_is_in_the_way() {
         dir
     };
     let boot = |dir: &Path, flags: &[&str]| {
-        let mut args = vec!["restore", "--json"];
-        args.extend_from_slice(flags);
-        w.run(
-            dir,
-            &args,
-            &[
-                ("READ_URL", url.as_str()),
-                ("SESSION_BRANCH", "sessions/s"),
-                ("TIP_SHA", ids[1].as_str()),
-            ],
-        )
+        let args = [&["--json"][..], flags].concat();
+        w.restore_with(dir, &url, "sessions/s", &ids[1], &args, &[])
     };
     let dir = bake("t");
     assert_eq!(
@@ -665,7 +657,7 @@ fn a_full_disk_during_the_switch_is_exit_10_and_the_rerun_completes() {
     std::fs::write(&filler, vec![0u8; (avail(&mnt) - (1 << 20)) as usize]).unwrap();
     let run = b.boot(&dir, &[], &[]);
     run.assert_code(10);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains(&format!("writing {}", dir.join("big.txt").display())),
         "the switch failed, not the fetch, and the message names the file: {msg}"

@@ -2,9 +2,10 @@
 //! every commit git-session makes, read back by `git interpret-trailers` on the server's copy, and
 //! as `"owner"` in every `--json` result; refused values.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::support::{GitServer, TOKEN, World, assert_matches_schema, pct, userinfo};
+use crate::support::fixture_b::error_message;
+use crate::support::{GitServer, Run, TOKEN, World, assert_matches_schema, pct, userinfo};
 
 const BRANCH: &str = "sessions/own";
 
@@ -42,17 +43,26 @@ impl Fixture {
     fn restore_at(&self, name: &str, tip: &str) -> PathBuf {
         let dir = self.w.path(name);
         self.w
-            .run(
-                &dir,
-                &["restore"],
-                &[
-                    ("READ_URL", &self.url()),
-                    ("SESSION_BRANCH", BRANCH),
-                    ("TIP_SHA", tip),
-                ],
-            )
+            .restore_with(&dir, &self.url(), BRANCH, tip, &[], &[])
             .assert_code(0);
         dir
+    }
+
+    /// A sandbox with a new file `b.txt` not yet saved, and its HEAD.
+    fn sandbox_with_b(&self) -> (PathBuf, String) {
+        let dir = self.restore("s");
+        std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+        let head = self.w.git(&dir, &["rev-parse", "HEAD"]);
+        (dir, head)
+    }
+
+    /// `save --json` of `b.txt` with the owner variable `var` set to `value`.
+    fn save_b(&self, dir: &Path, var: &str, value: &str) -> Run {
+        self.w.run(
+            dir,
+            &["save", "-m", "Add b", "--json"],
+            &[(var, value), ("PUSH_URL", &self.url())],
+        )
     }
 
     /// `git interpret-trailers --parse` of the server's copy of `commit`.
@@ -154,13 +164,22 @@ fn every_commit_carries_its_owners_as_trailers_and_every_result_names_them() {
     assert_eq!(f.w.git(&dir, &["log", "-1", "--format=%B"]), "Add d");
 }
 
+/// Exit 2, a `usage` error naming `var`, the JSON as the schema says; returns the message.
+#[track_caller]
+fn assert_usage_error_naming(run: &Run, var: &str) -> String {
+    run.assert_code(2);
+    let j = run.json();
+    assert_matches_schema(&j);
+    assert_eq!(j["error"]["kind"], "usage");
+    let message = j["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains(var), "{message}");
+    message
+}
+
 #[test]
 fn an_owner_with_a_line_break_is_exit_2_and_nothing_is_committed() {
     let f = Fixture::new();
-    let dir = f.restore("s");
-    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
-    let url = f.url();
-    let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    let (dir, head) = f.sandbox_with_b();
     for (var, bad) in [
         (
             "GIT_SESSION_AGENT",
@@ -169,17 +188,8 @@ fn an_owner_with_a_line_break_is_exit_2_and_nothing_is_committed() {
         ("GIT_SESSION_PERSON", "ada\r"),
         ("GIT_SESSION_SANDBOX", "sb\u{1b}[31m"),
     ] {
-        let run = f.w.run(
-            &dir,
-            &["save", "-m", "Add b", "--json"],
-            &[(var, bad), ("PUSH_URL", &url)],
-        );
-        run.assert_code(2);
-        let j = run.json();
-        assert_matches_schema(&j);
-        assert_eq!(j["error"]["kind"], "usage");
-        let message = j["error"]["message"].as_str().unwrap();
-        assert!(message.contains(var), "{message}");
+        let run = f.save_b(&dir, var, bad);
+        assert_usage_error_naming(&run, var);
         assert_eq!(
             f.w.git(&dir, &["rev-parse", "HEAD"]),
             head,
@@ -193,15 +203,13 @@ fn an_owner_with_a_line_break_is_exit_2_and_nothing_is_committed() {
     }
     // Not only save: a restore with a bad owner writes nothing either.
     let fresh = f.w.path("fresh");
-    let run = f.w.run(
+    let run = f.w.restore_with(
         &fresh,
-        &["restore", "--json"],
-        &[
-            ("GIT_SESSION_AGENT", "a\nb"),
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", BRANCH),
-            ("TIP_SHA", &f.tip),
-        ],
+        &f.url(),
+        BRANCH,
+        &f.tip,
+        &["--json"],
+        &[("GIT_SESSION_AGENT", "a\nb")],
     );
     run.assert_code(2);
     assert_eq!(std::fs::read_dir(&fresh).unwrap().count(), 0);
@@ -213,10 +221,7 @@ fn an_owner_with_a_line_break_is_exit_2_and_nothing_is_committed() {
 #[test]
 fn an_owner_with_a_unicode_separator_or_format_character_is_exit_2() {
     let f = Fixture::new();
-    let dir = f.restore("s");
-    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
-    let url = f.url();
-    let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    let (dir, head) = f.sandbox_with_b();
     let chars = [
         '\u{2028}', '\u{2029}', '\u{85}', '\u{200B}', '\u{200C}', '\u{200D}', '\u{200E}',
         '\u{200F}', '\u{202A}', '\u{202E}', '\u{2060}', '\u{2064}', '\u{FEFF}', '\u{AD}',
@@ -228,18 +233,9 @@ fn an_owner_with_a_unicode_separator_or_format_character_is_exit_2() {
             "GIT_SESSION_PERSON",
         ][i % 3];
         let value = format!("ada{ch}Signed-off-by: Mallory <m@example.com>");
-        let run = f.w.run(
-            &dir,
-            &["save", "-m", "Add b", "--json"],
-            &[(var, &value), ("PUSH_URL", &url)],
-        );
-        run.assert_code(2);
-        let j = run.json();
-        assert_matches_schema(&j);
-        assert_eq!(j["error"]["kind"], "usage");
-        let message = j["error"]["message"].as_str().unwrap();
+        let run = f.save_b(&dir, var, &value);
+        let message = assert_usage_error_naming(&run, var);
         let code_point = format!("U+{:04X}", u32::from(ch));
-        assert!(message.contains(var), "{message}");
         assert!(message.contains(&code_point), "{code_point}: {message}");
         assert_eq!(f.w.git(&dir, &["rev-parse", "HEAD"]), head, "{code_point}");
         assert_eq!(f.w.git(&dir, &["status", "--porcelain"]), "?? b.txt");
@@ -255,16 +251,9 @@ fn an_owner_with_a_unicode_separator_or_format_character_is_exit_2() {
 #[test]
 fn an_owner_holding_the_session_token_is_exit_6_and_nothing_is_committed() {
     let f = Fixture::new();
-    let dir = f.restore("s");
-    std::fs::write(dir.join("b.txt"), "b\n").unwrap();
-    let url = f.url();
-    let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
+    let (dir, head) = f.sandbox_with_b();
     for value in [format!("agent-{TOKEN}"), pct(TOKEN)] {
-        let run = f.w.run(
-            &dir,
-            &["save", "-m", "Add b", "--json"],
-            &[("GIT_SESSION_PERSON", &value), ("PUSH_URL", &url)],
-        );
+        let run = f.save_b(&dir, "GIT_SESSION_PERSON", &value);
         run.assert_code(6);
         let j = run.json();
         assert_eq!(j["error"]["kind"], "integrity");
@@ -587,14 +576,7 @@ fn watch_refuses_a_bad_interval_before_anything() {
     }
     let run = f.w.run(&dir, &["watch", "--every", "1s", "--json"], &[]);
     run.assert_code(2);
-    assert!(
-        run.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("PUSH_URL"),
-        "{}",
-        run.stdout
-    );
+    assert!(error_message(&run).contains("PUSH_URL"), "{}", run.stdout);
 }
 
 /// The strings of a TOML array of basic strings (`["a", "b\"c"]`), as far as the recipe needs.
@@ -618,17 +600,46 @@ fn toml_strings(array: &str) -> Vec<String> {
     out
 }
 
+/// The recipes in `recipes/`, checked to be the ones the README shows: the Claude Code Stop hook's
+/// command and Codex's notify program (its argv).
+fn recipes_shown_in_the_readme() -> (String, Vec<String>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let settings: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("claude-code-settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let readme = std::fs::read_to_string(root.join("../README.md")).unwrap();
+    let shown = serde_json::to_string(&command).unwrap();
+    assert!(
+        readme.contains(&shown),
+        "the README's Claude Code hook is not recipes/claude-code-settings.json's"
+    );
+    let codex = std::fs::read_to_string(root.join("codex-config.toml")).unwrap();
+    for line in codex.lines().filter(|l| l.contains("git-session save")) {
+        assert!(
+            readme.contains(line),
+            "the README's Codex recipe is not recipes/codex-config.toml's: {line}"
+        );
+    }
+    let array = &codex[codex.find("notify = [").unwrap()..];
+    let argv = toml_strings(&array[..array.find(']').unwrap()]);
+    (command, argv)
+}
+
 #[test]
 fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     let f = Fixture::new();
     let dir = f.restore("s");
     let url = f.url();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
     let log = f.w.path("saves.jsonl");
-    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_git-session"))
+    // The recipes call `git-session` by name.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-session"))
         .parent()
-        .unwrap()
-        .to_owned();
+        .unwrap();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
@@ -651,6 +662,13 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
             .unwrap();
         crate::support::assert_no_secret("recipe stdout", &out.stdout);
         crate::support::assert_no_secret("recipe stderr", &out.stderr);
+        // Exit 0 even when the session is lost: an exit 2 would make Claude go on working.
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         out
     };
     let last_save = || {
@@ -662,35 +680,9 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     };
 
     // Claude Code: the Stop hook's command, run as Claude Code runs it (sh -c, in the project).
-    let settings: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("claude-code-settings.json")).unwrap(),
-    )
-    .unwrap();
-    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    // The README shows the same recipes as the files the test runs.
-    let readme = std::fs::read_to_string(root.join("../README.md")).unwrap();
-    let shown = serde_json::to_string(&command).unwrap();
-    assert!(
-        readme.contains(&shown),
-        "the README's Claude Code hook is not recipes/claude-code-settings.json's"
-    );
-    let codex = std::fs::read_to_string(root.join("codex-config.toml")).unwrap();
-    for line in codex.lines().filter(|l| l.contains("git-session save")) {
-        assert!(
-            readme.contains(line),
-            "the README's Codex recipe is not recipes/codex-config.toml's: {line}"
-        );
-    }
+    let (command, mut argv) = recipes_shown_in_the_readme();
     std::fs::write(dir.join("turn1.txt"), "one\n").unwrap();
-    let out = run_recipe(&["sh".into(), "-c".into(), command.clone()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_recipe(&["sh".into(), "-c".into(), command.clone()]);
     let j = last_save();
     assert_eq!(
         (j["committed"].as_bool(), j["pushed"].as_bool()),
@@ -704,17 +696,9 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
     assert!(f.remote_has("turn1.txt", "one\n", 0.1));
 
     // Codex: the notify program, with the event's JSON appended as Codex does.
-    let toml = std::fs::read_to_string(root.join("codex-config.toml")).unwrap();
-    let array = &toml[toml.find("notify = [").unwrap()..];
-    let mut argv = toml_strings(&array[..array.find(']').unwrap()]);
     argv.push(r#"{"type":"agent-turn-complete","turn-id":"1"}"#.into());
     std::fs::write(dir.join("turn2.txt"), "two\n").unwrap();
-    let out = run_recipe(&argv);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_recipe(&argv);
     let j = last_save();
     assert_eq!(
         f.server_trailers(j["commit"].as_str().unwrap()),
@@ -730,12 +714,6 @@ fn the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop() {
         .assert_code(0);
     std::fs::write(dir.join("turn3.txt"), "three\n").unwrap();
     let out = run_recipe(&["sh".into(), "-c".into(), command]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let told: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "the hook's stdout is not JSON ({e}): {}",

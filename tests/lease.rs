@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::push::Setup;
+use crate::support::fixture_b::error_message;
 use crate::support::{TOKEN, all_files, assert_no_secret, userinfo};
 
 impl Setup {
@@ -71,17 +72,6 @@ impl Setup {
         let mut vars = vec![("PUSH_URL", url.as_str()), ("READ_URL", url.as_str())];
         vars.extend_from_slice(extra);
         self.w.run(dir, &["save", "-m", message, "--json"], &vars)
-    }
-
-    fn remote_state(&self, dir: &Path) -> String {
-        let url = self.url();
-        let run = self.w.run(
-            dir,
-            &["status", "--remote", "--json"],
-            &[("READ_URL", &url)],
-        );
-        run.assert_code(0);
-        run.json()["remote_state"].as_str().unwrap().to_owned()
     }
 }
 
@@ -202,7 +192,7 @@ fn force_pushes_and_deletions_are_refused_and_no_verify_is_not_own() {
     assert_eq!(s.remote_state(&a), "moved");
     let run = s.push(&a, &[]);
     run.assert_code(3);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("--no-verify"), "{msg}");
 }
 
@@ -540,7 +530,7 @@ fn a_failed_saves_message_names_the_local_commit_it_keeps() {
         .store(0, std::sync::atomic::Ordering::SeqCst);
     run.assert_code(5);
     let commit = s.w.git(&a, &["rev-parse", "HEAD"]);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains(&commit) && msg.contains("rerunning `git-session save` pushes it"),
         "{msg}"
@@ -605,68 +595,7 @@ fn the_check_holds_for_other_spellings_moves_and_work_trees() {
     run.assert_code(0);
     assert_eq!(run.json()["tip"], ca.as_str());
 
-    // A hook manager's folder removed after the check was put back: `git commit` still works.
-    let husky = a.join(".husky/_");
-    std::fs::create_dir_all(&husky).unwrap();
-    std::fs::write(husky.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(
-        husky.join("pre-commit"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    s.w.git(&a, &["config", "core.hooksPath", ".husky/_"]);
-    s.w.run(&a, &["status"], &[]).assert_code(0);
-    std::fs::remove_dir_all(a.join(".husky")).unwrap();
-    s.commit(&a, "a.txt", "a3\n");
-    s.w.git(&a, &["reset", "-q", "--hard", "HEAD~1"]);
-
-    // core.hooksPath in a work tree's own config (extensions.worktreeConfig).
-    s.w.git(&a, &["config", "extensions.worktreeConfig", "true"]);
-    s.w.git(
-        &a,
-        &[
-            "config",
-            "--worktree",
-            "core.hooksPath",
-            "/nonexistent-hooks",
-        ],
-    );
-    let run = s.w.run(&a, &["status", "--json"], &[]);
-    run.assert_code(0);
-    assert!(
-        run.json()["warnings"]
-            .to_string()
-            .contains("core.hooksPath"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        !s.w.git_output(&a, &["config", "--worktree", "core.hooksPath"])
-            .status
-            .success()
-    );
-
-    // pre-commit's migration: our hook kept as pre-push.legacy, which its hook runs.
-    let hooks = a.join(".git/hooks");
-    std::fs::rename(hooks.join("pre-push"), hooks.join("pre-push.legacy")).unwrap();
-    std::fs::write(
-        hooks.join("pre-push"),
-        "#!/bin/sh\nexec \"$(dirname \"$0\")/pre-push.legacy\" \"$@\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        hooks.join("pre-push"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    let run = s.w.run(&a, &["status", "--json"], &[]);
-    assert_eq!(
-        run.json()["warnings"],
-        serde_json::json!([]),
-        "{}",
-        run.stdout
-    );
+    hook_managers_keep_the_check(&s, &a);
 
     // In a linked work tree: exit 2, naming the main tree.
     let wt = s.w.path("a-wt");
@@ -676,7 +605,7 @@ fn the_check_holds_for_other_spellings_moves_and_work_trees() {
     );
     let run = s.w.run(&wt, &["status", "--json"], &[]);
     run.assert_code(2);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains(a.to_str().unwrap()), "{msg}");
 
     // This tree's own commit pushed from another branch: the session branch is behind it.
@@ -693,6 +622,69 @@ fn the_check_holds_for_other_spellings_moves_and_work_trees() {
         run.stdout
     );
     assert_eq!(s.lease(&a), side);
+}
+
+/// The hook-manager half of [`the_check_holds_for_other_spellings_moves_and_work_trees`], in the
+/// owner's sandbox `a`.
+fn hook_managers_keep_the_check(s: &Setup, a: &Path) {
+    // A hook manager's folder removed after the check was put back: `git commit` still works.
+    let husky = a.join(".husky/_");
+    std::fs::create_dir_all(&husky).unwrap();
+    std::fs::write(husky.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    make_executable(&husky.join("pre-commit"));
+    s.w.git(a, &["config", "core.hooksPath", ".husky/_"]);
+    s.w.run(a, &["status"], &[]).assert_code(0);
+    std::fs::remove_dir_all(a.join(".husky")).unwrap();
+    s.commit(a, "a.txt", "a3\n");
+    s.w.git(a, &["reset", "-q", "--hard", "HEAD~1"]);
+
+    // core.hooksPath in a work tree's own config (extensions.worktreeConfig).
+    s.w.git(a, &["config", "extensions.worktreeConfig", "true"]);
+    s.w.git(
+        a,
+        &[
+            "config",
+            "--worktree",
+            "core.hooksPath",
+            "/nonexistent-hooks",
+        ],
+    );
+    let run = s.w.run(a, &["status", "--json"], &[]);
+    run.assert_code(0);
+    assert!(
+        run.json()["warnings"]
+            .to_string()
+            .contains("core.hooksPath"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !s.w.git_output(a, &["config", "--worktree", "core.hooksPath"])
+            .status
+            .success()
+    );
+
+    // pre-commit's migration: our hook kept as pre-push.legacy, which its hook runs.
+    let hooks = a.join(".git/hooks");
+    std::fs::rename(hooks.join("pre-push"), hooks.join("pre-push.legacy")).unwrap();
+    std::fs::write(
+        hooks.join("pre-push"),
+        "#!/bin/sh\nexec \"$(dirname \"$0\")/pre-push.legacy\" \"$@\"\n",
+    )
+    .unwrap();
+    make_executable(&hooks.join("pre-push"));
+    let run = s.w.run(a, &["status", "--json"], &[]);
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "{}",
+        run.stdout
+    );
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The owner's plain push while a hook manager had turned the check off is not recorded (the

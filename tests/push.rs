@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
+use crate::support::fixture_b::{error_message, receive_pack_bytes, receive_pack_posts};
 use crate::support::wire::{band, pkt};
 use crate::support::{
     GitServer, Run, TOKEN, World, git_session_peak_rss, incompressible, userinfo,
@@ -48,15 +49,7 @@ impl Setup {
     pub(crate) fn sandbox(&self, name: &str, branch: &str, tip: &str) -> PathBuf {
         let dir = self.w.path(name);
         self.w
-            .run(
-                &dir,
-                &["restore"],
-                &[
-                    ("READ_URL", &self.url()),
-                    ("SESSION_BRANCH", branch),
-                    ("TIP_SHA", tip),
-                ],
-            )
+            .restore_with(&dir, &self.url(), branch, tip, &[], &[])
             .assert_code(0);
         dir
     }
@@ -90,6 +83,29 @@ impl Setup {
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
+    /// A person's plain `git push origin HEAD:refs/heads/<branch>`, with the token.
+    pub(crate) fn git_push(&self, dir: &Path, branch: &str) {
+        let refspec = format!("HEAD:refs/heads/{branch}");
+        self.w.git_auth(dir, &["push", "-q", "origin", &refspec]);
+    }
+
+    /// `status --remote --json` in `dir`.
+    pub(crate) fn remote_status(&self, dir: &Path) -> Run {
+        self.w.run(
+            dir,
+            &["status", "--remote", "--json"],
+            &[("READ_URL", &self.url())],
+        )
+    }
+
+    /// `status --remote --json`'s `remote_state` (exit 0 checked).
+    #[track_caller]
+    pub(crate) fn remote_state(&self, dir: &Path) -> String {
+        let run = self.remote_status(dir);
+        run.assert_code(0);
+        run.json()["remote_state"].as_str().unwrap().to_owned()
+    }
+
     pub(crate) fn lease(&self, dir: &Path) -> String {
         let rec: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join(".git/git-session.json")).unwrap())
@@ -98,12 +114,32 @@ impl Setup {
     }
 
     pub(crate) fn posts(&self) -> usize {
-        self.srv
-            .log()
-            .iter()
-            .filter(|e| e.method == "POST" && e.path.ends_with("git-receive-pack"))
-            .count()
+        receive_pack_posts(&self.srv).len()
     }
+}
+
+/// About 200 KB of text that compresses poorly: over the size sent in one piece.
+fn big_text() -> String {
+    (0..40_000)
+        .map(|i| format!("{:x}", i * 2654435761u64 % 1_000_003))
+        .collect()
+}
+
+/// Commit `origin` as it is, serve it as `repo.git`, and restore that commit on `branch` into
+/// sandbox `s`: the bare repository, the server, the URL and the sandbox.
+fn serve_and_restore(
+    w: &World,
+    origin: &Path,
+    branch: &str,
+) -> (PathBuf, GitServer, String, PathBuf) {
+    let tip = w.commit_all(origin, "base");
+    let bare = w.serve_scratch(origin, "repo.git");
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let dir = w.path("s");
+    w.restore_with(&dir, &url, branch, &tip, &[], &[])
+        .assert_code(0);
+    (bare, srv, url, dir)
 }
 
 #[test]
@@ -227,10 +263,7 @@ fn a_plain_git_push_from_this_tree_advances_the_lease() {
     // To `origin`: git moved refs/remotes/origin/sessions/p, so git-session knows it landed
     // and the next push goes on from it plainly, with no warning.
     let c4 = s.commit(&dir, "f", "4\n");
-    s.w.git_auth(
-        &dir,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
-    );
+    s.git_push(&dir, "sessions/p");
     let c5 = s.commit(&dir, "f", "5\n");
     let j = s.push(&dir, &[]).json();
     assert_eq!(
@@ -242,10 +275,7 @@ fn a_plain_git_push_from_this_tree_advances_the_lease() {
     assert_eq!(s.remote("sessions/p").as_deref(), Some(c5.as_str()));
     // Pushed entirely by plain git: push reports success without uploading, and no warning.
     let c6 = s.commit(&dir, "f", "6\n");
-    s.w.git_auth(
-        &dir,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/p"],
-    );
+    s.git_push(&dir, "sessions/p");
     let before = s.posts();
     let j = s.push(&dir, &[]).json();
     assert_eq!(j["tip"], c6.as_str());
@@ -325,6 +355,11 @@ fn a_declining_hook_is_exit_9_with_its_message() {
     assert!(!dir.join(".git/git-session-sending").exists());
 }
 
+/// `report` in side-band 1, then the flush that ends the response.
+fn in_band_1(report: &str) -> Vec<u8> {
+    [band(1, report.as_bytes()), b"0000".to_vec()].concat()
+}
+
 #[test]
 fn http_200_without_a_good_report_is_a_failure() {
     let s = Setup::new();
@@ -341,31 +376,16 @@ fn http_200_without_a_good_report_is_a_failure() {
         ("flush only", b"0000".to_vec(), 5),
         (
             "ng",
-            [
-                band(
-                    1,
-                    format!(
-                        "{}{}0000",
-                        pkt("unpack ok\n"),
-                        pkt(&format!("ng refs/heads/{branch} hook declined\n"))
-                    )
-                    .as_bytes(),
-                ),
-                b"0000".to_vec(),
-            ]
-            .concat(),
+            in_band_1(&format!(
+                "{}{}0000",
+                pkt("unpack ok\n"),
+                pkt(&format!("ng refs/heads/{branch} hook declined\n"))
+            )),
             9,
         ),
         (
             "unpack error",
-            [
-                band(
-                    1,
-                    format!("{}0000", pkt("unpack index-pack abnormal exit\n")).as_bytes(),
-                ),
-                b"0000".to_vec(),
-            ]
-            .concat(),
+            in_band_1(&format!("{}0000", pkt("unpack index-pack abnormal exit\n"))),
             9,
         ),
         (
@@ -375,11 +395,7 @@ fn http_200_without_a_good_report_is_a_failure() {
         ),
         (
             "unpack ok, no ref status",
-            [
-                band(1, format!("{}0000", pkt("unpack ok\n")).as_bytes()),
-                b"0000".to_vec(),
-            ]
-            .concat(),
+            in_band_1(&format!("{}0000", pkt("unpack ok\n"))),
             5,
         ),
         ("report outside side-band", ok_report.into_bytes(), 5),
@@ -404,7 +420,7 @@ fn a_token_refused_for_writing_is_exit_4() {
     s.srv.knobs.unauthorized_posts.store(1, Ordering::SeqCst);
     let run = s.push(&dir, &[]);
     run.assert_code(4);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("write URL was refused") && msg.contains("mint a new one"),
         "{msg}"
@@ -415,7 +431,7 @@ fn a_token_refused_for_writing_is_exit_4() {
     let run =
         s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &bare_url)]);
     run.assert_code(4);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("carries no credentials") && !msg.contains("expired"),
         "{msg}"
@@ -426,19 +442,11 @@ fn a_token_refused_for_writing_is_exit_4() {
 fn a_token_refused_for_writing_a_large_push_fails_before_the_upload() {
     let s = Setup::new();
     let dir = s.sandbox("a", "sessions/w", &s.ids[1]);
-    let big: String = (0..40_000)
-        .map(|i| format!("{:x}", i * 2654435761u64 % 1_000_003))
-        .collect();
-    s.commit(&dir, "f", &big);
+    s.commit(&dir, "f", &big_text());
     s.srv.knobs.unauthorized_posts.store(1, Ordering::SeqCst);
     let run = s.push(&dir, &[]);
     run.assert_code(4);
-    let posts: Vec<_> = s
-        .srv
-        .log()
-        .into_iter()
-        .filter(|e| e.path.ends_with("git-receive-pack"))
-        .collect();
+    let posts = receive_pack_posts(&s.srv);
     assert_eq!(posts.len(), 1);
     assert!(
         posts[0].body_len <= 4,
@@ -472,19 +480,11 @@ fn chunked_bodies_refused_with_411_are_resent_with_a_length() {
     let s = Setup::new();
     let dir = s.sandbox("a", "sessions/l", &s.ids[1]);
     // Over the size sent in one piece: streamed, chunked.
-    let big: String = (0..40_000)
-        .map(|i| format!("{:x}", i * 2654435761u64 % 1_000_003))
-        .collect();
-    let c1 = s.commit(&dir, "f", &big);
+    let c1 = s.commit(&dir, "f", &big_text());
     s.srv.knobs.refuse_chunked.store(true, Ordering::SeqCst);
     s.push(&dir, &[]).assert_code(0);
     assert_eq!(s.remote("sessions/l").as_deref(), Some(c1.as_str()));
-    let posts: Vec<_> = s
-        .srv
-        .log()
-        .into_iter()
-        .filter(|e| e.path.ends_with("git-receive-pack"))
-        .collect();
+    let posts = receive_pack_posts(&s.srv);
     // The authentication probe, the chunked attempt refused with 411, the resend with a length.
     // (A server that answers before reading the body may also cut the connection under the
     // upload; the retry then starts over, so the sequence can repeat once.)
@@ -678,7 +678,7 @@ fn an_expired_jwt_is_named_in_the_auth_error() {
     let url = s.srv.url("repo.git", Some(&format!("t:{jwt}")));
     let run = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
     run.assert_code(4);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
     assert!(!msg.contains(&jwt) && !run.stderr.contains(&jwt));
     // Restore names it too (it said only "the URL may have expired").
@@ -691,7 +691,7 @@ fn an_expired_jwt_is_named_in_the_auth_error() {
         &[],
     );
     run.assert_code(4);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
 }
 
@@ -941,7 +941,7 @@ fn a_token_the_server_echoes_split_over_lines_or_packets_is_never_shown() {
         args.extend_from_slice(verbosity);
         let run = s.w.run(&dir, &args, &[("PUSH_URL", url.as_str())]);
         run.assert_code(9);
-        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        let msg = error_message(&run);
         assert!(msg.contains("sessions are frozen"), "{msg}");
         for text in [&run.stdout, &run.stderr] {
             let joined = text.replace("\nremote: ", "").replace("\\nremote: ", "");
@@ -976,7 +976,7 @@ fn a_path_restore_would_refuse_committed_with_plain_git_is_never_pushed() {
         let before = s.posts();
         let run = s.push(&dir, &[]);
         run.assert_code(6);
-        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        let msg = error_message(&run);
         assert!(
             msg.contains(&name.escape_debug().to_string()),
             "{path:?}: {msg}"
@@ -1070,7 +1070,7 @@ fn a_token_in_a_commit_message_is_never_pushed_or_committed() {
         let before = s.posts();
         let run = s.push(&dir, &[]);
         run.assert_code(6);
-        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        let msg = error_message(&run);
         assert!(msg.contains(&format!("commit {c}")), "{msg}");
         assert_eq!(s.posts(), before, "the pack was uploaded");
         s.w.git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
@@ -1097,10 +1097,7 @@ fn a_token_in_a_commit_message_is_never_pushed_or_committed() {
         );
         run.assert_code(6);
         assert!(
-            run.json()["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("author name or email"),
+            error_message(&run).contains("author name or email"),
             "{}",
             run.stdout
         );
@@ -1196,7 +1193,7 @@ fn a_malformed_or_newer_session_record_is_named() {
     std::fs::write(&path, "{ not json").unwrap();
     let run = s.w.run(&dir, &["status", "--json"], &[]);
     run.assert_code(1);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("malformed") && msg.contains("new folder"),
         "{msg}"
@@ -1205,14 +1202,14 @@ fn a_malformed_or_newer_session_record_is_named() {
     std::fs::write(&path, r#"{"version": 2}"#).unwrap();
     let run = s.w.run(&dir, &["status", "--json"], &[]);
     run.assert_code(2);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("version 2"), "{msg}");
     let newer = good.replacen("\"version\": 1", "\"version\": 2", 1);
     assert_ne!(newer, good, "no version field in {good}");
     std::fs::write(&path, newer).unwrap();
     let run = s.w.run(&dir, &["status", "--json"], &[]);
     run.assert_code(2);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("version 2"), "{msg}");
     std::fs::write(&path, good).unwrap();
     s.w.run(&dir, &["status"], &[]).assert_code(0);
@@ -1286,10 +1283,7 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
     let url = s.url();
     s.w.git(&a, &["fetch", "-q", &url, "sessions/utd"]);
     s.w.git(&a, &["reset", "-q", "--hard", "FETCH_HEAD"]);
-    s.w.git_auth(
-        &a,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/utd"],
-    );
+    s.git_push(&a, "sessions/utd");
     let log = std::fs::read_to_string(a.join(".git/logs/refs/remotes/origin/sessions/utd"))
         .unwrap_or_default();
     assert!(
@@ -1297,8 +1291,7 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
             .any(|l| l.contains(&cb) && l.ends_with("update by push")),
         "git wrote no 'update by push' entry, so this test proves nothing: {log}"
     );
-    let run =
-        s.w.run(&a, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    let run = s.remote_status(&a);
     run.assert_code(0);
     assert_eq!(run.json()["remote_state"], "moved", "{}", run.stdout);
     let run = s.push(&a, &[]);
@@ -1306,8 +1299,7 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
     assert_eq!(run.json()["remote_tip"], cb.as_str());
     assert_eq!(s.lease(&a), s.ids[1]);
     // B, which made and pushed the commit, sees it as its lease.
-    let run =
-        s.w.run(&b, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    let run = s.remote_status(&b);
     assert_eq!(run.json()["remote_state"], "lease", "{}", run.stdout);
 }
 
@@ -1321,15 +1313,6 @@ fn an_up_to_date_plain_push_of_a_fetched_tip_is_still_stale() {
 fn plain_git_ownership_follows_what_made_the_commit() {
     let s = Setup::new();
     let url = s.url();
-    let status = |dir: &Path| {
-        let run = s.w.run(
-            dir,
-            &["status", "--remote", "--json"],
-            &[("READ_URL", &url)],
-        );
-        run.assert_code(0);
-        run.json()["remote_state"].as_str().unwrap().to_owned()
-    };
 
     // Another sandbox's commit, fast-forwarded onto with cherry-pick --ff and "pushed" up to date.
     s.w.git(&s.bare(), &["branch", "sessions/ff", &s.ids[1]]);
@@ -1340,8 +1323,8 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     s.w.git(&a, &["fetch", "-q", &url, "sessions/ff"]);
     s.w.git(&a, &["cherry-pick", "--ff", "FETCH_HEAD"]);
     assert_eq!(s.w.git(&a, &["rev-parse", "HEAD"]), cb);
-    s.w.git_auth(&a, &["push", "-q", "origin", "HEAD:refs/heads/sessions/ff"]);
-    assert_eq!(status(&a), "moved");
+    s.git_push(&a, "sessions/ff");
+    assert_eq!(s.remote_state(&a), "moved");
     s.push(&a, &[]).assert_code(3);
     assert_eq!(s.lease(&a), s.ids[1]);
 
@@ -1357,11 +1340,8 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     s.w.git(&c, &["add", "g"]);
     s.w.git_with_env(&c, &["rebase", "--continue"], &[("GIT_EDITOR", "true")]);
     let rebased = s.w.git(&c, &["rev-parse", "HEAD"]);
-    s.w.git_auth(
-        &c,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/cont"],
-    );
-    assert_eq!(status(&c), "lease");
+    s.git_push(&c, "sessions/cont");
+    assert_eq!(s.remote_state(&c), "lease");
     let run = s.push(&c, &[]);
     run.assert_code(0);
     assert_eq!(run.json()["tip"], rebased.as_str());
@@ -1373,11 +1353,8 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     std::fs::write(e.join("w"), "1\n").unwrap();
     s.w.git(&e, &["add", "w"]);
     s.w.git(&e, &["commit", "-qm", "Fix the fast-forward check"]);
-    s.w.git_auth(
-        &e,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/words"],
-    );
-    assert_eq!(status(&e), "lease");
+    s.git_push(&e, "sessions/words");
+    assert_eq!(s.remote_state(&e), "lease");
     s.push(&e, &[]).assert_code(0);
     let wt = s.w.path("e-worktree");
     s.w.git(
@@ -1389,11 +1366,8 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     s.w.git(&wt, &["commit", "-qm", "worktree work"]);
     s.w.git(&e, &["merge", "-q", "--ff-only", "feat"]);
     let from_wt = s.w.git(&e, &["rev-parse", "HEAD"]);
-    s.w.git_auth(
-        &e,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/words"],
-    );
-    assert_eq!(status(&e), "lease");
+    s.git_push(&e, "sessions/words");
+    assert_eq!(s.remote_state(&e), "lease");
     let run = s.push(&e, &[]);
     run.assert_code(0);
     assert_eq!(s.lease(&e), from_wt);
@@ -1401,25 +1375,27 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     // HEAD detached elsewhere: status still answers (save would refuse), judging the session
     // branch as the push does.
     s.w.git(&e, &["checkout", "-q", "--detach", &s.ids[1]]);
-    let run =
-        s.w.run(&e, &["status", "--remote", "--json"], &[("READ_URL", &url)]);
+    let run = s.remote_status(&e);
     run.assert_code(0);
     assert_eq!(run.json()["remote_state"], "lease", "{}", run.stdout);
     assert!(run.json()["changed"].is_null(), "{}", run.stdout);
     s.w.git(&e, &["switch", "-q", "sessions/words"]);
 
+    a_pushed_commit_amended_is_refused(&s);
+}
+
+/// The amend half of [`plain_git_ownership_follows_what_made_the_commit`]: a commit pushed with
+/// git or with git-session, then amended, is exit 7 and `status` says the history was rewritten.
+fn a_pushed_commit_amended_is_refused(s: &Setup) {
     // Pushed with git, then amended: local history no longer holds the remote tip.
     let d = s.sandbox("d", "sessions/amend", &s.ids[1]);
     let y = s.commit(&d, "h", "1\n");
-    s.w.git_auth(
-        &d,
-        &["push", "-q", "origin", "HEAD:refs/heads/sessions/amend"],
-    );
+    s.git_push(&d, "sessions/amend");
     s.w.git(&d, &["commit", "-q", "--amend", "-m", "amended"]);
-    assert_eq!(status(&d), "rewritten");
+    assert_eq!(s.remote_state(&d), "rewritten");
     let run = s.push(&d, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("history was rewritten") && msg.contains(&y),
         "{msg}"
@@ -1432,9 +1408,9 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     let z = s.commit(&f, "k", "1\n");
     s.push(&f, &[]).assert_code(0);
     assert_eq!(s.lease(&f), z);
-    assert_eq!(status(&f), "lease");
+    assert_eq!(s.remote_state(&f), "lease");
     s.w.git(&f, &["commit", "-q", "--amend", "-m", "amended"]);
-    assert_eq!(status(&f), "rewritten");
+    assert_eq!(s.remote_state(&f), "rewritten");
     let human = s.w.run(&f, &["status"], &[]);
     human.assert_code(0);
     assert!(
@@ -1445,7 +1421,7 @@ fn plain_git_ownership_follows_what_made_the_commit() {
     let run = s.push(&f, &[]);
     run.assert_code(7);
     // It says how to recover: keep the changes as a new commit on top of the pushed one.
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains(&format!("git reset --soft {z}")), "{msg}");
     assert_eq!(s.remote("sessions/amend2").as_deref(), Some(z.as_str()));
 }
@@ -1481,21 +1457,7 @@ fn edited_files_are_pushed_as_deltas() {
         std::fs::write(origin.join(name), content.concat()).unwrap();
     }
     std::fs::write(origin.join("bin.dat"), &binary).unwrap();
-    let tip = w.commit_all(&origin, "base");
-    let bare = w.serve_scratch(&origin, "repo.git");
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let url = srv.url("repo.git", Some(&userinfo()));
-    let dir = w.path("s");
-    w.run(
-        &dir,
-        &["restore"],
-        &[
-            ("READ_URL", url.as_str()),
-            ("SESSION_BRANCH", "sessions/d"),
-            ("TIP_SHA", tip.as_str()),
-        ],
-    )
-    .assert_code(0);
+    let (bare, srv, url, dir) = serve_and_restore(&w, &origin, "sessions/d");
 
     let mut edited = big.clone();
     edited.insert(10_000, "one new line\n".into());
@@ -1515,12 +1477,7 @@ fn edited_files_are_pushed_as_deltas() {
     srv.clear_log();
     w.run(&dir, &["push", "--json"], &[("PUSH_URL", url.as_str())])
         .assert_code(0);
-    let sent: usize = srv
-        .log()
-        .iter()
-        .filter(|e| e.method == "POST" && e.path.ends_with("git-receive-pack"))
-        .map(|e| e.body_len)
-        .sum();
+    let sent = receive_pack_bytes(&srv);
     // replace.txt alone is about 50 KB compressed; whole objects were about 1 MB in all.
     assert!(
         (40_000..80_000).contains(&sent),
@@ -1554,21 +1511,7 @@ fn a_server_advertising_no_thin_gets_whole_objects() {
     let binary = incompressible(200_000, &mut seed);
     let origin = w.scratch("origin");
     std::fs::write(origin.join("bin.dat"), &binary).unwrap();
-    let tip = w.commit_all(&origin, "base");
-    let bare = w.serve_scratch(&origin, "repo.git");
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let url = srv.url("repo.git", Some(&userinfo()));
-    let dir = w.path("s");
-    w.run(
-        &dir,
-        &["restore"],
-        &[
-            ("READ_URL", url.as_str()),
-            ("SESSION_BRANCH", "sessions/n"),
-            ("TIP_SHA", tip.as_str()),
-        ],
-    )
-    .assert_code(0);
+    let (bare, srv, url, dir) = serve_and_restore(&w, &origin, "sessions/n");
     let sent_for_an_edit = |at: usize, no_thin: bool| -> usize {
         let mut bin = std::fs::read(dir.join("bin.dat")).unwrap();
         bin[at] ^= 0xff;
@@ -1585,11 +1528,7 @@ fn a_server_advertising_no_thin_gets_whole_objects() {
             w.git(&dir, &["rev-parse", "HEAD"])
         );
         w.git(&bare, &["fsck", "--no-progress", "--strict"]);
-        srv.log()
-            .iter()
-            .filter(|e| e.method == "POST" && e.path.ends_with("git-receive-pack"))
-            .map(|e| e.body_len)
-            .sum()
+        receive_pack_bytes(&srv)
     };
     let whole = sent_for_an_edit(100, true);
     assert!(whole > 190_000, "{whole} bytes sent to a no-thin server");

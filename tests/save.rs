@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::fixture_b::error_message;
 use crate::support::{
     GitServer, Run, TOKEN, World, assert_no_secret, base64_token_forms, token_forms, userinfo,
 };
@@ -70,15 +71,7 @@ impl Setup {
     fn sandbox(&self, name: &str) -> PathBuf {
         let dir = self.w.path(name);
         self.w
-            .run(
-                &dir,
-                &["restore", "--json"],
-                &[
-                    ("READ_URL", &self.url()),
-                    ("SESSION_BRANCH", BRANCH),
-                    ("TIP_SHA", self.tip()),
-                ],
-            )
+            .restore_with(&dir, &self.url(), BRANCH, self.tip(), &["--json"], &[])
             .assert_code(0);
         assert!(
             dir.join(".git/shallow").exists(),
@@ -245,6 +238,15 @@ impl Setup {
         j
     }
 
+    /// Save, check the commit against the tree `git add -A` would write, and the tree is clean.
+    #[track_caller]
+    fn save_like_git_add(&self, dir: &Path) -> serde_json::Value {
+        let expected = self.git_would_commit(dir, |_| {});
+        let j = self.save_and_check(dir, &expected);
+        self.assert_clean(dir);
+        j
+    }
+
     #[track_caller]
     fn assert_clean(&self, dir: &Path) {
         assert_eq!(
@@ -269,6 +271,46 @@ fn symlink(dir: &Path, target: &str, rel: &str) {
     let p = dir.join(rel);
     let _ = std::fs::remove_file(&p);
     std::os::unix::fs::symlink(target, p).unwrap();
+}
+
+/// HEAD's tree holds every path of `present` and none of `absent`.
+#[track_caller]
+fn assert_head_holds(w: &World, dir: &Path, present: &[&str], absent: &[&str]) {
+    let files = w.git(dir, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    for path in present {
+        assert!(
+            files.lines().any(|l| l == *path),
+            "{path} not committed:\n{files}"
+        );
+    }
+    for path in absent {
+        assert!(
+            !files.lines().any(|l| l == *path),
+            "{path} committed:\n{files}"
+        );
+    }
+}
+
+/// HEAD's `git log -1 --format=<format> --date=raw`.
+fn head_log(w: &World, dir: &Path, format: &str) -> String {
+    w.git(
+        dir,
+        &["log", "-1", &format!("--format={format}"), "--date=raw"],
+    )
+}
+
+/// Exit 6, an `integrity` error whose message names `path`; returns the message.
+#[track_caller]
+fn assert_integrity_error_naming(run: &Run, path: &str) -> String {
+    run.assert_code(6);
+    let j = run.json();
+    assert_eq!(j["error"]["kind"], "integrity");
+    let msg = error_message(run);
+    assert!(
+        msg.contains(path),
+        "the message does not name the file: {msg}"
+    );
+    msg
 }
 
 fn ls_tree(w: &World, dir: &Path) -> String {
@@ -314,38 +356,27 @@ fn stages_additions_edits_deletions_renames_and_new_directories() {
     std::fs::remove_file(dir.join("docs/a.md")).unwrap();
     std::fs::rename(dir.join("src/lib.rs"), dir.join("src/core.rs")).unwrap();
     std::fs::remove_dir_all(dir.join("data")).unwrap();
-    let expected = s.git_would_commit(&dir, |_| {});
-    s.save_and_check(&dir, &expected);
-    s.assert_clean(&dir);
-    let files = s.w.git(&dir, &["ls-tree", "-r", "--name-only", "HEAD"]);
-    for gone in [
-        "docs/a.md",
-        "src/lib.rs",
-        "data/keep.txt",
-        "data/more/deep.txt",
-    ] {
-        assert!(
-            !files.lines().any(|l| l == gone),
-            "{gone} still committed:\n{files}"
-        );
-    }
-    for added in [
-        "new.txt",
-        "a/b/c/d/deep.txt",
-        "a/b/other.txt",
-        "src/core.rs",
-    ] {
-        assert!(
-            files.lines().any(|l| l == added),
-            "{added} not committed:\n{files}"
-        );
-    }
+    s.save_like_git_add(&dir);
+    assert_head_holds(
+        &s.w,
+        &dir,
+        &[
+            "new.txt",
+            "a/b/c/d/deep.txt",
+            "a/b/other.txt",
+            "src/core.rs",
+        ],
+        &[
+            "docs/a.md",
+            "src/lib.rs",
+            "data/keep.txt",
+            "data/more/deep.txt",
+        ],
+    );
 
     // A second save on top of the first works the same way.
     write(&dir, "a/b/other.txt", "other, edited\n");
-    let expected = s.git_would_commit(&dir, |_| {});
-    s.save_and_check(&dir, &expected);
-    s.assert_clean(&dir);
+    s.save_like_git_add(&dir);
 }
 
 #[test]
@@ -363,9 +394,7 @@ fn stages_exec_bits_symlinks_and_type_changes() {
     write(&dir, "tracked.log/inner.txt", "now a dir\n");
     std::fs::remove_dir_all(dir.join("src/util")).unwrap();
     write(&dir, "src/util", "now a file\n");
-    let expected = s.git_would_commit(&dir, |_| {});
-    s.save_and_check(&dir, &expected);
-    s.assert_clean(&dir);
+    s.save_like_git_add(&dir);
     let tree = ls_tree(&s.w, &dir);
     for line in [
         "100755 blob",
@@ -392,9 +421,7 @@ fn stages_exec_bits_symlinks_and_type_changes() {
     // symlink -> file
     std::fs::remove_file(dir.join("link")).unwrap();
     write(&dir, "link", "a file now\n");
-    let expected = s.git_would_commit(&dir, |_| {});
-    s.save_and_check(&dir, &expected);
-    s.assert_clean(&dir);
+    s.save_like_git_add(&dir);
     assert!(
         ls_tree(&s.w, &dir)
             .lines()
@@ -439,7 +466,8 @@ fn honours_gitignore_info_exclude_and_core_excludes_file() {
     write(&dir, ".gitignore", "*.log\n/build/\n!important.log\n");
     write(&dir, "src/.gitignore", "generated/\n*.tmp\n");
     write(&dir, ".git/info/exclude", "local-only.txt\n");
-    for f in [
+    // Each ignored by one of the rules above.
+    let ignored = [
         "debug.log",
         "nested/dir/trace.log",
         "build/out.bin",
@@ -448,7 +476,8 @@ fn honours_gitignore_info_exclude_and_core_excludes_file() {
         "local-only.txt",
         "notes.bak",
         "deep/er/file.bak",
-    ] {
+    ];
+    for f in ignored {
         write(&dir, f, "ignored\n");
     }
     write(&dir, "important.log", "kept by negation\n");
@@ -458,34 +487,19 @@ fn honours_gitignore_info_exclude_and_core_excludes_file() {
         "tracked.log",
         "tracked files stay tracked even when ignored\n",
     );
-    let expected = s.git_would_commit(&dir, |_| {});
-    s.save_and_check(&dir, &expected);
-    s.assert_clean(&dir);
-    let files = s.w.git(&dir, &["ls-tree", "-r", "--name-only", "HEAD"]);
-    for ignored in [
-        "debug.log",
-        "nested/dir/trace.log",
-        "build/out.bin",
-        "src/generated/code.rs",
-        "src/x.tmp",
-        "local-only.txt",
-        "notes.bak",
-        "deep/er/file.bak",
-    ] {
-        assert!(
-            !files.lines().any(|l| l == ignored),
-            "{ignored} was committed"
-        );
-    }
-    for kept in [
-        "important.log",
-        "other.tmp",
-        ".gitignore",
-        "src/.gitignore",
-        "tracked.log",
-    ] {
-        assert!(files.lines().any(|l| l == kept), "{kept} was not committed");
-    }
+    s.save_like_git_add(&dir);
+    assert_head_holds(
+        &s.w,
+        &dir,
+        &[
+            "important.log",
+            "other.tmp",
+            ".gitignore",
+            "src/.gitignore",
+            "tracked.log",
+        ],
+        &ignored,
+    );
     assert_eq!(
         s.w.git(&dir, &["show", "HEAD:tracked.log"]),
         "tracked files stay tracked even when ignored"
@@ -503,12 +517,7 @@ fn honours_the_default_excludes_file_below_xdg_config_home() {
     let xdg_s = xdg.to_str().unwrap();
     let run = s.save(&dir, &[("XDG_CONFIG_HOME", xdg_s)]);
     run.assert_code(0);
-    let files = s.w.git(&dir, &["ls-tree", "-r", "--name-only", "HEAD"]);
-    assert!(files.lines().any(|l| l == "kept.txt"));
-    assert!(
-        !files.lines().any(|l| l == "file.swp"),
-        "file.swp was committed"
-    );
+    assert_head_holds(&s.w, &dir, &["kept.txt"], &["file.swp"]);
 }
 
 #[test]
@@ -565,30 +574,14 @@ fn identity_and_dates_from_the_environment() {
     );
     run.assert_code(0);
     assert_eq!(
-        s.w.git(
-            &dir,
-            &[
-                "log",
-                "-1",
-                "--format=%an|%ae|%ad|%cn|%ce|%cd",
-                "--date=raw"
-            ]
-        ),
+        head_log(&s.w, &dir, "%an|%ae|%ad|%cn|%ce|%cd"),
         "Ada Author|ada@example.com|1770084306 +0200|Cy Committer|cy@example.com|1700000000 -0130"
     );
     // The same date formats as git: the World's default ISO 8601 with Z.
     write(&dir, "b.txt", "b\n");
     s.save(&dir, &[]).assert_code(0);
     assert_eq!(
-        s.w.git(
-            &dir,
-            &[
-                "log",
-                "-1",
-                "--format=%an <%ae> %ad|%cn <%ce> %cd",
-                "--date=raw"
-            ]
-        ),
+        head_log(&s.w, &dir, "%an <%ae> %ad|%cn <%ce> %cd"),
         "Test Author <author@example.com> 1767225600 +0000|Test Committer <committer@example.com> 1767225600 +0000"
     );
     // A date git would not accept is a usage error, and nothing is committed.
@@ -685,15 +678,8 @@ fn refuses_to_commit_a_file_holding_the_token() {
         write(&dir, &name, &content);
         for var in ["READ_URL", "PUSH_URL"] {
             let run = s.save(&dir, &[(var, &url)]);
-            run.assert_code(6);
-            let j = run.json();
-            assert_eq!(j["ok"], false);
-            assert_eq!(j["error"]["kind"], "integrity");
-            let msg = j["error"]["message"].as_str().unwrap();
-            assert!(
-                msg.contains(&name),
-                "the message does not name the file: {msg}"
-            );
+            assert_integrity_error_naming(&run, &name);
+            assert_eq!(run.json()["ok"], false);
             assert_eq!(s.head(&dir), s.tip(), "HEAD moved");
             assert_eq!(
                 std::fs::read(dir.join(".git/index")).unwrap(),
@@ -725,12 +711,7 @@ fn refuses_to_commit_a_file_holding_the_token() {
     s.w.git(&dir, &["add", "staged.txt"]);
     let run = s.save(&dir, &[("READ_URL", &url)]);
     run.assert_code(6);
-    assert!(
-        run.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("staged.txt")
-    );
+    assert!(error_message(&run).contains("staged.txt"));
     assert_eq!(s.head(&dir), s.tip());
     s.w.git(&dir, &["rm", "-q", "--cached", "staged.txt"]);
     std::fs::remove_file(dir.join("staged.txt")).unwrap();
@@ -739,12 +720,7 @@ fn refuses_to_commit_a_file_holding_the_token() {
     write(&dir, &format!("leak/{TOKEN}"), "harmless\n");
     let run = s.save(&dir, &[("READ_URL", &url)]);
     run.assert_code(6);
-    assert!(
-        run.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("path contains it")
-    );
+    assert!(error_message(&run).contains("path contains it"));
     std::fs::remove_dir_all(dir.join("leak")).unwrap();
 
     // Without the token in the file, the same save goes through.
@@ -775,14 +751,7 @@ fn refuses_to_commit_the_token_in_base64_at_any_alignment() {
             s.w.git(&dir, &["reset", "-q", "--hard", s.tip()]);
             continue;
         }
-        run.assert_code(6);
-        let j = run.json();
-        assert_eq!(j["error"]["kind"], "integrity");
-        let msg = j["error"]["message"].as_str().unwrap();
-        assert!(
-            msg.contains(&name),
-            "the message does not name the file: {msg}"
-        );
+        let msg = assert_integrity_error_naming(&run, &name);
         assert_no_secret("the message", msg.as_bytes());
         assert!(!msg.contains(&form), "{msg}");
         assert_eq!(s.head(&dir), s.tip(), "HEAD moved");
@@ -832,7 +801,7 @@ fn every_path_save_commits_restores_and_the_others_are_refused() {
             s.w.run(&dir, &["save", "-m", path, "--json"], &[("PUSH_URL", &url)]);
         let expect_refused = i < refused.len();
         if run.code == Some(6) {
-            let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+            let msg = error_message(&run);
             assert!(
                 msg.contains(&path.escape_debug().to_string()),
                 "{path:?}: {msg}"
@@ -869,12 +838,7 @@ fn every_path_save_commits_restores_and_the_others_are_refused() {
         &[("PUSH_URL", &url)],
     );
     run.assert_code(6);
-    assert!(
-        run.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains(".gitmodules")
-    );
+    assert!(error_message(&run).contains(".gitmodules"));
 }
 
 #[test]
@@ -1026,9 +990,7 @@ fn commits_on_top_of_local_commits_and_changes_staged_with_git() {
     // Marked unchanged with git: git add -A leaves it alone, and so does save (the mark stays).
     s.w.git(&dir, &["update-index", "--assume-unchanged", "docs/a.md"]);
     write(&dir, "docs/a.md", "edited but assumed unchanged\n");
-    let expected = s.git_would_commit(&dir, |_| {});
-    s.save_and_check(&dir, &expected);
-    s.assert_clean(&dir);
+    s.save_like_git_add(&dir);
     assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD^"]), git_commit);
     assert_eq!(s.w.git(&dir, &["show", "HEAD:twice.txt"]), "second");
     assert_eq!(s.w.git(&dir, &["show", "HEAD:plain.txt"]), "plain");
@@ -1103,7 +1065,7 @@ fn refuses_when_head_left_the_session_branch() {
     let elsewhere = s.head(&dir);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     let merge = format!("git merge {elsewhere}");
     assert!(
         msg.contains(&format!("git switch {BRANCH}")) && msg.contains(&merge),
@@ -1132,7 +1094,7 @@ fn refuses_when_head_left_the_session_branch() {
     s.w.git(&dir, &["checkout", "-q", "--detach", "HEAD~1"]);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("git bisect reset"), "{msg}");
     assert!(!msg.contains("git merge"), "nothing to bring over: {msg}");
     // A commit made during the bisect is named, and following the hint keeps it.
@@ -1142,7 +1104,7 @@ fn refuses_when_head_left_the_session_branch() {
     let during = s.head(&dir);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("git bisect reset") && msg.contains(&format!("git merge {during}")),
         "{msg}"
@@ -1188,7 +1150,7 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
     write(&dir, "b.txt", "b\n");
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("a rebase is in progress") && msg.contains("git rebase --continue"),
         "{msg}"
@@ -1202,7 +1164,7 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
     let url = s.url();
     let push = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
     push.assert_code(7);
-    let msg = push.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&push);
     assert!(msg.contains("nothing was uploaded"), "{msg}");
     s.w.git(&dir, &["rebase", "--abort"]);
     assert_eq!(s.head(&dir), saved);
@@ -1216,7 +1178,7 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
     assert!(!am.status.success(), "the patch applied twice");
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("`git am` is in progress") && msg.contains("git am --abort"),
         "{msg}"
@@ -1239,12 +1201,7 @@ fn refuses_while_another_git_holds_the_index_lock() {
     std::fs::write(dir.join(".git/index.lock"), "").unwrap();
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    assert!(
-        run.json()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("index.lock")
-    );
+    assert!(error_message(&run).contains("index.lock"));
     assert!(
         dir.join(".git/index.lock").exists(),
         "someone else's lock was removed"
@@ -1273,18 +1230,6 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
         );
     }
     s.save(&dir, &[]).assert_code(0);
-    let spawn_save = |vars: &[(&str, &str)]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
-            .args(["save", "--no-push", "-m", "killed", "--json"])
-            .current_dir(&dir)
-            .env_clear()
-            .envs(s.w.env())
-            .envs(vars.iter().copied())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
-    };
     // Each point where a kill may land while the lock exists, including between the two steps
     // of rewriting the record around the branch update (a record emptied there left the lock
     // unnamed: exit 7, seen once in 90 random kills).
@@ -1295,7 +1240,7 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
         "index-lock-ref-ended",
     ] {
         write(&dir, "edited.txt", point);
-        let status = spawn_save(&[("GIT_SESSION_FAILPOINT", point)])
+        let status = spawn_save(&s.w, &dir, &[("GIT_SESSION_FAILPOINT", point)])
             .wait()
             .unwrap();
         assert_eq!(status.code(), None, "{point}: not killed");
@@ -1305,10 +1250,7 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
                 "{point}: no lock to recover"
             );
         }
-        let run = s.save(&dir, &[]);
-        assert_eq!(run.code, Some(0), "{point}: {}", run.stdout);
-        assert!(!dir.join(".git/index.lock").exists());
-        assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "", "{point}");
+        assert_rerun_recovers(&s, &dir, point);
     }
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut left = 0;
@@ -1324,43 +1266,63 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let delay = seed % 60;
-        let mut child = spawn_save(&[]);
+        let mut child = spawn_save(&s.w, &dir, &[]);
         std::thread::sleep(std::time::Duration::from_millis(delay));
         let _ = child.kill();
         let _ = child.wait();
         left += usize::from(
             dir.join(".git/index.lock").exists() || dir.join(".git/HEAD.lock").exists(),
         );
-        let run = s.save(&dir, &[]);
-        assert_eq!(
-            run.code,
-            Some(0),
-            "round {round} (killed after {delay} ms): {}",
-            run.stdout
-        );
-        assert!(!dir.join(".git/index.lock").exists(), "round {round}");
-        assert_eq!(
-            s.w.git(&dir, &["status", "--porcelain"]),
-            "",
-            "round {round}"
+        assert_rerun_recovers(
+            &s,
+            &dir,
+            &format!("round {round} (killed after {delay} ms)"),
         );
     }
     eprintln!("a lock left by {left} of 30 killed saves, each recovered");
     s.w.git(&dir, &["fsck", "--no-progress"]);
 
+    a_live_gits_index_lock_is_refused(&s, &dir);
+}
+
+/// A `save --no-push` in `dir` with `vars` besides, its output discarded: a child to kill.
+fn spawn_save(w: &World, dir: &Path, vars: &[(&str, &str)]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+        .args(["save", "--no-push", "-m", "killed", "--json"])
+        .current_dir(dir)
+        .env_clear()
+        .envs(w.env())
+        .envs(vars.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The rerun after the kill `what` commits, leaving no lock and a clean tree.
+#[track_caller]
+fn assert_rerun_recovers(s: &Setup, dir: &Path, what: &str) {
+    let run = s.save(dir, &[]);
+    assert_eq!(run.code, Some(0), "{what}: {}", run.stdout);
+    assert!(!dir.join(".git/index.lock").exists(), "{what}");
+    assert_eq!(s.w.git(dir, &["status", "--porcelain"]), "", "{what}");
+}
+
+/// The live-lock half of [`a_save_killed_while_holding_index_lock_does_not_block_the_rerun`].
+fn a_live_gits_index_lock_is_refused(s: &Setup, dir: &Path) {
     // A killed save's record, then a live `git commit -a` holding index.lock (its editor waits).
-    write(&dir, "edited.txt", "record");
-    let status = spawn_save(&[("GIT_SESSION_FAILPOINT", "index-lock-taken")])
+    write(dir, "edited.txt", "record");
+    let status = spawn_save(&s.w, dir, &[("GIT_SESSION_FAILPOINT", "index-lock-taken")])
         .wait()
         .unwrap();
     assert_eq!(status.code(), None);
-    s.save(&dir, &[]).assert_code(0);
-    write(&dir, "edited.txt", "git's");
-    s.w.git(&dir, &["add", "edited.txt"]);
+    s.save(dir, &[]).assert_code(0);
+    write(dir, "edited.txt", "git's");
+    s.w.git(dir, &["add", "edited.txt"]);
     let stop = s.w.path("stop-editor");
     let mut git = std::process::Command::new("git")
         .args(["commit", "-q", "-a"])
-        .current_dir(&dir)
+        .current_dir(dir)
         .env_clear()
         .envs(s.w.env())
         .env(
@@ -1382,8 +1344,8 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    write(&dir, "other.txt", "x");
-    let run = s.save(&dir, &[]);
+    write(dir, "other.txt", "x");
+    let run = s.save(dir, &[]);
     assert!(
         dir.join(".git/index.lock").exists(),
         "git's lock was removed"
@@ -1391,7 +1353,7 @@ fn a_save_killed_while_holding_index_lock_does_not_block_the_rerun() {
     std::fs::write(&stop, "").unwrap();
     let _ = git.wait();
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("index.lock") && msg.contains("another git process"),
         "{msg}"
@@ -1416,7 +1378,7 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     );
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("unmerged (plain.txt)"), "{msg}");
     assert_eq!(s.head(&dir), base, "a conflicted tree was committed");
     let warnings = s.status_warnings(&dir);
@@ -1439,7 +1401,7 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     s.w.git(&dir, &["merge", "-q", "--no-ff", "--no-commit", "side"]);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("a merge is in progress"), "{msg}");
     assert_eq!(s.head(&dir), head);
     let warnings = s.status_warnings(&dir);
@@ -1462,7 +1424,7 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     assert!(!pick.status.success(), "the cherry-pick did not stop");
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(
         msg.contains("unmerged (plain.txt)") && msg.contains("then finish a cherry-pick"),
         "{msg}"
@@ -1472,7 +1434,7 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     s.w.git(&dir, &["commit", "-q", "--no-edit"]);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    let msg = error_message(&run);
     assert!(msg.contains("several commits"), "{msg}");
     assert!(s.status_warnings(&dir).contains("several commits"));
     assert_ne!(s.head(&dir), head);
