@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use crate::support::fixture_b::error_message;
 use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret};
 
 /// A repository whose base (commit 1) has many files and whose tip (commit 3) changes a few:
@@ -657,7 +656,7 @@ fn a_full_disk_during_the_switch_is_exit_10_and_the_rerun_completes() {
     std::fs::write(&filler, vec![0u8; (avail(&mnt) - (1 << 20)) as usize]).unwrap();
     let run = b.boot(&dir, &[], &[]);
     run.assert_code(10);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains(&format!("writing {}", dir.join("big.txt").display())),
         "the switch failed, not the fetch, and the message names the file: {msg}"

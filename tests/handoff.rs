@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::fixture_b::error_message;
 use crate::support::{GitServer, Run, TOKEN, World, assert_matches_schema, pct, userinfo};
 
 const BRANCH: &str = "sessions/own";
@@ -576,7 +575,7 @@ fn watch_refuses_a_bad_interval_before_anything() {
     }
     let run = f.w.run(&dir, &["watch", "--every", "1s", "--json"], &[]);
     run.assert_code(2);
-    assert!(error_message(&run).contains("PUSH_URL"), "{}", run.stdout);
+    assert!(run.error_message().contains("PUSH_URL"), "{}", run.stdout);
 }
 
 /// The strings of a TOML array of basic strings (`["a", "b\"c"]`), as far as the recipe needs.

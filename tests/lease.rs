@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::push::Setup;
-use crate::support::fixture_b::error_message;
 use crate::support::{TOKEN, all_files, assert_no_secret, userinfo};
 
 impl Setup {
@@ -192,7 +191,7 @@ fn force_pushes_and_deletions_are_refused_and_no_verify_is_not_own() {
     assert_eq!(s.remote_state(&a), "moved");
     let run = s.push(&a, &[]);
     run.assert_code(3);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("--no-verify"), "{msg}");
 }
 
@@ -530,7 +529,7 @@ fn a_failed_saves_message_names_the_local_commit_it_keeps() {
         .store(0, std::sync::atomic::Ordering::SeqCst);
     run.assert_code(5);
     let commit = s.w.git(&a, &["rev-parse", "HEAD"]);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains(&commit) && msg.contains("rerunning `git-session save` pushes it"),
         "{msg}"
@@ -605,7 +604,7 @@ fn the_check_holds_for_other_spellings_moves_and_work_trees() {
     );
     let run = s.w.run(&wt, &["status", "--json"], &[]);
     run.assert_code(2);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains(a.to_str().unwrap()), "{msg}");
 
     // This tree's own commit pushed from another branch: the session branch is behind it.

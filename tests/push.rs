@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use crate::support::fixture_b::{error_message, receive_pack_bytes, receive_pack_posts};
+use crate::support::fixture_b::{receive_pack_bytes, receive_pack_posts};
 use crate::support::wire::{band, pkt};
 use crate::support::{
     GitServer, Run, TOKEN, World, git_session_peak_rss, incompressible, userinfo,
@@ -420,7 +420,7 @@ fn a_token_refused_for_writing_is_exit_4() {
     s.srv.knobs.unauthorized_posts.store(1, Ordering::SeqCst);
     let run = s.push(&dir, &[]);
     run.assert_code(4);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("write URL was refused") && msg.contains("mint a new one"),
         "{msg}"
@@ -431,7 +431,7 @@ fn a_token_refused_for_writing_is_exit_4() {
     let run =
         s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &bare_url)]);
     run.assert_code(4);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("carries no credentials") && !msg.contains("expired"),
         "{msg}"
@@ -678,7 +678,7 @@ fn an_expired_jwt_is_named_in_the_auth_error() {
     let url = s.srv.url("repo.git", Some(&format!("t:{jwt}")));
     let run = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
     run.assert_code(4);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
     assert!(!msg.contains(&jwt) && !run.stderr.contains(&jwt));
     // Restore names it too (it said only "the URL may have expired").
@@ -691,7 +691,7 @@ fn an_expired_jwt_is_named_in_the_auth_error() {
         &[],
     );
     run.assert_code(4);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("expired at 2023-11-14T22:13:20Z"), "{msg}");
 }
 
@@ -941,7 +941,7 @@ fn a_token_the_server_echoes_split_over_lines_or_packets_is_never_shown() {
         args.extend_from_slice(verbosity);
         let run = s.w.run(&dir, &args, &[("PUSH_URL", url.as_str())]);
         run.assert_code(9);
-        let msg = error_message(&run);
+        let msg = run.error_message();
         assert!(msg.contains("sessions are frozen"), "{msg}");
         for text in [&run.stdout, &run.stderr] {
             let joined = text.replace("\nremote: ", "").replace("\\nremote: ", "");
@@ -976,7 +976,7 @@ fn a_path_restore_would_refuse_committed_with_plain_git_is_never_pushed() {
         let before = s.posts();
         let run = s.push(&dir, &[]);
         run.assert_code(6);
-        let msg = error_message(&run);
+        let msg = run.error_message();
         assert!(
             msg.contains(&name.escape_debug().to_string()),
             "{path:?}: {msg}"
@@ -1070,7 +1070,7 @@ fn a_token_in_a_commit_message_is_never_pushed_or_committed() {
         let before = s.posts();
         let run = s.push(&dir, &[]);
         run.assert_code(6);
-        let msg = error_message(&run);
+        let msg = run.error_message();
         assert!(msg.contains(&format!("commit {c}")), "{msg}");
         assert_eq!(s.posts(), before, "the pack was uploaded");
         s.w.git(&dir, &["reset", "-q", "--hard", "HEAD~1"]);
@@ -1097,7 +1097,7 @@ fn a_token_in_a_commit_message_is_never_pushed_or_committed() {
         );
         run.assert_code(6);
         assert!(
-            error_message(&run).contains("author name or email"),
+            run.error_message().contains("author name or email"),
             "{}",
             run.stdout
         );
@@ -1193,7 +1193,7 @@ fn a_malformed_or_newer_session_record_is_named() {
     std::fs::write(&path, "{ not json").unwrap();
     let run = s.w.run(&dir, &["status", "--json"], &[]);
     run.assert_code(1);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("malformed") && msg.contains("new folder"),
         "{msg}"
@@ -1202,14 +1202,14 @@ fn a_malformed_or_newer_session_record_is_named() {
     std::fs::write(&path, r#"{"version": 2}"#).unwrap();
     let run = s.w.run(&dir, &["status", "--json"], &[]);
     run.assert_code(2);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("version 2"), "{msg}");
     let newer = good.replacen("\"version\": 1", "\"version\": 2", 1);
     assert_ne!(newer, good, "no version field in {good}");
     std::fs::write(&path, newer).unwrap();
     let run = s.w.run(&dir, &["status", "--json"], &[]);
     run.assert_code(2);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("version 2"), "{msg}");
     std::fs::write(&path, good).unwrap();
     s.w.run(&dir, &["status"], &[]).assert_code(0);
@@ -1395,7 +1395,7 @@ fn a_pushed_commit_amended_is_refused(s: &Setup) {
     assert_eq!(s.remote_state(&d), "rewritten");
     let run = s.push(&d, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("history was rewritten") && msg.contains(&y),
         "{msg}"
@@ -1421,7 +1421,7 @@ fn a_pushed_commit_amended_is_refused(s: &Setup) {
     let run = s.push(&f, &[]);
     run.assert_code(7);
     // It says how to recover: keep the changes as a new commit on top of the pushed one.
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains(&format!("git reset --soft {z}")), "{msg}");
     assert_eq!(s.remote("sessions/amend2").as_deref(), Some(z.as_str()));
 }

@@ -8,7 +8,6 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::support::fixture_b::error_message;
 use crate::support::{GitServer, NOBODY, World, give_to_nobody, is_root};
 
 /// A repository whose folder `a` holds 80 files, and `README.md`.
@@ -257,7 +256,7 @@ fn root_refuses_a_target_below_a_folder_another_user_can_change() {
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
     let run = restore_in(&open.join("work"));
     run.assert_code(2);
-    let message = error_message(&run);
+    let message = run.error_message();
     assert!(
         message.contains(&format!("{}:", open.display())) && message.contains("everyone can write"),
         "{message}"
@@ -273,7 +272,7 @@ fn root_refuses_a_target_below_a_folder_another_user_can_change() {
     give_to_nobody(&theirs.join("work"));
     let run = restore_in(&theirs.join("work"));
     run.assert_code(2);
-    let message = error_message(&run);
+    let message = run.error_message();
     assert!(
         message.contains(&theirs.display().to_string()) && message.contains("uid 4242"),
         "{message}"
@@ -344,7 +343,7 @@ fn root_never_follows_the_owners_symlink_into_a_folder_of_roots() {
         all.extend(args);
         let run = w.run(&w.path(""), &all, &vars);
         run.assert_code(2);
-        let message = error_message(&run);
+        let message = run.error_message();
         assert!(message.contains("symlink"), "{given}: {message}");
     }
     assert_eq!(snapshot(&rootonly.join("conf")), before);
@@ -633,7 +632,7 @@ fn root_refuses_to_create_a_target_in_a_folder_others_can_write_to() {
         ],
     );
     run.assert_code(2);
-    let message = error_message(&run);
+    let message = run.error_message();
     assert!(message.contains("other users can write to"), "{message}");
     assert!(!target.exists());
 }

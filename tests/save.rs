@@ -10,7 +10,6 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::fixture_b::error_message;
 use crate::support::{
     GitServer, Run, TOKEN, World, assert_no_secret, base64_token_forms, token_forms, userinfo,
 };
@@ -305,7 +304,7 @@ fn assert_integrity_error_naming(run: &Run, path: &str) -> String {
     run.assert_code(6);
     let j = run.json();
     assert_eq!(j["error"]["kind"], "integrity");
-    let msg = error_message(run);
+    let msg = run.error_message();
     assert!(
         msg.contains(path),
         "the message does not name the file: {msg}"
@@ -315,33 +314,6 @@ fn assert_integrity_error_naming(run: &Run, path: &str) -> String {
 
 fn ls_tree(w: &World, dir: &Path) -> String {
     w.git(dir, &["ls-tree", "-r", "HEAD"])
-}
-
-/// Run the binary like `World::run`, but without the variables in `remove`.
-fn run_without(
-    w: &World,
-    cwd: &Path,
-    args: &[&str],
-    vars: &[(&str, &str)],
-    remove: &[&str],
-) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-session"));
-    cmd.args(args).current_dir(cwd).env_clear().envs(w.env());
-    for r in remove {
-        cmd.env_remove(r);
-    }
-    let out = cmd
-        .env("GIT_SESSION_RETRY_BASE_MS", "5")
-        .envs(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
-        .output()
-        .unwrap();
-    assert_no_secret("stdout", &out.stdout);
-    assert_no_secret("stderr", &out.stderr);
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 #[test]
@@ -616,14 +588,8 @@ fn identity_from_user_name_and_email_in_the_global_config() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    run_without(
-        &s.w,
-        &dir,
-        &["save", "--no-push", "--json"],
-        &[],
-        &IDENTITY_VARS,
-    )
-    .assert_code(0);
+    s.w.run_without(&dir, &["save", "--no-push", "--json"], &[], &IDENTITY_VARS)
+        .assert_code(0);
     let out =
         s.w.git(&dir, &["log", "-1", "--format=%an|%ae|%cn|%ce|%at|%B"]);
     let parts: Vec<&str> = out.splitn(6, '|').collect();
@@ -649,8 +615,7 @@ fn identity_defaults_to_git_session() {
     let s = Setup::new();
     let dir = s.sandbox("sb");
     write(&dir, "a.txt", "a\n");
-    run_without(
-        &s.w,
+    s.w.run_without(
         &dir,
         &["save", "--no-push", "-m", "m", "--json"],
         &[],
@@ -711,7 +676,7 @@ fn refuses_to_commit_a_file_holding_the_token() {
     s.w.git(&dir, &["add", "staged.txt"]);
     let run = s.save(&dir, &[("READ_URL", &url)]);
     run.assert_code(6);
-    assert!(error_message(&run).contains("staged.txt"));
+    assert!(run.error_message().contains("staged.txt"));
     assert_eq!(s.head(&dir), s.tip());
     s.w.git(&dir, &["rm", "-q", "--cached", "staged.txt"]);
     std::fs::remove_file(dir.join("staged.txt")).unwrap();
@@ -720,7 +685,7 @@ fn refuses_to_commit_a_file_holding_the_token() {
     write(&dir, &format!("leak/{TOKEN}"), "harmless\n");
     let run = s.save(&dir, &[("READ_URL", &url)]);
     run.assert_code(6);
-    assert!(error_message(&run).contains("path contains it"));
+    assert!(run.error_message().contains("path contains it"));
     std::fs::remove_dir_all(dir.join("leak")).unwrap();
 
     // Without the token in the file, the same save goes through.
@@ -801,7 +766,7 @@ fn every_path_save_commits_restores_and_the_others_are_refused() {
             s.w.run(&dir, &["save", "-m", path, "--json"], &[("PUSH_URL", &url)]);
         let expect_refused = i < refused.len();
         if run.code == Some(6) {
-            let msg = error_message(&run);
+            let msg = run.error_message();
             assert!(
                 msg.contains(&path.escape_debug().to_string()),
                 "{path:?}: {msg}"
@@ -838,7 +803,7 @@ fn every_path_save_commits_restores_and_the_others_are_refused() {
         &[("PUSH_URL", &url)],
     );
     run.assert_code(6);
-    assert!(error_message(&run).contains(".gitmodules"));
+    assert!(run.error_message().contains(".gitmodules"));
 }
 
 #[test]
@@ -1065,7 +1030,7 @@ fn refuses_when_head_left_the_session_branch() {
     let elsewhere = s.head(&dir);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     let merge = format!("git merge {elsewhere}");
     assert!(
         msg.contains(&format!("git switch {BRANCH}")) && msg.contains(&merge),
@@ -1094,7 +1059,7 @@ fn refuses_when_head_left_the_session_branch() {
     s.w.git(&dir, &["checkout", "-q", "--detach", "HEAD~1"]);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("git bisect reset"), "{msg}");
     assert!(!msg.contains("git merge"), "nothing to bring over: {msg}");
     // A commit made during the bisect is named, and following the hint keeps it.
@@ -1104,7 +1069,7 @@ fn refuses_when_head_left_the_session_branch() {
     let during = s.head(&dir);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("git bisect reset") && msg.contains(&format!("git merge {during}")),
         "{msg}"
@@ -1150,7 +1115,7 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
     write(&dir, "b.txt", "b\n");
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("a rebase is in progress") && msg.contains("git rebase --continue"),
         "{msg}"
@@ -1164,7 +1129,7 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
     let url = s.url();
     let push = s.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
     push.assert_code(7);
-    let msg = error_message(&push);
+    let msg = push.error_message();
     assert!(msg.contains("nothing was uploaded"), "{msg}");
     s.w.git(&dir, &["rebase", "--abort"]);
     assert_eq!(s.head(&dir), saved);
@@ -1178,7 +1143,7 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
     assert!(!am.status.success(), "the patch applied twice");
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("`git am` is in progress") && msg.contains("git am --abort"),
         "{msg}"
@@ -1201,7 +1166,7 @@ fn refuses_while_another_git_holds_the_index_lock() {
     std::fs::write(dir.join(".git/index.lock"), "").unwrap();
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    assert!(error_message(&run).contains("index.lock"));
+    assert!(run.error_message().contains("index.lock"));
     assert!(
         dir.join(".git/index.lock").exists(),
         "someone else's lock was removed"
@@ -1353,7 +1318,7 @@ fn a_live_gits_index_lock_is_refused(s: &Setup, dir: &Path) {
     std::fs::write(&stop, "").unwrap();
     let _ = git.wait();
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("index.lock") && msg.contains("another git process"),
         "{msg}"
@@ -1378,7 +1343,7 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     );
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("unmerged (plain.txt)"), "{msg}");
     assert_eq!(s.head(&dir), base, "a conflicted tree was committed");
     let warnings = s.status_warnings(&dir);
@@ -1401,7 +1366,7 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     s.w.git(&dir, &["merge", "-q", "--no-ff", "--no-commit", "side"]);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("a merge is in progress"), "{msg}");
     assert_eq!(s.head(&dir), head);
     let warnings = s.status_warnings(&dir);
@@ -1424,7 +1389,7 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     assert!(!pick.status.success(), "the cherry-pick did not stop");
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(
         msg.contains("unmerged (plain.txt)") && msg.contains("then finish a cherry-pick"),
         "{msg}"
@@ -1434,7 +1399,7 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     s.w.git(&dir, &["commit", "-q", "--no-edit"]);
     let run = s.save(&dir, &[]);
     run.assert_code(7);
-    let msg = error_message(&run);
+    let msg = run.error_message();
     assert!(msg.contains("several commits"), "{msg}");
     assert!(s.status_warnings(&dir).contains("several commits"));
     assert_ne!(s.head(&dir), head);

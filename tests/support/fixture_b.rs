@@ -1,7 +1,7 @@
 //! Set-up and checks shared by the push, save, handoff, lease, bake and root tests.
 
+use crate::support::GitServer;
 use crate::support::server::LogEntry;
-use crate::support::{GitServer, Run};
 
 /// The receive-pack POSTs the server has logged (the pushes' uploads), in order.
 pub fn receive_pack_posts(srv: &GitServer) -> Vec<LogEntry> {
@@ -14,13 +14,4 @@ pub fn receive_pack_posts(srv: &GitServer) -> Vec<LogEntry> {
 /// The bytes uploaded by all receive-pack POSTs the server has logged.
 pub fn receive_pack_bytes(srv: &GitServer) -> usize {
     receive_pack_posts(srv).iter().map(|e| e.body_len).sum()
-}
-
-/// The `--json` result's `error.message`.
-#[track_caller]
-pub fn error_message(run: &Run) -> String {
-    run.json()["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no error message:\n{}", run.stdout))
-        .to_owned()
 }

@@ -208,11 +208,11 @@ impl Run {
     }
 
     /// The message of the error a `--json` run printed.
+    #[track_caller]
     pub fn error_message(&self) -> String {
-        let j = self.json();
-        j["error"]["message"]
+        self.json()["error"]["message"]
             .as_str()
-            .unwrap_or_default()
+            .unwrap_or_else(|| panic!("no error message:\n{}", self.stdout))
             .to_owned()
     }
 }
@@ -522,12 +522,24 @@ impl World {
     /// Run the binary in `cwd` with the isolated environment plus `vars`, and check its output for
     /// secrets.
     pub fn run(&self, cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        self.run_without(cwd, args, vars, &[])
+    }
+
+    /// [`World::run`] with the variables `remove` taken out of the isolated environment.
+    pub fn run_without(
+        &self,
+        cwd: &Path,
+        args: &[&str],
+        vars: &[(&str, &str)],
+        remove: &[&str],
+    ) -> Run {
         std::fs::create_dir_all(cwd).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_git-session"))
-            .args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .envs(self.env())
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-session"));
+        cmd.args(args).current_dir(cwd).env_clear().envs(self.env());
+        for name in remove {
+            cmd.env_remove(name);
+        }
+        let out = cmd
             .env("GIT_SESSION_RETRY_BASE_MS", "5")
             .envs(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
             .output()
