@@ -334,6 +334,13 @@ pub(crate) fn restore_env(
     args: &[&str],
     vars: &[(&str, &str)],
 ) -> Run {
+    let mut env = vec![("SESSION_BRANCH", BRANCH), ("TIP_SHA", tip)];
+    env.extend_from_slice(vars);
+    w.run(&w.path(""), &archive_argv(archive, target, args), &env)
+}
+
+/// `restore --json --archive FILE -C target ARGS`.
+fn archive_argv<'a>(archive: &'a Path, target: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
     let mut argv = vec![
         "restore",
         "--json",
@@ -343,9 +350,7 @@ pub(crate) fn restore_env(
         target.to_str().unwrap(),
     ];
     argv.extend_from_slice(args);
-    let mut env = vec![("SESSION_BRANCH", BRANCH), ("TIP_SHA", tip)];
-    env.extend_from_slice(vars);
-    w.run(&w.path(""), &argv, &env)
+    argv
 }
 
 /// Write `bytes` to a file of the world (outside every arena) and return its path.
@@ -400,6 +405,17 @@ impl Arena {
         }
         Arena { parent, target }
     }
+
+    /// [`restore_file`] of `archive` (at TIP) into the target.
+    fn restore(&self, w: &World, archive: &Path, args: &[&str]) -> Run {
+        restore_file(w, &self.target, archive, TIP, args)
+    }
+
+    /// [`Arena::restore`] with no arguments, which must succeed.
+    #[track_caller]
+    fn restore_ok(&self, w: &World, archive: &Path) {
+        self.restore(w, archive, &[]).assert_code(0);
+    }
 }
 
 /// Paths outside the world that hostile archives aim at; unique per test process.
@@ -447,7 +463,7 @@ fn refused_file(w: &World, name: &str, file: &Path, args: &[&str], code: i32, wa
         if forced {
             argv.push("--force");
         }
-        let run = restore_file(w, &arena.target, file, TIP, &argv);
+        let run = arena.restore(w, file, &argv);
         assert_eq!(
             run.code,
             Some(code),
@@ -475,12 +491,28 @@ fn refused_file(w: &World, name: &str, file: &Path, args: &[&str], code: i32, wa
     }
 }
 
+/// One of the shared cases, `tests/fixtures/archive/<name>.tar.gz`, refused as [`refused_file`]
+/// checks.
+#[track_caller]
+fn refused_case(w: &World, name: &str, watch: &[&Path]) {
+    let watch: Vec<PathBuf> = watch.iter().map(|p| p.to_path_buf()).collect();
+    refused_file(w, name, &fixture(&format!("{name}.tar.gz")), &[], 6, &watch);
+}
+
+/// `base()` followed by what `f` adds, refused (exit 6) as [`refused`] checks.
+#[track_caller]
+fn refuse(w: &World, name: &str, f: impl FnOnce(&mut Tar) -> &mut Tar) {
+    let mut t = base();
+    f(&mut t);
+    refused(w, name, &gz(&t.finish()), &[], 6, &[]);
+}
+
 /// Restore an archive that must succeed into a fresh empty target; returns the run and the target.
 #[track_caller]
 fn accepted(w: &World, name: &str, archive: &[u8], args: &[&str]) -> (Run, PathBuf) {
     let file = archive_file(w, &format!("{name}.tar.gz"), archive);
     let arena = Arena::new(w, name, &[]);
-    let run = restore_file(w, &arena.target, &file, TIP, args);
+    let run = arena.restore(w, &file, args);
     run.assert_code(0);
     assert_eq!(run.json()["ok"], true);
     assert!(!arena.target.join(STAGING).exists());
@@ -496,11 +528,29 @@ fn tree(target: &Path) -> Snapshot {
     snapshot_except(target, &[".git"])
 }
 
+/// Assert the target's tree (without `.git`) is `want`.
+#[track_caller]
+fn assert_tree(what: &str, target: &Path, want: &Snapshot) {
+    assert_same(what, &tree(target), want);
+}
+
 fn snap(entries: &[(&str, Node)]) -> Snapshot {
     entries
         .iter()
         .map(|(k, v)| (PathBuf::from(k), v.clone()))
         .collect()
+}
+
+/// What good.tar.gz holds, with `extra` besides.
+fn good_tree(extra: &[(&str, Node)]) -> Snapshot {
+    let mut t = snap(&[
+        ("README.md", file(b"hello\n", 0o644)),
+        ("bin", dir()),
+        ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
+        ("link-to-readme", link("README.md")),
+    ]);
+    t.extend(snap(extra));
+    t
 }
 
 fn dir() -> Node {
@@ -518,7 +568,7 @@ fn link(t: &str) -> Node {
 fn case_good_extracts_with_the_prefix_stripped() {
     let w = World::new();
     let arena = Arena::new(&w, "good", &[]);
-    let run = restore_file(&w, &arena.target, &fixture("good.tar.gz"), TIP, &[]);
+    let run = arena.restore(&w, &fixture("good.tar.gz"), &[]);
     run.assert_code(0);
     let j = run.json();
     assert_eq!(j["ok"], true);
@@ -530,16 +580,7 @@ fn case_good_extracts_with_the_prefix_stripped() {
     assert_eq!(j["noop"], false);
     assert_eq!(j["files"], 3);
     assert_eq!(j["warnings"], serde_json::json!([]));
-    assert_same(
-        "good.tar.gz",
-        &tree(&arena.target),
-        &snap(&[
-            ("README.md", file(b"hello\n", 0o644)),
-            ("bin", dir()),
-            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
-            ("link-to-readme", link("README.md")),
-        ]),
-    );
+    assert_tree("good.tar.gz", &arena.target, &good_tree(&[]));
     // A .git holding only the session record, the branch unborn.
     let git = arena.target.join(".git");
     let record: serde_json::Value =
@@ -566,19 +607,16 @@ fn case_good_extracts_with_the_prefix_stripped() {
 fn case_setuid_bits_are_dropped() {
     let w = World::new();
     let arena = Arena::new(&w, "setuid", &[]);
-    restore_file(&w, &arena.target, &fixture("setuid.tar.gz"), TIP, &[]).assert_code(0);
-    assert_same(
-        "setuid.tar.gz",
-        &tree(&arena.target),
-        &snap(&[("suid", file(b"x", 0o755))]),
-    );
+    arena.restore_ok(&w, &fixture("setuid.tar.gz"));
+    let want = snap(&[("suid", file(b"x", 0o755))]);
+    assert_tree("setuid.tar.gz", &arena.target, &want);
 }
 
 #[test]
 fn case_two_members_are_both_read() {
     let w = World::new();
     let arena = Arena::new(&w, "two", &[]);
-    restore_file(&w, &arena.target, &fixture("two-members.tar.gz"), TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &fixture("two-members.tar.gz"));
     let t = tree(&arena.target);
     assert!(
         matches!(t.get(Path::new("second-member.txt")), Some(Node::File { data, .. }) if !data.is_empty()),
@@ -589,108 +627,41 @@ fn case_two_members_are_both_read() {
     assert!(t.contains_key(Path::new("bin/run.sh")));
 }
 
-#[test]
-fn case_dotdot_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "dotdot",
-        &fixture("dotdot.tar.gz"),
-        &[],
-        6,
-        &[w.path("escaped.txt")],
-    );
+/// One `#[test]` per shared case that is refused as a whole: `test: "case", |w| [paths it must not
+/// create]` (see [`refused_case`]).
+macro_rules! refused_cases {
+    ($($test:ident: $case:literal, |$w:ident| $watch:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            let $w = World::new();
+            refused_case(&$w, $case, &$watch);
+        }
+    )*};
 }
 
-#[test]
-fn case_absolute_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "absolute",
-        &fixture("absolute.tar.gz"),
-        &[],
-        6,
-        &[PathBuf::from("/tmp/gs-absolute-escape.txt")],
-    );
-}
-
-#[test]
-fn case_symlink_then_file_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "symlink-then-file",
-        &fixture("symlink-then-file.tar.gz"),
-        &[],
-        6,
-        &[PathBuf::from("/tmp/gs-through-link.txt")],
-    );
-}
-
-#[test]
-fn case_dot_git_hook_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "dot-git-hook",
-        &fixture("dot-git-hook.tar.gz"),
-        &[],
-        6,
-        &[],
-    );
-}
-
-#[test]
-fn case_hardlink_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "hardlink-outside",
-        &fixture("hardlink-outside.tar.gz"),
-        &[],
-        6,
-        &[],
-    );
-}
-
-#[test]
-fn case_fifo_is_refused() {
-    let w = World::new();
-    refused_file(&w, "fifo", &fixture("fifo.tar.gz"), &[], 6, &[]);
+refused_cases! {
+    case_dotdot_is_refused: "dotdot", |w| [&*w.path("escaped.txt")];
+    case_absolute_is_refused: "absolute", |w| [Path::new("/tmp/gs-absolute-escape.txt")];
+    case_symlink_then_file_is_refused: "symlink-then-file",
+        |w| [Path::new("/tmp/gs-through-link.txt")];
+    case_dot_git_hook_is_refused: "dot-git-hook", |w| [];
+    case_hardlink_is_refused: "hardlink-outside", |w| [];
+    case_fifo_is_refused: "fifo", |w| [];
+    case_truncated_is_refused: "truncated", |w| [];
 }
 
 #[test]
 fn case_commit_id_mismatch_is_refused() {
     let w = World::new();
-    refused_file(
-        &w,
-        "pax-commit-mismatch",
-        &fixture("pax-commit-mismatch.tar.gz"),
-        &[],
-        6,
-        &[],
-    );
+    refused_case(&w, "pax-commit-mismatch", &[]);
     let arena = Arena::new(&w, "mismatch-msg", &[]);
-    let run = restore_file(
-        &w,
-        &arena.target,
-        &fixture("pax-commit-mismatch.tar.gz"),
-        TIP,
-        &[],
-    );
+    let run = arena.restore(&w, &fixture("pax-commit-mismatch.tar.gz"), &[]);
     assert!(
         run.stdout
             .contains("0123456789abcdef0123456789abcdef01234567"),
         "the message names the archive's commit: {}",
         run.stdout
     );
-}
-
-#[test]
-fn case_truncated_is_refused() {
-    let w = World::new();
-    refused_file(&w, "truncated", &fixture("truncated.tar.gz"), &[], 6, &[]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -758,16 +729,14 @@ fn dot_git_in_every_spelling_is_refused() {
         refused(&w, name, &a, &[], 6, &[]);
     }
     // A pax path override is the path that counts: a harmless ustar name does not hide it.
-    let a = with(|t| {
+    refuse(&w, "dotgit-pax-path", |t| {
         t.pax(b'x', &[("path", p(".git/hooks/pre-commit").as_bytes())])
-            .exe(&p("harmless.sh"), b"#!/bin/sh\n");
+            .exe(&p("harmless.sh"), b"#!/bin/sh\n")
     });
-    refused(&w, "dotgit-pax-path", &a, &[], 6, &[]);
-    let a = with(|t| {
+    refuse(&w, "dotgit-gnu-long", |t| {
         t.gnu_long(b'L', p("sub/.git/config").as_bytes())
-            .file(&p("harmless"), b"x");
+            .file(&p("harmless"), b"x")
     });
-    refused(&w, "dotgit-gnu-long", &a, &[], 6, &[]);
 }
 
 #[test]
@@ -788,14 +757,12 @@ fn the_staging_folder_name_cannot_be_written_by_the_archive() {
         });
         refused(&w, &format!("staging-name-{i}"), &a, &[], 6, &[]);
     }
-    let a = with(|t| {
-        t.dir(&p(".git-session-restore/"));
+    refuse(&w, "staging-name-dir", |t| {
+        t.dir(&p(".git-session-restore/"))
     });
-    refused(&w, "staging-name-dir", &a, &[], 6, &[]);
-    let a = with(|t| {
-        t.symlink(&p(".git-session-restore"), "/tmp");
+    refuse(&w, "staging-name-link", |t| {
+        t.symlink(&p(".git-session-restore"), "/tmp")
     });
-    refused(&w, "staging-name-link", &a, &[], 6, &[]);
 }
 
 #[test]
@@ -828,15 +795,11 @@ fn dotdot_anywhere_is_refused() {
         );
     }
     // `..` in a directory entry and in a pax path.
-    let a = with(|t| {
-        t.dir(&p("../up/"));
-    });
-    refused(&w, "dotdot-dir", &a, &[], 6, &[]);
-    let a = with(|t| {
+    refuse(&w, "dotdot-dir", |t| t.dir(&p("../up/")));
+    refuse(&w, "dotdot-pax", |t| {
         t.pax(b'x', &[("path", p("x/../../escaped.txt").as_bytes())])
-            .file(&p("fine.txt"), b"x");
+            .file(&p("fine.txt"), b"x")
     });
-    refused(&w, "dotdot-pax", &a, &[], 6, &[]);
 }
 
 #[test]
@@ -868,10 +831,7 @@ fn absolute_paths_are_refused() {
             .file(&p("fine.txt"), b"x");
     });
     refused(&w, "abs-gnu", &a, &[], 6, std::slice::from_ref(&esc));
-    let a = with(|t| {
-        t.dir("/tmp/");
-    });
-    refused(&w, "abs-dir", &a, &[], 6, &[]);
+    refuse(&w, "abs-dir", |t| t.dir("/tmp/"));
 }
 
 #[test]
@@ -890,43 +850,37 @@ fn writes_through_symlinks_are_refused() {
     std::fs::create_dir_all(&x).unwrap();
     refused(&w, "link-chain", &a, &[], 6, &[x.join("f")]);
     // A symlink to a directory inside the tree, then a file through it.
-    let a = with(|t| {
+    refuse(&w, "link-inside", |t| {
         t.dir(&p("sub/"))
             .file(&p("sub/in.txt"), b"in\n")
             .symlink(&p("link"), "sub")
-            .file(&p("link/f"), b"through\n");
+            .file(&p("link/f"), b"through\n")
     });
-    refused(&w, "link-inside", &a, &[], 6, &[]);
     // Through a symlink to the tree's own parent (the arena: the snapshot would show it).
-    let a = with(|t| {
+    refuse(&w, "link-up", |t| {
         t.symlink(&p("up"), "..")
-            .file(&p("up/sentinel.txt"), b"owned\n");
+            .file(&p("up/sentinel.txt"), b"owned\n")
     });
-    refused(&w, "link-up", &a, &[], 6, &[]);
-    let a = with(|t| {
+    refuse(&w, "link-up-dir", |t| {
         t.symlink(&p("up"), "../..")
             .dir(&p("up/sibling/"))
-            .file(&p("up/sibling/inner.txt"), b"owned\n");
+            .file(&p("up/sibling/inner.txt"), b"owned\n")
     });
-    refused(&w, "link-up-dir", &a, &[], 6, &[]);
     // Through a symlink to "." and to a directory inside the tree, deeper.
-    let a = with(|t| {
-        t.symlink(&p("self"), ".").file(&p("self/self/x"), b"x");
+    refuse(&w, "link-self", |t| {
+        t.symlink(&p("self"), ".").file(&p("self/self/x"), b"x")
     });
-    refused(&w, "link-self", &a, &[], 6, &[]);
-    let a = with(|t| {
+    refuse(&w, "link-dir-through", |t| {
         t.dir(&p("d/"))
             .dir(&p("d/e/"))
             .symlink(&p("d/l"), "e")
-            .dir(&p("d/l/g/"));
+            .dir(&p("d/l/g/"))
     });
-    refused(&w, "link-dir-through", &a, &[], 6, &[]);
     // A symlink into .git, then a write through it.
-    let a = with(|t| {
+    refuse(&w, "link-into-git", |t| {
         t.symlink(&p("hooks"), ".git/hooks")
-            .exe(&p("hooks/post-checkout"), b"#!/bin/sh\n");
+            .exe(&p("hooks/post-checkout"), b"#!/bin/sh\n")
     });
-    refused(&w, "link-into-git", &a, &[], 6, &[]);
     // Symlinks as the stripped prefix itself.
     std::fs::create_dir_all(&x2).unwrap();
     let a = gz(&Tar::new()
@@ -935,11 +889,10 @@ fn writes_through_symlinks_are_refused() {
         .file(&p("f"), b"x")
         .finish());
     refused(&w, "link-prefix", &a, &[], 6, &[x2.join("f")]);
-    let a = with(|t| {
+    refuse(&w, "link-prefix-later", |t| {
         t.symlink(PREFIX.trim_end_matches('/'), "/tmp")
-            .file(&p("f2"), b"x");
+            .file(&p("f2"), b"x")
     });
-    refused(&w, "link-prefix-later", &a, &[], 6, &[]);
 }
 
 #[test]
@@ -1043,9 +996,9 @@ fn the_same_path_twice_with_the_same_type_takes_the_later() {
     });
     let (run, target) = accepted(&w, "dup-same", &a, &[]);
     assert_eq!(run.json()["files"], 4, "README.md, x, l, d/f");
-    assert_same(
+    assert_tree(
         "later wins",
-        &tree(&target),
+        &target,
         &snap(&[
             ("README.md", file(b"hello\n", 0o644)),
             ("x", file(b"second\n", 0o755)),
@@ -1104,14 +1057,7 @@ fn a_chain_of_nested_folders_extracts_in_bounded_time() {
     });
     let file = archive_file(&w, "deep.tar.gz", &a);
     let target = w.path("deep");
-    let argv = [
-        "restore",
-        "--json",
-        "--archive",
-        file.to_str().unwrap(),
-        "-C",
-        target.to_str().unwrap(),
-    ];
+    let argv = archive_argv(&file, &target, &[]);
     let vars = [("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)];
     let run = crate::support::measure(
         w.env(),
@@ -1181,23 +1127,17 @@ fn an_archive_with_no_files_is_said() {
 #[test]
 fn a_flood_of_pax_headers_is_bounded() {
     let w = World::new();
-    let path = w.path("archives/pax-flood.tar.gz");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    {
-        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
-        gz.write_all(&base().unterminated()).unwrap();
+    let path = write_big_archive(&w, "pax-flood.tar.gz", |gz| {
         let filler = vec![b'a'; (1 << 20) - 64];
         let header = Tar::new().pax(b'x', &[("comment", &filler)]).unterminated();
         for _ in 0..300 {
             gz.write_all(&header).unwrap();
         }
-        gz.write_all(&Tar::new().file(&p("x"), b"x\n").finish())
+        gz.write_all(&Tar::new().file(&p("x"), b"x\n").unterminated())
             .unwrap();
-        gz.finish().unwrap().flush().unwrap();
-    }
+    });
     let arena = Arena::new(&w, "pax-flood", &[]);
-    let run = restore_file(&w, &arena.target, &path, TIP, &[]);
+    let run = arena.restore(&w, &path, &[]);
     assert_failed(&run, 6);
     assert!(run.stderr.contains("extension headers"), "{}", run.stderr);
 }
@@ -1224,14 +1164,10 @@ fn links_devices_and_fifos_are_refused() {
             refused(&w, name, &a, &[], 6, &[]);
         }
     }
-    let a = with(|t| {
-        t.file(&p("a"), b"a\n").hardlink(&p("b"), &p("a"));
+    refuse(&w, "hardlink-inside", |t| {
+        t.file(&p("a"), b"a\n").hardlink(&p("b"), &p("a"))
     });
-    refused(&w, "hardlink-inside", &a, &[], 6, &[]);
-    let a = with(|t| {
-        t.hardlink(&p("b"), "/etc/passwd");
-    });
-    refused(&w, "hardlink-abs", &a, &[], 6, &[]);
+    refuse(&w, "hardlink-abs", |t| t.hardlink(&p("b"), "/etc/passwd"));
 }
 
 #[test]
@@ -1257,9 +1193,9 @@ fn pax_sizes_are_honoured() {
     t.file(&p("after.txt"), b"after\n");
     let (_, target) = accepted(&w, "pax-smaller", &gz(&t.finish()), &[]);
     assert!(!esc.exists());
-    assert_same(
+    assert_tree(
         "pax size larger than the header's",
-        &tree(&target),
+        &target,
         &snap(&[
             ("README.md", file(b"hello\n", 0o644)),
             ("small.bin", file(&data, 0o644)),
@@ -1281,9 +1217,9 @@ fn pax_sizes_are_honoured() {
     t.raw(b"0123456789").pad();
     t.file(&p("next.txt"), b"next\n");
     let (_, target) = accepted(&w, "pax-larger", &gz(&t.finish()), &[]);
-    assert_same(
+    assert_tree(
         "pax size smaller than the header's",
-        &tree(&target),
+        &target,
         &snap(&[
             ("README.md", file(b"hello\n", 0o644)),
             ("big.bin", file(b"0123456789", 0o644)),
@@ -1316,9 +1252,9 @@ fn pax_sizes_are_honoured() {
     let d = "d".repeat(120);
     let e = format!("{d}/{}", "e".repeat(120));
     let g = "g".repeat(130);
-    assert_same(
+    assert_tree(
         "pax path overrides",
-        &tree(&target),
+        &target,
         &snap(&[
             ("README.md", file(b"hello\n", 0o644)),
             (&d, dir()),
@@ -1433,17 +1369,15 @@ fn malformed_pax_and_headers_are_refused() {
         refused(&w, name, &a, &[], 6, &[]);
     }
     // Names the file system cannot hold: a 300-byte component, a 5000-byte path.
-    let a = with(|t| {
+    refuse(&w, "component-too-long", |t| {
         t.pax(b'x', &[("path", p(&"c".repeat(300)).as_bytes())])
-            .file(&p("f"), b"x");
+            .file(&p("f"), b"x")
     });
-    refused(&w, "component-too-long", &a, &[], 6, &[]);
     let deep = p(&format!("{}f", format!("{}/", "d".repeat(200)).repeat(25)));
-    let a = with(|t| {
+    refuse(&w, "path-too-long", |t| {
         t.pax(b'x', &[("path", deep.as_bytes())])
-            .file(&p("f"), b"x");
+            .file(&p("f"), b"x")
     });
-    refused(&w, "path-too-long", &a, &[], 6, &[]);
     // A huge pax header: refused at the default limit, accepted with the limit raised.
     let big = vec![b'v'; (1 << 20) + 10];
     let a = with(|t| {
@@ -1473,10 +1407,9 @@ fn malformed_pax_and_headers_are_refused() {
     );
     // A GNU long name over the limit.
     let long = p(&"n/".repeat(600_000));
-    let a = with(|t| {
-        t.gnu_long(b'L', long.as_bytes()).file(&p("f"), b"x");
+    refuse(&w, "gnu-long-huge", |t| {
+        t.gnu_long(b'L', long.as_bytes()).file(&p("f"), b"x")
     });
-    refused(&w, "gnu-long-huge", &a, &[], 6, &[]);
     let a = with(|t| {
         t.gnu_long(b'L', p(&"m".repeat(3000)).as_bytes())
             .file(&p("f"), b"x");
@@ -1603,7 +1536,7 @@ fn commit_id_absent_warns_or_is_refused() {
     wrong.extend_from_slice(b"garbage that would be a corrupt stream");
     let arena = Arena::new(&w, "id-first", &[]);
     let file = archive_file(&w, "id-first.tar.gz", &wrong);
-    let run = restore_file(&w, &arena.target, &file, TIP, &[]);
+    let run = arena.restore(&w, &file, &[]);
     assert_failed(&run, 6);
     assert!(
         run.stdout.contains(&"c".repeat(40)) && run.stdout.contains("not of TIP_SHA"),
@@ -1616,29 +1549,37 @@ fn commit_id_absent_warns_or_is_refused() {
 #[test]
 fn prefix_stripping_rules() {
     let w = World::new();
-    // A folder whose name holds only 6 hex digits of the id: not stripped.
-    let a = gz(&Tar::new()
-        .commit_id(TIP)
-        .dir("repo-3f2a9c/")
-        .file("repo-3f2a9c/f", b"x")
-        .finish());
-    let (_, target) = accepted(&w, "six-digits", &a, &[]);
-    assert!(target.join("repo-3f2a9c/f").exists());
-    // Exactly seven, upper case: stripped.
-    let a = gz(&Tar::new()
-        .commit_id(TIP)
-        .dir("X-3F2A9C5/")
-        .file("X-3F2A9C5/f", b"x")
-        .finish());
-    let (_, target) = accepted(&w, "seven-upper", &a, &[]);
-    assert!(target.join("f").exists());
-    // A top-level file named like the id is not a folder: kept.
-    let a = gz(&Tar::new()
-        .commit_id(TIP)
-        .file("3f2a9c5e.txt", b"x")
-        .finish());
-    let (_, target) = accepted(&w, "id-file", &a, &[]);
-    assert!(target.join("3f2a9c5e.txt").exists());
+    for (name, folder, member, want, why) in [
+        (
+            "six-digits",
+            Some("repo-3f2a9c/"),
+            "repo-3f2a9c/f",
+            "repo-3f2a9c/f",
+            "a folder whose name holds only 6 hex digits of the id: not stripped",
+        ),
+        (
+            "seven-upper",
+            Some("X-3F2A9C5/"),
+            "X-3F2A9C5/f",
+            "f",
+            "exactly seven, upper case: stripped",
+        ),
+        (
+            "id-file",
+            None,
+            "3f2a9c5e.txt",
+            "3f2a9c5e.txt",
+            "a top-level file named like the id is not a folder: kept",
+        ),
+    ] {
+        let mut t = Tar::new();
+        t.commit_id(TIP);
+        if let Some(folder) = folder {
+            t.dir(folder);
+        }
+        let (_, target) = accepted(&w, name, &gz(&t.file(member, b"x").finish()), &[]);
+        assert!(target.join(want).exists(), "{name}: {why}");
+    }
     // --strip-components 2 and 0.
     let a = gz(&Tar::new()
         .commit_id(TIP)
@@ -1648,11 +1589,7 @@ fn prefix_stripping_rules() {
         .file("a/top", b"dropped")
         .finish());
     let (_, target) = accepted(&w, "strip-2", &a, &["--strip-components", "2"]);
-    assert_same(
-        "strip 2",
-        &tree(&target),
-        &snap(&[("f", file(b"x", 0o644))]),
-    );
+    assert_tree("strip 2", &target, &snap(&[("f", file(b"x", 0o644))]));
     let (_, target) = accepted(&w, "strip-0", &good_bytes(), &["--strip-components", "0"]);
     assert!(target.join(p("README.md")).exists());
     // Raw paths are checked before stripping: a `.git` or `..` in the stripped part is refused.
@@ -1709,14 +1646,8 @@ pub(crate) fn real_repo(w: &World, name: &str) -> (PathBuf, Vec<String>) {
         "z".repeat(80)
     );
     put(long.as_bytes(), b"long path\n", false);
-    let mut big = Vec::with_capacity(3 << 20);
-    let mut s = 0x1234_5678_9abc_def0u64;
-    while big.len() < (3 << 20) + 17 {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        big.extend_from_slice(&s.to_le_bytes());
-    }
+    // Whole 8-byte words past 3 MiB + 17 bytes.
+    let big = crate::support::incompressible((3 << 20) + 24, &mut 0x1234_5678_9abc_def0u64);
     put(b"data/big.bin", &big, false);
     sym("link-rel", "README.md");
     sym("nested/a/up", "../../README.md");
@@ -1799,12 +1730,12 @@ fn real_git_archive_equals_git_checkout() {
     let prefix = format!("name-{}/", &commit[..12]);
     let a = git_archive(&w, &repo, commit, Some(&prefix), "prefixed.tar.gz");
     let target = restore_tip(&a, "prefixed", &[]);
-    assert_same("git archive with its id prefix", &tree(&target), &want);
+    assert_tree("git archive with its id prefix", &target, &want);
 
     // Without a prefix.
     let a = git_archive(&w, &repo, commit, None, "bare.tar.gz");
     let target = restore_tip(&a, "no-prefix", &[]);
-    assert_same("git archive without prefix", &tree(&target), &want);
+    assert_tree("git archive without prefix", &target, &want);
 
     // A prefix without the id: kept; --strip-components 1 strips it.
     let a = git_archive(&w, &repo, commit, Some("project/"), "other.tar.gz");
@@ -1821,7 +1752,7 @@ fn real_git_archive_equals_git_checkout() {
         .collect();
     assert_eq!(top, vec![PathBuf::from("project")]);
     let target = restore_tip(&a, "forced-strip", &["--strip-components", "1"]);
-    assert_same("--strip-components 1", &tree(&target), &want);
+    assert_tree("--strip-components 1", &target, &want);
 
     // The archive of another commit is refused by its id.
     let a2 = git_archive(&w, &repo, &ids[1], Some(&prefix), "second.tar.gz");
@@ -2038,7 +1969,7 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
 fn save_on_an_archive_tree_without_read_url_is_a_usage_error() {
     let w = World::new();
     let arena = Arena::new(&w, "no-read", &[]);
-    restore_file(&w, &arena.target, &fixture("good.tar.gz"), TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &fixture("good.tar.gz"));
     std::fs::write(arena.target.join("README.md"), b"edit\n").unwrap();
     let before = snapshot(&arena.target);
     let run = w.run(
@@ -2130,14 +2061,7 @@ fn the_lease_comes_from_read_url_when_given() {
         let dir = w.path(name);
         let out = w.run(
             &w.path(""),
-            &[
-                "restore",
-                "--json",
-                "--archive",
-                archive.to_str().unwrap(),
-                "-C",
-                dir.to_str().unwrap(),
-            ],
+            &archive_argv(&archive, &dir, &[]),
             &[
                 ("SESSION_BRANCH", branch),
                 ("TIP_SHA", &ids[0]),
@@ -2192,7 +2116,7 @@ fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     // agent's changes.
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), *tip);
     assert_eq!(stat_map(&dir), before, "files were re-written");
-    assert_same("content after attach", &tree(&dir), &content_before);
+    assert_tree("content after attach", &dir, &content_before);
     let porcelain = w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]);
     let mut lines: Vec<&str> = porcelain.lines().collect();
     lines.sort();
@@ -2345,14 +2269,7 @@ fn noisy_archive(n: usize, size: usize, seed: u64) -> Vec<u8> {
     let mut t = base();
     let mut s = seed | 1;
     for i in 0..n {
-        let mut data = Vec::with_capacity(size);
-        while data.len() < size {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            data.extend_from_slice(&s.to_le_bytes());
-        }
-        data.truncate(size);
+        let data = crate::support::incompressible(size, &mut s);
         t.file(&p(&format!("noise/{i:03}.bin")), &data);
     }
     gz(&t.finish())
@@ -2497,7 +2414,7 @@ fn archive_url_retries_transient_failures_and_cuts() {
     let arena = Arena::new(&w, "503", &[]);
     url_run(&w, &arena.target, &url, &[]).assert_code(0);
     assert_eq!(gets(&srv, "noisy.tar.gz"), vec![503, 503, 200]);
-    assert_same("after 503s", &tree(&arena.target), &want);
+    assert_tree("after 503s", &arena.target, &want);
     // A stalled answer times out and is asked again.
     srv.clear_log();
     srv.knobs
@@ -2515,7 +2432,7 @@ fn archive_url_retries_transient_failures_and_cuts() {
         ],
     );
     run.assert_code(0);
-    assert_same("after a stall", &tree(&arena.target), &want);
+    assert_tree("after a stall", &arena.target, &want);
     // Cut mid-stream once: fetched again, whole.
     srv.clear_log();
     srv.knobs
@@ -2527,7 +2444,7 @@ fn archive_url_retries_transient_failures_and_cuts() {
     let arena = Arena::new(&w, "cut-once", &[]);
     url_run(&w, &arena.target, &url, &[]).assert_code(0);
     assert_eq!(gets(&srv, "noisy.tar.gz").len(), 2);
-    assert_same("after a cut", &tree(&arena.target), &want);
+    assert_tree("after a cut", &arena.target, &want);
     // Cut every time: a network failure after bounded retries, the target untouched.
     srv.clear_log();
     srv.knobs
@@ -2588,7 +2505,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
     let archive = archive_file(&w, "many.tar.gz", &many_top_level());
     let want = {
         let arena = Arena::new(&w, "reference", &[]);
-        restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+        arena.restore_ok(&w, &archive);
         tree(&arena.target)
     };
     assert!(want.len() > 40);
@@ -2644,12 +2561,12 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
                 status.stderr
             );
         }
-        let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+        let run = arena.restore(&w, &archive, &[]);
         run.assert_code(0);
         assert_eq!(run.json()["noop"], point == "after-publish", "{point}");
-        assert_same(
+        assert_tree(
             &format!("rerun after a kill at {point}"),
-            &tree(&arena.target),
+            &arena.target,
             &want,
         );
         assert!(
@@ -2690,13 +2607,13 @@ fn a_rerun_of_a_finished_archive_restore_touches_nothing() {
     let w = World::new();
     let archive = fixture("good.tar.gz");
     let arena = Arena::new(&w, "rerun", &[]);
-    restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &archive);
     std::fs::write(arena.target.join("README.md"), b"local edit\n").unwrap();
     std::fs::remove_file(arena.target.join("bin/run.sh")).unwrap();
     std::fs::write(arena.target.join("new.txt"), b"new\n").unwrap();
     let before = snapshot(&arena.parent);
     for args in [&[][..], &["--force"][..]] {
-        let run = restore_file(&w, &arena.target, &archive, TIP, args);
+        let run = arena.restore(&w, &archive, args);
         run.assert_code(0);
         let j = run.json();
         assert_eq!(j["noop"], true);
@@ -2705,18 +2622,11 @@ fn a_rerun_of_a_finished_archive_restore_touches_nothing() {
     }
     // Even a corrupt archive is not read on a no-op rerun.
     let bad = archive_file(&w, "bad.tar.gz", b"not gzip");
-    restore_file(&w, &arena.target, &bad, TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &bad);
     // Another session's tree is a usage error.
     let out = w.run(
         &w.path(""),
-        &[
-            "restore",
-            "--json",
-            "--archive",
-            archive.to_str().unwrap(),
-            "-C",
-            arena.target.to_str().unwrap(),
-        ],
+        &archive_argv(&archive, &arena.target, &[]),
         &[("SESSION_BRANCH", "sessions/other"), ("TIP_SHA", TIP)],
     );
     assert_failed(&out, 2);
@@ -2736,23 +2646,16 @@ fn a_non_empty_target_is_a_conflict_unless_forced() {
         &[("README.md", b"mine\n"), ("notes/todo.txt", b"todo\n")],
     );
     let before = snapshot(&arena.parent);
-    let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+    let run = arena.restore(&w, &archive, &[]);
     assert_failed(&run, 7);
     assert_same("without --force", &snapshot(&arena.parent), &before);
 
-    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    let run = arena.restore(&w, &archive, &["--force"]);
     run.assert_code(0);
-    assert_same(
+    assert_tree(
         "with --force",
-        &tree(&arena.target),
-        &snap(&[
-            ("README.md", file(b"hello\n", 0o644)),
-            ("bin", dir()),
-            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
-            ("link-to-readme", link("README.md")),
-            ("notes", dir()),
-            ("notes/todo.txt", file(b"todo\n", 0o644)),
-        ]),
+        &arena.target,
+        &good_tree(&[("notes", dir()), ("notes/todo.txt", file(b"todo\n", 0o644))]),
     );
 }
 
@@ -2763,28 +2666,16 @@ fn forced_restore_replaces_a_symlink_in_the_way_instead_of_writing_through_it() 
     // The target holds a symlink where the archive has a file: a tracked path, replaced.
     std::os::unix::fs::symlink("../sentinel.txt", arena.target.join("README.md")).unwrap();
     let sentinel = std::fs::read(arena.parent.join("sentinel.txt")).unwrap();
-    let run = restore_file(
-        &w,
-        &arena.target,
-        &fixture("good.tar.gz"),
-        TIP,
-        &["--force"],
-    );
+    let run = arena.restore(&w, &fixture("good.tar.gz"), &["--force"]);
     run.assert_code(0);
     assert_eq!(
         std::fs::read(arena.parent.join("sentinel.txt")).unwrap(),
         sentinel
     );
-    assert_same(
+    assert_tree(
         "the target",
-        &tree(&arena.target),
-        &snap(&[
-            ("README.md", file(b"hello\n", 0o644)),
-            ("bin", dir()),
-            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
-            ("link-to-readme", link("README.md")),
-            ("keep.txt", file(b"keep\n", 0o644)),
-        ]),
+        &arena.target,
+        &good_tree(&[("keep.txt", file(b"keep\n", 0o644))]),
     );
 }
 
@@ -2796,13 +2687,7 @@ fn forced_restore_refuses_a_symlink_where_the_archive_has_a_folder() {
     let arena = Arena::new(&w, "link-for-dir", &[("keep.txt", b"keep\n")]);
     std::os::unix::fs::symlink("../sibling", arena.target.join("bin")).unwrap();
     let before = snapshot(&arena.parent);
-    let run = restore_file(
-        &w,
-        &arena.target,
-        &fixture("good.tar.gz"),
-        TIP,
-        &["--force"],
-    );
+    let run = arena.restore(&w, &fixture("good.tar.gz"), &["--force"]);
     assert_failed(&run, 7);
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(
@@ -2829,7 +2714,7 @@ fn a_folder_where_the_archive_has_a_file_is_a_conflict_that_changes_nothing() {
         .collect();
     let arena = Arena::new(&w, "dir-in-way", &pre_ref);
     let before = snapshot(&arena.parent);
-    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    let run = arena.restore(&w, &archive, &["--force"]);
     assert_failed(&run, 7);
     assert!(!arena.target.join(STAGING).exists());
     assert_same("dir in the way", &snapshot(&arena.parent), &before);
@@ -2838,80 +2723,63 @@ fn a_folder_where_the_archive_has_a_file_is_a_conflict_that_changes_nothing() {
 // ---------------------------------------------------------------------------------------------
 // 8. Memory.
 
+/// Write `archives/<name>` as a gzip stream: `base()` unterminated, what `members` writes, the
+/// end-of-archive marker. Streamed, as the archives here are too large to hold.
+fn write_big_archive(
+    w: &World,
+    name: &str,
+    members: impl FnOnce(&mut dyn std::io::Write),
+) -> PathBuf {
+    let path = w.path(&format!("archives/{name}"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+    gz.write_all(&base().unterminated()).unwrap();
+    members(&mut gz);
+    gz.write_all(&[0u8; 1024]).unwrap();
+    gz.finish().unwrap().flush().unwrap();
+    path
+}
+
+/// Restore `archive` into `target` under GNU time; returns the peak RSS in KiB (exit 0 asserted).
+fn restore_peak_kib(w: &World, archive: &Path, target: &Path) -> u64 {
+    let vars = [("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)];
+    let argv = archive_argv(archive, target, &[]);
+    crate::support::git_session_peak_rss(&w.path(""), w.env(), &vars, &argv)
+}
+
+/// The files below `target`, `.git` left out.
+fn work_files(target: &Path) -> Vec<PathBuf> {
+    crate::support::all_files(target)
+        .into_iter()
+        .filter(|f| !f.starts_with(target.join(".git")))
+        .collect()
+}
+
 /// Peak RSS stays under 32 MiB for a 300+ MiB archive of incompressible data.
 #[test]
 fn peak_memory_is_bounded_whatever_the_archive_size() {
     let w = World::new();
-    let path = w.path("archives/huge.tar.gz");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let files = 320usize;
     let size = 1 << 20;
-    {
-        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::new(1));
-        let mut t = base();
-        gz.write_all(&t.unterminated()).unwrap();
+    let path = write_big_archive(&w, "huge.tar.gz", |gz| {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut data = vec![0u8; size];
         for i in 0..files {
-            for chunk in data.chunks_exact_mut(8) {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                chunk.copy_from_slice(&s.to_le_bytes());
-            }
+            let data = crate::support::incompressible(size, &mut s);
             let name = p(&format!("d{:02}/f{i:04}.bin", i % 16));
-            gz.write_all(&header(
-                name.as_bytes(),
-                b'0',
-                0o644,
-                size as u64,
-                b"",
-                false,
-            ))
-            .unwrap();
+            let h = header(name.as_bytes(), b'0', 0o644, size as u64, b"", false);
+            gz.write_all(&h).unwrap();
             gz.write_all(&data).unwrap();
         }
-        gz.write_all(&[0u8; 1024]).unwrap();
-        gz.finish().unwrap().flush().unwrap();
-    }
+    });
     let len = std::fs::metadata(&path).unwrap().len();
     assert!(len >= 300 << 20, "archive only {len} bytes");
     let target = w.path("huge");
-    let rss_file = w.path("rss.txt");
-    let out = Command::new("/usr/bin/time")
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(&rss_file)
-        .arg(env!("CARGO_BIN_EXE_git-session"))
-        .args(["restore", "--json", "--archive"])
-        .arg(&path)
-        .arg("-C")
-        .arg(&target)
-        .current_dir(w.path(""))
-        .env_clear()
-        .envs(w.env())
-        .env("SESSION_BRANCH", BRANCH)
-        .env("TIP_SHA", TIP)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kib: u64 = std::fs::read_to_string(&rss_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let kib = restore_peak_kib(&w, &path, &target);
     eprintln!("peak RSS restoring a {} MiB archive: {kib} KiB", len >> 20);
     assert!(kib <= 32 * 1024, "peak RSS {kib} KiB over 32 MiB");
-    let restored: u64 = crate::support::all_files(&target)
+    let restored: u64 = work_files(&target)
         .iter()
-        .filter(|f| !f.starts_with(target.join(".git")))
         .map(|f| std::fs::metadata(f).unwrap().len())
         .sum();
     assert_eq!(restored, (files * size) as u64 + 6);
@@ -2922,14 +2790,8 @@ fn peak_memory_is_bounded_whatever_the_archive_size() {
 #[test]
 fn peak_memory_is_bounded_whatever_the_number_of_members() {
     let w = World::new();
-    let path = w.path("archives/many.tar.gz");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let members = 200_000usize;
-    {
-        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::new(1));
-        let mut t = base();
-        gz.write_all(&t.unterminated()).unwrap();
+    let path = write_big_archive(&w, "many.tar.gz", |gz| {
         for i in 0..members {
             // 100-byte paths: prefix (18) + "dNNN/" (5) + a 77-byte name.
             let name = format!("{PREFIX}d{:03}/{:0>77}", i % 400, i);
@@ -2937,46 +2799,12 @@ fn peak_memory_is_bounded_whatever_the_number_of_members() {
             gz.write_all(&header(name.as_bytes(), b'0', 0o644, 0, b"", false))
                 .unwrap();
         }
-        gz.write_all(&[0u8; 1024]).unwrap();
-        gz.finish().unwrap().flush().unwrap();
-    }
+    });
     let target = w.path("many");
-    let rss_file = w.path("rss-many.txt");
-    let out = Command::new("/usr/bin/time")
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(&rss_file)
-        .arg(env!("CARGO_BIN_EXE_git-session"))
-        .args(["restore", "--json", "--archive"])
-        .arg(&path)
-        .arg("-C")
-        .arg(&target)
-        .current_dir(w.path(""))
-        .env_clear()
-        .envs(w.env())
-        .env("SESSION_BRANCH", BRANCH)
-        .env("TIP_SHA", TIP)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kib: u64 = std::fs::read_to_string(&rss_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let kib = restore_peak_kib(&w, &path, &target);
     eprintln!("peak RSS restoring {members} members: {kib} KiB");
     assert!(kib <= 32 * 1024, "peak RSS {kib} KiB over 32 MiB");
-    let restored = crate::support::all_files(&target)
-        .iter()
-        .filter(|f| !f.starts_with(target.join(".git")))
-        .count();
-    assert_eq!(restored, members + 1);
+    assert_eq!(work_files(&target).len(), members + 1);
 }
 
 /// SPEC rule 6 for `--force` and for completing an interrupted restore: nothing is deleted, and a
@@ -2988,7 +2816,7 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
     // A regular file where the archive has a folder: even --force keeps it (exit 7).
     let arena = Arena::new(&w, "file-for-folder", &[("bin", b"precious\n")]);
     let before = snapshot(&arena.parent);
-    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    let run = arena.restore(&w, &archive, &["--force"]);
     assert_failed(&run, 7);
     assert!(
         run.stdout
@@ -3002,7 +2830,7 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
     // as the git path does.
     let arena = Arena::new(&w, "empty-folder", &[]);
     std::fs::create_dir_all(arena.target.join("README.md")).unwrap();
-    restore_file(&w, &arena.target, &archive, TIP, &["--force"]).assert_code(0);
+    arena.restore(&w, &archive, &["--force"]).assert_code(0);
     assert_eq!(
         std::fs::read(arena.target.join("README.md")).unwrap(),
         b"hello\n"
@@ -3019,7 +2847,7 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
         &[("GIT_SESSION_FAILPOINT", "after-staging")],
     );
     std::fs::write(arena.target.join("README.md"), b"user work\n").unwrap();
-    let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+    let run = arena.restore(&w, &archive, &[]);
     assert_failed(&run, 7);
     assert!(run.stdout.contains("did not write"), "{}", run.stdout);
     assert_eq!(
@@ -3028,7 +2856,7 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
     );
     // What the interrupted run could have placed (identical content) is no conflict.
     std::fs::write(arena.target.join("README.md"), b"hello\n").unwrap();
-    restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &archive);
     assert_eq!(
         std::fs::read(arena.target.join("bin/run.sh")).unwrap(),
         b"#!/bin/sh\necho hi\n"
