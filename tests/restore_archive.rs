@@ -13,7 +13,9 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering::SeqCst;
 
+use crate::support::fixture_a::{RealServed, assert_killed, checked_run, git_archive, real_repo};
 use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret, userinfo};
 
 /// The commit the shared cases are archives of.
@@ -411,6 +413,18 @@ impl Arena {
         restore_file(w, &self.target, archive, TIP, args)
     }
 
+    /// [`Arena::restore`] with no arguments, killed at the failpoint `point`.
+    fn kill_at(&self, w: &World, archive: &Path, point: &str) -> Run {
+        restore_env(
+            w,
+            &self.target,
+            archive,
+            TIP,
+            &[],
+            &[("GIT_SESSION_FAILPOINT", point)],
+        )
+    }
+
     /// [`Arena::restore`] with no arguments, which must succeed.
     #[track_caller]
     fn restore_ok(&self, w: &World, archive: &Path) {
@@ -523,6 +537,11 @@ fn accepted(w: &World, name: &str, archive: &[u8], args: &[&str]) -> (Run, PathB
     (run, arena.target)
 }
 
+/// The session record restore wrote in `target`'s `.git`.
+fn session_record(target: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(target.join(".git/git-session.json")).unwrap()).unwrap()
+}
+
 /// The target's tree without `.git`.
 fn tree(target: &Path) -> Snapshot {
     snapshot_except(target, &[".git"])
@@ -583,8 +602,7 @@ fn case_good_extracts_with_the_prefix_stripped() {
     assert_tree("good.tar.gz", &arena.target, &good_tree(&[]));
     // A .git holding only the session record, the branch unborn.
     let git = arena.target.join(".git");
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(git.join("git-session.json")).unwrap()).unwrap();
+    let record = session_record(&arena.target);
     assert_eq!(record["source"], "archive");
     assert_eq!(record["tip"], TIP);
     assert_eq!(record["lease"], TIP);
@@ -1014,10 +1032,8 @@ fn the_same_path_twice_with_the_same_type_takes_the_later() {
 #[test]
 fn the_same_path_twice_is_indexed_as_the_later() {
     let w = World::new();
-    let (repo, _) = real_repo(&w, "dup");
-    serve_bare(&w, &repo, "repo");
-    let srv = crate::support::GitServer::start(&w.srv(), Some(crate::support::TOKEN));
-    let read = srv.url("repo.git", Some(&crate::support::userinfo()));
+    let r = RealServed::new(&w, "dup");
+    let read = &r.read;
     let a = with(|t| {
         t.file(&p("x"), b"first\n")
             .exe(&p("x"), b"second\n")
@@ -1610,99 +1626,11 @@ fn good_bytes() -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------
 // 2. Real `git archive` output against `git checkout`.
 
-/// A repository with relative and absolute symlinks, executables, nested folders, non-ASCII,
-/// space-holding and non-UTF-8 names, an empty file, a Windows device name, long paths (pax
-/// headers in `git archive`), and a file over 1 MiB. Returns (scratch work tree, commit ids).
-pub(crate) fn real_repo(w: &World, name: &str) -> (PathBuf, Vec<String>) {
-    let scratch = w.tmp.path().join(format!("scratch-{name}"));
-    std::fs::create_dir_all(&scratch).unwrap();
-    w.git(&scratch, &["init", "-q", "-b", "main"]);
-    let put = |rel: &[u8], data: &[u8], exec: bool| {
-        let path = scratch.join(OsStr::from_bytes(rel));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, data).unwrap();
-        let mode = if exec { 0o755 } else { 0o644 };
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-    };
-    let sym = |rel: &str, target: &str| {
-        let path = scratch.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(target, path).unwrap();
-    };
-    put(b"README.md", b"# real\n", false);
-    put(b"bin/run.sh", b"#!/bin/sh\necho run\n", true);
-    put(b"bin/tool", b"\x7fELF-ish\n", true);
-    put(b"nested/a/b/c/deep.txt", b"deep\n", false);
-    put("ünïcödé/文件.txt".as_bytes(), "内容\n".as_bytes(), false);
-    put(b"with space/file name.txt", b"spaced\n", false);
-    put(b"empty.txt", b"", false);
-    put(b"aux.c", b"int aux;\n", false);
-    put(b"src/con.h", b"#define CON\n", false);
-    put(b"caf\xe9-latin1.txt", b"latin1 name\n", false);
-    let long = format!(
-        "{}/{}/long-name-{}.txt",
-        "x".repeat(90),
-        "y".repeat(90),
-        "z".repeat(80)
-    );
-    put(long.as_bytes(), b"long path\n", false);
-    // Whole 8-byte words past 3 MiB + 17 bytes.
-    let big = crate::support::incompressible((3 << 20) + 24, &mut 0x1234_5678_9abc_def0u64);
-    put(b"data/big.bin", &big, false);
-    sym("link-rel", "README.md");
-    sym("nested/a/up", "../../README.md");
-    sym("abs-link", "/etc/hostname");
-    sym("dir-link", "nested/a");
-    sym("dangling", "does/not/exist");
-    sym("long-link", &format!("{}/target", "q".repeat(150)));
-    sym("ünïcödé/link-文件", "文件.txt");
-    w.git(&scratch, &["add", "-A"]);
-    w.git(&scratch, &["commit", "-q", "-m", "first"]);
-    let first = w.git(&scratch, &["rev-parse", "HEAD"]);
-    put(b"README.md", b"# real, second\n", false);
-    put(b"later.txt", b"later\n", false);
-    w.git(&scratch, &["add", "-A"]);
-    w.git(&scratch, &["commit", "-q", "-m", "second"]);
-    let second = w.git(&scratch, &["rev-parse", "HEAD"]);
-    (scratch, vec![first, second])
-}
-
-/// `git archive --format=tar.gz [--prefix=…] <commit>` into a file.
-pub(crate) fn git_archive(
-    w: &World,
-    repo: &Path,
-    commit: &str,
-    prefix: Option<&str>,
-    out: &str,
-) -> PathBuf {
-    let path = w.path(&format!("archives/{out}"));
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut args = vec!["archive", "--format=tar.gz"];
-    let pre;
-    if let Some(x) = prefix {
-        pre = format!("--prefix={x}");
-        args.push(&pre);
-    }
-    let o = format!("--output={}", path.display());
-    args.push(&o);
-    args.push(commit);
-    w.git(repo, &args);
-    path
-}
-
 /// A `git checkout` of `commit` from `repo` into a fresh folder.
 fn git_checkout(w: &World, repo: &Path, commit: &str, name: &str) -> PathBuf {
     let dir = w.path(&format!("checkout-{name}"));
-    w.git(
-        w.tmp.path(),
-        &[
-            "clone",
-            "-q",
-            "--no-checkout",
-            repo.to_str().unwrap(),
-            dir.to_str().unwrap(),
-        ],
-    );
+    let (from, to) = (repo.to_str().unwrap(), dir.to_str().unwrap());
+    w.git(w.tmp.path(), &["clone", "-q", "--no-checkout", from, to]);
     w.git(&dir, &["checkout", "-q", commit]);
     dir
 }
@@ -1762,15 +1690,6 @@ fn real_git_archive_equals_git_checkout() {
 // ---------------------------------------------------------------------------------------------
 // 3. History attached on the first save.
 
-/// Serve `repo` (a scratch work tree) as the bare `srv/<name>.git`, receive-pack on, every push kept
-/// as a pack (so the pushed objects can be counted).
-pub(crate) fn serve_bare(w: &World, repo: &Path, name: &str) -> PathBuf {
-    let bare = w.serve_scratch(repo, &format!("{name}.git"));
-    w.git(&bare, &["config", "receive.unpackLimit", "1"]);
-    w.git(&bare, &["config", "transfer.unpackLimit", "1"]);
-    bare
-}
-
 fn packs(bare: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(bare.join("objects/pack"))
         .unwrap()
@@ -1799,12 +1718,9 @@ fn loose_objects(bare: &Path) -> usize {
 #[test]
 fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "hist");
-    let tip = &ids[0];
-    let bare = serve_bare(&w, &repo, "repo");
-    w.git(&bare, &["branch", BRANCH, tip]);
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
+    let r = RealServed::new(&w, "hist");
+    let (repo, tip, bare, srv, read) = (&r.repo, &r.ids[0], &r.bare, &r.srv, &r.read);
+    w.git(bare, &["branch", BRANCH, tip]);
     let archive = git_archive(
         &w,
         &repo,
@@ -1992,11 +1908,8 @@ fn save_on_an_archive_tree_without_read_url_is_a_usage_error() {
 #[test]
 fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "push");
-    let tip = &ids[0];
-    let bare = serve_bare(&w, &repo, "repo");
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
+    let r = RealServed::new(&w, "push");
+    let (repo, tip, bare, read) = (&r.repo, &r.ids[0], &r.bare, &r.read);
     let archive = git_archive(&w, &repo, tip, None, "push.tar.gz");
     let dir = w.path("sandbox");
     let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]);
@@ -2050,12 +1963,10 @@ fn stat_map(dir: &Path) -> BTreeMap<PathBuf, (u64, i64, i64, i64)> {
 #[test]
 fn the_lease_comes_from_read_url_when_given() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "lease");
-    let bare = serve_bare(&w, &repo, "repo");
-    w.git(&bare, &["branch", "sessions/at-tip", &ids[0]]);
-    w.git(&bare, &["branch", "sessions/moved", &ids[1]]);
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
+    let r = RealServed::new(&w, "lease");
+    let (repo, ids, srv, read) = (&r.repo, &r.ids, &r.srv, &r.read);
+    w.git(&r.bare, &["branch", "sessions/at-tip", &ids[0]]);
+    w.git(&r.bare, &["branch", "sessions/moved", &ids[1]]);
     let archive = git_archive(&w, &repo, &ids[0], None, "lease.tar.gz");
     let run_for = |branch: &str, name: &str| {
         let dir = w.path(name);
@@ -2092,11 +2003,8 @@ fn the_lease_comes_from_read_url_when_given() {
 #[test]
 fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "status");
-    let tip = &ids[0];
-    serve_bare(&w, &repo, "repo");
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
+    let r = RealServed::new(&w, "status");
+    let (repo, tip, srv, read) = (&r.repo, &r.ids[0], &r.srv, &r.read);
     let archive = git_archive(&w, &repo, tip, None, "status.tar.gz");
     let dir = w.path("sandbox");
     restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
@@ -2151,15 +2059,12 @@ fn status_attaches_history_and_sees_exactly_the_agents_changes() {
 #[test]
 fn attach_failure_changes_nothing_and_is_retried_by_the_next_command() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "attach-fail");
-    let tip = &ids[0];
-    let bare = serve_bare(&w, &repo, "repo");
-    w.git(&bare, &["branch", BRANCH, tip]);
+    let r = RealServed::new(&w, "attach-fail");
+    let (repo, tip, read) = (&r.repo, &r.ids[0], &r.read);
+    w.git(&r.bare, &["branch", BRANCH, tip]);
     // Another repository, without the commit.
     w.repo("other.git", &[&[("x", Some("y\n"))]]);
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
-    let wrong = srv.url("other.git", Some(&userinfo()));
+    let wrong = r.srv.url("other.git", Some(&userinfo()));
     let archive = git_archive(&w, &repo, tip, None, "attach.tar.gz");
     let dir = w.path("sandbox");
     restore_file(&w, &dir, &archive, tip, &[]).assert_code(0);
@@ -2196,38 +2101,18 @@ fn attach_failure_changes_nothing_and_is_retried_by_the_next_command() {
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD^"]), *tip);
 }
 
-/// Make `dir`'s ancestors reachable by another user.
-fn open_ancestors(dir: &Path) {
-    let mut p = dir.parent();
-    while let Some(d) = p {
-        let mode = std::fs::metadata(d).unwrap().permissions().mode();
-        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o005));
-        p = d.parent();
-    }
-}
-
 #[test]
 fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
-    use std::os::unix::fs::MetadataExt as _;
-    if std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(1)
-        != 0
-    {
+    if !crate::support::is_root() {
         eprintln!("skipped: needs root");
         return;
     }
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "owned");
-    let tip = &ids[0];
-    serve_bare(&w, &repo, "repo");
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
+    let r = RealServed::new(&w, "owned");
+    let (repo, tip, read) = (&r.repo, &r.ids[0], &r.read);
     let archive = git_archive(&w, &repo, tip, None, "owned.tar.gz");
     let dir = w.path("owned");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-    open_ancestors(&dir);
+    crate::support::give_to_nobody(&dir);
     restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
     crate::support::assert_all_nobodys(&dir);
     // A boot script (root) asks for status: the history attached then belongs to the owner too.
@@ -2250,14 +2135,7 @@ fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
         .env("GIT_SESSION_RETRY_BASE_MS", "5")
         .output()
         .unwrap();
-    assert_no_secret("stdout", &out.stdout);
-    assert_no_secret("stderr", &out.stderr);
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    checked_run(&out).assert_code(0);
     crate::support::assert_all_nobodys(&dir);
 }
 
@@ -2301,13 +2179,7 @@ fn stdin_run(w: &World, target: &Path, input: &[u8]) -> Run {
     });
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
-    assert_no_secret("stdout", &out.stdout);
-    assert_no_secret("stderr", &out.stderr);
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    checked_run(&out)
 }
 
 #[test]
@@ -2408,18 +2280,14 @@ fn archive_url_retries_transient_failures_and_cuts() {
     };
     // Two 503s, then the archive.
     srv.clear_log();
-    srv.knobs
-        .fail_next
-        .store(2, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.fail_next.store(2, SeqCst);
     let arena = Arena::new(&w, "503", &[]);
     url_run(&w, &arena.target, &url, &[]).assert_code(0);
     assert_eq!(gets(&srv, "noisy.tar.gz"), vec![503, 503, 200]);
     assert_tree("after 503s", &arena.target, &want);
     // A stalled answer times out and is asked again.
     srv.clear_log();
-    srv.knobs
-        .stall_next
-        .store(1, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.stall_next.store(1, SeqCst);
     let arena = Arena::new(&w, "stall", &[]);
     let run = w.run(
         &w.path(""),
@@ -2435,21 +2303,15 @@ fn archive_url_retries_transient_failures_and_cuts() {
     assert_tree("after a stall", &arena.target, &want);
     // Cut mid-stream once: fetched again, whole.
     srv.clear_log();
-    srv.knobs
-        .cut_get_after
-        .store(150_000, std::sync::atomic::Ordering::SeqCst);
-    srv.knobs
-        .cut_gets
-        .store(1, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.cut_get_after.store(150_000, SeqCst);
+    srv.knobs.cut_gets.store(1, SeqCst);
     let arena = Arena::new(&w, "cut-once", &[]);
     url_run(&w, &arena.target, &url, &[]).assert_code(0);
     assert_eq!(gets(&srv, "noisy.tar.gz").len(), 2);
     assert_tree("after a cut", &arena.target, &want);
     // Cut every time: a network failure after bounded retries, the target untouched.
     srv.clear_log();
-    srv.knobs
-        .cut_gets
-        .store(100, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.cut_gets.store(100, SeqCst);
     let arena = Arena::new(&w, "cut-always", &[("mine.txt", b"mine\n")]);
     let before = snapshot(&arena.parent);
     let run = url_run(&w, &arena.target, &url, &["--force"]);
@@ -2457,9 +2319,7 @@ fn archive_url_retries_transient_failures_and_cuts() {
     let n = gets(&srv, "noisy.tar.gz").len();
     assert!((2..=4).contains(&n), "{n} attempts");
     assert_same("cut always", &snapshot(&arena.parent), &before);
-    srv.knobs
-        .cut_gets
-        .store(0, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.cut_gets.store(0, SeqCst);
 }
 
 #[test]
@@ -2517,25 +2377,8 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
         "after-publish",
     ] {
         let arena = Arena::new(&w, point, &[]);
-        let run = restore_env(
-            &w,
-            &arena.target,
-            &archive,
-            TIP,
-            &[],
-            &[("GIT_SESSION_FAILPOINT", point)],
-        );
-        assert!(
-            run.code.is_none() || run.code == Some(134),
-            "{point}: not killed: {:?} {}",
-            run.code,
-            run.stderr
-        );
-        assert!(
-            run.stderr.contains(&format!("failpoint '{point}'")),
-            "{point}: {}",
-            run.stderr
-        );
+        let run = arena.kill_at(&w, &archive, point);
+        assert_killed(&run, point);
         if point == "mid-publish" {
             let moved = tree(&arena.target)
                 .keys()
@@ -2573,10 +2416,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
             !arena.target.join(STAGING).exists(),
             "{point}: staging left"
         );
-        let record: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(arena.target.join(".git/git-session.json")).unwrap(),
-        )
-        .unwrap();
+        let record = session_record(&arena.target);
         assert_eq!(record["source"], "archive", "{point}");
         assert_eq!(record["tip"], TIP, "{point}");
     }
@@ -2587,14 +2427,7 @@ fn an_interrupted_archive_restore_of_another_commit_is_a_conflict() {
     let w = World::new();
     let archive = archive_file(&w, "many.tar.gz", &many_top_level());
     let arena = Arena::new(&w, "other", &[]);
-    restore_env(
-        &w,
-        &arena.target,
-        &archive,
-        TIP,
-        &[],
-        &[("GIT_SESSION_FAILPOINT", "mid-publish")],
-    );
+    arena.kill_at(&w, &archive, "mid-publish");
     let before = snapshot(&arena.parent);
     let other = "b".repeat(40);
     let run = restore_file(&w, &arena.target, &archive, &other, &[]);
@@ -2838,14 +2671,7 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
 
     // An interrupted restore, then a person writes into the tree: the rerun keeps that work.
     let arena = Arena::new(&w, "resume", &[]);
-    restore_env(
-        &w,
-        &arena.target,
-        &archive,
-        TIP,
-        &[],
-        &[("GIT_SESSION_FAILPOINT", "after-staging")],
-    );
+    arena.kill_at(&w, &archive, "after-staging");
     std::fs::write(arena.target.join("README.md"), b"user work\n").unwrap();
     let run = arena.restore(&w, &archive, &[]);
     assert_failed(&run, 7);
