@@ -15,8 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering::SeqCst;
 
-use crate::support::fixture_a::{RealServed, assert_killed, checked_run, git_archive, real_repo};
-use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret, userinfo};
+use crate::support::fixture_a::{
+    RealServed, assert_killed, assert_no_secret_in_files, assert_says, checked_run, git_archive,
+    output_with_stdin, real_repo,
+};
+use crate::support::{GitServer, Run, TOKEN, World, userinfo};
 
 /// The commit the shared cases are archives of.
 const TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
@@ -1042,7 +1045,7 @@ fn the_same_path_twice_is_indexed_as_the_later() {
     });
     let file = archive_file(&w, "dup-indexed.tar.gz", &a);
     let target = w.path("dup-indexed");
-    restore_env(&w, &target, &file, TIP, &[], &[("READ_URL", &read)]).assert_code(0);
+    restore_env(&w, &target, &file, TIP, &[], &[("READ_URL", read)]).assert_code(0);
     assert_eq!(std::fs::read(target.join("x")).unwrap(), b"second\n");
     let staged = w.git(&target, &["ls-files", "-s", "--", "x", "l"]);
     let x = w.git(&target, &["hash-object", "x"]);
@@ -1723,13 +1726,13 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     w.git(bare, &["branch", BRANCH, tip]);
     let archive = git_archive(
         &w,
-        &repo,
+        repo,
         tip,
         Some(&format!("repo-{}/", &tip[..12])),
         "hist.tar.gz",
     );
     let dir = w.path("sandbox");
-    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]);
+    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", read)]);
     run.assert_code(0);
     let j = run.json();
     assert_eq!(j["lease"], tip.as_str(), "the branch is at TIP_SHA");
@@ -1754,15 +1757,15 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     let untouched = dir.join("data/big.bin");
     let before_meta = std::fs::metadata(&untouched).unwrap();
 
-    let packs_before = packs(&bare);
-    let loose_before = loose_objects(&bare);
+    let packs_before = packs(bare);
+    let loose_before = loose_objects(bare);
     srv.clear_log();
     let run = w.run(
         &dir,
         &["save", "-m", "agent edits", "--json"],
         &[
-            ("READ_URL", &read),
-            ("PUSH_URL", &read),
+            ("READ_URL", read),
+            ("PUSH_URL", read),
             ("SESSION_BRANCH", BRANCH),
         ],
     );
@@ -1775,15 +1778,12 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
 
     // The remote branch holds a child of TIP_SHA.
     assert_eq!(
-        w.git(&bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        w.git(bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
         new_tip
     );
-    assert_eq!(w.git(&bare, &["rev-parse", &format!("{new_tip}^")]), *tip);
+    assert_eq!(w.git(bare, &["rev-parse", &format!("{new_tip}^")]), *tip);
     assert_eq!(
-        w.git(
-            &bare,
-            &["rev-list", "--count", &format!("{tip}..{new_tip}")]
-        ),
+        w.git(bare, &["rev-list", "--count", &format!("{tip}..{new_tip}")]),
         "1"
     );
     // Its tree equals the edited work tree, as git would commit it.
@@ -1798,7 +1798,7 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     w.git(&copy, &["add", "-A"]);
     let want_tree = w.git(&copy, &["write-tree"]);
     assert_eq!(
-        w.git(&bare, &["rev-parse", &format!("{new_tip}^{{tree}}")]),
+        w.git(bare, &["rev-parse", &format!("{new_tip}^{{tree}}")]),
         want_tree
     );
     // Clean afterwards; the remote is sound.
@@ -1807,14 +1807,14 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
         ""
     );
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), new_tip);
-    w.git(&bare, &["fsck", "--no-progress"]);
+    w.git(bare, &["fsck", "--no-progress"]);
     // The untouched big file was not re-written.
     let after_meta = std::fs::metadata(&untouched).unwrap();
     assert_eq!(before_meta.ino(), after_meta.ino());
     assert_eq!(before_meta.mtime_nsec(), after_meta.mtime_nsec());
     assert_eq!(before_meta.ctime_nsec(), after_meta.ctime_nsec());
     // The pushed pack holds exactly the new objects.
-    let new_packs: Vec<_> = packs(&bare)
+    let new_packs: Vec<_> = packs(bare)
         .into_iter()
         .filter(|p| !packs_before.contains(p))
         .collect();
@@ -1825,7 +1825,7 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     for idx in &new_packs {
         let text = Command::new("git")
             .args(["verify-pack", "-v", idx.to_str().unwrap()])
-            .current_dir(&bare)
+            .current_dir(bare)
             .output()
             .unwrap();
         for line in String::from_utf8_lossy(&text.stdout).lines() {
@@ -1839,12 +1839,12 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
             }
         }
     }
-    let loose_after = loose_objects(&bare);
+    let loose_after = loose_objects(bare);
     assert_eq!(loose_before, loose_after, "objects arrived unpacked");
     pushed.sort();
     let mut want_objects: Vec<String> = w
         .git(
-            &bare,
+            bare,
             &["rev-list", "--objects", &new_tip, &format!("^{tip}")],
         )
         .lines()
@@ -1854,7 +1854,7 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     // Exactly the new objects — except that the push's expansion (src/push/pack.rs, tree additions
     // compared with the parent) also re-sends the unchanged blob of a file whose mode alone changed
     // (empty.txt here), which the remote already has.
-    let mode_only = w.git(&bare, &["rev-parse", &format!("{tip}:empty.txt")]);
+    let mode_only = w.git(bare, &["rev-parse", &format!("{tip}:empty.txt")]);
     let missing: Vec<_> = want_objects
         .iter()
         .filter(|o| !pushed.contains(o))
@@ -1875,7 +1875,7 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     let run = w.run(
         &dir,
         &["save", "--json"],
-        &[("READ_URL", &read), ("PUSH_URL", &read)],
+        &[("READ_URL", read), ("PUSH_URL", read)],
     );
     run.assert_code(0);
     assert_eq!(run.json()["committed"], false);
@@ -1910,9 +1910,9 @@ fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() 
     let w = World::new();
     let r = RealServed::new(&w, "push");
     let (repo, tip, bare, read) = (&r.repo, &r.ids[0], &r.bare, &r.read);
-    let archive = git_archive(&w, &repo, tip, None, "push.tar.gz");
+    let archive = git_archive(&w, repo, tip, None, "push.tar.gz");
     let dir = w.path("sandbox");
-    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]);
+    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", read)]);
     run.assert_code(0);
     assert_eq!(
         run.json()["lease"],
@@ -1924,7 +1924,7 @@ fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() 
     let run = w.run(
         &dir,
         &["save", "--no-push", "-m", "local", "--json"],
-        &[("READ_URL", &read)],
+        &[("READ_URL", read)],
     );
     run.assert_code(0);
     let commit = run.json()["commit"].as_str().unwrap().to_owned();
@@ -1932,11 +1932,11 @@ fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() 
     let run = w.run(
         &dir,
         &["push", "--json"],
-        &[("READ_URL", &read), ("PUSH_URL", &read)],
+        &[("READ_URL", read), ("PUSH_URL", read)],
     );
     run.assert_code(0);
     assert_eq!(
-        w.git(&bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        w.git(bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
         commit
     );
     assert_eq!(
@@ -1967,7 +1967,7 @@ fn the_lease_comes_from_read_url_when_given() {
     let (repo, ids, srv, read) = (&r.repo, &r.ids, &r.srv, &r.read);
     w.git(&r.bare, &["branch", "sessions/at-tip", &ids[0]]);
     w.git(&r.bare, &["branch", "sessions/moved", &ids[1]]);
-    let archive = git_archive(&w, &repo, &ids[0], None, "lease.tar.gz");
+    let archive = git_archive(&w, repo, &ids[0], None, "lease.tar.gz");
     let run_for = |branch: &str, name: &str| {
         let dir = w.path(name);
         let out = w.run(
@@ -1976,7 +1976,7 @@ fn the_lease_comes_from_read_url_when_given() {
             &[
                 ("SESSION_BRANCH", branch),
                 ("TIP_SHA", &ids[0]),
-                ("READ_URL", &read),
+                ("READ_URL", read),
             ],
         );
         out.assert_code(0);
@@ -1991,9 +1991,7 @@ fn the_lease_comes_from_read_url_when_given() {
     let warning = j["warnings"][0].as_str().unwrap_or_default();
     assert!(warning.contains(&ids[1]), "{j}");
     // The credential-free READ_URL is recorded for later commands; no secret anywhere in .git.
-    for f in crate::support::all_files(&w.path("moved/.git")) {
-        assert_no_secret(&f.display().to_string(), &std::fs::read(&f).unwrap());
-    }
+    assert_no_secret_in_files(&w.path("moved/.git"));
     assert_eq!(
         w.git(&w.path("moved"), &["config", "remote.origin.url"]),
         srv.url("repo.git", Some("git-session-read"))
@@ -2005,9 +2003,9 @@ fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     let w = World::new();
     let r = RealServed::new(&w, "status");
     let (repo, tip, srv, read) = (&r.repo, &r.ids[0], &r.srv, &r.read);
-    let archive = git_archive(&w, &repo, tip, None, "status.tar.gz");
+    let archive = git_archive(&w, repo, tip, None, "status.tar.gz");
     let dir = w.path("sandbox");
-    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
+    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", read)]).assert_code(0);
     // The agent works before any history exists.
     std::fs::write(dir.join("README.md"), b"# changed before history\n").unwrap();
     std::fs::remove_file(dir.join("empty.txt")).unwrap();
@@ -2018,7 +2016,7 @@ fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     let before = stat_map(&dir);
     let content_before = tree(&dir);
 
-    let run = w.run(&dir, &["status", "--json"], &[("READ_URL", &read)]);
+    let run = w.run(&dir, &["status", "--json"], &[("READ_URL", read)]);
     run.assert_code(0);
     // History is attached: HEAD is TIP_SHA, no file was re-written, and git sees exactly the
     // agent's changes.
@@ -2046,7 +2044,7 @@ fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     w.git(&dir, &["fsck", "--no-progress"]);
     // A second status does not fetch again.
     srv.clear_log();
-    w.run(&dir, &["status", "--json"], &[("READ_URL", &read)])
+    w.run(&dir, &["status", "--json"], &[("READ_URL", read)])
         .assert_code(0);
     assert!(
         srv.log()
@@ -2065,7 +2063,7 @@ fn attach_failure_changes_nothing_and_is_retried_by_the_next_command() {
     // Another repository, without the commit.
     w.repo("other.git", &[&[("x", Some("y\n"))]]);
     let wrong = r.srv.url("other.git", Some(&userinfo()));
-    let archive = git_archive(&w, &repo, tip, None, "attach.tar.gz");
+    let archive = git_archive(&w, repo, tip, None, "attach.tar.gz");
     let dir = w.path("sandbox");
     restore_file(&w, &dir, &archive, tip, &[]).assert_code(0);
     std::fs::write(dir.join("README.md"), b"edit\n").unwrap();
@@ -2095,7 +2093,7 @@ fn attach_failure_changes_nothing_and_is_retried_by_the_next_command() {
     let run = w.run(
         &dir,
         &["save", "-m", "x", "--json"],
-        &[("READ_URL", &read), ("PUSH_URL", &read)],
+        &[("READ_URL", read), ("PUSH_URL", read)],
     );
     run.assert_code(0);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD^"]), *tip);
@@ -2110,13 +2108,13 @@ fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
     let w = World::new();
     let r = RealServed::new(&w, "owned");
     let (repo, tip, read) = (&r.repo, &r.ids[0], &r.read);
-    let archive = git_archive(&w, &repo, tip, None, "owned.tar.gz");
+    let archive = git_archive(&w, repo, tip, None, "owned.tar.gz");
     let dir = w.path("owned");
     crate::support::give_to_nobody(&dir);
-    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
+    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", read)]).assert_code(0);
     crate::support::assert_all_nobodys(&dir);
     // A boot script (root) asks for status: the history attached then belongs to the owner too.
-    w.run(&dir, &["status", "--json"], &[("READ_URL", &read)])
+    w.run(&dir, &["status", "--json"], &[("READ_URL", read)])
         .assert_code(0);
     crate::support::assert_all_nobodys(&dir);
     // The agent (the owner) edits and saves.
@@ -2130,8 +2128,8 @@ fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
         .env_clear()
         .envs(w.env())
         .env("HOME", "/nonexistent")
-        .env("READ_URL", &read)
-        .env("PUSH_URL", &read)
+        .env("READ_URL", read)
+        .env("PUSH_URL", read)
         .env("GIT_SESSION_RETRY_BASE_MS", "5")
         .output()
         .unwrap();
@@ -2153,16 +2151,22 @@ fn noisy_archive(n: usize, size: usize, seed: u64) -> Vec<u8> {
     gz(&t.finish())
 }
 
-/// `git-session restore --json --archive - -C target`, started with its stdin a pipe.
-fn stdin_restore(w: &World, target: &Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_git-session"))
-        .args(["restore", "--json", "--archive", "-", "-C"])
+/// `git-session restore --json --archive - -C target`.
+fn stdin_command(w: &World, target: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-session"));
+    cmd.args(["restore", "--json", "--archive", "-", "-C"])
         .arg(target)
         .current_dir(w.path(""))
         .env_clear()
         .envs(w.env())
         .env("SESSION_BRANCH", BRANCH)
-        .env("TIP_SHA", TIP)
+        .env("TIP_SHA", TIP);
+    cmd
+}
+
+/// [`stdin_command`] started with its stdin a pipe.
+fn stdin_restore(w: &World, target: &Path) -> std::process::Child {
+    stdin_command(w, target)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -2171,15 +2175,7 @@ fn stdin_restore(w: &World, target: &Path) -> std::process::Child {
 }
 
 fn stdin_run(w: &World, target: &Path, input: &[u8]) -> Run {
-    let mut child = stdin_restore(w, target);
-    let mut stdin = child.stdin.take().unwrap();
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    checked_run(&out)
+    checked_run(&output_with_stdin(&mut stdin_command(w, target), input))
 }
 
 #[test]
@@ -2243,9 +2239,7 @@ fn archive_url_with_the_token_in_the_url() {
     assert_eq!(gets(&srv, "good.tar.gz"), vec![200]);
     assert!(arena.target.join("link-to-readme").is_symlink());
     // Nothing of the URL's credentials on disk.
-    for f in crate::support::all_files(&arena.target) {
-        assert_no_secret(&f.display().to_string(), &std::fs::read(&f).unwrap());
-    }
+    assert_no_secret_in_files(&arena.target);
     // The same URL on argv is refused before any request.
     srv.clear_log();
     let arena = Arena::new(&w, "url-argv", &[]);
@@ -2396,13 +2390,8 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
             );
             // Any other command says what it is, and what to do.
             let status = w.run(&arena.target, &["status"], &[]);
-            status.assert_code(2);
-            assert!(
-                status.stderr.contains("interrupted restore")
-                    && status.stderr.contains("`git-session restore` there again"),
-                "{point}: {}",
-                status.stderr
-            );
+            let words = ["interrupted restore", "`git-session restore` there again"];
+            assert_says(point, &status, 2, &words);
         }
         let run = arena.restore(&w, &archive, &[]);
         run.assert_code(0);
