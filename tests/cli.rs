@@ -459,24 +459,14 @@ fn every_exit_code_has_its_kind() {
         assert_matches_schema(&j);
     };
     // 1: a panic exits 1 with a short message (never 101 or 134).
-    let run = f.w.run(
-        &f.w.path("p"),
-        &["restore", "--json"],
-        &[
-            ("GIT_SESSION_FAILPOINT", "panic"),
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", "s"),
-            ("TIP_SHA", &f.ids[0]),
-        ],
-    );
+    let restore = |dir: &str, url: &str, tip: &str, vars: &[(&str, &str)]| {
+        f.w.restore_with(&f.w.path(dir), url, "s", tip, &["--json"], vars)
+    };
+    let run = restore("p", &url, &f.ids[0], &[("GIT_SESSION_FAILPOINT", "panic")]);
     code(&run, 1, "internal");
     assert!(run.stderr.contains("internal error"), "{}", run.stderr);
     // 2: usage.
-    code(
-        &f.w.restore_with(&f.w.path("u"), &url, "s", "abc", &["--json"], &[]),
-        2,
-        "usage",
-    );
+    code(&restore("u", &url, "abc", &[]), 2, "usage");
     // 3: stale.
     f.w.git(
         &f.w.srv().join("repo.git"),
@@ -491,36 +481,14 @@ fn every_exit_code_has_its_kind() {
     code(&run, 3, "stale");
     assert_eq!(run.json()["lease"], f.ids[1].as_str());
     // 4: auth.
-    code(
-        &f.w.run(
-            &f.w.path("c"),
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &f.srv.url("repo.git", Some("t:nope"))),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &f.ids[0]),
-            ],
-        ),
-        4,
-        "auth",
-    );
+    let wrong = f.srv.url("repo.git", Some("t:nope"));
+    code(&restore("c", &wrong, &f.ids[0], &[]), 4, "auth");
     // 5: network.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
     drop(dead);
-    code(
-        &f.w.run(
-            &f.w.path("d"),
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &format!("http://127.0.0.1:{port}/r.git")),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &f.ids[0]),
-            ],
-        ),
-        5,
-        "network",
-    );
+    let refused = format!("http://127.0.0.1:{port}/r.git");
+    code(&restore("d", &refused, &f.ids[0], &[]), 5, "network");
     // 6: integrity (a token in a file to commit).
     let s = f.restore("e", "sessions/e");
     std::fs::write(s.join("leak.txt"), TOKEN).unwrap();
@@ -539,19 +507,7 @@ fn every_exit_code_has_its_kind() {
         "conflict",
     );
     // 8: not found.
-    code(
-        &f.w.run(
-            &f.w.path("h"),
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &"ab".repeat(20)),
-            ],
-        ),
-        8,
-        "not_found",
-    );
+    code(&restore("h", &url, &"ab".repeat(20), &[]), 8, "not_found");
     // 9: rejected (a declining hook).
     let hook = f.w.srv().join("repo.git/hooks/pre-receive");
     std::fs::write(&hook, "#!/bin/sh\necho no >&2\nexit 1\n").unwrap();
@@ -564,6 +520,30 @@ fn every_exit_code_has_its_kind() {
         9,
         "rejected",
     );
+}
+
+/// The page at `path` as `man -l` renders it, as plain text.
+fn man_text(path: &Path) -> String {
+    let out = std::process::Command::new("man")
+        .arg("-l")
+        .arg(path)
+        .env("MANWIDTH", "200")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .env("LC_ALL", "C")
+        .output()
+        .expect("man (man-db) must be installed: scripts/test installs it");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "man -l {}: {stderr}", path.display());
+    // Without a terminal grotty still overstrikes bold ("N\bN"): keep the last of each pair.
+    let mut text = String::new();
+    for c in String::from_utf8_lossy(&out.stdout).chars() {
+        if c == '\u{8}' {
+            text.pop();
+        } else {
+            text.push(c);
+        }
+    }
+    text
 }
 
 #[test]
@@ -580,16 +560,7 @@ fn completions_man_page_and_version() {
     );
     run.assert_code(0);
     let help = w.run(w.tmp.path(), &["--help"], &[]);
-    for command in [
-        "restore",
-        "bake",
-        "save",
-        "push",
-        "status",
-        "schema",
-        "completions",
-        "manpage",
-    ] {
+    for command in "restore bake save push status schema completions manpage".split(' ') {
         assert!(
             help.stdout.contains(command),
             "--help does not show {command}:\n{}",
@@ -612,28 +583,7 @@ fn completions_man_page_and_version() {
             run.stdout
         );
         // Rendered as man renders it: the sections a reader looks for, the options with values.
-        let out = std::process::Command::new("man")
-            .arg("-l")
-            .arg(&path)
-            .env("MANWIDTH", "200")
-            .env("MAN_KEEP_FORMATTING", "0")
-            .env("LC_ALL", "C")
-            .output()
-            .expect("man (man-db) must be installed: scripts/test installs it");
-        assert!(
-            out.status.success(),
-            "man -l {page}.1: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // Without a terminal grotty still overstrikes bold ("N\bN"): keep the last of each pair.
-        let mut text = String::new();
-        for c in String::from_utf8_lossy(&out.stdout).chars() {
-            if c == '\u{8}' {
-                text.pop();
-            } else {
-                text.push(c);
-            }
-        }
+        let text = man_text(&path);
         let sections = [
             "NAME",
             "SYNOPSIS",

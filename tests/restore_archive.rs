@@ -1287,10 +1287,9 @@ fn pax_sizes_are_honoured() {
     );
 }
 
-#[test]
-fn malformed_pax_and_headers_are_refused() {
-    let w = World::new();
-    let cases: Vec<(&str, Vec<u8>)> = vec![
+/// Archives whose pax records or headers are malformed, by name.
+fn malformed_archives() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
         (
             "pax-size-nan",
             with(|t| {
@@ -1383,7 +1382,13 @@ fn malformed_pax_and_headers_are_refused() {
                 t.file("top.txt", b"x\n");
             }),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn malformed_pax_and_headers_are_refused() {
+    let w = World::new();
+    let cases = malformed_archives();
     for (name, a) in cases {
         refused(&w, name, &a, &[], 6, &[]);
     }
@@ -1718,6 +1723,86 @@ fn loose_objects(bare: &Path) -> usize {
         .unwrap()
 }
 
+/// The tree git would write for `dir`'s files as they are (a copy without `.git`, all added).
+fn tree_git_would_write(w: &World, dir: &Path) -> String {
+    let copy = w.path("judge");
+    let status = Command::new("cp")
+        .args(["-a", dir.to_str().unwrap(), copy.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::remove_dir_all(copy.join(".git")).unwrap();
+    w.git(&copy, &["init", "-q"]);
+    w.git(&copy, &["add", "-A"]);
+    w.git(&copy, &["write-tree"])
+}
+
+/// The objects in `bare`'s packs that are not in `packs_before` (sorted), and the bases of their
+/// deltas: receive-pack's `index-pack --fix-thin` appends the ones the thin pack refers to, which
+/// the remote had.
+fn objects_of_new_packs(bare: &Path, packs_before: &[PathBuf]) -> (Vec<String>, Vec<String>) {
+    let mut objects: Vec<String> = Vec::new();
+    let mut delta_bases: Vec<String> = Vec::new();
+    for idx in packs(bare).iter().filter(|p| !packs_before.contains(p)) {
+        let text = Command::new("git")
+            .args(["verify-pack", "-v", idx.to_str().unwrap()])
+            .current_dir(bare)
+            .output()
+            .unwrap();
+        for line in String::from_utf8_lossy(&text.stdout).lines() {
+            let first = line.split(' ').next().unwrap_or("");
+            if first.len() == 40 && first.bytes().all(|b| b.is_ascii_hexdigit()) {
+                objects.push(first.to_owned());
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                if fields.len() == 7 {
+                    delta_bases.push(fields[6].to_owned());
+                }
+            }
+        }
+    }
+    objects.sort();
+    (objects, delta_bases)
+}
+
+/// The packs `bare` received since `packs_before` hold exactly the objects of `tip..new_tip`.
+fn assert_pushed_the_new_objects(
+    w: &World,
+    bare: &Path,
+    packs_before: &[PathBuf],
+    tip: &str,
+    new_tip: &str,
+) {
+    let (pushed, delta_bases) = objects_of_new_packs(bare, packs_before);
+    let mut want_objects: Vec<String> = w
+        .git(
+            bare,
+            &["rev-list", "--objects", new_tip, &format!("^{tip}")],
+        )
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect();
+    want_objects.sort();
+    // Exactly the new objects — except that the push's expansion (src/push/pack.rs, tree additions
+    // compared with the parent) also re-sends the unchanged blob of a file whose mode alone changed
+    // (empty.txt here), which the remote already has.
+    let mode_only = w.git(bare, &["rev-parse", &format!("{tip}:empty.txt")]);
+    let missing: Vec<_> = want_objects
+        .iter()
+        .filter(|o| !pushed.contains(o))
+        .collect();
+    assert!(missing.is_empty(), "new objects not pushed: {missing:?}");
+    let extra: Vec<_> = pushed
+        .iter()
+        .filter(|o| !want_objects.contains(o) && **o != mode_only && !delta_bases.contains(o))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "objects the remote has were pushed: {extra:?}"
+    );
+    let sent = pushed.iter().filter(|o| !delta_bases.contains(o)).count();
+    assert!(sent <= 8, "{sent} objects pushed");
+}
+
 #[test]
 fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     let w = World::new();
@@ -1787,19 +1872,9 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
         "1"
     );
     // Its tree equals the edited work tree, as git would commit it.
-    let copy = w.path("judge");
-    let status = Command::new("cp")
-        .args(["-a", dir.to_str().unwrap(), copy.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    std::fs::remove_dir_all(copy.join(".git")).unwrap();
-    w.git(&copy, &["init", "-q"]);
-    w.git(&copy, &["add", "-A"]);
-    let want_tree = w.git(&copy, &["write-tree"]);
     assert_eq!(
         w.git(bare, &["rev-parse", &format!("{new_tip}^{{tree}}")]),
-        want_tree
+        tree_git_would_write(&w, &dir)
     );
     // Clean afterwards; the remote is sound.
     assert_eq!(
@@ -1813,63 +1888,9 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     assert_eq!(before_meta.ino(), after_meta.ino());
     assert_eq!(before_meta.mtime_nsec(), after_meta.mtime_nsec());
     assert_eq!(before_meta.ctime_nsec(), after_meta.ctime_nsec());
-    // The pushed pack holds exactly the new objects.
-    let new_packs: Vec<_> = packs(bare)
-        .into_iter()
-        .filter(|p| !packs_before.contains(p))
-        .collect();
-    let mut pushed: Vec<String> = Vec::new();
-    // Bases of the deltas in the stored pack: receive-pack's `index-pack --fix-thin` appends the
-    // ones the thin pack refers to, which the remote had.
-    let mut delta_bases: Vec<String> = Vec::new();
-    for idx in &new_packs {
-        let text = Command::new("git")
-            .args(["verify-pack", "-v", idx.to_str().unwrap()])
-            .current_dir(bare)
-            .output()
-            .unwrap();
-        for line in String::from_utf8_lossy(&text.stdout).lines() {
-            let first = line.split(' ').next().unwrap_or("");
-            if first.len() == 40 && first.bytes().all(|b| b.is_ascii_hexdigit()) {
-                pushed.push(first.to_owned());
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                if fields.len() == 7 {
-                    delta_bases.push(fields[6].to_owned());
-                }
-            }
-        }
-    }
     let loose_after = loose_objects(bare);
     assert_eq!(loose_before, loose_after, "objects arrived unpacked");
-    pushed.sort();
-    let mut want_objects: Vec<String> = w
-        .git(
-            bare,
-            &["rev-list", "--objects", &new_tip, &format!("^{tip}")],
-        )
-        .lines()
-        .map(|l| l.split(' ').next().unwrap().to_owned())
-        .collect();
-    want_objects.sort();
-    // Exactly the new objects — except that the push's expansion (src/push/pack.rs, tree additions
-    // compared with the parent) also re-sends the unchanged blob of a file whose mode alone changed
-    // (empty.txt here), which the remote already has.
-    let mode_only = w.git(bare, &["rev-parse", &format!("{tip}:empty.txt")]);
-    let missing: Vec<_> = want_objects
-        .iter()
-        .filter(|o| !pushed.contains(o))
-        .collect();
-    assert!(missing.is_empty(), "new objects not pushed: {missing:?}");
-    let extra: Vec<_> = pushed
-        .iter()
-        .filter(|o| !want_objects.contains(o) && **o != mode_only && !delta_bases.contains(o))
-        .collect();
-    assert!(
-        extra.is_empty(),
-        "objects the remote has were pushed: {extra:?}"
-    );
-    let sent = pushed.iter().filter(|o| !delta_bases.contains(o)).count();
-    assert!(sent <= 8, "{sent} objects pushed");
+    assert_pushed_the_new_objects(&w, bare, &packs_before, tip, &new_tip);
 
     // A second save with nothing changed: no commit.
     let run = w.run(
