@@ -1,5 +1,6 @@
-//! Set-up shared by the archive tests (`restore_archive`, `archive_git`): a real repository with
-//! every kind of path, served the way those tests need, and `git archive` of it.
+//! Set-up and checks shared by several test files: a real repository with every kind of path
+//! (served, and as `git archive`), a served `repo.git`, children run by hand and checked for the
+//! token, failpoint kills, refusals that name their reason.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
@@ -123,12 +124,14 @@ impl RealServed {
 /// The [`Run`] of a child started by hand (stdin fed, or under another user), its output checked
 /// for the token as [`World::run`] checks it.
 pub fn checked_run(out: &std::process::Output) -> Run {
-    assert_no_secret("stdout", &out.stdout);
-    assert_no_secret("stderr", &out.stderr);
+    let text = |stream: &str, bytes: &[u8]| {
+        assert_no_secret(stream, bytes);
+        String::from_utf8_lossy(bytes).into_owned()
+    };
     Run {
         code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout: text("stdout", &out.stdout),
+        stderr: text("stderr", &out.stderr),
     }
 }
 
@@ -136,17 +139,11 @@ pub fn checked_run(out: &std::process::Output) -> Run {
 /// saying where.
 #[track_caller]
 pub fn assert_killed(run: &Run, point: &str) {
-    assert!(
-        run.code.is_none() || run.code == Some(134),
-        "{point}: not killed: {:?} {}",
-        run.code,
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains(&format!("failpoint '{point}'")),
-        "{point}: {}",
-        run.stderr
-    );
+    let (code, stderr) = (run.code, &run.stderr);
+    let killed = code.is_none() || code == Some(134);
+    assert!(killed, "{point}: not killed: {code:?} {stderr}");
+    let named = stderr.contains(&format!("failpoint '{point}'"));
+    assert!(named, "{point}: {stderr}");
 }
 
 /// Run `cmd` with `input` on its stdin and return its output. The input is written from a thread,
