@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::restore_archive::{BRANCH, git_archive, real_repo, restore_env, serve_bare};
-use crate::support::{GitServer, TOKEN, World, userinfo};
+use crate::restore_archive::{BRANCH, restore_env};
+use crate::support::fixture_a::{RealServed, git_archive};
+use crate::support::{GitServer, World};
 
 /// A served repository, an archive of its first commit, and the READ_URL (with the token).
 struct Restored {
@@ -19,10 +20,13 @@ struct Restored {
 impl Restored {
     fn new() -> Self {
         let w = World::new();
-        let (repo, ids) = real_repo(&w, "plain");
-        let bare = serve_bare(&w, &repo, "repo");
-        let srv = GitServer::start(&w.srv(), Some(TOKEN));
-        let read = srv.url("repo.git", Some(&userinfo()));
+        let RealServed {
+            ids,
+            bare,
+            srv,
+            read,
+            ..
+        } = RealServed::new(&w, "plain");
         let tip = ids[0].clone();
         Restored {
             w,

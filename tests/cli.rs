@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 
+use crate::support::fixture_a::{assert_no_secret_in_files, output_with_stdin, served_repo};
 use crate::support::{GitServer, TOKEN, World, assert_matches_schema, userinfo};
 
 fn jwt(exp: u64) -> String {
@@ -32,15 +33,10 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        let w = World::new();
-        let ids = w.repo(
-            "repo.git",
-            &[
-                &[("a.txt", Some("a\n")), ("dir/b.txt", Some("b\n"))],
-                &[("a.txt", Some("a2\n"))],
-            ],
-        );
-        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        let (w, srv, ids) = served_repo(&[
+            &[("a.txt", Some("a\n")), ("dir/b.txt", Some("b\n"))],
+            &[("a.txt", Some("a2\n"))],
+        ]);
         Fixture { w, srv, ids }
     }
 
@@ -50,19 +46,27 @@ impl Fixture {
 
     fn restore(&self, name: &str, branch: &str) -> PathBuf {
         let dir = self.w.path(name);
+        let (url, tip) = (self.url(), &self.ids[1]);
         self.w
-            .run(
-                &dir,
-                &["restore"],
-                &[
-                    ("READ_URL", &self.url()),
-                    ("SESSION_BRANCH", branch),
-                    ("TIP_SHA", &self.ids[1]),
-                ],
-            )
+            .restore_with(&dir, &url, branch, tip, &[], &[])
             .assert_code(0);
         dir
     }
+}
+
+/// git run as a person would in `dir`, with `var` in its environment besides; it must succeed.
+fn plain_git(w: &World, dir: &Path, args: &[&str], var: (&str, &str)) -> std::process::Output {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .envs(w.env())
+        .env(var.0, var.1)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "git {args:?}: {stderr}");
+    out
 }
 
 #[test]
@@ -124,22 +128,8 @@ fn status_reports_the_session_in_json_and_for_people() {
         .parent()
         .unwrap()
         .to_owned();
-    let out = std::process::Command::new("git")
-        .args(["session", "status"])
-        .current_dir(&dir)
-        .env_clear()
-        .envs(f.w.env())
-        .env(
-            "PATH",
-            format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let out = plain_git(&f.w, &dir, &["session", "status"], ("PATH", &path));
     assert!(String::from_utf8_lossy(&out.stdout).contains("sessions/st"));
 }
 
@@ -160,19 +150,8 @@ fn plain_git_push_works_through_the_credential_helper_and_nothing_stores_the_sec
     std::fs::write(dir.join("c.txt"), "c\n").unwrap();
     f.w.git(&dir, &["add", "-A"]);
     f.w.git(&dir, &["commit", "-qm", "by a person"]);
-    let out = std::process::Command::new("git")
-        .args(["push", "-q", "origin", "HEAD"])
-        .current_dir(&dir)
-        .env_clear()
-        .envs(f.w.env())
-        .env("PUSH_URL", f.url())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let push = ["push", "-q", "origin", "HEAD"];
+    let out = plain_git(&f.w, &dir, &push, ("PUSH_URL", &f.url()));
     crate::support::assert_no_secret("git push stderr", &out.stderr);
     assert_eq!(
         f.w.git(&f.w.srv().join("repo.git"), &["rev-parse", "sessions/cred"]),
@@ -180,55 +159,28 @@ fn plain_git_push_works_through_the_credential_helper_and_nothing_stores_the_sec
     );
     assert!(!store.exists(), "another helper stored the credentials");
     // And fetch, with READ_URL only.
-    let out = std::process::Command::new("git")
-        .args(["fetch", "-q", "origin"])
-        .current_dir(&dir)
-        .env_clear()
-        .envs(f.w.env())
-        .env("READ_URL", f.url())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    plain_git(
+        &f.w,
+        &dir,
+        &["fetch", "-q", "origin"],
+        ("READ_URL", &f.url()),
     );
-    for file in crate::support::all_files(&dir.join(".git")) {
-        crate::support::assert_no_secret(
-            &file.display().to_string(),
-            &std::fs::read(&file).unwrap(),
-        );
-    }
-    for file in crate::support::all_files(&f.w.tmp.path().join("home")) {
-        crate::support::assert_no_secret(
-            &file.display().to_string(),
-            &std::fs::read(&file).unwrap(),
-        );
-    }
+    assert_no_secret_in_files(&dir.join(".git"));
+    assert_no_secret_in_files(&f.w.tmp.path().join("home"));
 }
 
 #[test]
 fn the_credential_helper_answers_only_matching_urls_on_stdout() {
     let f = Fixture::new();
     let helper = |input: &str, vars: &[(&str, &str)]| {
-        use std::io::Write as _;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
-            .args(["credential", "get"])
-            .env_clear()
-            .envs(f.w.env())
-            .envs(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = output_with_stdin(
+            std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+                .args(["credential", "get"])
+                .env_clear()
+                .envs(f.w.env())
+                .envs(vars.iter().copied()),
+            input.as_bytes(),
+        );
         assert!(out.status.success());
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -385,6 +337,18 @@ fn a_jwt_about_to_expire_is_warned_about_and_its_expiry_reported() {
     );
 }
 
+/// The fields of `save --json` and `push --json`, which answer alike.
+const SAVE_FIELDS: &[&str] = &[
+    "ok",
+    "command",
+    "branch",
+    "warnings",
+    "tip",
+    "previous_tip",
+    "committed",
+    "pushed",
+];
+
 #[test]
 fn every_command_prints_one_json_object_with_the_spec_fields() {
     let f = Fixture::new();
@@ -421,19 +385,7 @@ fn every_command_prints_one_json_object_with_the_spec_fields() {
             &[("PUSH_URL", &f.url())],
         )
         .json();
-    fields(
-        &j,
-        &[
-            "ok",
-            "command",
-            "branch",
-            "warnings",
-            "tip",
-            "previous_tip",
-            "committed",
-            "pushed",
-        ],
-    );
+    fields(&j, SAVE_FIELDS);
     assert_eq!(
         (j["committed"].as_bool(), j["pushed"].as_bool()),
         (Some(true), Some(true))
@@ -441,19 +393,7 @@ fn every_command_prints_one_json_object_with_the_spec_fields() {
     let j =
         f.w.run(&dir, &["push", "--json"], &[("PUSH_URL", &f.url())])
             .json();
-    fields(
-        &j,
-        &[
-            "ok",
-            "command",
-            "branch",
-            "warnings",
-            "tip",
-            "previous_tip",
-            "committed",
-            "pushed",
-        ],
-    );
+    fields(&j, SAVE_FIELDS);
     let j =
         f.w.run(
             &dir,
@@ -519,24 +459,14 @@ fn every_exit_code_has_its_kind() {
         assert_matches_schema(&j);
     };
     // 1: a panic exits 1 with a short message (never 101 or 134).
-    let run = f.w.run(
-        &f.w.path("p"),
-        &["restore", "--json"],
-        &[
-            ("GIT_SESSION_FAILPOINT", "panic"),
-            ("READ_URL", &url),
-            ("SESSION_BRANCH", "s"),
-            ("TIP_SHA", &f.ids[0]),
-        ],
-    );
+    let restore = |dir: &str, url: &str, tip: &str, vars: &[(&str, &str)]| {
+        f.w.restore_with(&f.w.path(dir), url, "s", tip, &["--json"], vars)
+    };
+    let run = restore("p", &url, &f.ids[0], &[("GIT_SESSION_FAILPOINT", "panic")]);
     code(&run, 1, "internal");
     assert!(run.stderr.contains("internal error"), "{}", run.stderr);
     // 2: usage.
-    code(
-        &f.w.restore_with(&f.w.path("u"), &url, "s", "abc", &["--json"], &[]),
-        2,
-        "usage",
-    );
+    code(&restore("u", &url, "abc", &[]), 2, "usage");
     // 3: stale.
     f.w.git(
         &f.w.srv().join("repo.git"),
@@ -551,36 +481,14 @@ fn every_exit_code_has_its_kind() {
     code(&run, 3, "stale");
     assert_eq!(run.json()["lease"], f.ids[1].as_str());
     // 4: auth.
-    code(
-        &f.w.run(
-            &f.w.path("c"),
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &f.srv.url("repo.git", Some("t:nope"))),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &f.ids[0]),
-            ],
-        ),
-        4,
-        "auth",
-    );
+    let wrong = f.srv.url("repo.git", Some("t:nope"));
+    code(&restore("c", &wrong, &f.ids[0], &[]), 4, "auth");
     // 5: network.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
     drop(dead);
-    code(
-        &f.w.run(
-            &f.w.path("d"),
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &format!("http://127.0.0.1:{port}/r.git")),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &f.ids[0]),
-            ],
-        ),
-        5,
-        "network",
-    );
+    let refused = format!("http://127.0.0.1:{port}/r.git");
+    code(&restore("d", &refused, &f.ids[0], &[]), 5, "network");
     // 6: integrity (a token in a file to commit).
     let s = f.restore("e", "sessions/e");
     std::fs::write(s.join("leak.txt"), TOKEN).unwrap();
@@ -599,19 +507,7 @@ fn every_exit_code_has_its_kind() {
         "conflict",
     );
     // 8: not found.
-    code(
-        &f.w.run(
-            &f.w.path("h"),
-            &["restore", "--json"],
-            &[
-                ("READ_URL", &url),
-                ("SESSION_BRANCH", "s"),
-                ("TIP_SHA", &"ab".repeat(20)),
-            ],
-        ),
-        8,
-        "not_found",
-    );
+    code(&restore("h", &url, &"ab".repeat(20), &[]), 8, "not_found");
     // 9: rejected (a declining hook).
     let hook = f.w.srv().join("repo.git/hooks/pre-receive");
     std::fs::write(&hook, "#!/bin/sh\necho no >&2\nexit 1\n").unwrap();
@@ -624,6 +520,30 @@ fn every_exit_code_has_its_kind() {
         9,
         "rejected",
     );
+}
+
+/// The page at `path` as `man -l` renders it, as plain text.
+fn man_text(path: &Path) -> String {
+    let out = std::process::Command::new("man")
+        .arg("-l")
+        .arg(path)
+        .env("MANWIDTH", "200")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .env("LC_ALL", "C")
+        .output()
+        .expect("man (man-db) must be installed: scripts/test installs it");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "man -l {}: {stderr}", path.display());
+    // Without a terminal grotty still overstrikes bold ("N\bN"): keep the last of each pair.
+    let mut text = String::new();
+    for c in String::from_utf8_lossy(&out.stdout).chars() {
+        if c == '\u{8}' {
+            text.pop();
+        } else {
+            text.push(c);
+        }
+    }
+    text
 }
 
 #[test]
@@ -640,16 +560,7 @@ fn completions_man_page_and_version() {
     );
     run.assert_code(0);
     let help = w.run(w.tmp.path(), &["--help"], &[]);
-    for command in [
-        "restore",
-        "bake",
-        "save",
-        "push",
-        "status",
-        "schema",
-        "completions",
-        "manpage",
-    ] {
+    for command in "restore bake save push status schema completions manpage".split(' ') {
         assert!(
             help.stdout.contains(command),
             "--help does not show {command}:\n{}",
@@ -672,36 +583,16 @@ fn completions_man_page_and_version() {
             run.stdout
         );
         // Rendered as man renders it: the sections a reader looks for, the options with values.
-        let out = std::process::Command::new("man")
-            .arg("-l")
-            .arg(&path)
-            .env("MANWIDTH", "200")
-            .env("MAN_KEEP_FORMATTING", "0")
-            .env("LC_ALL", "C")
-            .output()
-            .expect("man (man-db) must be installed: scripts/test installs it");
-        assert!(
-            out.status.success(),
-            "man -l {page}.1: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // Without a terminal grotty still overstrikes bold ("N\bN"): keep the last of each pair.
-        let mut text = String::new();
-        for c in String::from_utf8_lossy(&out.stdout).chars() {
-            if c == '\u{8}' {
-                text.pop();
-            } else {
-                text.push(c);
-            }
-        }
-        for section in [
+        let text = man_text(&path);
+        let sections = [
             "NAME",
             "SYNOPSIS",
             "OPTIONS",
             "ENVIRONMENT",
             "EXIT STATUS",
             "EXAMPLES",
-        ] {
+        ];
+        for section in sections {
             assert!(text.contains(section), "{page}.1 has no {section}:\n{text}");
         }
         assert!(
@@ -768,28 +659,13 @@ fn commands_find_the_session_from_a_subfolder() {
 #[test]
 fn save_as_root_leaves_git_usable_for_the_trees_owner() {
     use std::os::unix::fs::MetadataExt as _;
-    if std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(1)
-        != 0
-    {
+    if !crate::support::is_root() {
         eprintln!("skipped: needs root");
         return;
     }
     let f = Fixture::new();
-    let dir = f.w.path("owned");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-    f.w.run(
-        &dir,
-        &["restore"],
-        &[
-            ("READ_URL", &f.url()),
-            ("SESSION_BRANCH", "s"),
-            ("TIP_SHA", &f.ids[1]),
-        ],
-    )
-    .assert_code(0);
+    crate::support::give_to_nobody(&f.w.path("owned"));
+    let dir = f.restore("owned", "s");
     std::fs::write(dir.join("new.txt"), "n\n").unwrap();
     f.w.run(&dir, &["save", "--no-push"], &[]).assert_code(0);
     for file in crate::support::all_files(&dir.join(".git")) {

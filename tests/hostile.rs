@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::support::fixture_a::served_repo;
 use crate::support::wire::{
     band, delta_size, entry_header, fetch_response, ofs_distance, pack_of, pkt, raw_pack, zlib,
 };
@@ -22,9 +23,7 @@ struct Hostile {
 
 impl Hostile {
     fn new(commits: &[&[(&str, Option<&str>)]]) -> Self {
-        let w = World::new();
-        let ids = w.repo("repo.git", commits);
-        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        let (w, srv, ids) = served_repo(commits);
         Hostile { w, srv, ids }
     }
 
@@ -38,6 +37,13 @@ impl Hostile {
 
     fn script(&self, s: Scripted) {
         self.srv.knobs.scripted.lock().unwrap().push(s);
+    }
+
+    /// Answer the next fetches (up to 10, for the retries) with `pack`.
+    fn serve_pack(&self, pack: &[u8]) {
+        let mut s = Scripted::once(Endpoint::Fetch, fetch_response(pack, &[]));
+        s.times = 10;
+        self.script(s);
     }
 
     fn restore(&self, dir: &Path, tip: &str, extra: &[(&str, &str)]) -> Run {
@@ -200,6 +206,23 @@ fn a_killed_checkout_of_converted_files_is_completed_by_the_rerun() {
     }
 }
 
+/// A pack of a one-byte blob and a delta on it that makes one byte but claims `claim` bytes of
+/// result; under 256 bytes whatever the claim.
+fn delta_claiming(claim: u64) -> Vec<u8> {
+    let base = b"x".to_vec();
+    let mut first = entry_header(3, base.len() as u64);
+    first.extend_from_slice(&zlib(&base));
+    let mut delta = delta_size(1);
+    delta.extend_from_slice(&delta_size(claim));
+    delta.extend_from_slice(&[0x01, b'y']);
+    let mut second = entry_header(6, delta.len() as u64);
+    second.extend_from_slice(&ofs_distance(first.len() as u64));
+    second.extend_from_slice(&zlib(&delta));
+    let pack = raw_pack(&[first, second]);
+    assert!(pack.len() < 256, "{}", pack.len());
+    pack
+}
+
 /// A 200-byte pack whose delta claims a 6 GiB result: exit 6 before anything that size is
 /// allocated, in bounded memory (it grew past 6 GiB before); `--max-object-bytes` names the
 /// limit.
@@ -207,20 +230,7 @@ fn a_killed_checkout_of_converted_files_is_completed_by_the_rerun() {
 fn a_delta_claiming_a_huge_result_is_exit_6_in_bounded_memory() {
     let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
     let tip = h.ids[0].clone();
-    let base = b"x".to_vec();
-    let mut first = entry_header(3, base.len() as u64);
-    first.extend_from_slice(&zlib(&base));
-    let mut delta = delta_size(1);
-    delta.extend_from_slice(&delta_size(6 << 30));
-    delta.extend_from_slice(&[0x01, b'y']);
-    let mut second = entry_header(6, delta.len() as u64);
-    second.extend_from_slice(&ofs_distance(first.len() as u64));
-    second.extend_from_slice(&zlib(&delta));
-    let pack = raw_pack(&[first, second]);
-    assert!(pack.len() < 256, "{}", pack.len());
-    let mut s = Scripted::once(Endpoint::Fetch, fetch_response(&pack, &[]));
-    s.times = 10;
-    h.script(s);
+    h.serve_pack(&delta_claiming(6 << 30));
     let url = h.url();
     let m = run_measured(
         &h.w,
@@ -682,9 +692,7 @@ fn a_pack_claiming_billions_of_objects_is_exit_6_in_bounded_memory() {
         claimed[8..12].copy_from_slice(&claim.to_be_bytes());
         rehash(&mut claimed);
         h.srv.knobs.scripted.lock().unwrap().clear();
-        let mut s = Scripted::once(Endpoint::Fetch, fetch_response(&claimed, &[]));
-        s.times = 10;
-        h.script(s);
+        h.serve_pack(&claimed);
         let dir = h.w.path(&format!("s-{claim}-{}", args.len()));
         let m = refused_leaving_nothing_with(&h, &dir, &tip, args);
         m.assert_refused(
@@ -703,20 +711,7 @@ fn a_pack_claiming_billions_of_objects_is_exit_6_in_bounded_memory() {
 fn a_delta_claiming_more_than_it_makes_is_exit_6_in_bounded_memory() {
     let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
     let tip = h.ids[0].clone();
-    let base = b"x".to_vec();
-    let mut first = entry_header(3, base.len() as u64);
-    first.extend_from_slice(&zlib(&base));
-    let mut delta = delta_size(1);
-    delta.extend_from_slice(&delta_size(500 << 20));
-    delta.extend_from_slice(&[0x01, b'y']);
-    let mut second = entry_header(6, delta.len() as u64);
-    second.extend_from_slice(&ofs_distance(first.len() as u64));
-    second.extend_from_slice(&zlib(&delta));
-    let pack = raw_pack(&[first, second]);
-    assert!(pack.len() < 256, "{}", pack.len());
-    let mut s = Scripted::once(Endpoint::Fetch, fetch_response(&pack, &[]));
-    s.times = 10;
-    h.script(s);
+    h.serve_pack(&delta_claiming(500 << 20));
     let m = refused_leaving_nothing(&h, &h.w.path("s"), &tip);
     m.assert_refused(
         "a delta claiming 500 MiB",

@@ -13,8 +13,13 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering::SeqCst;
 
-use crate::support::{GitServer, Run, TOKEN, World, assert_no_secret, userinfo};
+use crate::support::fixture_a::{
+    RealServed, assert_killed, assert_no_secret_in_files, assert_says, checked_run, git_archive,
+    output_with_stdin, real_repo,
+};
+use crate::support::{GitServer, Run, TOKEN, World, userinfo};
 
 /// The commit the shared cases are archives of.
 const TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
@@ -334,6 +339,13 @@ pub(crate) fn restore_env(
     args: &[&str],
     vars: &[(&str, &str)],
 ) -> Run {
+    let mut env = vec![("SESSION_BRANCH", BRANCH), ("TIP_SHA", tip)];
+    env.extend_from_slice(vars);
+    w.run(&w.path(""), &archive_argv(archive, target, args), &env)
+}
+
+/// `restore --json --archive FILE -C target ARGS`.
+fn archive_argv<'a>(archive: &'a Path, target: &'a Path, args: &[&'a str]) -> Vec<&'a str> {
     let mut argv = vec![
         "restore",
         "--json",
@@ -343,9 +355,7 @@ pub(crate) fn restore_env(
         target.to_str().unwrap(),
     ];
     argv.extend_from_slice(args);
-    let mut env = vec![("SESSION_BRANCH", BRANCH), ("TIP_SHA", tip)];
-    env.extend_from_slice(vars);
-    w.run(&w.path(""), &argv, &env)
+    argv
 }
 
 /// Write `bytes` to a file of the world (outside every arena) and return its path.
@@ -400,6 +410,29 @@ impl Arena {
         }
         Arena { parent, target }
     }
+
+    /// [`restore_file`] of `archive` (at TIP) into the target.
+    fn restore(&self, w: &World, archive: &Path, args: &[&str]) -> Run {
+        restore_file(w, &self.target, archive, TIP, args)
+    }
+
+    /// [`Arena::restore`] with no arguments, killed at the failpoint `point`.
+    fn kill_at(&self, w: &World, archive: &Path, point: &str) -> Run {
+        restore_env(
+            w,
+            &self.target,
+            archive,
+            TIP,
+            &[],
+            &[("GIT_SESSION_FAILPOINT", point)],
+        )
+    }
+
+    /// [`Arena::restore`] with no arguments, which must succeed.
+    #[track_caller]
+    fn restore_ok(&self, w: &World, archive: &Path) {
+        self.restore(w, archive, &[]).assert_code(0);
+    }
 }
 
 /// Paths outside the world that hostile archives aim at; unique per test process.
@@ -447,7 +480,7 @@ fn refused_file(w: &World, name: &str, file: &Path, args: &[&str], code: i32, wa
         if forced {
             argv.push("--force");
         }
-        let run = restore_file(w, &arena.target, file, TIP, &argv);
+        let run = arena.restore(w, file, &argv);
         assert_eq!(
             run.code,
             Some(code),
@@ -475,12 +508,28 @@ fn refused_file(w: &World, name: &str, file: &Path, args: &[&str], code: i32, wa
     }
 }
 
+/// One of the shared cases, `tests/fixtures/archive/<name>.tar.gz`, refused as [`refused_file`]
+/// checks.
+#[track_caller]
+fn refused_case(w: &World, name: &str, watch: &[&Path]) {
+    let watch: Vec<PathBuf> = watch.iter().map(|p| p.to_path_buf()).collect();
+    refused_file(w, name, &fixture(&format!("{name}.tar.gz")), &[], 6, &watch);
+}
+
+/// `base()` followed by what `f` adds, refused (exit 6) as [`refused`] checks.
+#[track_caller]
+fn refuse(w: &World, name: &str, f: impl FnOnce(&mut Tar) -> &mut Tar) {
+    let mut t = base();
+    f(&mut t);
+    refused(w, name, &gz(&t.finish()), &[], 6, &[]);
+}
+
 /// Restore an archive that must succeed into a fresh empty target; returns the run and the target.
 #[track_caller]
 fn accepted(w: &World, name: &str, archive: &[u8], args: &[&str]) -> (Run, PathBuf) {
     let file = archive_file(w, &format!("{name}.tar.gz"), archive);
     let arena = Arena::new(w, name, &[]);
-    let run = restore_file(w, &arena.target, &file, TIP, args);
+    let run = arena.restore(w, &file, args);
     run.assert_code(0);
     assert_eq!(run.json()["ok"], true);
     assert!(!arena.target.join(STAGING).exists());
@@ -491,9 +540,20 @@ fn accepted(w: &World, name: &str, archive: &[u8], args: &[&str]) -> (Run, PathB
     (run, arena.target)
 }
 
+/// The session record restore wrote in `target`'s `.git`.
+fn session_record(target: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(target.join(".git/git-session.json")).unwrap()).unwrap()
+}
+
 /// The target's tree without `.git`.
 fn tree(target: &Path) -> Snapshot {
     snapshot_except(target, &[".git"])
+}
+
+/// Assert the target's tree (without `.git`) is `want`.
+#[track_caller]
+fn assert_tree(what: &str, target: &Path, want: &Snapshot) {
+    assert_same(what, &tree(target), want);
 }
 
 fn snap(entries: &[(&str, Node)]) -> Snapshot {
@@ -501,6 +561,18 @@ fn snap(entries: &[(&str, Node)]) -> Snapshot {
         .iter()
         .map(|(k, v)| (PathBuf::from(k), v.clone()))
         .collect()
+}
+
+/// What good.tar.gz holds, with `extra` besides.
+fn good_tree(extra: &[(&str, Node)]) -> Snapshot {
+    let mut t = snap(&[
+        ("README.md", file(b"hello\n", 0o644)),
+        ("bin", dir()),
+        ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
+        ("link-to-readme", link("README.md")),
+    ]);
+    t.extend(snap(extra));
+    t
 }
 
 fn dir() -> Node {
@@ -518,7 +590,7 @@ fn link(t: &str) -> Node {
 fn case_good_extracts_with_the_prefix_stripped() {
     let w = World::new();
     let arena = Arena::new(&w, "good", &[]);
-    let run = restore_file(&w, &arena.target, &fixture("good.tar.gz"), TIP, &[]);
+    let run = arena.restore(&w, &fixture("good.tar.gz"), &[]);
     run.assert_code(0);
     let j = run.json();
     assert_eq!(j["ok"], true);
@@ -530,20 +602,10 @@ fn case_good_extracts_with_the_prefix_stripped() {
     assert_eq!(j["noop"], false);
     assert_eq!(j["files"], 3);
     assert_eq!(j["warnings"], serde_json::json!([]));
-    assert_same(
-        "good.tar.gz",
-        &tree(&arena.target),
-        &snap(&[
-            ("README.md", file(b"hello\n", 0o644)),
-            ("bin", dir()),
-            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
-            ("link-to-readme", link("README.md")),
-        ]),
-    );
+    assert_tree("good.tar.gz", &arena.target, &good_tree(&[]));
     // A .git holding only the session record, the branch unborn.
     let git = arena.target.join(".git");
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(git.join("git-session.json")).unwrap()).unwrap();
+    let record = session_record(&arena.target);
     assert_eq!(record["source"], "archive");
     assert_eq!(record["tip"], TIP);
     assert_eq!(record["lease"], TIP);
@@ -566,19 +628,16 @@ fn case_good_extracts_with_the_prefix_stripped() {
 fn case_setuid_bits_are_dropped() {
     let w = World::new();
     let arena = Arena::new(&w, "setuid", &[]);
-    restore_file(&w, &arena.target, &fixture("setuid.tar.gz"), TIP, &[]).assert_code(0);
-    assert_same(
-        "setuid.tar.gz",
-        &tree(&arena.target),
-        &snap(&[("suid", file(b"x", 0o755))]),
-    );
+    arena.restore_ok(&w, &fixture("setuid.tar.gz"));
+    let want = snap(&[("suid", file(b"x", 0o755))]);
+    assert_tree("setuid.tar.gz", &arena.target, &want);
 }
 
 #[test]
 fn case_two_members_are_both_read() {
     let w = World::new();
     let arena = Arena::new(&w, "two", &[]);
-    restore_file(&w, &arena.target, &fixture("two-members.tar.gz"), TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &fixture("two-members.tar.gz"));
     let t = tree(&arena.target);
     assert!(
         matches!(t.get(Path::new("second-member.txt")), Some(Node::File { data, .. }) if !data.is_empty()),
@@ -589,108 +648,41 @@ fn case_two_members_are_both_read() {
     assert!(t.contains_key(Path::new("bin/run.sh")));
 }
 
-#[test]
-fn case_dotdot_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "dotdot",
-        &fixture("dotdot.tar.gz"),
-        &[],
-        6,
-        &[w.path("escaped.txt")],
-    );
+/// One `#[test]` per shared case that is refused as a whole: `test: "case", |w| [paths it must not
+/// create]` (see [`refused_case`]).
+macro_rules! refused_cases {
+    ($($test:ident: $case:literal, |$w:ident| $watch:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            let $w = World::new();
+            refused_case(&$w, $case, &$watch);
+        }
+    )*};
 }
 
-#[test]
-fn case_absolute_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "absolute",
-        &fixture("absolute.tar.gz"),
-        &[],
-        6,
-        &[PathBuf::from("/tmp/gs-absolute-escape.txt")],
-    );
-}
-
-#[test]
-fn case_symlink_then_file_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "symlink-then-file",
-        &fixture("symlink-then-file.tar.gz"),
-        &[],
-        6,
-        &[PathBuf::from("/tmp/gs-through-link.txt")],
-    );
-}
-
-#[test]
-fn case_dot_git_hook_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "dot-git-hook",
-        &fixture("dot-git-hook.tar.gz"),
-        &[],
-        6,
-        &[],
-    );
-}
-
-#[test]
-fn case_hardlink_is_refused() {
-    let w = World::new();
-    refused_file(
-        &w,
-        "hardlink-outside",
-        &fixture("hardlink-outside.tar.gz"),
-        &[],
-        6,
-        &[],
-    );
-}
-
-#[test]
-fn case_fifo_is_refused() {
-    let w = World::new();
-    refused_file(&w, "fifo", &fixture("fifo.tar.gz"), &[], 6, &[]);
+refused_cases! {
+    case_dotdot_is_refused: "dotdot", |w| [&*w.path("escaped.txt")];
+    case_absolute_is_refused: "absolute", |w| [Path::new("/tmp/gs-absolute-escape.txt")];
+    case_symlink_then_file_is_refused: "symlink-then-file",
+        |w| [Path::new("/tmp/gs-through-link.txt")];
+    case_dot_git_hook_is_refused: "dot-git-hook", |w| [];
+    case_hardlink_is_refused: "hardlink-outside", |w| [];
+    case_fifo_is_refused: "fifo", |w| [];
+    case_truncated_is_refused: "truncated", |w| [];
 }
 
 #[test]
 fn case_commit_id_mismatch_is_refused() {
     let w = World::new();
-    refused_file(
-        &w,
-        "pax-commit-mismatch",
-        &fixture("pax-commit-mismatch.tar.gz"),
-        &[],
-        6,
-        &[],
-    );
+    refused_case(&w, "pax-commit-mismatch", &[]);
     let arena = Arena::new(&w, "mismatch-msg", &[]);
-    let run = restore_file(
-        &w,
-        &arena.target,
-        &fixture("pax-commit-mismatch.tar.gz"),
-        TIP,
-        &[],
-    );
+    let run = arena.restore(&w, &fixture("pax-commit-mismatch.tar.gz"), &[]);
     assert!(
         run.stdout
             .contains("0123456789abcdef0123456789abcdef01234567"),
         "the message names the archive's commit: {}",
         run.stdout
     );
-}
-
-#[test]
-fn case_truncated_is_refused() {
-    let w = World::new();
-    refused_file(&w, "truncated", &fixture("truncated.tar.gz"), &[], 6, &[]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -758,16 +750,14 @@ fn dot_git_in_every_spelling_is_refused() {
         refused(&w, name, &a, &[], 6, &[]);
     }
     // A pax path override is the path that counts: a harmless ustar name does not hide it.
-    let a = with(|t| {
+    refuse(&w, "dotgit-pax-path", |t| {
         t.pax(b'x', &[("path", p(".git/hooks/pre-commit").as_bytes())])
-            .exe(&p("harmless.sh"), b"#!/bin/sh\n");
+            .exe(&p("harmless.sh"), b"#!/bin/sh\n")
     });
-    refused(&w, "dotgit-pax-path", &a, &[], 6, &[]);
-    let a = with(|t| {
+    refuse(&w, "dotgit-gnu-long", |t| {
         t.gnu_long(b'L', p("sub/.git/config").as_bytes())
-            .file(&p("harmless"), b"x");
+            .file(&p("harmless"), b"x")
     });
-    refused(&w, "dotgit-gnu-long", &a, &[], 6, &[]);
 }
 
 #[test]
@@ -788,14 +778,12 @@ fn the_staging_folder_name_cannot_be_written_by_the_archive() {
         });
         refused(&w, &format!("staging-name-{i}"), &a, &[], 6, &[]);
     }
-    let a = with(|t| {
-        t.dir(&p(".git-session-restore/"));
+    refuse(&w, "staging-name-dir", |t| {
+        t.dir(&p(".git-session-restore/"))
     });
-    refused(&w, "staging-name-dir", &a, &[], 6, &[]);
-    let a = with(|t| {
-        t.symlink(&p(".git-session-restore"), "/tmp");
+    refuse(&w, "staging-name-link", |t| {
+        t.symlink(&p(".git-session-restore"), "/tmp")
     });
-    refused(&w, "staging-name-link", &a, &[], 6, &[]);
 }
 
 #[test]
@@ -828,15 +816,11 @@ fn dotdot_anywhere_is_refused() {
         );
     }
     // `..` in a directory entry and in a pax path.
-    let a = with(|t| {
-        t.dir(&p("../up/"));
-    });
-    refused(&w, "dotdot-dir", &a, &[], 6, &[]);
-    let a = with(|t| {
+    refuse(&w, "dotdot-dir", |t| t.dir(&p("../up/")));
+    refuse(&w, "dotdot-pax", |t| {
         t.pax(b'x', &[("path", p("x/../../escaped.txt").as_bytes())])
-            .file(&p("fine.txt"), b"x");
+            .file(&p("fine.txt"), b"x")
     });
-    refused(&w, "dotdot-pax", &a, &[], 6, &[]);
 }
 
 #[test]
@@ -868,10 +852,7 @@ fn absolute_paths_are_refused() {
             .file(&p("fine.txt"), b"x");
     });
     refused(&w, "abs-gnu", &a, &[], 6, std::slice::from_ref(&esc));
-    let a = with(|t| {
-        t.dir("/tmp/");
-    });
-    refused(&w, "abs-dir", &a, &[], 6, &[]);
+    refuse(&w, "abs-dir", |t| t.dir("/tmp/"));
 }
 
 #[test]
@@ -890,43 +871,37 @@ fn writes_through_symlinks_are_refused() {
     std::fs::create_dir_all(&x).unwrap();
     refused(&w, "link-chain", &a, &[], 6, &[x.join("f")]);
     // A symlink to a directory inside the tree, then a file through it.
-    let a = with(|t| {
+    refuse(&w, "link-inside", |t| {
         t.dir(&p("sub/"))
             .file(&p("sub/in.txt"), b"in\n")
             .symlink(&p("link"), "sub")
-            .file(&p("link/f"), b"through\n");
+            .file(&p("link/f"), b"through\n")
     });
-    refused(&w, "link-inside", &a, &[], 6, &[]);
     // Through a symlink to the tree's own parent (the arena: the snapshot would show it).
-    let a = with(|t| {
+    refuse(&w, "link-up", |t| {
         t.symlink(&p("up"), "..")
-            .file(&p("up/sentinel.txt"), b"owned\n");
+            .file(&p("up/sentinel.txt"), b"owned\n")
     });
-    refused(&w, "link-up", &a, &[], 6, &[]);
-    let a = with(|t| {
+    refuse(&w, "link-up-dir", |t| {
         t.symlink(&p("up"), "../..")
             .dir(&p("up/sibling/"))
-            .file(&p("up/sibling/inner.txt"), b"owned\n");
+            .file(&p("up/sibling/inner.txt"), b"owned\n")
     });
-    refused(&w, "link-up-dir", &a, &[], 6, &[]);
     // Through a symlink to "." and to a directory inside the tree, deeper.
-    let a = with(|t| {
-        t.symlink(&p("self"), ".").file(&p("self/self/x"), b"x");
+    refuse(&w, "link-self", |t| {
+        t.symlink(&p("self"), ".").file(&p("self/self/x"), b"x")
     });
-    refused(&w, "link-self", &a, &[], 6, &[]);
-    let a = with(|t| {
+    refuse(&w, "link-dir-through", |t| {
         t.dir(&p("d/"))
             .dir(&p("d/e/"))
             .symlink(&p("d/l"), "e")
-            .dir(&p("d/l/g/"));
+            .dir(&p("d/l/g/"))
     });
-    refused(&w, "link-dir-through", &a, &[], 6, &[]);
     // A symlink into .git, then a write through it.
-    let a = with(|t| {
+    refuse(&w, "link-into-git", |t| {
         t.symlink(&p("hooks"), ".git/hooks")
-            .exe(&p("hooks/post-checkout"), b"#!/bin/sh\n");
+            .exe(&p("hooks/post-checkout"), b"#!/bin/sh\n")
     });
-    refused(&w, "link-into-git", &a, &[], 6, &[]);
     // Symlinks as the stripped prefix itself.
     std::fs::create_dir_all(&x2).unwrap();
     let a = gz(&Tar::new()
@@ -935,11 +910,10 @@ fn writes_through_symlinks_are_refused() {
         .file(&p("f"), b"x")
         .finish());
     refused(&w, "link-prefix", &a, &[], 6, &[x2.join("f")]);
-    let a = with(|t| {
+    refuse(&w, "link-prefix-later", |t| {
         t.symlink(PREFIX.trim_end_matches('/'), "/tmp")
-            .file(&p("f2"), b"x");
+            .file(&p("f2"), b"x")
     });
-    refused(&w, "link-prefix-later", &a, &[], 6, &[]);
 }
 
 #[test]
@@ -1043,9 +1017,9 @@ fn the_same_path_twice_with_the_same_type_takes_the_later() {
     });
     let (run, target) = accepted(&w, "dup-same", &a, &[]);
     assert_eq!(run.json()["files"], 4, "README.md, x, l, d/f");
-    assert_same(
+    assert_tree(
         "later wins",
-        &tree(&target),
+        &target,
         &snap(&[
             ("README.md", file(b"hello\n", 0o644)),
             ("x", file(b"second\n", 0o755)),
@@ -1061,10 +1035,8 @@ fn the_same_path_twice_with_the_same_type_takes_the_later() {
 #[test]
 fn the_same_path_twice_is_indexed_as_the_later() {
     let w = World::new();
-    let (repo, _) = real_repo(&w, "dup");
-    serve_bare(&w, &repo, "repo");
-    let srv = crate::support::GitServer::start(&w.srv(), Some(crate::support::TOKEN));
-    let read = srv.url("repo.git", Some(&crate::support::userinfo()));
+    let r = RealServed::new(&w, "dup");
+    let read = &r.read;
     let a = with(|t| {
         t.file(&p("x"), b"first\n")
             .exe(&p("x"), b"second\n")
@@ -1073,7 +1045,7 @@ fn the_same_path_twice_is_indexed_as_the_later() {
     });
     let file = archive_file(&w, "dup-indexed.tar.gz", &a);
     let target = w.path("dup-indexed");
-    restore_env(&w, &target, &file, TIP, &[], &[("READ_URL", &read)]).assert_code(0);
+    restore_env(&w, &target, &file, TIP, &[], &[("READ_URL", read)]).assert_code(0);
     assert_eq!(std::fs::read(target.join("x")).unwrap(), b"second\n");
     let staged = w.git(&target, &["ls-files", "-s", "--", "x", "l"]);
     let x = w.git(&target, &["hash-object", "x"]);
@@ -1104,14 +1076,7 @@ fn a_chain_of_nested_folders_extracts_in_bounded_time() {
     });
     let file = archive_file(&w, "deep.tar.gz", &a);
     let target = w.path("deep");
-    let argv = [
-        "restore",
-        "--json",
-        "--archive",
-        file.to_str().unwrap(),
-        "-C",
-        target.to_str().unwrap(),
-    ];
+    let argv = archive_argv(&file, &target, &[]);
     let vars = [("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)];
     let run = crate::support::measure(
         w.env(),
@@ -1181,23 +1146,17 @@ fn an_archive_with_no_files_is_said() {
 #[test]
 fn a_flood_of_pax_headers_is_bounded() {
     let w = World::new();
-    let path = w.path("archives/pax-flood.tar.gz");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    {
-        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
-        gz.write_all(&base().unterminated()).unwrap();
+    let path = write_big_archive(&w, "pax-flood.tar.gz", |gz| {
         let filler = vec![b'a'; (1 << 20) - 64];
         let header = Tar::new().pax(b'x', &[("comment", &filler)]).unterminated();
         for _ in 0..300 {
             gz.write_all(&header).unwrap();
         }
-        gz.write_all(&Tar::new().file(&p("x"), b"x\n").finish())
+        gz.write_all(&Tar::new().file(&p("x"), b"x\n").unterminated())
             .unwrap();
-        gz.finish().unwrap().flush().unwrap();
-    }
+    });
     let arena = Arena::new(&w, "pax-flood", &[]);
-    let run = restore_file(&w, &arena.target, &path, TIP, &[]);
+    let run = arena.restore(&w, &path, &[]);
     assert_failed(&run, 6);
     assert!(run.stderr.contains("extension headers"), "{}", run.stderr);
 }
@@ -1224,14 +1183,10 @@ fn links_devices_and_fifos_are_refused() {
             refused(&w, name, &a, &[], 6, &[]);
         }
     }
-    let a = with(|t| {
-        t.file(&p("a"), b"a\n").hardlink(&p("b"), &p("a"));
+    refuse(&w, "hardlink-inside", |t| {
+        t.file(&p("a"), b"a\n").hardlink(&p("b"), &p("a"))
     });
-    refused(&w, "hardlink-inside", &a, &[], 6, &[]);
-    let a = with(|t| {
-        t.hardlink(&p("b"), "/etc/passwd");
-    });
-    refused(&w, "hardlink-abs", &a, &[], 6, &[]);
+    refuse(&w, "hardlink-abs", |t| t.hardlink(&p("b"), "/etc/passwd"));
 }
 
 #[test]
@@ -1257,9 +1212,9 @@ fn pax_sizes_are_honoured() {
     t.file(&p("after.txt"), b"after\n");
     let (_, target) = accepted(&w, "pax-smaller", &gz(&t.finish()), &[]);
     assert!(!esc.exists());
-    assert_same(
+    assert_tree(
         "pax size larger than the header's",
-        &tree(&target),
+        &target,
         &snap(&[
             ("README.md", file(b"hello\n", 0o644)),
             ("small.bin", file(&data, 0o644)),
@@ -1281,9 +1236,9 @@ fn pax_sizes_are_honoured() {
     t.raw(b"0123456789").pad();
     t.file(&p("next.txt"), b"next\n");
     let (_, target) = accepted(&w, "pax-larger", &gz(&t.finish()), &[]);
-    assert_same(
+    assert_tree(
         "pax size smaller than the header's",
-        &tree(&target),
+        &target,
         &snap(&[
             ("README.md", file(b"hello\n", 0o644)),
             ("big.bin", file(b"0123456789", 0o644)),
@@ -1316,9 +1271,9 @@ fn pax_sizes_are_honoured() {
     let d = "d".repeat(120);
     let e = format!("{d}/{}", "e".repeat(120));
     let g = "g".repeat(130);
-    assert_same(
+    assert_tree(
         "pax path overrides",
-        &tree(&target),
+        &target,
         &snap(&[
             ("README.md", file(b"hello\n", 0o644)),
             (&d, dir()),
@@ -1332,10 +1287,9 @@ fn pax_sizes_are_honoured() {
     );
 }
 
-#[test]
-fn malformed_pax_and_headers_are_refused() {
-    let w = World::new();
-    let cases: Vec<(&str, Vec<u8>)> = vec![
+/// Archives whose pax records or headers are malformed, by name.
+fn malformed_archives() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
         (
             "pax-size-nan",
             with(|t| {
@@ -1428,22 +1382,26 @@ fn malformed_pax_and_headers_are_refused() {
                 t.file("top.txt", b"x\n");
             }),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn malformed_pax_and_headers_are_refused() {
+    let w = World::new();
+    let cases = malformed_archives();
     for (name, a) in cases {
         refused(&w, name, &a, &[], 6, &[]);
     }
     // Names the file system cannot hold: a 300-byte component, a 5000-byte path.
-    let a = with(|t| {
+    refuse(&w, "component-too-long", |t| {
         t.pax(b'x', &[("path", p(&"c".repeat(300)).as_bytes())])
-            .file(&p("f"), b"x");
+            .file(&p("f"), b"x")
     });
-    refused(&w, "component-too-long", &a, &[], 6, &[]);
     let deep = p(&format!("{}f", format!("{}/", "d".repeat(200)).repeat(25)));
-    let a = with(|t| {
+    refuse(&w, "path-too-long", |t| {
         t.pax(b'x', &[("path", deep.as_bytes())])
-            .file(&p("f"), b"x");
+            .file(&p("f"), b"x")
     });
-    refused(&w, "path-too-long", &a, &[], 6, &[]);
     // A huge pax header: refused at the default limit, accepted with the limit raised.
     let big = vec![b'v'; (1 << 20) + 10];
     let a = with(|t| {
@@ -1473,10 +1431,9 @@ fn malformed_pax_and_headers_are_refused() {
     );
     // A GNU long name over the limit.
     let long = p(&"n/".repeat(600_000));
-    let a = with(|t| {
-        t.gnu_long(b'L', long.as_bytes()).file(&p("f"), b"x");
+    refuse(&w, "gnu-long-huge", |t| {
+        t.gnu_long(b'L', long.as_bytes()).file(&p("f"), b"x")
     });
-    refused(&w, "gnu-long-huge", &a, &[], 6, &[]);
     let a = with(|t| {
         t.gnu_long(b'L', p(&"m".repeat(3000)).as_bytes())
             .file(&p("f"), b"x");
@@ -1603,7 +1560,7 @@ fn commit_id_absent_warns_or_is_refused() {
     wrong.extend_from_slice(b"garbage that would be a corrupt stream");
     let arena = Arena::new(&w, "id-first", &[]);
     let file = archive_file(&w, "id-first.tar.gz", &wrong);
-    let run = restore_file(&w, &arena.target, &file, TIP, &[]);
+    let run = arena.restore(&w, &file, &[]);
     assert_failed(&run, 6);
     assert!(
         run.stdout.contains(&"c".repeat(40)) && run.stdout.contains("not of TIP_SHA"),
@@ -1616,29 +1573,37 @@ fn commit_id_absent_warns_or_is_refused() {
 #[test]
 fn prefix_stripping_rules() {
     let w = World::new();
-    // A folder whose name holds only 6 hex digits of the id: not stripped.
-    let a = gz(&Tar::new()
-        .commit_id(TIP)
-        .dir("repo-3f2a9c/")
-        .file("repo-3f2a9c/f", b"x")
-        .finish());
-    let (_, target) = accepted(&w, "six-digits", &a, &[]);
-    assert!(target.join("repo-3f2a9c/f").exists());
-    // Exactly seven, upper case: stripped.
-    let a = gz(&Tar::new()
-        .commit_id(TIP)
-        .dir("X-3F2A9C5/")
-        .file("X-3F2A9C5/f", b"x")
-        .finish());
-    let (_, target) = accepted(&w, "seven-upper", &a, &[]);
-    assert!(target.join("f").exists());
-    // A top-level file named like the id is not a folder: kept.
-    let a = gz(&Tar::new()
-        .commit_id(TIP)
-        .file("3f2a9c5e.txt", b"x")
-        .finish());
-    let (_, target) = accepted(&w, "id-file", &a, &[]);
-    assert!(target.join("3f2a9c5e.txt").exists());
+    for (name, folder, member, want, why) in [
+        (
+            "six-digits",
+            Some("repo-3f2a9c/"),
+            "repo-3f2a9c/f",
+            "repo-3f2a9c/f",
+            "a folder whose name holds only 6 hex digits of the id: not stripped",
+        ),
+        (
+            "seven-upper",
+            Some("X-3F2A9C5/"),
+            "X-3F2A9C5/f",
+            "f",
+            "exactly seven, upper case: stripped",
+        ),
+        (
+            "id-file",
+            None,
+            "3f2a9c5e.txt",
+            "3f2a9c5e.txt",
+            "a top-level file named like the id is not a folder: kept",
+        ),
+    ] {
+        let mut t = Tar::new();
+        t.commit_id(TIP);
+        if let Some(folder) = folder {
+            t.dir(folder);
+        }
+        let (_, target) = accepted(&w, name, &gz(&t.file(member, b"x").finish()), &[]);
+        assert!(target.join(want).exists(), "{name}: {why}");
+    }
     // --strip-components 2 and 0.
     let a = gz(&Tar::new()
         .commit_id(TIP)
@@ -1648,11 +1613,7 @@ fn prefix_stripping_rules() {
         .file("a/top", b"dropped")
         .finish());
     let (_, target) = accepted(&w, "strip-2", &a, &["--strip-components", "2"]);
-    assert_same(
-        "strip 2",
-        &tree(&target),
-        &snap(&[("f", file(b"x", 0o644))]),
-    );
+    assert_tree("strip 2", &target, &snap(&[("f", file(b"x", 0o644))]));
     let (_, target) = accepted(&w, "strip-0", &good_bytes(), &["--strip-components", "0"]);
     assert!(target.join(p("README.md")).exists());
     // Raw paths are checked before stripping: a `.git` or `..` in the stripped part is refused.
@@ -1673,105 +1634,11 @@ fn good_bytes() -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------
 // 2. Real `git archive` output against `git checkout`.
 
-/// A repository with relative and absolute symlinks, executables, nested folders, non-ASCII,
-/// space-holding and non-UTF-8 names, an empty file, a Windows device name, long paths (pax
-/// headers in `git archive`), and a file over 1 MiB. Returns (scratch work tree, commit ids).
-pub(crate) fn real_repo(w: &World, name: &str) -> (PathBuf, Vec<String>) {
-    let scratch = w.tmp.path().join(format!("scratch-{name}"));
-    std::fs::create_dir_all(&scratch).unwrap();
-    w.git(&scratch, &["init", "-q", "-b", "main"]);
-    let put = |rel: &[u8], data: &[u8], exec: bool| {
-        let path = scratch.join(OsStr::from_bytes(rel));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, data).unwrap();
-        let mode = if exec { 0o755 } else { 0o644 };
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-    };
-    let sym = |rel: &str, target: &str| {
-        let path = scratch.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(target, path).unwrap();
-    };
-    put(b"README.md", b"# real\n", false);
-    put(b"bin/run.sh", b"#!/bin/sh\necho run\n", true);
-    put(b"bin/tool", b"\x7fELF-ish\n", true);
-    put(b"nested/a/b/c/deep.txt", b"deep\n", false);
-    put("ünïcödé/文件.txt".as_bytes(), "内容\n".as_bytes(), false);
-    put(b"with space/file name.txt", b"spaced\n", false);
-    put(b"empty.txt", b"", false);
-    put(b"aux.c", b"int aux;\n", false);
-    put(b"src/con.h", b"#define CON\n", false);
-    put(b"caf\xe9-latin1.txt", b"latin1 name\n", false);
-    let long = format!(
-        "{}/{}/long-name-{}.txt",
-        "x".repeat(90),
-        "y".repeat(90),
-        "z".repeat(80)
-    );
-    put(long.as_bytes(), b"long path\n", false);
-    let mut big = Vec::with_capacity(3 << 20);
-    let mut s = 0x1234_5678_9abc_def0u64;
-    while big.len() < (3 << 20) + 17 {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        big.extend_from_slice(&s.to_le_bytes());
-    }
-    put(b"data/big.bin", &big, false);
-    sym("link-rel", "README.md");
-    sym("nested/a/up", "../../README.md");
-    sym("abs-link", "/etc/hostname");
-    sym("dir-link", "nested/a");
-    sym("dangling", "does/not/exist");
-    sym("long-link", &format!("{}/target", "q".repeat(150)));
-    sym("ünïcödé/link-文件", "文件.txt");
-    w.git(&scratch, &["add", "-A"]);
-    w.git(&scratch, &["commit", "-q", "-m", "first"]);
-    let first = w.git(&scratch, &["rev-parse", "HEAD"]);
-    put(b"README.md", b"# real, second\n", false);
-    put(b"later.txt", b"later\n", false);
-    w.git(&scratch, &["add", "-A"]);
-    w.git(&scratch, &["commit", "-q", "-m", "second"]);
-    let second = w.git(&scratch, &["rev-parse", "HEAD"]);
-    (scratch, vec![first, second])
-}
-
-/// `git archive --format=tar.gz [--prefix=…] <commit>` into a file.
-pub(crate) fn git_archive(
-    w: &World,
-    repo: &Path,
-    commit: &str,
-    prefix: Option<&str>,
-    out: &str,
-) -> PathBuf {
-    let path = w.path(&format!("archives/{out}"));
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut args = vec!["archive", "--format=tar.gz"];
-    let pre;
-    if let Some(x) = prefix {
-        pre = format!("--prefix={x}");
-        args.push(&pre);
-    }
-    let o = format!("--output={}", path.display());
-    args.push(&o);
-    args.push(commit);
-    w.git(repo, &args);
-    path
-}
-
 /// A `git checkout` of `commit` from `repo` into a fresh folder.
 fn git_checkout(w: &World, repo: &Path, commit: &str, name: &str) -> PathBuf {
     let dir = w.path(&format!("checkout-{name}"));
-    w.git(
-        w.tmp.path(),
-        &[
-            "clone",
-            "-q",
-            "--no-checkout",
-            repo.to_str().unwrap(),
-            dir.to_str().unwrap(),
-        ],
-    );
+    let (from, to) = (repo.to_str().unwrap(), dir.to_str().unwrap());
+    w.git(w.tmp.path(), &["clone", "-q", "--no-checkout", from, to]);
     w.git(&dir, &["checkout", "-q", commit]);
     dir
 }
@@ -1799,12 +1666,12 @@ fn real_git_archive_equals_git_checkout() {
     let prefix = format!("name-{}/", &commit[..12]);
     let a = git_archive(&w, &repo, commit, Some(&prefix), "prefixed.tar.gz");
     let target = restore_tip(&a, "prefixed", &[]);
-    assert_same("git archive with its id prefix", &tree(&target), &want);
+    assert_tree("git archive with its id prefix", &target, &want);
 
     // Without a prefix.
     let a = git_archive(&w, &repo, commit, None, "bare.tar.gz");
     let target = restore_tip(&a, "no-prefix", &[]);
-    assert_same("git archive without prefix", &tree(&target), &want);
+    assert_tree("git archive without prefix", &target, &want);
 
     // A prefix without the id: kept; --strip-components 1 strips it.
     let a = git_archive(&w, &repo, commit, Some("project/"), "other.tar.gz");
@@ -1821,7 +1688,7 @@ fn real_git_archive_equals_git_checkout() {
         .collect();
     assert_eq!(top, vec![PathBuf::from("project")]);
     let target = restore_tip(&a, "forced-strip", &["--strip-components", "1"]);
-    assert_same("--strip-components 1", &tree(&target), &want);
+    assert_tree("--strip-components 1", &target, &want);
 
     // The archive of another commit is refused by its id.
     let a2 = git_archive(&w, &repo, &ids[1], Some(&prefix), "second.tar.gz");
@@ -1830,15 +1697,6 @@ fn real_git_archive_equals_git_checkout() {
 
 // ---------------------------------------------------------------------------------------------
 // 3. History attached on the first save.
-
-/// Serve `repo` (a scratch work tree) as the bare `srv/<name>.git`, receive-pack on, every push kept
-/// as a pack (so the pushed objects can be counted).
-pub(crate) fn serve_bare(w: &World, repo: &Path, name: &str) -> PathBuf {
-    let bare = w.serve_scratch(repo, &format!("{name}.git"));
-    w.git(&bare, &["config", "receive.unpackLimit", "1"]);
-    w.git(&bare, &["config", "transfer.unpackLimit", "1"]);
-    bare
-}
 
 fn packs(bare: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(bare.join("objects/pack"))
@@ -1865,24 +1723,101 @@ fn loose_objects(bare: &Path) -> usize {
         .unwrap()
 }
 
+/// The tree git would write for `dir`'s files as they are (a copy without `.git`, all added).
+fn tree_git_would_write(w: &World, dir: &Path) -> String {
+    let copy = w.path("judge");
+    let status = Command::new("cp")
+        .args(["-a", dir.to_str().unwrap(), copy.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::remove_dir_all(copy.join(".git")).unwrap();
+    w.git(&copy, &["init", "-q"]);
+    w.git(&copy, &["add", "-A"]);
+    w.git(&copy, &["write-tree"])
+}
+
+/// The objects in `bare`'s packs that are not in `packs_before` (sorted), and the bases of their
+/// deltas: receive-pack's `index-pack --fix-thin` appends the ones the thin pack refers to, which
+/// the remote had.
+fn objects_of_new_packs(bare: &Path, packs_before: &[PathBuf]) -> (Vec<String>, Vec<String>) {
+    let mut objects: Vec<String> = Vec::new();
+    let mut delta_bases: Vec<String> = Vec::new();
+    for idx in packs(bare).iter().filter(|p| !packs_before.contains(p)) {
+        let text = Command::new("git")
+            .args(["verify-pack", "-v", idx.to_str().unwrap()])
+            .current_dir(bare)
+            .output()
+            .unwrap();
+        for line in String::from_utf8_lossy(&text.stdout).lines() {
+            let first = line.split(' ').next().unwrap_or("");
+            if first.len() == 40 && first.bytes().all(|b| b.is_ascii_hexdigit()) {
+                objects.push(first.to_owned());
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                if fields.len() == 7 {
+                    delta_bases.push(fields[6].to_owned());
+                }
+            }
+        }
+    }
+    objects.sort();
+    (objects, delta_bases)
+}
+
+/// The packs `bare` received since `packs_before` hold exactly the objects of `tip..new_tip`.
+fn assert_pushed_the_new_objects(
+    w: &World,
+    bare: &Path,
+    packs_before: &[PathBuf],
+    tip: &str,
+    new_tip: &str,
+) {
+    let (pushed, delta_bases) = objects_of_new_packs(bare, packs_before);
+    let mut want_objects: Vec<String> = w
+        .git(
+            bare,
+            &["rev-list", "--objects", new_tip, &format!("^{tip}")],
+        )
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect();
+    want_objects.sort();
+    // Exactly the new objects — except that the push's expansion (src/push/pack.rs, tree additions
+    // compared with the parent) also re-sends the unchanged blob of a file whose mode alone changed
+    // (empty.txt here), which the remote already has.
+    let mode_only = w.git(bare, &["rev-parse", &format!("{tip}:empty.txt")]);
+    let missing: Vec<_> = want_objects
+        .iter()
+        .filter(|o| !pushed.contains(o))
+        .collect();
+    assert!(missing.is_empty(), "new objects not pushed: {missing:?}");
+    let extra: Vec<_> = pushed
+        .iter()
+        .filter(|o| !want_objects.contains(o) && **o != mode_only && !delta_bases.contains(o))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "objects the remote has were pushed: {extra:?}"
+    );
+    let sent = pushed.iter().filter(|o| !delta_bases.contains(o)).count();
+    assert!(sent <= 8, "{sent} objects pushed");
+}
+
 #[test]
 fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "hist");
-    let tip = &ids[0];
-    let bare = serve_bare(&w, &repo, "repo");
-    w.git(&bare, &["branch", BRANCH, tip]);
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
+    let r = RealServed::new(&w, "hist");
+    let (repo, tip, bare, srv, read) = (&r.repo, &r.ids[0], &r.bare, &r.srv, &r.read);
+    w.git(bare, &["branch", BRANCH, tip]);
     let archive = git_archive(
         &w,
-        &repo,
+        repo,
         tip,
         Some(&format!("repo-{}/", &tip[..12])),
         "hist.tar.gz",
     );
     let dir = w.path("sandbox");
-    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]);
+    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", read)]);
     run.assert_code(0);
     let j = run.json();
     assert_eq!(j["lease"], tip.as_str(), "the branch is at TIP_SHA");
@@ -1907,15 +1842,15 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
     let untouched = dir.join("data/big.bin");
     let before_meta = std::fs::metadata(&untouched).unwrap();
 
-    let packs_before = packs(&bare);
-    let loose_before = loose_objects(&bare);
+    let packs_before = packs(bare);
+    let loose_before = loose_objects(bare);
     srv.clear_log();
     let run = w.run(
         &dir,
         &["save", "-m", "agent edits", "--json"],
         &[
-            ("READ_URL", &read),
-            ("PUSH_URL", &read),
+            ("READ_URL", read),
+            ("PUSH_URL", read),
             ("SESSION_BRANCH", BRANCH),
         ],
     );
@@ -1928,31 +1863,18 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
 
     // The remote branch holds a child of TIP_SHA.
     assert_eq!(
-        w.git(&bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        w.git(bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
         new_tip
     );
-    assert_eq!(w.git(&bare, &["rev-parse", &format!("{new_tip}^")]), *tip);
+    assert_eq!(w.git(bare, &["rev-parse", &format!("{new_tip}^")]), *tip);
     assert_eq!(
-        w.git(
-            &bare,
-            &["rev-list", "--count", &format!("{tip}..{new_tip}")]
-        ),
+        w.git(bare, &["rev-list", "--count", &format!("{tip}..{new_tip}")]),
         "1"
     );
     // Its tree equals the edited work tree, as git would commit it.
-    let copy = w.path("judge");
-    let status = Command::new("cp")
-        .args(["-a", dir.to_str().unwrap(), copy.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    std::fs::remove_dir_all(copy.join(".git")).unwrap();
-    w.git(&copy, &["init", "-q"]);
-    w.git(&copy, &["add", "-A"]);
-    let want_tree = w.git(&copy, &["write-tree"]);
     assert_eq!(
-        w.git(&bare, &["rev-parse", &format!("{new_tip}^{{tree}}")]),
-        want_tree
+        w.git(bare, &["rev-parse", &format!("{new_tip}^{{tree}}")]),
+        tree_git_would_write(&w, &dir)
     );
     // Clean afterwards; the remote is sound.
     assert_eq!(
@@ -1960,75 +1882,21 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
         ""
     );
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), new_tip);
-    w.git(&bare, &["fsck", "--no-progress"]);
+    w.git(bare, &["fsck", "--no-progress"]);
     // The untouched big file was not re-written.
     let after_meta = std::fs::metadata(&untouched).unwrap();
     assert_eq!(before_meta.ino(), after_meta.ino());
     assert_eq!(before_meta.mtime_nsec(), after_meta.mtime_nsec());
     assert_eq!(before_meta.ctime_nsec(), after_meta.ctime_nsec());
-    // The pushed pack holds exactly the new objects.
-    let new_packs: Vec<_> = packs(&bare)
-        .into_iter()
-        .filter(|p| !packs_before.contains(p))
-        .collect();
-    let mut pushed: Vec<String> = Vec::new();
-    // Bases of the deltas in the stored pack: receive-pack's `index-pack --fix-thin` appends the
-    // ones the thin pack refers to, which the remote had.
-    let mut delta_bases: Vec<String> = Vec::new();
-    for idx in &new_packs {
-        let text = Command::new("git")
-            .args(["verify-pack", "-v", idx.to_str().unwrap()])
-            .current_dir(&bare)
-            .output()
-            .unwrap();
-        for line in String::from_utf8_lossy(&text.stdout).lines() {
-            let first = line.split(' ').next().unwrap_or("");
-            if first.len() == 40 && first.bytes().all(|b| b.is_ascii_hexdigit()) {
-                pushed.push(first.to_owned());
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                if fields.len() == 7 {
-                    delta_bases.push(fields[6].to_owned());
-                }
-            }
-        }
-    }
-    let loose_after = loose_objects(&bare);
+    let loose_after = loose_objects(bare);
     assert_eq!(loose_before, loose_after, "objects arrived unpacked");
-    pushed.sort();
-    let mut want_objects: Vec<String> = w
-        .git(
-            &bare,
-            &["rev-list", "--objects", &new_tip, &format!("^{tip}")],
-        )
-        .lines()
-        .map(|l| l.split(' ').next().unwrap().to_owned())
-        .collect();
-    want_objects.sort();
-    // Exactly the new objects — except that the push's expansion (src/push/pack.rs, tree additions
-    // compared with the parent) also re-sends the unchanged blob of a file whose mode alone changed
-    // (empty.txt here), which the remote already has.
-    let mode_only = w.git(&bare, &["rev-parse", &format!("{tip}:empty.txt")]);
-    let missing: Vec<_> = want_objects
-        .iter()
-        .filter(|o| !pushed.contains(o))
-        .collect();
-    assert!(missing.is_empty(), "new objects not pushed: {missing:?}");
-    let extra: Vec<_> = pushed
-        .iter()
-        .filter(|o| !want_objects.contains(o) && **o != mode_only && !delta_bases.contains(o))
-        .collect();
-    assert!(
-        extra.is_empty(),
-        "objects the remote has were pushed: {extra:?}"
-    );
-    let sent = pushed.iter().filter(|o| !delta_bases.contains(o)).count();
-    assert!(sent <= 8, "{sent} objects pushed");
+    assert_pushed_the_new_objects(&w, bare, &packs_before, tip, &new_tip);
 
     // A second save with nothing changed: no commit.
     let run = w.run(
         &dir,
         &["save", "--json"],
-        &[("READ_URL", &read), ("PUSH_URL", &read)],
+        &[("READ_URL", read), ("PUSH_URL", read)],
     );
     run.assert_code(0);
     assert_eq!(run.json()["committed"], false);
@@ -2038,7 +1906,7 @@ fn save_after_an_archive_restore_pushes_a_child_of_the_tip() {
 fn save_on_an_archive_tree_without_read_url_is_a_usage_error() {
     let w = World::new();
     let arena = Arena::new(&w, "no-read", &[]);
-    restore_file(&w, &arena.target, &fixture("good.tar.gz"), TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &fixture("good.tar.gz"));
     std::fs::write(arena.target.join("README.md"), b"edit\n").unwrap();
     let before = snapshot(&arena.target);
     let run = w.run(
@@ -2061,14 +1929,11 @@ fn save_on_an_archive_tree_without_read_url_is_a_usage_error() {
 #[test]
 fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "push");
-    let tip = &ids[0];
-    let bare = serve_bare(&w, &repo, "repo");
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
-    let archive = git_archive(&w, &repo, tip, None, "push.tar.gz");
+    let r = RealServed::new(&w, "push");
+    let (repo, tip, bare, read) = (&r.repo, &r.ids[0], &r.bare, &r.read);
+    let archive = git_archive(&w, repo, tip, None, "push.tar.gz");
     let dir = w.path("sandbox");
-    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]);
+    let run = restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", read)]);
     run.assert_code(0);
     assert_eq!(
         run.json()["lease"],
@@ -2080,7 +1945,7 @@ fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() 
     let run = w.run(
         &dir,
         &["save", "--no-push", "-m", "local", "--json"],
-        &[("READ_URL", &read)],
+        &[("READ_URL", read)],
     );
     run.assert_code(0);
     let commit = run.json()["commit"].as_str().unwrap().to_owned();
@@ -2088,11 +1953,11 @@ fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() 
     let run = w.run(
         &dir,
         &["push", "--json"],
-        &[("READ_URL", &read), ("PUSH_URL", &read)],
+        &[("READ_URL", read), ("PUSH_URL", read)],
     );
     run.assert_code(0);
     assert_eq!(
-        w.git(&bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
+        w.git(bare, &["rev-parse", &format!("refs/heads/{BRANCH}")]),
         commit
     );
     assert_eq!(
@@ -2119,29 +1984,20 @@ fn stat_map(dir: &Path) -> BTreeMap<PathBuf, (u64, i64, i64, i64)> {
 #[test]
 fn the_lease_comes_from_read_url_when_given() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "lease");
-    let bare = serve_bare(&w, &repo, "repo");
-    w.git(&bare, &["branch", "sessions/at-tip", &ids[0]]);
-    w.git(&bare, &["branch", "sessions/moved", &ids[1]]);
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
-    let archive = git_archive(&w, &repo, &ids[0], None, "lease.tar.gz");
+    let r = RealServed::new(&w, "lease");
+    let (repo, ids, srv, read) = (&r.repo, &r.ids, &r.srv, &r.read);
+    w.git(&r.bare, &["branch", "sessions/at-tip", &ids[0]]);
+    w.git(&r.bare, &["branch", "sessions/moved", &ids[1]]);
+    let archive = git_archive(&w, repo, &ids[0], None, "lease.tar.gz");
     let run_for = |branch: &str, name: &str| {
         let dir = w.path(name);
         let out = w.run(
             &w.path(""),
-            &[
-                "restore",
-                "--json",
-                "--archive",
-                archive.to_str().unwrap(),
-                "-C",
-                dir.to_str().unwrap(),
-            ],
+            &archive_argv(&archive, &dir, &[]),
             &[
                 ("SESSION_BRANCH", branch),
                 ("TIP_SHA", &ids[0]),
-                ("READ_URL", &read),
+                ("READ_URL", read),
             ],
         );
         out.assert_code(0);
@@ -2156,9 +2012,7 @@ fn the_lease_comes_from_read_url_when_given() {
     let warning = j["warnings"][0].as_str().unwrap_or_default();
     assert!(warning.contains(&ids[1]), "{j}");
     // The credential-free READ_URL is recorded for later commands; no secret anywhere in .git.
-    for f in crate::support::all_files(&w.path("moved/.git")) {
-        assert_no_secret(&f.display().to_string(), &std::fs::read(&f).unwrap());
-    }
+    assert_no_secret_in_files(&w.path("moved/.git"));
     assert_eq!(
         w.git(&w.path("moved"), &["config", "remote.origin.url"]),
         srv.url("repo.git", Some("git-session-read"))
@@ -2168,14 +2022,11 @@ fn the_lease_comes_from_read_url_when_given() {
 #[test]
 fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "status");
-    let tip = &ids[0];
-    serve_bare(&w, &repo, "repo");
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
-    let archive = git_archive(&w, &repo, tip, None, "status.tar.gz");
+    let r = RealServed::new(&w, "status");
+    let (repo, tip, srv, read) = (&r.repo, &r.ids[0], &r.srv, &r.read);
+    let archive = git_archive(&w, repo, tip, None, "status.tar.gz");
     let dir = w.path("sandbox");
-    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
+    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", read)]).assert_code(0);
     // The agent works before any history exists.
     std::fs::write(dir.join("README.md"), b"# changed before history\n").unwrap();
     std::fs::remove_file(dir.join("empty.txt")).unwrap();
@@ -2186,13 +2037,13 @@ fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     let before = stat_map(&dir);
     let content_before = tree(&dir);
 
-    let run = w.run(&dir, &["status", "--json"], &[("READ_URL", &read)]);
+    let run = w.run(&dir, &["status", "--json"], &[("READ_URL", read)]);
     run.assert_code(0);
     // History is attached: HEAD is TIP_SHA, no file was re-written, and git sees exactly the
     // agent's changes.
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), *tip);
     assert_eq!(stat_map(&dir), before, "files were re-written");
-    assert_same("content after attach", &tree(&dir), &content_before);
+    assert_tree("content after attach", &dir, &content_before);
     let porcelain = w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]);
     let mut lines: Vec<&str> = porcelain.lines().collect();
     lines.sort();
@@ -2214,7 +2065,7 @@ fn status_attaches_history_and_sees_exactly_the_agents_changes() {
     w.git(&dir, &["fsck", "--no-progress"]);
     // A second status does not fetch again.
     srv.clear_log();
-    w.run(&dir, &["status", "--json"], &[("READ_URL", &read)])
+    w.run(&dir, &["status", "--json"], &[("READ_URL", read)])
         .assert_code(0);
     assert!(
         srv.log()
@@ -2227,16 +2078,13 @@ fn status_attaches_history_and_sees_exactly_the_agents_changes() {
 #[test]
 fn attach_failure_changes_nothing_and_is_retried_by_the_next_command() {
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "attach-fail");
-    let tip = &ids[0];
-    let bare = serve_bare(&w, &repo, "repo");
-    w.git(&bare, &["branch", BRANCH, tip]);
+    let r = RealServed::new(&w, "attach-fail");
+    let (repo, tip, read) = (&r.repo, &r.ids[0], &r.read);
+    w.git(&r.bare, &["branch", BRANCH, tip]);
     // Another repository, without the commit.
     w.repo("other.git", &[&[("x", Some("y\n"))]]);
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
-    let wrong = srv.url("other.git", Some(&userinfo()));
-    let archive = git_archive(&w, &repo, tip, None, "attach.tar.gz");
+    let wrong = r.srv.url("other.git", Some(&userinfo()));
+    let archive = git_archive(&w, repo, tip, None, "attach.tar.gz");
     let dir = w.path("sandbox");
     restore_file(&w, &dir, &archive, tip, &[]).assert_code(0);
     std::fs::write(dir.join("README.md"), b"edit\n").unwrap();
@@ -2266,48 +2114,28 @@ fn attach_failure_changes_nothing_and_is_retried_by_the_next_command() {
     let run = w.run(
         &dir,
         &["save", "-m", "x", "--json"],
-        &[("READ_URL", &read), ("PUSH_URL", &read)],
+        &[("READ_URL", read), ("PUSH_URL", read)],
     );
     run.assert_code(0);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD^"]), *tip);
 }
 
-/// Make `dir`'s ancestors reachable by another user.
-fn open_ancestors(dir: &Path) {
-    let mut p = dir.parent();
-    while let Some(d) = p {
-        let mode = std::fs::metadata(d).unwrap().permissions().mode();
-        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode | 0o005));
-        p = d.parent();
-    }
-}
-
 #[test]
 fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
-    use std::os::unix::fs::MetadataExt as _;
-    if std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(1)
-        != 0
-    {
+    if !crate::support::is_root() {
         eprintln!("skipped: needs root");
         return;
     }
     let w = World::new();
-    let (repo, ids) = real_repo(&w, "owned");
-    let tip = &ids[0];
-    serve_bare(&w, &repo, "repo");
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    let read = srv.url("repo.git", Some(&userinfo()));
-    let archive = git_archive(&w, &repo, tip, None, "owned.tar.gz");
+    let r = RealServed::new(&w, "owned");
+    let (repo, tip, read) = (&r.repo, &r.ids[0], &r.read);
+    let archive = git_archive(&w, repo, tip, None, "owned.tar.gz");
     let dir = w.path("owned");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-    open_ancestors(&dir);
-    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", &read)]).assert_code(0);
+    crate::support::give_to_nobody(&dir);
+    restore_env(&w, &dir, &archive, tip, &[], &[("READ_URL", read)]).assert_code(0);
     crate::support::assert_all_nobodys(&dir);
     // A boot script (root) asks for status: the history attached then belongs to the owner too.
-    w.run(&dir, &["status", "--json"], &[("READ_URL", &read)])
+    w.run(&dir, &["status", "--json"], &[("READ_URL", read)])
         .assert_code(0);
     crate::support::assert_all_nobodys(&dir);
     // The agent (the owner) edits and saves.
@@ -2321,19 +2149,12 @@ fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
         .env_clear()
         .envs(w.env())
         .env("HOME", "/nonexistent")
-        .env("READ_URL", &read)
-        .env("PUSH_URL", &read)
+        .env("READ_URL", read)
+        .env("PUSH_URL", read)
         .env("GIT_SESSION_RETRY_BASE_MS", "5")
         .output()
         .unwrap();
-    assert_no_secret("stdout", &out.stdout);
-    assert_no_secret("stderr", &out.stderr);
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    checked_run(&out).assert_code(0);
     crate::support::assert_all_nobodys(&dir);
 }
 
@@ -2345,29 +2166,28 @@ fn noisy_archive(n: usize, size: usize, seed: u64) -> Vec<u8> {
     let mut t = base();
     let mut s = seed | 1;
     for i in 0..n {
-        let mut data = Vec::with_capacity(size);
-        while data.len() < size {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            data.extend_from_slice(&s.to_le_bytes());
-        }
-        data.truncate(size);
+        let data = crate::support::incompressible(size, &mut s);
         t.file(&p(&format!("noise/{i:03}.bin")), &data);
     }
     gz(&t.finish())
 }
 
-/// `git-session restore --json --archive - -C target`, started with its stdin a pipe.
-fn stdin_restore(w: &World, target: &Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_git-session"))
-        .args(["restore", "--json", "--archive", "-", "-C"])
+/// `git-session restore --json --archive - -C target`.
+fn stdin_command(w: &World, target: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-session"));
+    cmd.args(["restore", "--json", "--archive", "-", "-C"])
         .arg(target)
         .current_dir(w.path(""))
         .env_clear()
         .envs(w.env())
         .env("SESSION_BRANCH", BRANCH)
-        .env("TIP_SHA", TIP)
+        .env("TIP_SHA", TIP);
+    cmd
+}
+
+/// [`stdin_command`] started with its stdin a pipe.
+fn stdin_restore(w: &World, target: &Path) -> std::process::Child {
+    stdin_command(w, target)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -2376,21 +2196,7 @@ fn stdin_restore(w: &World, target: &Path) -> std::process::Child {
 }
 
 fn stdin_run(w: &World, target: &Path, input: &[u8]) -> Run {
-    let mut child = stdin_restore(w, target);
-    let mut stdin = child.stdin.take().unwrap();
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&data);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert_no_secret("stdout", &out.stdout);
-    assert_no_secret("stderr", &out.stderr);
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    checked_run(&output_with_stdin(&mut stdin_command(w, target), input))
 }
 
 #[test]
@@ -2454,9 +2260,7 @@ fn archive_url_with_the_token_in_the_url() {
     assert_eq!(gets(&srv, "good.tar.gz"), vec![200]);
     assert!(arena.target.join("link-to-readme").is_symlink());
     // Nothing of the URL's credentials on disk.
-    for f in crate::support::all_files(&arena.target) {
-        assert_no_secret(&f.display().to_string(), &std::fs::read(&f).unwrap());
-    }
+    assert_no_secret_in_files(&arena.target);
     // The same URL on argv is refused before any request.
     srv.clear_log();
     let arena = Arena::new(&w, "url-argv", &[]);
@@ -2491,18 +2295,14 @@ fn archive_url_retries_transient_failures_and_cuts() {
     };
     // Two 503s, then the archive.
     srv.clear_log();
-    srv.knobs
-        .fail_next
-        .store(2, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.fail_next.store(2, SeqCst);
     let arena = Arena::new(&w, "503", &[]);
     url_run(&w, &arena.target, &url, &[]).assert_code(0);
     assert_eq!(gets(&srv, "noisy.tar.gz"), vec![503, 503, 200]);
-    assert_same("after 503s", &tree(&arena.target), &want);
+    assert_tree("after 503s", &arena.target, &want);
     // A stalled answer times out and is asked again.
     srv.clear_log();
-    srv.knobs
-        .stall_next
-        .store(1, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.stall_next.store(1, SeqCst);
     let arena = Arena::new(&w, "stall", &[]);
     let run = w.run(
         &w.path(""),
@@ -2515,24 +2315,18 @@ fn archive_url_retries_transient_failures_and_cuts() {
         ],
     );
     run.assert_code(0);
-    assert_same("after a stall", &tree(&arena.target), &want);
+    assert_tree("after a stall", &arena.target, &want);
     // Cut mid-stream once: fetched again, whole.
     srv.clear_log();
-    srv.knobs
-        .cut_get_after
-        .store(150_000, std::sync::atomic::Ordering::SeqCst);
-    srv.knobs
-        .cut_gets
-        .store(1, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.cut_get_after.store(150_000, SeqCst);
+    srv.knobs.cut_gets.store(1, SeqCst);
     let arena = Arena::new(&w, "cut-once", &[]);
     url_run(&w, &arena.target, &url, &[]).assert_code(0);
     assert_eq!(gets(&srv, "noisy.tar.gz").len(), 2);
-    assert_same("after a cut", &tree(&arena.target), &want);
+    assert_tree("after a cut", &arena.target, &want);
     // Cut every time: a network failure after bounded retries, the target untouched.
     srv.clear_log();
-    srv.knobs
-        .cut_gets
-        .store(100, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.cut_gets.store(100, SeqCst);
     let arena = Arena::new(&w, "cut-always", &[("mine.txt", b"mine\n")]);
     let before = snapshot(&arena.parent);
     let run = url_run(&w, &arena.target, &url, &["--force"]);
@@ -2540,9 +2334,7 @@ fn archive_url_retries_transient_failures_and_cuts() {
     let n = gets(&srv, "noisy.tar.gz").len();
     assert!((2..=4).contains(&n), "{n} attempts");
     assert_same("cut always", &snapshot(&arena.parent), &before);
-    srv.knobs
-        .cut_gets
-        .store(0, std::sync::atomic::Ordering::SeqCst);
+    srv.knobs.cut_gets.store(0, SeqCst);
 }
 
 #[test]
@@ -2588,7 +2380,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
     let archive = archive_file(&w, "many.tar.gz", &many_top_level());
     let want = {
         let arena = Arena::new(&w, "reference", &[]);
-        restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+        arena.restore_ok(&w, &archive);
         tree(&arena.target)
     };
     assert!(want.len() > 40);
@@ -2600,25 +2392,8 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
         "after-publish",
     ] {
         let arena = Arena::new(&w, point, &[]);
-        let run = restore_env(
-            &w,
-            &arena.target,
-            &archive,
-            TIP,
-            &[],
-            &[("GIT_SESSION_FAILPOINT", point)],
-        );
-        assert!(
-            run.code.is_none() || run.code == Some(134),
-            "{point}: not killed: {:?} {}",
-            run.code,
-            run.stderr
-        );
-        assert!(
-            run.stderr.contains(&format!("failpoint '{point}'")),
-            "{point}: {}",
-            run.stderr
-        );
+        let run = arena.kill_at(&w, &archive, point);
+        assert_killed(&run, point);
         if point == "mid-publish" {
             let moved = tree(&arena.target)
                 .keys()
@@ -2636,30 +2411,22 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
             );
             // Any other command says what it is, and what to do.
             let status = w.run(&arena.target, &["status"], &[]);
-            status.assert_code(2);
-            assert!(
-                status.stderr.contains("interrupted restore")
-                    && status.stderr.contains("`git-session restore` there again"),
-                "{point}: {}",
-                status.stderr
-            );
+            let words = ["interrupted restore", "`git-session restore` there again"];
+            assert_says(point, &status, 2, &words);
         }
-        let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+        let run = arena.restore(&w, &archive, &[]);
         run.assert_code(0);
         assert_eq!(run.json()["noop"], point == "after-publish", "{point}");
-        assert_same(
+        assert_tree(
             &format!("rerun after a kill at {point}"),
-            &tree(&arena.target),
+            &arena.target,
             &want,
         );
         assert!(
             !arena.target.join(STAGING).exists(),
             "{point}: staging left"
         );
-        let record: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(arena.target.join(".git/git-session.json")).unwrap(),
-        )
-        .unwrap();
+        let record = session_record(&arena.target);
         assert_eq!(record["source"], "archive", "{point}");
         assert_eq!(record["tip"], TIP, "{point}");
     }
@@ -2670,14 +2437,7 @@ fn an_interrupted_archive_restore_of_another_commit_is_a_conflict() {
     let w = World::new();
     let archive = archive_file(&w, "many.tar.gz", &many_top_level());
     let arena = Arena::new(&w, "other", &[]);
-    restore_env(
-        &w,
-        &arena.target,
-        &archive,
-        TIP,
-        &[],
-        &[("GIT_SESSION_FAILPOINT", "mid-publish")],
-    );
+    arena.kill_at(&w, &archive, "mid-publish");
     let before = snapshot(&arena.parent);
     let other = "b".repeat(40);
     let run = restore_file(&w, &arena.target, &archive, &other, &[]);
@@ -2690,13 +2450,13 @@ fn a_rerun_of_a_finished_archive_restore_touches_nothing() {
     let w = World::new();
     let archive = fixture("good.tar.gz");
     let arena = Arena::new(&w, "rerun", &[]);
-    restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &archive);
     std::fs::write(arena.target.join("README.md"), b"local edit\n").unwrap();
     std::fs::remove_file(arena.target.join("bin/run.sh")).unwrap();
     std::fs::write(arena.target.join("new.txt"), b"new\n").unwrap();
     let before = snapshot(&arena.parent);
     for args in [&[][..], &["--force"][..]] {
-        let run = restore_file(&w, &arena.target, &archive, TIP, args);
+        let run = arena.restore(&w, &archive, args);
         run.assert_code(0);
         let j = run.json();
         assert_eq!(j["noop"], true);
@@ -2705,18 +2465,11 @@ fn a_rerun_of_a_finished_archive_restore_touches_nothing() {
     }
     // Even a corrupt archive is not read on a no-op rerun.
     let bad = archive_file(&w, "bad.tar.gz", b"not gzip");
-    restore_file(&w, &arena.target, &bad, TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &bad);
     // Another session's tree is a usage error.
     let out = w.run(
         &w.path(""),
-        &[
-            "restore",
-            "--json",
-            "--archive",
-            archive.to_str().unwrap(),
-            "-C",
-            arena.target.to_str().unwrap(),
-        ],
+        &archive_argv(&archive, &arena.target, &[]),
         &[("SESSION_BRANCH", "sessions/other"), ("TIP_SHA", TIP)],
     );
     assert_failed(&out, 2);
@@ -2736,23 +2489,16 @@ fn a_non_empty_target_is_a_conflict_unless_forced() {
         &[("README.md", b"mine\n"), ("notes/todo.txt", b"todo\n")],
     );
     let before = snapshot(&arena.parent);
-    let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+    let run = arena.restore(&w, &archive, &[]);
     assert_failed(&run, 7);
     assert_same("without --force", &snapshot(&arena.parent), &before);
 
-    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    let run = arena.restore(&w, &archive, &["--force"]);
     run.assert_code(0);
-    assert_same(
+    assert_tree(
         "with --force",
-        &tree(&arena.target),
-        &snap(&[
-            ("README.md", file(b"hello\n", 0o644)),
-            ("bin", dir()),
-            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
-            ("link-to-readme", link("README.md")),
-            ("notes", dir()),
-            ("notes/todo.txt", file(b"todo\n", 0o644)),
-        ]),
+        &arena.target,
+        &good_tree(&[("notes", dir()), ("notes/todo.txt", file(b"todo\n", 0o644))]),
     );
 }
 
@@ -2763,28 +2509,16 @@ fn forced_restore_replaces_a_symlink_in_the_way_instead_of_writing_through_it() 
     // The target holds a symlink where the archive has a file: a tracked path, replaced.
     std::os::unix::fs::symlink("../sentinel.txt", arena.target.join("README.md")).unwrap();
     let sentinel = std::fs::read(arena.parent.join("sentinel.txt")).unwrap();
-    let run = restore_file(
-        &w,
-        &arena.target,
-        &fixture("good.tar.gz"),
-        TIP,
-        &["--force"],
-    );
+    let run = arena.restore(&w, &fixture("good.tar.gz"), &["--force"]);
     run.assert_code(0);
     assert_eq!(
         std::fs::read(arena.parent.join("sentinel.txt")).unwrap(),
         sentinel
     );
-    assert_same(
+    assert_tree(
         "the target",
-        &tree(&arena.target),
-        &snap(&[
-            ("README.md", file(b"hello\n", 0o644)),
-            ("bin", dir()),
-            ("bin/run.sh", file(b"#!/bin/sh\necho hi\n", 0o755)),
-            ("link-to-readme", link("README.md")),
-            ("keep.txt", file(b"keep\n", 0o644)),
-        ]),
+        &arena.target,
+        &good_tree(&[("keep.txt", file(b"keep\n", 0o644))]),
     );
 }
 
@@ -2796,13 +2530,7 @@ fn forced_restore_refuses_a_symlink_where_the_archive_has_a_folder() {
     let arena = Arena::new(&w, "link-for-dir", &[("keep.txt", b"keep\n")]);
     std::os::unix::fs::symlink("../sibling", arena.target.join("bin")).unwrap();
     let before = snapshot(&arena.parent);
-    let run = restore_file(
-        &w,
-        &arena.target,
-        &fixture("good.tar.gz"),
-        TIP,
-        &["--force"],
-    );
+    let run = arena.restore(&w, &fixture("good.tar.gz"), &["--force"]);
     assert_failed(&run, 7);
     let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
     assert!(
@@ -2829,7 +2557,7 @@ fn a_folder_where_the_archive_has_a_file_is_a_conflict_that_changes_nothing() {
         .collect();
     let arena = Arena::new(&w, "dir-in-way", &pre_ref);
     let before = snapshot(&arena.parent);
-    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    let run = arena.restore(&w, &archive, &["--force"]);
     assert_failed(&run, 7);
     assert!(!arena.target.join(STAGING).exists());
     assert_same("dir in the way", &snapshot(&arena.parent), &before);
@@ -2838,80 +2566,63 @@ fn a_folder_where_the_archive_has_a_file_is_a_conflict_that_changes_nothing() {
 // ---------------------------------------------------------------------------------------------
 // 8. Memory.
 
+/// Write `archives/<name>` as a gzip stream: `base()` unterminated, what `members` writes, the
+/// end-of-archive marker. Streamed, as the archives here are too large to hold.
+fn write_big_archive(
+    w: &World,
+    name: &str,
+    members: impl FnOnce(&mut dyn std::io::Write),
+) -> PathBuf {
+    let path = w.path(&format!("archives/{name}"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+    gz.write_all(&base().unterminated()).unwrap();
+    members(&mut gz);
+    gz.write_all(&[0u8; 1024]).unwrap();
+    gz.finish().unwrap().flush().unwrap();
+    path
+}
+
+/// Restore `archive` into `target` under GNU time; returns the peak RSS in KiB (exit 0 asserted).
+fn restore_peak_kib(w: &World, archive: &Path, target: &Path) -> u64 {
+    let vars = [("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)];
+    let argv = archive_argv(archive, target, &[]);
+    crate::support::git_session_peak_rss(&w.path(""), w.env(), &vars, &argv)
+}
+
+/// The files below `target`, `.git` left out.
+fn work_files(target: &Path) -> Vec<PathBuf> {
+    crate::support::all_files(target)
+        .into_iter()
+        .filter(|f| !f.starts_with(target.join(".git")))
+        .collect()
+}
+
 /// Peak RSS stays under 32 MiB for a 300+ MiB archive of incompressible data.
 #[test]
 fn peak_memory_is_bounded_whatever_the_archive_size() {
     let w = World::new();
-    let path = w.path("archives/huge.tar.gz");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let files = 320usize;
     let size = 1 << 20;
-    {
-        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::new(1));
-        let mut t = base();
-        gz.write_all(&t.unterminated()).unwrap();
+    let path = write_big_archive(&w, "huge.tar.gz", |gz| {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut data = vec![0u8; size];
         for i in 0..files {
-            for chunk in data.chunks_exact_mut(8) {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                chunk.copy_from_slice(&s.to_le_bytes());
-            }
+            let data = crate::support::incompressible(size, &mut s);
             let name = p(&format!("d{:02}/f{i:04}.bin", i % 16));
-            gz.write_all(&header(
-                name.as_bytes(),
-                b'0',
-                0o644,
-                size as u64,
-                b"",
-                false,
-            ))
-            .unwrap();
+            let h = header(name.as_bytes(), b'0', 0o644, size as u64, b"", false);
+            gz.write_all(&h).unwrap();
             gz.write_all(&data).unwrap();
         }
-        gz.write_all(&[0u8; 1024]).unwrap();
-        gz.finish().unwrap().flush().unwrap();
-    }
+    });
     let len = std::fs::metadata(&path).unwrap().len();
     assert!(len >= 300 << 20, "archive only {len} bytes");
     let target = w.path("huge");
-    let rss_file = w.path("rss.txt");
-    let out = Command::new("/usr/bin/time")
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(&rss_file)
-        .arg(env!("CARGO_BIN_EXE_git-session"))
-        .args(["restore", "--json", "--archive"])
-        .arg(&path)
-        .arg("-C")
-        .arg(&target)
-        .current_dir(w.path(""))
-        .env_clear()
-        .envs(w.env())
-        .env("SESSION_BRANCH", BRANCH)
-        .env("TIP_SHA", TIP)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kib: u64 = std::fs::read_to_string(&rss_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let kib = restore_peak_kib(&w, &path, &target);
     eprintln!("peak RSS restoring a {} MiB archive: {kib} KiB", len >> 20);
     assert!(kib <= 32 * 1024, "peak RSS {kib} KiB over 32 MiB");
-    let restored: u64 = crate::support::all_files(&target)
+    let restored: u64 = work_files(&target)
         .iter()
-        .filter(|f| !f.starts_with(target.join(".git")))
         .map(|f| std::fs::metadata(f).unwrap().len())
         .sum();
     assert_eq!(restored, (files * size) as u64 + 6);
@@ -2922,14 +2633,8 @@ fn peak_memory_is_bounded_whatever_the_archive_size() {
 #[test]
 fn peak_memory_is_bounded_whatever_the_number_of_members() {
     let w = World::new();
-    let path = w.path("archives/many.tar.gz");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let members = 200_000usize;
-    {
-        let out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::new(1));
-        let mut t = base();
-        gz.write_all(&t.unterminated()).unwrap();
+    let path = write_big_archive(&w, "many.tar.gz", |gz| {
         for i in 0..members {
             // 100-byte paths: prefix (18) + "dNNN/" (5) + a 77-byte name.
             let name = format!("{PREFIX}d{:03}/{:0>77}", i % 400, i);
@@ -2937,46 +2642,12 @@ fn peak_memory_is_bounded_whatever_the_number_of_members() {
             gz.write_all(&header(name.as_bytes(), b'0', 0o644, 0, b"", false))
                 .unwrap();
         }
-        gz.write_all(&[0u8; 1024]).unwrap();
-        gz.finish().unwrap().flush().unwrap();
-    }
+    });
     let target = w.path("many");
-    let rss_file = w.path("rss-many.txt");
-    let out = Command::new("/usr/bin/time")
-        .arg("-f")
-        .arg("%M")
-        .arg("-o")
-        .arg(&rss_file)
-        .arg(env!("CARGO_BIN_EXE_git-session"))
-        .args(["restore", "--json", "--archive"])
-        .arg(&path)
-        .arg("-C")
-        .arg(&target)
-        .current_dir(w.path(""))
-        .env_clear()
-        .envs(w.env())
-        .env("SESSION_BRANCH", BRANCH)
-        .env("TIP_SHA", TIP)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let kib: u64 = std::fs::read_to_string(&rss_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let kib = restore_peak_kib(&w, &path, &target);
     eprintln!("peak RSS restoring {members} members: {kib} KiB");
     assert!(kib <= 32 * 1024, "peak RSS {kib} KiB over 32 MiB");
-    let restored = crate::support::all_files(&target)
-        .iter()
-        .filter(|f| !f.starts_with(target.join(".git")))
-        .count();
-    assert_eq!(restored, members + 1);
+    assert_eq!(work_files(&target).len(), members + 1);
 }
 
 /// SPEC rule 6 for `--force` and for completing an interrupted restore: nothing is deleted, and a
@@ -2988,7 +2659,7 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
     // A regular file where the archive has a folder: even --force keeps it (exit 7).
     let arena = Arena::new(&w, "file-for-folder", &[("bin", b"precious\n")]);
     let before = snapshot(&arena.parent);
-    let run = restore_file(&w, &arena.target, &archive, TIP, &["--force"]);
+    let run = arena.restore(&w, &archive, &["--force"]);
     assert_failed(&run, 7);
     assert!(
         run.stdout
@@ -3002,7 +2673,7 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
     // as the git path does.
     let arena = Arena::new(&w, "empty-folder", &[]);
     std::fs::create_dir_all(arena.target.join("README.md")).unwrap();
-    restore_file(&w, &arena.target, &archive, TIP, &["--force"]).assert_code(0);
+    arena.restore(&w, &archive, &["--force"]).assert_code(0);
     assert_eq!(
         std::fs::read(arena.target.join("README.md")).unwrap(),
         b"hello\n"
@@ -3010,16 +2681,9 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
 
     // An interrupted restore, then a person writes into the tree: the rerun keeps that work.
     let arena = Arena::new(&w, "resume", &[]);
-    restore_env(
-        &w,
-        &arena.target,
-        &archive,
-        TIP,
-        &[],
-        &[("GIT_SESSION_FAILPOINT", "after-staging")],
-    );
+    arena.kill_at(&w, &archive, "after-staging");
     std::fs::write(arena.target.join("README.md"), b"user work\n").unwrap();
-    let run = restore_file(&w, &arena.target, &archive, TIP, &[]);
+    let run = arena.restore(&w, &archive, &[]);
     assert_failed(&run, 7);
     assert!(run.stdout.contains("did not write"), "{}", run.stdout);
     assert_eq!(
@@ -3028,7 +2692,7 @@ fn forced_or_resumed_archive_restores_delete_nothing_in_the_way() {
     );
     // What the interrupted run could have placed (identical content) is no conflict.
     std::fs::write(arena.target.join("README.md"), b"hello\n").unwrap();
-    restore_file(&w, &arena.target, &archive, TIP, &[]).assert_code(0);
+    arena.restore_ok(&w, &archive);
     assert_eq!(
         std::fs::read(arena.target.join("bin/run.sh")).unwrap(),
         b"#!/bin/sh\necho hi\n"

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::support::dulwich::DulwichServer;
+use crate::support::fixture_a::branch_tip;
 use crate::support::jgit::JGitServer;
 use crate::support::{GitServer, Run, World};
 
@@ -110,16 +111,10 @@ impl Served {
     fn restore(&self, name: &str, branch: &str, sha: &str) -> (PathBuf, Run) {
         let dir = self.w.path(name);
         let url = self.url();
-        let run = self.w.run(
-            &dir,
-            &["restore", "--json"],
-            &[
-                ("READ_URL", url.as_str()),
-                ("PUSH_URL", url.as_str()),
-                ("SESSION_BRANCH", branch),
-                ("TIP_SHA", sha),
-            ],
-        );
+        let push = [("PUSH_URL", url.as_str())];
+        let run = self
+            .w
+            .restore_with(&dir, &url, branch, sha, &["--json"], &push);
         (dir, run)
     }
 
@@ -134,18 +129,21 @@ impl Served {
 
     /// Where `branch` is on the server, read by the git CLI in the served repository.
     fn remote(&self, branch: &str) -> Option<String> {
-        let out = self.w.git_output(
-            &self.bare(),
-            &[
-                "rev-parse",
-                "--verify",
-                "-q",
-                &format!("refs/heads/{branch}"),
-            ],
+        branch_tip(&self.w, &self.bare(), branch)
+    }
+
+    /// `save -m message` in `dir`, which must push: returns the commit, checked on the server.
+    fn save_pushed(&self, dir: &Path, message: &str) -> String {
+        let save = self.run(dir, &["save", "-m", message, "--json"]);
+        save.assert_code(0);
+        let pushed = save.json()["commit"].as_str().unwrap().to_owned();
+        let peer = self.peer;
+        assert_eq!(
+            self.remote(BRANCH).as_deref(),
+            Some(pushed.as_str()),
+            "{peer:?}"
         );
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        pushed
     }
 
     /// The checks every restored tree must pass, judged by the git CLI.
@@ -260,14 +258,7 @@ fn saves_and_a_stale_save_is_refused(peer: Peer) {
     let (b, run) = s.restore("b", BRANCH, &s.ids[2]);
     run.assert_code(0);
     std::fs::write(a.join("new.txt"), "from a\n").unwrap();
-    let save = s.run(&a, &["save", "-m", "work in a", "--json"]);
-    save.assert_code(0);
-    let pushed = save.json()["commit"].as_str().unwrap().to_owned();
-    assert_eq!(
-        s.remote(BRANCH).as_deref(),
-        Some(pushed.as_str()),
-        "{peer:?}"
-    );
+    let pushed = s.save_pushed(&a, "work in a");
     assert_eq!(
         s.w.git(&s.bare(), &["rev-parse", &format!("{pushed}^")]),
         s.ids[2]
@@ -384,14 +375,7 @@ fn saves_a_tree_restored_from_an_archive(peer: Peer) {
     );
     run.assert_code(0);
     std::fs::write(dir.join("docs/guide.md"), "guide, edited\n").unwrap();
-    let save = s.run(&dir, &["save", "-m", "edit the guide", "--json"]);
-    save.assert_code(0);
-    let pushed = save.json()["commit"].as_str().unwrap().to_owned();
-    assert_eq!(
-        s.remote(BRANCH).as_deref(),
-        Some(pushed.as_str()),
-        "{peer:?}"
-    );
+    let pushed = s.save_pushed(&dir, "edit the guide");
     assert_eq!(
         s.w.git(&s.bare(), &["diff", "--name-only", &s.ids[2], &pushed]),
         "docs/guide.md"
@@ -399,49 +383,34 @@ fn saves_a_tree_restored_from_an_archive(peer: Peer) {
     s.w.git(&s.bare(), &["fsck", "--no-progress"]);
 }
 
+/// In a peer's module, one `#[test]` per case: `test: case(arguments after the peer);`.
+macro_rules! peer_tests {
+    ($peer:expr; $($test:ident: $case:ident($($arg:expr),*);)*) => {$(
+        #[test]
+        fn $test() {
+            super::$case($peer $(, $arg)*);
+        }
+    )*};
+}
+
 macro_rules! matrix {
     ($($name:ident => $peer:expr),* $(,)?) => {$(
         mod $name {
             use super::*;
 
-            #[test]
-            fn restores_the_branch_tip() {
-                super::restores_the_branch_tip($peer);
-            }
-
-            #[test]
-            fn restores_a_commit_no_ref_tips_without_the_server_setting() {
-                super::restores_a_commit_no_ref_tips($peer, false);
-            }
-
-            #[test]
-            fn restores_a_commit_no_ref_tips_with_allow_reachable_sha1_in_want() {
-                super::restores_a_commit_no_ref_tips($peer, true);
-            }
-
-            #[test]
-            fn refuses_an_unknown_commit_without_the_server_setting() {
-                super::refuses_an_unknown_commit($peer, false);
-            }
-
-            #[test]
-            fn refuses_an_unknown_commit_with_allow_reachable_sha1_in_want() {
-                super::refuses_an_unknown_commit($peer, true);
-            }
-
-            #[test]
-            fn saves_and_a_stale_save_is_refused() {
-                super::saves_and_a_stale_save_is_refused($peer);
-            }
-
-            #[test]
-            fn boots_a_baked_template() {
-                super::boots_a_baked_template($peer);
-            }
-
-            #[test]
-            fn saves_a_tree_restored_from_an_archive() {
-                super::saves_a_tree_restored_from_an_archive($peer);
+            peer_tests! { $peer;
+                restores_the_branch_tip: restores_the_branch_tip();
+                restores_a_commit_no_ref_tips_without_the_server_setting:
+                    restores_a_commit_no_ref_tips(false);
+                restores_a_commit_no_ref_tips_with_allow_reachable_sha1_in_want:
+                    restores_a_commit_no_ref_tips(true);
+                refuses_an_unknown_commit_without_the_server_setting:
+                    refuses_an_unknown_commit(false);
+                refuses_an_unknown_commit_with_allow_reachable_sha1_in_want:
+                    refuses_an_unknown_commit(true);
+                saves_and_a_stale_save_is_refused: saves_and_a_stale_save_is_refused();
+                boots_a_baked_template: boots_a_baked_template();
+                saves_a_tree_restored_from_an_archive: saves_a_tree_restored_from_an_archive();
             }
         }
     )*};

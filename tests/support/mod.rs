@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod dulwich;
+pub mod fixture_a;
 pub mod fixture_b;
 pub mod jgit;
 pub mod lfs;
