@@ -1,6 +1,5 @@
 //! Bad input is refused with exit 2 before any network I/O, with a message that says why.
 
-use crate::support::fixture_a::assert_says;
 use crate::support::{GitServer, World, userinfo};
 
 const GOOD_SHA: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
@@ -84,21 +83,10 @@ fn branch_names_follow_git_check_ref_format() {
     let w = World::new();
     let srv = server(&w);
     let url = srv.url("repo.git", Some(&userinfo()));
-    let bad = [
-        "a..b",
-        "-x",
-        "x.lock",
-        "refs/heads/../x",
-        "a b",
-        "a@{b",
-        "a~1",
-        "a:b",
-        "a\\b",
-        "a/",
-        ".hidden",
-        "HEAD",
-    ];
-    for name in bad {
+    // The same list the unit test of `SessionBranch` refuses.
+    let bad: Vec<String> =
+        serde_json::from_str(include_str!("fixtures/invalid-branch-names.json")).unwrap();
+    for name in &bad {
         let short = name.strip_prefix("refs/heads/").unwrap_or(name);
         let git = w.git_output(w.tmp.path(), &["check-ref-format", "--branch", short]);
         assert!(
@@ -106,12 +94,7 @@ fn branch_names_follow_git_check_ref_format() {
             "git accepts {name:?}, the test is wrong"
         );
         let run = w.restore_with(&w.path("sandbox"), &url, name, GOOD_SHA, &[], &[]);
-        assert_says(
-            &format!("{name:?}"),
-            &run,
-            2,
-            &["invalid session branch name"],
-        );
+        run.assert_case_says(&format!("{name:?}"), 2, &["invalid session branch name"]);
     }
     assert!(srv.log().is_empty());
     // Names git accepts are accepted, and refs/heads/ is normalised away.
@@ -166,7 +149,7 @@ fn missing_variables_are_named() {
         &["restore"],
         &[("SESSION_BRANCH", "s"), ("TIP_SHA", GOOD_SHA)],
     );
-    assert_says("no READ_URL", &run, 2, &["READ_URL is not set"]);
+    run.assert_case_says("no READ_URL", 2, &["READ_URL is not set"]);
     let run = w.run(
         &dir,
         &["restore"],
@@ -175,9 +158,9 @@ fn missing_variables_are_named() {
             ("TIP_SHA", GOOD_SHA),
         ],
     );
-    assert_says("no SESSION_BRANCH", &run, 2, &["SESSION_BRANCH is not set"]);
+    run.assert_case_says("no SESSION_BRANCH", 2, &["SESSION_BRANCH is not set"]);
     let run = w.restore_with(&dir, "ftp://h/r.git", "s", GOOD_SHA, &[], &[]);
-    assert_says("ftp://", &run, 2, &["unsupported URL scheme"]);
+    run.assert_case_says("ftp://", 2, &["unsupported URL scheme"]);
     let run = w.run(&dir, &["restore", "--json", "--no-such-flag"], &[]);
     run.assert_code(2);
     assert_eq!(run.json()["error"]["kind"], "usage");

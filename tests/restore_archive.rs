@@ -16,8 +16,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering::SeqCst;
 
 use crate::support::fixture_a::{
-    RealServed, assert_killed, assert_no_secret_in_files, assert_says, checked_run, git_archive,
-    output_with_stdin, real_repo,
+    RealServed, assert_no_secret_in_files, git_archive, output_with_stdin, real_repo,
 };
 use crate::support::{GitServer, Run, TOKEN, World, userinfo};
 
@@ -2154,7 +2153,7 @@ fn root_archive_restore_and_attach_hand_everything_to_the_directory_owner() {
         .env("GIT_SESSION_RETRY_BASE_MS", "5")
         .output()
         .unwrap();
-    checked_run(&out).assert_code(0);
+    Run::of(&out).assert_code(0);
     crate::support::assert_all_nobodys(&dir);
 }
 
@@ -2196,7 +2195,7 @@ fn stdin_restore(w: &World, target: &Path) -> std::process::Child {
 }
 
 fn stdin_run(w: &World, target: &Path, input: &[u8]) -> Run {
-    checked_run(&output_with_stdin(&mut stdin_command(w, target), input))
+    Run::of(&output_with_stdin(&mut stdin_command(w, target), input))
 }
 
 #[test]
@@ -2393,7 +2392,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
     ] {
         let arena = Arena::new(&w, point, &[]);
         let run = arena.kill_at(&w, &archive, point);
-        assert_killed(&run, point);
+        run.assert_killed_at(point);
         if point == "mid-publish" {
             let moved = tree(&arena.target)
                 .keys()
@@ -2412,7 +2411,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
             // Any other command says what it is, and what to do.
             let status = w.run(&arena.target, &["status"], &[]);
             let words = ["interrupted restore", "`git-session restore` there again"];
-            assert_says(point, &status, 2, &words);
+            status.assert_case_says(point, 2, &words);
         }
         let run = arena.restore(&w, &archive, &[]);
         run.assert_code(0);

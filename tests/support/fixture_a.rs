@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use super::{GitServer, Run, TOKEN, World, assert_no_secret, userinfo};
+use super::{GitServer, TOKEN, World, assert_no_secret, userinfo};
 
 /// A repository with relative and absolute symlinks, executables, nested folders, non-ASCII,
 /// space-holding and non-UTF-8 names, an empty file, a Windows device name, long paths (pax
@@ -121,31 +121,6 @@ impl RealServed {
     }
 }
 
-/// The [`Run`] of a child started by hand (stdin fed, or under another user), its output checked
-/// for the token as [`World::run`] checks it.
-pub fn checked_run(out: &std::process::Output) -> Run {
-    let text = |stream: &str, bytes: &[u8]| {
-        assert_no_secret(stream, bytes);
-        String::from_utf8_lossy(bytes).into_owned()
-    };
-    Run {
-        code: out.status.code(),
-        stdout: text("stdout", &out.stdout),
-        stderr: text("stderr", &out.stderr),
-    }
-}
-
-/// `run` was killed at the failpoint `point` (`GIT_SESSION_FAILPOINT`): by a signal or an abort,
-/// saying where.
-#[track_caller]
-pub fn assert_killed(run: &Run, point: &str) {
-    let (code, stderr) = (run.code, &run.stderr);
-    let killed = code.is_none() || code == Some(134);
-    assert!(killed, "{point}: not killed: {code:?} {stderr}");
-    let named = stderr.contains(&format!("failpoint '{point}'"));
-    assert!(named, "{point}: {stderr}");
-}
-
 /// Run `cmd` with `input` on its stdin and return its output. The input is written from a thread,
 /// so a child that answers (or refuses) before reading it all cannot deadlock; a pipe it closed is
 /// no error, its output tells.
@@ -193,17 +168,4 @@ pub fn served_repo(commits: &[&[(&str, Option<&str>)]]) -> (World, GitServer, Ve
     let ids = w.repo("repo.git", commits);
     let srv = GitServer::start(&w.srv(), Some(TOKEN));
     (w, srv, ids)
-}
-
-/// `run` exited with `code` and its stderr holds each of `words`; `what` names the case.
-#[track_caller]
-pub fn assert_says(what: &str, run: &Run, code: i32, words: &[&str]) {
-    run.assert_code(code);
-    for word in words {
-        assert!(
-            run.stderr.contains(word),
-            "{what}: no {word:?} in: {}",
-            run.stderr
-        );
-    }
 }

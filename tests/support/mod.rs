@@ -157,6 +157,20 @@ pub struct Run {
 }
 
 impl Run {
+    /// The run of a finished child (started by [`World::run`], or by hand: stdin fed, or under
+    /// another user), its output checked for the token.
+    pub fn of(out: &Output) -> Run {
+        let text = |stream: &str, bytes: &[u8]| {
+            assert_no_secret(stream, bytes);
+            String::from_utf8_lossy(bytes).into_owned()
+        };
+        Run {
+            code: out.status.code(),
+            stdout: text("stdout", &out.stdout),
+            stderr: text("stderr", &out.stderr),
+        }
+    }
+
     /// The single JSON object on stdout.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
@@ -183,11 +197,17 @@ impl Run {
     /// Assert the exit code and that stderr names every one of `words`.
     #[track_caller]
     pub fn assert_says(&self, code: i32, words: &[&str]) -> &Self {
+        self.assert_case_says("", code, words)
+    }
+
+    /// [`Run::assert_says`] for the case `what` of a table, named on failure.
+    #[track_caller]
+    pub fn assert_case_says(&self, what: &str, code: i32, words: &[&str]) -> &Self {
         self.assert_code(code);
         for word in words {
             assert!(
                 self.stderr.contains(word),
-                "no {word:?} in:\n{}",
+                "{what}: no {word:?} in:\n{}",
                 self.stderr
             );
         }
@@ -545,13 +565,7 @@ impl World {
             .envs(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
             .output()
             .unwrap();
-        assert_no_secret("stdout", &out.stdout);
-        assert_no_secret("stderr", &out.stderr);
-        Run {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Run::of(&out)
     }
 }
 
