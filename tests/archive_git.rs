@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::restore_archive::{BRANCH, restore_env};
-use crate::support::fixture_a::{RealServed, git_archive};
+use crate::support::real_repo::{RealServed, git_archive};
 use crate::support::{GitServer, World};
 
 /// A served repository, an archive of its first commit, and the READ_URL (with the token).

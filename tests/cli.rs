@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 
-use crate::support::fixture_a::{assert_no_secret_in_files, output_with_stdin, served_repo};
 use crate::support::{GitServer, TOKEN, World, assert_matches_schema, userinfo};
+use crate::support::{assert_no_secret_in_files, output_with_stdin, served_repo};
 
 fn jwt(exp: u64) -> String {
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::support::fixture_a::served_repo;
+use crate::support::served_repo;
 use crate::support::wire::{
     band, delta_size, entry_header, fetch_response, ofs_distance, pack_of, pkt, raw_pack, zlib,
 };

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use crate::support::fixture_b::{receive_pack_bytes, receive_pack_posts};
 use crate::support::wire::{band, pkt};
 use crate::support::{
     GitServer, Run, TOKEN, World, git_session_peak_rss, incompressible, userinfo,
@@ -114,7 +113,7 @@ impl Setup {
     }
 
     pub(crate) fn posts(&self) -> usize {
-        receive_pack_posts(&self.srv).len()
+        self.srv.receive_pack_posts().len()
     }
 }
 
@@ -446,7 +445,7 @@ fn a_token_refused_for_writing_a_large_push_fails_before_the_upload() {
     s.srv.knobs.unauthorized_posts.store(1, Ordering::SeqCst);
     let run = s.push(&dir, &[]);
     run.assert_code(4);
-    let posts = receive_pack_posts(&s.srv);
+    let posts = s.srv.receive_pack_posts();
     assert_eq!(posts.len(), 1);
     assert!(
         posts[0].body_len <= 4,
@@ -484,7 +483,7 @@ fn chunked_bodies_refused_with_411_are_resent_with_a_length() {
     s.srv.knobs.refuse_chunked.store(true, Ordering::SeqCst);
     s.push(&dir, &[]).assert_code(0);
     assert_eq!(s.remote("sessions/l").as_deref(), Some(c1.as_str()));
-    let posts = receive_pack_posts(&s.srv);
+    let posts = s.srv.receive_pack_posts();
     // The authentication probe, the chunked attempt refused with 411, the resend with a length.
     // (A server that answers before reading the body may also cut the connection under the
     // upload; the retry then starts over, so the sequence can repeat once.)
@@ -1477,7 +1476,7 @@ fn edited_files_are_pushed_as_deltas() {
     srv.clear_log();
     w.run(&dir, &["push", "--json"], &[("PUSH_URL", url.as_str())])
         .assert_code(0);
-    let sent = receive_pack_bytes(&srv);
+    let sent = srv.receive_pack_bytes();
     // replace.txt alone is about 50 KB compressed; whole objects were about 1 MB in all.
     assert!(
         (40_000..80_000).contains(&sent),
@@ -1528,7 +1527,7 @@ fn a_server_advertising_no_thin_gets_whole_objects() {
             w.git(&dir, &["rev-parse", "HEAD"])
         );
         w.git(&bare, &["fsck", "--no-progress", "--strict"]);
-        receive_pack_bytes(&srv)
+        srv.receive_pack_bytes()
     };
     let whole = sent_for_an_edit(100, true);
     assert!(whole > 190_000, "{whole} bytes sent to a no-thin server");

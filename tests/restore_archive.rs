@@ -15,10 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering::SeqCst;
 
-use crate::support::fixture_a::{
-    RealServed, assert_no_secret_in_files, git_archive, output_with_stdin, real_repo,
-};
+use crate::support::real_repo::{RealServed, git_archive, real_repo};
 use crate::support::{GitServer, Run, TOKEN, World, userinfo};
+use crate::support::{assert_no_secret_in_files, output_with_stdin};
 
 /// The commit the shared cases are archives of.
 const TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";

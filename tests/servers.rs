@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::branch_tip;
 use crate::support::dulwich::DulwichServer;
-use crate::support::fixture_a::branch_tip;
 use crate::support::jgit::JGitServer;
 use crate::support::{GitServer, Run, World};
 

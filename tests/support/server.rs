@@ -917,3 +917,18 @@ fn static_file(knobs: &Knobs, dir: &Path, name: &str) -> Response<Body> {
     );
     resp
 }
+
+impl GitServer {
+    /// The receive-pack POSTs the server has logged (the pushes' uploads), in order.
+    pub fn receive_pack_posts(&self) -> Vec<LogEntry> {
+        self.log()
+            .into_iter()
+            .filter(|e| e.method == "POST" && e.path.ends_with("git-receive-pack"))
+            .collect()
+    }
+
+    /// The bytes uploaded by all receive-pack POSTs the server has logged.
+    pub fn receive_pack_bytes(&self) -> usize {
+        self.receive_pack_posts().iter().map(|e| e.body_len).sum()
+    }
+}

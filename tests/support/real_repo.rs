@@ -1,13 +1,12 @@
-//! Set-up and checks shared by several test files: a real repository with every kind of path
-//! (served, and as `git archive`), a served `repo.git`, children run by hand and checked for the
-//! token, failpoint kills, refusals that name their reason.
+//! The real repository the archive and git restore tests share: every kind of path git can
+//! hold, served over HTTP and made into `git archive` tar.gz files.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use super::{GitServer, TOKEN, World, assert_no_secret, userinfo};
+use super::{GitServer, TOKEN, World, userinfo};
 
 /// A repository with relative and absolute symlinks, executables, nested folders, non-ASCII,
 /// space-holding and non-UTF-8 names, an empty file, a Windows device name, long paths (pax
@@ -119,53 +118,4 @@ impl RealServed {
             read,
         }
     }
-}
-
-/// Run `cmd` with `input` on its stdin and return its output. The input is written from a thread,
-/// so a child that answers (or refuses) before reading it all cannot deadlock; a pipe it closed is
-/// no error, its output tells.
-pub fn output_with_stdin(cmd: &mut std::process::Command, input: &[u8]) -> std::process::Output {
-    use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || match stdin.write_all(&data) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("writing stdin: {e}"),
-        _ => {}
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out
-}
-
-/// No file below `dir` holds the token in any form.
-#[track_caller]
-pub fn assert_no_secret_in_files(dir: &Path) {
-    for file in super::all_files(dir) {
-        assert_no_secret(&file.display().to_string(), &std::fs::read(&file).unwrap());
-    }
-}
-
-/// Where `refs/heads/<branch>` points in the repository `git_dir` (`None`: no such branch).
-pub fn branch_tip(w: &World, git_dir: &Path, branch: &str) -> Option<String> {
-    let refname = format!("refs/heads/{branch}");
-    let out = w.git_output(git_dir, &["rev-parse", "--verify", "-q", &refname]);
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-/// A fresh world whose `srv/repo.git` holds `commits` (see [`World::repo`]), served by a server
-/// that wants the token; with the commit ids.
-pub fn served_repo(commits: &[&[(&str, Option<&str>)]]) -> (World, GitServer, Vec<String>) {
-    let w = World::new();
-    let ids = w.repo("repo.git", commits);
-    let srv = GitServer::start(&w.srv(), Some(TOKEN));
-    (w, srv, ids)
 }
