@@ -116,7 +116,14 @@ def ensure_hyperfine():
     if shutil.which("hyperfine"):
         return
     print("bench: installing hyperfine", file=sys.stderr)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "hyperfine"], check=True)
+    env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-qq", "hyperfine"]
+    if subprocess.run(install, env=env).returncode:
+        # A fresh machine has no package lists yet.
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=True)
+        subprocess.run(install, env=env, check=True)
+    if not shutil.which("hyperfine"):
+        die("hyperfine is needed: apt-get install hyperfine")
 
 
 def git_env(home):
