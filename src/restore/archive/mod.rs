@@ -3,60 +3,43 @@
 //! (containment, the commit id `git archive` records), then move the entries into place and leave
 //! a `.git` holding only the session record, the branch unborn (SPEC "Commands" → restore, rule 7).
 //!
-//! The first `save`, `push` or `status` that needs history attaches it ([`attach`]).
+//! The steps, in order: `options` (where the stream comes from, its bounds); `unpack` (download,
+//! inflate within gzip's overhead, and extract: `tar_stream` reads the members, `extract` writes
+//! them contained, `blobs` hashes their ids beside it); the commit id checked; `place` (everything
+//! in the way found first, then the entries moved into the target); `index` (the index and cache
+//! tree from those ids, when history can be promised). The first `save`, `push` or `status` that
+//! needs history attaches it ([`attach`]).
 
 pub mod attach;
 mod blobs;
 pub(crate) mod extract;
 mod index;
+mod options;
+mod place;
 mod tar_stream;
+mod unpack;
 
-use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use extract::Strip;
+pub use options::{ArchiveOptions, ArchiveSource};
 pub use tar_stream::Limits;
+pub(crate) use unpack::{unpack, unpack_tar};
 
 use super::options::RestoreOptions;
 use super::plan::Plan;
 use super::report::RestoreReport;
 use super::source::{Prepared as Next, Source};
 use crate::error::{Error, Refusal, Result};
-use crate::fs::tree::{Kind, Tree};
+use crate::fs::tree::Tree;
 use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::{self, SessionRecord, now_rfc3339};
 use crate::repo::template::TemplateRecord;
 use crate::types::FullSha;
-use crate::types::RemoteUrl;
-use crate::wire::http::{Http, Request, UrlSource};
+use crate::wire::http::Http;
 use crate::wire::upload_pack as fetch;
-
-/// Where the archive comes from.
-#[derive(Debug)]
-pub enum ArchiveSource {
-    /// `ARCHIVE_URL` / `--archive-url`: fetched with the SPEC's retries (a cut restarts the stream).
-    Url(UrlSource),
-    /// `--archive FILE`.
-    File(PathBuf),
-    /// `--archive -`: standard input (a backend piping the stream in).
-    Stdin,
-}
-
-/// How to read the archive.
-#[derive(Debug)]
-pub struct ArchiveOptions {
-    /// Where it comes from.
-    pub source: ArchiveSource,
-    /// Leading components to strip.
-    pub strip: Strip,
-    /// Refuse an archive without the pax commit id (else: a warning).
-    pub require_commit_id: bool,
-    /// Size bounds.
-    pub limits: Limits,
-}
-
-/// The folder inside the staging git dir that receives the extracted tree.
-const TREE_DIR: &str = "tree";
+use place::{TREE_DIR, tree_rel};
+use unpack::{download, fresh_dir};
 
 /// The archive source of a restore: a tar.gz of `opts.tip`, checked whole, then moved into place.
 ///
@@ -237,7 +220,7 @@ impl Staged<'_> {
         }
         crate::failpoint::hit("after-extract");
 
-        self.move_into_place(&tree)?;
+        place::move_into_place(opts, self.plan, &tree, &mut self.moving)?;
         let target = Tree::open(&opts.dir)
             .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
         target
@@ -414,360 +397,5 @@ impl Staged<'_> {
                 Ok(())
             }
         }
-    }
-
-    /// Everything in the way is found before the first entry moves: a conflict leaves the target
-    /// as it was.
-    fn move_into_place(&mut self, tree: &Path) -> Result<()> {
-        let (opts, plan) = (self.opts, self.plan);
-        let replace = match (plan.overwrite, plan.resume_only) {
-            (false, _) => Replace::Nothing,
-            (true, true) => Replace::Identical,
-            (true, false) => Replace::Any,
-        };
-        let mut cut = super::intent::CutShort::new(plan.cut_short_since)
-            .writing(plan.cut_short_big.as_ref().map(|p| opts.dir.join(p)));
-        // Both ends through their handles (SPEC rule 7).
-        // The extracted tree is reached from the target's handle through real folders only.
-        let to = Tree::open(&opts.dir)
-            .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
-        let from = to
-            .subtree(&tree_rel(opts, tree))
-            .map_err(|e| Error::io(format!("opening {}", tree.display()), e))?;
-        into_place(
-            &from,
-            &to,
-            Path::new(""),
-            replace,
-            Pass::Check,
-            &mut cut,
-            &Default::default(),
-        )?;
-        if let Some(path) = cut.first_foreign() {
-            return Err(Error::conflict(format!(
-                "{} is in the way of the restore: nothing was changed (it holds content the \
-                 interrupted restore did not write: move it aside, or pass --force to overwrite \
-                 the files the commit tracks)",
-                path.display()
-            )));
-        }
-        let accepted = cut.accepted();
-        self.moving = true;
-        into_place(
-            &from,
-            &to,
-            Path::new(""),
-            replace,
-            Pass::Move,
-            &mut cut,
-            &accepted,
-        )
-    }
-}
-
-/// The extraction folder's path relative to the target.
-fn tree_rel(opts: &RestoreOptions, tree: &Path) -> PathBuf {
-    tree.strip_prefix(&opts.dir).map_or_else(
-        |_| Path::new(super::STAGING_DIR).join(TREE_DIR),
-        Path::to_path_buf,
-    )
-}
-
-/// GET the archive; a 404 names the archive.
-fn download(http: &Http, url: &RemoteUrl) -> Result<impl Read> {
-    let resp = http
-        .send(
-            url,
-            Request {
-                endpoint: "",
-                headers: Vec::new(),
-                body: None,
-            },
-        )
-        .map_err(|e| match e {
-            Error::NotFound(_) => Error::NotFound(format!("no archive at {url} (HTTP 404)")),
-            other => other,
-        })?;
-    Ok(crate::progress::Counted {
-        inner: NetBody {
-            inner: resp,
-            url: url.to_string(),
-        },
-        progress: crate::progress::Progress::bytes("downloading the archive"),
-    })
-}
-
-fn fresh_dir(dir: &Path) -> Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)
-            .map_err(|e| Error::io(format!("clearing {}", dir.display()), e))?;
-    }
-    std::fs::create_dir(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))
-}
-
-pub(crate) fn unpack(
-    raw: impl Read,
-    tree: &Path,
-    archive: &ArchiveOptions,
-    tip_hex: &str,
-    hash: bool,
-) -> Result<(extract::Extracted, Option<String>)> {
-    let inflated = std::rc::Rc::new(std::cell::Cell::new(0));
-    let input = Deflated {
-        inner: raw,
-        read: 0,
-        inflated: inflated.clone(),
-    };
-    let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(64 * 1024, input));
-    let tar = Inflating { gz, inflated };
-    unpack_tar(tar, tree, archive, tip_hex, hash)
-}
-
-/// Compressed bytes a gzip stream may read beyond what they inflate to, besides a quarter of
-/// them (fixed Huffman codes spend 9 bits on half the byte values: random data at
-/// `gzip -1` grows 5%): headers and the decoder's read-ahead. A stream of empty gzip members
-/// or empty deflate blocks inflates to nothing, endlessly, so no limit on the output would ever
-/// stop it.
-const GZIP_SLACK: u64 = 256 << 10;
-
-/// The compressed side of [`unpack`]: counts what it reads and refuses to read on once that
-/// outruns what came out of the decoder ([`Inflating`]) by more than gzip's overhead.
-struct Deflated<R> {
-    inner: R,
-    read: u64,
-    inflated: std::rc::Rc<std::cell::Cell<u64>>,
-}
-
-impl<R: Read> Read for Deflated<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let out = self.inflated.get();
-        if self.read > out + out / 4 + GZIP_SLACK {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "{} compressed bytes inflated to {out}: a gzip stream of empty members or \
-                     blocks, which could go on forever",
-                    self.read
-                ),
-            ));
-        }
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        Ok(n)
-    }
-}
-
-/// The decoder's side of [`unpack`]: counts what it inflates, for [`Deflated`].
-struct Inflating<R: Read> {
-    gz: flate2::read::MultiGzDecoder<BufReader<Deflated<R>>>,
-    inflated: std::rc::Rc<std::cell::Cell<u64>>,
-}
-
-impl<R: Read> Read for Inflating<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.gz.read(buf)?;
-        self.inflated.set(self.inflated.get() + n as u64);
-        Ok(n)
-    }
-}
-
-/// [`unpack`] of a tar stream decompressed already; `hash`: compute every file's blob id beside the
-/// extraction (for the index).
-pub(crate) fn unpack_tar(
-    tar: impl Read,
-    tree: &Path,
-    archive: &ArchiveOptions,
-    tip_hex: &str,
-    hash: bool,
-) -> Result<(extract::Extracted, Option<String>)> {
-    let mut stream = tar_stream::TarStream::new(tar, archive.limits);
-    // Every member is written through one handle on the fresh folder (SPEC rule 7).
-    let tree = crate::fs::tree::Tree::open(tree)
-        .map_err(|e| Error::io(format!("opening {}", tree.display()), e))?;
-    let extracted = extract::extract(&mut stream, &tree, archive.strip, tip_hex, hash)?;
-    let commit = stream.commit_id.clone();
-    // Read the rest (end-of-archive padding, later gzip members) so truncation and corruption show.
-    stream.finish()?;
-    Ok((extracted, commit))
-}
-
-/// Whether [`into_place`] only looks for conflicts or moves entries.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Pass {
-    /// Find what would stop the move before anything moves.
-    Check,
-    /// Move.
-    Move,
-}
-
-/// Which existing files [`into_place`] may replace with the archive's.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Replace {
-    /// None: anything in the way is a conflict.
-    Nothing,
-    /// Completing an interrupted restore: only files identical to the archive's (moved into place
-    /// by the interrupted run; each move is a rename, so none is cut short).
-    Identical,
-    /// `--force`: every file the archive has.
-    Any,
-}
-
-/// Move every entry of `from` into `to` (with [`Pass::Check`] first, so a conflict is found before
-/// anything moves): missing paths are renamed into place; directories present on both sides merge;
-/// an existing file or symlink is replaced as `replace` allows. Never replaced, as that would
-/// delete other content (SPEC rule 6): a directory where the archive has a file, or a file or a
-/// symlink where it has a directory (even with `--force`: the commit does not track it).
-///
-/// When completing an interrupted restore, a file that a killed git checkout cut short is noted in
-/// `cut` during [`Pass::Check`] (and judged by the caller); those it accepted are replaced during
-/// [`Pass::Move`].
-fn into_place(
-    from: &Tree,
-    to: &Tree,
-    rel: &Path,
-    replace: Replace,
-    pass: Pass,
-    cut: &mut super::intent::CutShort,
-    accepted: &std::collections::HashSet<std::path::PathBuf>,
-) -> Result<()> {
-    let entries = from
-        .entries(rel)
-        .map_err(|e| Error::io(format!("reading {}", from.shown(rel).display()), e))?;
-    for (name, kind) in entries {
-        let rel = rel.join(name);
-        let shown = to.shown(&rel);
-        let src_is_dir = kind == Kind::Dir;
-        match to.symlink_metadata(&rel) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("reading {}", shown.display()), e)),
-            Ok(meta) if meta.is_dir() && src_is_dir => {
-                into_place(from, to, &rel, replace, pass, cut, accepted)?;
-                continue;
-            }
-            // An empty folder holds nothing to lose: replaced, as the git path does.
-            Ok(meta)
-                if meta.is_dir()
-                    && replace != Replace::Nothing
-                    && to.entries(&rel).is_ok_and(|e| e.is_empty()) =>
-            {
-                if pass == Pass::Move {
-                    to.remove_dir(&rel)
-                        .map_err(|e| Error::io(format!("replacing {}", shown.display()), e))?;
-                }
-            }
-            Ok(meta) if meta.is_dir() => {
-                return Err(Error::conflict(format!(
-                    "{} is a directory where the commit has a file: nothing was changed",
-                    shown.display()
-                )));
-            }
-            Ok(meta) if src_is_dir => {
-                return Err(Error::conflict(format!(
-                    "{} is a {} where the commit has a directory: nothing was changed",
-                    shown.display(),
-                    if meta.file_type().is_symlink() {
-                        "symlink"
-                    } else {
-                        "file"
-                    }
-                )));
-            }
-            Ok(meta)
-                if replace == Replace::Any
-                    || replace == Replace::Identical
-                        && left_by_the_killed_run((from, to, &rel), &meta, pass, cut, accepted) =>
-            {
-                if pass == Pass::Move {
-                    to.remove_file(&rel)
-                        .map_err(|e| Error::io(format!("replacing {}", shown.display()), e))?;
-                }
-            }
-            Ok(_) => {
-                return Err(Error::conflict(format!(
-                    "{} is in the way of the restore: nothing was changed{}",
-                    shown.display(),
-                    if replace == Replace::Identical {
-                        " (it holds content the interrupted restore did not write: move it \
-                         aside, or pass --force to overwrite the files the commit tracks)"
-                    } else {
-                        ""
-                    }
-                )));
-            }
-        }
-        if pass == Pass::Move {
-            from.rename_to(&rel, to, &rel)
-                .map_err(|e| Error::io(format!("moving {} into place", shown.display()), e))?;
-            crate::failpoint::hit("mid-publish");
-        }
-    }
-    Ok(())
-}
-
-/// Whether `rel` in `to` is what an interrupted restore left: the same entry as the staged one in
-/// `from`, or (noted in `cut` while checking, looked up in `accepted` while moving) a file a
-/// killed git checkout cut short.
-fn left_by_the_killed_run(
-    (from, to, rel): (&Tree, &Tree, &Path),
-    meta: &cap_std::fs::Metadata,
-    pass: Pass,
-    cut: &mut super::intent::CutShort,
-    accepted: &std::collections::HashSet<std::path::PathBuf>,
-) -> bool {
-    let mtime = meta
-        .modified()
-        .map_or(std::time::UNIX_EPOCH, cap_std::time::SystemTime::into_std);
-    if same_entry(from, to, rel, meta) {
-        cut.whole(mtime);
-        return true;
-    }
-    let dst = to.shown(rel);
-    match pass {
-        Pass::Move => accepted.contains(&dst),
-        Pass::Check => {
-            let src_meta = from.symlink_metadata(rel).ok();
-            let regular = meta.file_type().is_file()
-                && src_meta.as_ref().is_some_and(|m| m.file_type().is_file());
-            let prefix = regular
-                && meta.len() < src_meta.map_or(0, |m| m.len())
-                && matches!((from.read(rel, false), to.read(rel, false)), (Ok(a), Ok(b)) if a.starts_with(&b));
-            if prefix {
-                cut.prefix(dst, mtime);
-            }
-            prefix
-        }
-    }
-}
-
-/// Whether `rel` in `to` (with metadata `meta`) is the same file or symlink as in `from`.
-fn same_entry(from: &Tree, to: &Tree, rel: &Path, meta: &cap_std::fs::Metadata) -> bool {
-    let Ok(src_meta) = from.symlink_metadata(rel) else {
-        return false;
-    };
-    let link = src_meta.file_type().is_symlink();
-    if link || meta.file_type().is_symlink() {
-        return link
-            && meta.file_type().is_symlink()
-            && matches!((from.read(rel, true), to.read(rel, true)), (Ok(a), Ok(b)) if a == b);
-    }
-    src_meta.len() == meta.len()
-        && matches!((from.read(rel, false), to.read(rel, false)), (Ok(a), Ok(b)) if a == b)
-}
-
-/// An HTTP response body whose transport failures surface as [`Error::Network`] (retried), not as
-/// a corrupt archive.
-struct NetBody {
-    inner: crate::wire::http::Body,
-    url: String,
-}
-
-impl Read for NetBody {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.inner.read(buf).map_err(|e| {
-            std::io::Error::other(Error::Network(format!(
-                "the archive download from {} broke off: {e}",
-                self.url
-            )))
-        })
     }
 }
