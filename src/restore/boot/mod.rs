@@ -18,11 +18,14 @@
 //!    the pre-push check; failpoint `before-record`;
 //! 5. the session record, then the template record and the intent are removed.
 //!
-//! Step 1 is `intent.rs`, step 2 `difference.rs`, step 3 `switch.rs` (with the LFS files after it);
-//! this file runs them in order and does steps 4 and 5.
+//! Step 1 is `intent.rs`, step 2 `difference.rs`, step 3 `switch.rs` (with the LFS files after it:
+//! `moves.rs` decides path by path before anything is written, `files.rs` writes); this file runs
+//! them in order and does steps 4 and 5.
 
 mod difference;
+mod files;
 mod intent;
+mod moves;
 mod switch;
 
 use super::options::RestoreOptions;
