@@ -1,0 +1,134 @@
+//! The attribute rules of the early checkout: which `.gitattributes` lines could make a file's
+//! checked-out form differ from its blob. The resolver holds back every file one of them matches,
+//! for the checkout after the transfer, which applies the attributes properly.
+
+use gix::bstr::{BStr, ByteSlice as _};
+
+/// The rules of one `.gitattributes` that matter to a checkout: the patterns of lines assigning
+/// an attribute that could make a file's checked-out form differ from its blob. Precedence is
+/// ignored (a later line unsetting it does not help): a file any of them match waits for the
+/// checkout after the transfer, which applies the attributes properly.
+#[derive(Default)]
+pub(super) struct Rules {
+    /// A line could not be parsed: every file under it waits.
+    all: bool,
+    patterns: Vec<gix::glob::Pattern>,
+}
+
+impl Rules {
+    pub(super) fn parse(data: &[u8]) -> Self {
+        let mut rules = Rules::default();
+        for line in gix::attrs::parse(data) {
+            let Ok((kind, assignments, _)) = line else {
+                rules.all = true;
+                continue;
+            };
+            let gix::attrs::parse::Kind::Pattern(pattern) = kind else {
+                // A macro may redefine any name (`[attr]binary eol=crlf`), here and in every
+                // nested file: only the root's count, and the root holds every path.
+                rules.all = true;
+                continue;
+            };
+            let mut converting = false;
+            for assignment in assignments {
+                match assignment {
+                    Ok(a) => converting |= may_convert(a.name.as_str(), a.state),
+                    Err(_) => converting = true,
+                }
+            }
+            if converting {
+                rules.patterns.push(pattern);
+            }
+        }
+        rules
+    }
+
+    /// Whether a line may convert the file at `rel` (relative to the attributes file's folder).
+    pub(super) fn may_convert(&self, rel: &BStr) -> bool {
+        self.all
+            || self.patterns.iter().any(|p| {
+                p.matches_repo_relative_path(
+                    rel,
+                    rel.rfind_byte(b'/').map(|i| i + 1),
+                    Some(false),
+                    gix::glob::pattern::Case::Sensitive,
+                    gix::glob::wildmatch::Mode::NO_MATCH_SLASH_LITERAL,
+                )
+            })
+    }
+}
+
+/// Whether assigning `name` so may make a checkout write something else than the blob, on this
+/// platform (LF line endings, no `core.autocrlf`: `text` and `eol=lf` change nothing on the way
+/// out). Unknown names may be macros, so they count.
+fn may_convert(name: &str, state: gix::attrs::StateRef<'_>) -> bool {
+    use gix::attrs::StateRef;
+    const HARMLESS: &[&str] = &[
+        "binary",
+        "conflict-marker-size",
+        "delta",
+        "diff",
+        "encoding",
+        "export-ignore",
+        "export-subst",
+        "merge",
+        "text",
+        "whitespace",
+    ];
+    if HARMLESS.contains(&name) || name.starts_with("linguist-") {
+        return false;
+    }
+    let value = |v: &str| matches!(state, StateRef::Value(x) if x.as_bstr() == v);
+    match name {
+        "eol" => !(value("lf") || matches!(state, StateRef::Unset | StateRef::Unspecified)),
+        "crlf" => !(value("input") || matches!(state, StateRef::Unset | StateRef::Unspecified)),
+        _ => !matches!(state, StateRef::Unset | StateRef::Unspecified),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn converts(attributes: &str, path: &str) -> bool {
+        Rules::parse(attributes.as_bytes()).may_convert(path.into())
+    }
+
+    #[test]
+    fn only_attributes_that_change_the_checked_out_bytes_hold_a_file_back() {
+        // Harmless on Linux without core.autocrlf: text, eol=lf, diff, merge, linguist-*.
+        for plain in [
+            "* text=auto",
+            "*.sh text eol=lf",
+            "*.c diff=cpp whitespace=trail",
+            "*.bin binary",
+            "*.min.js linguist-generated -diff",
+            "*.txt -crlf",
+            "*.txt crlf=input",
+            "*.txt !eol",
+        ] {
+            assert!(!converts(plain, "a/b.sh"), "{plain}");
+            assert!(!converts(plain, "x.txt"), "{plain}");
+        }
+        for (converting, path) in [
+            ("*.bat text eol=crlf", "win/run.bat"),
+            ("*.c ident", "a.c"),
+            ("*.psd filter=lfs", "art/x.psd"),
+            ("*.txt working-tree-encoding=UTF-16", "x.txt"),
+            ("*.txt crlf", "x.txt"),
+            ("*.txt mymacro", "x.txt"),
+            ("/top.txt eol=crlf", "top.txt"),
+            ("docs/** eol=crlf", "docs/a/b.md"),
+        ] {
+            assert!(converts(converting, path), "{converting} on {path}");
+        }
+        // A pattern that does not match leaves the file alone; an anchored one matches only there.
+        assert!(!converts("*.bat eol=crlf", "run.sh"));
+        assert!(!converts("/top.txt eol=crlf", "sub/top.txt"));
+        // A macro may redefine a harmless name: everything under that file waits.
+        assert!(converts("[attr]binary eol=crlf\n*.dat binary", "x.dat"));
+        assert!(converts("[attr]diff eol=crlf\n*.md diff", "other.txt"));
+        // An assignment gix refuses holds back the files of its line.
+        assert!(converts("*.txt builtin_objectmode", "x.txt"));
+    }
+}

@@ -1,0 +1,180 @@
+//! The writer thread of the early checkout: it creates the files the resolver hands over, each
+//! folder made one at a time and never followed through a symlink, each file created with
+//! `O_EXCL | O_NOFOLLOW`, and records what it made ([`Outcome`]) for the checkout after the
+//! transfer and for a rollback.
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use gix::bstr::{BStr, BString, ByteSlice as _};
+
+use crate::fs::tree::{Made, Tree};
+
+/// One file the early checkout wrote: what the index entry for it holds.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// Its path, relative to the work tree, `/`-separated.
+    pub path: BString,
+    /// The blob it holds.
+    pub id: gix::ObjectId,
+    /// Regular or executable.
+    pub mode: gix::index::entry::Mode,
+    /// Its stat data, taken right after it was written.
+    pub stat: gix::index::entry::Stat,
+}
+
+/// What the early checkout left: its files, and everything it made (files and folders, oldest
+/// first, each known by its inode: [`crate::fs::tree::Tree::undo`] removes them on a failure).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The files, in the order they were written.
+    pub files: Vec<Written>,
+    /// Every file and folder made.
+    pub made: Vec<Made>,
+}
+
+/// A file for the writer: its path, blob, mode and content.
+pub(super) struct Job {
+    pub(super) path: BString,
+    pub(super) id: gix::ObjectId,
+    pub(super) mode: gix::index::entry::Mode,
+    pub(super) data: Arc<[u8]>,
+}
+
+/// Where the early checkout writes, and what it must know before its first file.
+pub struct Target {
+    /// The work tree's handle (the tree was empty when the restore began).
+    pub tree: Tree,
+    /// The commit whose tree is written.
+    pub tip: gix::ObjectId,
+    /// Called once, before the first file is written (records in the intent that writing began).
+    pub before_first_file: Box<dyn FnOnce() -> crate::error::Result<()> + Send>,
+}
+
+/// Writes the files the resolver hands over.
+pub(super) struct Writer {
+    tree: Tree,
+    before_first_file: Option<Box<dyn FnOnce() -> crate::error::Result<()> + Send>>,
+    writing: Arc<AtomicUsize>,
+    /// Folders known to exist as folders.
+    folders: HashSet<BString>,
+    /// Paths already written.
+    done: HashSet<BString>,
+    out: Outcome,
+    stopped: bool,
+}
+
+impl Writer {
+    pub(super) fn new(target: Target, writing: Arc<AtomicUsize>) -> Self {
+        Writer {
+            tree: target.tree,
+            before_first_file: Some(target.before_first_file),
+            writing,
+            folders: HashSet::from([BString::default()]),
+            done: HashSet::new(),
+            out: Outcome::default(),
+            stopped: false,
+        }
+    }
+
+    pub(super) fn run(mut self, jobs: mpsc::Receiver<Job>) -> Outcome {
+        for job in jobs {
+            self.writing.fetch_sub(job.data.len(), Ordering::Relaxed);
+            if !self.stopped {
+                self.write(job);
+            }
+        }
+        self.out
+    }
+
+    fn write(&mut self, job: Job) {
+        if self.done.contains(&job.path) {
+            return;
+        }
+        if let Some(first) = self.before_first_file.take()
+            && first().is_err()
+        {
+            self.stopped = true;
+            return;
+        }
+        match self.write_file(job.path.as_ref(), job.mode, &job.data) {
+            Ok(Some(stat)) => {
+                self.done.insert(job.path.clone());
+                self.out.files.push(Written {
+                    path: job.path,
+                    id: job.id,
+                    mode: job.mode,
+                    stat,
+                });
+            }
+            Ok(None) => {}
+            // A full disk and the like: the checkout after the transfer reports it.
+            Err(_) => self.stopped = true,
+        }
+    }
+
+    /// Create the file at `path` (and its folders), or `None` when something is in the way.
+    fn write_file(
+        &mut self,
+        path: &BStr,
+        mode: gix::index::entry::Mode,
+        data: &[u8],
+    ) -> std::io::Result<Option<gix::index::entry::Stat>> {
+        if let Some(slash) = path.rfind_byte(b'/')
+            && !self.folders(&path[..slash])?
+        {
+            return Ok(None);
+        }
+        let rel = Path::new(std::ffi::OsStr::from_bytes(path));
+        let executable = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+        let (mut file, made) = match self.tree.create_file(rel, executable) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        self.out.made.push(made);
+        if crate::failpoint::armed("mid-early-checkout") && self.out.files.len() == 2 {
+            let _ = file.write_all(&data[..data.len() / 2]);
+            crate::failpoint::hit("mid-early-checkout");
+        }
+        if let Err(e) = file.write_all(data) {
+            // A full disk: no file cut short is left for the rerun to mistake for the user's.
+            drop(file);
+            let _ = self.tree.remove_file(rel);
+            return Err(e);
+        }
+        let meta = gix::index::fs::Metadata::from_file(&file)?;
+        gix::index::entry::Stat::from_fs(&meta)
+            .map(Some)
+            .map_err(std::io::Error::other)
+    }
+
+    /// Make the folders of `folder` that do not exist; `false` when something else is in the way.
+    fn folders(&mut self, folder: &BStr) -> std::io::Result<bool> {
+        if self.folders.contains(folder) {
+            return Ok(true);
+        }
+        if let Some(slash) = folder.rfind_byte(b'/')
+            && !self.folders(&folder[..slash])?
+        {
+            return Ok(false);
+        }
+        let rel = Path::new(std::ffi::OsStr::from_bytes(folder));
+        match self.tree.create_dir(rel) {
+            Ok(made) => self.out.made.push(made),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if self.tree.kind(rel)? != Some(crate::fs::tree::Kind::Dir) {
+                    return Ok(false);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        self.folders.insert(folder.to_owned());
+        Ok(true)
+    }
+}
