@@ -10,8 +10,8 @@
 
 use std::path::Path;
 
-use super::STAGING_DIR;
 use super::options::RestoreOptions;
+use crate::names::STAGING_DIR;
 use crate::repo::template::TemplateRecord;
 
 /// Seed `opts.dir` (empty) from the template at `cache`: on success the target holds a `.git`

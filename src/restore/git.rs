@@ -220,7 +220,7 @@ impl Run<'_> {
         if self.filtered {
             layout::mark_promisor_packs(self.staging)?;
         }
-        if opts.submodules == super::SubmoduleMode::None {
+        if opts.submodules == super::submodules::SubmoduleMode::None {
             warnings.extend(checkout::gitlink_warning(&gitlinks));
         } else {
             warnings.extend(self.restore_submodules(subs)?);
@@ -321,7 +321,7 @@ impl Run<'_> {
         );
         let gitlinks = checkout::require_blobs(&index, |id| objects.contains(id))?;
         let subs = match opts.submodules {
-            super::SubmoduleMode::None => Planned::default(),
+            super::submodules::SubmoduleMode::None => Planned::default(),
             _ => {
                 let gitmodules = super::submodules::gitmodules_of(&index, &objects);
                 super::submodules::plan(gitmodules.as_deref(), &index, &self.read_url)?
@@ -456,7 +456,7 @@ impl Run<'_> {
         self.lfs_files.set(lfs.files.len());
         super::lfs::smudge(
             self.tree,
-            std::path::Path::new(super::STAGING_DIR),
+            std::path::Path::new(crate::names::STAGING_DIR),
             self.staging,
             index,
             &lfs.files,

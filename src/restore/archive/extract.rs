@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use super::tar_stream::{Kind, Member, TarStream, read_error};
 use crate::error::{Error, Result};
 use crate::fs::tree::{Kind as TreeKind, Tree};
-use crate::restore::STAGING_DIR;
+use crate::names::STAGING_DIR;
 use crate::restore::checkout::protections;
 
 /// How many leading path components to drop.

@@ -286,7 +286,7 @@ impl Staged<'_> {
         super::lfs::fetch(self.http, &endpoint, self.staging, &plan.files)?;
         super::lfs::smudge(
             target,
-            Path::new(super::STAGING_DIR),
+            Path::new(crate::names::STAGING_DIR),
             self.staging,
             &mut index,
             &plan.files,
