@@ -22,9 +22,9 @@ use crate::wire::http::Http;
 /// side-band error saying so); [`Error::Network`] (exit 5, retried) for a stream that breaks off,
 /// before or inside the pack; [`Error::Protocol`] (exit 5) for a server without
 /// `fetch=shallow` when a depth is asked for, malformed pkt-lines, an unknown section, a section
-/// over [`MAX_SECTION_BYTES`](super::MAX_SECTION_BYTES), another `ERR` line or side-band error; [`Error::Integrity`]
-/// (exit 6) for a corrupt pack or one over `want.limits`; [`Error::LocalIo`] when the disk
-/// refuses the pack.
+/// over [`MAX_SECTION_BYTES`](super::MAX_SECTION_BYTES), another `ERR` line or side-band error;
+/// [`Error::Integrity`] (exit 6) for a corrupt pack or one over `want.limits`; [`Error::LocalIo`]
+/// when the disk refuses the pack.
 pub fn fetch_pack(
     http: &Http,
     url: &RemoteUrl,

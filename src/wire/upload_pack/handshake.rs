@@ -60,9 +60,10 @@ pub(super) fn fetch_supports_v2(caps: &Capabilities, feature: &str) -> bool {
 
 /// Step 1: `GET info/refs?service=git-upload-pack` (`gitprotocol-http` "Smart Clients"), with
 /// `Git-Protocol: version=2` unless [`Http::protocol`] is [`Protocol::V0`]. A `version 2` answer
-/// gives its capabilities (at most [`MAX_SECTION_BYTES`](super::MAX_SECTION_BYTES); `gitprotocol-v2` "Capability
-/// Advertisement"); a ref advertisement (`gitprotocol-pack` "Reference Discovery") gives
-/// [`Server::V0`] with `branch`'s id, read as [`advertisement::parse_refs`] does. Requires SHA-1.
+/// gives its capabilities (at most [`MAX_SECTION_BYTES`](super::MAX_SECTION_BYTES);
+/// `gitprotocol-v2` "Capability Advertisement"); a ref advertisement (`gitprotocol-pack`
+/// "Reference Discovery") gives [`Server::V0`] with `branch`'s id, read as
+/// [`advertisement::parse_refs`] does. Requires SHA-1.
 ///
 /// # Errors
 /// [`Error::Protocol`] (exit 5, not retried) for a server that is not smart HTTP (another

@@ -11,7 +11,8 @@
 //! gix-pack).
 //!
 //! The steps, each in its file:
-//! 1. `handshake`: [`handshake`], the first request; its answer, a [`Server`], goes to every step.
+//! 1. `handshake`: [`handshake()`], the first request; its answer, a [`Server`], goes to every
+//!    step.
 //! 2. `ls_refs`: [`ls_ref`], where the session branch is.
 //! 3. `fetch`: [`fetch_pack`], a [`Want`] sent as the `fetch` request; its answer read by
 //!    `response` (the sections before the pack), then `packfile` (the pack into `crate::pack`),

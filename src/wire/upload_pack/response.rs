@@ -16,9 +16,10 @@ use crate::types::{FullSha, RemoteUrl};
 use crate::wire::http::body_error;
 
 /// Parse a `fetch` response (`gitprotocol-v2` "fetch" "output"): the sections before the pack
-/// (`acknowledgments`, `shallow-info`, `wanted-refs`, each at most [`MAX_SECTION_BYTES`](super::MAX_SECTION_BYTES)), then
-/// the `packfile` section, whose side-band channel 1 streams into [`crate::pack::receive()`] in
-/// `want.pack_dir`. `url` is for messages only.
+/// (`acknowledgments`, `shallow-info`, `wanted-refs`, each at most
+/// [`MAX_SECTION_BYTES`](super::MAX_SECTION_BYTES)), then the `packfile` section, whose
+/// side-band channel 1 streams into [`crate::pack::receive()`] in `want.pack_dir`. `url` is for
+/// messages only.
 ///
 /// # Errors
 /// As [`fetch_pack`](super::fetch_pack), but for the HTTP ones and the missing `fetch=shallow`.

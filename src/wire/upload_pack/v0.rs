@@ -1,9 +1,9 @@
 //! Protocol v0/v1 upload-pack over smart HTTP, stateless (`gitprotocol-pack` "Packfile
 //! Negotiation", `gitprotocol-http` "Smart Service git-upload-pack"): one request holds the
 //! `want` with its capabilities, the `shallow` and `deepen` lines, a flush, the `have`s and
-//! `done`; the answer holds the `shallow`/`unshallow` lines, the ACKs or NAK, then the pack
-//! ([`super::packfile`]). A server that refuses a commit no ref tips is told apart here, with what
-//! it needs ([`refused_want`]).
+//! `done`; the answer holds the `shallow`/`unshallow` lines, the ACKs or NAK, then the pack (read
+//! by `packfile`, as v2's is). A server that refuses a commit no ref tips is told apart here,
+//! with what it needs (`refused_want`).
 
 use std::io::Read;
 use std::sync::atomic::AtomicBool;
@@ -42,8 +42,9 @@ pub fn side_band(adv: &Advertised) -> bool {
     adv.has("side-band-64k") || adv.has("side-band")
 }
 
-/// [`fetch_pack`](super::fetch_pack) over protocol v0/v1: one stateless request ([`request`]), its answer read
-/// by [`read_fetch_v0`]; a refusal of a commit no ref tips is said as [`refused_want`] says it.
+/// [`fetch_pack`](super::fetch_pack) over protocol v0/v1: one stateless request ([`request`]), its
+/// answer read by [`read_fetch_v0`]; a refusal of a commit no ref tips is said as [`refused_want`]
+/// says it.
 pub(super) fn fetch_pack_v0(
     http: &Http,
     url: &RemoteUrl,
