@@ -17,6 +17,20 @@ pub const BRANCH: &str = "refs/heads/sessions/abc";
 pub const NOT_OUR_REF: &[u8] =
     b"ERR upload-pack: not our ref 1111111111111111111111111111111111111111";
 
+/// upload-pack's v0 advertisement of the recorded repository (git's http-backend: side-band-64k,
+/// shallow).
+pub const V0_ADVERTISEMENT: &[u8] =
+    include_bytes!("../../tests/fixtures/wire/v0-advertisement.response");
+/// The objects of the recorded depth-1 fetches (v2 and v0) as `git verify-pack` lists them:
+/// commit2, its tree, its blob, in id order.
+pub const PACK_OBJECTS: [&str; 3] = [
+    "7efcb40c074ff29c8533aa9d58e5adb80c7aaecb",
+    COMMIT2,
+    "f719efd430d52bcfc8566a43b2eb655688d38871",
+];
+/// Length prefixes that are not one: not hex, the invalid length 3, longer than a pkt-line.
+pub const BAD_PREFIXES: [&[u8; 4]; 3] = [b"00x0", b"0003", b"ffff"];
+
 /// The URL the messages name.
 pub fn url() -> RemoteUrl {
     RemoteUrl::parse("http://127.0.0.1:1/repo.git").expect("a valid URL")

@@ -1,0 +1,79 @@
+//! Step 3: fetch one commit (`gitprotocol-v2` "fetch"): the request sent here, its answer read by
+//! [`super::response`] into [`super::packfile`]; a v0/v1 server gets [`super::v0`]'s request.
+
+use std::sync::atomic::AtomicBool;
+
+use super::handshake::{Capabilities, Server, fetch_supports_v2};
+use super::request::{command_body, send_fetch, v2_headers};
+use super::response::read_fetch;
+use super::v0::fetch_pack_v0;
+use super::want::{Fetched, Want};
+use crate::error::{Error, Result};
+use crate::types::RemoteUrl;
+use crate::wire::http::Http;
+
+/// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
+/// no tags, no other refs, and index the pack as it streams in (`POST git-upload-pack` with
+/// `command=fetch`: `gitprotocol-v2` "fetch"; the pack in side-band channel 1, read under
+/// [`crate::wire::http::LowSpeed::for_pack`]).
+///
+/// # Errors
+/// [`Error::NotFound`] (exit 8) when the server does not have the commit (an `ERR` line or a
+/// side-band error saying so); [`Error::Network`] (exit 5, retried) for a stream that breaks off,
+/// before or inside the pack; [`Error::Protocol`] (exit 5) for a server without
+/// `fetch=shallow` when a depth is asked for, malformed pkt-lines, an unknown section, a section
+/// over [`MAX_SECTION_BYTES`](super::MAX_SECTION_BYTES), another `ERR` line or side-band error;
+/// [`Error::Integrity`] (exit 6) for a corrupt pack or one over `want.limits`; [`Error::LocalIo`]
+/// when the disk refuses the pack.
+pub fn fetch_pack(
+    http: &Http,
+    url: &RemoteUrl,
+    server: &Server,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+) -> Result<Fetched> {
+    let caps = match server {
+        Server::V2(caps) => caps,
+        Server::V0 { refs, .. } => return fetch_pack_v0(http, url, refs, want, interrupt),
+    };
+    let body = fetch_request(url, caps, &want)?;
+    let resp = send_fetch(http, url, v2_headers(true), body)?;
+    read_fetch(url, resp, want, interrupt)
+}
+
+/// The `fetch` request (`gitprotocol-v2` "fetch"): `ofs-delta`, `no-progress`, with a base
+/// `thin-pack` and a `shallow <id>` per shallow commit, `deepen <depth>` when a depth is asked
+/// for, `want <commit>`, with a base a `have <id>` per commit it holds, `done`.
+///
+/// # Errors
+/// [`Error::Protocol`] when a depth is asked for and the server's `fetch` lacks `shallow`.
+fn fetch_request(url: &RemoteUrl, caps: &Capabilities, want: &Want<'_>) -> Result<Vec<u8>> {
+    let mut args = vec!["ofs-delta".to_owned(), "no-progress".to_owned()];
+    if let Some(base) = want.base {
+        args.push("thin-pack".to_owned());
+        args.extend(base.shallow.iter().map(|id| format!("shallow {id}")));
+    }
+    if let Some(depth) = want.depth {
+        if !fetch_supports_v2(caps, "shallow") {
+            return Err(Error::Protocol(format!(
+                "{url} does not support shallow fetches (fetch=shallow), needed for --depth"
+            )));
+        }
+        args.push(format!("deepen {depth}"));
+    }
+    args.push(format!("want {}", want.commit));
+    args.extend(want.more.iter().map(|id| format!("want {id}")));
+    if let Some(filter) = want.filter {
+        if !fetch_supports_v2(caps, "filter") {
+            return Err(Error::Protocol(format!(
+                "{url} does not support partial clones (fetch=filter)"
+            )));
+        }
+        args.push(format!("filter {filter}"));
+    }
+    if let Some(base) = want.base {
+        args.extend(base.haves.iter().map(|id| format!("have {id}")));
+    }
+    args.push("done".to_owned());
+    command_body(caps, "fetch", &args)
+}

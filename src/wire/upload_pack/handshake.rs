@@ -1,0 +1,265 @@
+//! Step 1 of a fetch: `GET info/refs?service=git-upload-pack`, and what the server answered it
+//! with ([`Server`]): protocol v2's capabilities, or a v0/v1 ref advertisement. Every later step
+//! ([`super::ls_refs`], [`super::fetch`]) takes that answer.
+
+use std::io::Read;
+
+use gix_packetline::PacketLineRef;
+use gix_packetline::blocking_io::StreamingPeekableIter;
+
+use super::lines::{pkt_err, read_section};
+use super::request::v2_headers;
+use crate::error::{Error, Refusal, Result};
+use crate::types::{RemoteUrl, SessionBranch};
+use crate::wire::advertisement::{self, Advertised, Service};
+use crate::wire::http::{Http, Protocol};
+
+/// The capabilities a protocol v2 server advertised (`gitprotocol-v2` "Capability
+/// Advertisement"): gix's own, one capability a line, `name` or `name=value`.
+pub use gix::protocol::transport::client::Capabilities;
+
+/// What the server answered the first request with: protocol v2's capabilities, or a v0/v1 ref
+/// advertisement (its capabilities, the session branch, the tipped ids).
+#[derive(Debug)]
+pub enum Server {
+    /// `version 2` and its capabilities.
+    V2(Capabilities),
+    /// A ref advertisement, read for `branch` (a full ref name).
+    V0 {
+        /// What it advertised.
+        refs: Advertised,
+        /// The ref whose id [`Advertised::tip`] holds.
+        branch: String,
+    },
+}
+
+impl Server {
+    /// The protocol version spoken: 2, or 0 for v0/v1.
+    pub fn version(&self) -> u8 {
+        match self {
+            Server::V2(_) => 2,
+            Server::V0 { .. } => 0,
+        }
+    }
+}
+
+/// Whether the server's fetch takes `feature` (e.g. `shallow` or `filter`): v2's `fetch=<feature>`,
+/// v0's capability of that name.
+pub fn fetch_supports(server: &Server, feature: &str) -> bool {
+    match server {
+        Server::V2(caps) => fetch_supports_v2(caps, feature),
+        Server::V0 { refs, .. } => refs.has(feature),
+    }
+}
+
+pub(super) fn fetch_supports_v2(caps: &Capabilities, feature: &str) -> bool {
+    caps.capability("fetch")
+        .and_then(|fetch| fetch.supports(feature))
+        .unwrap_or(false)
+}
+
+/// Step 1: `GET info/refs?service=git-upload-pack` (`gitprotocol-http` "Smart Clients"), with
+/// `Git-Protocol: version=2` unless [`Http::protocol`] is [`Protocol::V0`]. A `version 2` answer
+/// gives its capabilities (at most [`MAX_SECTION_BYTES`](super::MAX_SECTION_BYTES);
+/// `gitprotocol-v2` "Capability Advertisement"); a ref advertisement (`gitprotocol-pack`
+/// "Reference Discovery") gives [`Server::V0`] with `branch`'s id, read as
+/// [`advertisement::parse_refs`] does. Requires SHA-1.
+///
+/// # Errors
+/// [`Error::Protocol`] (exit 5, not retried) for a server that is not smart HTTP (another
+/// Content-Type), one that answers another protocol than `GIT_SESSION_PROTOCOL` forces, malformed
+/// pkt-lines, an `ERR` line or an advertisement over its bound; [`Error::Network`] (exit 5,
+/// retried) when the body breaks off; [`Error::Usage`] (exit 2) for `object-format=sha256`; HTTP
+/// errors as [`Http::check_status`].
+pub fn handshake(http: &Http, url: &RemoteUrl, branch: &SessionBranch) -> Result<Server> {
+    let headers = match http.protocol {
+        Protocol::V0 => Vec::new(),
+        Protocol::Auto | Protocol::V2 => v2_headers(false),
+    };
+    let resp = http.advertisement(url, "git-upload-pack", headers)?;
+    read_advertisement(url, resp, http.protocol, &branch.full_ref())
+}
+
+/// Parse the body of `GET info/refs?service=git-upload-pack`: an optional `# service=` section,
+/// then `version 2` and the capabilities up to a flush (`gitprotocol-v2` "Capability
+/// Advertisement"), or the refs of protocol v0/v1, of which `full_ref`'s id is kept. `url` is
+/// for messages only.
+///
+/// # Errors
+/// As [`handshake`], but for the HTTP ones and the Content-Type.
+pub(crate) fn read_advertisement(
+    url: &RemoteUrl,
+    body: impl Read,
+    protocol: Protocol,
+    full_ref: &str,
+) -> Result<Server> {
+    let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
+    advertisement::skip_service_line(url, &mut lines, Service::UploadPack)?;
+    let v2 = match lines.peek_line() {
+        Some(Ok(Ok(line))) => line
+            .as_slice()
+            .is_some_and(|d| d.strip_suffix(b"\n").unwrap_or(d) == b"version 2"),
+        _ => false,
+    };
+    if !v2 {
+        if protocol == Protocol::V2 {
+            return Err(Error::Protocol(format!(
+                "{url} does not speak git protocol v2 (it answered with protocol v0/v1), which \
+                 GIT_SESSION_PROTOCOL=2 asks for: unset it to fetch over v0/v1"
+            )));
+        }
+        let refs = advertisement::parse_refs(url, &mut lines, Service::UploadPack, full_ref)?;
+        return Ok(Server::V0 {
+            refs,
+            branch: full_ref.to_owned(),
+        });
+    }
+    if protocol == Protocol::V0 {
+        return Err(Error::Protocol(format!(
+            "{url} answered with protocol v2 where GIT_SESSION_PROTOCOL=0 asked for v0/v1"
+        )));
+    }
+    let first = read_section(url, &mut lines)?;
+    // The section is bounded above; gix parses what it holds.
+    let caps = Capabilities::from_lines(first.join(&b'\n').into()).map_err(|e| pkt_err(url, e))?;
+    if let Some(fmt) = caps
+        .capability("object-format")
+        .map(|c| c.value().unwrap_or_default())
+        && fmt != "sha1"
+    {
+        return Err(Error::Usage(
+            Refusal::Unsupported,
+            format!(
+                "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
+            ),
+        ));
+    }
+    Ok(Server::V2(caps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::testing::{
+        BAD_PREFIXES, BRANCH, COMMIT2, COMMIT3, Endless, V0_ADVERTISEMENT, assert_err, cuts, pkt,
+        url, with_first_prefix,
+    };
+    use crate::wire::upload_pack::lines::MAX_SECTION_BYTES;
+
+    const ADVERTISEMENT: &[u8] =
+        include_bytes!("../../../tests/fixtures/wire/v2-advertisement.response");
+
+    fn value(caps: &Capabilities, name: &str) -> Option<String> {
+        caps.capability(name)
+            .map(|c| c.value().unwrap_or_default().to_string())
+    }
+
+    fn adv(body: impl Read) -> Result<Server> {
+        read_advertisement(&url(), body, Protocol::Auto, BRANCH)
+    }
+
+    fn v2(body: impl Read) -> Capabilities {
+        match adv(body).unwrap() {
+            Server::V2(caps) => caps,
+            other => panic!("not v2: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn advertisement_gives_the_recorded_capabilities() {
+        let server = adv(ADVERTISEMENT).unwrap();
+        assert_eq!(server.version(), 2);
+        assert!(fetch_supports(&server, "shallow") && fetch_supports(&server, "wait-for-done"));
+        assert!(!fetch_supports(&server, "filter"));
+        let caps = v2(ADVERTISEMENT);
+        assert_eq!(value(&caps, "agent").as_deref(), Some("git/2.47.3"));
+        assert_eq!(value(&caps, "ls-refs").as_deref(), Some("unborn"));
+        assert_eq!(value(&caps, "object-format").as_deref(), Some("sha1"));
+        assert_eq!(value(&caps, "server-option").as_deref(), Some(""));
+        assert_eq!(value(&caps, "version"), None);
+    }
+
+    #[test]
+    fn advertisement_after_a_service_section_is_read_too() {
+        let body = [
+            &pkt(b"# service=git-upload-pack\n")[..],
+            b"0000",
+            ADVERTISEMENT,
+        ]
+        .concat();
+        let caps = v2(body.as_slice());
+        assert_eq!(value(&caps, "agent").as_deref(), Some("git/2.47.3"));
+    }
+
+    #[test]
+    fn a_v0_advertisement_gives_the_branch_the_capabilities_and_the_tips() {
+        let server = adv(V0_ADVERTISEMENT).unwrap();
+        assert_eq!(server.version(), 0);
+        let Server::V0 { refs, branch } = &server else {
+            unreachable!()
+        };
+        assert_eq!(branch, BRANCH);
+        assert_eq!(refs.tip.map(|t| t.to_string()).as_deref(), Some(COMMIT2));
+        assert!(refs.tips(COMMIT2.parse().unwrap()) && refs.tips(COMMIT3.parse().unwrap()));
+        assert!(!refs.tips("2fac68e429bf0e8adce31465607d8086722559b7".parse().unwrap()));
+        for cap in ["shallow", "no-done", "multi_ack_detailed", "side-band-64k"] {
+            assert!(fetch_supports(&server, cap), "{cap}");
+        }
+        assert!(!fetch_supports(&server, "filter"));
+    }
+
+    #[test]
+    fn a_forced_protocol_refuses_the_other_answer() {
+        let err = read_advertisement(&url(), V0_ADVERTISEMENT, Protocol::V2, BRANCH).unwrap_err();
+        assert!(
+            matches!(&err, Error::Protocol(m) if m.contains("does not speak git protocol v2")),
+            "{err:?}"
+        );
+        let err = read_advertisement(&url(), ADVERTISEMENT, Protocol::V0, BRANCH).unwrap_err();
+        assert!(matches!(&err, Error::Protocol(m) if m.contains("GIT_SESSION_PROTOCOL=0")));
+        let v0 = read_advertisement(&url(), V0_ADVERTISEMENT, Protocol::V0, BRANCH).unwrap();
+        assert_eq!(v0.version(), 0);
+    }
+
+    #[test]
+    fn a_v0_advertisement_cut_off_anywhere_is_a_network_failure() {
+        // Past the service line: a cut inside it reads as no advertisement at all.
+        for cut in cuts(V0_ADVERTISEMENT, 1) {
+            assert_err!(adv(cut), Error::Network(_));
+        }
+    }
+
+    #[test]
+    fn advertisement_of_sha256_is_a_usage_error() {
+        let body = [
+            &pkt(b"version 2\n")[..],
+            &pkt(b"object-format=sha256\n"),
+            b"0000",
+        ]
+        .concat();
+        assert_err!(adv(body.as_slice()), Error::Usage(..));
+    }
+
+    #[test]
+    fn advertisement_cut_off_anywhere_is_a_network_failure() {
+        for cut in cuts(ADVERTISEMENT, 0) {
+            assert_err!(adv(cut), Error::Network(_));
+        }
+    }
+
+    #[test]
+    fn advertisement_with_a_bad_length_or_an_err_line_is_refused() {
+        for prefix in BAD_PREFIXES {
+            let body = with_first_prefix(ADVERTISEMENT, prefix);
+            assert_err!(adv(body.as_slice()), Error::Protocol(_));
+        }
+        let err = pkt(b"ERR access denied");
+        assert_err!(adv(err.as_slice()), Error::Protocol(_));
+    }
+
+    #[test]
+    fn advertisement_without_end_is_refused_at_the_bound() {
+        let body = Endless::new(pkt(b"version 2\n"), pkt(&[b'x'; 1000]), MAX_SECTION_BYTES);
+        assert_err!(adv(body), Error::Protocol(_));
+    }
+}

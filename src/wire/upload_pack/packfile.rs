@@ -1,0 +1,126 @@
+//! Receiving the packfile, over either protocol: its bytes (side-band channel 1, or raw from a
+//! v0/v1 server without side-band) streamed into [`crate::pack::receive()`] under the low-speed
+//! rule, the server's progress and errors on the other channels, and a failure told apart as a cut
+//! connection (retried) or a corrupt pack (exit 6).
+
+use std::io::Read;
+use std::sync::atomic::AtomicBool;
+
+use gix_packetline::blocking_io::StreamingPeekableIter;
+
+use super::lines::upload_pack_error;
+use super::want::Want;
+use crate::error::{Error, Result};
+use crate::types::RemoteUrl;
+
+/// Stream the `packfile` section's channel 1 into [`crate::pack::receive()`]; progress (channel 2)
+/// goes to the debug log, an error on channel 3 ends the transfer and is returned as the
+/// server's error. `cut` tells whether the body broke off (see [`pack_error`]).
+pub(super) fn receive_packfile<R: Read>(
+    url: &RemoteUrl,
+    lines: &mut StreamingPeekableIter<R>,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+    cut: &AtomicBool,
+    side_band: bool,
+) -> Result<crate::pack::Received> {
+    let mut remote_error: Option<String> = None;
+    // Redacted as one stream: a token split over two lines or two packets is still found.
+    let mut progress = crate::redact::Lines::default();
+    let outcome = if side_band {
+        let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
+            let text = String::from_utf8_lossy(text);
+            if is_err {
+                remote_error = Some(text.trim().to_owned());
+                std::ops::ControlFlow::Break(())
+            } else {
+                // A packet ends its line (gix strips its final newline).
+                for line in progress.push(&format!("{text}\n")) {
+                    tracing::debug!("remote: {line}");
+                }
+                std::ops::ControlFlow::Continue(())
+            }
+        });
+        receive_from(&mut reader, want, interrupt, cut)
+    } else {
+        // Without side-band the pack follows the last ACK/NAK line as it is.
+        let mut reader = std::io::BufReader::with_capacity(64 << 10, lines.inner_mut());
+        receive_from(&mut reader, want, interrupt, cut)
+    };
+    for line in progress.finish() {
+        tracing::debug!("remote: {line}");
+    }
+    if let Some(msg) = remote_error {
+        return Err(upload_pack_error(url, &msg));
+    }
+    outcome.map_err(|e| pack_error(url, e, cut.load(std::sync::atomic::Ordering::Relaxed)))
+}
+
+/// Index the pack `reader` gives (completing a thin one from `want.base`) under the low-speed
+/// rule; `cut` is set when that rule gave up.
+fn receive_from(
+    reader: &mut dyn std::io::BufRead,
+    want: Want<'_>,
+    interrupt: &AtomicBool,
+    cut: &AtomicBool,
+) -> std::result::Result<crate::pack::Received, crate::pack::ReceiveError> {
+    let mut reader =
+        crate::wire::http::Measured::new(reader, crate::wire::http::LowSpeed::for_pack());
+    let received = match want.base {
+        Some(base) => crate::pack::receive_thin(
+            &mut reader,
+            want.pack_dir,
+            base.local,
+            None,
+            want.limits,
+            interrupt,
+        ),
+        None => crate::pack::receive(
+            &mut reader,
+            want.pack_dir,
+            None,
+            want.limits,
+            interrupt,
+            want.observer,
+        ),
+    };
+    // The low-speed rule giving up is a network failure (retried), not a corrupt pack.
+    if reader.gave_up() {
+        cut.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    received
+}
+
+/// Map a failure of [`crate::pack::receive()`]: a corrupt pack from a connection that was `cut` is
+/// a network failure (retried), else corruption (exit 6).
+fn pack_error(url: &RemoteUrl, err: crate::pack::ReceiveError, cut: bool) -> Error {
+    match err {
+        crate::pack::ReceiveError::Local(local) => local,
+        crate::pack::ReceiveError::TooLarge(why) => {
+            Error::Integrity(format!("the pack from {url} is refused: {why}"))
+        }
+        crate::pack::ReceiveError::Corrupt(e) if cut => {
+            Error::Network(format!("the pack transfer from {url} broke off: {e}"))
+        }
+        crate::pack::ReceiveError::Corrupt(e) => {
+            Error::Integrity(format!("the pack from {url} is corrupt: {e}"))
+        }
+    }
+}
+
+/// Records whether the response body failed or ended early, so that a pack error caused by a cut
+/// connection is retried as a network failure rather than reported as corruption.
+pub(super) struct CutDetector<R> {
+    pub(super) inner: R,
+    pub(super) cut: std::sync::Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for CutDetector<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let res = self.inner.read(buf);
+        if matches!(res, Err(_) | Ok(0)) && !buf.is_empty() {
+            self.cut.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        res
+    }
+}

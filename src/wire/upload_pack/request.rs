@@ -1,0 +1,78 @@
+//! What the requests to upload-pack share: the headers (`Git-Protocol: version=2`, the content
+//! types), a protocol v2 command's body (`gitprotocol-v2` "Command Request"), and the POST of a
+//! fetch, over either protocol, whose answer is counted as it arrives.
+
+use std::io::Read;
+
+use gix::protocol::transport::client::Capabilities;
+use gix_packetline::blocking_io::encode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+
+use super::lines::AGENT;
+use crate::error::{Error, Result};
+use crate::types::RemoteUrl;
+use crate::wire::http::{Http, Request};
+
+/// `Git-Protocol: version=2`, and for a POST the content types of upload-pack's request and
+/// result.
+pub(super) fn v2_headers(post: bool) -> Vec<(HeaderName, HeaderValue)> {
+    let mut h = vec![(
+        HeaderName::from_static("git-protocol"),
+        HeaderValue::from_static("version=2"),
+    )];
+    if post {
+        h.push((
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-git-upload-pack-request"),
+        ));
+        h.push((
+            ACCEPT,
+            HeaderValue::from_static("application/x-git-upload-pack-result"),
+        ));
+    }
+    h
+}
+
+/// A v2 command's body: `command=<command>`, `agent` and `object-format` where the server lists
+/// them, a delimiter, `args` a line each, a flush.
+pub(super) fn command_body(caps: &Capabilities, command: &str, args: &[String]) -> Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(256);
+    let io = |e| Error::io("encoding a pkt-line", e);
+    encode::text_to_write(format!("command={command}").as_bytes(), &mut body).map_err(io)?;
+    if caps.contains("agent") {
+        encode::text_to_write(format!("agent={AGENT}").as_bytes(), &mut body).map_err(io)?;
+    }
+    if caps.contains("object-format") {
+        encode::text_to_write(b"object-format=sha1", &mut body).map_err(io)?;
+    }
+    encode::delim_to_write(&mut body).map_err(io)?;
+    for a in args {
+        encode::text_to_write(a.as_bytes(), &mut body).map_err(io)?;
+    }
+    encode::flush_to_write(&mut body).map_err(io)?;
+    Ok(body)
+}
+
+/// `POST git-upload-pack` with a fetch request; the answer's bytes counted for the progress.
+pub(super) fn send_fetch(
+    http: &Http,
+    url: &RemoteUrl,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    body: Vec<u8>,
+) -> Result<impl Read> {
+    let resp = http
+        .send(
+            url,
+            Request {
+                endpoint: "git-upload-pack",
+                headers,
+                body: Some(body.into()),
+            },
+        )?
+        // The pack's bytes are measured instead (in receive_packfile): keep-alives come before them.
+        .unmeasured();
+    Ok(crate::progress::Counted {
+        inner: resp,
+        progress: crate::progress::Progress::bytes("receiving objects"),
+    })
+}
