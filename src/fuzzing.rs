@@ -116,18 +116,10 @@ fn v0_server() -> crate::wire::upload_pack::Server {
 fn fetch(url: &RemoteUrl, body: &[u8], v0: Option<crate::wire::upload_pack::Server>) {
     use crate::wire::upload_pack as up;
     let dir = scratch();
-    let want = up::Want {
-        commit: "9286c450ac867c0b3f83878bc15e185905286280"
-            .parse()
-            .expect("a full id"),
-        depth: Some(1),
-        pack_dir: dir.path(),
-        limits: crate::pack::PackLimits::default(),
-        base: None,
-        observer: None,
-        filter: None,
-        more: &[],
-    };
+    let commit = "9286c450ac867c0b3f83878bc15e185905286280"
+        .parse()
+        .expect("a full id");
+    let want = up::Want::depth_one(commit, dir.path(), Default::default());
     let fetched = match &v0 {
         Some(up::Server::V0 { refs, .. }) => {
             up::read_fetch_v0(url, body, refs, want, &AtomicBool::new(false))

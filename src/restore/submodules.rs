@@ -459,16 +459,7 @@ impl Fetcher<'_> {
         let pack_dir = git_dir.join("objects/pack");
         let interrupt = AtomicBool::new(false);
         let fetched = http.retrying(&what, || {
-            let want = fetch::Want {
-                commit: sub.commit,
-                depth: Some(1),
-                pack_dir: &pack_dir,
-                limits: self.limits,
-                base: None,
-                observer: None,
-                filter: None,
-                more: &[],
-            };
+            let want = fetch::Want::depth_one(sub.commit, &pack_dir, self.limits);
             fetch::fetch_pack(http, &sub.url, &server, want, &interrupt)
         })?;
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {

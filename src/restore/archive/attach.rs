@@ -92,16 +92,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
             &http,
             url,
             &caps,
-            fetch::Want {
-                base: None,
-                commit: record.tip,
-                depth: Some(1),
-                pack_dir: &pack_dir,
-                limits: crate::pack::PackLimits::default(),
-                observer: None,
-                filter: None,
-                more: &[],
-            },
+            fetch::Want::depth_one(record.tip, &pack_dir, Default::default()),
             &interrupt,
         )
     })?;

@@ -166,14 +166,9 @@ pub(super) fn want<'a>(
     base: Option<fetch::Base<'a>>,
 ) -> fetch::Want<'a> {
     fetch::Want {
-        commit: opts.tip,
         depth: Some(opts.depth.unwrap_or(1)),
-        pack_dir,
-        limits: opts.limits,
         base,
-        observer: None,
-        filter: None,
-        more: &[],
+        ..fetch::Want::depth_one(opts.tip, pack_dir, opts.limits)
     }
 }
 

@@ -115,6 +115,18 @@ pub(super) struct CutDetector<R> {
     pub(super) cut: std::sync::Arc<AtomicBool>,
 }
 
+impl<R> CutDetector<R> {
+    /// `inner` watched, and the flag it sets when the stream ends or fails.
+    pub(super) fn wrap(inner: R) -> (Self, std::sync::Arc<AtomicBool>) {
+        let cut = std::sync::Arc::new(AtomicBool::new(false));
+        let wrapped = CutDetector {
+            inner,
+            cut: cut.clone(),
+        };
+        (wrapped, cut)
+    }
+}
+
 impl<R: Read> Read for CutDetector<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let res = self.inner.read(buf);

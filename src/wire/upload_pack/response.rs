@@ -29,11 +29,7 @@ pub(crate) fn read_fetch(
     want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
-    let cut = std::sync::Arc::new(AtomicBool::new(false));
-    let body = CutDetector {
-        inner: body,
-        cut: cut.clone(),
-    };
+    let (body, cut) = CutDetector::wrap(body);
     let mut lines = StreamingPeekableIter::new(
         body,
         &[PacketLineRef::Flush, PacketLineRef::Delimiter],
@@ -121,16 +117,7 @@ mod tests {
         limits: crate::pack::PackLimits,
     ) -> (Result<Fetched>, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        let want = Want {
-            commit: COMMIT2.parse().unwrap(),
-            depth: Some(1),
-            pack_dir: dir.path(),
-            limits,
-            base: None,
-            observer: None,
-            filter: None,
-            more: &[],
-        };
+        let want = Want::depth_one(COMMIT2.parse().unwrap(), dir.path(), limits);
         (read_fetch(&url(), body, want, &AtomicBool::new(false)), dir)
     }
 

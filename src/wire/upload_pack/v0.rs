@@ -148,11 +148,7 @@ pub(crate) fn read_fetch_v0(
     want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
-    let cut = std::sync::Arc::new(AtomicBool::new(false));
-    let body = CutDetector {
-        inner: body,
-        cut: cut.clone(),
-    };
+    let (body, cut) = CutDetector::wrap(body);
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let shallow = read_negotiation(url, &mut lines)?;
     let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut, side_band(refs))?;
@@ -323,16 +319,7 @@ mod tests {
 
     fn fetch_v0(body: impl Read, refs: &Advertised) -> (Result<Fetched>, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        let want = Want {
-            commit: COMMIT2.parse().unwrap(),
-            depth: Some(1),
-            pack_dir: dir.path(),
-            limits: crate::pack::PackLimits::default(),
-            base: None,
-            observer: None,
-            filter: None,
-            more: &[],
-        };
+        let want = Want::depth_one(COMMIT2.parse().unwrap(), dir.path(), Default::default());
         let fetched = read_fetch_v0(&url(), body, refs, want, &AtomicBool::new(false));
         (fetched, dir)
     }

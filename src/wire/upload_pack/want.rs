@@ -65,3 +65,20 @@ pub struct Want<'a> {
     /// fetch); protocol v2 only, which serves any object the server has.
     pub more: &'a [gix::ObjectId],
 }
+
+impl<'a> Want<'a> {
+    /// `commit` alone at depth 1, a whole pack with nothing else asked: what most fetches want;
+    /// the others change a field or two.
+    pub fn depth_one(commit: FullSha, pack_dir: &'a Path, limits: crate::pack::PackLimits) -> Self {
+        Want {
+            commit,
+            depth: Some(1),
+            pack_dir,
+            limits,
+            base: None,
+            observer: None,
+            filter: None,
+            more: &[],
+        }
+    }
+}
