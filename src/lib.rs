@@ -4,7 +4,7 @@
 //! handoff: `restore` (git over smart HTTP protocol v2, or a tar.gz archive), `save`, `push`, `status`.
 //!
 //! Layout (drawn in `ARCHITECTURE.md`): [`cli`] (flags), [`inputs`] (flags and environment into
-//! [`types`]), [`commands`] (one file per command); the read path [`restore`], the write path
+//! [`types`]), [`knobs`] (the tuning variables, parsed once), [`commands`] (one file per command); the read path [`restore`], the write path
 //! [`save`] then [`push`]; the local repository [`repo`]; the wire [`wire`] and the pack format
 //! [`pack`]; [`fs`] at the bottom; [`error`] (the one error type and the exit codes), [`output`]
 //! (the only printing of results), [`redact`].
@@ -21,6 +21,7 @@ pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod inputs;
+pub mod knobs;
 pub mod names;
 pub mod output;
 pub mod pack;
@@ -57,7 +58,7 @@ pub fn run(cli: Cli) -> u8 {
             };
         }
         Command::Hook(args) => {
-            return match commands::hook::run(&args.name) {
+            return match knobs::init().and_then(|_| commands::hook::run(&args.name)) {
                 Ok(()) => 0,
                 Err(err) => {
                     // git shows the hook's stderr above its own "failed to push some refs".
@@ -97,7 +98,8 @@ pub fn run(cli: Cli) -> u8 {
     let command = cli.command.name();
     // Read once, before anything is written: a bad value is exit 2 whatever the command.
     let owner = types::Owner::from_env()
-        .map_err(|e| Error::Usage(crate::error::Refusal::Invalid, e.to_string()));
+        .map_err(|e| Error::Usage(crate::error::Refusal::Invalid, e.to_string()))
+        .and_then(|owner| knobs::init().map(|_| owner));
     if let Ok(owner) = &owner {
         output::set_owner(owner.clone());
     }

@@ -393,3 +393,61 @@ fn every_missing_input_is_named_at_once() {
     );
     assert!(!dir.join(".git").exists());
 }
+
+/// The tuning knobs are read once, before any request: a value that is not a whole number or is
+/// out of its range is exit 2 naming the variable and its range. Before, a malformed value was
+/// silently the default, `0` ms timed every read out at once (exit 5 after the retries), and a
+/// huge one panicked adding it to a clock (exit 1).
+#[test]
+fn a_malformed_or_out_of_range_knob_is_exit_2_before_any_request() {
+    let w = World::new();
+    let srv = server(&w);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let tip = w.git(&w.srv().join("repo.git"), &["rev-parse", "HEAD"]);
+    let huge = u64::MAX.to_string();
+    let cases: &[(&str, &str, &str)] = &[
+        ("GIT_SESSION_READ_TIMEOUT_MS", "0", "from 1 to 86400000"),
+        ("GIT_SESSION_CONNECT_TIMEOUT_MS", "ten", "milliseconds"),
+        ("GIT_SESSION_RETRY_BASE_MS", &huge, "from 0 to 60000"),
+        ("GIT_SESSION_LOCK_WAIT_S", &huge, "from 0 to 86400"),
+        ("GIT_SESSION_FIRST_BYTE_WAIT_MS", &huge, "default, 600000"),
+        ("GIT_SESSION_LOW_SPEED_TIME_MS", "-5", "milliseconds"),
+        ("GIT_SESSION_LFS_CONCURRENCY", "0", "from 1 to 64"),
+        ("GIT_SESSION_MAX_SUBMODULES", "1e3", "submodules"),
+        ("GIT_SESSION_BIG_OBJECT_BYTES", "0", "bytes"),
+    ];
+    for (var, value, range) in cases {
+        let dir = w.path("sandbox");
+        let run = w.restore_with(&dir, &url, "sessions/a", &tip, &["--json"], &[(var, value)]);
+        let what = format!("{var}={value}");
+        run.assert_case_says(&what, 2, &[var, range]);
+        assert_eq!(run.json()["error"]["kind"], "usage", "{what}");
+        assert!(
+            srv.log().is_empty(),
+            "{what} made requests: {:?}",
+            srv.log()
+        );
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{what} wrote");
+    }
+    // In range, the same knobs restore.
+    let dir = w.path("sandbox");
+    w.restore_with(
+        &dir,
+        &url,
+        "sessions/a",
+        &tip,
+        &[],
+        &[("GIT_SESSION_READ_TIMEOUT_MS", "30000")],
+    )
+    .assert_code(0);
+    // `save` reads them before its push too.
+    std::fs::write(dir.join("a.txt"), "b\n").unwrap();
+    srv.clear_log();
+    let vars = [
+        ("PUSH_URL", url.as_str()),
+        ("GIT_SESSION_READ_TIMEOUT_MS", "0"),
+    ];
+    w.run(&dir, &["save", "-m", "edit"], &vars)
+        .assert_says(2, &["GIT_SESSION_READ_TIMEOUT_MS"]);
+    assert!(srv.log().is_empty(), "save made requests: {:?}", srv.log());
+}

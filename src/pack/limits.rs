@@ -3,9 +3,7 @@
 /// The default of `--max-object-bytes`: 4 GiB.
 pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 4 << 30;
 
-/// Objects over this many bytes are never held in memory whole (git's `core.bigFileThreshold`):
-/// 512 MiB.
-pub const DEFAULT_BIG_OBJECT_BYTES: u64 = 512 << 20;
+pub use crate::knobs::DEFAULT_BIG_OBJECT_BYTES;
 
 /// The default of `--max-entries`: the most files and folders an archive or a commit's tree may
 /// hold.
@@ -31,10 +29,7 @@ impl Default for PackLimits {
     fn default() -> Self {
         PackLimits {
             max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
-            big_object_bytes: std::env::var("GIT_SESSION_BIG_OBJECT_BYTES")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(DEFAULT_BIG_OBJECT_BYTES),
+            big_object_bytes: crate::knobs::get().big_object_bytes,
             max_tree_entries: DEFAULT_MAX_TREE_ENTRIES,
         }
     }

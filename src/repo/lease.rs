@@ -263,9 +263,6 @@ fn parse_line(line: &[u8], legacy: bool) -> Option<FullSha> {
     FullSha::from_wire(fields[1].as_bytes())
 }
 
-/// How long a writer waits for another one of the same tree by default.
-const LOCK_WAIT: Duration = Duration::from_secs(600);
-
 /// One writer of the session branch per tree at a time: `save`, `push` and the pre-push check
 /// hold an exclusive `flock` on the git dir itself (so nothing is created in it, and the kernel
 /// releases it when the holder dies: a killed save never blocks the next). Dropping it releases
@@ -287,10 +284,7 @@ impl WriteLock {
         let path = git_dir;
         let file = std::fs::File::open(path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-        let wait = std::env::var("GIT_SESSION_LOCK_WAIT_S")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map_or(LOCK_WAIT, Duration::from_secs);
+        let wait = crate::knobs::get().lock_wait;
         let deadline = std::time::Instant::now() + wait;
         let mut told = false;
         loop {

@@ -32,9 +32,6 @@ pub enum LfsMode {
     Never,
 }
 
-/// Downloads at once (git-lfs's `lfs.concurrenttransfers` default), `GIT_SESSION_LFS_CONCURRENCY`.
-const CONCURRENCY: usize = 8;
-
 /// A pointer file of the tree, to be replaced by its object.
 #[derive(Debug, Clone)]
 pub struct LfsFile {
@@ -61,19 +58,13 @@ struct Selection {
 }
 
 impl Selection {
-    fn from_env() -> Self {
-        let list = |var: &str| -> Vec<BString> {
-            std::env::var(var)
-                .unwrap_or_default()
-                .split(',')
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(|p| BString::from(p.trim_matches('/')))
-                .collect()
-        };
+    fn from_knobs() -> Self {
+        let knobs = crate::knobs::get();
+        let list =
+            |patterns: &[String]| patterns.iter().map(|p| BString::from(p.as_str())).collect();
         Selection {
-            include: list("GIT_SESSION_LFS_INCLUDE"),
-            exclude: list("GIT_SESSION_LFS_EXCLUDE"),
+            include: list(&knobs.lfs_include),
+            exclude: list(&knobs.lfs_exclude),
         }
     }
 
@@ -124,7 +115,7 @@ pub fn find(
         )
         .map_err(|e| Error::internal("reading the tree's .gitattributes", e))?;
     let mut outcome = attributes.selected_attribute_matches(["filter"]);
-    let selection = Selection::from_env();
+    let selection = Selection::from_knobs();
     let mut plan = LfsPlan::default();
     for entry in index.entries() {
         if !entry.mode.is_submodule() && entry.path(index) == ".lfsconfig" {
@@ -198,7 +189,7 @@ pub fn find_in_tree(tree: &Tree, index: &gix::index::File, mode: LfsMode) -> Res
     if mode == LfsMode::Never || (mode == LfsMode::Auto && !marked) {
         return Ok(LfsPlan::default());
     }
-    let selection = Selection::from_env();
+    let selection = Selection::from_knobs();
     let mut plan = LfsPlan::default();
     for entry in index.entries().iter().filter(|e| regular(e)) {
         let path = entry.path(index);
@@ -222,7 +213,7 @@ pub fn find_in_tree(tree: &Tree, index: &gix::index::File, mode: LfsMode) -> Res
 }
 
 /// Fetch the objects of `files` that `git_dir/lfs/objects` lacks from `endpoint`, a batch of
-/// [`wire::BATCH_SIZE`] at a time, [`CONCURRENCY`] transfers at once; returns how many were
+/// [`wire::BATCH_SIZE`] at a time, `GIT_SESSION_LFS_CONCURRENCY` transfers at once ([`crate::knobs::Knobs::lfs_concurrency`]); returns how many were
 /// fetched.
 ///
 /// # Errors
@@ -239,11 +230,7 @@ pub fn fetch(http: &Http, endpoint: &Endpoint, git_dir: &Path, files: &[LfsFile]
     let tmp = git_dir.join("lfs/tmp");
     std::fs::create_dir_all(&tmp)
         .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
-    let threads = std::env::var("GIT_SESSION_LFS_CONCURRENCY")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(CONCURRENCY);
+    let threads = crate::knobs::get().lfs_concurrency;
     let _progress =
         crate::progress::Progress::spinner(&format!("fetching {} Git LFS objects", wanted.len()));
     // The batches are asked for one ahead of the transfers (a bounded queue between them), so the

@@ -309,10 +309,7 @@ pub struct Fetcher<'a> {
 /// The most submodules one restore fetches, nested ones counted (`GIT_SESSION_MAX_SUBMODULES`,
 /// default 256): a tree whose submodules fan out level after level is refused, not followed.
 pub fn max_submodules() -> usize {
-    std::env::var("GIT_SESSION_MAX_SUBMODULES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
+    crate::knobs::get().max_submodules
 }
 
 /// Where one level's git dir is now and will be once published, and its work tree.

@@ -126,25 +126,18 @@ impl Http {
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
 
-        let ms = |var: &str, default: u64| {
-            Duration::from_millis(
-                std::env::var(var)
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(default),
-            )
-        };
-        let connect_timeout = ms("GIT_SESSION_CONNECT_TIMEOUT_MS", 10_000);
+        let knobs = crate::knobs::get();
+        let connect_timeout = knobs.connect_timeout;
         let builder = client_builder(tls.clone(), connect_timeout);
         // The blocking client applies this to the wait for the response head and to every single
         // read of the body: a read that stalls this long fails (async `read_timeout` needs a runtime
         // on the reading thread, which the blocking body does not have).
-        let read_timeout = ms("GIT_SESSION_READ_TIMEOUT_MS", 60_000);
+        let read_timeout = knobs.read_timeout;
         let client = reqwest::blocking::ClientBuilder::from(builder)
             .timeout(read_timeout)
             .build()
             .map_err(|e| Error::internal("building the HTTP client", e.without_url()))?;
-        let base = ms("GIT_SESSION_RETRY_BASE_MS", 1_000);
+        let base = knobs.retry_base;
         let retry = ExponentialBuilder::default()
             .with_min_delay(base)
             .with_max_delay(base * 16)
@@ -408,13 +401,6 @@ pub struct LowSpeed {
     first_byte_by: Option<std::time::Instant>,
 }
 
-fn knob(var: &str, default: u64) -> u64 {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 impl LowSpeed {
     /// Measured from now.
     pub fn now() -> Self {
@@ -428,8 +414,8 @@ impl LowSpeed {
     /// the push (its hooks, its index-pack) is not a slow transfer.
     pub fn after_first_byte() -> Self {
         LowSpeed {
-            limit: knob("GIT_SESSION_LOW_SPEED_LIMIT", 1024),
-            time: Duration::from_millis(knob("GIT_SESSION_LOW_SPEED_TIME_MS", 60_000)),
+            limit: crate::knobs::get().low_speed_limit,
+            time: crate::knobs::get().low_speed_time,
             window: None,
             bytes: 0,
             first_byte_by: None,
@@ -440,7 +426,7 @@ impl LowSpeed {
     /// (upload-pack counts and compresses objects first, sending only keep-alives), but at most
     /// `GIT_SESSION_FIRST_BYTE_WAIT_MS` (10 minutes).
     pub fn for_pack() -> Self {
-        let wait = Duration::from_millis(knob("GIT_SESSION_FIRST_BYTE_WAIT_MS", 600_000));
+        let wait = crate::knobs::get().first_byte_wait;
         LowSpeed {
             first_byte_by: Some(std::time::Instant::now() + wait),
             ..LowSpeed::after_first_byte()
