@@ -3,7 +3,8 @@
 //!
 //! Save's points: `index-lock-made` (the lock's file made and recorded, not yet `index.lock`),
 //! `index-lock-taken` (`index.lock` held), `index-lock-ref-recording` and `index-lock-ref-ended`
-//! (mid-way through rewriting the lock's record before and after the branch moves). Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `mid-early-checkout` (the third file written
+//! (mid-way through rewriting the lock's record before and after the branch moves). Restore's points, in order: `after-staging`, `after-fetch` (archive: `after-extract`, `mid-publish`), `after-sparse-fetch` (a sparse restore's second pack, the cone's
+//! blobs, received), `mid-early-checkout` (the third file written
 //! during the transfer half written; no early checkout runs when `mid-checkout` is armed), `mid-checkout` (once half of the files
 //! are written), `mid-big-file` (half of a file over the big-object threshold written), `mid-lfs` (an LFS
 //! object stored whole), `mid-smudge` (half of the LFS files written with their content),

@@ -181,7 +181,7 @@ fn a_sparse_folder_that_is_not_one_is_refused_before_any_network_io() {
 
 #[test]
 fn a_sparse_restore_killed_mid_way_is_completed_by_the_rerun() {
-    for point in ["after-fetch", "mid-checkout"] {
+    for point in ["after-fetch", "after-sparse-fetch", "mid-checkout"] {
         let Served { w, tip, url, _srv } = served(true);
         let dir = w.path("s");
         let killed = w.run(

@@ -416,6 +416,8 @@ impl Run<'_> {
                     fetch::fetch_pack(self.http, url, self.caps, want, &interrupt)
                 })?;
         tracing::info!("{} blobs of the cone received", fetched.objects);
+        // Killed here, the staging folder holds both packs and no index: the rerun starts over.
+        crate::failpoint::hit("after-sparse-fetch");
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity("the remote sent no pack for the sparse checkout's blobs".into())
         })?;
