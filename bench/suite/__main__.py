@@ -31,6 +31,8 @@ Environment knobs:
   BENCH_LOAD=16            baked: boots at once in the load test (of each kind)
   BENCH_SAVE_EDIT=middle   save: the file edited: middle (of the tree), largest, or a path
   BENCH_SETTLE=3           seconds to let the disk settle after deleting trees
+  BENCH_SETTLE_DELETED=310 after deleting trees, wait until this long after (ext4's inode reuse)
+  BENCH_SETTLE_MAX=900     then wait at most this long for the I/O pressure to fall below 1%
   BENCH_LFS_FILES=200      lfs: files of 1 MiB (BENCH_LFS_PORT=18765: giftless's port)
   BENCH_SPARSE_REPO, BENCH_SPARSE_DIR   sparse: the repository (git/git's mirror) and folder
   BENCH_LINK=RATE[,RTT]    lfs: the remote-server model (as --link)
@@ -46,9 +48,7 @@ import argparse
 import importlib
 import os
 import shutil
-import subprocess
 import sys
-import time
 
 from . import common, link
 
@@ -125,8 +125,8 @@ def fresh_runs():
     """A runs folder left by BENCH_KEEP or a failed run: deleted, and the disk let settle."""
     if common.RUNS.exists():
         shutil.rmtree(common.RUNS)
-        subprocess.run(["sync"])
-        time.sleep(5)
+        common.deleted_now()
+    common.settle()
     common.RUNS.mkdir(parents=True)
 
 
@@ -136,8 +136,12 @@ def run(args):
     common.say(f"benchmarks: {' '.join(args.modes)}")
     if set(args.modes) & set(DEFAULT):
         fresh_runs()
+    else:
+        common.settle()
     try:
-        for mode in args.modes:
+        for i, mode in enumerate(args.modes):
+            if i:
+                common.settle()  # after the trees of the mode before were deleted
             m = importlib.import_module(f"bench.suite.{mode}")
             results = m.run(args)
             name = results["mode"]

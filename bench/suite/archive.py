@@ -10,7 +10,6 @@ seconds)."""
 import hashlib
 import os
 import random
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -126,7 +125,7 @@ def big_archive(mib_):
             tmp.rename(file)
             info.write_text(text + "\n")
         finally:
-            shutil.rmtree(src, ignore_errors=True)
+            common.delete(src)
             tmp.unlink(missing_ok=True)
         common.say(f"archive: generated in {time.monotonic() - t0:.0f}s: {text}")
     return file.name, sha, info.read_text().strip()
@@ -137,9 +136,9 @@ def one(srv, kind, file, tip, n, warmup):
     mode = Archive(kind, f"{srv.value}/{file}", tip)
     if subprocess.run(["curl", "-sSfI", mode.url], capture_output=True).returncode:
         common.die(f"archive: curl -I {mode.url} failed")
+    common.settle()  # after the archive generated or the kind before deleted
     runs = rounds.loop(mode, CONTENDERS, n, warmup, servers.Meter(srv.pid))
     common.remove(common.RUNS / "archive")
-    common.settle()
     return {"kind": kind, "file": file, "tip": tip, "rounds": n, "warmup": warmup, "same": mode.same,
             "bytes": (ARCH_DIR / file).stat().st_size, "runs": runs}
 

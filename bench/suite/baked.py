@@ -144,7 +144,7 @@ def run(args):
     info = repo.get(args)
     s, model = spec(info), link.model(args)
     for d in ("baked", "load"):
-        subprocess.run(["rm", "-rf", str(common.RUNS / d)], check=True)
+        common.delete(common.RUNS / d)
     with servers.GitServer(Path(info["path"]), info["ref"]) as srv:
         if model:
             px, stats = link.proxy(srv, model)
@@ -154,7 +154,6 @@ def run(args):
             r = measure(args, srv, srv.url, s, srv.meter(), None)
     r["repo"] = info
     common.remove(common.RUNS / "baked", common.RUNS / "load")
-    common.settle()
     return r
 
 

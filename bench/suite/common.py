@@ -20,6 +20,7 @@ RESULTS = Path(os.environ.get("BENCH_RESULTS", ROOT / "bench" / "results")).abso
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")).absolute()
 BIN = Path(os.environ.get("BENCH_BIN", TARGET / "release/git-session")).absolute()
 SERVE = TARGET / "release/examples/serve"
+STAMP = BIN.with_name(BIN.name + ".built-from")
 DOC = Path(os.environ.get("BENCH_DOC", ROOT / "BENCHMARKS.md")).absolute()
 TIME = "/usr/bin/time"
 BRANCH = "sessions/bench"
@@ -30,7 +31,9 @@ SECTIONS = ["restore", "restore-v0", "restore-link", "save", "archive", "baked",
 # The knobs and their defaults: those that differ are written into the command a section gives.
 KNOBS = {"BENCH_ROUNDS": "5", "BENCH_WARMUP": "1", "BENCH_ARCHIVE_ROUNDS": "3", "BENCH_BIG_MIB": "1024",
          "BENCH_VERSION_RUNS": "200", "BENCH_BAKED_BASE": "30", "BENCH_BAKED_TIP": "3",
-         "BENCH_LOAD": "16", "BENCH_SAVE_EDIT": "middle", "BENCH_SETTLE": "3", "BENCH_BIN": None,
+         "BENCH_LOAD": "16", "BENCH_SAVE_EDIT": "middle", "BENCH_SETTLE": "3", "BENCH_SETTLE_DELETED": "310",
+         "BENCH_SETTLE_MAX": "900",
+         "BENCH_BIN": None,
          "BENCH_LFS_FILES": "200", "BENCH_SPARSE_REPO": None, "BENCH_SPARSE_DIR": "Documentation"}
 
 
@@ -91,11 +94,14 @@ def neutralize():
 
 
 def build():
-    """The release binary and the test server (skipped with BENCH_NO_BUILD=1)."""
+    """The release binary and the test server (skipped with BENCH_NO_BUILD=1), and beside the
+    binary what it was built from, which a later BENCH_NO_BUILD run reports."""
     if os.environ.get("BENCH_NO_BUILD") in (None, "", "0"):
         say("building (cargo build --release --bin git-session --example serve)")
+        label = source_label()
         subprocess.run(["cargo", "build", "--release", "--bin", "git-session", "--example", "serve"],
                        cwd=ROOT, check=True, stdout=sys.stderr)
+        STAMP.write_text(label + "\n")
     for path in (BIN, SERVE):
         if not os.access(path, os.X_OK):
             die(f"missing {path} (build it, or drop BENCH_NO_BUILD)")
@@ -184,12 +190,24 @@ def peak_rss_kib(command, env):
         return int(open(out.name).read().split()[-1])
 
 
-def built_from():
-    if "BENCH_BIN" in os.environ:
-        return f"the binary {os.environ['BENCH_BIN']}"
+def source_label():
+    """The commit the work tree is at, and whether its source differs from it."""
     head = git(ROOT, "rev-parse", "--short", "HEAD", check=False) or "unknown"
     dirty = git(ROOT, "status", "--porcelain", "--", "src", "Cargo.toml", "Cargo.lock", "examples", check=False)
     return head + (" + uncommitted changes in src/" if dirty else "")
+
+
+def built_from():
+    """What the measured binary was built from: the stamp its build left (newer than the binary),
+    not the work tree, which may have moved on since."""
+    if "BENCH_BIN" in os.environ:
+        return f"the binary {os.environ['BENCH_BIN']}"
+    try:
+        if STAMP.stat().st_mtime >= BIN.stat().st_mtime:
+            return STAMP.read_text().strip()
+    except OSError:
+        pass
+    return f"unknown: built outside the bench (the work tree is at {source_label()})"
 
 
 def machine():
@@ -222,18 +240,75 @@ def check_load(mode):
     return load
 
 
+def io_pressure():
+    """The share of the last 10 s some task waited on I/O (/proc/pressure/io), or None."""
+    try:
+        with open("/proc/pressure/io") as f:
+            return float(re.search(r"some avg10=([0-9.]+)", f.read()).group(1))
+    except (OSError, AttributeError):
+        return None
+
+
+DELETED_AT = WORK / ".deleted-at"
+
+
+def deleted_now():
+    """Note that trees were just deleted (for settle(), in this run and the next)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    DELETED_AT.write_text(f"{time.time()}\n")
+
+
 def settle():
-    """Let the disk settle after deleting trees (BENCH_SETTLE seconds)."""
+    """Let the disk settle after deleting trees: BENCH_SETTLE seconds; then, when this or an
+    earlier run deleted trees less than BENCH_SETTLE_DELETED seconds ago, the rest of that time;
+    then until the I/O pressure is below 1% (at most BENCH_SETTLE_MAX seconds).
+
+    Why the wait after deleting: ext4 without a journal (this machine's root) does not reuse an
+    inode freed less than 60 s ago (300 s while its inode-table block is dirty, which creating
+    files next to it makes it): `find_inode_bit` calls `recently_deleted` on every freed inode it
+    passes, a buffer lookup each. After a run deleted its 600,000 files, every file created for
+    the next 5 minutes took 10x its system time (perf: `recently_deleted` under `ext4_create`),
+    and `tar -x` of the 24,000-file tree 6.5 s instead of 0.6 s."""
     subprocess.run(["sync"])
     time.sleep(knob("BENCH_SETTLE", 0))
+    try:
+        since = time.time() - float(DELETED_AT.read_text())
+    except (OSError, ValueError):
+        since = None
+    wait = knob("BENCH_SETTLE_DELETED", 0) - since if since is not None else 0
+    if wait > 0:
+        say(f"waiting {wait:.0f} s: trees were deleted {since:.0f} s ago, and until "
+            f"{knob('BENCH_SETTLE_DELETED', 0)} s have passed creating files is slow (see settle())")
+        time.sleep(wait)
+    start = time.monotonic()
+    limit = knob("BENCH_SETTLE_MAX", 0)
+    while (p := io_pressure()) is not None and p >= 1.0:
+        if time.monotonic() - start > limit:
+            say(f"warning: the disk is still busy (I/O pressure {p}%) after {limit} s: "
+                "the walls will be noisy")
+            return
+        time.sleep(5)
+    waited = time.monotonic() - start
+    if waited >= 5:
+        say(f"waited {waited:.0f} s for the disk to settle (I/O pressure below 1%)")
+
+
+def delete(*paths):
+    """Delete trees, noting it for settle() when they held anything."""
+    for p in paths:
+        if not os.path.lexists(p):
+            continue
+        with os.scandir(p) as entries:
+            held = any(True for _ in entries)
+        shutil.rmtree(p, ignore_errors=True)
+        if held:
+            deleted_now()
 
 
 def remove(*paths):
     """Delete trees a mode made (kept with BENCH_KEEP=1)."""
-    if os.environ.get("BENCH_KEEP"):
-        return
-    for p in paths:
-        shutil.rmtree(p, ignore_errors=True)
+    if not os.environ.get("BENCH_KEEP"):
+        delete(*paths)
 
 
 def command_line(argv):

@@ -73,7 +73,7 @@ def run(args):
                                       f'&& git -C "$d" lfs pull',
             }
             stats = common.measure(commands, env)
-    subprocess.run(["rm", "-rf", str(runs)], check=True)
+    common.delete(runs)
     return {"mode": "lfs" + (f"-link-{model[0]:g}" if model else ""), "machine": common.machine(),
             "files": files, "file_bytes": 1 << 20, "link": model, "workers": workers,
             "contenders": stats}

@@ -60,7 +60,6 @@ def restore(args, srv, info, make_mode, contenders):
     r = rounds.results(args, f"restore-link-{rate:g}", "restore", took, load, runs, n, warmup, repo=info,
                        link=[rate, rtt], protocol=None, git_proto="2", contenders=contenders)
     common.remove(common.RUNS / "restore")
-    common.settle()
     return r
 
 

@@ -90,7 +90,6 @@ def run(args):
     if proto == "0":
         r["v2"] = protocol.v2_reference(r["id"])
     common.remove(common.RUNS / "restore")
-    common.settle()
     return r
 
 

@@ -88,7 +88,7 @@ def set_up(srv, info, url):
     fast-forwards from it) and the two trees."""
     copy, sha, runs = srv.root / "save.git", info["sha"], common.RUNS / "save"
     common.say(f"save: copying the repository to {copy}")
-    subprocess.run(["rm", "-rf", str(copy), str(runs)], check=True)
+    common.delete(copy, runs)
     common.sh(["git", "clone", "-q", "--bare", info["path"], copy])
     for branch in BRANCHES.values():
         common.git(copy, "update-ref", f"refs/heads/{branch}", sha)
@@ -132,7 +132,6 @@ def run(args):
                        edit_file=edit, edit_bytes=int(common.git(info["path"], "cat-file", "-s", f"{info['sha']}:{edit}")),
                        gs_pack=gs_pack, git_pack=git_pack)
     common.remove(common.RUNS / "save")
-    common.settle()
     return r
 
 

@@ -4,7 +4,6 @@ mirror `fetch` brings to /work/.mirror/git+git/repo) from git http-backend with
 `sparse-checkout set FOLDER`. The served repository shares the mirror's objects (alternates)."""
 
 import os
-import subprocess
 from pathlib import Path
 
 from . import common, servers
@@ -40,7 +39,7 @@ def run(args):
                                 f'&& git -C "$d" sparse-checkout set {folder}',
         }
         stats = common.measure(commands, env)
-    subprocess.run(["rm", "-rf", str(runs)], check=True)
+    common.delete(runs)
     return {"mode": "sparse", "machine": common.machine(), "repo": "git/git", "tip": tip,
             "folder": folder, "contenders": stats}
 
