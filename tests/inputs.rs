@@ -440,14 +440,23 @@ fn a_malformed_or_out_of_range_knob_is_exit_2_before_any_request() {
         &[("GIT_SESSION_READ_TIMEOUT_MS", "30000")],
     )
     .assert_code(0);
-    // `save` reads them before its push too.
+    // `save` reads them before it commits: exit 2 leaves no commit behind. (GIT_SESSION_PROTOCOL
+    // was read only when the push connected, after the commit.)
     std::fs::write(dir.join("a.txt"), "b\n").unwrap();
     srv.clear_log();
-    let vars = [
-        ("PUSH_URL", url.as_str()),
+    let head = w.git(&dir, &["rev-parse", "HEAD"]);
+    for (var, value) in [
         ("GIT_SESSION_READ_TIMEOUT_MS", "0"),
-    ];
-    w.run(&dir, &["save", "-m", "edit"], &vars)
-        .assert_says(2, &["GIT_SESSION_READ_TIMEOUT_MS"]);
+        ("GIT_SESSION_PROTOCOL", "v2"),
+    ] {
+        let vars = [("PUSH_URL", url.as_str()), (var, value)];
+        w.run(&dir, &["save", "-m", "edit"], &vars)
+            .assert_says(2, &[var]);
+        assert_eq!(
+            w.git(&dir, &["rev-parse", "HEAD"]),
+            head,
+            "{var}: committed"
+        );
+    }
     assert!(srv.log().is_empty(), "save made requests: {:?}", srv.log());
 }

@@ -22,7 +22,7 @@ use reqwest::StatusCode;
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::error::{Error, Refusal, Result};
+use crate::error::{Error, Result};
 use crate::types::RemoteUrl;
 
 pub use crate::inputs::UrlSource;
@@ -31,39 +31,7 @@ pub use crate::inputs::UrlSource;
 /// [`Http::send_upload`].
 pub const MIN_UPLOAD_BYTES_PER_SEC: u64 = 16 * 1024;
 
-/// Which upload-pack protocol a fetch speaks (`GIT_SESSION_PROTOCOL`, `gitprotocol-v2`,
-/// `gitprotocol-pack`): v2 when the server answers `version 2`, else v0/v1; or one forced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// Ask for v2 (`Git-Protocol: version=2`) and speak what the server answers.
-    Auto,
-    /// Ask for nothing: the ref advertisement of v0/v1.
-    V0,
-    /// v2 only: a server answering v0/v1 is refused.
-    V2,
-}
-
-impl Protocol {
-    /// `GIT_SESSION_PROTOCOL`: unset or empty is [`Protocol::Auto`], `0` or `1` is v0, `2` v2.
-    ///
-    /// # Errors
-    /// [`Error::Usage`] (exit 2) for another value.
-    pub fn from_env() -> Result<Self> {
-        match std::env::var("GIT_SESSION_PROTOCOL").as_deref() {
-            Err(_) | Ok("") => Ok(Protocol::Auto),
-            Ok("0" | "1") => Ok(Protocol::V0),
-            Ok("2") => Ok(Protocol::V2),
-            Ok(other) => Err(Error::Usage(
-                Refusal::Invalid,
-                format!(
-                    "GIT_SESSION_PROTOCOL is '{}': it must be 0 (protocol v0/v1), 2 (v2) or unset \
-                     (v2 when the server speaks it)",
-                    other.escape_debug()
-                ),
-            )),
-        }
-    }
-}
+pub use crate::knobs::Protocol;
 
 fn client_builder(tls: rustls::ClientConfig, connect_timeout: Duration) -> reqwest::ClientBuilder {
     reqwest::ClientBuilder::new()
@@ -149,7 +117,7 @@ impl Http {
             client,
             tls,
             connect_timeout,
-            protocol: Protocol::from_env()?,
+            protocol: knobs.protocol,
             read_timeout,
             retry,
             succeeded_once: AtomicBool::new(false),
