@@ -20,7 +20,7 @@ fn main() -> std::process::ExitCode {
         let json = std::env::args().any(|a| a == "--json");
         let command = std::env::args()
             .skip(1)
-            .find(|a| ["restore", "save", "push", "status"].contains(&a.as_str()))
+            .find(|a| ["restore", "bake", "save", "push", "watch", "status"].contains(&a.as_str()))
             .unwrap_or_default();
         git_session::output::failure(json, &command, &err);
         // Exit 1 here, before any unwinding or abort: never 101 (unwind) or 134 (abort).
@@ -50,7 +50,9 @@ fn main() -> std::process::ExitCode {
                 .to_owned();
             let command = std::env::args()
                 .skip(1)
-                .find(|a| ["restore", "save", "push", "status"].contains(&a.as_str()))
+                .find(|a| {
+                    ["restore", "bake", "save", "push", "watch", "status"].contains(&a.as_str())
+                })
                 .unwrap_or_default();
             git_session::output::failure(
                 true,

@@ -564,13 +564,25 @@ fn a_server_down_for_two_ticks_then_back_loses_nothing() {
 fn watch_refuses_a_bad_interval_before_anything() {
     let f = Fixture::new();
     let dir = f.restore("s");
-    for bad in ["soon", "0s"] {
-        let run = f.w.run(
-            &dir,
-            &["watch", "--every", bad, "--json"],
-            &[("PUSH_URL", &f.url())],
-        );
+    // A duration past a day panicked adding it to the clock (exit 1) before it was capped.
+    for (flag, bad) in [
+        ("--every", "soon"),
+        ("--every", "0s"),
+        ("--every", "300000000000y"),
+        ("--every", "18446744073709551615s"),
+        ("--quiet-for", "300000000000y"),
+    ] {
+        let mut args = vec!["watch", "--json", flag, bad];
+        if flag != "--every" {
+            args.extend(["--every", "1s"]);
+        }
+        let run = f.w.run(&dir, &args, &[("PUSH_URL", &f.url())]);
         run.assert_code(2);
+        assert!(
+            run.error_message().contains(flag),
+            "{flag} {bad}: {}",
+            run.stdout
+        );
         assert_matches_schema(&run.json());
     }
     let run = f.w.run(&dir, &["watch", "--every", "1s", "--json"], &[]);

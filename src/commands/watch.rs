@@ -36,14 +36,25 @@ enum Pending {
     Work(Option<SystemTime>),
 }
 
-/// Parse a duration such as `30s`, `2m`, `1m30s`, `500ms` (humantime's format).
+/// The longest `--every` or `--quiet-for`: a day (a longer one would overflow the clock's
+/// arithmetic, and no session lasts that long between checkpoints).
+const MAX_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Parse a duration such as `30s`, `2m`, `1m30s`, `500ms` (humantime's format), at most a day.
 fn duration(flag: &str, text: &str) -> Result<Duration> {
-    humantime::parse_duration(text).map_err(|e| {
+    let d = humantime::parse_duration(text).map_err(|e| {
         Error::Usage(
             Refusal::Invalid,
             format!("{flag} takes a duration such as 30s, 2m or 500ms; '{text}' is not one ({e})"),
         )
-    })
+    })?;
+    if d > MAX_INTERVAL {
+        return Err(Error::Usage(
+            Refusal::Invalid,
+            format!("{flag} is '{text}': it may be at most a day (24h)"),
+        ));
+    }
+    Ok(d)
 }
 
 /// Run the loop in `dir`; returns the exit code. Every outcome is printed here.
