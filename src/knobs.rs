@@ -66,6 +66,12 @@ pub struct Knobs {
     pub low_speed_time: Duration,
     /// `GIT_SESSION_FIRST_BYTE_WAIT_MS`: how long a pack may take to start (10 min).
     pub first_byte_wait: Duration,
+    /// `GIT_SESSION_SECTION_WAIT_MS`: each pkt-line section before the pack whole within this
+    /// (60 s), keep-alives or not.
+    pub section_wait: Duration,
+    /// `GIT_SESSION_RETRY_TOTAL_MS`: every attempt of one operation, and the waits between
+    /// them, within this (90 s, SPEC "Network behaviour"); data flowing starts it again.
+    pub retry_total: Duration,
     /// `GIT_SESSION_LOCK_WAIT_S`: how long a write waits for the tree's lock (10 min).
     pub lock_wait: Duration,
     /// `GIT_SESSION_LFS_CONCURRENCY`: LFS downloads at once (8, git-lfs's
@@ -109,6 +115,8 @@ const LOW_SPEED_LIMIT: Number = Number {
 };
 const LOW_SPEED_TIME: Number = Number::ms("GIT_SESSION_LOW_SPEED_TIME_MS", 1, 60_000);
 const FIRST_BYTE_WAIT: Number = Number::ms("GIT_SESSION_FIRST_BYTE_WAIT_MS", 0, 600_000);
+const SECTION_WAIT: Number = Number::ms("GIT_SESSION_SECTION_WAIT_MS", 1, 60_000);
+const RETRY_TOTAL: Number = Number::ms("GIT_SESSION_RETRY_TOTAL_MS", 1, 90_000);
 const LOCK_WAIT: Number = Number {
     var: "GIT_SESSION_LOCK_WAIT_S",
     unit: "seconds",
@@ -199,6 +207,8 @@ impl Knobs {
             low_speed_limit: LOW_SPEED_LIMIT.read(&lookup)?,
             low_speed_time: LOW_SPEED_TIME.millis(&lookup)?,
             first_byte_wait: FIRST_BYTE_WAIT.millis(&lookup)?,
+            section_wait: SECTION_WAIT.millis(&lookup)?,
+            retry_total: RETRY_TOTAL.millis(&lookup)?,
             lock_wait: Duration::from_secs(LOCK_WAIT.read(&lookup)?),
             lfs_concurrency: usize::try_from(LFS_CONCURRENCY.read(&lookup)?).unwrap_or(1),
             lfs_include: patterns(lookup("GIT_SESSION_LFS_INCLUDE")),

@@ -14,6 +14,7 @@
 
 pub mod alloc_limit;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod error;
 pub mod failpoint;

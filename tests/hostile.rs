@@ -857,3 +857,129 @@ fn a_git_dir_file_pointed_at_a_device_is_refused_not_read_forever() {
         h.w.run(&dir, &["status"], &[]).assert_code(0);
     }
 }
+
+/// Every wait before the pack is bounded by the clock, whatever the server sends meanwhile
+/// (issue 38): a server that accepts and never answers, one that sends headers and then nothing,
+/// one that sends keep-alives or progress forever before the pack. The read timeout is longer
+/// than the budget for all attempts, so only the budget, the section's and the first byte's
+/// bounds can end these in time (before, the first never-answering server took 4 read
+/// timeouts; the keep-alives never ended).
+#[test]
+fn every_wait_before_the_pack_is_bounded_by_the_clock() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let url = h.url();
+    let knobs = [
+        ("GIT_SESSION_READ_TIMEOUT_MS", "8000"),
+        ("GIT_SESSION_SECTION_WAIT_MS", "1500"),
+        ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "1500"),
+        ("GIT_SESSION_RETRY_TOTAL_MS", "3000"),
+        ("GIT_SESSION_RETRY_BASE_MS", "100"),
+    ];
+    let run = |name: &str| {
+        let mut vars = vec![
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", "sessions/h"),
+            ("TIP_SHA", tip.as_str()),
+        ];
+        vars.extend_from_slice(&knobs);
+        let dir = h.w.path(name);
+        let m = run_measured(
+            &h.w,
+            &dir,
+            &["restore", "--json"],
+            &vars,
+            Duration::from_secs(60),
+        );
+        h.srv.knobs.scripted.lock().unwrap().clear();
+        // Bound: the 3 s budget, one more wait that began inside it, process start; the machine
+        // may be slow: still far below the 4 x 8 s read timeouts of before.
+        assert_eq!(m.code, Some(5), "{name}: after {:?}: {}", m.wall, m.stderr);
+        assert!(m.wall < Duration::from_secs(15), "{name}: {:?}", m.wall);
+        assert!(!dir.join(".git").exists(), "{name}: half written");
+        m
+    };
+    let forever = |on: Endpoint, head: Vec<u8>, repeat: Vec<u8>| {
+        let mut s = Scripted::once(on, head);
+        s.repeat = repeat;
+        s.drip_ms = 200;
+        s.drip_bytes = 64;
+        s.times = 10;
+        s
+    };
+
+    h.srv
+        .knobs
+        .stall_next
+        .store(10, std::sync::atomic::Ordering::SeqCst);
+    let m = run("never-answers");
+    h.srv
+        .knobs
+        .stall_next
+        .store(0, std::sync::atomic::Ordering::SeqCst);
+    assert!(m.stderr.contains("no response head"), "{}", m.stderr);
+    assert!(!m.stderr.contains("could not connect"), "{}", m.stderr);
+
+    // Headers, then one byte every 10 minutes.
+    let mut silent = forever(Endpoint::UploadPackAdvertisement, Vec::new(), b"0".to_vec());
+    silent.drip_ms = 600_000;
+    h.script(silent);
+    let m = run("headers-then-nothing");
+    assert!(m.stderr.contains("headers"), "{}", m.stderr);
+
+    for (name, packet) in [
+        ("keep-alives", b"0005\x01".to_vec()),
+        ("progress", band(2, b"Counting objects\n")),
+    ] {
+        let head = pkt("packfile\n").into_bytes();
+        h.script(forever(Endpoint::Fetch, head, packet));
+        let m = run(name);
+        assert!(
+            m.stderr.contains("GIT_SESSION_FIRST_BYTE_WAIT_MS")
+                || m.stderr.contains("GIT_SESSION_RETRY_TOTAL_MS"),
+            "{name}: {}",
+            m.stderr
+        );
+    }
+
+    // A section before the pack that never ends: acknowledgments, then keep-alives.
+    let mut head = pkt("acknowledgments\n").into_bytes();
+    head.extend_from_slice(pkt("NAK\n").as_bytes());
+    h.script(forever(Endpoint::Fetch, head, band(2, b"x\n")));
+    let m = run("endless-section");
+    assert!(
+        m.stderr.contains("acknowledgments") || m.stderr.contains("GIT_SESSION_RETRY_TOTAL_MS"),
+        "{}",
+        m.stderr
+    );
+}
+
+/// A lock another process holds is waited for at most `GIT_SESSION_LOCK_WAIT_S`, then exit 7
+/// naming it (before, a second restore of a folder waited for the first however long it took).
+#[test]
+fn a_held_lock_is_waited_for_within_the_lock_wait() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let dir = h.w.path("locked");
+    std::fs::create_dir_all(&dir).unwrap();
+    let holder = std::fs::File::open(&dir).unwrap();
+    holder.lock().unwrap();
+    let url = h.url();
+    let m = run_measured(
+        &h.w,
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL", url.as_str()),
+            ("SESSION_BRANCH", "sessions/h"),
+            ("TIP_SHA", tip.as_str()),
+            ("GIT_SESSION_LOCK_WAIT_S", "1"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(m.code, Some(7), "after {:?}: {}", m.wall, m.stderr);
+    assert!(m.wall < Duration::from_secs(20), "{:?}", m.wall);
+    assert!(m.stderr.contains("GIT_SESSION_LOCK_WAIT_S"), "{}", m.stderr);
+    drop(holder);
+    h.restore(&dir, &tip, &[]).assert_code(0);
+}

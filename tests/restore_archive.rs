@@ -2213,6 +2213,71 @@ fn archive_from_stdin() {
     assert_same("stdin cut", &snapshot(&arena.target), &BTreeMap::new());
 }
 
+/// An archive on stdin or in a FIFO that stalls is given up on under the network's bounds (the
+/// first byte within GIT_SESSION_FIRST_BYTE_WAIT_MS, then each read within the read timeout),
+/// exit 5 with nothing written; before, the restore waited for the writer forever (and a FIFO
+/// with no writer at all blocked its open).
+#[test]
+fn a_stalled_archive_on_stdin_or_in_a_fifo_is_given_up_on() {
+    use std::io::Write as _;
+    let w = World::new();
+    let good = good_bytes();
+    let arena = Arena::new(&w, "stdin-stalled", &[]);
+    let mut cmd = stdin_command(&w, &arena.target);
+    cmd.env("GIT_SESSION_FIRST_BYTE_WAIT_MS", "1000")
+        .env("GIT_SESSION_READ_TIMEOUT_MS", "1000");
+    let started = std::time::Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Half the archive, then the writer stays but sends nothing more.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&good[..good.len() / 2]).unwrap();
+    let out = crate::support::wait_with_limit(child, std::time::Duration::from_secs(60));
+    drop(stdin);
+    let run = Run::of(&out);
+    assert_failed(&run, 5);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(
+        run.stderr.contains("GIT_SESSION_READ_TIMEOUT_MS"),
+        "{}",
+        run.stderr
+    );
+    assert_same("stdin stalled", &snapshot(&arena.target), &BTreeMap::new());
+
+    // A FIFO nobody writes to.
+    let arena = Arena::new(&w, "fifo", &[]);
+    let fifo = w.path("archive.fifo");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let mut argv = vec!["restore", "--json", "-C", arena.target.to_str().unwrap()];
+    argv.extend_from_slice(&["--archive", fifo.to_str().unwrap()]);
+    let started = std::time::Instant::now();
+    let run = w.run(
+        &w.path(""),
+        &argv,
+        &[
+            ("SESSION_BRANCH", BRANCH),
+            ("TIP_SHA", TIP),
+            ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "1000"),
+        ],
+    );
+    assert_failed(&run, 5);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(
+        run.stderr.contains("GIT_SESSION_FIRST_BYTE_WAIT_MS"),
+        "{}",
+        run.stderr
+    );
+}
+
 fn url_world() -> (World, GitServer, PathBuf) {
     let w = World::new();
     let files = w.path("served");

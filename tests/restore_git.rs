@@ -965,7 +965,7 @@ fn a_stalled_read_times_out_and_is_retried() {
         &ids[1],
         &[("GIT_SESSION_READ_TIMEOUT_MS", "2000")],
     );
-    run.assert_says(5, &["timed out"]);
+    run.assert_says(5, &["no response head", "GIT_SESSION_READ_TIMEOUT_MS"]);
 }
 
 #[test]
@@ -1279,7 +1279,7 @@ fn two_restores_of_one_folder_at_once_both_succeed() {
     );
     let waited = runs
         .iter()
-        .filter(|r| r.stderr.contains("another restore is running"))
+        .filter(|r| r.stderr.contains("another restore of this folder"))
         .count();
     assert_eq!(
         waited,

@@ -349,7 +349,7 @@ impl Attempt<'_> {
     }
 
     /// Step 4, second half: send the spooled request.
-    fn send(&self, url: &RemoteUrl) -> Result<reqwest::blocking::Response> {
+    fn send(&self, url: &RemoteUrl) -> Result<crate::wire::http::Body> {
         let spooled = self.spool.borrow();
         let body = spooled.as_ref().expect("spooled before sending");
         tracing::info!(

@@ -156,6 +156,17 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
         }
         // The first plain `git push` of a new session creates the branch and sets its upstream.
         c.push_str("[push]\n\tautoSetupRemote = true\n");
+        // Plain git's own fetches (a partial clone's lazy ones too) give up on a stalled server
+        // as git-session does; git has no option for the wait before the first byte.
+        let knobs = crate::knobs::get();
+        if knobs.low_speed_limit > 0 {
+            let _ = write!(
+                c,
+                "[http]\n\tlowSpeedLimit = {}\n\tlowSpeedTime = {}\n",
+                knobs.low_speed_limit,
+                knobs.low_speed_time.as_secs().max(1)
+            );
+        }
         // Plain git in the shell gets credentials from the environment through git-session; the
         // empty entry first drops any other helper, so none stores what ours hands out.
         if let Some(helper) = credential_helper() {

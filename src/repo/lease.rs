@@ -22,7 +22,6 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::types::{FullSha, SessionBranch};
@@ -284,34 +283,12 @@ impl WriteLock {
         let path = git_dir;
         let file = std::fs::File::open(path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-        let wait = crate::knobs::get().lock_wait;
-        let deadline = std::time::Instant::now() + wait;
-        let mut told = false;
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(WriteLock { _file: file }),
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(Error::io(format!("locking {}", path.display()), e));
-                }
-            }
-            if std::time::Instant::now() >= deadline {
-                return Err(Error::conflict(format!(
-                    "another git-session save or push (or a plain `git push`) has been writing \
-                     from this tree for over {} s (it holds a lock on {}): wait for it to end, \
-                     then run this again; nothing was done",
-                    wait.as_secs(),
-                    path.display()
-                )));
-            }
-            if !told {
-                tracing::warn!(
-                    "another git-session save or push is writing from this tree: waiting for it"
-                );
-                told = true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::clock::lock(
+            &file,
+            path,
+            "another git-session save or push (or a plain `git push`) from this tree",
+        )?;
+        Ok(WriteLock { _file: file })
     }
 }
 

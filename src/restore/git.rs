@@ -59,7 +59,7 @@ impl Source for Git {
         }
         let read = read_source(opts)?;
         let http = Http::new()?;
-        let caps = http.with_retries(read, "connecting", |url| {
+        let caps = http.with_retries(read, "asking the server what it speaks", |url| {
             fetch::handshake(&http, url, &opts.branch)
         })?;
         self.connected = Some((http, caps));

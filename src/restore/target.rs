@@ -83,7 +83,8 @@ impl Drop for TargetLock {
     }
 }
 
-/// Take the [`TargetLock`] of `dir`, waiting for another restore that holds it.
+/// Take the [`TargetLock`] of `dir`, waiting for another restore that holds it (at most
+/// `GIT_SESSION_LOCK_WAIT_S`).
 ///
 /// # Errors
 /// [`Error::Internal`] when the folder cannot be created, opened or locked.
@@ -99,20 +100,6 @@ pub(super) fn lock_target(dir: &Path) -> Result<TargetLock> {
         dir: dir.to_owned(),
         created,
     };
-    match lock._folder.try_lock() {
-        Ok(()) => return Ok(lock),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            tracing::warn!(
-                "another restore is running in {}: waiting for it to finish",
-                dir.display()
-            );
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(Error::io(format!("locking {}", dir.display()), e));
-        }
-    }
-    lock._folder
-        .lock()
-        .map_err(|e| Error::io(format!("locking {}", dir.display()), e))?;
+    crate::clock::lock(&lock._folder, dir, "another restore of this folder")?;
     Ok(lock)
 }

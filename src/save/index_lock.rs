@@ -207,8 +207,7 @@ fn open_record(git_dir: &Path) -> Result<File> {
             "remove it, then save again",
         ));
     }
-    file.lock()
-        .map_err(|e| Error::io(format!("locking {}", path.display()), e))?;
+    crate::clock::lock(&file, &path, "a save of an older git-session")?;
     Ok(file)
 }
 

@@ -15,21 +15,24 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use backon::{BlockingRetryable as _, ExponentialBuilder};
-use reqwest::StatusCode;
-use reqwest::blocking::{Client, RequestBuilder, Response};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Client, StatusCode};
 
+use super::watch;
 use crate::error::{Error, Result};
 use crate::types::RemoteUrl;
 
+pub use super::payload::Payload;
 pub use crate::inputs::UrlSource;
 
 /// The slowest upload speed that is still not a stall, in bytes per second (16 KiB/s): see
 /// [`Http::send_upload`].
 pub const MIN_UPLOAD_BYTES_PER_SEC: u64 = 16 * 1024;
+
+/// At most this many attempts of one operation (SPEC "Network behaviour").
+const MAX_ATTEMPTS: u32 = 4;
 
 pub use crate::knobs::Protocol;
 
@@ -44,17 +47,21 @@ fn client_builder(tls: rustls::ClientConfig, connect_timeout: Duration) -> reqwe
         .tls_backend_preconfigured(tls)
 }
 
-/// One HTTP client for the whole process, with the retry policy.
+/// One HTTP client for the whole process, with the retry policy. Its connections run on one
+/// runtime thread; a caller waits for each response head and body chunk under the clock of
+/// [`super::watch`], so no wait is bounded only by the server.
 pub struct Http {
     client: Client,
-    /// What [`Http::builder`] makes another client from (the blocking one's settings).
+    runtime: Arc<tokio::runtime::Runtime>,
+    /// What [`Http::builder`] makes another client from.
     tls: rustls::ClientConfig,
     connect_timeout: Duration,
     /// The upload-pack protocol to speak (`GIT_SESSION_PROTOCOL`).
     pub protocol: Protocol,
     /// How long a read may stall (`GIT_SESSION_READ_TIMEOUT_MS`, 60 s).
     read_timeout: Duration,
-    retry: ExponentialBuilder,
+    retry_base: Duration,
+    retry_total: Duration,
     succeeded_once: AtomicBool,
 }
 
@@ -65,7 +72,26 @@ pub struct Request<'a> {
     /// Extra headers (`Git-Protocol`, `Content-Type`, `Accept`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// The POST body; `None` sends a GET. A body without a known length goes out chunked.
-    pub body: Option<reqwest::blocking::Body>,
+    pub body: Option<Payload>,
+}
+
+/// Why a request got no response: the transport's error, or a wait that ran out.
+#[derive(Debug)]
+pub enum Failure {
+    /// Connecting, sending or receiving failed.
+    Transport(reqwest::Error),
+    /// No response head within the bound.
+    Stalled(watch::Stall),
+}
+
+impl Failure {
+    /// In a few words, without the URL.
+    pub fn describe(&self) -> String {
+        match self {
+            Failure::Transport(e) => described(e),
+            Failure::Stalled(stall) => stall.describe(),
+        }
+    }
 }
 
 impl Http {
@@ -73,8 +99,7 @@ impl Http {
     /// system store, bundled Mozilla roots when neither has any; proxies from `HTTPS_PROXY`/`NO_PROXY`.
     ///
     /// # Errors
-    /// [`Error::Internal`] when the TLS configuration or client cannot be built; [`Error::Usage`]
-    /// for a `GIT_SESSION_PROTOCOL` that is not one.
+    /// [`Error::Internal`] when the TLS configuration, the runtime or the client cannot be built.
     pub fn new() -> Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut roots = rustls::RootCertStore::empty();
@@ -95,31 +120,28 @@ impl Http {
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
 
         let knobs = crate::knobs::get();
-        let connect_timeout = knobs.connect_timeout;
-        let builder = client_builder(tls.clone(), connect_timeout);
-        // The blocking client applies this to the wait for the response head and to every single
-        // read of the body: a read that stalls this long fails (async `read_timeout` needs a runtime
-        // on the reading thread, which the blocking body does not have).
-        let read_timeout = knobs.read_timeout;
-        let client = reqwest::blocking::ClientBuilder::from(builder)
-            .timeout(read_timeout)
+        // One worker: connections (and an upload's body) make progress while the caller is
+        // between reads, as the blocking client's background thread did.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("git-session-http")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::internal("starting the HTTP runtime", e))?;
+        let in_runtime = runtime.enter();
+        let client = client_builder(tls.clone(), knobs.connect_timeout)
             .build()
             .map_err(|e| Error::internal("building the HTTP client", e.without_url()))?;
-        let base = knobs.retry_base;
-        let retry = ExponentialBuilder::default()
-            .with_min_delay(base)
-            .with_max_delay(base * 16)
-            .with_factor(2.0)
-            .with_max_times(3)
-            .with_total_delay(Some(Duration::from_secs(60)))
-            .with_jitter();
+        drop(in_runtime);
         Ok(Http {
             client,
+            runtime: Arc::new(runtime),
             tls,
-            connect_timeout,
+            connect_timeout: knobs.connect_timeout,
             protocol: knobs.protocol,
-            read_timeout,
-            retry,
+            read_timeout: knobs.read_timeout,
+            retry_base: knobs.retry_base,
+            retry_total: knobs.retry_total,
             succeeded_once: AtomicBool::new(false),
         })
     }
@@ -153,28 +175,50 @@ impl Http {
     }
 
     /// Run `attempt` with the SPEC's bounded retries of transient failures
-    /// ([`Error::is_transient`]), for requests to URLs that are not a session URL (an LFS
-    /// server's).
+    /// ([`Error::is_transient`]): at most [`MAX_ATTEMPTS`], every wait of every attempt and the
+    /// backoff between them within `GIT_SESSION_RETRY_TOTAL_MS` (90 s) of the first; an attempt
+    /// in which data flowed starts that budget again. Inside another's budget, the earlier end
+    /// holds.
     ///
     /// # Errors
     /// The last attempt's error.
-    pub fn retrying<T>(&self, what: &str, attempt: impl FnMut() -> Result<T>) -> Result<T> {
-        let mut attempts = 1;
-        let out = attempt
-            .retry(self.retry)
-            .sleep(std::thread::sleep)
-            .when(Error::is_transient)
-            .notify(|err, delay| {
-                attempts += 1;
-                tracing::warn!("{what} failed ({err}); retrying in {delay:.1?}");
-            })
-            .call();
-        match out {
-            Err(Error::Network(msg)) if attempts > 1 => Err(Error::Network(format!(
-                "{msg} (gave up after {attempts} attempts)"
-            ))),
-            other => other,
+    pub fn retrying<T>(&self, what: &str, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+        let total = self.retry_total;
+        let started = Instant::now();
+        let mut end = started + total;
+        if let Some(outer) = watch::budget_end() {
+            end = end.min(outer);
         }
+        let mut tries = 1;
+        loop {
+            let saved = watch::begin_attempt(end, total);
+            let out = attempt();
+            let flowed = watch::end_attempt(saved);
+            let err = match out {
+                Err(e) if e.is_transient() => e,
+                other => return other,
+            };
+            if flowed && watch::budget_end().is_none() {
+                end = Instant::now() + total;
+            }
+            let delay = self.backoff(tries);
+            if tries >= MAX_ATTEMPTS || Instant::now() + delay >= end {
+                return Err(gave_up(err, tries, started.elapsed()));
+            }
+            tracing::warn!("{what} failed ({err}); retrying in {delay:.1?}");
+            std::thread::sleep(delay);
+            tries += 1;
+        }
+    }
+
+    /// The wait before attempt `tries + 1`: the base doubled each time (at most 16 times it),
+    /// plus up to half again of jitter.
+    fn backoff(&self, tries: u32) -> Duration {
+        let delay = self.retry_base * 2u32.pow((tries - 1).min(4));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        delay + delay.mul_f64(f64::from(nanos % 1000) / 2000.0)
     }
 
     /// `GET info/refs?service=<service>` (`gitprotocol-http` "Smart Clients"), with `headers`;
@@ -218,13 +262,51 @@ impl Http {
     /// See [`Http::check_status`]; connect errors, timeouts and resets are [`Error::Network`].
     pub fn send(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Body> {
         let resp = self.send_unchecked(url, req)?;
-        Ok(Body::new(self.check_status(url, resp)?))
+        self.check_status(url, resp)
     }
 
     /// A request to any URL (an LFS server's action `href`), with no credentials added: the
-    /// caller sets the headers it means to send.
-    pub fn request(&self, method: reqwest::Method, url: url::Url) -> RequestBuilder {
-        self.client.request(method, url)
+    /// caller sets the headers it means to send. The response head within the read timeout (or
+    /// `upload`'s allowance for a body of that many bytes), the phase's and the budget's bounds.
+    ///
+    /// # Errors
+    /// What failed, in a few words ([`Failure::describe`]); the caller words it.
+    pub fn exchange(
+        &self,
+        method: reqwest::Method,
+        target: url::Url,
+        headers: HeaderMap,
+        body: Option<Payload>,
+    ) -> std::result::Result<Body, Failure> {
+        let upload = body.as_ref().and_then(Payload::known_len).unwrap_or(0);
+        // The upload is part of the wait for the head: a body on a slow link is given time
+        // (as git's http.lowSpeedLimit judges throughput, not the total time).
+        let allowance = Duration::from_secs(upload.div_ceil(MIN_UPLOAD_BYTES_PER_SEC));
+        let mut builder = self.client.request(method, target).headers(headers);
+        if let Some(body) = body {
+            builder = builder.body(body.into_body());
+        }
+        watch::head();
+        let stall = watch::bound(Some(self.read_timeout + allowance), allowance);
+        let until = tokio::time::Instant::from_std(stall.until);
+        let sent = self
+            .runtime
+            .block_on(async move { tokio::time::timeout_at(until, builder.send()).await });
+        match sent {
+            Err(_) => Err(Failure::Stalled(stall)),
+            Ok(Err(e)) => Err(Failure::Transport(e)),
+            Ok(Ok(inner)) => {
+                watch::response();
+                Ok(Body {
+                    inner,
+                    runtime: self.runtime.clone(),
+                    read_timeout: self.read_timeout,
+                    pending: bytes::Bytes::new(),
+                    ended: false,
+                    rule: Some(LowSpeed::now()),
+                })
+            }
+        }
     }
 
     /// An async client with this one's settings (TLS, timeouts, user agent, no redirects), for
@@ -243,34 +325,12 @@ impl Http {
         self.succeeded_once.store(true, Ordering::Relaxed);
     }
 
-    /// Send one request and return the response whatever its status.
+    /// Send one request and return the response whatever its status. A body's upload is given
+    /// time by its length ([`Http::exchange`]).
     ///
     /// # Errors
     /// Connect errors, timeouts and resets are [`Error::Network`].
-    pub fn send_unchecked(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Response> {
-        self.send_with_timeout(url, req, None)
-    }
-
-    /// Send an upload of `len` bytes and return the response whatever its status. The blocking
-    /// client's timeout runs from the start of the request to the response head, so it covers the
-    /// whole upload: it is stretched to the read timeout plus one second per
-    /// [`MIN_UPLOAD_BYTES_PER_SEC`] bytes, so a large body on a slow link is not cut off while the
-    /// server is still reading it (as `git`'s `http.lowSpeedLimit` judges throughput, not total
-    /// time).
-    ///
-    /// # Errors
-    /// Connect errors, timeouts and resets are [`Error::Network`].
-    pub fn send_upload(&self, url: &RemoteUrl, req: Request<'_>, len: u64) -> Result<Response> {
-        let allowance = Duration::from_secs(len.div_ceil(MIN_UPLOAD_BYTES_PER_SEC));
-        self.send_with_timeout(url, req, Some(self.read_timeout + allowance))
-    }
-
-    fn send_with_timeout(
-        &self,
-        url: &RemoteUrl,
-        req: Request<'_>,
-        timeout: Option<Duration>,
-    ) -> Result<Response> {
+    pub fn send_unchecked(&self, url: &RemoteUrl, req: Request<'_>) -> Result<Body> {
         let target = url.endpoint(req.endpoint);
         let mut headers = HeaderMap::new();
         for (k, v) in req.headers {
@@ -279,27 +339,20 @@ impl Http {
         if let Some(auth) = url.authorization() {
             headers.insert(reqwest::header::AUTHORIZATION, auth);
         }
-        let builder = match req.body {
-            Some(body) => self.client.post(target).body(body),
-            None => self.client.get(target),
+        let method = if req.body.is_some() {
+            reqwest::Method::POST
+        } else {
+            reqwest::Method::GET
         };
         tracing::debug!(
-            "{} {url}/{}",
-            if builder_is_post(&headers) {
-                "POST"
-            } else {
-                "GET"
-            },
+            "{method} {url}/{}",
             req.endpoint.split('?').next().unwrap_or_default()
         );
-        let builder = match timeout {
-            Some(t) => builder.timeout(t),
-            None => builder,
-        };
-        builder
-            .headers(headers)
-            .send()
-            .map_err(|e| transport_error(url, e))
+        self.exchange(method, target, headers, req.body)
+            .map_err(|f| match f {
+                Failure::Transport(e) => transport_error(url, e),
+                Failure::Stalled(stall) => Error::Network(format!("{url}: {}", stall.describe())),
+            })
     }
 
     /// Map an HTTP status to the SPEC's exit codes: 2xx passes; 401/403 → [`Error::Auth`];
@@ -308,7 +361,7 @@ impl Http {
     ///
     /// # Errors
     /// As above.
-    pub fn check_status(&self, url: &RemoteUrl, resp: Response) -> Result<Response> {
+    pub fn check_status(&self, url: &RemoteUrl, resp: Body) -> Result<Body> {
         let status = resp.status();
         if status.is_success() {
             self.succeeded_once.store(true, Ordering::Relaxed);
@@ -353,51 +406,36 @@ impl Http {
 /// `CURLOPT_LOW_SPEED_LIMIT`/`_TIME`): a transfer that stays below 1 KiB/s for 60 s fails, even
 /// when each single read comes in under the read timeout (a server dripping one byte at a time).
 /// A failing read is [`std::io::ErrorKind::TimedOut`], which the callers report as a network
-/// failure (exit 5, retried).
+/// failure (exit 5, retried). Waits with no byte at all are [`super::watch`]'s.
 ///
 /// Test knobs: `GIT_SESSION_LOW_SPEED_LIMIT` (bytes per second, default 1024),
-/// `GIT_SESSION_LOW_SPEED_TIME_MS` (default 60000) and `GIT_SESSION_FIRST_BYTE_WAIT_MS` (how long
-/// a pack may take to start, default 600000, see [`LowSpeed::for_pack`]).
+/// `GIT_SESSION_LOW_SPEED_TIME_MS` (default 60000).
 #[derive(Debug, Clone)]
 pub struct LowSpeed {
     limit: u64,
     time: Duration,
     /// Where the current measuring window began (`None`: at the first byte).
-    window: Option<std::time::Instant>,
+    window: Option<Instant>,
     bytes: u64,
-    /// Before the first byte, the wait ends here (`None`: no bound but the read timeout's).
-    first_byte_by: Option<std::time::Instant>,
 }
 
 impl LowSpeed {
     /// Measured from now.
     pub fn now() -> Self {
         LowSpeed {
-            window: Some(std::time::Instant::now()),
+            window: Some(Instant::now()),
             ..LowSpeed::after_first_byte()
         }
     }
 
-    /// Measured from the first byte on: the wait for a push's report while the server applies
-    /// the push (its hooks, its index-pack) is not a slow transfer.
+    /// Measured from the first byte on: the wait before it (a pack being prepared, a push being
+    /// applied) is not a slow transfer, and is bounded by [`super::watch`].
     pub fn after_first_byte() -> Self {
         LowSpeed {
             limit: crate::knobs::get().low_speed_limit,
             time: crate::knobs::get().low_speed_time,
             window: None,
             bytes: 0,
-            first_byte_by: None,
-        }
-    }
-
-    /// For a pack's bytes: measured from its first byte, which may take the server a while
-    /// (upload-pack counts and compresses objects first, sending only keep-alives), but at most
-    /// `GIT_SESSION_FIRST_BYTE_WAIT_MS` (10 minutes).
-    pub fn for_pack() -> Self {
-        let wait = crate::knobs::get().first_byte_wait;
-        LowSpeed {
-            first_byte_by: Some(std::time::Instant::now() + wait),
-            ..LowSpeed::after_first_byte()
         }
     }
 
@@ -406,35 +444,25 @@ impl LowSpeed {
     /// # Errors
     /// [`std::io::ErrorKind::TimedOut`] when the rule is broken.
     pub fn count(&mut self, n: usize) -> std::io::Result<()> {
-        let now = std::time::Instant::now();
-        if self.window.is_none() && n == 0 {
+        if n == 0 {
             return Ok(());
         }
-        if self.window.is_none()
-            && let Some(by) = self.first_byte_by
-            && now > by
-        {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the server sent no pack data within the time a pack may take to start \
-                 (GIT_SESSION_FIRST_BYTE_WAIT_MS)",
-            ));
-        }
+        let now = Instant::now();
         let start = *self.window.get_or_insert(now);
         self.bytes += n as u64;
         let elapsed = now.duration_since(start);
-        if n > 0 && elapsed >= self.time {
+        if elapsed >= self.time {
             let wanted = self.limit.saturating_mul(elapsed.as_millis() as u64) / 1000;
             if self.bytes < wanted {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     format!(
-                        "the transfer stayed below {} bytes/s for {} s ({} bytes in {:.1} s), \
-                         as git's http.lowSpeedLimit/lowSpeedTime judge a stalled server",
+                        "the transfer stayed below {} bytes/s for {:.1} s ({} bytes; \
+                         GIT_SESSION_LOW_SPEED_LIMIT and GIT_SESSION_LOW_SPEED_TIME_MS, as git's \
+                         http.lowSpeedLimit/lowSpeedTime)",
                         self.limit,
-                        self.time.as_secs(),
+                        elapsed.as_secs_f64(),
                         self.bytes,
-                        elapsed.as_secs_f64()
                     ),
                 ));
             }
@@ -445,7 +473,8 @@ impl LowSpeed {
     }
 }
 
-/// A reader (or buffered reader) whose bytes are held to a [`LowSpeed`] rule.
+/// A reader of pack data held to a [`LowSpeed`] rule; each read with data tells
+/// [`super::watch::data`] (keep-alives and progress never reach it).
 pub struct Measured<R> {
     inner: R,
     rule: LowSpeed,
@@ -453,8 +482,9 @@ pub struct Measured<R> {
 }
 
 impl<R> Measured<R> {
-    /// `inner` under `rule`.
+    /// `inner` under `rule`, its first byte awaited as a pack's ([`super::watch::pack_start`]).
     pub fn new(inner: R, rule: LowSpeed) -> Self {
+        watch::pack_start();
         Measured {
             inner,
             rule,
@@ -467,61 +497,78 @@ impl<R> Measured<R> {
     pub fn gave_up(&self) -> bool {
         self.gave_up
     }
+
+    fn count(&mut self, n: usize) -> std::io::Result<()> {
+        if n > 0 {
+            watch::data();
+        }
+        self.rule.count(n).inspect_err(|_| self.gave_up = true)
+    }
 }
 
 impl<R: std::io::Read> std::io::Read for Measured<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Err(e) = self.rule.count(n) {
-            self.gave_up = true;
-            return Err(e);
-        }
+        let n = self.inner.read(buf).inspect_err(|e| {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                self.gave_up = true;
+            }
+        })?;
+        self.count(n)?;
         Ok(n)
     }
 }
 
 impl<R: std::io::BufRead> std::io::BufRead for Measured<R> {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        self.inner.fill_buf()
+        let gave_up = &mut self.gave_up;
+        self.inner.fill_buf().inspect_err(|e| {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                *gave_up = true;
+            }
+        })
     }
 
     fn consume(&mut self, n: usize) {
         // A broken rule shows at the next read: `consume` cannot fail.
-        if self.rule.count(n).is_err() {
-            self.gave_up = true;
-        }
+        let _ = self.count(n);
         self.inner.consume(n);
     }
 }
 
-/// A response body, read under a [`LowSpeed`] rule (or none, when its payload is measured
-/// instead: a fetch's pack, see [`Body::unmeasured`]).
+/// A response: its status and headers, and its body read chunk by chunk, each wait bounded by
+/// [`super::watch::bound`] (the read timeout, the phase, the budget), the bytes under a
+/// [`LowSpeed`] rule (or none, when the payload is measured instead: a fetch's pack, see
+/// [`Body::unmeasured`]).
 pub struct Body {
-    inner: Response,
+    inner: reqwest::Response,
+    runtime: Arc<tokio::runtime::Runtime>,
+    read_timeout: Duration,
+    pending: bytes::Bytes,
+    ended: bool,
     rule: Option<LowSpeed>,
 }
 
 impl Body {
-    /// Measured from now.
-    pub fn new(inner: Response) -> Self {
-        Body {
-            inner,
-            rule: Some(LowSpeed::now()),
-        }
-    }
-
-    /// Measured from the first byte on (see [`LowSpeed::after_first_byte`]).
-    pub fn after_first_byte(inner: Response) -> Self {
-        Body {
-            inner,
-            rule: Some(LowSpeed::after_first_byte()),
-        }
-    }
-
     /// Not measured here: the caller measures the payload (a fetch's pack bytes, between which
     /// upload-pack sends keep-alives while it prepares the pack).
     pub fn unmeasured(mut self) -> Self {
         self.rule = None;
+        self
+    }
+
+    /// A push's report: the server applies the push (its hooks, its index-pack) before the first
+    /// byte, bounded by `GIT_SESSION_FIRST_BYTE_WAIT_MS` alone; the report is small.
+    pub fn for_report(mut self) -> Self {
+        watch::working();
+        self.rule = None;
+        self
+    }
+
+    /// A download the server may take a while to start (an archive it makes on the fly): the
+    /// first byte as [`Body::for_report`], then the low-speed rule.
+    pub fn streaming(mut self) -> Self {
+        watch::working();
+        self.rule = Some(LowSpeed::after_first_byte());
         self
     }
 
@@ -534,11 +581,42 @@ impl Body {
     pub fn status(&self) -> StatusCode {
         self.inner.status()
     }
+
+    /// The next chunk into `pending`; false at the end.
+    fn next_chunk(&mut self) -> std::io::Result<bool> {
+        while self.pending.is_empty() {
+            if self.ended {
+                return Ok(false);
+            }
+            let stall = watch::bound(Some(self.read_timeout), Duration::ZERO);
+            let until = tokio::time::Instant::from_std(stall.until);
+            let inner = &mut self.inner;
+            let chunk = self
+                .runtime
+                .block_on(async move { tokio::time::timeout_at(until, inner.chunk()).await });
+            match chunk {
+                Err(_) => return Err(stall.into_io()),
+                Ok(Err(e)) => return Err(std::io::Error::other(described(&e))),
+                Ok(Ok(None)) => self.ended = true,
+                Ok(Ok(Some(piece))) => {
+                    if !piece.is_empty() && watch::phase() == watch::Phase::Working {
+                        watch::data();
+                    }
+                    self.pending = piece;
+                }
+            }
+        }
+        Ok(true)
+    }
 }
 
 impl std::io::Read for Body {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        if buf.is_empty() || !self.next_chunk()? {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending.split_to(n));
         if let Some(rule) = self.rule.as_mut() {
             rule.count(n)?;
         }
@@ -546,8 +624,15 @@ impl std::io::Read for Body {
     }
 }
 
-fn builder_is_post(headers: &HeaderMap) -> bool {
-    headers.contains_key(reqwest::header::CONTENT_TYPE)
+/// The last attempt's error, saying how many were made and for how long.
+fn gave_up(err: Error, tries: u32, took: Duration) -> Error {
+    match err {
+        Error::Network(msg) if tries > 1 => Error::Network(format!(
+            "{msg} (gave up after {tries} attempts in {:.1} s)",
+            took.as_secs_f64()
+        )),
+        other => other,
+    }
 }
 
 /// What went wrong with a request, in a few words (never the URL).
@@ -559,6 +644,17 @@ pub fn failure_kind(err: &reqwest::Error) -> &'static str {
     } else {
         "transfer failed"
     }
+}
+
+/// What went wrong, with its causes (never the URL).
+pub fn described(err: &reqwest::Error) -> String {
+    let mut msg = failure_kind(err).to_owned();
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(err);
+    while let Some(s) = source {
+        msg.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    msg
 }
 
 /// Turn a reqwest error into a message without the URL (and so without any query secret).
@@ -574,5 +670,8 @@ pub fn transport_error(url: &RemoteUrl, err: reqwest::Error) -> Error {
 
 /// Map an I/O error that happened while reading a response body.
 pub fn body_error(url: &RemoteUrl, err: std::io::Error) -> Error {
+    if err.kind() == std::io::ErrorKind::TimedOut {
+        return Error::Network(format!("{url}: {err}"));
+    }
     Error::Network(format!("the transfer from {url} broke off: {err}"))
 }

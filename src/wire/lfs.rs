@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 
-use super::http::{Body, Http, Request};
+use super::http::{Http, Payload, Request};
 use super::streaming::{self, Streaming};
 use crate::error::{Error, Result};
 use crate::types::RemoteUrl;
@@ -192,7 +192,7 @@ pub fn batch(
             "{url} has no Git LFS API (objects/batch answered HTTP 404): set lfs.url in the tree's .lfsconfig, or restore with --lfs=never"
         )));
     }
-    let resp = Body::new(http.check_status(url, resp)?);
+    let resp = http.check_status(url, resp)?;
     let mut text = Vec::new();
     resp.take(MAX_BATCH_RESPONSE + 1)
         .read_to_end(&mut text)
@@ -389,25 +389,40 @@ pub fn upload(
     pointer: &Pointer,
     file: std::fs::File,
 ) -> Result<()> {
+    let mut headers = headers_for(endpoint, action);
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
     let put = http
-        .request(reqwest::Method::PUT, action.href.clone())
-        .headers(headers_for(endpoint, action))
-        .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
-        .body(reqwest::blocking::Body::sized(file, pointer.size))
-        .send()
+        .exchange(
+            reqwest::Method::PUT,
+            action.href.clone(),
+            headers,
+            Some(Payload::sized(file, pointer.size)),
+        )
         .map_err(|e| transfer_error(&action.href, &e))?;
     refuse_status(&action.href, put.status(), pointer, "upload")?;
     let Some(verify) = verify else {
         return Ok(());
     };
     let body = serde_json::json!({"oid": pointer.oid.to_string(), "size": pointer.size});
+    let mut headers = headers_for(endpoint, verify);
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static(MEDIA_TYPE),
+    );
+    headers.insert(
+        reqwest::header::ACCEPT,
+        HeaderValue::from_static(MEDIA_TYPE),
+    );
     let resp = http
-        .request(reqwest::Method::POST, verify.href.clone())
-        .headers(headers_for(endpoint, verify))
-        .header(reqwest::header::CONTENT_TYPE, MEDIA_TYPE)
-        .header(reqwest::header::ACCEPT, MEDIA_TYPE)
-        .body(serde_json::to_vec(&body).unwrap_or_default())
-        .send()
+        .exchange(
+            reqwest::Method::POST,
+            verify.href.clone(),
+            headers,
+            Some(serde_json::to_vec(&body).unwrap_or_default().into()),
+        )
         .map_err(|e| transfer_error(&verify.href, &e))?;
     refuse_status(&verify.href, resp.status(), pointer, "verification")
 }
@@ -512,12 +527,12 @@ fn status_error(at: &url::Url, status: reqwest::StatusCode, pointer: &Pointer) -
     }
 }
 
-fn transfer_error(at: &url::Url, err: &reqwest::Error) -> Error {
-    Error::Network(format!(
-        "{}: {}",
-        super::http::failure_kind(err),
-        origin_of(at)
-    ))
+fn transfer_error(at: &url::Url, failure: &super::http::Failure) -> Error {
+    let kind = match failure {
+        super::http::Failure::Transport(e) => super::http::failure_kind(e).to_owned(),
+        super::http::Failure::Stalled(stall) => stall.describe(),
+    };
+    Error::Network(format!("{kind}: {}", origin_of(at)))
 }
 
 /// `scheme://host:port` of `url`: what messages show of a server's link (its path and query may

@@ -10,9 +10,11 @@
 pub mod advertisement;
 pub mod http;
 pub mod lfs;
+pub mod payload;
 pub mod receive_pack;
 pub mod streaming;
 pub mod upload_pack;
+pub mod watch;
 
 #[cfg(test)]
 mod testing;

@@ -14,6 +14,7 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, Response};
 
 use super::http::{Http, LowSpeed};
+use super::watch;
 use crate::error::{Error, Result};
 
 /// One thread's client: its runtime, its connections.
@@ -72,7 +73,8 @@ impl<'a> Streaming<'a> {
         self.http
     }
 
-    /// Send `method` to `url` with `headers`; the response head within the read timeout.
+    /// Send `method` to `url` with `headers`; the response head within the read timeout (and
+    /// the retry budget, [`watch::bound`]).
     ///
     /// # Errors
     /// What went wrong in a few words ([`super::http::failure_kind`]; no URL): the caller words it.
@@ -81,22 +83,26 @@ impl<'a> Streaming<'a> {
         method: Method,
         url: url::Url,
         headers: HeaderMap,
-    ) -> std::result::Result<Body, &'static str> {
+    ) -> std::result::Result<Body, String> {
         // Not the request's own `timeout`: that one bounds the whole body too.
         let send = self.client.request(method, url).headers(headers).send();
-        let wait = self.read_timeout;
+        watch::head();
+        let stall = watch::bound(Some(self.read_timeout), Duration::ZERO);
+        let until = tokio::time::Instant::from_std(stall.until);
         // The timer is made inside the runtime: it belongs to it.
         let inner = match self.runtime.block_on(async move {
             // This runtime runs only inside `block_on`, so a connection the server closed while
             // the thread was idle is noticed only now: one turn of its task first, so the pool
             // drops it instead of sending on it (a failed attempt, found by a helper's trial).
             tokio::task::yield_now().await;
-            tokio::time::timeout(wait, send).await
+            tokio::time::timeout_at(until, send).await
         }) {
-            Err(_) => return Err("timed out"),
-            Ok(Err(e)) => return Err(super::http::failure_kind(&e)),
+            Err(_) => return Err(stall.describe()),
+            Ok(Err(e)) => return Err(super::http::failure_kind(&e).to_owned()),
             Ok(Ok(inner)) => inner,
         };
+        // An object's bytes are data from the first: none for the low-speed time fails.
+        watch::data();
         Ok(Body {
             inner,
             rule: LowSpeed::now(),
@@ -106,8 +112,8 @@ impl<'a> Streaming<'a> {
     /// Hand each piece of `body` to `each` until the end, or until `each` returns false.
     ///
     /// # Errors
-    /// [`std::io::ErrorKind::TimedOut`] for a read that stalls past the read timeout or a transfer
-    /// below the low-speed rule; another kind for a broken transfer.
+    /// [`std::io::ErrorKind::TimedOut`] for a read that stalls past its bound ([`watch::bound`])
+    /// or a transfer below the low-speed rule; another kind for a broken transfer.
     pub fn each_chunk(
         &self,
         body: &mut Body,
@@ -116,18 +122,18 @@ impl<'a> Streaming<'a> {
         let wait = self.read_timeout;
         self.runtime.block_on(async {
             loop {
-                let piece = match tokio::time::timeout(wait, body.inner.chunk()).await {
-                    Err(_) => {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            "the server sent nothing for the read timeout \
-                             (GIT_SESSION_READ_TIMEOUT_MS)",
-                        ));
-                    }
+                let stall = watch::bound(Some(wait), Duration::ZERO);
+                let until = tokio::time::Instant::from_std(stall.until);
+                let piece = match tokio::time::timeout_at(until, body.inner.chunk()).await {
+                    Err(_) => return Err(stall.into_io()),
                     Ok(Err(e)) => return Err(std::io::Error::other(super::http::failure_kind(&e))),
                     Ok(Ok(piece)) => piece,
                 };
-                body.rule.count(piece.as_ref().map_or(0, Bytes::len))?;
+                let n = piece.as_ref().map_or(0, Bytes::len);
+                if n > 0 {
+                    watch::data();
+                }
+                body.rule.count(n)?;
                 match piece {
                     Some(piece) if each(&piece) => {}
                     _ => return Ok(()),

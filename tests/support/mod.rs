@@ -882,3 +882,16 @@ pub fn served_repo(commits: &[&[(&str, Option<&str>)]]) -> (World, GitServer, Ve
     let srv = GitServer::start(&w.srv(), Some(TOKEN));
     (w, srv, ids)
 }
+
+/// Wait for `child`, killing it once `limit` has passed (a hang fails the test, not the suite).
+pub fn wait_with_limit(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::Output {
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().unwrap()
+}

@@ -92,7 +92,8 @@ impl Source for Archive<'_> {
         let (lease, filter) = look_up_lease(&http, opts, &mut warnings)?;
         // A file source is opened before anything is created: a wrong path changes nothing.
         let file = match &self.options.source {
-            ArchiveSource::File(path) => Some(std::fs::File::open(path).map_err(|e| {
+            // Without waiting for a FIFO's writer to appear: the reads wait, under their bounds.
+            ArchiveSource::File(path) => Some(open_nonblocking(path).map_err(|e| {
                 Error::Usage(
                     Refusal::Invalid,
                     format!("cannot open the archive {}: {e}", path.display()),
@@ -370,11 +371,19 @@ impl Staged<'_> {
             ArchiveSource::File(_) => {
                 fresh_dir(tree)?;
                 let file = file.expect("opened by restore_archive");
-                unpack(file, tree, archive, tip_hex, hash)
+                let what = "the archive file (a pipe)";
+                unpack(
+                    crate::clock::Patient::new(file, what),
+                    tree,
+                    archive,
+                    tip_hex,
+                    hash,
+                )
             }
             ArchiveSource::Stdin => {
                 fresh_dir(tree)?;
-                unpack(std::io::stdin().lock(), tree, archive, tip_hex, hash)
+                let stdin = crate::clock::Patient::stdin("the archive on standard input")?;
+                unpack(stdin, tree, archive, tip_hex, hash)
             }
         }
     }
@@ -398,4 +407,16 @@ impl Staged<'_> {
             }
         }
     }
+}
+
+/// `path` opened for reading without waiting (a FIFO opens at once), then blocking again: the
+/// reads wait under [`crate::clock::Patient`]'s bounds.
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty())?;
+    Ok(file)
 }

@@ -28,7 +28,9 @@ pub(super) fn download(http: &Http, url: &RemoteUrl) -> Result<impl Read> {
         })?;
     Ok(crate::progress::Counted {
         inner: NetBody {
-            inner: resp,
+            // The server may make the archive on the fly: its first byte is awaited as long as
+            // GIT_SESSION_FIRST_BYTE_WAIT_MS allows, then the low-speed rule holds.
+            inner: resp.streaming(),
             url: url.to_string(),
         },
         progress: crate::progress::Progress::bytes("downloading the archive"),

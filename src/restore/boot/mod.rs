@@ -66,7 +66,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         move || Survey::of(&workdir, &git_dir, base, max_entries)
     });
     let http = Http::new()?;
-    let caps = http.with_retries(read, "connecting", |url| {
+    let caps = http.with_retries(read, "asking the server what it speaks", |url| {
         fetch::handshake(&http, url, &opts.branch)
     })?;
     let (lease, mut warnings, shallow) =

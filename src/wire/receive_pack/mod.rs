@@ -10,7 +10,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use crate::error::{Error, Result};
 use crate::pack::generate::Spooled;
 use crate::types::RemoteUrl;
-use crate::wire::http::{Http, Request};
+use crate::wire::http::{Body, Http, Payload, Request};
 
 /// Request bodies up to this size go out in one piece with a Content-Length; larger ones are
 /// streamed after an authentication probe.
@@ -23,12 +23,12 @@ const SMALL_BODY: u64 = 64 * 1024;
 /// not cut off). Large ones follow a probe — an empty request, as git's `probe_rpc` — so that
 /// authentication fails before the upload, then stream from the spool, chunked; a server that
 /// wants a length (411) gets it on a second try. Each send is given time for its whole body (see
-/// [`Http::send_upload`]).
+/// [`Http::exchange`]).
 ///
 /// # Errors
-/// Those of [`Http::send_upload`] and [`Http::check_status`]; [`Error::LocalIo`] when the spool
+/// Those of [`Http::send_unchecked`] and [`Http::check_status`]; [`Error::LocalIo`] when the spool
 /// cannot be read.
-pub fn send(http: &Http, url: &RemoteUrl, body: &Spooled) -> Result<reqwest::blocking::Response> {
+pub fn send(http: &Http, url: &RemoteUrl, body: &Spooled) -> Result<Body> {
     let headers = || {
         vec![
             (
@@ -41,33 +41,29 @@ pub fn send(http: &Http, url: &RemoteUrl, body: &Spooled) -> Result<reqwest::blo
             ),
         ]
     };
-    let send_len = |payload: reqwest::blocking::Body, len: u64| {
-        http.send_upload(
+    let send = |payload: Payload| {
+        http.send_unchecked(
             url,
             Request {
                 endpoint: "git-receive-pack",
                 headers: headers(),
                 body: Some(payload),
             },
-            len,
         )
     };
-    let send = |payload: reqwest::blocking::Body| send_len(payload, body.len);
     let resp = if body.len <= SMALL_BODY {
         let mut bytes = Vec::with_capacity(body.len as usize);
         std::io::Read::read_to_end(&mut body.reader(), &mut bytes)
             .map_err(|e| Error::io("reading the spooled pack", e))?;
         send(bytes.into())?
     } else {
-        let probe = send_len(b"0000".to_vec().into(), 4)?;
+        let probe = send(b"0000".to_vec().into())?;
         http.check_status(url, probe)?;
-        let sized = || -> Result<reqwest::blocking::Response> {
-            send(reqwest::blocking::Body::sized(body.reader(), body.len))
-        };
+        let sized = || -> Result<Body> { send(Payload::sized(body.reader(), body.len)) };
         if body.sized.get() {
             sized()?
         } else {
-            let resp = send(reqwest::blocking::Body::new(body.reader())).inspect_err(|_| {
+            let resp = send(Payload::chunked(body.reader())).inspect_err(|_| {
                 // A server that answers before reading a chunked body (411) can look like a cut
                 // connection: the retry, which re-reads the tip first, sends a length instead.
                 body.sized.set(true);

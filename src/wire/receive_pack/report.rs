@@ -46,13 +46,9 @@ const MAX_REPORT_BYTES: usize = 1 << 20;
 /// [`Error::Network`] (exit 5, retried) when the body breaks off, and with `side_band` for
 /// malformed pkt-lines or an `ERR` line too (the side-band reader reports them as I/O errors);
 /// [`Error::Protocol`] (exit 5) for malformed pkt-lines without side-band.
-pub fn read(url: &RemoteUrl, resp: reqwest::blocking::Response, side_band: bool) -> Result<Report> {
+pub fn read(url: &RemoteUrl, resp: crate::wire::http::Body, side_band: bool) -> Result<Report> {
     // The wait for the first byte is the server applying the push, not a slow transfer.
-    parse(
-        url,
-        crate::wire::http::Body::after_first_byte(resp),
-        side_band,
-    )
+    parse(url, resp.for_report(), side_band)
 }
 
 /// Parse a receive-pack response body: the report-status pkt-lines (`unpack <status>`, then

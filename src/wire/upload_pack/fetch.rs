@@ -15,7 +15,7 @@ use crate::wire::http::Http;
 /// Step 3: fetch `want.commit` (and its history up to `want.depth` commits) into `want.pack_dir`,
 /// no tags, no other refs, and index the pack as it streams in (`POST git-upload-pack` with
 /// `command=fetch`: `gitprotocol-v2` "fetch"; the pack in side-band channel 1, read under
-/// [`crate::wire::http::LowSpeed::for_pack`]).
+/// [`crate::wire::watch::pack_start`]).
 ///
 /// # Errors
 /// [`Error::NotFound`] (exit 8) when the server does not have the commit (an `ERR` line or a

@@ -65,7 +65,7 @@ fn receive_from(
     cut: &AtomicBool,
 ) -> std::result::Result<crate::pack::Received, crate::pack::ReceiveError> {
     let mut reader =
-        crate::wire::http::Measured::new(reader, crate::wire::http::LowSpeed::for_pack());
+        crate::wire::http::Measured::new(reader, crate::wire::http::LowSpeed::after_first_byte());
     let received = match want.base {
         Some(base) => crate::pack::receive_thin(
             &mut reader,

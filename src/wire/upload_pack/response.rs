@@ -54,6 +54,8 @@ fn read_sections_before_pack<R: Read>(
 ) -> Result<Vec<gix::ObjectId>> {
     let mut shallow = Vec::new();
     loop {
+        // Each section whole within its own wait, keep-alives or not.
+        crate::wire::watch::section("section header of the fetch answer");
         let name = match lines.read_line() {
             Some(line) => {
                 let line = line
@@ -72,6 +74,13 @@ fn read_sections_before_pack<R: Read>(
                 "{url} ended the fetch response without a pack"
             )));
         };
+        crate::wire::watch::section(match name.as_slice() {
+            b"acknowledgments" => "acknowledgments section",
+            b"shallow-info" => "shallow-info section",
+            b"wanted-refs" => "wanted-refs section",
+            b"packfile-uris" => "packfile-uris section",
+            _ => "section",
+        });
         match name.as_slice() {
             b"packfile" => return Ok(shallow),
             b"shallow-info" => {

@@ -171,6 +171,8 @@ pub fn read_negotiation<R: Read>(
     url: &RemoteUrl,
     lines: &mut StreamingPeekableIter<R>,
 ) -> Result<Vec<gix::ObjectId>> {
+    // The shallow and ACK/NAK lines together within one section's wait.
+    crate::wire::watch::section("shallow and ACK/NAK lines");
     let mut shallow = Vec::new();
     for _ in 0..MAX_NEGOTIATION_LINES {
         let Some(line) = lines.read_line() else {
