@@ -614,15 +614,27 @@ fn big_objects_stream_and_a_killed_big_write_is_resumed() {
     assert!(run.stdout.contains("delta"), "{}", run.stdout);
 }
 
-/// A pack that does not start within the time a pack may take to start (here: none) is a network
-/// failure — exit 5, retried, the staging folder gone — not a corrupt pack (it was exit 6).
+/// A pack that does not start within the time a pack may take to start (here 300 ms; the
+/// server holds it back 3 s after the `packfile` line) is a network failure — exit 5, retried,
+/// the staging folder gone — not a corrupt pack (it was exit 6).
 #[test]
 fn a_pack_that_never_starts_is_a_network_failure() {
     let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
     let tip = h.ids[0].clone();
+    let (tree, blobs) = h.tree_of(&tip);
+    let ids: Vec<&str> = [tip.as_str(), tree.as_str()]
+        .into_iter()
+        .chain(blobs.iter().map(|(_, id)| id.as_str()))
+        .collect();
+    let body = fetch_response(&pack_of(&h.w, &h.bare(), &ids), &[]);
+    let mut held = Scripted::once(Endpoint::Fetch, body.clone());
+    held.hold_last = body.len() - pkt("packfile\n").len();
+    held.hold_ms = 3000;
+    held.times = 10;
+    h.script(held);
     let dir = h.w.path("s");
     h.srv.clear_log();
-    let run = h.restore(&dir, &tip, &[("GIT_SESSION_FIRST_BYTE_WAIT_MS", "0")]);
+    let run = h.restore(&dir, &tip, &[("GIT_SESSION_FIRST_BYTE_WAIT_MS", "300")]);
     run.assert_code(5);
     assert_eq!(run.json()["error"]["kind"], "network", "{}", run.stderr);
     let fetches = h
