@@ -995,3 +995,47 @@ fn a_held_lock_is_waited_for_within_the_lock_wait() {
     drop(holder);
     h.restore(&dir, &tip, &[]).assert_code(0);
 }
+
+/// A FIFO put in place of a file the killed restore wrote (by whoever owns the folder) is not
+/// waited on by the rerun: it is not the restore's file, so the rerun refuses (exit 7, naming
+/// it) within the bounds. Before, the rerun read it to compare and waited for a writer forever.
+#[test]
+fn a_fifo_in_place_of_a_written_file_does_not_hold_the_rerun() {
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("d/f{i:02}.txt"), format!("file {i}\n")))
+        .collect();
+    let commit: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    let h = Hostile::new(&[&commit]);
+    let tip = h.ids[0].clone();
+    let dir = h.w.path("s");
+    let run = h.restore(&dir, &tip, &[("GIT_SESSION_FAILPOINT", "mid-checkout")]);
+    assert!(
+        run.stderr.contains("failpoint 'mid-checkout'"),
+        "{}",
+        run.stderr
+    );
+    let (written, _) = files
+        .iter()
+        .find(|(p, _)| dir.join(p).is_file())
+        .expect("the kill came before any file was written");
+    std::fs::remove_file(dir.join(written)).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.join(written))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let url = h.url();
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/h"),
+        ("TIP_SHA", tip.as_str()),
+    ];
+    let run =
+        h.w.run_limited(&dir, &["restore", "--json"], &vars, Duration::from_secs(60))
+            .expect("the rerun waited on the FIFO");
+    run.assert_code(7);
+    assert!(run.stdout.contains(written.as_str()), "{}", run.stdout);
+}

@@ -1409,3 +1409,37 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     write(&dir, "after.txt", "after\n");
     s.save(&dir, &[]).assert_code(0);
 }
+
+/// A FIFO in the work tree — new, or swapped in for a tracked file — is not a file git can
+/// stage: `save` and `status` go past it (as `git add -A` and `git status` do) and never wait on
+/// it. Before, opening it to hash it waited for a writer that never came.
+#[test]
+fn a_fifo_in_the_work_tree_never_holds_save_or_status() {
+    let s = Setup::new();
+    let dir = s.sandbox("fifo");
+    let mkfifo = |path: &Path| {
+        let status = Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(status.success());
+    };
+    mkfifo(&dir.join("new-pipe"));
+    std::fs::remove_file(dir.join("plain.txt")).unwrap();
+    mkfifo(&dir.join("plain.txt"));
+    std::fs::write(dir.join("docs/c.md"), "c\n").unwrap();
+    let limit = std::time::Duration::from_secs(60);
+    let status =
+        s.w.run_limited(&dir, &["status", "--json"], &[], limit)
+            .expect("status waited on a FIFO");
+    status.assert_code(0);
+    let save =
+        s.w.run_limited(
+            &dir,
+            &["save", "--no-push", "-m", "fifo", "--json"],
+            &[],
+            limit,
+        )
+        .expect("save waited on a FIFO");
+    save.assert_code(0);
+    let files = s.w.git(&dir, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(files.lines().any(|f| f == "docs/c.md"), "{files}");
+    assert!(!files.lines().any(|f| f == "new-pipe"), "{files}");
+}

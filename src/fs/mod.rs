@@ -28,6 +28,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Open the file at `path` to read it without ever waiting on it: `O_NONBLOCK` (a FIFO or a
+/// device put in a file's place by whoever owns the folder can hold neither the open nor a
+/// read), then checked to be a regular file; through no symlink unless `follow`. Every file of a
+/// work tree, a git dir or a template is read through this (or [`read_regular`]).
+///
+/// # Errors
+/// The open's error; [`std::io::ErrorKind::InvalidInput`] when something other than a regular
+/// file is in its place.
+pub fn open_regular(path: &Path, follow: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | nofollow)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+/// The whole content of the regular file at `path`, opened with [`open_regular`].
+///
+/// # Errors
+/// As [`open_regular`], or the read's error.
+pub fn read_regular(path: &Path, follow: bool) -> std::io::Result<Vec<u8>> {
+    let mut file = open_regular(path, follow)?;
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut out)?;
+    Ok(out)
+}
+
 /// fsync a directory so a rename inside it is durable (best effort: some filesystems refuse).
 pub fn sync_dir(dir: &Path) {
     if let Ok(f) = std::fs::File::open(dir) {

@@ -291,7 +291,7 @@ fn identity_of(uid: u32, dir_gid: u32) -> (Identity, Option<PathBuf>) {
 fn read_bounded(path: &str) -> String {
     use std::io::Read as _;
     let mut text = String::new();
-    if let Ok(f) = std::fs::File::open(path) {
+    if let Ok(f) = super::open_regular(Path::new(path), true) {
         let _ = f.take(ACCOUNT_FILE_LIMIT).read_to_string(&mut text);
     }
     text

@@ -436,7 +436,7 @@ fn big_blob_content(
     let hex = id.to_hex().to_string();
     let loose = objects_dir.join(&hex[..2]).join(&hex[2..]);
     let read_err = |path: &std::path::Path, e| Error::io(format!("reading {}", path.display()), e);
-    match std::fs::File::open(&loose) {
+    match crate::fs::open_regular(&loose, false) {
         Ok(file) => {
             let mut input = flate2::read::ZlibDecoder::new(std::io::BufReader::new(file));
             let header = format!("blob {size}\0");
@@ -483,7 +483,8 @@ fn big_blob_content(
             );
             return Ok(None);
         }
-        let mut file = std::fs::File::open(&pack_path).map_err(|e| read_err(&pack_path, e))?;
+        let mut file =
+            crate::fs::open_regular(&pack_path, true).map_err(|e| read_err(&pack_path, e))?;
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(entry.data_offset))
             .map_err(|e| read_err(&pack_path, e))?;
         let input = flate2::read::ZlibDecoder::new(std::io::BufReader::new(file)).take(size);

@@ -83,7 +83,7 @@ impl PackObjects {
         limits: PackLimits,
         big: &[gix::ObjectId],
     ) -> Result<Self, String> {
-        let file = std::fs::File::open(data_path)
+        let file = crate::fs::open_regular(data_path, true)
             .map_err(|e| format!("opening {}: {e}", data_path.display()))?;
         let map = Arc::new(
             ReleasingMap::new(&file)
@@ -173,7 +173,7 @@ impl PackObjects {
     /// # Errors
     /// The I/O error reading the file or the pack.
     pub fn compare_big(&self, big: BigBlob, path: &Path) -> io::Result<Compared> {
-        let mut file = std::fs::File::open(path)?;
+        let mut file = crate::fs::open_regular(path, false)?;
         let mut content = self.big_reader(big);
         let (mut a, mut b) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
         loop {

@@ -47,7 +47,7 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
             };
             let path = store::object_path(git_dir, pointer);
             http.retrying("uploading an LFS object", || {
-                let file = std::fs::File::open(&path)
+                let file = crate::fs::open_regular(&path, false)
                     .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
                 wire::upload(http, &endpoint, (&action, verify.as_deref()), pointer, file)
             })?;

@@ -21,6 +21,7 @@
 //! other, never against each other.
 
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -281,7 +282,11 @@ impl WriteLock {
     pub fn acquire(git_dir: &Path) -> Result<Self> {
         crate::failpoint::barrier("before-lock");
         let path = git_dir;
-        let file = std::fs::File::open(path)
+        // A folder, never a FIFO put in its place (its open would wait for a writer).
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         crate::clock::lock(
             &file,

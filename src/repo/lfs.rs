@@ -37,7 +37,7 @@ pub fn has(git_dir: &Path, pointer: &Pointer) -> bool {
 /// chunk at a time).
 pub fn file_holds(path: &Path, pointer: &Pointer) -> bool {
     use std::io::Read as _;
-    let Ok(mut file) = std::fs::File::open(path) else {
+    let Ok(mut file) = crate::fs::open_regular(path, false) else {
         return false;
     };
     if !file

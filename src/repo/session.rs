@@ -182,15 +182,19 @@ impl Session {
             .ancestors()
             .find(|d| Self::path_in(d).is_file() || d.join(".git").is_file());
         if let Some(linked) = found.filter(|d| d.join(".git").is_file()) {
-            let main = std::fs::read_to_string(linked.join(".git"))
-                .ok()
+            let read = |p: &Path| {
+                crate::fs::read_regular(p, true)
+                    .ok()
+                    .map(|t| String::from_utf8_lossy(&t).into_owned())
+            };
+            let main = read(&linked.join(".git"))
                 .and_then(|t| {
                     t.trim()
                         .strip_prefix("gitdir:")
                         .map(|p| linked.join(p.trim()))
                 })
                 .and_then(|dir| {
-                    let common = std::fs::read_to_string(dir.join("commondir")).ok()?;
+                    let common = read(&dir.join("commondir"))?;
                     let common = dir.join(common.trim()).canonicalize().ok()?;
                     common.parent().map(Path::to_path_buf)
                 });

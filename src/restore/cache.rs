@@ -97,8 +97,8 @@ fn reindexed_packs(
         {
             continue;
         }
-        let file =
-            std::fs::File::open(&pack).map_err(|e| format!("reading {}: {e}", pack.display()))?;
+        let file = crate::fs::open_regular(&pack, true)
+            .map_err(|e| format!("reading {}: {e}", pack.display()))?;
         let mut input = std::io::BufReader::with_capacity(256 << 10, file);
         crate::pack::receive(&mut input, &into, None, opts.limits, &interrupt, None).map_err(
             |e| match e {

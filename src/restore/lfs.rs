@@ -358,7 +358,7 @@ pub fn smudge(
         let rel = Path::new(std::ffi::OsStr::from_bytes(&file.path));
         let shown = tree.shown(rel).display().to_string();
         let src = object_path(git_dir, &file.pointer);
-        let mut from = std::fs::File::open(&src)
+        let mut from = crate::fs::open_regular(&src, false)
             .map_err(|e| Error::io(format!("reading {}", src.display()), e))?;
         let Some(at) = index.entry_index_by_path(file.path.as_bstr()).ok() else {
             continue;

@@ -53,7 +53,7 @@ impl UserConfig {
         let mut out = UserConfig::default();
         let mut excludes: Option<BString> = None;
         for (path, source) in config_files(git_dir, env) {
-            let bytes = match std::fs::read(&path) {
+            let bytes = match crate::fs::read_regular(&path, true) {
                 Ok(b) => b,
                 // Missing (or unreadable, e.g. a directory) files are skipped, as git does for
                 // the optional user and system files.

@@ -276,7 +276,7 @@ fn remove_ref_locks(git_dir: &Path, update: &str) {
             let gap = m.duration_since(at).or_else(|e| Ok::<_, ()>(e.duration()));
             gap.is_ok_and(|g| g < std::time::Duration::from_secs(5))
         });
-        let content = std::fs::read(&lock).unwrap_or_default();
+        let content = crate::fs::read_regular(&lock, false).unwrap_or_default();
         let ours =
             content.is_empty() || content == new_line.as_bytes() || content == symref.as_bytes();
         if meta.is_file() && meta.len() < 256 && near && ours {

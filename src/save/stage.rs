@@ -435,7 +435,7 @@ impl<'r> Hasher<'r> {
         if md.len() > MAX_FILE_BYTES {
             return Ok(Outcome::TooLarge(md.len()));
         }
-        let file = match std::fs::File::open(&path) {
+        let file = match crate::fs::open_regular(&path, false) {
             Ok(f) => f,
             Err(e) if is_gone(&e) => return Ok(Outcome::Gone),
             Err(e) => return Err(io(e)),

@@ -545,6 +545,30 @@ impl World {
         self.run_without(cwd, args, vars, &[])
     }
 
+    /// [`World::run`], killed once `limit` has passed (a hang fails the test, not the suite):
+    /// `None` when it had to be killed.
+    pub fn run_limited(
+        &self,
+        cwd: &Path,
+        args: &[&str],
+        vars: &[(&str, &str)],
+        limit: Duration,
+    ) -> Option<Run> {
+        let child = Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .envs(self.env())
+            .envs(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = wait_with_limit(child, limit);
+        out.status.code().map(|_| Run::of(&out))
+    }
+
     /// [`World::run`] with the variables `remove` taken out of the isolated environment.
     pub fn run_without(
         &self,

@@ -229,7 +229,7 @@ fn matches_blob(
     if !meta.is_file() || exec != want_exec {
         return Ok(false);
     }
-    let mut file = std::fs::File::open(path).map_err(reading)?;
+    let mut file = crate::fs::open_regular(path, false).map_err(reading)?;
     let hash = gix::objs::compute_stream_hash(
         gix::hash::Kind::Sha1,
         gix::objs::Kind::Blob,

@@ -224,8 +224,8 @@ pub(super) fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bo
 /// The commits listed in `.git/shallow`.
 pub(super) fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
     let path = git_dir.join("shallow");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let text = match crate::fs::read_regular(&path, false) {
+        Ok(t) => String::from_utf8_lossy(&t).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };

@@ -166,7 +166,7 @@ impl InTheWay<'_> {
                     .map(|t| t.into_os_string().into_encoded_bytes())
                     .ok()
             } else {
-                std::fs::read(path).ok()
+                crate::fs::read_regular(path, false).ok()
             };
             let same_kind = symlink == (entry.mode == gix::index::entry::Mode::SYMLINK);
             match on_disk {
