@@ -317,3 +317,61 @@ fn sparse_folders_are_read_as_git_sparse_checkout_set_cone_reads_them() {
         assert_eq!(warned, folders == &["nope"], "{what}: {}", run.stdout);
     }
 }
+
+/// `GIT_SESSION_SPARSE_FILE` is read as `git sparse-checkout set --cone --stdin` reads its input:
+/// none of the argument checks (a leading `/`, a glob character and `!` are taken literally), a
+/// line starting with `"` unquoted C-style, a `#` line a folder like any other. Compared with git
+/// case by case, as above.
+#[test]
+fn the_sparse_file_is_read_as_git_sparse_checkout_set_stdin_reads_it() {
+    let Served { w, tip, url, _srv } = served(true);
+    let reference = w.tmp.path().join("reference");
+    let bare = w.srv().join("repo.git");
+    w.git(
+        w.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            bare.to_str().unwrap(),
+            reference.to_str().unwrap(),
+        ],
+    );
+    let cases = [
+        "/a/b\n",
+        "# a comment?\na/b\n",
+        "\"a/\\142\"\n",
+        "a/*\n!d\n",
+        " a/b \r\n\n",
+        "a/./b/../b\n",
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let what = format!("{text:?}");
+        w.git_stdin(
+            &reference,
+            &["sparse-checkout", "set", "--cone", "--stdin"],
+            text.as_bytes(),
+        );
+        let file = w.tmp.path().join(format!("cone{i}"));
+        std::fs::write(&file, text).unwrap();
+        let dir = w.path(&format!("s{i}"));
+        let run = w.run(
+            &dir,
+            &["restore", "--json"],
+            &[
+                ("READ_URL", url.as_str()),
+                ("SESSION_BRANCH", "sessions/sparse"),
+                ("TIP_SHA", tip.as_str()),
+                ("GIT_SESSION_SPARSE_FILE", file.to_str().unwrap()),
+            ],
+        );
+        run.assert_code(0);
+        let read = |d: &Path| std::fs::read_to_string(d.join(".git/info/sparse-checkout")).unwrap();
+        assert_eq!(read(&dir), read(&reference), "{what}: the pattern file");
+        assert_eq!(
+            w.git(&dir, &["ls-files", "-t"]),
+            w.git(&reference, &["ls-files", "-t"]),
+            "{what}: ls-files -t"
+        );
+        assert_eq!(files_in(&dir), files_in(&reference), "{what}: the files");
+    }
+}
