@@ -173,6 +173,8 @@ def main():
         ("url-query", "http://127.0.0.1:8080/repo.git/?sig=abc#frag"),
         ("url-jwt", "https://t:eyJhbGciOiJIUzI1NiJ9.eyJleHAiOjE4OTM0NTYwMDB9.c2ln@h.example/r"),
         ("owner", "sandbox-1\0agent-7\0Ada Lovelace\0Fix it\n\nSigned-off-by: A <a@b>\n"),
+        ("knob", "60000"), ("knob-signed", "+5000"),
+        ("sparse", "./a//b/\na/b/..\n a \n../x\n"), ("lfs-pattern", "**/assets/*.bin"),
     ]:
         put("inputs", name, text.encode())
 

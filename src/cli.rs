@@ -91,6 +91,46 @@ impl Command {
     }
 }
 
+/// A whole number from `min` to `max`, digits only: `+5`, ` 5`, `0x10` or `5k` are refused (exit 2
+/// naming the flag and this range), not read as someone else would read them.
+fn number(text: &str, min: u64, max: u64) -> Result<u64, String> {
+    text.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| text.parse::<u64>().ok())
+        .flatten()
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(|| format!("it must be a whole number from {min} to {max}, digits only"))
+}
+
+/// git's largest depth: `git clone --depth 2147483648` is refused before any request.
+const MAX_DEPTH: u64 = i32::MAX as u64;
+
+/// Deeper than any path: one of `PATH_MAX` (4096) bytes has fewer components.
+const MAX_STRIP_COMPONENTS: u64 = 4096;
+
+/// The smallest header bound that holds one tar block (512 bytes), which every pax header fills.
+const MIN_HEADER_BYTES: u64 = 512;
+
+fn depth(text: &str) -> Result<u32, String> {
+    number(text, 0, MAX_DEPTH).map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+fn strip_components(text: &str) -> Result<usize, String> {
+    number(text, 0, MAX_STRIP_COMPONENTS).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+fn header_bytes(text: &str) -> Result<u64, String> {
+    number(text, MIN_HEADER_BYTES, u64::MAX)
+}
+
+fn entries(text: &str) -> Result<u64, String> {
+    number(text, 1, u64::MAX)
+}
+
+fn bytes(text: &str) -> Result<u64, String> {
+    number(text, 1, u64::MAX)
+}
+
 /// Where a restore takes the tree from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum From {
@@ -124,8 +164,8 @@ pub struct RestoreArgs {
     #[arg(long, env = "TIP_SHA", hide_env_values = true, value_name = "SHA")]
     pub tip_sha: Option<String>,
 
-    /// Commits of history to fetch (0: the whole history)
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    /// Commits of history to fetch, 1 to 2147483647 as git takes them (0: the whole history)
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = depth)]
     pub depth: u32,
 
     /// Overwrite files the commit tracks in a non-empty directory (others are left in place)
@@ -146,7 +186,7 @@ pub struct RestoreArgs {
 
     /// Strip N leading path components [default: one top-level folder whose name holds TIP_SHA's
     /// first 7 hex digits]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = strip_components)]
     pub strip_components: Option<usize>,
 
     /// Refuse an archive that does not record its commit id (else: a warning)
@@ -154,21 +194,23 @@ pub struct RestoreArgs {
     pub require_commit_id: bool,
 
     /// Largest pax or long-name header, in bytes
-    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES", value_parser = header_bytes)]
     pub max_header_bytes: u64,
 
     /// Most members an archive may hold, or files and folders a fetched commit's tree may expand
     /// to; more is refused (exit 6) before the index is built
-    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_TREE_ENTRIES, value_name = "N")]
+    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_TREE_ENTRIES, value_name = "N",
+          value_parser = entries)]
     pub max_entries: u64,
 
     /// Most bytes of file data an archive may hold
-    #[arg(long, default_value_t = 64 << 30, value_name = "BYTES")]
+    #[arg(long, default_value_t = 64 << 30, value_name = "BYTES", value_parser = bytes)]
     pub max_bytes: u64,
 
     /// Largest object (or delta result) a fetched pack may hold, in bytes; larger is refused
     /// (exit 6) before anything that size is allocated
-    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES",
+          value_parser = bytes)]
     pub max_object_bytes: u64,
 
     /// When to fetch Git LFS objects for the tree's pointer files: auto (paths the tree's
@@ -214,7 +256,8 @@ pub struct BakeArgs {
 
     /// Largest object (or delta result) a fetched pack may hold, in bytes; larger is refused
     /// (exit 6) before anything that size is allocated
-    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = crate::pack::DEFAULT_MAX_OBJECT_BYTES, value_name = "BYTES",
+          value_parser = bytes)]
     pub max_object_bytes: u64,
 }
 

@@ -757,6 +757,51 @@ pub fn inputs(data: &[u8]) {
     }
     remote_url(s);
     owner(s);
+    knob(s);
+    patterns(s);
+}
+
+/// A number knob takes digits only, whatever else the text holds; nothing panics.
+fn knob(s: &str) {
+    for var in [
+        "GIT_SESSION_READ_TIMEOUT_MS",
+        "GIT_SESSION_BIG_OBJECT_BYTES",
+        "GIT_SESSION_LOW_SPEED_LIMIT",
+        "GIT_SESSION_PROTOCOL",
+        "GIT_SESSION_LFS_INCLUDE",
+    ] {
+        let knobs = crate::knobs::Knobs::from_vars(|v| (v == var).then(|| s.to_owned()));
+        if knobs.is_ok() && !s.is_empty() && var != "GIT_SESSION_LFS_INCLUDE" {
+            assert!(s.bytes().all(|b| b.is_ascii_digit()), "{var}={s:?} taken");
+        }
+        if let Err(e) = knobs {
+            assert_eq!(e.exit_code(), 2, "{var}={s:?}");
+        }
+    }
+}
+
+/// Sparse folders (one a line) come out normalised as git normalises them, or are refused;
+/// an LFS pattern matches or not, never panics.
+fn patterns(s: &str) {
+    let lines: Vec<String> = s.lines().map(str::to_owned).collect();
+    match crate::restore::sparse::Cone::new(&lines) {
+        Ok(cone) => {
+            for d in cone.dirs() {
+                assert!(
+                    !d.is_empty()
+                        && !d.starts_with('/')
+                        && !d.contains("//")
+                        && d.split('/').all(|c| c != "." && c != ".."),
+                    "{d:?} from {lines:?}"
+                );
+                assert!(cone.contains(format!("{d}/f").as_str().into()), "{d:?}");
+            }
+            let _ = cone.patterns();
+        }
+        Err(e) => assert_eq!(e.exit_code(), 2),
+    }
+    let pattern = crate::restore::LfsPattern::new(s);
+    let _ = pattern.matches(s.as_bytes().as_bstr());
 }
 
 fn remote_url(s: &str) {

@@ -2,9 +2,10 @@
 //! the fetch protocol),
 //! parsed once into [`Knobs`] before a command does any work.
 //!
-//! A value that is not a whole number, or is outside its range, is exit 2 naming the variable,
-//! its range and its default: never a silent default, and never a value the code cannot hold
-//! (an `Instant` plus `u64::MAX` milliseconds panics; `0` ms would time out every read at once).
+//! A value that is not digits only (no sign, space, unit or base), or is outside its range, is
+//! exit 2 naming the variable, its range and its default: never a silent default, never a value
+//! the code cannot hold (an `Instant` plus `u64::MAX` milliseconds panics), and never one that
+//! cannot do what the knob says (a wait under [`MIN_WAIT_MS`] fails every restore).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -17,6 +18,18 @@ pub const DEFAULT_BIG_OBJECT_BYTES: u64 = 512 << 20;
 
 /// The longest wait a knob may ask for: one day.
 const MAX_WAIT_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// The shortest wait or timeout a knob may ask for: less times out a healthy local server's
+/// answer (`GIT_SESSION_FIRST_BYTE_WAIT_MS=0` failed every restore).
+pub const MIN_WAIT_MS: u64 = 100;
+
+/// The smallest `GIT_SESSION_BIG_OBJECT_BYTES`: under 1 MiB, ordinary deltas against a base
+/// over it are refused (`1` refused a valid pack as exit 6).
+pub const MIN_BIG_OBJECT_BYTES: u64 = 1 << 20;
+
+/// The largest `GIT_SESSION_LOW_SPEED_LIMIT`: a floor no link reaches (1 GiB/s) would call every
+/// transfer stalled.
+const MAX_LOW_SPEED_LIMIT: u64 = 1 << 30;
 
 /// Which upload-pack protocol a fetch speaks (`GIT_SESSION_PROTOCOL`, `gitprotocol-v2`,
 /// `gitprotocol-pack`): v2 when the server answers `version 2`, else v0/v1; or one forced.
@@ -33,7 +46,8 @@ pub enum Protocol {
 impl Protocol {
     /// `GIT_SESSION_PROTOCOL`: unset or empty is [`Protocol::Auto`], `0` or `1` is v0, `2` v2.
     fn read(raw: Option<String>) -> Result<Self> {
-        match raw.as_deref().map(str::trim) {
+        // As the numbers: exactly the value, no space around it.
+        match raw.as_deref() {
             None | Some("") => Ok(Protocol::Auto),
             Some("0" | "1") => Ok(Protocol::V0),
             Some("2") => Ok(Protocol::V2),
@@ -100,23 +114,26 @@ struct Number {
     default: u64,
 }
 
-const CONNECT_TIMEOUT: Number = Number::ms("GIT_SESSION_CONNECT_TIMEOUT_MS", 1, 10_000);
-const READ_TIMEOUT: Number = Number::ms("GIT_SESSION_READ_TIMEOUT_MS", 1, 60_000);
+const CONNECT_TIMEOUT: Number = Number::ms("GIT_SESSION_CONNECT_TIMEOUT_MS", 10_000);
+const READ_TIMEOUT: Number = Number::ms("GIT_SESSION_READ_TIMEOUT_MS", 60_000);
+// A backoff, not a timeout: 0 (retry at once) does what it says.
 const RETRY_BASE: Number = Number {
+    min: 0,
     max: 60_000,
-    ..Number::ms("GIT_SESSION_RETRY_BASE_MS", 0, 1_000)
+    ..Number::ms("GIT_SESSION_RETRY_BASE_MS", 1_000)
 };
 const LOW_SPEED_LIMIT: Number = Number {
     var: "GIT_SESSION_LOW_SPEED_LIMIT",
     unit: "bytes per second",
     min: 0,
-    max: u64::MAX,
+    max: MAX_LOW_SPEED_LIMIT,
     default: 1024,
 };
-const LOW_SPEED_TIME: Number = Number::ms("GIT_SESSION_LOW_SPEED_TIME_MS", 1, 60_000);
-const FIRST_BYTE_WAIT: Number = Number::ms("GIT_SESSION_FIRST_BYTE_WAIT_MS", 0, 600_000);
-const SECTION_WAIT: Number = Number::ms("GIT_SESSION_SECTION_WAIT_MS", 1, 60_000);
-const RETRY_TOTAL: Number = Number::ms("GIT_SESSION_RETRY_TOTAL_MS", 1, 90_000);
+const LOW_SPEED_TIME: Number = Number::ms("GIT_SESSION_LOW_SPEED_TIME_MS", 60_000);
+const FIRST_BYTE_WAIT: Number = Number::ms("GIT_SESSION_FIRST_BYTE_WAIT_MS", 600_000);
+const SECTION_WAIT: Number = Number::ms("GIT_SESSION_SECTION_WAIT_MS", 60_000);
+const RETRY_TOTAL: Number = Number::ms("GIT_SESSION_RETRY_TOTAL_MS", 90_000);
+// 0: take the lock or fail at once (a caller that would rather not wait).
 const LOCK_WAIT: Number = Number {
     var: "GIT_SESSION_LOCK_WAIT_S",
     unit: "seconds",
@@ -134,24 +151,24 @@ const LFS_CONCURRENCY: Number = Number {
 const MAX_SUBMODULES: Number = Number {
     var: "GIT_SESSION_MAX_SUBMODULES",
     unit: "submodules",
-    min: 0,
+    min: 1,
     max: 100_000,
     default: 256,
 };
 const BIG_OBJECT_BYTES: Number = Number {
     var: "GIT_SESSION_BIG_OBJECT_BYTES",
     unit: "bytes",
-    min: 1,
+    min: MIN_BIG_OBJECT_BYTES,
     max: u64::MAX,
     default: DEFAULT_BIG_OBJECT_BYTES,
 };
 
 impl Number {
-    const fn ms(var: &'static str, min: u64, default: u64) -> Self {
+    const fn ms(var: &'static str, default: u64) -> Self {
         Number {
             var,
             unit: "milliseconds",
-            min,
+            min: MIN_WAIT_MS,
             max: MAX_WAIT_MS,
             default,
         }
@@ -161,13 +178,19 @@ impl Number {
         let Some(raw) = lookup(self.var).filter(|v| !v.is_empty()) else {
             return Ok(self.default);
         };
-        match raw.trim().parse::<u64>() {
-            Ok(n) if (self.min..=self.max).contains(&n) => Ok(n),
+        // Digits only: `+5`, ` 5`, `0x10` or `5ms` would be read differently by someone else.
+        let number = raw
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| raw.parse::<u64>().ok())
+            .flatten();
+        match number {
+            Some(n) if (self.min..=self.max).contains(&n) => Ok(n),
             _ => Err(Error::Usage(
                 Refusal::Invalid,
                 format!(
-                    "{} is '{}': it must be a whole number of {} from {} to {}; unset it for the \
-                     default, {}",
+                    "{} is '{}': it must be a whole number of {} from {} to {}, digits only; \
+                     unset it for the default, {}",
                     self.var,
                     raw.escape_debug(),
                     self.unit,
@@ -184,13 +207,14 @@ impl Number {
     }
 }
 
-/// Comma-separated patterns, trimmed, empty ones dropped, without leading or trailing `/`.
+/// Comma-separated patterns, each trimmed of spaces, empty ones dropped, as git-lfs reads
+/// `-I`/`lfs.fetchinclude`; their `/` mean what git-lfs says ([`crate::restore::LfsPattern`]).
 fn patterns(raw: Option<String>) -> Vec<String> {
     raw.unwrap_or_default()
         .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .map(|p| p.trim_matches('/').to_owned())
+        .map(str::to_owned)
         .collect()
 }
 
@@ -283,15 +307,24 @@ mod tests {
     fn values_in_range_are_taken() {
         let knobs = with(&[
             ("GIT_SESSION_READ_TIMEOUT_MS", "500"),
-            ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "0"),
+            ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "100"),
             ("GIT_SESSION_LOW_SPEED_LIMIT", "0"),
+            ("GIT_SESSION_RETRY_BASE_MS", "0"),
+            ("GIT_SESSION_LOCK_WAIT_S", "0"),
+            ("GIT_SESSION_MAX_SUBMODULES", "1"),
+            ("GIT_SESSION_BIG_OBJECT_BYTES", "01048576"),
             ("GIT_SESSION_LFS_INCLUDE", " /assets/ ,, docs"),
         ])
         .unwrap();
         assert_eq!(knobs.read_timeout, Duration::from_millis(500));
-        assert_eq!(knobs.first_byte_wait, Duration::ZERO);
+        assert_eq!(knobs.first_byte_wait, Duration::from_millis(100));
         assert_eq!(knobs.low_speed_limit, 0);
-        assert_eq!(knobs.lfs_include, ["assets", "docs"]);
+        assert_eq!(knobs.retry_base, Duration::ZERO);
+        assert_eq!(knobs.lock_wait, Duration::ZERO);
+        assert_eq!(knobs.max_submodules, 1);
+        assert_eq!(knobs.big_object_bytes, 1 << 20);
+        // Spaces around a pattern go, as git-lfs drops them; its slashes mean something.
+        assert_eq!(knobs.lfs_include, ["/assets/", "docs"]);
     }
 
     #[test]
@@ -305,6 +338,23 @@ mod tests {
             ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "1e3"),
             ("GIT_SESSION_BIG_OBJECT_BYTES", "18446744073709551616"),
             ("GIT_SESSION_PROTOCOL", "v2"),
+            // Digits only: a sign, spaces, a base or a unit are someone else's syntax.
+            ("GIT_SESSION_READ_TIMEOUT_MS", "+5000"),
+            ("GIT_SESSION_READ_TIMEOUT_MS", " 5000"),
+            ("GIT_SESSION_READ_TIMEOUT_MS", "5000 "),
+            ("GIT_SESSION_READ_TIMEOUT_MS", "0x1000"),
+            ("GIT_SESSION_READ_TIMEOUT_MS", "5000ms"),
+            ("GIT_SESSION_PROTOCOL", " 2"),
+            // A range that does what the knob says.
+            ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "0"),
+            ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "99"),
+            ("GIT_SESSION_SECTION_WAIT_MS", "1"),
+            ("GIT_SESSION_RETRY_TOTAL_MS", "99"),
+            ("GIT_SESSION_CONNECT_TIMEOUT_MS", "1"),
+            ("GIT_SESSION_LOW_SPEED_TIME_MS", "1"),
+            ("GIT_SESSION_LOW_SPEED_LIMIT", "1073741825"),
+            ("GIT_SESSION_BIG_OBJECT_BYTES", "1048575"),
+            ("GIT_SESSION_MAX_SUBMODULES", "0"),
         ] {
             let err = with(&[(var, value)]).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{var}={value}");

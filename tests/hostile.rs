@@ -541,8 +541,8 @@ fn big_objects_stream_and_a_killed_big_write_is_resumed() {
     std::fs::write(scratch.join("noise.bin"), &noise).unwrap();
     std::fs::write(scratch.join("a.txt"), "a\n").unwrap();
     let tip = w.commit_all(&scratch, "noise");
-    // Two near-copies of a 64 KiB text: the server deltifies one against the other.
-    let text: String = (0..4096)
+    // Two near-copies of a 1.2 MB text: the server deltifies one against the other.
+    let text: String = (0..50_000)
         .map(|i| format!("line {i:05} of the text\n"))
         .collect();
     std::fs::write(scratch.join("t1.txt"), &text).unwrap();
@@ -602,39 +602,46 @@ fn big_objects_stream_and_a_killed_big_write_is_resumed() {
     assert_eq!(std::fs::read(dir.join("noise.bin")).unwrap(), noise);
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
 
-    // A delta against an object over the threshold (1 KiB here): refused, nothing written.
+    // A delta against an object over the threshold (1 MiB here, the least it may be): refused,
+    // nothing written.
     let vars = [
         ("READ_URL", url.as_str()),
         ("SESSION_BRANCH", "s/texts"),
         ("TIP_SHA", texts.as_str()),
-        ("GIT_SESSION_BIG_OBJECT_BYTES", "1024"),
+        ("GIT_SESSION_BIG_OBJECT_BYTES", "1048576"),
     ];
     let run = w.run(&w.path("d"), &["restore", "--json"], &vars);
     run.assert_code(6);
     assert!(run.stdout.contains("delta"), "{}", run.stdout);
 }
 
-/// A pack that does not start within the time a pack may take to start (here 300 ms; the
-/// server holds it back 3 s after the `packfile` line) is a network failure — exit 5, retried,
-/// the staging folder gone — not a corrupt pack (it was exit 6).
+/// A pack that does not start within the time a pack may take to start is a network failure —
+/// exit 5, retried, the staging folder gone — not a corrupt pack (it was exit 6). The server
+/// holds a valid pack for 6 s behind its `packfile` line; the wait is 1 s (the shortest wait
+/// is 100 ms: `0`, which this test used, failed every restore and is now refused).
 #[test]
 fn a_pack_that_never_starts_is_a_network_failure() {
     let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
     let tip = h.ids[0].clone();
     let (tree, blobs) = h.tree_of(&tip);
-    let ids: Vec<&str> = [tip.as_str(), tree.as_str()]
-        .into_iter()
-        .chain(blobs.iter().map(|(_, id)| id.as_str()))
-        .collect();
-    let body = fetch_response(&pack_of(&h.w, &h.bare(), &ids), &[]);
-    let mut held = Scripted::once(Endpoint::Fetch, body.clone());
-    held.hold_last = body.len() - pkt("packfile\n").len();
-    held.hold_ms = 3000;
+    let mut ids = vec![tip.as_str(), tree.as_str()];
+    ids.extend(blobs.iter().map(|(_, id)| id.as_str()));
+    let response = fetch_response(&pack_of(&h.w, &h.bare(), &ids), &[]);
+    let mut held = Scripted::once(Endpoint::Fetch, response.clone());
+    held.hold_last = response.len() - pkt("packfile\n").len();
+    held.hold_ms = 6_000;
     held.times = 10;
     h.script(held);
     let dir = h.w.path("s");
     h.srv.clear_log();
-    let run = h.restore(&dir, &tip, &[("GIT_SESSION_FIRST_BYTE_WAIT_MS", "300")]);
+    let run = h.restore(
+        &dir,
+        &tip,
+        &[
+            ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "1000"),
+            ("GIT_SESSION_RETRY_BASE_MS", "100"),
+        ],
+    );
     run.assert_code(5);
     assert_eq!(run.json()["error"]["kind"], "network", "{}", run.stderr);
     let fetches = h

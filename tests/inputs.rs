@@ -406,7 +406,7 @@ fn a_malformed_or_out_of_range_knob_is_exit_2_before_any_request() {
     let tip = w.git(&w.srv().join("repo.git"), &["rev-parse", "HEAD"]);
     let huge = u64::MAX.to_string();
     let cases: &[(&str, &str, &str)] = &[
-        ("GIT_SESSION_READ_TIMEOUT_MS", "0", "from 1 to 86400000"),
+        ("GIT_SESSION_READ_TIMEOUT_MS", "0", "from 100 to 86400000"),
         ("GIT_SESSION_CONNECT_TIMEOUT_MS", "ten", "milliseconds"),
         ("GIT_SESSION_RETRY_BASE_MS", &huge, "from 0 to 60000"),
         ("GIT_SESSION_LOCK_WAIT_S", &huge, "from 0 to 86400"),
@@ -459,4 +459,194 @@ fn a_malformed_or_out_of_range_knob_is_exit_2_before_any_request() {
         );
     }
     assert!(srv.log().is_empty(), "save made requests: {:?}", srv.log());
+}
+
+/// A knob takes digits only, in a range where it does what it says, and is checked before any
+/// request (issue 38, part 3). Before: `+5000` and space-padded values were taken, and values
+/// that made every restore fail were in range (`GIT_SESSION_FIRST_BYTE_WAIT_MS=0`,
+/// `GIT_SESSION_BIG_OBJECT_BYTES=1`, `GIT_SESSION_MAX_SUBMODULES=0`, a low-speed floor of
+/// 2^64-1 bytes per second).
+#[test]
+fn knobs_take_digits_only_within_a_range_that_does_what_they_say() {
+    let w = World::new();
+    let srv = server(&w);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let tip = w.git(&w.srv().join("repo.git"), &["rev-parse", "HEAD"]);
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "GIT_SESSION_READ_TIMEOUT_MS",
+            "+5000",
+            "from 100 to 86400000",
+        ),
+        ("GIT_SESSION_READ_TIMEOUT_MS", " 5000", "digits only"),
+        ("GIT_SESSION_READ_TIMEOUT_MS", "5000 ", "digits only"),
+        ("GIT_SESSION_CONNECT_TIMEOUT_MS", "0x1000", "digits only"),
+        ("GIT_SESSION_LOW_SPEED_TIME_MS", "5000ms", "milliseconds"),
+        ("GIT_SESSION_LOCK_WAIT_S", "+1", "from 0 to 86400"),
+        ("GIT_SESSION_PROTOCOL", " 2", "must be 0"),
+        (
+            "GIT_SESSION_FIRST_BYTE_WAIT_MS",
+            "0",
+            "from 100 to 86400000",
+        ),
+        ("GIT_SESSION_SECTION_WAIT_MS", "1", "from 100 to"),
+        ("GIT_SESSION_RETRY_TOTAL_MS", "99", "from 100 to"),
+        ("GIT_SESSION_CONNECT_TIMEOUT_MS", "1", "from 100 to"),
+        ("GIT_SESSION_LOW_SPEED_TIME_MS", "50", "from 100 to"),
+        (
+            "GIT_SESSION_LOW_SPEED_LIMIT",
+            "18446744073709551615",
+            "from 0 to 1073741824",
+        ),
+        ("GIT_SESSION_BIG_OBJECT_BYTES", "1", "from 1048576 to"),
+        ("GIT_SESSION_MAX_SUBMODULES", "0", "from 1 to 100000"),
+    ];
+    for (var, value, range) in cases {
+        let dir = w.path("sandbox");
+        let run = w.restore_with(&dir, &url, "sessions/a", &tip, &["--json"], &[(var, value)]);
+        let what = format!("{var}={value:?}");
+        run.assert_case_says(&what, 2, &[var, range]);
+        assert!(
+            srv.log().is_empty(),
+            "{what} made requests: {:?}",
+            srv.log()
+        );
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{what} wrote");
+    }
+    // Each bound itself is taken.
+    let dir = w.path("sandbox");
+    let bounds = [
+        ("GIT_SESSION_FIRST_BYTE_WAIT_MS", "100000"),
+        ("GIT_SESSION_SECTION_WAIT_MS", "100000"),
+        ("GIT_SESSION_BIG_OBJECT_BYTES", "1048576"),
+        ("GIT_SESSION_MAX_SUBMODULES", "1"),
+        ("GIT_SESSION_LOCK_WAIT_S", "0"),
+        ("GIT_SESSION_RETRY_BASE_MS", "0"),
+    ];
+    w.restore_with(&dir, &url, "sessions/a", &tip, &[], &bounds)
+        .assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), tip);
+}
+
+/// Every numeric flag takes digits only, in its range, checked before any request: exit 2
+/// naming the flag and the range. `--depth` has git's range: `git clone --depth 2147483648`
+/// is refused before any request, and so is ours (it went to the server: exit 5 after 6
+/// requests); 2147483647 is taken by both.
+#[test]
+fn numeric_flags_take_digits_only_within_their_range_before_any_request() {
+    let w = World::new();
+    let srv = server(&w);
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let bare = w.srv().join("repo.git");
+    let tip = w.git(&bare, &["rev-parse", "HEAD"]);
+    // What the real git says of the same depths.
+    let source = format!("file://{}", bare.display());
+    for (depth, ok) in [
+        ("2147483648", false),
+        ("4294967296", false),
+        ("2147483647", true),
+    ] {
+        let into = w.tmp.path().join(format!("git-clone-{depth}"));
+        let out = w.git_output(
+            w.tmp.path(),
+            &[
+                "clone",
+                "-q",
+                "--depth",
+                depth,
+                &source,
+                into.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.success(), ok, "git clone --depth {depth}");
+    }
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["--depth", "2147483648"],
+            "--depth",
+            "from 0 to 2147483647",
+        ),
+        (
+            &["--depth", "4294967296"],
+            "--depth",
+            "from 0 to 2147483647",
+        ),
+        (&["--depth", "+1"], "--depth", "digits only"),
+        (&["--depth", " 1"], "--depth", "digits only"),
+        (&["--depth", "0x10"], "--depth", "digits only"),
+        (
+            &["--strip-components", "+1"],
+            "--strip-components",
+            "from 0 to 4096",
+        ),
+        (
+            &["--strip-components", "4097"],
+            "--strip-components",
+            "from 0 to 4096",
+        ),
+        (&["--max-entries", "0"], "--max-entries", "from 1 to"),
+        (&["--max-entries", "1e6"], "--max-entries", "digits only"),
+        (&["--max-bytes", "0"], "--max-bytes", "from 1 to"),
+        (
+            &["--max-object-bytes", "1 "],
+            "--max-object-bytes",
+            "digits only",
+        ),
+        (
+            &["--max-header-bytes", "511"],
+            "--max-header-bytes",
+            "from 512 to",
+        ),
+    ];
+    for (args, flag, range) in cases {
+        let dir = w.path("sandbox");
+        let args = [&["--json"][..], args].concat();
+        let run = w.restore_with(&dir, &url, "sessions/a", &tip, &args, &[]);
+        let what = format!("{args:?}");
+        run.assert_case_says(&what, 2, &[flag, range]);
+        assert_eq!(run.json()["error"]["kind"], "usage", "{what}");
+        assert!(
+            srv.log().is_empty(),
+            "{what} made requests: {:?}",
+            srv.log()
+        );
+    }
+    let dir = w.path("sandbox");
+    w.restore_with(
+        &dir,
+        &url,
+        "sessions/a",
+        &tip,
+        &["--depth", "2147483647"],
+        &[],
+    )
+    .assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), tip);
+}
+
+/// `watch --every` and `--quiet-for` take digits and a unit (ms, s, m, h), nothing else, in
+/// their range: exit 2 naming the flag and the range, before the session is even looked at.
+#[test]
+fn watch_durations_take_digits_and_a_unit_within_their_range() {
+    let w = World::new();
+    let dir = w.path("anywhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (flag, bad) in [
+        ("--every", "+1s"),
+        ("--every", " 1s"),
+        ("--every", "1 s"),
+        ("--every", "1sec"),
+        ("--every", "50ms"),
+        ("--every", "1.5s"),
+        ("--quiet-for", "+0s"),
+        ("--quiet-for", "5"),
+    ] {
+        let mut args = vec!["watch", "--json", flag, bad];
+        if flag != "--every" {
+            args.extend(["--every", "1s"]);
+        }
+        let run = w.run(&dir, &args, &[]);
+        let what = format!("{flag} {bad:?}");
+        run.assert_case_says(&what, 2, &[flag, "to 24h", "digits, then ms, s, m or h"]);
+    }
 }

@@ -666,3 +666,125 @@ fn a_bake_holds_the_lfs_content_and_a_boot_fetches_only_the_changed_files() {
     );
     w.git(&dir, &["lfs", "fsck"]);
 }
+
+/// Whether `path` holds an LFS pointer rather than content.
+fn is_pointer(path: &Path) -> bool {
+    std::fs::read(path)
+        .unwrap()
+        .starts_with(b"version https://git-lfs.github.com/spec/v1\n")
+}
+
+/// `GIT_SESSION_LFS_INCLUDE` / `_EXCLUDE` select exactly the files the real `git lfs pull -I -X`
+/// selects (git-lfs 3; issue 38, part 3): a pattern without a `/` matches a name at any depth
+/// (`*.bin`, `x.bin`, `assets`, a folder `a.bin`), one with a `/` is read from the top, a
+/// folder takes what is below it, `*` stays within a folder and `**` does not. Before, every
+/// pattern was read from the top (`*.bin` took only `top.bin`), and a pattern that matched
+/// nothing said nothing: now it is one warning naming it.
+#[test]
+fn lfs_include_and_exclude_select_what_git_lfs_pull_selects() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let paths = [
+        "top.bin",
+        "assets/x.bin",
+        "assets/sub/y.bin",
+        "docs/assets/z.bin",
+        "data/a.bin/inner.bin",
+        "deep/a/b/c.bin",
+    ];
+    let files: Vec<(&str, Vec<u8>)> = paths
+        .iter()
+        .map(|p| (*p, format!("content of {p}\n").into_bytes()))
+        .collect();
+    let refs: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (*p, d.as_slice())).collect();
+    let (scratch, tip) = lfs_repo(&w, "lfs-scratch", &lfs.url("org/repo"), &refs);
+    w.serve_scratch(&scratch, "repo.git");
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let cases: &[(&str, &str)] = &[
+        ("*.bin", ""),
+        ("assets", ""),
+        ("assets/", ""),
+        ("/assets", ""),
+        ("assets/*", ""),
+        ("**/assets", ""),
+        ("docs/assets", ""),
+        ("x.bin", ""),
+        ("a.bin", ""),
+        ("deep/a", ""),
+        ("a/b", ""),
+        ("sub", ""),
+        ("*/sub", ""),
+        ("/*.bin", ""),
+        ("deep/**/c.bin", ""),
+        ("[ab]", ""),
+        ("", "assets"),
+        ("*.bin", "assets/sub"),
+        ("assets, docs", "z.bin"),
+        ("nope,top.bin", ""),
+    ];
+    for (i, (include, exclude)) in cases.iter().enumerate() {
+        let what = format!("-I {include:?} -X {exclude:?}");
+        // git-lfs: a clone without the smudge filter, then `git lfs pull -I -X`.
+        let reference = w.tmp.path().join(format!("ref{i}"));
+        let clone = [
+            "clone",
+            "-q",
+            scratch.to_str().unwrap(),
+            reference.to_str().unwrap(),
+        ];
+        w.git_with_env(w.tmp.path(), &clone, &[("GIT_LFS_SKIP_SMUDGE", "1")]);
+        w.git(&reference, &["lfs", "install", "--local"]);
+        let mut pull = vec!["lfs", "pull"];
+        if !include.is_empty() {
+            pull.extend(["-I", include]);
+        }
+        if !exclude.is_empty() {
+            pull.extend(["-X", exclude]);
+        }
+        w.git(&reference, &pull);
+        let dir = w.path(&format!("s{i}"));
+        let run = restore(
+            &w,
+            &dir,
+            &url,
+            &tip,
+            &[
+                ("GIT_SESSION_LFS_INCLUDE", include),
+                ("GIT_SESSION_LFS_EXCLUDE", exclude),
+            ],
+        );
+        run.assert_code(0);
+        let fetched = |d: &Path| -> Vec<&str> {
+            paths
+                .iter()
+                .copied()
+                .filter(|p| !is_pointer(&d.join(p)))
+                .collect()
+        };
+        let ours = fetched(&dir);
+        assert_eq!(ours, fetched(&reference), "{what}");
+        assert_eq!(run.json()["lfs_files"], ours.len(), "{what}");
+        let warnings = run.json()["warnings"].to_string();
+        // Patterns that select nothing, for git-lfs as for us.
+        let unmatched = ["a/b", "nope,top.bin"].contains(include);
+        assert_eq!(
+            warnings.contains("matched none"),
+            unmatched,
+            "{what}: {warnings}"
+        );
+        if unmatched {
+            let named = format!(
+                "GIT_SESSION_LFS_INCLUDE: '{}'",
+                include.split(',').next().unwrap()
+            );
+            assert!(warnings.contains(&named), "{warnings}");
+            assert_eq!(
+                run.stderr.matches("matched none").count(),
+                1,
+                "{}",
+                run.stderr
+            );
+        }
+    }
+}

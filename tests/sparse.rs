@@ -109,7 +109,9 @@ fn a_sparse_restore_over_a_server_without_filter_writes_the_whole_pack_sparsely(
     let Served { w, tip, url, _srv } = served(false);
     let dir = w.path("s");
     let file = w.tmp.path().join("cone");
-    std::fs::write(&file, "# the cone\na/b/\n").unwrap();
+    // Read as `git sparse-checkout set --stdin` reads it: a quoted line is unquoted (and a `#`
+    // line would be a folder, as in git).
+    std::fs::write(&file, "\"a/\\142/\"\n").unwrap();
     let run = w.run(
         &dir,
         &["restore", "--json"],
@@ -167,7 +169,8 @@ fn save_from_a_sparse_tree_keeps_what_is_outside_the_cone() {
 fn a_sparse_folder_that_is_not_one_is_refused_before_any_network_io() {
     let w = World::new();
     let dir = w.path("s");
-    for bad in ["../x", "a/*", "a/./b"] {
+    // What `git sparse-checkout set --cone` refuses as arguments.
+    for bad in ["../x", "a/*", "/a/b", "!a", "a]"] {
         let run = restore(
             &w,
             &dir,
@@ -217,5 +220,158 @@ fn a_sparse_folder_the_tree_lacks_is_named_in_a_warning() {
 fn assert_sparse_files(dir: &Path) {
     for (path, _) in FILES {
         assert_eq!(dir.join(path).exists(), INSIDE.contains(&path), "{path}");
+    }
+}
+
+/// Every file below `dir` but `.git`, sorted.
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `--sparse` reads its folders exactly as `git sparse-checkout set --cone` (git 2.47) reads its
+/// arguments (issue 38, part 3): the same refusals (a leading `/` or `!`, `*?[]`, a path leaving
+/// the top, a file's path), the same normalisation (`./`, `..`, `//`, a trailing `/`, spaces),
+/// the same `.git/info/sparse-checkout`, `ls-files -t` and files, compared case by case with a
+/// clone where git itself ran. Before, `./a`, `a//b` and `a/../d` were refused, `/a` was taken,
+/// and the pattern file listed parents and folders in another order than git.
+#[test]
+fn sparse_folders_are_read_as_git_sparse_checkout_set_cone_reads_them() {
+    let Served { w, tip, url, _srv } = served(true);
+    let reference = w.tmp.path().join("reference");
+    let bare = w.srv().join("repo.git");
+    w.git(
+        w.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            bare.to_str().unwrap(),
+            reference.to_str().unwrap(),
+        ],
+    );
+    let cases: &[&[&str]] = &[
+        &["a/b"],
+        &["./a/b"],
+        &["a//b/"],
+        &[" a/b "],
+        &["a/other/../b"],
+        &["d", "a/b/c"],
+        &["a", "a/b"],
+        &["a/b", "a/b"],
+        &["a/b/.."],
+        &["."],
+        &["nope"],
+        &["/a/b"],
+        &["!a"],
+        &["a/*"],
+        &["../a"],
+        &["a/b/../../.."],
+        &["a/x.txt"],
+    ];
+    for (i, folders) in cases.iter().enumerate() {
+        let mut args = vec!["sparse-checkout", "set", "--cone"];
+        args.extend_from_slice(folders);
+        let git = w.git_output(&reference, &args);
+        let dir = w.path(&format!("s{i}"));
+        let mut extra = vec!["--sparse"];
+        extra.extend_from_slice(folders);
+        let run = restore(&w, &dir, &url, &tip, &extra);
+        let what = format!("{folders:?}");
+        if !git.status.success() {
+            run.assert_case_says(&what, 2, &["sparse folder"]);
+            assert!(!dir.join(".git").exists(), "{what}: written");
+            continue;
+        }
+        run.assert_code(0);
+        let read = |d: &Path| std::fs::read_to_string(d.join(".git/info/sparse-checkout")).unwrap();
+        assert_eq!(read(&dir), read(&reference), "{what}: the pattern file");
+        assert_eq!(
+            w.git(&dir, &["ls-files", "-t"]),
+            w.git(&reference, &["ls-files", "-t"]),
+            "{what}: ls-files -t"
+        );
+        assert_eq!(files_in(&dir), files_in(&reference), "{what}: the files");
+        assert_eq!(
+            w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "{what}"
+        );
+        let warned = run.json()["warnings"]
+            .to_string()
+            .contains("the tree has no folder");
+        assert_eq!(warned, folders == &["nope"], "{what}: {}", run.stdout);
+    }
+}
+
+/// `GIT_SESSION_SPARSE_FILE` is read as `git sparse-checkout set --cone --stdin` reads its input:
+/// none of the argument checks (a leading `/`, a glob character and `!` are taken literally), a
+/// line starting with `"` unquoted C-style, a `#` line a folder like any other. Compared with git
+/// case by case, as above.
+#[test]
+fn the_sparse_file_is_read_as_git_sparse_checkout_set_stdin_reads_it() {
+    let Served { w, tip, url, _srv } = served(true);
+    let reference = w.tmp.path().join("reference");
+    let bare = w.srv().join("repo.git");
+    w.git(
+        w.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            bare.to_str().unwrap(),
+            reference.to_str().unwrap(),
+        ],
+    );
+    let cases = [
+        "/a/b\n",
+        "# a comment?\na/b\n",
+        "\"a/\\142\"\n",
+        "a/*\n!d\n",
+        " a/b \r\n\n",
+        "a/./b/../b\n",
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let what = format!("{text:?}");
+        w.git_stdin(
+            &reference,
+            &["sparse-checkout", "set", "--cone", "--stdin"],
+            text.as_bytes(),
+        );
+        let file = w.tmp.path().join(format!("cone{i}"));
+        std::fs::write(&file, text).unwrap();
+        let dir = w.path(&format!("s{i}"));
+        let run = w.run(
+            &dir,
+            &["restore", "--json"],
+            &[
+                ("READ_URL", url.as_str()),
+                ("SESSION_BRANCH", "sessions/sparse"),
+                ("TIP_SHA", tip.as_str()),
+                ("GIT_SESSION_SPARSE_FILE", file.to_str().unwrap()),
+            ],
+        );
+        run.assert_code(0);
+        let read = |d: &Path| std::fs::read_to_string(d.join(".git/info/sparse-checkout")).unwrap();
+        assert_eq!(read(&dir), read(&reference), "{what}: the pattern file");
+        assert_eq!(
+            w.git(&dir, &["ls-files", "-t"]),
+            w.git(&reference, &["ls-files", "-t"]),
+            "{what}: ls-files -t"
+        );
+        assert_eq!(files_in(&dir), files_in(&reference), "{what}: the files");
     }
 }

@@ -265,3 +265,35 @@ fn submodules_fanning_out_past_the_bound_are_refused() {
     assert!(msg.contains("more than 2"), "{msg}");
     assert!(!dir.join(".git").exists());
 }
+
+/// The submodule bound is checked for a whole level before any of it is fetched (issue 38,
+/// part 3): with `GIT_SESSION_MAX_SUBMODULES=1` and the tree's two submodules, neither
+/// repository is asked for anything (before, the first was fetched, then the second refused).
+#[test]
+fn the_submodule_bound_is_checked_before_any_submodule_is_fetched() {
+    let w = World::new();
+    let srv = GitServer::start(&w.srv(), None);
+    let (top, _, _) = nested(&w, &srv);
+    let dir = w.path("s");
+    let run = w.run(
+        &dir,
+        &["restore", "--json", "--submodules", "shallow"],
+        &[
+            ("READ_URL", srv.url("top.git", None).as_str()),
+            ("SESSION_BRANCH", "sessions/sub"),
+            ("TIP_SHA", top.as_str()),
+            ("GIT_SESSION_MAX_SUBMODULES", "1"),
+        ],
+    );
+    run.assert_code(6);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("more than 1"), "{msg}");
+    let asked: Vec<String> = srv
+        .log()
+        .iter()
+        .map(|e| e.path.clone())
+        .filter(|p| !p.starts_with("/top.git/"))
+        .collect();
+    assert!(asked.is_empty(), "submodules fetched: {asked:?}");
+    assert!(!dir.join(".git").exists());
+}

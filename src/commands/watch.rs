@@ -40,21 +40,53 @@ enum Pending {
 /// arithmetic, and no session lasts that long between checkpoints).
 const MAX_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Parse a duration such as `30s`, `2m`, `1m30s`, `500ms` (humantime's format), at most a day.
-fn duration(flag: &str, text: &str) -> Result<Duration> {
-    let d = humantime::parse_duration(text).map_err(|e| {
+/// The shortest `--every`: the shortest wait any knob may ask for (a shorter tick only spins).
+const MIN_EVERY: Duration = Duration::from_millis(crate::knobs::MIN_WAIT_MS);
+
+/// Parse a duration such as `30s`, `2m`, `1m30s`, `500ms`: digits then `ms`, `s`, `m` or `h`,
+/// repeated, nothing else (no sign, space or other unit), from `min` to a day.
+fn duration(flag: &str, text: &str, min: Duration) -> Result<Duration> {
+    let refuse = || {
         Error::Usage(
             Refusal::Invalid,
-            format!("{flag} takes a duration such as 30s, 2m or 500ms; '{text}' is not one ({e})"),
+            format!(
+                "{flag} is '{}': it must be a duration from {} to 24h such as 30s, 2m, 1m30s or \
+                 500ms (digits, then ms, s, m or h)",
+                text.escape_debug(),
+                humantime::format_duration(min)
+            ),
         )
-    })?;
-    if d > MAX_INTERVAL {
-        return Err(Error::Usage(
-            Refusal::Invalid,
-            format!("{flag} is '{text}': it may be at most a day (24h)"),
-        ));
+    };
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let unit_len = rest[digits..]
+            .bytes()
+            .take_while(u8::is_ascii_alphabetic)
+            .count();
+        let (number, unit) = (&rest[..digits], &rest[digits..digits + unit_len]);
+        let scale = match unit {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return Err(refuse()),
+        };
+        let millis = number
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(scale))
+            .ok_or_else(refuse)?;
+        total = total
+            .checked_add(Duration::from_millis(millis))
+            .ok_or_else(refuse)?;
+        rest = &rest[digits + unit_len..];
     }
-    Ok(d)
+    if text.is_empty() || total < min || total > MAX_INTERVAL {
+        return Err(refuse());
+    }
+    Ok(total)
 }
 
 /// Run the loop in `dir`; returns the exit code. Every outcome is printed here.
@@ -69,14 +101,8 @@ pub fn run(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: boo
 }
 
 fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool) -> Result<u8> {
-    let every = duration("--every", &args.every)?;
-    if every.is_zero() {
-        return Err(Error::Usage(
-            Refusal::Invalid,
-            "--every must be longer than 0".into(),
-        ));
-    }
-    let quiet_for = duration("--quiet-for", &args.quiet_for)?;
+    let every = duration("--every", &args.every, MIN_EVERY)?;
+    let quiet_for = duration("--quiet-for", &args.quiet_for, Duration::ZERO)?;
     let branch = args.push.session_branch.as_deref();
     // Refuse at once what every save would refuse: no session here, no PUSH_URL.
     Session::open(&dir, branch)?;
@@ -213,4 +239,50 @@ fn pending(dir: &Path, branch: Option<&str>) -> Result<Pending> {
         .filter_map(|m| m.modified().ok())
         .max();
     Ok(Pending::Work(newest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_digits_and_a_unit_within_their_range() {
+        for (text, ms) in [
+            ("300ms", 300),
+            ("30s", 30_000),
+            ("1m30s", 90_000),
+            ("24h", 86_400_000),
+        ] {
+            assert_eq!(
+                duration("--every", text, MIN_EVERY).unwrap().as_millis(),
+                ms,
+                "{text}"
+            );
+        }
+        assert_eq!(
+            duration("--quiet-for", "0s", Duration::ZERO).unwrap(),
+            Duration::ZERO
+        );
+        for bad in [
+            "",
+            "5",
+            "+5s",
+            " 5s",
+            "5s ",
+            "5 s",
+            "0x10s",
+            "1.5s",
+            "-1s",
+            "5sec",
+            "1d",
+            "0s",
+            "99ms",
+            "24h1ms",
+            "18446744073709551615h",
+        ] {
+            let err = duration("--every", bad, MIN_EVERY).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+            assert!(err.to_string().contains("from 100ms to 24h"), "{err}");
+        }
+    }
 }

@@ -327,9 +327,10 @@ impl Run<'_> {
                 super::submodules::plan(gitmodules.as_deref(), &index, &self.read_url)?
             }
         };
-        let lfs = super::lfs::find(&repo, &index, opts.lfs, &mut |id| {
+        let mut lfs = super::lfs::find(&repo, &index, opts.lfs, &mut |id| {
             objects.small_blob(id, crate::wire::lfs::MAX_POINTER_BYTES)
         })?;
+        self.notes.borrow_mut().append(&mut lfs.notes);
         if plan.overwrite {
             let resume = plan.resume_only.then(|| {
                 super::intent::CutShort::new(plan.cut_short_since)
@@ -387,6 +388,7 @@ impl Run<'_> {
         let Some(cone) = &self.opts.sparse else {
             return Ok(objects);
         };
+        cone.refuse_files(index)?;
         let missing = cone.missing_in(index);
         if !missing.is_empty() {
             self.notes.borrow_mut().push(format!(

@@ -20,6 +20,8 @@ use crate::wire::http::Http;
 use crate::wire::lfs::{self as wire, Answer, Endpoint, Operation, Pointer};
 use crate::wire::streaming::Streaming;
 
+use super::lfs_select::Selection;
+
 /// When a restore fetches LFS objects (`--lfs`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LfsMode {
@@ -48,46 +50,8 @@ pub struct LfsPlan {
     pub files: Vec<LfsFile>,
     /// `lfs.url` from the tree's `.lfsconfig`.
     pub configured_url: Option<String>,
-}
-
-/// `GIT_SESSION_LFS_INCLUDE` / `_EXCLUDE`: comma-separated patterns, as git-lfs's
-/// `lfs.fetchinclude` / `lfs.fetchexclude` (a pattern matches a path or one of its folders).
-struct Selection {
-    include: Vec<BString>,
-    exclude: Vec<BString>,
-}
-
-impl Selection {
-    fn from_knobs() -> Self {
-        let knobs = crate::knobs::get();
-        let list =
-            |patterns: &[String]| patterns.iter().map(|p| BString::from(p.as_str())).collect();
-        Selection {
-            include: list(&knobs.lfs_include),
-            exclude: list(&knobs.lfs_exclude),
-        }
-    }
-
-    fn matches(patterns: &[BString], path: &BStr) -> bool {
-        use gix::glob::wildmatch::Mode;
-        patterns.iter().any(|p| {
-            let mut at = path;
-            loop {
-                if gix::glob::wildmatch(p.as_bstr(), at, Mode::NO_MATCH_SLASH_LITERAL) {
-                    return true;
-                }
-                match at.rfind_byte(b'/') {
-                    Some(i) => at = at[..i].as_bstr(),
-                    None => return false,
-                }
-            }
-        })
-    }
-
-    fn wants(&self, path: &BStr) -> bool {
-        (self.include.is_empty() || Self::matches(&self.include, path))
-            && !Self::matches(&self.exclude, path)
-    }
+    /// Warnings: include or exclude patterns that matched none of the tree's LFS files.
+    pub notes: Vec<String>,
 }
 
 /// The pointer files of `index` to replace, as `mode` asks; `read` gives a blob's bytes when it
@@ -115,7 +79,8 @@ pub fn find(
         )
         .map_err(|e| Error::internal("reading the tree's .gitattributes", e))?;
     let mut outcome = attributes.selected_attribute_matches(["filter"]);
-    let selection = Selection::from_knobs();
+    let mut selection = Selection::from_knobs();
+    let mut asked = 0;
     let mut plan = LfsPlan::default();
     for entry in index.entries() {
         if !entry.mode.is_submodule() && entry.path(index) == ".lfsconfig" {
@@ -143,6 +108,7 @@ pub fn find(
                 continue;
             }
         }
+        asked += 1;
         if !selection.wants(path) {
             continue;
         }
@@ -153,8 +119,12 @@ pub fn find(
             });
         }
     }
+    plan.notes = selection.unmatched(asked);
     if plan.files.is_empty() && mode == LfsMode::Auto && plan.configured_url.is_none() {
-        return Ok(LfsPlan::default());
+        return Ok(LfsPlan {
+            notes: plan.notes,
+            ..LfsPlan::default()
+        });
     }
     Ok(plan)
 }
@@ -189,7 +159,8 @@ pub fn find_in_tree(tree: &Tree, index: &gix::index::File, mode: LfsMode) -> Res
     if mode == LfsMode::Never || (mode == LfsMode::Auto && !marked) {
         return Ok(LfsPlan::default());
     }
-    let selection = Selection::from_knobs();
+    let mut selection = Selection::from_knobs();
+    let mut asked = 0;
     let mut plan = LfsPlan::default();
     for entry in index.entries().iter().filter(|e| regular(e)) {
         let path = entry.path(index);
@@ -198,17 +169,23 @@ pub fn find_in_tree(tree: &Tree, index: &gix::index::File, mode: LfsMode) -> Res
                 read(path, 64 << 10).and_then(|b| crate::repo::lfs::configured_url(&b));
             continue;
         }
-        if u64::from(entry.stat.size) > wire::MAX_POINTER_BYTES || !selection.wants(path) {
+        if u64::from(entry.stat.size) > wire::MAX_POINTER_BYTES {
             continue;
         }
-        if let Some(pointer) = read(path, wire::MAX_POINTER_BYTES).and_then(|b| Pointer::parse(&b))
-        {
+        // Without attributes, the LFS files are the pointers: the patterns select among them.
+        let Some(pointer) = read(path, wire::MAX_POINTER_BYTES).and_then(|b| Pointer::parse(&b))
+        else {
+            continue;
+        };
+        asked += 1;
+        if selection.wants(path) {
             plan.files.push(LfsFile {
                 path: path.to_owned(),
                 pointer,
             });
         }
     }
+    plan.notes = selection.unmatched(asked);
     Ok(plan)
 }
 

@@ -333,6 +333,18 @@ impl Fetcher<'_> {
     /// # Errors
     /// Those of the fetch and the checkout of each (the first failure).
     pub fn restore_all(&self, level: &Level<'_>, subs: &[Submodule]) -> Result<Vec<String>> {
+        // The whole level is counted before any of it is fetched: a bound met half-way would
+        // have fetched for nothing.
+        let max = max_submodules();
+        let begun = self
+            .begun
+            .fetch_add(subs.len(), std::sync::atomic::Ordering::SeqCst);
+        if begun.saturating_add(subs.len()) > max {
+            return Err(Error::Integrity(format!(
+                "the tree's submodules, nested ones counted, are more than {max}: refused \
+                 before fetching them (GIT_SESSION_MAX_SUBMODULES raises the bound)"
+            )));
+        }
         let work = std::sync::Mutex::new(subs.iter());
         let results: std::sync::Mutex<Vec<Result<Vec<String>>>> = Default::default();
         std::thread::scope(|scope| {
@@ -363,13 +375,6 @@ impl Fetcher<'_> {
 
     /// Fetch `sub`'s commit into `.git/modules/<name>` of `level` and check it out in its folder.
     fn restore_one(&self, level: &Level<'_>, sub: &Submodule) -> Result<Vec<String>> {
-        let max = max_submodules();
-        if self.begun.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= max {
-            return Err(Error::Integrity(format!(
-                "the tree's submodules, nested ones counted, are more than {max}: refused \
-                 (GIT_SESSION_MAX_SUBMODULES raises the bound)"
-            )));
-        }
         // `parse` let only plain relative components through; checked again where it counts.
         if !Path::new(&sub.name)
             .components()

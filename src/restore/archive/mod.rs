@@ -262,7 +262,7 @@ impl Staged<'_> {
 
     /// Replace the tree's Git LFS pointer files by their objects (see [`super::lfs`]), as a git
     /// restore does; the index gets their stat. Returns how many were written.
-    fn fetch_lfs(&self, target: &Tree) -> Result<usize> {
+    fn fetch_lfs(&mut self, target: &Tree) -> Result<usize> {
         let opts = self.opts;
         let Some(read) = opts.read.as_ref() else {
             return Ok(0);
@@ -275,7 +275,8 @@ impl Staged<'_> {
             Default::default(),
         )
         .map_err(|e| Error::from_chain("reading the index", &e))?;
-        let plan = super::lfs::find_in_tree(target, &index, opts.lfs)?;
+        let mut plan = super::lfs::find_in_tree(target, &index, opts.lfs)?;
+        self.warnings.append(&mut plan.notes);
         if plan.files.is_empty() {
             return Ok(0);
         }

@@ -90,7 +90,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         survey.join().unwrap_or_default(),
     )?;
     warnings.extend(kept);
-    let lfs_files = lfs_after_switch(opts, &repo, &http, &read_url)?;
+    let lfs_files = lfs_after_switch(opts, &repo, &http, &read_url, &mut warnings)?;
     drop(repo);
 
     let origin = OriginConfig {

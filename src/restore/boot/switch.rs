@@ -127,6 +127,7 @@ pub(super) fn lfs_after_switch(
     repo: &gix::Repository,
     http: &Http,
     read_url: &crate::types::RemoteUrl,
+    warnings: &mut Vec<String>,
 ) -> Result<usize> {
     let mut index = repo
         .open_index()
@@ -136,6 +137,7 @@ pub(super) fn lfs_after_switch(
         let data = gix::objs::Find::try_find(&repo.objects, id, &mut buf).ok()??;
         (data.data.len() as u64 <= crate::wire::lfs::MAX_POINTER_BYTES).then(|| data.data.to_vec())
     })?;
+    warnings.append(&mut plan.notes);
     let tree = Tree::open(&opts.dir)
         .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
     plan.files.retain(|f| {
