@@ -983,3 +983,63 @@ fn a_held_lock_is_waited_for_within_the_lock_wait() {
     drop(holder);
     h.restore(&dir, &tip, &[]).assert_code(0);
 }
+
+/// Shallow lines that name a commit not asked for (the tip's parent, which the server has) or
+/// one that exists nowhere are refused alike over v2 (`shallow-info`) and v0 (`shallow` lines):
+/// exit 6, nothing written. Before, the v0 answer was taken (exit 0) with the server's id in
+/// `.git/shallow`, and `git fsck` found a broken link. The same answer with the right id boots.
+#[test]
+fn shallow_lines_naming_another_commit_are_refused_over_v2_and_v0() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))], &[("a.txt", Some("b\n"))]]);
+    let (parent, tip) = (h.ids[0].clone(), h.ids[1].clone());
+    let (tree, blobs) = h.tree_of(&tip);
+    let pack = pack_of(&h.w, &h.bare(), &[&tip, &tree, &blobs[0].1]);
+    let v2 = |id: &str| {
+        let mut body = pkt("shallow-info\n").into_bytes();
+        body.extend(pkt(&format!("shallow {id}\n")).into_bytes());
+        body.extend(b"0001");
+        body.extend(fetch_response(&pack, &[]));
+        Scripted::once(Endpoint::Fetch, body)
+    };
+    let v0 = |id: &str| {
+        let mut body = pkt(&format!("shallow {id}\n")).into_bytes();
+        body.extend(b"0000");
+        body.extend(pkt("NAK\n").into_bytes());
+        for chunk in pack.chunks(65515) {
+            body.extend(band(1, chunk));
+        }
+        body.extend(b"0000");
+        Scripted::once(Endpoint::FetchV0, body)
+    };
+    let nowhere = "1234567890123456789012345678901234567890";
+    for (protocol, answer) in [("2", &v2 as &dyn Fn(&str) -> Scripted), ("0", &v0)] {
+        for (what, id) in [("not asked for", parent.as_str()), ("nowhere", nowhere)] {
+            let case = format!("v{protocol}, {what}");
+            h.srv.knobs.scripted.lock().unwrap().clear();
+            h.script(answer(id));
+            let dir = h.w.path(&format!("s-{protocol}-{}", &id[..4]));
+            let run = h.restore(&dir, &tip, &[("GIT_SESSION_PROTOCOL", protocol)]);
+            run.assert_case_says(&case, 6, &["shallow", id]);
+            assert!(
+                !dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none(),
+                "{case}: something was written"
+            );
+        }
+        // The same answer naming the tip: restored, and git finds nothing wrong.
+        h.srv.knobs.scripted.lock().unwrap().clear();
+        h.script(answer(&tip));
+        let dir = h.w.path(&format!("s-{protocol}-ok"));
+        let run = h.restore(&dir, &tip, &[("GIT_SESSION_PROTOCOL", protocol)]);
+        run.assert_code(0);
+        assert_eq!(
+            h.srv.knobs.scripted.lock().unwrap()[0].times,
+            0,
+            "answered by the script"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join(".git/shallow")).unwrap(),
+            format!("{tip}\n")
+        );
+        h.w.git(&dir, &["fsck", "--no-progress"]);
+    }
+}
