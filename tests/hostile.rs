@@ -1043,3 +1043,50 @@ fn shallow_lines_naming_another_commit_are_refused_over_v2_and_v0() {
         h.w.git(&dir, &["fsck", "--no-progress"]);
     }
 }
+
+/// A `REF_DELTA` whose base comes later in the pack (Dulwich sends ref-deltas; git's `index-pack`
+/// takes them wherever the base lies): restored, the files as git has them. Before, the delta
+/// was indexed but reading it failed, exit 6 ("a delta chain could not be followed as the ref
+/// base … could not be found").
+#[test]
+fn a_ref_delta_whose_base_comes_later_in_the_pack_is_restored() {
+    let h = Hostile::new(&[&[
+        ("base.txt", Some("the base, which comes last\n")),
+        ("derived.txt", Some("derived from the base\n")),
+    ]]);
+    let tip = h.ids[0].clone();
+    let (tree, blobs) = h.tree_of(&tip);
+    let blob = |path: &str| blobs.iter().find(|(p, _)| p == path).unwrap().1.clone();
+    let raw = |ty: &str, id: &str| h.w.git_output(&h.bare(), &["cat-file", ty, id]).stdout;
+    let whole = |kind: u8, ty: &str, id: &str| {
+        let data = raw(ty, id);
+        let mut entry = entry_header(kind, data.len() as u64);
+        entry.extend(zlib(&data));
+        entry
+    };
+    let (base, derived) = (
+        raw("blob", &blob("base.txt")),
+        raw("blob", &blob("derived.txt")),
+    );
+    let mut delta = delta_size(base.len() as u64);
+    delta.extend(delta_size(derived.len() as u64));
+    delta.push(derived.len() as u8);
+    delta.extend_from_slice(&derived);
+    let mut ref_delta = entry_header(7, delta.len() as u64);
+    let base_id = gix::ObjectId::from_hex(blob("base.txt").as_bytes()).unwrap();
+    ref_delta.extend(base_id.as_slice());
+    ref_delta.extend(zlib(&delta));
+    let pack = raw_pack(&[
+        whole(1, "commit", &tip),
+        whole(2, "tree", &tree),
+        ref_delta,
+        whole(3, "blob", &blob("base.txt")),
+    ]);
+    h.serve_pack(&pack);
+    let dir = h.w.path("s");
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    assert_eq!(std::fs::read(dir.join("derived.txt")).unwrap(), derived);
+    assert_eq!(std::fs::read(dir.join("base.txt")).unwrap(), base);
+    h.w.git(&dir, &["fsck", "--no-progress"]);
+    assert_eq!(h.w.git(&dir, &["status", "--porcelain"]), "");
+}
