@@ -41,7 +41,8 @@ pub enum Error {
     /// Exit 10, `io`: the local file system refused (no space left, a read-only file system,
     /// permission denied).
     LocalIo(LocalIo),
-    /// Exit 1, `internal`: an unexpected failure (a bug, or local I/O of another kind).
+    /// Exit 1, `internal`: an unexpected failure (a bug in git-session); a local fault is
+    /// [`Error::LocalIo`] (10) or [`Error::Conflict`] (7).
     Internal(String),
     /// Another error with a sentence about what became of local work added; its code and kind.
     Noted {
@@ -287,7 +288,10 @@ impl fmt::Display for Error {
                 "{}: {} — {}",
                 l.context,
                 l.cause,
-                local_io_hint(l.kind).unwrap_or("fix it, then run the command again")
+                local_io_hint(l.kind).unwrap_or(
+                    "the system refused as it says (a failing disk, too many open files…): fix \
+                     that, then run the command again"
+                )
             ),
             Error::Noted { error, note } => write!(f, "{error}. {note}"),
         }
@@ -454,10 +458,11 @@ impl Error {
     }
 
     /// A local I/O failure, naming what was being done: [`Error::LocalIo`] (exit 10, with what to
-    /// do) when the file system refused — no space, a quota, a read-only file system, permission
-    /// denied — else [`Error::Internal`].
+    /// do) when the system refused — no space, a quota, a read-only file system, permission
+    /// denied, a folder in the way, any error number the kernel gave — else [`Error::Internal`]
+    /// (only what a wrong call gets: a bug).
     pub fn io(context: impl fmt::Display, err: std::io::Error) -> Self {
-        if local_io_hint(err.kind()).is_some() {
+        if is_local_fault(&err) {
             Error::LocalIo(LocalIo {
                 context: context.to_string(),
                 cause: err.to_string(),
@@ -472,11 +477,11 @@ impl Error {
     /// refused (see [`Error::io`]) is among the causes of `err` (gix and gix-pack wrap them).
     pub fn from_chain(context: impl fmt::Display, err: &(dyn std::error::Error + 'static)) -> Self {
         let text = chain(err);
-        match local_io_kind(err).filter(|k| local_io_hint(*k).is_some()) {
-            Some(kind) => Error::LocalIo(LocalIo {
+        match local_io_error(err).filter(|e| is_local_fault(e)) {
+            Some(io) => Error::LocalIo(LocalIo {
                 context: context.to_string(),
                 cause: text,
-                kind,
+                kind: io.kind(),
             }),
             None => Error::Internal(format!("{context}: {text}")),
         }
@@ -505,21 +510,36 @@ pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 
 /// The kind of the first [`std::io::Error`] among `err` and its causes.
 pub fn local_io_kind(err: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    local_io_error(err).map(std::io::Error::kind)
+}
+
+/// The first [`std::io::Error`] among `err` and its causes.
+fn local_io_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
     let mut next = Some(err);
     while let Some(e) = next {
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
+            return Some(io);
         }
         // gix's own error keeps its causes in a tree that `source()` does not walk.
         if let Some(io) = e
             .downcast_ref::<gix::Error>()
             .and_then(|g| g.downcast_any_ref::<std::io::Error>())
         {
-            return Some(io.kind());
+            return Some(io);
         }
         next = e.source();
     }
     None
+}
+
+/// Whether `err` is the local system refusing (exit 10), not a bug of ours: a kind with a hint,
+/// or any error number the kernel gave (EIO, EMFILE, ELOOP…), but those that only a wrong call
+/// gets (EINVAL, EINTR, EAGAIN).
+fn is_local_fault(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    local_io_hint(err.kind()).is_some()
+        || (err.raw_os_error().is_some()
+            && !matches!(err.kind(), K::InvalidInput | K::Interrupted | K::WouldBlock))
 }
 
 /// What to do about a local file-system refusal of `kind`, or `None` when it is not one.
@@ -541,6 +561,31 @@ pub fn local_io_hint(kind: std::io::ErrorKind) -> Option<&'static str> {
         K::PermissionDenied => {
             "permission denied: fix the folder's permissions (or run as its owner), then run the \
              command again"
+        }
+        K::IsADirectory => {
+            "a folder stands where a file is expected: remove it (or move it aside), then run the \
+             command again"
+        }
+        K::DirectoryNotEmpty | K::AlreadyExists => {
+            "something is already on the path: move it aside, then run the command again"
+        }
+        K::NotFound => {
+            "a file or folder on the path is gone (removed while the command ran?): check the \
+             folder, then run the command again"
+        }
+        K::InvalidFilename => {
+            "the file system cannot hold this name (too long, or a byte it refuses): use a \
+             shorter path or another file system"
+        }
+        K::ResourceBusy | K::ExecutableFileBusy => {
+            "the file is in use by another process: let it finish, then run the command again"
+        }
+        K::CrossesDevices => {
+            "the path crosses file systems where git-session renames: keep the folder on one file \
+             system"
+        }
+        K::StaleNetworkFileHandle => {
+            "the network file system lost the file: mount it again, then run the command again"
         }
         _ => return None,
     })

@@ -830,3 +830,67 @@ fn a_fifo_in_place_of_a_tracked_file_never_holds_the_boot() {
         assert!(run.stdout.contains("edit.txt"), "{}", run.stdout);
     });
 }
+
+/// A thin pack whose delta against the template's blob rebuilds other bytes than the tip's tree
+/// names is refused (exit 6) with the object store as it was: the next boot against a healthy
+/// server fetches again and boots (before, the refused pack stayed, the boot skipped the fetch as
+/// `TIP_SHA` was here, and failed with exit 6, "the remote's pack lacks the blob").
+#[test]
+fn a_refused_thin_pack_leaves_nothing_for_the_next_boot() {
+    use crate::support::wire::{delta_size, entry_header, fetch_response, raw_pack, zlib};
+    use crate::support::{Endpoint, Scripted};
+    let b = Baked::new();
+    let w = &b.w;
+    let bare = w.srv().join("repo.git");
+    let dir = b.baked_tree("refused");
+    let store = |dir: &Path| {
+        let mut names = crate::support::names_in(&dir.join(".git/objects/pack"));
+        names.sort();
+        names
+    };
+    let packs_before = store(&dir);
+    let whole = |kind: u8, spec: String| {
+        let ty = ["", "commit", "tree", "blob"][usize::from(kind)];
+        let raw = w.git_output(&bare, &["cat-file", ty, &spec]).stdout;
+        let mut entry = entry_header(kind, raw.len() as u64);
+        entry.extend(zlib(&raw));
+        entry
+    };
+    // The tip's commit and trees as they are; edit.txt as a delta against the base's blob that
+    // rebuilds "one\nEVIL\nthree\n" where the tree names "one\nTWO\nthree\n".
+    let base_blob = w.git(&bare, &["rev-parse", &format!("{}:edit.txt", b.base())]);
+    let (from, to) = (b"one\ntwo\nthree\n", b"one\nEVIL\nthree\n");
+    let mut delta = delta_size(from.len() as u64);
+    delta.extend(delta_size(to.len() as u64));
+    delta.push(to.len() as u8);
+    delta.extend_from_slice(to);
+    let mut evil = entry_header(7, delta.len() as u64);
+    evil.extend(
+        gix::ObjectId::from_hex(base_blob.as_bytes())
+            .unwrap()
+            .as_slice(),
+    );
+    evil.extend(zlib(&delta));
+    let pack = raw_pack(&[
+        whole(1, b.tip().to_owned()),
+        whole(2, format!("{}^{{tree}}", b.tip())),
+        whole(2, format!("{}:new", b.tip())),
+        whole(3, format!("{}:new/added.txt", b.tip())),
+        evil,
+    ]);
+    let scripted = Scripted::once(Endpoint::Fetch, fetch_response(&pack, &[]));
+    b.srv.knobs.scripted.lock().unwrap().push(scripted);
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(6);
+    assert_eq!(store(&dir), packs_before, "the refused pack stayed");
+    assert!(dir.join(".git/git-session-template.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("edit.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+
+    b.srv.knobs.scripted.lock().unwrap().clear();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(0);
+    b.assert_booted(&dir);
+}

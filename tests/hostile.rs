@@ -1046,3 +1046,110 @@ fn a_fifo_in_place_of_a_written_file_does_not_hold_the_rerun() {
     run.assert_code(7);
     assert!(run.stdout.contains(written.as_str()), "{}", run.stdout);
 }
+
+/// Shallow lines that name a commit not asked for (the tip's parent, which the server has) or
+/// one that exists nowhere are refused alike over v2 (`shallow-info`) and v0 (`shallow` lines):
+/// exit 6, nothing written. Before, the v0 answer was taken (exit 0) with the server's id in
+/// `.git/shallow`, and `git fsck` found a broken link. The same answer with the right id boots.
+#[test]
+fn shallow_lines_naming_another_commit_are_refused_over_v2_and_v0() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))], &[("a.txt", Some("b\n"))]]);
+    let (parent, tip) = (h.ids[0].clone(), h.ids[1].clone());
+    let (tree, blobs) = h.tree_of(&tip);
+    let pack = pack_of(&h.w, &h.bare(), &[&tip, &tree, &blobs[0].1]);
+    let v2 = |id: &str| {
+        let mut body = pkt("shallow-info\n").into_bytes();
+        body.extend(pkt(&format!("shallow {id}\n")).into_bytes());
+        body.extend(b"0001");
+        body.extend(fetch_response(&pack, &[]));
+        Scripted::once(Endpoint::Fetch, body)
+    };
+    let v0 = |id: &str| {
+        let mut body = pkt(&format!("shallow {id}\n")).into_bytes();
+        body.extend(b"0000");
+        body.extend(pkt("NAK\n").into_bytes());
+        for chunk in pack.chunks(65515) {
+            body.extend(band(1, chunk));
+        }
+        body.extend(b"0000");
+        Scripted::once(Endpoint::FetchV0, body)
+    };
+    let nowhere = "1234567890123456789012345678901234567890";
+    for (protocol, answer) in [("2", &v2 as &dyn Fn(&str) -> Scripted), ("0", &v0)] {
+        for (what, id) in [("not asked for", parent.as_str()), ("nowhere", nowhere)] {
+            let case = format!("v{protocol}, {what}");
+            h.srv.knobs.scripted.lock().unwrap().clear();
+            h.script(answer(id));
+            let dir = h.w.path(&format!("s-{protocol}-{}", &id[..4]));
+            let run = h.restore(&dir, &tip, &[("GIT_SESSION_PROTOCOL", protocol)]);
+            run.assert_case_says(&case, 6, &["shallow", id]);
+            assert!(
+                !dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none(),
+                "{case}: something was written"
+            );
+        }
+        // The same answer naming the tip: restored, and git finds nothing wrong.
+        h.srv.knobs.scripted.lock().unwrap().clear();
+        h.script(answer(&tip));
+        let dir = h.w.path(&format!("s-{protocol}-ok"));
+        let run = h.restore(&dir, &tip, &[("GIT_SESSION_PROTOCOL", protocol)]);
+        run.assert_code(0);
+        assert_eq!(
+            h.srv.knobs.scripted.lock().unwrap()[0].times,
+            0,
+            "answered by the script"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join(".git/shallow")).unwrap(),
+            format!("{tip}\n")
+        );
+        h.w.git(&dir, &["fsck", "--no-progress"]);
+    }
+}
+
+/// A `REF_DELTA` whose base comes later in the pack (Dulwich sends ref-deltas; git's `index-pack`
+/// takes them wherever the base lies): restored, the files as git has them. Before, the delta
+/// was indexed but reading it failed, exit 6 ("a delta chain could not be followed as the ref
+/// base … could not be found").
+#[test]
+fn a_ref_delta_whose_base_comes_later_in_the_pack_is_restored() {
+    let h = Hostile::new(&[&[
+        ("base.txt", Some("the base, which comes last\n")),
+        ("derived.txt", Some("derived from the base\n")),
+    ]]);
+    let tip = h.ids[0].clone();
+    let (tree, blobs) = h.tree_of(&tip);
+    let blob = |path: &str| blobs.iter().find(|(p, _)| p == path).unwrap().1.clone();
+    let raw = |ty: &str, id: &str| h.w.git_output(&h.bare(), &["cat-file", ty, id]).stdout;
+    let whole = |kind: u8, ty: &str, id: &str| {
+        let data = raw(ty, id);
+        let mut entry = entry_header(kind, data.len() as u64);
+        entry.extend(zlib(&data));
+        entry
+    };
+    let (base, derived) = (
+        raw("blob", &blob("base.txt")),
+        raw("blob", &blob("derived.txt")),
+    );
+    let mut delta = delta_size(base.len() as u64);
+    delta.extend(delta_size(derived.len() as u64));
+    delta.push(derived.len() as u8);
+    delta.extend_from_slice(&derived);
+    let mut ref_delta = entry_header(7, delta.len() as u64);
+    let base_id = gix::ObjectId::from_hex(blob("base.txt").as_bytes()).unwrap();
+    ref_delta.extend(base_id.as_slice());
+    ref_delta.extend(zlib(&delta));
+    let pack = raw_pack(&[
+        whole(1, "commit", &tip),
+        whole(2, "tree", &tree),
+        ref_delta,
+        whole(3, "blob", &blob("base.txt")),
+    ]);
+    h.serve_pack(&pack);
+    let dir = h.w.path("s");
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    assert_eq!(std::fs::read(dir.join("derived.txt")).unwrap(), derived);
+    assert_eq!(std::fs::read(dir.join("base.txt")).unwrap(), base);
+    h.w.git(&dir, &["fsck", "--no-progress"]);
+    assert_eq!(h.w.git(&dir, &["status", "--porcelain"]), "");
+}

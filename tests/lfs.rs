@@ -788,3 +788,57 @@ fn lfs_include_and_exclude_select_what_git_lfs_pull_selects() {
         }
     }
 }
+
+/// Answers no retry can change are exit 6, not 5 (which tells a backend to try again): a batch
+/// answer claiming 2^40 bytes for a 3,000-byte pointer (asked once, never retried), and a
+/// `.lfsconfig` whose `lfs.url` is not http(s). Each says what to do.
+#[test]
+fn lfs_answers_no_retry_can_change_are_exit_6() {
+    let w = World::new();
+    let data = incompressible(3000, &mut 11);
+    let liar = Scripted::start(|seen, port| {
+        let request: serde_json::Value = serde_json::from_slice(&seen.body).unwrap();
+        let objects: Vec<serde_json::Value> = request["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let oid = o["oid"].as_str().unwrap();
+                let href = format!("http://127.0.0.1:{port}/o/{oid}");
+                serde_json::json!({"oid": oid, "size": 1u64 << 40,
+                    "actions": {"download": {"href": href}}})
+            })
+            .collect();
+        let body = serde_json::json!({"transfer": "basic", "objects": objects});
+        Reply::Full(
+            200,
+            vec![("Content-Type".into(), "application/vnd.git-lfs+json".into())],
+            serde_json::to_vec(&body).unwrap(),
+        )
+    });
+    let (run, dir) = restore_against(&w, &liar.url("org/repo"), &data);
+    assert_refused(
+        &run,
+        &dir,
+        6,
+        "1099511627776 bytes where the pointer says 3000",
+    );
+    assert!(run.stderr.contains("--lfs=never"), "{}", run.stderr);
+    let batches = liar
+        .requests()
+        .iter()
+        .filter(|r| r.target.ends_with("/objects/batch"))
+        .count();
+    assert_eq!(batches, 1, "asked again where no retry can help");
+
+    for url in ["file:///etc/lfs", "ssh://git@127.0.0.1/org/repo"] {
+        let w = World::new();
+        let (run, dir) = restore_against(&w, url, &data);
+        assert_refused(&run, &dir, 6, "lfs.url");
+        assert!(
+            run.stderr.contains("http(s) URL in .lfsconfig"),
+            "{url}: {}",
+            run.stderr
+        );
+    }
+}

@@ -1122,9 +1122,8 @@ fn an_endless_stream_of_empty_gzip_members_is_refused() {
     assert!(!arena.target.exists() || std::fs::read_dir(&arena.target).unwrap().next().is_none());
 }
 
-/// An archive with no files (only `git archive`'s header, or every member cut by
-/// `--strip-components`) restores an empty tree: said in the warnings (it was silent, and the
-/// next save committed the deletion of every file).
+/// An archive with no files (only `git archive`'s header) restores an empty tree: said in the
+/// warnings (it was silent, and the next save committed the deletion of every file).
 #[test]
 fn an_archive_with_no_files_is_said() {
     let w = World::new();
@@ -1133,10 +1132,81 @@ fn an_archive_with_no_files_is_said() {
     assert_eq!(run.json()["files"], 0);
     let warnings = run.json()["warnings"].to_string();
     assert!(warnings.contains("held no files"), "{warnings}");
-    let (run, _) = accepted(&w, "cut", &with(|_| {}), &["--strip-components", "5"]);
-    assert_eq!(run.json()["files"], 0);
-    let warnings = run.json()["warnings"].to_string();
-    assert!(warnings.contains("--strip-components 5"), "{warnings}");
+}
+
+/// A `--strip-components` deeper than every file of a real `git archive` (served by the test
+/// server, and on stdin) is refused, exit 2 naming the flag and the depth that keeps the files,
+/// nothing written; before, restore exited 0 with a warning and the next save with no edit pushed
+/// a commit deleting every file.
+#[test]
+fn a_strip_deeper_than_every_file_is_refused() {
+    let w = World::new();
+    let r = RealServed::new(&w, "strip");
+    let tip = &r.ids[1];
+    w.git(&r.bare, &["branch", BRANCH, tip]);
+    let prefix = format!("repo-{}/", &tip[..12]);
+    // The deepest file is nested/a/b/c/deep.txt: 5 folders with the prefix.
+    let archive = git_archive(&w, &r.repo, tip, Some(&prefix), "strip.tar.gz");
+    let files = w.path("served");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::copy(&archive, files.join("strip.tar.gz")).unwrap();
+    r.srv.serve_files(&files);
+    let url = r.srv.file_url("strip.tar.gz", Some(&userinfo()));
+    let vars = [
+        ("SESSION_BRANCH", BRANCH),
+        ("TIP_SHA", tip.as_str()),
+        ("READ_URL", r.read.as_str()),
+    ];
+    let check = |run: &Run, arena: &Arena, what: &str| {
+        assert_failed(run, 2);
+        assert!(
+            run.stderr.contains("--strip-components 6 leaves no file")
+                && run.stderr.contains("--strip-components 1 or less"),
+            "{what}: {}",
+            run.stderr
+        );
+        assert_same(what, &snapshot(&arena.target), &BTreeMap::new());
+    };
+    let arena = Arena::new(&w, "strip-url", &[]);
+    let target = arena.target.to_str().unwrap();
+    let mut env = vars.to_vec();
+    env.push(("ARCHIVE_URL", url.as_str()));
+    let argv = ["restore", "--json", "-C", target, "--strip-components", "6"];
+    check(&w.run(&w.path(""), &argv, &env), &arena, "from the URL");
+
+    let arena = Arena::new(&w, "strip-stdin", &[]);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-session"));
+    cmd.args([
+        "restore",
+        "--json",
+        "--archive",
+        "-",
+        "--strip-components",
+        "6",
+        "-C",
+    ])
+    .arg(&arena.target)
+    .current_dir(w.path(""))
+    .env_clear()
+    .envs(w.env())
+    .envs(vars);
+    let bytes = std::fs::read(&archive).unwrap();
+    check(
+        &Run::of(&output_with_stdin(&mut cmd, &bytes)),
+        &arena,
+        "on stdin",
+    );
+
+    // The depth named works, and the branch on the remote never moved.
+    let arena = Arena::new(&w, "strip-ok", &[]);
+    let target = arena.target.to_str().unwrap();
+    let argv = ["restore", "--json", "-C", target, "--strip-components", "1"];
+    w.run(&w.path(""), &argv, &env).assert_code(0);
+    assert_eq!(
+        std::fs::read(arena.target.join("nested/a/b/c/deep.txt")).unwrap(),
+        b"deep\n"
+    );
+    assert_eq!(w.git(&r.bare, &["rev-parse", BRANCH]), *tip);
 }
 
 /// Pax headers are data too: 300 of 1 MiB each (a million were accepted, a TiB to inflate, as

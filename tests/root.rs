@@ -636,3 +636,57 @@ fn root_refuses_to_create_a_target_in_a_folder_others_can_write_to() {
     assert!(message.contains("other users can write to"), "{message}");
     assert!(!target.exists());
 }
+
+/// The folder's owner in shapes other than a passwd entry with a home, run as root with root's
+/// unreadable home as `HOME` (a boot's usual): a uid with no passwd entry at all (and `nobody`,
+/// whose home `/nonexistent` is missing). Restore, status and save work as the owner, and what
+/// they make is the owner's.
+#[test]
+fn owners_without_an_account_or_a_home_work_with_roots_home() {
+    let Some((w, srv, tip)) = set_up() else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt as _;
+    let url = srv.url("repo.git", None);
+    let home = w.path("roothome");
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    std::fs::write(home.join(".config/git/ignore"), "*.tmp\n").unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // A uid no account file names (checked, not assumed).
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    let stranger = (4_000_000..)
+        .find(|u| {
+            !passwd
+                .lines()
+                .any(|l| l.split(':').nth(2) == Some(&u.to_string()))
+        })
+        .unwrap();
+    for (name, owner) in [("no-account", (stranger, stranger)), ("no-home", NOBODY)] {
+        let dir = w.path(name);
+        give_to_nobody(&dir);
+        std::os::unix::fs::chown(&dir, Some(owner.0), Some(owner.1)).unwrap();
+        let vars = [
+            ("READ_URL", url.as_str()),
+            ("PUSH_URL", url.as_str()),
+            ("SESSION_BRANCH", name),
+            ("TIP_SHA", tip.as_str()),
+            ("HOME", home.to_str().unwrap()),
+            ("GIT_CONFIG_GLOBAL", ""),
+        ];
+        w.run(&dir, &["restore", "--json"], &vars).assert_code(0);
+        w.run(&dir, &["status", "--json"], &vars).assert_code(0);
+        std::fs::write(dir.join("new.txt"), "new\n").unwrap();
+        std::os::unix::fs::chown(dir.join("new.txt"), Some(owner.0), Some(owner.1)).unwrap();
+        w.run(&dir, &["save", "-m", "x", "--json"], &vars)
+            .assert_code(0);
+        for entry in crate::support::all_files(&dir) {
+            let meta = std::fs::symlink_metadata(&entry).unwrap();
+            assert_eq!(
+                (meta.uid(), meta.gid()),
+                owner,
+                "{name}: {}",
+                entry.display()
+            );
+        }
+    }
+}

@@ -422,3 +422,52 @@ matrix! {
     jgit => Peer::JGit,
     dulwich => Peer::Dulwich,
 }
+
+/// Dulwich serves the deltas of the repository's packs as they are, as `REF_DELTA`s, some before
+/// their base (found serving tokio): a tree whose files are deltas of each other, repacked by
+/// git, restores from Dulwich as from git, the files as git has them. Before, exit 6: "a delta
+/// chain could not be followed as the ref base … could not be found".
+#[test]
+fn dulwich_s_ref_deltas_of_a_repacked_repository_are_restored() {
+    let w = World::new();
+    let mut seed = 3u64;
+    let text: String = crate::support::incompressible(30_000, &mut seed)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .chunks(40)
+        .map(|c| c.concat() + "\n")
+        .collect();
+    let versions: Vec<String> = (0..6)
+        .map(|i| text.replacen(&text[..40], &format!("{i:040}"), 1))
+        .collect();
+    let files: Vec<(String, &str)> = versions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (format!("v{i}.txt"), v.as_str()))
+        .collect();
+    let commit: Vec<(&str, Option<&str>)> =
+        files.iter().map(|(p, v)| (p.as_str(), Some(*v))).collect();
+    let ids = w.repo("repo.git", &[&commit]);
+    let bare = w.srv().join("repo.git");
+    w.git(&bare, &["repack", "-adf", "--window=10", "--depth=5"]);
+    let srv = DulwichServer::start(&w.srv());
+    let dir = w.path("s");
+    let run = w.restore_with(
+        &dir,
+        &srv.url("repo.git"),
+        BRANCH,
+        &ids[0],
+        &["--json"],
+        &[],
+    );
+    run.assert_code(0);
+    for (path, content) in &files {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(path)).unwrap(),
+            *content,
+            "{path}"
+        );
+    }
+    w.git(&dir, &["fsck", "--no-progress"]);
+}

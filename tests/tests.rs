@@ -18,6 +18,7 @@ mod hostile;
 mod inputs;
 mod lease;
 mod lfs;
+mod local_faults;
 mod pack_thin;
 mod push;
 mod restore_archive;

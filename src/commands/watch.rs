@@ -110,7 +110,7 @@ fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool)
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| Error::internal("installing the signal handlers", e))?;
+            .map_err(|e| Error::io("installing the signal handlers", e))?;
     }
     let save_args = SaveArgs {
         message: args.message.clone(),

@@ -58,9 +58,8 @@ pub fn become_owner(given: &Path, target: &Path) -> Result<Option<Identity>> {
             e,
         )
     })?;
-    if let Some(home) = home {
-        keep_config_reachable(&home);
-    }
+    // An account without a home field is as one without an account: no home of its own.
+    keep_config_reachable(home.as_deref().filter(|h| !h.as_os_str().is_empty()));
     tracing::debug!(
         "running as uid {} gid {} groups {:?}, the owner of {}",
         identity.uid,
@@ -214,8 +213,10 @@ fn lexical(path: &Path) -> PathBuf {
 
 /// After the change of identity, git config and ignore files are read below `HOME`: root's home
 /// (a boot's usual `HOME=/root`) cannot be read by the owner, and a failed read is an error to
-/// gix. Then `HOME` becomes the owner's own, as `su` makes it, and `XDG_CONFIG_HOME` goes.
-fn keep_config_reachable(home: &Path) {
+/// gix. Then `HOME` becomes the owner's own, as `su` makes it, and `XDG_CONFIG_HOME` goes; an
+/// owner with no home (a uid no account names) gets neither, as git runs without `HOME`: no
+/// global config or ignore file is read. A home that is missing reads as empty.
+fn keep_config_reachable(home: Option<&Path>) {
     let unreadable =
         |var: &str| std::env::var_os(var).is_some_and(|dir| std::fs::read_dir(dir).is_err());
     if unreadable("HOME") || unreadable("XDG_CONFIG_HOME") {
@@ -330,11 +331,15 @@ mod sys {
         Ok(())
     }
 
-    pub fn set_home(home: &std::path::Path) {
+    /// `HOME` set to `home`, or removed without one; `XDG_CONFIG_HOME` removed.
+    pub fn set_home(home: Option<&std::path::Path>) {
         // SAFETY: called once, right after the change of identity and before any thread starts
         // (`become_owner`'s contract), so nothing reads the environment meanwhile.
         unsafe {
-            std::env::set_var("HOME", home);
+            match home {
+                Some(home) => std::env::set_var("HOME", home),
+                None => std::env::remove_var("HOME"),
+            }
             std::env::remove_var("XDG_CONFIG_HOME");
         }
     }

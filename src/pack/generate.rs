@@ -176,10 +176,10 @@ fn commits_to_push(
     repo.rev_walk([new.id()])
         .with_hidden([base.id()])
         .all()
-        .map_err(|e| Error::internal("walking the commits to push", chain(&e)))?
+        .map_err(|e| Error::from_chain("walking the commits to push", &e))?
         .map(|info| info.map(|i| i.id))
         .collect::<std::result::Result<_, _>>()
-        .map_err(|e| Error::internal("walking the commits to push", chain(&e)))
+        .map_err(|e| Error::from_chain("walking the commits to push", &e))
 }
 
 type Db = gix::odb::store::Handle<std::sync::Arc<gix::odb::Store>>;
@@ -201,13 +201,13 @@ fn objects_to_push(db: &Db, commits: &[gix::ObjectId]) -> Result<Vec<output::Cou
         &interrupt,
         output::count::objects::ObjectExpansion::TreeAdditionsComparedToAncestor,
     )
-    .map_err(|e| Error::internal("counting the objects to push", chain(&e)))?;
+    .map_err(|e| Error::from_chain("counting the objects to push", &e))?;
     let wanted: std::collections::HashSet<gix::ObjectId> = commits.iter().copied().collect();
     let mut buf = Vec::new();
     let mut known = std::collections::HashSet::new();
     for c in commits {
         let data = gix::objs::Find::try_find(db, c, &mut buf)
-            .map_err(|e| Error::internal(format!("reading commit {c}"), chain(&e)))?;
+            .map_err(|e| Error::from_chain(format!("reading commit {c}"), &e))?;
         if let Some(data) = data {
             for p in
                 gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).parent_ids()

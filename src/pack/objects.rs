@@ -258,9 +258,20 @@ impl gix::objs::Find for PackObjects {
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let outcome =
-            self.pack
-                .decode_entry(entry, buffer, &mut inflate, &|_, _| Ok(None), &mut *cache)?;
+        // A `REF_DELTA`'s base is found through the index, wherever it lies in the pack: Dulwich
+        // sends such deltas, some with their base after them.
+        let in_pack = |base: &gix::oid, _: &mut Vec<u8>| {
+            let Some(i) = self.index.lookup(base) else {
+                return Ok(None);
+            };
+            let base = self.pack.entry(self.index.pack_offset_at_index(i))?;
+            Ok(Some(gix_pack::data::decode::entry::ResolvedBase::InPack(
+                base,
+            )))
+        };
+        let outcome = self
+            .pack
+            .decode_entry(entry, buffer, &mut inflate, &in_pack, &mut *cache)?;
         // Decoding an object reads its whole delta chain, scattered over the pack: count each
         // lookup as at least 64 KiB, so the pages are released at least every 64 objects.
         self.map.note(buffer.len().max(64 << 10));

@@ -226,8 +226,9 @@ impl Spooled {
                 .try_find(id, &mut buf)
                 .map_err(|e| read_base_error(id, &e, &self.pack_dir))?
                 .ok_or_else(|| {
-                    ReceiveError::Local(crate::Error::Internal(format!(
-                        "the delta base {id} left the local repository while the pack was read"
+                    ReceiveError::Local(crate::Error::conflict(format!(
+                        "the delta base {id} left the local repository while the pack was read \
+                         (another git ran in it?): run the command again"
                     )))
                 })?;
             write_whole_entry(&mut out, object.kind, object.data)

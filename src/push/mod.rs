@@ -141,7 +141,7 @@ fn local_tip(repo: &gix::Repository, branch: &SessionBranch) -> Result<FullSha> 
     })?;
     let id = r
         .peel_to_id()
-        .map_err(|e| Error::internal(format!("resolving {full}"), e))?;
+        .map_err(|e| Error::from_chain(format!("resolving {full}"), &e))?;
     Ok(FullSha::from_id(id.detach()))
 }
 

@@ -328,7 +328,7 @@ pub fn settle_origin(git_dir: &Path, b: &SessionBranch) -> Result<()> {
     let path = git_dir.join("config");
     let mut config =
         gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
-            .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
+            .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
     let err = |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
     let mut changed = false;
     let pending = pending_refspec(b);

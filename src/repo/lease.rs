@@ -204,7 +204,7 @@ impl Ledger {
             .filter(|line| !line.is_empty())
             .map(|line| {
                 parse_line(line, legacy).ok_or_else(|| {
-                    Error::Internal(format!(
+                    Error::conflict(format!(
                         "{} holds a line git-session never writes ('{}'): {LEDGER_FIX}",
                         path.display(),
                         String::from_utf8_lossy(&line[..line.len().min(120)]).escape_debug()

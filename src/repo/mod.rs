@@ -114,10 +114,7 @@ where
     all.extend(overrides.into_iter().map(Into::into));
     let options = gix::open::Options::isolated().config_overrides(all);
     let failed = |e: &(dyn std::error::Error + 'static)| {
-        Error::internal(
-            format!("opening {}", git_dir.display()),
-            crate::error::chain(e),
-        )
+        Error::from_chain(format!("opening {}", git_dir.display()), e)
     };
     let mut repo = gix::open_opts(git_dir, options).map_err(|e| failed(&e))?;
     if repo.workdir().is_some()

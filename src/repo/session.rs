@@ -107,7 +107,7 @@ impl SessionRecord {
     /// Read the record from `git_dir`, `Ok(None)` when there is none.
     ///
     /// # Errors
-    /// [`Error::Internal`] for unreadable or malformed records (saying how to recover);
+    /// [`Error::Conflict`] (exit 7) for malformed records (saying how to recover);
     /// [`Error::Usage`] for a record version other than 1 (a newer git-session wrote it).
     pub fn read(git_dir: &Path) -> Result<Option<Self>> {
         let path = Self::path(git_dir);
@@ -116,7 +116,7 @@ impl SessionRecord {
         match crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, fix)? {
             Some(bytes) => {
                 let malformed = |e: serde_json::Error| {
-                    Error::Internal(format!(
+                    Error::conflict(format!(
                         "the session record {} is malformed ({e}): restore the session again into \
                          a new folder (this tree's files are left as they are; copy your changes \
                          over)",

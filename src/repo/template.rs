@@ -40,7 +40,7 @@ impl TemplateRecord {
     /// Read the record from `git_dir`, `Ok(None)` when there is none.
     ///
     /// # Errors
-    /// [`Error::Internal`] for a malformed record (bake again); [`Error::Usage`] for a version
+    /// [`Error::Conflict`] for a malformed record (bake again); [`Error::Usage`] for a version
     /// other than 1; [`Error::LocalIo`] when it cannot be read.
     pub fn read(git_dir: &Path) -> Result<Option<Self>> {
         let path = Self::path(git_dir);
@@ -48,7 +48,7 @@ impl TemplateRecord {
         match crate::fs::state::read(&path, crate::fs::state::RECORD_CAP, fix)? {
             Some(bytes) => {
                 let record: Self = serde_json::from_slice(&bytes).map_err(|e| {
-                    Error::Internal(format!(
+                    Error::conflict(format!(
                         "the template record {} is malformed ({e}): bake the template again",
                         path.display()
                     ))

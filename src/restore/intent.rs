@@ -105,5 +105,5 @@ impl CutShort {
 pub(super) fn read_intent(path: &Path) -> Result<Vec<u8>> {
     let fix = "remove the folder and restore again";
     crate::fs::state::read(path, crate::fs::state::RECORD_CAP, fix)?
-        .ok_or_else(|| Error::Internal(format!("{} is gone: {fix}", path.display())))
+        .ok_or_else(|| Error::conflict(format!("{} is gone: {fix}", path.display())))
 }

@@ -77,7 +77,7 @@ pub fn find(
             index,
             gix::worktree::stack::state::attributes::Source::IdMapping,
         )
-        .map_err(|e| Error::internal("reading the tree's .gitattributes", e))?;
+        .map_err(|e| Error::from_chain("reading the tree's .gitattributes", &e))?;
     let mut outcome = attributes.selected_attribute_matches(["filter"]);
     let mut selection = Selection::from_knobs();
     let mut asked = 0;
@@ -99,7 +99,7 @@ pub fn find(
         if mode == LfsMode::Auto {
             let platform = attributes
                 .at_entry(path, Some(entry.mode))
-                .map_err(|e| Error::internal(format!("reading the attributes of {path}"), e))?;
+                .map_err(|e| Error::from_chain(format!("reading the attributes of {path}"), &e))?;
             platform.matching_attributes(&mut outcome);
             let lfs = outcome.iter_selected().any(|m| {
                 matches!(m.assignment.state, gix::attrs::StateRef::Value(v) if v.as_bstr() == "lfs")

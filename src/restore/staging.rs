@@ -50,7 +50,7 @@ pub(super) fn note_checkout_began(staging: &Path) -> Result<()> {
     let path = staging.join(INTENT_FILE);
     let bytes = read_intent(&path)?;
     let mut intent: Intent =
-        serde_json::from_slice(&bytes).map_err(|e| Error::internal("reading the intent", e))?;
+        serde_json::from_slice(&bytes).map_err(|e| malformed_intent(&path, e))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -70,7 +70,7 @@ pub(super) fn note_big_file(staging: &Path, rel: &Path) -> Result<()> {
     let path = staging.join(INTENT_FILE);
     let bytes = read_intent(&path)?;
     let mut intent: Intent =
-        serde_json::from_slice(&bytes).map_err(|e| Error::internal("reading the intent", e))?;
+        serde_json::from_slice(&bytes).map_err(|e| malformed_intent(&path, e))?;
     if intent.checkout_began_ms.is_none() {
         intent.checkout_began_ms = checkout_began(staging)
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -124,4 +124,12 @@ pub(super) fn abandon(staging: &Path) {
     if let Err(e) = std::fs::remove_dir_all(staging) {
         tracing::warn!("could not remove {}: {e}", staging.display());
     }
+}
+
+/// The staging folder's intent does not parse: changed by something else (local state, exit 7).
+fn malformed_intent(path: &Path, e: serde_json::Error) -> Error {
+    Error::conflict(format!(
+        "{} is malformed ({e}): remove the folder it is in and restore again",
+        path.display()
+    ))
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use gix::index::entry::{Mode, Stat};
 
-use crate::error::{Error, Result, chain};
+use crate::error::{Error, Result};
 use crate::failpoint;
 use crate::fs::tree::{Kind, Made, Tree};
 
@@ -227,10 +227,10 @@ impl<'repo> WorktreeForm<'repo> {
                 index,
                 gix::worktree::stack::state::attributes::Source::IdMapping,
             )
-            .map_err(|e| Error::internal("reading the tree's .gitattributes", chain(&e)))?
+            .map_err(|e| Error::from_chain("reading the tree's .gitattributes", &e))?
             .detach();
         let pipeline = gix::filter::Pipeline::new(repo, cache)
-            .map_err(|e| Error::internal("preparing git's conversions", chain(&e)))?;
+            .map_err(|e| Error::from_chain("preparing git's conversions", &e))?;
         Ok(WorktreeForm { pipeline })
     }
 
@@ -240,7 +240,7 @@ impl<'repo> WorktreeForm<'repo> {
         let out = self
             .pipeline
             .convert_to_worktree(&blob, path, Default::default())
-            .map_err(|e| Error::internal(format!("converting {path}"), chain(&e)))?;
+            .map_err(|e| Error::from_chain(format!("converting {path}"), &e))?;
         Ok(match out {
             ToWorktreeOutcome::Unchanged(_) => blob,
             ToWorktreeOutcome::Buffer(converted) => converted.to_vec(),

@@ -161,8 +161,9 @@ pub(super) fn update_branch(
         })?;
     let full = branch.full_ref();
     if !edits.iter().any(|e| e.name.as_bstr() == full.as_str()) {
-        return Err(Error::Internal(format!(
-            "HEAD moved away from {full} while saving; the commit {new} is not on the branch"
+        return Err(Error::conflict(format!(
+            "HEAD moved away from {full} while saving (another git ran in the tree?); the commit \
+             {new} is not on the branch: check out {full} and save again"
         )));
     }
     Ok(())

@@ -445,7 +445,7 @@ impl<'r> Hasher<'r> {
         let fmd = gix::index::fs::Metadata::from_file(&file).map_err(io)?;
         let std_md = file.metadata().map_err(io)?;
         if !std_md.is_file() || !same_file(&md, &std_md) {
-            return Err(Error::Internal(format!(
+            return Err(Error::conflict(format!(
                 "{} changed while it was being saved; run save again",
                 path.display()
             )));

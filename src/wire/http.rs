@@ -127,7 +127,7 @@ impl Http {
             .thread_name("git-session-http")
             .enable_all()
             .build()
-            .map_err(|e| Error::internal("starting the HTTP runtime", e))?;
+            .map_err(|e| Error::io("starting the HTTP runtime", e))?;
         let in_runtime = runtime.enter();
         let client = client_builder(tls.clone(), knobs.connect_timeout)
             .build()

@@ -52,11 +52,14 @@ impl Endpoint {
     /// it has `remote`'s origin.
     ///
     /// # Errors
-    /// [`Error::Protocol`] for a URL that is not http(s) (the message does not repeat it).
+    /// [`Error::Integrity`] (exit 6: the repository says something wrong, which no retry
+    /// changes) for a URL that is not http(s) (the message does not repeat it).
     pub fn configured(url: &str, remote: &RemoteUrl) -> Result<Endpoint> {
         let parsed = RemoteUrl::parse(url).map_err(|e| {
-            Error::Protocol(format!(
-                "the LFS URL in the tree's .lfsconfig is not usable: {e}"
+            Error::Integrity(format!(
+                "the LFS URL (lfs.url) in the tree's .lfsconfig is not one git-session uses: \
+                 {e}; make lfs.url an http(s) URL in .lfsconfig (a restore can skip LFS with \
+                 --lfs=never)"
             ))
         })?;
         Ok(Endpoint(remote.lend_credentials(parsed)))
@@ -239,15 +242,22 @@ fn answer_for(
     objects: &[ObjectResponse],
 ) -> Result<Answer> {
     let oid = pointer.oid.to_string();
-    let Some(o) = objects
-        .iter()
-        .find(|o| o.oid == oid && o.size == pointer.size)
-    else {
+    let Some(o) = objects.iter().find(|o| o.oid == oid) else {
         return Err(Error::Protocol(format!(
             "{url} left LFS object {oid} ({} bytes) out of its batch answer",
             pointer.size
         )));
     };
+    if o.size != pointer.size {
+        // The pointer names the object by its SHA-256 and size: another size is another object,
+        // and asking again gets the same answer.
+        return Err(Error::Integrity(format!(
+            "the LFS server {url} answered for object {oid} with a size of {} bytes where the \
+             pointer says {}: the server's answer is wrong, retrying cannot help; ask its \
+             administrator to check the object, or restore with --lfs=never",
+            o.size, pointer.size
+        )));
+    }
     if let Some(e) = &o.error {
         // The server's words, bounded, redacted, and with control characters escaped (no fake
         // log lines, no terminal escapes).

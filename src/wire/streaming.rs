@@ -52,7 +52,7 @@ impl<'a> Streaming<'a> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::internal("starting the HTTP runtime", e))?;
+            .map_err(|e| Error::io("starting the HTTP runtime", e))?;
         // The client's timers belong to the runtime it is made in.
         let in_runtime = runtime.enter();
         let client = http

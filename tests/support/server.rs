@@ -101,6 +101,8 @@ pub enum Endpoint {
     LsRefs,
     /// `POST git-upload-pack` with `command=fetch`.
     Fetch,
+    /// `POST git-upload-pack` of protocol v0/v1: `want` lines, no `command=`.
+    FetchV0,
     /// `GET info/refs?service=git-receive-pack`.
     ReceivePackAdvertisement,
     /// `POST git-receive-pack`.
@@ -145,7 +147,9 @@ impl Scripted {
             status: 200,
             content_type: match on {
                 Endpoint::UploadPackAdvertisement => "application/x-git-upload-pack-advertisement",
-                Endpoint::LsRefs | Endpoint::Fetch => "application/x-git-upload-pack-result",
+                Endpoint::LsRefs | Endpoint::Fetch | Endpoint::FetchV0 => {
+                    "application/x-git-upload-pack-result"
+                }
                 Endpoint::ReceivePackAdvertisement => {
                     "application/x-git-receive-pack-advertisement"
                 }
@@ -178,6 +182,9 @@ fn endpoint_of(method: &str, path: &str, query: &str, body: &[u8]) -> Option<End
         }
         "POST" if path.ends_with("/git-upload-pack") && has(b"command=fetch") => {
             Some(Endpoint::Fetch)
+        }
+        "POST" if path.ends_with("/git-upload-pack") && !has(b"command=") && has(b"want ") => {
+            Some(Endpoint::FetchV0)
         }
         "POST" if path.ends_with("/git-receive-pack") => Some(Endpoint::ReceivePack),
         _ => None,

@@ -144,7 +144,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
             let meta = gix::index::fs::Metadata::from_path_no_follow(&path)
                 .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
             entry.stat = gix::index::entry::Stat::from_fs(&meta)
-                .map_err(|e| Error::internal(format!("reading {}", path.display()), e))?;
+                .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
         }
         // Otherwise the stat stays empty: git and save see the file as changed and hash it.
     }
@@ -172,13 +172,13 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
 fn reindex_from_head(repo: &gix::Repository) -> Result<usize> {
     let head = repo
         .head_commit()
-        .map_err(|e| Error::internal("reading HEAD", e))?;
+        .map_err(|e| Error::from_chain("reading HEAD", &e))?;
     let head_tree = head
         .tree_id()
-        .map_err(|e| Error::internal("reading HEAD's tree", e))?;
+        .map_err(|e| Error::from_chain("reading HEAD's tree", &e))?;
     let old = repo
         .open_index()
-        .map_err(|e| Error::internal("reading the index", e))?;
+        .map_err(|e| Error::from_chain("reading the index", &e))?;
     let mut kept = std::collections::HashMap::new();
     for entry in old.entries() {
         kept.insert(

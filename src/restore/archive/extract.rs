@@ -46,6 +46,9 @@ pub struct Extracted {
     /// The symlinks' targets, when hashing: git reads a symlink's blob to check it (a file it
     /// hashes), so these blobs are stored locally rather than fetched from the promisor.
     pub links: Vec<Vec<u8>>,
+    /// The fewest folders above any file or symlink of the archive, counted before any strip
+    /// (`None`: the archive holds none): the `--strip-components` that keeps every file.
+    pub shallowest: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +152,10 @@ impl Extraction<'_> {
             Kind::Other(flag) => return Err(unsafe_entry(path, type_name(*flag))),
         };
         let n = self.stripped(path, &components, ty, kind)?;
+        if ty != Type::Dir {
+            let depth = components.len().saturating_sub(1);
+            self.out.shallowest = Some(self.out.shallowest.map_or(depth, |d| d.min(depth)));
+        }
         if components.len() <= n {
             // The stripped folder itself (or, with --strip-components, a member above the cut).
             return Ok(None);
@@ -358,8 +365,10 @@ fn existing_type(root: &Tree, rel: &Path, member: &[u8]) -> Result<Option<Type>>
         Ok(Some(TreeKind::Dir)) => Ok(Some(Type::Dir)),
         Ok(Some(TreeKind::Symlink)) => Ok(Some(Type::Symlink)),
         Ok(Some(TreeKind::File)) => Ok(Some(Type::File)),
-        Ok(Some(TreeKind::Other)) => Err(Error::Internal(format!(
-            "{} is neither a file, a directory nor a symlink",
+        // Only this extraction writes there: something else put it there meanwhile.
+        Ok(Some(TreeKind::Other)) => Err(Error::conflict(format!(
+            "{} is neither a file, a directory nor a symlink (put there while the archive was \
+             extracted?): remove it, then restore again",
             root.shown(rel).display()
         ))),
         Err(e) => Err(create_error(member, &root.shown(rel), e)),

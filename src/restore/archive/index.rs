@@ -58,7 +58,7 @@ pub fn write(git_dir: &Path, tree: &Tree, mut blobs: Vec<Blob>) -> Result<gix::O
     let mut bytes = Vec::new();
     state
         .write_to(&mut bytes, gix::index::write::Options::default())
-        .map_err(|e| Error::internal("writing the index", e))?;
+        .map_err(|e| Error::from_chain("writing the index", &e))?;
     let mut ext = Vec::new();
     encode_cache_tree(&cache_tree, &mut ext);
     bytes.extend_from_slice(b"TREE");

@@ -209,15 +209,7 @@ impl Staged<'_> {
         let (extracted, commit_id) = self.extract(&tree, file, &tip_hex)?;
         self.check_recorded_commit(commit_id, &tip_hex)?;
         if extracted.files + extracted.symlinks == 0 {
-            self.warnings.push(format!(
-                "the archive held no files{}: the tree is empty, and a save would commit the \
-                 deletion of every file of {}",
-                match self.archive.strip {
-                    Strip::Components(n) => format!(" below --strip-components {n}"),
-                    Strip::Auto => String::new(),
-                },
-                opts.tip
-            ));
+            self.no_files(extracted.shallowest)?;
         }
         crate::failpoint::hit("after-extract");
 
@@ -385,6 +377,41 @@ impl Staged<'_> {
                 fresh_dir(tree)?;
                 let stdin = crate::clock::Patient::stdin("the archive on standard input")?;
                 unpack(stdin, tree, archive, tip_hex, hash)
+            }
+        }
+    }
+
+    /// The archive left no file in the tree. A `--strip-components` that cut every file is refused
+    /// (an empty tree's next save would commit the deletion of every file), naming the depth that
+    /// keeps them; an archive that holds no file at all is said in a warning.
+    fn no_files(&mut self, shallowest: Option<usize>) -> Result<()> {
+        let tip = self.opts.tip;
+        match (self.archive.strip, shallowest) {
+            (Strip::Components(n), Some(keep)) => {
+                let depth = match keep {
+                    0 => "at its top level".to_owned(),
+                    1 => "in a top-level folder".to_owned(),
+                    k => format!("{k} folders deep"),
+                };
+                let fix = match keep {
+                    0 => "without --strip-components".to_owned(),
+                    k => format!("with --strip-components {k} or less"),
+                };
+                Err(Error::Usage(
+                    Refusal::Invalid,
+                    format!(
+                        "--strip-components {n} leaves no file of the archive of {tip} (its \
+                         shallowest file lies {depth}): run restore again {fix}; nothing was \
+                         restored"
+                    ),
+                ))
+            }
+            _ => {
+                self.warnings.push(format!(
+                    "the archive held no files: the tree is empty, and a save would commit the \
+                     deletion of every file of {tip}"
+                ));
+                Ok(())
             }
         }
     }

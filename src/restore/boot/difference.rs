@@ -198,7 +198,7 @@ pub(super) fn pack_indexes(pack_dir: &Path) -> Result<Vec<gix::odb::pack::index:
 pub(super) fn already_here(pack: &Path, before: &[gix::odb::pack::index::File]) -> Result<u32> {
     let idx = pack.with_extension("idx");
     let received = gix::odb::pack::index::File::at(&idx, gix::hash::Kind::Sha1)
-        .map_err(|e| Error::internal(format!("reading {}", idx.display()), e))?;
+        .map_err(|e| Error::from_chain(format!("reading {}", idx.display()), &e))?;
     let known = received
         .iter()
         .filter(|e| before.iter().any(|b| b.lookup(e.oid).is_some()))
@@ -211,7 +211,7 @@ pub(super) fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bo
     let mut buf = Vec::new();
     let objects = super::super::verify::Verified(&repo.objects);
     let data = gix::objs::Find::try_find(&objects, &commit.id(), &mut buf)
-        .map_err(|e| Error::internal(format!("reading {commit}"), e))?
+        .map_err(|e| Error::from_chain(format!("reading {commit}"), &e))?
         .ok_or_else(|| Error::Integrity(format!("the remote's pack does not contain {commit}")))?;
     let parents: Vec<_> = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
         .parent_ids()
@@ -233,7 +233,7 @@ pub(super) fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
         .filter(|l| !l.is_empty())
         .map(|l| {
             gix::ObjectId::from_hex(l.trim().as_bytes()).map_err(|_| {
-                Error::Internal(format!(
+                Error::conflict(format!(
                     "{} holds a malformed line '{l}': bake the template again",
                     path.display()
                 ))

@@ -189,7 +189,7 @@ pub(super) fn write_in_place_part(
             &entry.id,
             &mut buf,
         )
-        .map_err(|e| Error::internal(format!("reading {}", entry.id), e))?
+        .map_err(|e| Error::from_chain(format!("reading {}", entry.id), &e))?
         .ok_or_else(|| Error::Integrity(format!("blob {} of '{path}' is missing", entry.id)))?
         .data
         .to_vec();
@@ -209,7 +209,7 @@ pub(super) fn write_in_place_part(
         }
         let meta = gix::index::fs::Metadata::from_file(&file).map_err(io)?;
         let stat = gix::index::entry::Stat::from_fs(&meta)
-            .map_err(|e| Error::internal(format!("reading {}", full.display()), e))?;
+            .map_err(|e| Error::from_chain(format!("reading {}", full.display()), &e))?;
         done.stats.push((path.to_owned(), stat));
     }
     Ok(done)

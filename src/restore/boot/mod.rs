@@ -41,6 +41,33 @@ use difference::{fetch_checked, parents_here};
 use intent::{BOOT_INTENT, begin};
 use switch::{Switched, lfs_after_switch, switch};
 
+/// A boot refused for what the server sent (exit 6: a commit whose objects are not all there, an
+/// object that is not what its id says) takes out the packs it fetched: kept, they would make the
+/// next boot skip the fetch (`TIP_SHA` is here) and fail the same way against a healthy server.
+fn forget_refused_pack(
+    e: Error,
+    pack_dir: &std::path::Path,
+    before: &[std::path::PathBuf],
+) -> Error {
+    if e.exit_code() != 6 {
+        return e;
+    }
+    let fetched: Vec<_> = super::verify::list(pack_dir)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    match super::verify::set_aside(&fetched) {
+        Ok(()) => e,
+        Err(removing) => Error::Noted {
+            error: Box::new(e),
+            note: format!(
+                "the pack it fetched could not be removed ({removing}): bake the template again \
+                 before the next boot"
+            ),
+        },
+    }
+}
+
 /// Boot the session `opts.branch` at `opts.tip` from the template in `opts.dir`.
 ///
 /// # Errors
@@ -69,26 +96,30 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     let caps = http.with_retries(read, "asking the server what it speaks", |url| {
         fetch::handshake(&http, url, &opts.branch)
     })?;
-    let (lease, mut warnings, shallow) =
+    let pack_dir = git_dir.join("objects/pack");
+    let before = super::verify::list(&pack_dir);
+    let (lease, mut warnings, mut shallow) =
         fetch_checked(opts, template, &git_dir, &http, read, &caps)?;
     crate::failpoint::hit("after-fetch");
 
     let repo = crate::repo::open(&git_dir)?;
-    let mut shallow = shallow;
-    if !shallow.contains(&opts.tip.id()) && !parents_here(&repo, opts.tip)? {
-        // The fetch was skipped (an earlier, killed boot made it) or its shallow-info is gone.
-        shallow.push(opts.tip.id());
-    }
+    let switched = (|| {
+        if !shallow.contains(&opts.tip.id()) && !parents_here(&repo, opts.tip)? {
+            // The fetch was skipped (an earlier, killed boot made it) or its shallow-info is gone.
+            shallow.push(opts.tip.id());
+        }
+        switch(
+            opts,
+            template,
+            &repo,
+            intent,
+            survey.join().unwrap_or_default(),
+        )
+    })();
     let Switched {
         files,
         warnings: kept,
-    } = switch(
-        opts,
-        template,
-        &repo,
-        intent,
-        survey.join().unwrap_or_default(),
-    )?;
+    } = switched.map_err(|e| forget_refused_pack(e, &pack_dir, &before))?;
     warnings.extend(kept);
     let lfs_files = lfs_after_switch(opts, &repo, &http, &read_url, &mut warnings)?;
     drop(repo);

@@ -42,7 +42,7 @@ pub(super) fn switch(
         checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
     let on_disk = repo
         .index_or_empty()
-        .map_err(|e| Error::internal("reading the template's index", crate::error::chain(&e)))?;
+        .map_err(|e| Error::from_chain("reading the template's index", &e))?;
     // The template's index counts only when it holds exactly the base's tree (see `Survey`).
     let base_index = survey.base_index.take();
     let old: &gix::index::File = base_index.as_ref().unwrap_or(&on_disk);
@@ -131,7 +131,7 @@ pub(super) fn lfs_after_switch(
 ) -> Result<usize> {
     let mut index = repo
         .open_index()
-        .map_err(|e| Error::internal("reading the index", crate::error::chain(&e)))?;
+        .map_err(|e| Error::from_chain("reading the index", &e))?;
     let mut plan = super::super::lfs::find(repo, &index, opts.lfs, &mut |id| {
         let mut buf = Vec::new();
         let data = gix::objs::Find::try_find(&repo.objects, id, &mut buf).ok()??;

@@ -40,7 +40,7 @@ pub(super) fn write_big_file(
     let meta = gix::index::fs::Metadata::from_file(&out)
         .map_err(|e| Error::io(format!("reading {shown}"), e))?;
     gix::index::entry::Stat::from_fs(&meta)
-        .map_err(|e| Error::internal(format!("reading {shown}"), e))
+        .map_err(|e| Error::from_chain(format!("reading {shown}"), &e))
 }
 
 /// A writer that aborts the process once half of a big file is written (flushed to the file):

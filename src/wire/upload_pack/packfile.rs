@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use gix_packetline::blocking_io::StreamingPeekableIter;
 
 use super::lines::upload_pack_error;
-use super::want::Want;
+use super::want::{Fetched, Want};
 use crate::error::{Error, Result};
 use crate::types::RemoteUrl;
 
@@ -54,6 +54,50 @@ pub(super) fn receive_packfile<R: Read>(
         return Err(upload_pack_error(url, &msg));
     }
     outcome.map_err(|e| pack_error(url, e, cut.load(std::sync::atomic::Ordering::Relaxed)))
+}
+
+/// The answer's `shallow` ids (v2's `shallow-info`, v0's `shallow` lines) and the pack it
+/// brought, checked alike for both protocols: each id must name a commit the pack holds, and at
+/// depth 1 the commit asked for (its parents were not sent). Recorded in `.git/shallow`, any other
+/// id would cut history the repository has, or name nothing (`git fsck`: a broken link).
+///
+/// # Errors
+/// [`Error::Integrity`] (exit 6) for another id; the pack is removed first.
+pub(super) fn checked(
+    url: &RemoteUrl,
+    want: &Want<'_>,
+    shallow: Vec<gix::ObjectId>,
+    received: crate::pack::Received,
+) -> Result<Fetched> {
+    let index = received.data_path.as_ref().and_then(|p| {
+        gix::odb::pack::index::File::at(p.with_extension("idx"), gix::hash::Kind::Sha1).ok()
+    });
+    let wrong = shallow.iter().find(|id| {
+        let in_pack = index.as_ref().is_some_and(|i| i.lookup(id).is_some());
+        !in_pack || (want.depth == Some(1) && **id != want.commit.id())
+    });
+    if let Some(id) = wrong {
+        let asked = match want.depth {
+            Some(1) => format!("only {} was asked for at depth 1", want.commit),
+            _ => "it is not in the pack".to_owned(),
+        };
+        if let Some(pack) = &received.data_path {
+            for ext in ["idx", "pack"] {
+                let _ = std::fs::remove_file(pack.with_extension(ext));
+            }
+        }
+        return Err(Error::Integrity(format!(
+            "{url} marked {id} as a shallow commit, but {asked}: the server answered wrongly \
+             (nothing of its answer was kept); ask its administrator, or fetch from another \
+             server"
+        )));
+    }
+    Ok(Fetched {
+        shallow,
+        pack_path: received.data_path,
+        objects: received.num_objects,
+        big: received.big,
+    })
 }
 
 /// Index the pack `reader` gives (completing a thin one from `want.base`) under the low-speed

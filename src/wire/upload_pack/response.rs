@@ -38,12 +38,7 @@ pub(crate) fn read_fetch(
     let shallow = read_sections_before_pack(url, &mut lines)?;
     lines.reset_with(&[PacketLineRef::Flush]);
     let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut, true)?;
-    Ok(Fetched {
-        shallow,
-        pack_path: outcome.data_path,
-        objects: outcome.num_objects,
-        big: outcome.big,
-    })
+    super::packfile::checked(url, &want, shallow, outcome)
 }
 
 /// Read the sections of a fetch response up to the `packfile` header, returning the

@@ -152,12 +152,7 @@ pub(crate) fn read_fetch_v0(
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let shallow = read_negotiation(url, &mut lines)?;
     let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut, side_band(refs))?;
-    Ok(Fetched {
-        shallow,
-        pack_path: outcome.data_path,
-        objects: outcome.num_objects,
-        big: outcome.big,
-    })
+    super::packfile::checked(url, &want, shallow, outcome)
 }
 
 /// Read the answer up to the pack: `shallow`/`unshallow` lines and their flush, then ACK lines
