@@ -30,4 +30,5 @@ mod save;
 mod servers;
 mod sparse;
 mod submodules;
+mod text;
 mod trust;
