@@ -178,6 +178,25 @@ def main():
     ]:
         put("inputs", name, text.encode())
 
+    url = b"http://t:TOK12345678@git.example.com/org/r.git\n"
+    for name, user in [("read", b"git-session-read"), ("push", b"git-session-push")]:
+        put("credential", name, url + b"protocol=http\nhost=git.example.com\npath=org/r.git\n"
+            b"username=" + user + b"\n\n")
+    put("credential", "decoded-line-break",
+        b"http://t:TOK%0Aquit=1@host/r.git\nprotocol=http\nhost=host\npath=r.git\n\n")
+    ids = ["1" * 40, "2" * 40]
+    for name, text in [
+        ("update", b"refs/heads/main %s refs/heads/sessions/abc %s\n"),
+        ("spaces-in-local", b"HEAD@{1 minute ago} %s refs/heads/sessions/abc %s\n"),
+        ("nbsp-unended", b"refs/heads/a\xc2\xa0b %s refs/heads/sessions/abc %s"),
+    ]:
+        put("prepush", name, text % (ids[0].encode(), ids[1].encode()))
+    put("prepush", "not-utf8-and-delete",
+        b"refs/heads/caf\xe9 %s refs/heads/other %s\n(delete) %s refs/heads/sessions/abc %s\n"
+        % (ids[0].encode(), b"0" * 40, b"0" * 40, ids[1].encode()))
+    put("terminal", "escapes", b"ERR \x1b[2J\x1b]0;title\x07 bell\r overwritten\n")
+    put("terminal", "c1-bidi-invalid", b"c1 \xc2\x9b31m bidi \xe2\x80\xae and \xff not utf-8\ttab\x7f")
+
 
 if __name__ == "__main__":
     main()

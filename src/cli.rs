@@ -271,7 +271,7 @@ pub struct SaveArgs {
         default_value = "Save from git-session",
         value_name = "MESSAGE"
     )]
-    pub message: String,
+    pub message: crate::types::CommitMessage,
 
     /// Commit only; do not push
     #[arg(long)]
@@ -306,7 +306,7 @@ pub struct WatchArgs {
         default_value = "Checkpoint from git-session watch",
         value_name = "MESSAGE"
     )]
-    pub message: String,
+    pub message: crate::types::CommitMessage,
 
     /// Push flags.
     #[command(flatten)]

@@ -94,7 +94,9 @@ impl Refusal {
             Refusal::Missing => "a missing variable or flag",
             Refusal::Invalid => {
                 "a malformed value (an abbreviated SHA, a bad branch name, URL, date or duration, \
-                 an owner value with a line break)"
+                 an owner value with a line break, a commit message with a control character \
+                 other than a line break or tab, a URL whose user name or password decodes to a \
+                 line break or NUL)"
             }
             Refusal::CredentialsOnArgv => "credentials on argv",
             Refusal::NotASessionFolder => {

@@ -26,7 +26,9 @@ pub fn armed(name: &str) -> bool {
 /// Abort the process here if the failpoint `name` is armed.
 pub fn hit(name: &str) {
     if armed(name) {
-        eprintln!("git-session: failpoint '{name}' reached; aborting");
+        crate::redact::Stderr::line(&format!(
+            "git-session: failpoint '{name}' reached; aborting"
+        ));
         std::process::abort();
     }
 }
@@ -57,5 +59,5 @@ pub fn barrier(name: &str) {
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    eprintln!("git-session: barrier '{name}' timed out");
+    crate::redact::Stderr::line(&format!("git-session: barrier '{name}' timed out"));
 }

@@ -29,6 +29,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("inputs", inputs),
     ("lfs", lfs),
     ("gitmodules", gitmodules),
+    ("credential", credential),
+    ("prepush", prepush),
+    ("terminal", terminal),
 ];
 
 /// The URL the wire parsers' messages name.
@@ -871,4 +874,118 @@ fn owner(s: &str) {
             "{line:?} is not a line of {out:?}"
         );
     }
+}
+
+/// The credential helper's input: the first line is taken as `READ_URL` and `PUSH_URL` (when it
+/// parses), the rest as git's request. Whatever the bytes, the answer is nothing, `quit=1`, or
+/// exactly one `username=` and one `password=` line with no CR or NUL in them (no line of the
+/// answer git could read as another key), and the answer is never given for another host.
+pub fn credential(data: &[u8]) {
+    let (first, request) = match data.iter().position(|b| *b == b'\n') {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[][..]),
+    };
+    let url = RemoteUrl::parse(&String::from_utf8_lossy(first)).ok();
+    if let Some(u) = &url
+        && let Some(c) = u.credentials()
+    {
+        for v in [&c.username, &c.password] {
+            assert!(
+                !v.expose().contains(['\r', '\n', '\0']),
+                "a decoded line break"
+            );
+        }
+    }
+    let Ok((answer, said)) =
+        crate::commands::credential::respond(request, url.clone(), url.clone())
+    else {
+        return;
+    };
+    let answer: &[u8] = &answer;
+    if answer.is_empty() {
+        assert!(said.is_some(), "no answer and no word why");
+        return;
+    }
+    if answer == b"quit=1\n" {
+        return;
+    }
+    assert!(
+        !answer.contains(&b'\r') && !answer.contains(&0),
+        "CR or NUL in the answer"
+    );
+    let lines: Vec<&[u8]> = answer
+        .strip_suffix(b"\n")
+        .expect("ended")
+        .split(|b| *b == b'\n')
+        .collect();
+    assert_eq!(lines.len(), 2, "an answer of other lines");
+    assert!(lines[0].starts_with(b"username=") && lines[1].starts_with(b"password="));
+    let url = url.expect("credentials only from a URL");
+    let (_, host, _) = url.credential_parts();
+    let asked_host = request
+        .split(|b| *b == b'\n')
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.strip_prefix(b"host="))
+        .last();
+    assert_eq!(
+        asked_host,
+        Some(host.as_bytes()),
+        "credentials for another host"
+    );
+}
+
+/// The pre-push check's reading of git's ref lines: never a panic, and every line naming the
+/// session branch with two full ids is among the updates (nothing skipped); a line over the
+/// bound refuses.
+pub fn prepush(data: &[u8]) {
+    let full = format!("refs/heads/{BRANCH}");
+    let Ok(updates) = crate::repo::prepush::session_updates(data, full.as_bytes()) else {
+        return;
+    };
+    let expected = data
+        .split(|b| *b == b'\n')
+        .filter(|line| {
+            let mut f = line.rsplitn(4, |b| *b == b' ');
+            let (_, r) = (f.next(), f.next());
+            r == Some(full.as_bytes()) && f.next().is_some() && f.next().is_some()
+        })
+        .count();
+    assert_eq!(updates.len(), expected, "a session line skipped or added");
+    assert!(
+        data.split(|b| *b == b'\n')
+            .all(|l| l.len() <= crate::repo::prepush::MAX_REF_LINE)
+    );
+}
+
+/// The terminal rule: no control character but the line break and the tab survives
+/// [`crate::text::terminal`], none at all [`crate::text::line`], and text without them is left
+/// as it is.
+pub fn terminal(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let shown = crate::text::terminal(&text);
+    assert!(
+        !shown
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\t')),
+        "a raw control character"
+    );
+    if !text.chars().any(char::is_control)
+        && !text.chars().any(|c| {
+            ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
+        })
+    {
+        assert_eq!(shown, text);
+    }
+    let one = crate::text::line(data);
+    assert!(
+        !one.chars().any(char::is_control),
+        "a raw control character"
+    );
+    assert!(one.len() <= 10 * data.len());
+    let redacted = crate::redact::text(&text);
+    assert!(
+        !crate::text::terminal(&redacted)
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+    );
 }

@@ -33,6 +33,7 @@ pub mod repo;
 pub mod restore;
 pub mod save;
 pub mod scan;
+pub mod text;
 pub mod types;
 pub mod wire;
 
@@ -53,7 +54,7 @@ pub fn run(cli: Cli) -> u8 {
             return match commands::credential::run(&args.operation) {
                 Ok(()) => 0,
                 Err(err) => {
-                    eprintln!("git-session credential: {}", redact::text(&err.to_string()));
+                    redact::Stderr::line(&format!("git-session credential: {err}"));
                     err.exit_code()
                 }
             };
@@ -63,7 +64,7 @@ pub fn run(cli: Cli) -> u8 {
                 Ok(()) => 0,
                 Err(err) => {
                     // git shows the hook's stderr above its own "failed to push some refs".
-                    eprintln!("git-session: {}", redact::text(&err.to_string()));
+                    redact::Stderr::line(&format!("git-session: {err}"));
                     err.exit_code()
                 }
             };
@@ -154,7 +155,8 @@ fn init_logging(verbose: u8, quiet: bool) {
         .with_env_filter(filter)
         .with_writer(redact::Stderr)
         .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // No colours: the terminal rule shows every escape sequence escaped.
+        .with_ansi(false)
         .without_time()
         .try_init();
 }

@@ -7,6 +7,34 @@ use clap::Parser as _;
 #[global_allocator]
 static ALLOC: git_session::alloc_limit::Limited = git_session::alloc_limit::Limited::new();
 
+/// The command named in argv (for the JSON failure), read without assuming UTF-8.
+fn command_arg() -> String {
+    std::env::args_os()
+        .skip(1)
+        .filter_map(|a| a.into_string().ok())
+        .find(|a| ["restore", "bake", "save", "push", "watch", "status"].contains(&a.as_str()))
+        .unwrap_or_default()
+}
+
+/// Whether `--json` is in argv (an argument that is not UTF-8 is not it).
+fn json_arg() -> bool {
+    std::env::args_os().any(|a| a == "--json")
+}
+
+/// clap's error for an argument that is not UTF-8, naming it (escaped).
+fn not_utf8() -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let shown = std::env::args_os()
+        .skip(1)
+        .find(|a| a.to_str().is_none())
+        .map(|a| git_session::text::line(a.as_bytes()))
+        .unwrap_or_default();
+    format!(
+        "error: the argument '{shown}' is not UTF-8 (such bytes shown as \\xNN): only paths \
+         may hold them; pass the value in UTF-8"
+    )
+}
+
 fn main() -> std::process::ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -17,46 +45,38 @@ fn main() -> std::process::ExitCode {
             .unwrap_or_default();
         let err =
             git_session::Error::Internal(format!("internal error (a bug in git-session): {msg}"));
-        let json = std::env::args().any(|a| a == "--json");
-        let command = std::env::args()
-            .skip(1)
-            .find(|a| ["restore", "bake", "save", "push", "watch", "status"].contains(&a.as_str()))
-            .unwrap_or_default();
-        git_session::output::failure(json, &command, &err);
+        git_session::output::failure(json_arg(), &command_arg(), &err);
         // Exit 1 here, before any unwinding or abort: never 101 (unwind) or 134 (abort).
         std::process::exit(1);
     }));
-    let json = std::env::args().any(|a| a == "--json");
+    let json = json_arg();
     let cli = match git_session::cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
             use clap::error::ErrorKind;
-            if matches!(
-                err.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) || !json
-            {
+            if !err.use_stderr() {
+                // Help and version, on stdout: our own text.
                 let _ = err.print();
-                return std::process::ExitCode::from(if err.use_stderr() { 2 } else { 0 });
+                return std::process::ExitCode::from(0);
             }
-            let text = err.render().to_string();
+            // clap's words echo argv: through the one writer of stderr (the terminal rule).
+            let text = match err.kind() {
+                ErrorKind::InvalidUtf8 => not_utf8(),
+                _ => err.render().to_string(),
+            };
+            if !json || err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                git_session::redact::Stderr::line(text.trim_end());
+                return std::process::ExitCode::from(2);
+            }
             let first = text
                 .lines()
                 .next()
                 .unwrap_or_default()
                 .trim_start_matches("error: ")
                 .to_owned();
-            let command = std::env::args()
-                .skip(1)
-                .find(|a| {
-                    ["restore", "bake", "save", "push", "watch", "status"].contains(&a.as_str())
-                })
-                .unwrap_or_default();
             git_session::output::failure(
                 true,
-                &command,
+                &command_arg(),
                 &git_session::Error::Usage(git_session::error::Refusal::Invalid, first),
             );
             return std::process::ExitCode::from(2);

@@ -7,7 +7,7 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Turn progress on when stderr is a terminal and the output is for a person.
 pub fn enable(json: bool, quiet: bool) {
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let tty = crate::redact::Stderr::is_terminal();
     ENABLED.store(tty && !json && !quiet, Ordering::Relaxed);
 }
 

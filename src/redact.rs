@@ -248,19 +248,39 @@ pub fn json(value: serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// Standard error through [`text`]: the writer of the log subscriber. Each log event arrives as
-/// one write of its whole line, so a secret is never split between two writes.
+/// Standard error, the only way to it: every text is redacted ([`text`]) and then shown under the
+/// terminal rule ([`crate::text::terminal`]: control characters escaped, never raw), whoever chose
+/// it. `eprintln!` and `std::io::stderr` are refused by `clippy.toml` everywhere else. Also the
+/// writer of the log subscriber: each log event arrives as one write of its whole line, so a secret
+/// is never split between two writes.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stderr;
 
+impl Stderr {
+    /// Write `line` and a line break, in one write (errors writing to stderr are ignored: there
+    /// is nowhere left to report them).
+    pub fn line(line: &str) {
+        let _ = std::io::Write::write_all(&mut Stderr, format!("{line}\n").as_bytes());
+    }
+
+    /// Whether standard error is a terminal.
+    pub fn is_terminal() -> bool {
+        #[allow(clippy::disallowed_methods)] // only asks, writes nothing
+        std::io::IsTerminal::is_terminal(&std::io::stderr())
+    }
+}
+
 impl std::io::Write for Stderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let shown = text(&String::from_utf8_lossy(buf));
+        let redacted = text(&String::from_utf8_lossy(buf));
+        let shown = crate::text::terminal(&redacted);
+        #[allow(clippy::disallowed_methods)] // the one place that writes to stderr
         std::io::stderr().write_all(shown.as_bytes())?;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
+        #[allow(clippy::disallowed_methods)]
         std::io::stderr().flush()
     }
 }

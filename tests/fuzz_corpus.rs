@@ -99,3 +99,18 @@ fn state() {
 fn inputs() {
     replay("inputs");
 }
+
+#[test]
+fn credential() {
+    replay("credential");
+}
+
+#[test]
+fn prepush() {
+    replay("prepush");
+}
+
+#[test]
+fn terminal() {
+    replay("terminal");
+}

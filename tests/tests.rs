@@ -1,6 +1,9 @@
 //! Integration tests: the `git-session` binary against a real `git http-backend` on 127.0.0.1,
 //! results judged by the git CLI.
 
+// Test output is for the person running the tests, not the product's stderr (see clippy.toml).
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
+
 mod support;
 
 /// The test allocator (`git_session::alloc_limit`) for everything this binary runs in process.
@@ -28,4 +31,5 @@ mod save;
 mod servers;
 mod sparse;
 mod submodules;
+mod text;
 mod trust;

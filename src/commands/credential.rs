@@ -24,6 +24,7 @@ use std::io::{BufRead, Write};
 
 use crate::error::{Error, Refusal, Result};
 use crate::inputs;
+use crate::redact::Stderr;
 use crate::repo::layout::{PUSH_USER, READ_USER};
 use crate::types::RemoteUrl;
 
@@ -37,10 +38,26 @@ struct Request {
 }
 
 impl Request {
-    fn read(input: impl BufRead) -> Result<Self> {
+    /// git's request: `key=value` lines up to an empty line or the end, read as bytes (a value
+    /// that is not UTF-8 matches nothing), each at most [`MAX_REQUEST_LINE`] bytes.
+    fn read(mut input: impl BufRead) -> Result<Self> {
         let mut req = Request::default();
-        for line in input.lines() {
-            let line = line.map_err(|e| Error::io("reading the credential request", e))?;
+        let mut bytes = Vec::new();
+        loop {
+            bytes.clear();
+            std::io::Read::take(&mut input, MAX_REQUEST_LINE as u64 + 1)
+                .read_until(b'\n', &mut bytes)
+                .map_err(|e| Error::io("reading the credential request", e))?;
+            if bytes.len() > MAX_REQUEST_LINE {
+                return Err(Error::Usage(
+                    Refusal::Invalid,
+                    format!(
+                        "git's credential request holds a line over {MAX_REQUEST_LINE} bytes: \
+                         nothing was answered"
+                    ),
+                ));
+            }
+            let line = String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
             if line.is_empty() {
                 break;
             }
@@ -69,6 +86,9 @@ impl Request {
     }
 }
 
+/// The longest line of git's request read (git's own are a URL's parts).
+const MAX_REQUEST_LINE: usize = 64 << 10;
+
 /// What the helper answers.
 #[derive(Debug)]
 enum Answer {
@@ -94,27 +114,61 @@ pub fn run(operation: &str) -> Result<()> {
             )),
         };
     }
-    let req = Request::read(std::io::stdin().lock())?;
+    // The URLs first: one git's protocol cannot carry is exit 2 before anything is read.
     let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?
         .map(|s| s.load())
         .transpose()?;
     let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?
         .map(|s| s.load())
         .transpose()?;
+    let (answer_bytes, said) = respond(std::io::stdin().lock(), read, push)?;
+    if let Some(why) = said {
+        Stderr::line(&format!("git-session credential: {why}"));
+    }
     let mut out = std::io::stdout().lock();
-    match answer(&req, read, push) {
+    out.write_all(&answer_bytes)
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io("writing the credential answer", e))
+}
+
+/// The whole answer to the request read from `input`, as the bytes to write at once (git never
+/// reads half of one), and what to say to the person (on stderr) when it gives no credentials.
+///
+/// # Errors
+/// [`Error::Usage`] for a request line over [`MAX_REQUEST_LINE`] bytes or a credential holding
+/// CR, LF or NUL (which [`RemoteUrl::parse`] already refuses); [`Error::LocalIo`] when the
+/// request cannot be read.
+pub fn respond(
+    input: impl BufRead,
+    read: Option<RemoteUrl>,
+    push: Option<RemoteUrl>,
+) -> Result<(zeroize::Zeroizing<Vec<u8>>, Option<String>)> {
+    let req = Request::read(input)?;
+    let mut answer_bytes = zeroize::Zeroizing::new(Vec::new());
+    let said = match answer(&req, read, push) {
         Answer::Use(url) => {
             let c = url.credentials().expect("answered with credentials only");
-            let _ = writeln!(out, "username={}", c.username.expose());
-            let _ = writeln!(out, "password={}", c.password.expose());
+            for (key, value) in [("username", &c.username), ("password", &c.password)] {
+                // RemoteUrl::parse refuses these; checked again here, at the sink.
+                if value.expose().contains(['\r', '\n', '\0']) {
+                    return Err(Error::Usage(
+                        Refusal::Invalid,
+                        format!("the {key} holds a line break or NUL: nothing was answered"),
+                    ));
+                }
+                answer_bytes.extend_from_slice(format!("{key}=").as_bytes());
+                answer_bytes.extend_from_slice(value.expose().as_bytes());
+                answer_bytes.push(b'\n');
+            }
+            None
         }
-        Answer::Pass(why) => eprintln!("git-session credential: {why}"),
+        Answer::Pass(why) => Some(why),
         Answer::Quit(why) => {
-            eprintln!("git-session credential: {why}");
-            let _ = writeln!(out, "quit=1");
+            answer_bytes.extend_from_slice(b"quit=1\n");
+            Some(why)
         }
-    }
-    Ok(())
+    };
+    Ok((answer_bytes, said))
 }
 
 /// Decide the answer to `req` from the session URLs in the environment.

@@ -33,7 +33,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
         &session.workdir,
         &session.record.branch,
         &CommitOptions {
-            message: &args.message,
+            message: args.message.as_str(),
             secrets: &secrets,
             owner,
         },

@@ -65,7 +65,7 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
     s.warnings = warnings;
     if !quiet {
         for w in &s.warnings {
-            eprintln!("warning: {}", redact::text(w));
+            redact::Stderr::line(&format!("warning: {w}"));
         }
     }
     let mut out = std::io::stdout().lock();
@@ -81,7 +81,8 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
         let value = serde_json::to_value(obj).unwrap_or(Value::Null);
         let _ = writeln!(out, "{}", redact::json(value));
     } else {
-        let _ = writeln!(out, "{}", redact::text(&s.human));
+        // Values in it (paths, names) may come from others: the terminal rule, as on stderr.
+        let _ = writeln!(out, "{}", crate::text::terminal(&redact::text(&s.human)));
     }
 }
 
@@ -89,10 +90,10 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
 pub fn failure(json_mode: bool, command: &str, err: &Error) {
     let warnings: Vec<String> = take_early().iter().map(|w| redact::text(w)).collect();
     for w in &warnings {
-        eprintln!("warning: {w}");
+        redact::Stderr::line(&format!("warning: {w}"));
     }
     let message = redact::text(&err.to_string());
-    eprintln!("error: {message}");
+    redact::Stderr::line(&format!("error: {message}"));
     if json_mode {
         let stale = match err.root() {
             Error::Stale(s) => Some((s.lease, s.remote_tip)),

@@ -40,7 +40,6 @@
 //! hook script hands it to git-session in the environment, never in argv, and git-session only
 //! compares it, never prints or stores it.
 
-use std::io::Read as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
@@ -401,7 +400,7 @@ fn shim_chained_hooks(ours: &Path, workdir: &Path, dir: &str) -> Result<()> {
 /// [`Error::Stale`] (3) when the remote branch is not at the lease or at this tree's own commit;
 /// [`Error::Conflict`] (7) for a push that is not a fast-forward from it or that deletes the
 /// session branch; [`Error::Usage`] (2) when the session record cannot be found.
-pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
+pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) -> Result<()> {
     let git_dir = common_git_dir(cwd);
     let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
         Error::Usage(
@@ -417,25 +416,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: &str) -> Result<()> {
     // Every push to the session branch's name is checked, whatever the URL says: the same server
     // can be spelled in many ways (`localhost`, another DNS name, `/./`).
     let elsewhere = !targets_session(&record, remote, url);
-    let full = record.branch.full_ref();
-    let updates: Vec<(FullSha, FullSha)> = stdin
-        .lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            (f.len() == 4 && f[2] == full).then_some((f[1], f[3]))
-        })
-        .map(|(local, remote)| {
-            let parse = |s: &str| {
-                FullSha::from_wire(s.as_bytes()).ok_or_else(|| {
-                    Error::Internal(format!(
-                        "git passed a malformed object id to pre-push: '{}'",
-                        s.escape_debug()
-                    ))
-                })
-            };
-            Ok((parse(local)?, parse(remote)?))
-        })
-        .collect::<Result<_>>()?;
+    let updates = session_updates(stdin, record.branch.full_ref().as_bytes())?;
     if updates.is_empty() {
         return Ok(());
     }
@@ -648,20 +629,90 @@ fn common_git_dir(cwd: &Path) -> PathBuf {
     }
 }
 
+/// The longest ref line the check reads (a local ref is what the person typed, argv-sized): a
+/// longer one refuses the push, never skips the line.
+pub const MAX_REF_LINE: usize = 1 << 20;
+
+/// The updates of the ref `full` among git's pre-push lines read from `input`, streamed, every
+/// line of it, as bytes (a ref name need not be UTF-8): `<local ref> SP <local id> SP <remote
+/// ref> SP <remote id> LF` (githooks(5); git writes them with `"%s %s %s %s\n"`). The local ref
+/// is what the person typed (`HEAD@{1 minute ago}` holds spaces), so the fields are taken from
+/// the right; the remote ref is a full ref name, which holds no space, compared byte for byte.
+///
+/// # Errors
+/// [`Error::Conflict`] (7: nothing pushed) for a line over [`MAX_REF_LINE`] and for a malformed
+/// id in a line naming `full`; [`Error::LocalIo`] when stdin cannot be read.
+pub fn session_updates(
+    mut input: impl std::io::BufRead,
+    full: &[u8],
+) -> Result<Vec<(FullSha, FullSha)>> {
+    use std::io::BufRead as _;
+    let mut updates = Vec::new();
+    let mut line = Vec::new();
+    for number in 1.. {
+        line.clear();
+        std::io::Read::take(&mut input, MAX_REF_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::io("reading git's ref lines", e))?;
+        if line.is_empty() {
+            break;
+        }
+        let refuse = |what: &str| {
+            Error::conflict(format!(
+                "git passed the pre-push check a ref line it cannot read (line {number}: {what}): \
+                 git pushed nothing; push each ref by its own name"
+            ))
+        };
+        let Some(text) = line.strip_suffix(b"\n") else {
+            if line.len() > MAX_REF_LINE {
+                return Err(refuse(&format!("over {MAX_REF_LINE} bytes")));
+            }
+            // The last line, unended.
+            parse_ref_line(&line, full, &mut updates).map_err(|why| refuse(&why))?;
+            break;
+        };
+        if text.is_empty() {
+            continue;
+        }
+        parse_ref_line(text, full, &mut updates).map_err(|why| refuse(&why))?;
+    }
+    Ok(updates)
+}
+
+/// One ref line (without its line break): the update it names when its remote ref is `full`.
+fn parse_ref_line(
+    line: &[u8],
+    full: &[u8],
+    updates: &mut Vec<(FullSha, FullSha)>,
+) -> std::result::Result<(), String> {
+    let mut fields = line.rsplitn(4, |b| *b == b' ');
+    let (Some(remote_id), Some(remote_ref), Some(local_id), Some(_local_ref)) =
+        (fields.next(), fields.next(), fields.next(), fields.next())
+    else {
+        // Part of a local ref typed with a line break in it (`HEAD^{/a<LF>b}`): the line that
+        // ends it carries the fields.
+        return Ok(());
+    };
+    if remote_ref != full {
+        return Ok(());
+    }
+    let id = |s: &[u8]| {
+        FullSha::from_wire(s)
+            .ok_or_else(|| format!("a malformed object id '{}'", crate::text::line(s)))
+    };
+    updates.push((id(local_id)?, id(remote_id)?));
+    Ok(())
+}
+
 /// `git-session hook pre-push`: read git's ref lines from stdin and run [`check`].
 ///
 /// # Errors
 /// Those of [`check`].
 pub fn run_hook() -> Result<()> {
-    let mut stdin = String::new();
-    std::io::stdin()
-        .take(16 << 20)
-        .read_to_string(&mut stdin)
-        .map_err(|e| Error::io("reading git's ref lines", e))?;
     let remote = std::env::var(REMOTE_VAR).unwrap_or_default();
     let url = std::env::var(URL_VAR).unwrap_or_default();
     let cwd = std::env::current_dir().map_err(|e| Error::io("reading the current directory", e))?;
-    check(&cwd, &remote, &url, &stdin)
+    check(&cwd, &remote, &url, std::io::stdin().lock())
 }
 
 #[cfg(test)]
@@ -715,6 +766,46 @@ mod tests {
         assert!(!targets_session(&r, "x", "http://localhost:8081/r.git"));
         assert!(!targets_session(&r, "x", "file:///srv/r.git"));
         assert!(!targets_session(&r, "x", "/srv/r.git"));
+    }
+
+    #[test]
+    fn every_ref_line_is_read_as_bytes_fields_from_the_right() {
+        let (a, b) = ("1".repeat(40), "2".repeat(40));
+        let full = b"refs/heads/sessions/x";
+        let session = |local: &[u8]| {
+            [
+                local,
+                format!(" {a} refs/heads/sessions/x {b}\n").as_bytes(),
+            ]
+            .concat()
+        };
+        let parse = |input: &[u8]| session_updates(input, full);
+        // Spaces, U+00A0 and bytes that are not UTF-8 in the local ref; an unended last line.
+        for local in [
+            &b"HEAD@{1 minute ago}"[..],
+            "a\u{a0}b".as_bytes(),
+            b"caf\xe9",
+        ] {
+            assert_eq!(parse(&session(local)).unwrap().len(), 1, "{local:?}");
+        }
+        let unended = session(b"x");
+        assert_eq!(parse(&unended[..unended.len() - 1]).unwrap().len(), 1);
+        // Another branch (its name not UTF-8) is no update of the session's; one padded with
+        // U+00A0 or spelled with a trailing space is not either (git writes no such line).
+        let other = format!("refs/heads/caf\u{e9} {a} refs/heads/other {b}\n");
+        assert!(parse(other.as_bytes()).unwrap().is_empty());
+        // Past 16 MiB of other lines (where the reading used to stop), the session's is found.
+        let mut many = Vec::new();
+        while many.len() <= 17 << 20 {
+            many.extend_from_slice(other.as_bytes());
+        }
+        many.extend_from_slice(&session(b"late"));
+        assert_eq!(parse(&many).unwrap().len(), 1);
+        // A line over the bound refuses the push, never skips the line.
+        let long = session(&vec![b'x'; MAX_REF_LINE]);
+        assert!(matches!(parse(&long), Err(Error::Conflict(..))));
+        let bad = format!("x {a} refs/heads/sessions/x 123\n");
+        assert!(matches!(parse(bad.as_bytes()), Err(Error::Conflict(..))));
     }
 
     #[test]

@@ -2,11 +2,13 @@
 
 mod branch;
 pub mod lfs;
+mod message;
 mod owner;
 mod sha;
 mod url;
 
 pub use branch::{BranchError, SessionBranch};
+pub use message::{CommitMessage, MessageError};
 pub use owner::{MAX_OWNER_BYTES, OWNER_FIELDS, Owner, OwnerError};
 pub use sha::{FullSha, ShaError};
 pub use url::{Credentials, MAX_JWT_EXPIRY, RemoteUrl, Secret, UrlError};

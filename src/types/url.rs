@@ -86,6 +86,14 @@ pub enum UrlError {
         "the URL holds a control character (a line break or tab inside it): one URL on one line is expected"
     )]
     ControlCharacter,
+    /// A percent-escape in the user name or password decoding to CR, LF or NUL: git's credential
+    /// protocol is one `key=value` per line, so such a value would add lines of its own
+    /// (`quit=1`, a second `host=`); git refuses such URLs too.
+    #[error(
+        "the URL's user name or password decodes to a line break or NUL (%0A, %0D or %00): \
+         credentials are one line of text; remove the escape"
+    )]
+    DecodedLineBreak,
 }
 
 impl RemoteUrl {
@@ -115,10 +123,17 @@ impl RemoteUrl {
                 .into_owned()
         };
         let credentials = if !url.username().is_empty() || url.password().is_some() {
-            Some(Credentials {
+            let c = Credentials {
                 username: Secret(decode(url.username())),
                 password: Secret(decode(url.password().unwrap_or(""))),
-            })
+            };
+            if [&c.username, &c.password]
+                .iter()
+                .any(|s| s.expose().contains(['\r', '\n', '\0']))
+            {
+                return Err(UrlError::DecodedLineBreak);
+            }
+            Some(c)
         } else {
             None
         };
@@ -391,6 +406,26 @@ mod tests {
                 .public(),
             "https://example.com/repo.git"
         );
+    }
+
+    #[test]
+    fn credentials_decoding_to_a_line_break_or_nul_are_refused() {
+        for bad in [
+            "http://t:TOK%0Aquit=1@host/r.git",
+            "http://t:TOK%0d%0ahost=evil@host/r.git",
+            "http://t%00x:TOK@host/r.git",
+            "http://TOK%0A@host/r.git",
+        ] {
+            assert_eq!(
+                RemoteUrl::parse(bad).err(),
+                Some(UrlError::DecodedLineBreak),
+                "{bad}"
+            );
+        }
+        // Escapes elsewhere stay escaped (the path is never decoded), and other bytes decode.
+        let u = RemoteUrl::parse("http://t:a%09b%25@host/r%0A.git").unwrap();
+        assert_eq!(u.credentials().unwrap().password.expose(), "a\tb%");
+        assert_eq!(u.credential_parts().2, "r%0A.git");
     }
 
     #[test]

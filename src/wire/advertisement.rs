@@ -170,7 +170,7 @@ pub(crate) fn parse_refs<R: Read>(
             .map_err(|e| body_error(url, e))?
             .map_err(|e| pkt_err(url, service, e))?;
         if let Some(err) = line.check_error() {
-            let err = String::from_utf8_lossy(err.0);
+            let err = crate::text::line(err.0);
             return Err(Error::Protocol(match service {
                 Service::ReceivePack => format!("{url} refused the push: {}", err.trim()),
                 Service::UploadPack => format!("{url} reported an error: {}", err.trim()),

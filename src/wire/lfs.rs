@@ -261,9 +261,10 @@ fn answer_for(
     if let Some(e) = &o.error {
         // The server's words, bounded, redacted, and with control characters escaped (no fake
         // log lines, no terminal escapes).
-        let msg = crate::redact::text(&e.message.chars().take(200).collect::<String>())
-            .escape_debug()
-            .to_string();
+        let msg = crate::text::line_str(&crate::redact::text(
+            &e.message.chars().take(200).collect::<String>(),
+        ))
+        .into_owned();
         return Err(match e.code {
             404 | 410 => Error::NotFound(format!(
                 "the LFS server {url} does not have object {oid} ({} bytes): {msg}; push it from a clone that has it (git lfs push --all)",

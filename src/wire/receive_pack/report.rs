@@ -71,7 +71,7 @@ pub(crate) fn parse(url: &RemoteUrl, body: impl Read, side_band: bool) -> Result
     while let Some(line) = inner.read_line() {
         let Ok(Ok(line)) = line else { break };
         let Some(d) = line.as_slice() else { break };
-        let text = String::from_utf8_lossy(d.strip_suffix(b"\n").unwrap_or(d)).into_owned();
+        let text = crate::text::line(d.strip_suffix(b"\n").unwrap_or(d));
         if let Some(rest) = text.strip_prefix("unpack ") {
             report.unpack = Some(rest.to_owned());
         } else if let Some(rest) = text.strip_prefix("ok ") {
@@ -104,13 +104,13 @@ fn read_side_band<R: Read>(
     };
     {
         let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
-            let text = String::from_utf8_lossy(text);
             if is_err {
-                fatal = Some(text.trim().to_owned());
+                fatal = Some(crate::text::line(text.trim_ascii()));
                 std::ops::ControlFlow::Break(())
             } else {
                 // gix strips the packet's final newline, so a packet is taken as ending its
                 // line (as before); a secret split at a packet or a line is still found.
+                let text = String::from_utf8_lossy(text);
                 texts.extend(remote.push(&format!("{text}\n")));
                 keep_last(&mut texts);
                 std::ops::ControlFlow::Continue(())

@@ -37,7 +37,7 @@ pub(super) fn for_each_line<R: Read>(
             .map_err(|e| body_error(url, e))?
             .map_err(|e| pkt_err(url, e))?;
         if let Some(err) = line.check_error() {
-            return Err(upload_pack_error(url, &String::from_utf8_lossy(err.0)));
+            return Err(upload_pack_error(url, &crate::text::line(err.0)));
         }
         let Some(data) = line.as_slice() else { break };
         seen += data.len() + 4;

@@ -29,12 +29,12 @@ pub(super) fn receive_packfile<R: Read>(
     let mut progress = crate::redact::Lines::default();
     let outcome = if side_band {
         let mut reader = lines.as_read_with_sidebands(|is_err, text: &[u8]| {
-            let text = String::from_utf8_lossy(text);
             if is_err {
-                remote_error = Some(text.trim().to_owned());
+                remote_error = Some(crate::text::line(text.trim_ascii()));
                 std::ops::ControlFlow::Break(())
             } else {
                 // A packet ends its line (gix strips its final newline).
+                let text = String::from_utf8_lossy(text);
                 for line in progress.push(&format!("{text}\n")) {
                     tracing::debug!("remote: {line}");
                 }

@@ -57,7 +57,7 @@ fn read_sections_before_pack<R: Read>(
                     .map_err(|e| body_error(url, e))?
                     .map_err(|e| pkt_err(url, e))?;
                 if let Some(err) = line.check_error() {
-                    return Err(upload_pack_error(url, &String::from_utf8_lossy(err.0)));
+                    return Err(upload_pack_error(url, &crate::text::line(err.0)));
                 }
                 line.as_slice()
                     .map(|d| d.strip_suffix(b"\n").unwrap_or(d).to_vec())
@@ -95,7 +95,7 @@ fn read_sections_before_pack<R: Read>(
             other => {
                 return Err(pkt_err(
                     url,
-                    format!("unknown section '{}'", String::from_utf8_lossy(other)),
+                    format!("unknown section '{}'", crate::text::line(other)),
                 ));
             }
         }

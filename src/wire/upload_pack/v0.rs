@@ -184,7 +184,7 @@ pub fn read_negotiation<R: Read>(
             .map_err(|e| crate::wire::http::body_error(url, e))?
             .map_err(|e| pkt_err(url, e))?;
         if let Some(err) = line.check_error() {
-            return Err(upload_pack_error(url, &String::from_utf8_lossy(err.0)));
+            return Err(upload_pack_error(url, &crate::text::line(err.0)));
         }
         let Some(data) = line.as_slice() else {
             continue;
@@ -242,7 +242,7 @@ fn negotiation_line(url: &RemoteUrl, data: &[u8]) -> Result<Negotiation> {
         url,
         format!(
             "an unexpected line before the pack: '{}'",
-            String::from_utf8_lossy(&data[..data.len().min(80)])
+            crate::text::line(&data[..data.len().min(80)])
         ),
     ))
 }
