@@ -9,7 +9,9 @@
 //! With `--v0`, the `Git-Protocol` header is dropped, so `git http-backend` speaks protocol v0/v1
 //! only (as JGit 4.11, Dulwich and Azure DevOps do): the server's `v0_only` knob.
 
+// A test harness, not the product: it reads and prints as tests do.
 #[path = "../tests/support/server.rs"]
+#[allow(clippy::disallowed_methods, clippy::disallowed_macros)]
 mod server;
 
 const USAGE: &str =

@@ -41,9 +41,10 @@ pub fn learn_environment() {
     for var in ["READ_URL", "PUSH_URL", "ARCHIVE_URL"] {
         let file_var = format!("{var}_FILE");
         let mut texts: Vec<String> = std::env::var(var).into_iter().collect();
-        if let Ok(path) = std::env::var(&file_var)
-            && let Ok(content) = std::fs::read_to_string(path)
-        {
+        // The caller's own file, which may be a pipe (`READ_URL_FILE=<(…)`).
+        #[allow(clippy::disallowed_methods)]
+        let content = std::env::var(&file_var).map(std::fs::read_to_string);
+        if let Ok(Ok(content)) = content {
             texts.push(content);
         }
         for t in texts {

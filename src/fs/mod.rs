@@ -63,9 +63,22 @@ pub fn read_regular(path: &Path, follow: bool) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Open the folder at `path` (to lock or fsync it): `O_DIRECTORY`, so a FIFO in its place fails
+/// the open instead of holding it.
+///
+/// # Errors
+/// The open's error (`ENOTDIR` for anything but a folder).
+pub fn open_dir(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(path)
+}
+
 /// fsync a directory so a rename inside it is durable (best effort: some filesystems refuse).
 pub fn sync_dir(dir: &Path) {
-    if let Ok(f) = std::fs::File::open(dir) {
+    if let Ok(f) = open_dir(dir) {
         let _ = f.sync_all();
     }
 }

@@ -120,6 +120,7 @@ pub(crate) fn refused(path: &Path, what: &str, fix: &str) -> Error {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

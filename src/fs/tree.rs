@@ -466,6 +466,7 @@ fn stat_of(meta: &cap_std::fs::Metadata) -> gix::index::entry::Stat {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

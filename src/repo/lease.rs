@@ -21,7 +21,6 @@
 //! other, never against each other.
 
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -282,11 +281,7 @@ impl WriteLock {
     pub fn acquire(git_dir: &Path) -> Result<Self> {
         crate::failpoint::barrier("before-lock");
         let path = git_dir;
-        // A folder, never a FIFO put in its place (its open would wait for a writer).
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-            .open(path)
+        let file = crate::fs::open_dir(path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         crate::clock::lock(
             &file,
@@ -311,6 +306,7 @@ pub fn stale(branch: &SessionBranch, lease: FullSha, remote: FullSha, local: &st
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -119,7 +119,8 @@ pub fn remove_template_hooks(git_dir: &Path) -> Result<Vec<String>> {
                     .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
                 let ours = entry.file_name() == "pre-push"
                     && meta.is_file()
-                    && std::fs::read(&path).is_ok_and(|text| text.find(MARKER).is_some());
+                    && crate::fs::read_regular(&path, true)
+                        .is_ok_and(|text| text.find(MARKER).is_some());
                 if !ours {
                     remove(&path, meta.is_dir())?;
                     removed.push(format!("hooks/{}", entry.file_name().to_string_lossy()));
@@ -216,7 +217,7 @@ fn put_the_hook_back(
     warnings: &mut Vec<String>,
 ) -> Result<()> {
     let hook = hooks.join("pre-push");
-    match std::fs::read(&hook) {
+    match crate::fs::read_regular(&hook, true) {
         Ok(existing) if existing == script.as_bytes() => {}
         Ok(existing) if existing.starts_with(b"#!/bin/sh\n") && existing.find(MARKER).is_some() => {
             // An earlier version of ours (another binary path): rewritten quietly.
@@ -234,7 +235,7 @@ fn put_the_hook_back(
             write_script(&hook, script)?;
             // pre-commit keeps the hook it replaced as `pre-push.legacy` and runs it: ours, so
             // the check ran all along; the replacement now runs after it instead.
-            let ran_ours = std::fs::read(hooks.join("pre-push.legacy"))
+            let ran_ours = crate::fs::read_regular(&hooks.join("pre-push.legacy"), true)
                 .is_ok_and(|legacy| legacy.find(MARKER).is_some());
             if !ran_ours {
                 warnings.push(format!(
@@ -384,7 +385,7 @@ fn shim_chained_hooks(ours: &Path, workdir: &Path, dir: &str) -> Result<()> {
              git-session's check was put back (nothing when it is gone).\n\
              [ -x {target} ] || exit 0\nexec {target} \"$@\"\n"
         );
-        match std::fs::read(&shim) {
+        match crate::fs::read_regular(&shim, true) {
             Ok(existing) if existing == text.as_bytes() => {}
             Ok(existing) if existing.find(SHIM_MARKER).is_none() => {} // the person's own hook
             _ => write_script(&shim, &text)?,
@@ -608,8 +609,9 @@ fn common_git_dir(cwd: &Path) -> PathBuf {
         .map(|d| cwd.join(d))
         .unwrap_or_else(|| cwd.join(".git"));
     let git_dir = if dot_git.is_file() {
-        std::fs::read_to_string(&dot_git)
+        crate::fs::read_regular(&dot_git, true)
             .ok()
+            .and_then(|t| String::from_utf8(t).ok())
             .and_then(|t| {
                 t.trim()
                     .strip_prefix("gitdir:")
@@ -620,8 +622,9 @@ fn common_git_dir(cwd: &Path) -> PathBuf {
     } else {
         dot_git
     };
-    match std::fs::read_to_string(git_dir.join("commondir")) {
+    match crate::fs::read_regular(&git_dir.join("commondir"), true) {
         Ok(common) => {
+            let common = String::from_utf8_lossy(&common);
             let common = git_dir.join(common.trim());
             common.canonicalize().unwrap_or(common)
         }
@@ -716,6 +719,7 @@ pub fn run_hook() -> Result<()> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

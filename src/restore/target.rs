@@ -94,7 +94,7 @@ pub(super) fn lock_target(dir: &Path) -> Result<TargetLock> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     let folder =
-        std::fs::File::open(dir).map_err(|e| Error::io(format!("opening {}", dir.display()), e))?;
+        crate::fs::open_dir(dir).map_err(|e| Error::io(format!("opening {}", dir.display()), e))?;
     let lock = TargetLock {
         _folder: folder,
         dir: dir.to_owned(),
