@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::support::lfs::{Giftless, lfs_repo};
 use crate::support::slow_proxy::{Fault, SlowProxy, Spot};
 use crate::support::{GitServer, TOKEN, World, branch_tip, left_nothing, userinfo};
+use git_session::restore::STAGING_DIR;
 
 /// Every single wait (read, section, first byte, low speed, connect), in milliseconds.
 const WAIT_MS: u64 = 2000;
@@ -247,8 +248,9 @@ impl Cell {
     /// budget again (README "Network").
     fn flowing(&self) -> bool {
         self.fault.as_ref().is_some_and(|(spot, fault)| {
+            let raw = spot.kind.starts_with("file@") || spot.kind.starts_with("lfs-object@");
             matches!(spot.point.as_str(), "mid-pack" | "mid-body")
-                || (*fault == Fault::Drip && spot.point == "pack-start")
+                || (*fault == Fault::Drip && (spot.point == "pack-start" || raw))
         })
     }
 
@@ -398,12 +400,18 @@ fn run_cell(fx: &Fixture, cell: &Cell, n: usize) -> Outcome {
     let mut problems = Vec::new();
     let code = out.status.code();
     let want_ok = cell.fault.is_none();
+    let pushed = cell
+        .fault
+        .as_ref()
+        .is_some_and(|(spot, _)| spot.kind.starts_with("receive-pack@") && spot.point != "connect");
     match (cell.cmd, want_ok, code) {
         (_, true, Some(0)) => {}
         (_, true, c) => problems.push(format!("the control ended with {c:?}")),
         (_, false, None) => problems.push("killed: it hung past its bound".to_owned()),
         (Cmd::LazyFetch, false, Some(c)) if c != 0 => {}
         (_, false, Some(5)) => {}
+        // The server applied the push before the fault: a retry finds it there.
+        (Cmd::Save, false, Some(0)) if pushed => {}
         (_, false, c) => problems.push(format!("exit {c:?}, not 5")),
     }
     if secs > (bound + SLACK).as_secs_f64() {
@@ -414,8 +422,21 @@ fn run_cell(fx: &Fixture, cell: &Cell, n: usize) -> Outcome {
     if !want_ok && proxy.fired() == 0 {
         problems.push("the fault never fired".to_owned());
     }
-    if !want_ok {
+    if !want_ok && code != Some(0) {
         problems.extend(half_written(fx, cell, &dir, n, remote_before, head_before));
+    }
+    if !want_ok && code == Some(0) && !landed(fx, cell, &dir, n) {
+        problems.push("exit 0, and the push did not land".to_owned());
+    }
+    // SPEC rule 6: a restore that wrote files keeps its staging folder; the rerun completes.
+    if !want_ok && dir.join(STAGING_DIR).exists() {
+        proxy.set(None);
+        let rerun = again(&cmd).status().unwrap();
+        if !rerun.success() {
+            problems.push(format!(
+                "the rerun through a healthy server ended with {rerun}"
+            ));
+        }
     }
     Outcome {
         name: cell.name(),
@@ -428,6 +449,32 @@ fn run_cell(fx: &Fixture, cell: &Cell, n: usize) -> Outcome {
     }
 }
 
+/// Whether the session branch on the server is the tree's `HEAD` (a push that landed).
+fn landed(fx: &Fixture, cell: &Cell, dir: &Path, n: usize) -> bool {
+    let w = &fx.w;
+    let remote = branch_tip(w, &w.srv().join("repo.git"), &format!("sessions/c{n}"));
+    cell.cmd == Cmd::Save && remote == Some(w.git(dir, &["rev-parse", "HEAD"]))
+}
+
+/// The same process again (a rerun).
+fn again(cmd: &Command) -> Command {
+    let mut rerun = Command::new(cmd.get_program());
+    rerun.args(cmd.get_args()).env_clear();
+    if let Some(dir) = cmd.get_current_dir() {
+        rerun.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            rerun.env(k, v);
+        }
+    }
+    rerun
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    rerun
+}
+
 /// What a failed command left that it should not have.
 fn half_written(
     fx: &Fixture,
@@ -438,14 +485,14 @@ fn half_written(
     head_before: Option<String>,
 ) -> Option<String> {
     let w = &fx.w;
-    let staging = dir.join(".git-session-restore");
+    let staging = dir.join(STAGING_DIR);
     match cell.cmd {
         Cmd::RestoreV2
         | Cmd::RestoreV0
         | Cmd::Cache
         | Cmd::ArchiveUrl
         | Cmd::Lfs
-        | Cmd::Submodules => (!left_nothing(dir)).then(|| {
+        | Cmd::Submodules => (!left_nothing(dir) && !dir.join(STAGING_DIR).exists()).then(|| {
             format!(
                 "left {:?} in the empty folder",
                 crate::support::names_in(dir)
@@ -612,4 +659,44 @@ fn order(outcomes: &[Outcome]) -> Vec<&Outcome> {
                 .unwrap()
         })
         .collect()
+}
+
+#[test]
+fn an_lfs_server_that_sends_headers_and_then_nothing_ends_within_the_retry_budget() {
+    let fx = Fixture::new();
+    let cell = Cell {
+        cmd: Cmd::Lfs,
+        fault: Some((Spot::new("lfs-object", "head"), Fault::Stall)),
+    };
+    let upstream = fx.lfs.url("");
+    let proxy = SlowProxy::start(
+        upstream
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .parse()
+            .unwrap(),
+    );
+    let dir = fx.w.path("headers-only");
+    let mut cmd = command(&fx, &cell, &proxy, 1, &dir);
+    // A low-speed time longer than the budget: only the budget ends it in time (each attempt
+    // counted the head as data, and had the whole budget again: 4 × 8 s and more).
+    cmd.env("GIT_SESSION_LOW_SPEED_TIME_MS", "8000");
+    proxy.set(cell.fault.clone());
+    let started = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = crate::support::wait_with_limit(child, Duration::from_secs(90));
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    let bound = Duration::from_millis(RETRY_TOTAL_MS + 8000) + SLACK;
+    assert!(took <= bound, "took {took:?}, over {bound:?}:\n{stderr}");
+    assert!(
+        stderr.contains("the server sent headers and then nothing"),
+        "{stderr}"
+    );
 }

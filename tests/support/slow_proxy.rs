@@ -237,8 +237,10 @@ fn relay(sh: &Shared, mut client: TcpStream) -> std::io::Result<()> {
     // Where the fault lands in the body, and the body as sent (a packet may be split there).
     let (body, marks) = if pkt {
         labels(&body)
-    } else {
+    } else if resp_head.starts_with("HTTP/1.1 2") {
         (body.clone(), vec![(body.len() / 2, "mid-body".to_owned())])
+    } else {
+        (body, Vec::new())
     };
     let mut cut = None;
     for (offset, label) in std::iter::once((0, "head".to_owned())).chain(marks) {
@@ -252,7 +254,10 @@ fn relay(sh: &Shared, mut client: TcpStream) -> std::io::Result<()> {
         return chunk(&mut client, b"");
     };
     sh.fired.fetch_add(1, Ordering::SeqCst);
-    chunk(&mut client, &body[..offset])?;
+    // (An empty chunk would end the body.)
+    if offset > 0 {
+        chunk(&mut client, &body[..offset])?;
+    }
     misbehave(sh, &mut client, fault, &body[offset..], pkt)
 }
 
