@@ -419,6 +419,9 @@ fn run_cell(fx: &Fixture, cell: &Cell, n: usize) -> Outcome {
             "took {secs:.1} s, over the bound {bound:?} + slack"
         ));
     }
+    if says_no_phase(cell, code, &stderr) {
+        problems.push("the message does not say which phase stalled".to_owned());
+    }
     if !want_ok && proxy.fired() == 0 {
         problems.push("the fault never fired".to_owned());
     }
@@ -447,6 +450,29 @@ fn run_cell(fx: &Fixture, cell: &Cell, n: usize) -> Outcome {
         seen: proxy.seen(),
         problems,
     }
+}
+
+/// What a stall's message says, by phase (`src/wire/watch.rs`).
+const PHASE_WORDS: [&str; 7] = [
+    "no response head came",
+    "the server sent headers and then",
+    "the server did not finish its",
+    "the server sent no pack data",
+    "the server stopped sending data",
+    "the server sent no answer",
+    "the transfer stayed below",
+];
+
+/// Whether a git-session stall ended without naming its phase (keep-alives where none belong
+/// may end sooner, as a malformed answer).
+fn says_no_phase(cell: &Cell, code: Option<i32>, stderr: &str) -> bool {
+    let Some((_, fault)) = &cell.fault else {
+        return false;
+    };
+    cell.cmd != Cmd::LazyFetch
+        && code == Some(5)
+        && *fault != Fault::KeepAlive
+        && !PHASE_WORDS.iter().any(|w| stderr.contains(w))
 }
 
 /// Whether the session branch on the server is the tree's `HEAD` (a push that landed).
