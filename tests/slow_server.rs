@@ -704,9 +704,10 @@ fn an_lfs_server_that_sends_headers_and_then_nothing_ends_within_the_retry_budge
     );
     let dir = fx.w.path("headers-only");
     let mut cmd = command(&fx, &cell, &proxy, 1, &dir);
-    // A low-speed time longer than the budget: only the budget ends it in time (each attempt
-    // counted the head as data, and had the whole budget again: 4 × 8 s and more).
-    cmd.env("GIT_SESSION_LOW_SPEED_TIME_MS", "8000");
+    // Waits longer than the budget: only the budget ends it in time (each attempt counted the
+    // head as data, and had the whole budget again: 4 × 8 s and more).
+    cmd.env("GIT_SESSION_LOW_SPEED_TIME_MS", "8000")
+        .env("GIT_SESSION_READ_TIMEOUT_MS", "8000");
     proxy.set(cell.fault.clone());
     let started = Instant::now();
     let child = cmd

@@ -277,6 +277,19 @@ fn storm(sh: &Shared, client: &mut TcpStream) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `f` every `ms` milliseconds while it returns true, until the client goes or the proxy stops.
+fn every(
+    sh: &Shared,
+    client: &mut TcpStream,
+    ms: u64,
+    mut f: impl FnMut(&mut TcpStream) -> std::io::Result<bool>,
+) -> std::io::Result<()> {
+    while !sh.stop.load(Ordering::SeqCst) && f(client)? {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    Ok(())
+}
+
 /// The fault, until the client goes or the proxy stops.
 fn misbehave(
     sh: &Shared,
@@ -285,41 +298,28 @@ fn misbehave(
     rest: &[u8],
     pkt: bool,
 ) -> std::io::Result<()> {
-    let every = |d: u64, mut f: Box<dyn FnMut(&mut TcpStream) -> std::io::Result<bool> + '_>| {
-        let mut client = client.try_clone()?;
-        while !sh.stop.load(Ordering::SeqCst) && f(&mut client)? {
-            std::thread::sleep(Duration::from_millis(d));
-        }
-        Ok(())
-    };
     match fault {
         Fault::Stall | Fault::Storm => hold(sh),
         Fault::Drip => {
             let mut bytes = rest.iter();
-            every(
-                1000,
-                Box::new(move |c| match bytes.next() {
-                    Some(b) => chunk(c, &[*b]).map(|()| true),
-                    None => chunk(c, b"").map(|()| false),
-                }),
-            )?;
+            every(sh, client, 1000, |c| match bytes.next() {
+                Some(b) => chunk(c, &[*b]).map(|()| true),
+                None => chunk(c, b"").map(|()| false),
+            })?;
             hold(sh)
         }
         Fault::KeepAlive => {
             let alive: &[u8] = if pkt { b"0005\x01" } else { b" " };
-            every(100, Box::new(move |c| chunk(c, alive).map(|()| true)))
+            every(sh, client, 100, |c| chunk(c, alive).map(|()| true))
         }
         Fault::Progress => {
             let mut n = 0u64;
-            every(
-                100,
-                Box::new(move |c| {
-                    n += 1;
-                    let msg = format!("\x02Counting objects: {n}\r");
-                    let line = format!("{:04x}{msg}", msg.len() + 4);
-                    chunk(c, line.as_bytes()).map(|()| true)
-                }),
-            )
+            every(sh, client, 100, |c| {
+                n += 1;
+                let msg = format!("\x02Counting objects: {n}\r");
+                let line = format!("{:04x}{msg}", msg.len() + 4);
+                chunk(c, line.as_bytes()).map(|()| true)
+            })
         }
     }
 }
