@@ -727,3 +727,41 @@ fn an_lfs_server_that_sends_headers_and_then_nothing_ends_within_the_retry_budge
         "{stderr}"
     );
 }
+
+/// A download that is slow but steady (4 KiB/s, over the low-speed limit) takes longer than
+/// `GIT_SESSION_LOW_SPEED_TIME_MS` in all and is not cut off: the wait for data is renewed by
+/// each piece (before, an archive failed once the low-speed time had passed since its first byte).
+#[test]
+fn a_slow_but_steady_archive_download_is_not_cut_off() {
+    let fx = Fixture::new();
+    let archive = fx.w.tmp.path().join("files/tip.tar.gz");
+    let size = std::fs::metadata(&archive).unwrap().len();
+    // At 4 KiB/s it takes over the 2 s low-speed time.
+    assert!(size > 3 * 4096, "the archive is {size} bytes");
+    let cell = Cell {
+        cmd: Cmd::ArchiveUrl,
+        fault: Some((Spot::new("file", "head"), Fault::Slow)),
+    };
+    let proxy = SlowProxy::start(fx.srv.addr);
+    let dir = fx.w.path("slow");
+    let mut cmd = command(&fx, &cell, &proxy, 1, &dir);
+    proxy.set(cell.fault.clone());
+    let started = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = crate::support::wait_with_limit(child, Duration::from_secs(90));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(proxy.fired() > 0);
+    assert!(
+        started.elapsed() > Duration::from_millis(WAIT_MS),
+        "the download was not slow: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(crate::support::read_text(dir.join("a.txt")), "a2\n");
+    assert_eq!(crate::support::read_text(dir.join("b.txt")), "b\n");
+}

@@ -33,6 +33,8 @@ pub enum Fault {
     Progress,
     /// Interim responses (`100 Continue`, `102 Processing`) forever in place of the head.
     Storm,
+    /// Not a fault: the rest at a steady 4 KiB/s (512 bytes every 125 ms), a slow link.
+    Slow,
 }
 
 impl Fault {
@@ -44,6 +46,7 @@ impl Fault {
             Fault::KeepAlive => "keep-alive",
             Fault::Progress => "progress",
             Fault::Storm => "storm",
+            Fault::Slow => "slow",
         }
     }
 }
@@ -307,6 +310,13 @@ fn misbehave(
                 None => chunk(c, b"").map(|()| false),
             })?;
             hold(sh)
+        }
+        Fault::Slow => {
+            let mut pieces = rest.chunks(512);
+            every(sh, client, 125, |c| match pieces.next() {
+                Some(piece) => chunk(c, piece).map(|()| true),
+                None => chunk(c, b"").map(|()| false),
+            })
         }
         Fault::KeepAlive => {
             let alive: &[u8] = if pkt { b"0005\x01" } else { b" " };
