@@ -606,6 +606,9 @@ impl Body {
                         watch::Phase::Flowing => self.rule.is_some(),
                         _ => false,
                     };
+                    if !piece.is_empty() {
+                        watch::body_began();
+                    }
                     if !piece.is_empty() && carries_data {
                         watch::data();
                     }

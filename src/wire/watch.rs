@@ -81,6 +81,16 @@ pub fn response() {
     section("response");
 }
 
+/// A byte of a response's body came: a stall from now on is "too little", not "nothing" (the
+/// phase's deadline stays).
+pub fn body_began() {
+    update(|s| {
+        if s.phase == Phase::Section("response") {
+            s.phase = Phase::Section("response body");
+        }
+    });
+}
+
 /// A section before the pack begins: it must be whole within `GIT_SESSION_SECTION_WAIT_MS`.
 pub fn section(name: &'static str) {
     let wait = knobs().section_wait;
@@ -240,7 +250,10 @@ impl Stall {
     pub fn describe(&self) -> String {
         let during = match self.phase {
             Phase::Head => "no response head came".to_owned(),
-            Phase::Section("response") => "the server sent headers and then too little".to_owned(),
+            Phase::Section("response") => "the server sent headers and then nothing".to_owned(),
+            Phase::Section("response body") => {
+                "the server sent headers and then too little".to_owned()
+            }
             Phase::Section(name) => format!("the server did not finish its {name}"),
             Phase::Headers => "the server sent headers and then nothing".to_owned(),
             Phase::PackStart => "the server sent no pack data".to_owned(),
@@ -258,6 +271,10 @@ impl Stall {
                     secs(t)
                 )
             }
+            Why::Phase(knob, t) if self.phase == Phase::Section("response") => format!(
+                "the server sent headers and then nothing for {} ({knob})",
+                secs(t)
+            ),
             Why::Read(t) if self.phase == Phase::Section("response") => {
                 format!(
                     "the server sent headers and then nothing for {} (GIT_SESSION_READ_TIMEOUT_MS)",
@@ -345,6 +362,29 @@ mod tests {
             stall.describe()
         );
         assert!(!end_attempt(saved), "no data flowed");
+    }
+
+    #[test]
+    fn a_response_says_whether_anything_came_after_its_headers() {
+        response();
+        let nothing = bound(None, Duration::ZERO);
+        assert!(
+            nothing
+                .describe()
+                .starts_with("the server sent headers and then nothing for"),
+            "{}",
+            nothing.describe()
+        );
+        body_began();
+        let little = bound(None, Duration::ZERO);
+        assert_eq!(little.until, nothing.until, "the deadline stays");
+        assert!(
+            little
+                .describe()
+                .starts_with("the server sent headers and then too little"),
+            "{}",
+            little.describe()
+        );
     }
 
     #[test]
