@@ -29,6 +29,7 @@ mod restore_git;
 mod root;
 mod save;
 mod servers;
+mod slow_server;
 mod sparse;
 mod submodules;
 mod text;

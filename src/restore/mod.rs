@@ -72,7 +72,13 @@ pub(crate) fn restore(opts: &RestoreOptions, source: &mut impl Source) -> Result
     };
     // What can fail before anything is written: connect, open the archive, look up the lease.
     if let Prepared::Boot(template) = source.prepare(opts, &plan)? {
-        return source.boot(opts, &template);
+        // Seeded from a cache into an empty folder: a boot that fails before writing a file
+        // takes the seeded `.git` with it, so the folder is as it was.
+        let booted = source.boot(opts, &template);
+        if booted.is_err() && plan.empty {
+            target::unseed(&opts.dir, created_dir);
+        }
+        return booted;
     }
     // 3. Stage: the git dir is built in the staging folder, with an intent file.
     let staging = staging::begin_staging(opts, &plan)?;

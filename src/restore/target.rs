@@ -103,3 +103,21 @@ pub(super) fn lock_target(dir: &Path) -> Result<TargetLock> {
     crate::clock::lock(&lock._folder, dir, "another restore of this folder")?;
     Ok(lock)
 }
+
+/// Take back a `.git` seeded from a cache into `dir` (empty before) when the boot failed before
+/// writing any file: `dir` is then as it was. Anything else in `dir` keeps the `.git` (the boot
+/// wrote files; its rerun completes them). Best effort: a failure to remove is only logged.
+pub(super) fn unseed(dir: &Path, created: bool) {
+    let only_git = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().all(|e| e.file_name() == ".git"))
+        .unwrap_or(false);
+    if !only_git {
+        return;
+    }
+    if let Err(e) = std::fs::remove_dir_all(dir.join(".git")) {
+        tracing::warn!("could not remove the seeded {}/.git: {e}", dir.display());
+    }
+    if created {
+        let _ = std::fs::remove_dir(dir);
+    }
+}

@@ -599,7 +599,17 @@ impl Body {
                 Ok(Err(e)) => return Err(std::io::Error::other(described(&e))),
                 Ok(Ok(None)) => self.ended = true,
                 Ok(Ok(Some(piece))) => {
-                    if !piece.is_empty() && watch::phase() == watch::Phase::Working {
+                    // A body measured here (an archive) renews the data wait with every piece;
+                    // a fetch's pack is measured above it, where keep-alives are told apart.
+                    let carries_data = match watch::phase() {
+                        watch::Phase::Working => true,
+                        watch::Phase::Flowing => self.rule.is_some(),
+                        _ => false,
+                    };
+                    if !piece.is_empty() {
+                        watch::body_began();
+                    }
+                    if !piece.is_empty() && carries_data {
                         watch::data();
                     }
                     self.pending = piece;

@@ -101,8 +101,9 @@ impl<'a> Streaming<'a> {
             Ok(Err(e)) => return Err(super::http::failure_kind(&e).to_owned()),
             Ok(Ok(inner)) => inner,
         };
-        // An object's bytes are data from the first: none for the low-speed time fails.
-        watch::data();
+        // An object's bytes are data from the first: none for the low-speed time fails. Only a
+        // byte that comes restarts the retry budget (headers and then nothing are no progress).
+        watch::headers();
         Ok(Body {
             inner,
             rule: LowSpeed::now(),

@@ -30,6 +30,9 @@ pub enum Phase {
     Section(&'static str),
     /// The packfile section begun, no pack data yet.
     PackStart,
+    /// A response head came for a body that is data from its first byte (an LFS object), no
+    /// byte of it yet.
+    Headers,
     /// Pack or body data arriving.
     Flowing,
     /// The server working before its first byte (a push's report, an archive).
@@ -78,6 +81,16 @@ pub fn response() {
     section("response");
 }
 
+/// A byte of a response's body came: a stall from now on is "too little", not "nothing" (the
+/// phase's deadline stays).
+pub fn body_began() {
+    update(|s| {
+        if s.phase == Phase::Section("response") {
+            s.phase = Phase::Section("response body");
+        }
+    });
+}
+
 /// A section before the pack begins: it must be whole within `GIT_SESSION_SECTION_WAIT_MS`.
 pub fn section(name: &'static str) {
     let wait = knobs().section_wait;
@@ -123,6 +136,17 @@ pub fn data() {
         s.deadline = Some((Instant::now() + wait, "GIT_SESSION_LOW_SPEED_TIME_MS", wait));
         s.flowed = true;
         s.budget = None;
+    });
+}
+
+/// The head of a response whose body is data from its first byte (an LFS object) came: that
+/// byte within `GIT_SESSION_LOW_SPEED_TIME_MS`. Only a byte that comes restarts the retry budget
+/// ([`data`]): a server that sends headers and then nothing is not progress.
+pub fn headers() {
+    let wait = knobs().low_speed_time;
+    update(|s| {
+        s.phase = Phase::Headers;
+        s.deadline = Some((Instant::now() + wait, "GIT_SESSION_LOW_SPEED_TIME_MS", wait));
     });
 }
 
@@ -226,13 +250,31 @@ impl Stall {
     pub fn describe(&self) -> String {
         let during = match self.phase {
             Phase::Head => "no response head came".to_owned(),
-            Phase::Section("response") => "the server sent headers and then too little".to_owned(),
+            Phase::Section("response") => "the server sent headers and then nothing".to_owned(),
+            Phase::Section("response body") => {
+                "the server sent headers and then too little".to_owned()
+            }
             Phase::Section(name) => format!("the server did not finish its {name}"),
+            Phase::Headers => "the server sent headers and then nothing".to_owned(),
             Phase::PackStart => "the server sent no pack data".to_owned(),
             Phase::Flowing => "the server stopped sending data".to_owned(),
             Phase::Working => "the server sent no answer".to_owned(),
         };
         match self.why {
+            Why::Read(t) | Why::Phase(_, t) if self.phase == Phase::Headers => {
+                let knob = match self.why {
+                    Why::Phase(knob, _) => knob,
+                    _ => "GIT_SESSION_READ_TIMEOUT_MS",
+                };
+                format!(
+                    "the server sent headers and then nothing for {} ({knob})",
+                    secs(t)
+                )
+            }
+            Why::Phase(knob, t) if self.phase == Phase::Section("response") => format!(
+                "the server sent headers and then nothing for {} ({knob})",
+                secs(t)
+            ),
             Why::Read(t) if self.phase == Phase::Section("response") => {
                 format!(
                     "the server sent headers and then nothing for {} (GIT_SESSION_READ_TIMEOUT_MS)",
@@ -298,6 +340,51 @@ mod tests {
         );
         assert!(end_attempt(saved), "data flowed");
         assert_eq!(budget_end(), None);
+    }
+
+    #[test]
+    fn headers_and_then_nothing_keep_the_budget_and_say_so() {
+        let total = Duration::from_millis(1500);
+        let saved = begin_attempt(Instant::now() + total, total);
+        headers();
+        let stall = bound(Some(Duration::from_secs(60)), Duration::ZERO);
+        assert_eq!(
+            budget_end().map(|_| ()),
+            Some(()),
+            "no data came: the budget holds"
+        );
+        assert!(stall.until <= Instant::now() + total);
+        assert!(
+            stall
+                .describe()
+                .starts_with("the server sent headers and then nothing"),
+            "{}",
+            stall.describe()
+        );
+        assert!(!end_attempt(saved), "no data flowed");
+    }
+
+    #[test]
+    fn a_response_says_whether_anything_came_after_its_headers() {
+        response();
+        let nothing = bound(None, Duration::ZERO);
+        assert!(
+            nothing
+                .describe()
+                .starts_with("the server sent headers and then nothing for"),
+            "{}",
+            nothing.describe()
+        );
+        body_began();
+        let little = bound(None, Duration::ZERO);
+        assert_eq!(little.until, nothing.until, "the deadline stays");
+        assert!(
+            little
+                .describe()
+                .starts_with("the server sent headers and then too little"),
+            "{}",
+            little.describe()
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod lfs;
 pub mod peer;
 pub mod real_repo;
 pub mod server;
+pub mod slow_proxy;
 pub mod wire;
 
 use std::path::{Path, PathBuf};

@@ -99,6 +99,8 @@ pub(crate) fn read_advertisement(
         Some(Ok(Ok(line))) => line
             .as_slice()
             .is_some_and(|d| d.strip_suffix(b"\n").unwrap_or(d) == b"version 2"),
+        // A body that stalls or breaks off is the network's, never a v0/v1 answer.
+        Some(Err(e)) => return Err(crate::wire::http::body_error(url, e)),
         _ => false,
     };
     if !v2 {
@@ -206,6 +208,26 @@ mod tests {
             assert!(fetch_supports(&server, cap), "{cap}");
         }
         assert!(!fetch_supports(&server, "filter"));
+    }
+
+    #[test]
+    fn a_stalled_advertisement_is_a_stall_not_a_v0_answer() {
+        struct Stalled;
+        impl Read for Stalled {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the server sent headers and then nothing for 2 s",
+                ))
+            }
+        }
+        for protocol in [Protocol::V2, Protocol::Auto] {
+            let err = read_advertisement(&url(), Stalled, protocol, BRANCH).unwrap_err();
+            assert!(
+                matches!(&err, Error::Network(m) if m.contains("headers and then nothing")),
+                "{protocol:?}: {err:?}"
+            );
+        }
     }
 
     #[test]
