@@ -19,13 +19,13 @@ use crate::support::{GitServer, TOKEN, World, branch_tip, left_nothing, userinfo
 use git_session::restore::STAGING_DIR;
 
 /// Every single wait (read, section, first byte, low speed, connect), in milliseconds.
-const WAIT_MS: u64 = 2000;
+const WAIT_MS: u64 = 3000;
 /// All attempts of one operation together.
-const RETRY_TOTAL_MS: u64 = 5000;
+const RETRY_TOTAL_MS: u64 = 8000;
 /// SPEC: at most 4 attempts.
 const ATTEMPTS: u64 = 4;
 /// Scheduling slack on a shared, loaded machine: a bound is asserted, never a timing.
-const SLACK: Duration = Duration::from_secs(10);
+const SLACK: Duration = Duration::from_secs(30);
 
 fn knobs() -> Vec<(&'static str, String)> {
     let wait = WAIT_MS.to_string();
@@ -626,7 +626,7 @@ fn every_command_ends_in_its_bound_at_every_phase_of_a_slow_server() {
     let threads = std::env::var("SLOW_SERVER_THREADS")
         .ok()
         .and_then(|t| t.parse().ok())
-        .unwrap_or(12);
+        .unwrap_or(8);
     let started = Instant::now();
     let fx = Fixture::new();
     let controls: Vec<Cell> = CMDS.iter().map(|&cmd| Cell { cmd, fault: None }).collect();
@@ -705,9 +705,9 @@ fn an_lfs_server_that_sends_headers_and_then_nothing_ends_within_the_retry_budge
     let dir = fx.w.path("headers-only");
     let mut cmd = command(&fx, &cell, &proxy, 1, &dir);
     // Waits longer than the budget: only the budget ends it in time (each attempt counted the
-    // head as data, and had the whole budget again: 4 × 8 s and more).
-    cmd.env("GIT_SESSION_LOW_SPEED_TIME_MS", "8000")
-        .env("GIT_SESSION_READ_TIMEOUT_MS", "8000");
+    // head as data, and had the whole wait again: 4 × 20 s and more, over the bound).
+    cmd.env("GIT_SESSION_LOW_SPEED_TIME_MS", "20000")
+        .env("GIT_SESSION_READ_TIMEOUT_MS", "20000");
     proxy.set(cell.fault.clone());
     let started = Instant::now();
     let child = cmd
@@ -716,11 +716,11 @@ fn an_lfs_server_that_sends_headers_and_then_nothing_ends_within_the_retry_budge
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = crate::support::wait_with_limit(child, Duration::from_secs(90));
+    let out = crate::support::wait_with_limit(child, Duration::from_secs(150));
     let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(5), "{stderr}");
-    let bound = Duration::from_millis(RETRY_TOTAL_MS + 8000) + SLACK;
+    let bound = Duration::from_millis(RETRY_TOTAL_MS + 20000) + SLACK;
     assert!(took <= bound, "took {took:?}, over {bound:?}:\n{stderr}");
     assert!(
         stderr.contains("the server sent headers and then nothing"),
@@ -736,8 +736,11 @@ fn a_slow_but_steady_archive_download_is_not_cut_off() {
     let fx = Fixture::new();
     let archive = fx.w.tmp.path().join("files/tip.tar.gz");
     let size = std::fs::metadata(&archive).unwrap().len();
-    // At 4 KiB/s it takes over the 2 s low-speed time.
-    assert!(size > 3 * 4096, "the archive is {size} bytes");
+    // At 4 KiB/s it takes over the low-speed time.
+    assert!(
+        size > (WAIT_MS / 1000 + 1) * 4096,
+        "the archive is {size} bytes"
+    );
     let cell = Cell {
         cmd: Cmd::ArchiveUrl,
         fault: Some((Spot::new("file", "head"), Fault::Slow)),
