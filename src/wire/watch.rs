@@ -93,38 +93,38 @@ pub fn body_began() {
 
 /// A section before the pack begins: it must be whole within `GIT_SESSION_SECTION_WAIT_MS`.
 pub fn section(name: &'static str) {
-    let wait = knobs().section_wait;
+    enter(
+        Phase::Section(name),
+        knobs().section_wait,
+        "GIT_SESSION_SECTION_WAIT_MS",
+    );
+}
+
+/// Enter `phase`, which must end within `wait` (the knob `knob`) from now.
+fn enter(phase: Phase, wait: Duration, knob: &'static str) {
     update(|s| {
-        s.phase = Phase::Section(name);
-        s.deadline = Some((Instant::now() + wait, "GIT_SESSION_SECTION_WAIT_MS", wait));
+        s.phase = phase;
+        s.deadline = Some((Instant::now() + wait, knob, wait));
     });
 }
 
 /// The packfile section begins: its first data byte within `GIT_SESSION_FIRST_BYTE_WAIT_MS`.
 pub fn pack_start() {
-    let wait = knobs().first_byte_wait;
-    update(|s| {
-        s.phase = Phase::PackStart;
-        s.deadline = Some((
-            Instant::now() + wait,
-            "GIT_SESSION_FIRST_BYTE_WAIT_MS",
-            wait,
-        ));
-    });
+    enter(
+        Phase::PackStart,
+        knobs().first_byte_wait,
+        "GIT_SESSION_FIRST_BYTE_WAIT_MS",
+    );
 }
 
 /// The server works before its first byte (a push's report, an archive): bounded by
 /// `GIT_SESSION_FIRST_BYTE_WAIT_MS` alone, not by the read timeout.
 pub fn working() {
-    let wait = knobs().first_byte_wait;
-    update(|s| {
-        s.phase = Phase::Working;
-        s.deadline = Some((
-            Instant::now() + wait,
-            "GIT_SESSION_FIRST_BYTE_WAIT_MS",
-            wait,
-        ));
-    });
+    enter(
+        Phase::Working,
+        knobs().first_byte_wait,
+        "GIT_SESSION_FIRST_BYTE_WAIT_MS",
+    );
 }
 
 /// Data arrived (pack bytes, not keep-alives): the next must come within
