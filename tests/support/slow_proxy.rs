@@ -25,7 +25,7 @@ use std::time::Duration;
 pub enum Fault {
     /// Nothing more, the connection held open.
     Stall,
-    /// The rest of the response, 1 byte a second.
+    /// The rest of the response, 1 byte a second (each after its second).
     Drip,
     /// Empty side-band packets (`0005\x01`) forever, every 100 ms (in a JSON body: spaces).
     KeepAlive,
@@ -304,11 +304,17 @@ fn misbehave(
     match fault {
         Fault::Stall | Fault::Storm => hold(sh),
         Fault::Drip => {
-            let mut bytes = rest.iter();
-            every(sh, client, 1000, |c| match bytes.next() {
-                Some(b) => chunk(c, &[*b]).map(|()| true),
-                None => chunk(c, b"").map(|()| false),
-            })?;
+            // Each byte after a second's pause, the first too: the shortest answer (a 4-byte
+            // flush) takes 4 s, a whole second past a 3 s wait (sent at once, its last byte
+            // came right at the deadline: a race, not a bound).
+            for b in rest {
+                std::thread::sleep(Duration::from_millis(1000));
+                if sh.stop.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+                chunk(client, &[*b])?;
+            }
+            chunk(client, b"")?;
             hold(sh)
         }
         Fault::Slow => {
