@@ -10,6 +10,8 @@
 //! only (as JGit 4.11, Dulwich and Azure DevOps do): the server's `v0_only` knob.
 
 // A test harness, not the product: it reads and prints as tests do.
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
+
 #[path = "../tests/support/server.rs"]
 #[allow(clippy::disallowed_methods, clippy::disallowed_macros)]
 mod server;

@@ -12,7 +12,14 @@ use clap::{Parser, Subcommand, ValueEnum};
 ///
 /// Installed on PATH as `git-session`, git also runs it as `git session …`.
 #[derive(Debug, Parser)]
-#[command(name = "git-session", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "git-session",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_long_help = environment_help()
+)]
 pub struct Cli {
     /// The work tree [env: SESSION_DIR; default: the current directory]
     #[arg(short = 'C', global = true, value_name = "DIR")]
@@ -134,7 +141,7 @@ fn bytes(text: &str) -> Result<u64, String> {
 /// Where a restore takes the tree from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum From {
-    /// Fetch the commit over git's smart HTTP (protocol v2)
+    /// Fetch the commit over git's smart HTTP (protocol v2, or v0/v1 when the server has no v2)
     Git,
     /// Extract a tar.gz archive of the commit
     Archive,
@@ -359,4 +366,97 @@ pub struct CredentialArgs {
 pub struct HookArgs {
     /// `pre-push`
     pub name: String,
+}
+
+/// Every environment variable git-session reads (its libraries too: proxies, CA roots), as
+/// `git-session --help` and the top manual page list them; README says the same (a test compares
+/// this list with the names the code reads and with each document).
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "READ_URL, READ_URL_FILE",
+        "the smart-HTTP(S) URL to fetch from, credentials as userinfo (a _FILE is re-read at each use)",
+    ),
+    (
+        "PUSH_URL, PUSH_URL_FILE",
+        "the URL to push to (recorded without its credentials)",
+    ),
+    (
+        "ARCHIVE_URL, ARCHIVE_URL_FILE",
+        "a tar.gz of TIP_SHA to restore from instead of fetching",
+    ),
+    ("SESSION_BRANCH", "the session branch"),
+    ("TIP_SHA", "the full commit id to restore"),
+    ("SESSION_DIR", "the work tree when -C is not given"),
+    (
+        "GIT_SESSION_SANDBOX, GIT_SESSION_AGENT, GIT_SESSION_PERSON",
+        "the session's owners, recorded in every commit's trailers and every --json result",
+    ),
+    (
+        "GIT_SESSION_CACHE",
+        "a baked template whose objects seed a restore into an empty folder (as --cache)",
+    ),
+    (
+        "GIT_SESSION_SPARSE_FILE",
+        "the folders of a sparse restore, one per line (as --sparse)",
+    ),
+    (
+        "GIT_SESSION_SUBMODULE_URL_<name>, GIT_SESSION_SUBMODULE_URLS_FILE",
+        "a submodule's URL in place of its .gitmodules one",
+    ),
+    (
+        "GIT_SESSION_LFS_INCLUDE, GIT_SESSION_LFS_EXCLUDE, GIT_SESSION_LFS_CONCURRENCY",
+        "which Git LFS files restore fetches (git-lfs's patterns), and how many at once (8; 1 to 64)",
+    ),
+    (
+        "GIT_SESSION_PROTOCOL",
+        "unset: v2 when the server answers it, else v0/v1; 0: v0/v1 only; 2: v2 only",
+    ),
+    (
+        "HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY",
+        "proxies (lower-case forms too), as curl reads them",
+    ),
+    (
+        "SSL_CERT_FILE, SSL_CERT_DIR",
+        "CA roots (else the system's, else bundled Mozilla roots)",
+    ),
+    (
+        "GIT_SESSION_CONNECT_TIMEOUT_MS, GIT_SESSION_READ_TIMEOUT_MS, GIT_SESSION_SECTION_WAIT_MS, \
+         GIT_SESSION_FIRST_BYTE_WAIT_MS, GIT_SESSION_LOW_SPEED_LIMIT, GIT_SESSION_LOW_SPEED_TIME_MS, \
+         GIT_SESSION_RETRY_BASE_MS, GIT_SESSION_RETRY_TOTAL_MS, GIT_SESSION_LOCK_WAIT_S",
+        "the bounds of every wait (README, \"Environment and flags\"); digits only, in range, or exit 2",
+    ),
+    (
+        "GIT_SESSION_BIG_OBJECT_BYTES, GIT_SESSION_MAX_SUBMODULES",
+        "objects held whole at most (512 MiB), submodules one restore fetches at most (256)",
+    ),
+    (
+        "GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_AUTHOR_DATE, GIT_COMMITTER_NAME, \
+         GIT_COMMITTER_EMAIL, GIT_COMMITTER_DATE, EMAIL",
+        "the identities and dates of save's commits, as git reads them",
+    ),
+    (
+        "HOME, XDG_CONFIG_HOME, GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM, GIT_CONFIG_NOSYSTEM",
+        "where save reads user.name, user.email and core.excludesFile, as git does",
+    ),
+    (
+        "GIT_DIR, GIT_SESSION_HOOK_REMOTE, GIT_SESSION_HOOK_URL, GIT_SESSION_HOOK_ACTIVE",
+        "set by git and by the pre-push hook restore installs, for its check of plain git push",
+    ),
+    (
+        "RUST_LOG",
+        "the log filter on stderr (overrides -v), e.g. git_session=debug",
+    ),
+    (
+        "GIT_SESSION_FAILPOINT, GIT_SESSION_BARRIER_DIR, GIT_SESSION_BARRIER_COUNT",
+        "for tests only: stop or hold the process at a named point",
+    ),
+];
+
+/// [`ENVIRONMENT`] as `--help` shows it after the options.
+pub fn environment_help() -> String {
+    let mut out = String::from("Environment:\n");
+    for (names, what) in ENVIRONMENT {
+        out.push_str(&format!("  {names}\n          {what}\n"));
+    }
+    out
 }

@@ -40,6 +40,72 @@ pub mod wire;
 use cli::{Cli, Command};
 pub use error::{Error, Result};
 
+/// The commands that need no session folder and print something other than a result object
+/// (`None`: the command is not one of them).
+fn run_without_a_session(cli: &Cli) -> Option<u8> {
+    match &cli.command {
+        Command::Credential(args) => Some(match commands::credential::run(&args.operation) {
+            Ok(()) => 0,
+            Err(err) => {
+                redact::Stderr::line(&format!("git-session credential: {err}"));
+                err.exit_code()
+            }
+        }),
+        Command::Hook(args) => {
+            Some(
+                match knobs::init().and_then(|_| commands::hook::run(&args.name)) {
+                    Ok(()) => 0,
+                    Err(err) => {
+                        // git shows the hook's stderr above its own "failed to push some refs".
+                        redact::Stderr::line(&format!("git-session: {err}"));
+                        err.exit_code()
+                    }
+                },
+            )
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            // Made whole first: clap_complete panics when its writer fails.
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "git-session", &mut script);
+            output::stdout::print(&script);
+            Some(0)
+        }
+        Command::Schema => {
+            output::stdout::line(&output::json::schema());
+            Some(0)
+        }
+        Command::Manpage { out } => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            Some(match commands::manpage::write_pages(cmd, out) {
+                Ok(pages) => {
+                    let pages: Vec<String> =
+                        pages.iter().map(|p| p.display().to_string()).collect();
+                    let human = pages.join("\n");
+                    let result =
+                        output::json::CommandResult::Manpage(output::json::Pages { pages });
+                    let success = output::Success {
+                        result,
+                        branch: String::new(),
+                        warnings: Vec::new(),
+                        human,
+                    };
+                    // `-q` prints nothing on success, as before; `--json` always the object.
+                    if cli.json || !cli.quiet {
+                        output::success(cli.json, cli.quiet, success);
+                    }
+                    0
+                }
+                Err(err) => {
+                    output::failure(cli.json, "manpage", &err);
+                    err.exit_code()
+                }
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Run a parsed command line; returns the process exit code (0–10).
 pub fn run(cli: Cli) -> u8 {
     redact::learn_environment();
@@ -48,54 +114,8 @@ pub fn run(cli: Cli) -> u8 {
     if failpoint::armed("panic") {
         panic!("failpoint 'panic' reached");
     }
-    // Commands that print something other than a result object.
-    match &cli.command {
-        Command::Credential(args) => {
-            return match commands::credential::run(&args.operation) {
-                Ok(()) => 0,
-                Err(err) => {
-                    redact::Stderr::line(&format!("git-session credential: {err}"));
-                    err.exit_code()
-                }
-            };
-        }
-        Command::Hook(args) => {
-            return match knobs::init().and_then(|_| commands::hook::run(&args.name)) {
-                Ok(()) => 0,
-                Err(err) => {
-                    // git shows the hook's stderr above its own "failed to push some refs".
-                    redact::Stderr::line(&format!("git-session: {err}"));
-                    err.exit_code()
-                }
-            };
-        }
-        Command::Completions { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cmd, "git-session", &mut std::io::stdout());
-            return 0;
-        }
-        Command::Schema => {
-            println!("{}", output::json::schema());
-            return 0;
-        }
-        Command::Manpage { out } => {
-            let cmd = <Cli as clap::CommandFactory>::command();
-            return match commands::manpage::write_pages(cmd, out) {
-                Ok(pages) => {
-                    if !cli.quiet {
-                        for page in pages {
-                            println!("{}", page.display());
-                        }
-                    }
-                    0
-                }
-                Err(err) => {
-                    output::failure(cli.json, "manpage", &err);
-                    err.exit_code()
-                }
-            };
-        }
-        _ => {}
+    if let Some(code) = run_without_a_session(&cli) {
+        return code;
     }
     let command = cli.command.name();
     // Read once, before anything is written: a bad value is exit 2 whatever the command.

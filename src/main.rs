@@ -7,12 +7,14 @@ use clap::Parser as _;
 #[global_allocator]
 static ALLOC: git_session::alloc_limit::Limited = git_session::alloc_limit::Limited::new();
 
-/// The command named in argv (for the JSON failure), read without assuming UTF-8.
+/// The command named in argv (for the JSON failure), read without assuming UTF-8: the first
+/// argument that names one of clap's subcommands.
 fn command_arg() -> String {
+    let cli = <git_session::cli::Cli as clap::CommandFactory>::command();
     std::env::args_os()
         .skip(1)
         .filter_map(|a| a.into_string().ok())
-        .find(|a| ["restore", "bake", "save", "push", "watch", "status"].contains(&a.as_str()))
+        .find(|a| cli.find_subcommand(a).is_some())
         .unwrap_or_default()
 }
 
@@ -55,8 +57,14 @@ fn main() -> std::process::ExitCode {
         Err(err) => {
             use clap::error::ErrorKind;
             if !err.use_stderr() {
-                // Help and version, on stdout: our own text.
-                let _ = err.print();
+                // Help and version, on stdout: our own text, styled only for a terminal.
+                let styled = err.render();
+                let text = if git_session::output::stdout::is_terminal() {
+                    styled.ansi().to_string()
+                } else {
+                    styled.to_string()
+                };
+                git_session::output::stdout::print(text.as_bytes());
                 return std::process::ExitCode::from(0);
             }
             // clap's words echo argv: through the one writer of stderr (the terminal rule).
@@ -68,16 +76,18 @@ fn main() -> std::process::ExitCode {
                 git_session::redact::Stderr::line(text.trim_end());
                 return std::process::ExitCode::from(2);
             }
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ")
-                .to_owned();
+            // All of clap's words (which argument, which values are valid, the usage line).
+            let whole = text.trim().trim_start_matches("error: ").to_owned();
+            let refusal = match err.kind() {
+                ErrorKind::MissingRequiredArgument | ErrorKind::MissingSubcommand => {
+                    git_session::error::Refusal::Missing
+                }
+                _ => git_session::error::Refusal::Invalid,
+            };
             git_session::output::failure(
                 true,
                 &command_arg(),
-                &git_session::Error::Usage(git_session::error::Refusal::Invalid, first),
+                &git_session::Error::Usage(refusal, whole),
             );
             return std::process::ExitCode::from(2);
         }

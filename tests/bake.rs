@@ -447,6 +447,17 @@ fn a_restore_seeded_from_a_cache_fetches_only_the_difference() {
             .contains("not a baked template")
     );
     judge(&w.path("e"));
+
+    // A path that does not exist says so (it said "not a baked template" before).
+    let gone = w.path("no-such-cache");
+    let run = b.boot(&w.path("f"), &[], &["--cache", gone.to_str().unwrap()]);
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("does not exist") && !warnings.contains("not a baked template"),
+        "{warnings}"
+    );
+    judge(&w.path("f"));
 }
 
 /// Run as root on another user's folder, a boot reads objects over gix's 16 MiB limit for

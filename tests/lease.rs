@@ -460,7 +460,8 @@ fn a_hook_managers_changes_are_undone_and_its_hooks_chained() {
 }
 
 /// A new session (the branch not on the remote yet): `git status` never says the upstream is
-/// gone, plain `git fetch`/`git pull` do not fail on the absent branch, and the first plain
+/// gone, plain `git fetch` does not fail on the absent branch (`git pull` says there is no
+/// upstream yet, as README says), and the first plain
 /// `git push` creates it and sets its upstream.
 #[test]
 fn a_new_sessions_plain_git_has_no_gone_upstream() {
@@ -473,6 +474,12 @@ fn a_new_sessions_plain_git_has_no_gone_upstream() {
     let out = s.shell_git(&a, &["pull", "-q"], &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("couldn't find remote ref"), "{stderr}");
+    // As README says: git's words for a branch without an upstream, exit 1, nothing changed.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("There is no tracking information"),
+        "{stderr}"
+    );
     let c1 = s.commit(&a, "f", "1\n");
     s.shell_git_ok(&a, &["push", "-q"]);
     assert_eq!(s.remote("sessions/fresh").as_deref(), Some(c1.as_str()));

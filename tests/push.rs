@@ -1216,7 +1216,7 @@ fn a_malformed_or_newer_session_record_is_named() {
 }
 
 /// A PUSH_URL naming another repository than the one the tree was restored to push to is named on
-/// stderr before the push's own (confusing) error.
+/// stderr before the push's own (confusing) error, and in the JSON failure's `warnings`.
 #[test]
 fn a_push_url_for_another_repository_is_named() {
     let s = Setup::new();
@@ -1243,6 +1243,9 @@ fn a_push_url_for_another_repository_is_named() {
         "{}",
         run.stderr
     );
+    // In the failure's JSON too: an agent reads only that.
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("PUSH_URL points at"), "{warnings}");
     // The right one: no such warning.
     let run = s.push(&dir, &[]);
     run.assert_code(0);

@@ -359,8 +359,11 @@ fn rerun_on_the_same_session_is_a_no_op_that_touches_nothing() {
     // After a local commit, HEAD descends from TIP_SHA: still a no-op.
     w.git(&dir, &["commit", "-qam", "local"]);
     let head = w.git(&dir, &["rev-parse", "HEAD"]);
-    s.restore(&dir, &ids[1], &[]).assert_code(0);
+    let run = s.restore(&dir, &ids[1], &[]);
+    run.assert_code(0);
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
+    // The result names where the tree is, not the older TIP_SHA given again.
+    assert_eq!(run.json()["tip"], head.as_str());
     // Another session's tree: exit 2.
     let run = restore(w, &dir, url, "other", &ids[1], &[]);
     run.assert_says(2, &["another session"]);

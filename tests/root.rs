@@ -690,3 +690,42 @@ fn owners_without_an_account_or_a_home_work_with_roots_home() {
         }
     }
 }
+
+/// A target whose owner cannot pass a folder above it (root's 0700 folder): exit 10 naming that
+/// folder, and the fix printed works. Before: "creating <target>: permission denied" although the
+/// target existed.
+#[test]
+fn a_folder_above_the_target_closed_to_its_owner_is_named() {
+    let Some((w, srv, tip)) = set_up() else {
+        return;
+    };
+    let url = srv.url("repo.git", None);
+    let closed = w.path("closed");
+    let dir = closed.join("work");
+    give_to_nobody(&dir);
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run = w.run(&dir, &["restore", "--json"], &session_vars(&url, &tip));
+    run.assert_code(10);
+    let msg = run.error_message();
+    assert!(
+        msg.contains(&format!("cannot pass {}", closed.display()))
+            && msg.contains(&format!("chmod o+x {}", closed.display())),
+        "{msg}"
+    );
+    assert!(!msg.contains("creating"), "{msg}");
+    assert!(
+        crate::support::names_in(&dir).is_empty(),
+        "wrote into {}",
+        dir.display()
+    );
+    // The fix as printed.
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("chmod o+x {}", closed.display())])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    w.run(&dir, &["restore"], &session_vars(&url, &tip))
+        .assert_code(0);
+    crate::support::assert_all_nobodys(&dir);
+}

@@ -14,6 +14,7 @@ mod alloc_limit;
 mod archive_git;
 mod bake;
 mod cli;
+mod docs;
 mod early_checkout;
 mod fuzz_corpus;
 mod handoff;

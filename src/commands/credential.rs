@@ -20,7 +20,7 @@
 //! message goes to stderr. Nothing is written anywhere. An answer is only given for the host and
 //! path of the URL it comes from.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 
 use crate::error::{Error, Refusal, Result};
 use crate::inputs;
@@ -125,10 +125,8 @@ pub fn run(operation: &str) -> Result<()> {
     if let Some(why) = said {
         Stderr::line(&format!("git-session credential: {why}"));
     }
-    let mut out = std::io::stdout().lock();
-    out.write_all(&answer_bytes)
-        .and_then(|()| out.flush())
-        .map_err(|e| Error::io("writing the credential answer", e))
+    crate::output::stdout::print(&answer_bytes);
+    Ok(())
 }
 
 /// The whole answer to the request read from `input`, as the bytes to write at once (git never

@@ -212,10 +212,7 @@ const PAGES: &[(&str, Described, Described)] = &[
     ),
     (
         "",
-        &[(
-            "READ_URL, PUSH_URL, SESSION_BRANCH, TIP_SHA",
-            "The session's inputs (see git-session-restore(1)).",
-        )],
+        &[],
         &[
             (
                 "Restore, work, save",
@@ -246,7 +243,13 @@ fn extra_sections(name: &str, w: &mut Vec<u8>) -> std::io::Result<()> {
         .or_else(|| PAGES.iter().find(|(page, _, _)| page.is_empty()))
         .map_or((&[][..], &[][..]), |(_, env, examples)| (*env, *examples));
     writeln!(w, ".SH ENVIRONMENT")?;
-    for (var, what) in env.iter().chain(COMMON_ENV.iter()) {
+    // The top page lists every variable git-session reads; a command's page, those it reads.
+    let listed: Vec<&(&str, &str)> = if name.is_empty() {
+        crate::cli::ENVIRONMENT.iter().collect()
+    } else {
+        env.iter().chain(COMMON_ENV.iter()).collect()
+    };
+    for (var, what) in listed {
         writeln!(w, ".TP\n\\fB{}\\fR\n{}", roff(var), roff(what))?;
     }
     writeln!(w, ".SH \"EXIT STATUS\"")?;

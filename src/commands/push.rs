@@ -103,7 +103,7 @@ pub fn push_session(mut session: Session, source: &UrlSource, kept: &str) -> Res
     let url = source.load()?;
     let secrets = secret_forms(Some(source))?;
     // Another repository behind PUSH_URL shows up only as a confusing stale (3) or missing-objects
-    // (9) error: say so first, on stderr, whatever the outcome.
+    // (9) error: say so whatever the outcome (on stderr and in --json's warnings, failure too).
     let elsewhere = session
         .record
         .push_url
@@ -116,11 +116,10 @@ pub fn push_session(mut session: Session, source: &UrlSource, kept: &str) -> Res
                 url.public()
             )
         });
-    if let Some(w) = &elsewhere {
-        tracing::warn!("{w}");
+    if let Some(w) = elsewhere {
+        crate::output::warn_early(w);
     }
     let mut outcome = push(&mut session, source, &secrets, kept)?;
-    outcome.warnings.extend(elsewhere);
     outcome
         .warnings
         .extend(super::expiry_warnings([("PUSH_URL", &url)]));

@@ -58,6 +58,7 @@ pub fn become_owner(given: &Path, target: &Path) -> Result<Option<Identity>> {
             e,
         )
     })?;
+    owner_can_pass(target, &identity)?;
     // An account without a home field is as one without an account: no home of its own.
     keep_config_reachable(home.as_deref().filter(|h| !h.as_os_str().is_empty()));
     tracing::debug!(
@@ -68,6 +69,37 @@ pub fn become_owner(given: &Path, target: &Path) -> Result<Option<Identity>> {
         base.display()
     );
     Ok(Some(identity))
+}
+
+/// Whether the owner (the process is running as them now) can pass every folder down to
+/// `target`: root could, so a folder above it closed to them (`/root` at 0700) would fail later as
+/// "creating <target>: permission denied" although the target exists. Names the folder instead.
+fn owner_can_pass(target: &Path, identity: &Identity) -> Result<()> {
+    let mut path = PathBuf::from("/");
+    for part in target.components().skip(1) {
+        // stat of `P/.` needs search permission on `P` itself.
+        if let Err(e) = std::fs::metadata(path.join("."))
+            && e.kind() == std::io::ErrorKind::PermissionDenied
+        {
+            return Err(Error::LocalIo(crate::error::LocalIo {
+                context: format!(
+                    "{}'s owner (uid {}), whom root works as there, cannot pass {} above it \
+                     (chmod o+x {} lets them; or restore into a folder they can reach)",
+                    target.display(),
+                    identity.uid,
+                    path.display(),
+                    path.display()
+                ),
+                cause: e.to_string(),
+                kind: std::io::ErrorKind::PermissionDenied,
+            }));
+        }
+        path.push(part);
+        if !path.exists() {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The folder the given path reaches, resolved once: opened, and every decision made from what

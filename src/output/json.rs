@@ -39,6 +39,8 @@ pub enum CommandResult {
     Push(Pushed),
     /// `git-session status`.
     Status(Status),
+    /// `git-session manpage`.
+    Manpage(Pages),
 }
 
 impl CommandResult {
@@ -50,8 +52,16 @@ impl CommandResult {
             CommandResult::Save(_) => "save",
             CommandResult::Push(_) => "push",
             CommandResult::Status(_) => "status",
+            CommandResult::Manpage(_) => "manpage",
         }
     }
+}
+
+/// `manpage`'s fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Pages {
+    /// The pages written, one path each.
+    pub pages: Vec<String>,
 }
 
 /// `restore`'s fields.

@@ -1,14 +1,13 @@
 //! The only place that prints results: one short human line, or exactly one JSON object, on stdout;
 //! errors and warnings on stderr (SPEC "Output").
 
-use std::io::Write;
-
 use serde_json::Value;
 
 use crate::error::Error;
 use crate::redact;
 
 pub mod json;
+pub mod stdout;
 
 /// Warnings found before a command's outcome is known (see [`warn_early`]).
 static EARLY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -68,7 +67,6 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
             redact::Stderr::line(&format!("warning: {w}"));
         }
     }
-    let mut out = std::io::stdout().lock();
     if json_mode {
         let obj = json::Succeeded {
             ok: true,
@@ -79,10 +77,10 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
             owner: owner(),
         };
         let value = serde_json::to_value(obj).unwrap_or(Value::Null);
-        let _ = writeln!(out, "{}", redact::json(value));
+        stdout::line(&redact::json(value).to_string());
     } else {
         // Values in it (paths, names) may come from others: the terminal rule, as on stderr.
-        let _ = writeln!(out, "{}", crate::text::terminal(&redact::text(&s.human)));
+        stdout::line(&crate::text::terminal(&redact::text(&s.human)));
     }
 }
 
@@ -113,6 +111,6 @@ pub fn failure(json_mode: bool, command: &str, err: &Error) {
             remote_tip: stale.map(|s| s.1),
         };
         let value = serde_json::to_value(obj).unwrap_or(Value::Null);
-        let _ = writeln!(std::io::stdout().lock(), "{}", redact::json(value));
+        stdout::line(&redact::json(value).to_string());
     }
 }

@@ -18,6 +18,15 @@ use crate::repo::template::TemplateRecord;
 /// that is a template with no files, and its record is returned; on failure nothing is left in
 /// the target and the reason is returned (for the warning).
 pub fn seed(opts: &RestoreOptions, cache: &Path) -> Result<TemplateRecord, String> {
+    // Say what is wrong with the path itself before judging what it holds.
+    match std::fs::metadata(cache) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("{} does not exist", cache.display()));
+        }
+        Err(e) => return Err(format!("{} cannot be read: {e}", cache.display())),
+        Ok(m) if !m.is_dir() => return Err(format!("{} is not a folder", cache.display())),
+        Ok(_) => {}
+    }
     let cache_git = if cache.join(".git").is_dir() {
         cache.join(".git")
     } else {

@@ -127,10 +127,11 @@ pub(super) fn plan_session(opts: &RestoreOptions, record: &SessionRecord) -> Res
             ),
         ));
     }
-    if holds_tip(&opts.dir, record, opts.tip)? {
+    if let Some(at) = holds_tip(&opts.dir, record, opts.tip)? {
         return Ok(Decision::Done(Box::new(RestoreReport {
             branch: record.branch.clone(),
-            tip: opts.tip,
+            // Where the tree is, which may be past an older TIP_SHA given again.
+            tip: at,
             lease: record.lease,
             source: record.source,
             noop: true,
@@ -176,17 +177,23 @@ pub(super) fn plan_template(
     )))
 }
 
-/// Whether the finished restore in `dir` has `HEAD` at `tip` or descending from it.
-pub(super) fn holds_tip(dir: &Path, record: &SessionRecord, tip: FullSha) -> Result<bool> {
+/// The commit the finished restore in `dir` is at, when its `HEAD` is at `tip` or descends
+/// from it (`None`: it does not).
+pub(super) fn holds_tip(
+    dir: &Path,
+    record: &SessionRecord,
+    tip: FullSha,
+) -> Result<Option<FullSha>> {
     if record.tip == tip && record.source == Source::Archive {
         // An archive restore has no history yet: the record is the proof.
-        return Ok(true);
+        return Ok(Some(tip));
     }
     let repo = crate::repo::open(&dir.join(".git"))?;
     let Ok(head) = repo.head_id() else {
-        return Ok(record.tip == tip);
+        return Ok((record.tip == tip).then_some(tip));
     };
-    crate::repo::descends_from(&repo, head.detach(), tip.id())
+    let head = head.detach();
+    Ok(crate::repo::descends_from(&repo, head, tip.id())?.then(|| FullSha::from_id(head)))
 }
 
 /// The lease from where ls-refs found the session branch (`None`: not there, a new session): the

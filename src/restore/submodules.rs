@@ -35,12 +35,14 @@ pub enum SubmoduleMode {
     None,
     /// The superproject's own submodules.
     Shallow,
-    /// Those, and theirs, to any depth (at most [`MAX_NESTING`] levels).
+    /// Those, and theirs, down to 8 levels
     Recursive,
 }
 
 /// The deepest submodule nesting followed (a repository that names itself would never end).
 pub const MAX_NESTING: usize = 8;
+// `--help` says "down to 8 levels" (a doc comment cannot name the constant: clap shows it raw).
+const _: () = assert!(MAX_NESTING == 8);
 
 /// The largest `.gitmodules` read.
 pub const MAX_GITMODULES: u64 = 1 << 20;

@@ -78,6 +78,13 @@ pub enum UrlError {
         "unsupported URL scheme '{0}': only smart HTTP(S) remotes (http://, https://) are supported"
     )]
     Scheme(String),
+    /// No `scheme://` at its start (`host/r.git`, `user:token@host/r.git`, scp's `host:path`):
+    /// what precedes a colon there may be a user name, so it is never shown.
+    #[error(
+        "the URL has no scheme: give it whole, as https://host/path/repo.git (or http://); \
+         only smart HTTP(S) remotes are supported"
+    )]
+    NoScheme,
     /// No host.
     #[error("the URL has no host")]
     NoHost,
@@ -108,6 +115,15 @@ impl RemoteUrl {
         let s = s.trim().trim_start_matches('\u{feff}').trim();
         if s.chars().any(char::is_control) {
             return Err(UrlError::ControlCharacter);
+        }
+        let scheme_given = s.split_once("://").is_some_and(|(scheme, _)| {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        });
+        if !scheme_given {
+            return Err(UrlError::NoScheme);
         }
         let mut url = url::Url::parse(s).map_err(|e| UrlError::Parse(e.to_string()))?;
         match url.scheme() {
@@ -483,5 +499,27 @@ mod tests {
         let e = RemoteUrl::parse("ssh://tok@host/x").unwrap_err();
         assert!(!e.to_string().contains("tok"));
         assert!(RemoteUrl::parse("not a url").is_err());
+    }
+
+    /// Without `scheme://`, what precedes a colon is a user name (or scp's host), not a scheme:
+    /// the message says the scheme is missing and shows none of it.
+    #[test]
+    fn a_url_without_a_scheme_says_so_and_echoes_nothing() {
+        for input in [
+            "t:TOKSECRET@host.example/r.git",
+            "host.example/r.git",
+            "git@host.example:org/r.git",
+            "://host.example/r.git",
+        ] {
+            let e = RemoteUrl::parse(input).unwrap_err();
+            assert_eq!(e, UrlError::NoScheme, "{input}");
+            let shown = e.to_string();
+            assert!(shown.contains("no scheme"), "{shown}");
+            assert!(!shown.contains("'t'") && !shown.contains("TOK"), "{shown}");
+        }
+        assert_eq!(
+            RemoteUrl::parse("ftp://host.example/r.git").unwrap_err(),
+            UrlError::Scheme("ftp".into())
+        );
     }
 }
