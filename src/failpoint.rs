@@ -12,8 +12,9 @@
 //! the lease is not recorded yet). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of
 //! the files after the transfer are read; no early checkout runs), `hold-mid-extract` (an archive
 //! restore, once ten files are extracted), `before-lock` (restore, and `save`,
-//! `push` and the pre-push check before the tree's write lock) and `after-lease-check` (`push`, and
-//! the pre-push check once it let a plain `git push` through).
+//! `push` and the pre-push check before the tree's write lock), `after-lease-check` (`push`, and
+//! the pre-push check once it let a plain `git push` through) and `hold-save-hash` (`save`, each
+//! file between its lstat and its open).
 
 /// The variable that names the failpoint to trigger.
 pub const VAR: &str = "GIT_SESSION_FAILPOINT";

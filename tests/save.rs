@@ -1410,6 +1410,65 @@ fn refuses_unmerged_paths_and_a_merge_in_progress() {
     s.save(&dir, &[]).assert_code(0);
 }
 
+/// A file swapped for a FIFO or a symlink between save's lstat and its open (held there by the
+/// `hold-save-hash` barrier while the test swaps it): exit 7 "changed while it was being saved",
+/// nothing committed. Before: a FIFO was exit 1 (internal, "not a regular file"), a symlink exit
+/// 10 (a local fault, "too many levels of symbolic links").
+#[test]
+fn a_file_swapped_between_lstat_and_open_is_a_change_during_save() {
+    let s = Setup::new();
+    for swap in ["fifo", "symlink"] {
+        let dir = s.sandbox(&format!("swap-{swap}"));
+        std::fs::write(dir.join("plain.txt"), "edited\n").unwrap();
+        let head = s.w.git(&dir, &["rev-parse", "HEAD"]);
+        let barrier = s.w.tmp.path().join(format!("barrier-{swap}"));
+        std::fs::create_dir_all(&barrier).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["save", "--no-push", "-m", "swap", "--json"])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(s.w.env())
+            .env("GIT_SESSION_FAILPOINT", "hold-save-hash")
+            .env("GIT_SESSION_BARRIER_DIR", &barrier)
+            .env("GIT_SESSION_BARRIER_COUNT", "2")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Held after its lstat of plain.txt (the only file it hashes): swap it, then release it.
+        let started = std::time::Instant::now();
+        while std::fs::read_dir(&barrier).unwrap().count() == 0 {
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "save never reached the barrier"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let file = dir.join("plain.txt");
+        std::fs::remove_file(&file).unwrap();
+        if swap == "fifo" {
+            assert!(
+                Command::new("mkfifo")
+                    .arg(&file)
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+        } else {
+            std::os::unix::fs::symlink("/etc/passwd", &file).unwrap();
+        }
+        std::fs::write(barrier.join("test"), b"").unwrap();
+        let out = crate::support::wait_with_limit(child, std::time::Duration::from_secs(60));
+        let run = crate::support::Run::of(&out);
+        run.assert_says(7, &["changed while it was being saved"]);
+        assert_eq!(
+            s.w.git(&dir, &["rev-parse", "HEAD"]),
+            head,
+            "{swap}: committed"
+        );
+    }
+}
+
 /// A FIFO in the work tree — new, or swapped in for a tracked file — is not a file git can
 /// stage: `save` and `status` go past it (as `git add -A` and `git status` do) and never wait on
 /// it. Before, opening it to hash it waited for a writer that never came.

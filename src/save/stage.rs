@@ -435,9 +435,24 @@ impl<'r> Hasher<'r> {
         if md.len() > MAX_FILE_BYTES {
             return Ok(Outcome::TooLarge(md.len()));
         }
+        crate::failpoint::barrier("hold-save-hash");
+        let changed = || {
+            Error::conflict(format!(
+                "{} changed while it was being saved; run save again",
+                path.display()
+            ))
+        };
         let file = match crate::fs::open_regular(&path, false) {
             Ok(f) => f,
             Err(e) if is_gone(&e) => return Ok(Outcome::Gone),
+            // A regular file at the lstat, something else at the open (a FIFO, a device: not a
+            // regular file; a symlink: ELOOP under O_NOFOLLOW): swapped meanwhile.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::InvalidInput
+                    || e.raw_os_error() == Some(libc::ELOOP) =>
+            {
+                return Err(changed());
+            }
             Err(e) => return Err(io(e)),
         };
         // The stat data recorded in the index is taken before reading, so a change during the
@@ -445,10 +460,7 @@ impl<'r> Hasher<'r> {
         let fmd = gix::index::fs::Metadata::from_file(&file).map_err(io)?;
         let std_md = file.metadata().map_err(io)?;
         if !std_md.is_file() || !same_file(&md, &std_md) {
-            return Err(Error::conflict(format!(
-                "{} changed while it was being saved; run save again",
-                path.display()
-            )));
+            return Err(changed());
         }
         let stat = stat_of(&fmd);
         self.buf.clear();
