@@ -449,6 +449,7 @@ fn refuse_status(
     }
     let shown = origin_of(at);
     Err(match status.as_u16() {
+        407 => super::http::proxy_refused(at, &shown),
         s if s >= 500 || s == 429 => Error::Network(format!(
             "{shown} answered HTTP {status} to the {what} of LFS object {}",
             pointer.oid
@@ -523,6 +524,7 @@ fn status_error(at: &url::Url, status: reqwest::StatusCode, pointer: &Pointer) -
     let shown = origin_of(at);
     let oid = pointer.oid;
     match status.as_u16() {
+        407 => super::http::proxy_refused(at, &shown),
         404 | 410 => Error::NotFound(format!(
             "{shown} does not have LFS object {oid} (HTTP {status})"
         )),
