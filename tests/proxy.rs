@@ -105,6 +105,49 @@ fn a_dead_proxy_is_named_as_the_proxy_not_as_the_git_server() {
 }
 
 #[test]
+fn a_proxy_that_accepts_and_never_answers_is_named_too() {
+    let w = World::new();
+    let ids = w.repo("repo.git", &[&[("a.txt", Some("a\n"))]]);
+    let ca = TestCa::new();
+    let ca_pem = ca_file(&w, "ca.pem", &ca);
+    let tls = GitServer::start_tls(&w.srv(), Some(TOKEN), &ca);
+    let plain = GitServer::start(&w.srv(), Some(TOKEN));
+    // Connections accepted and held, never a byte answered (the thread ends with the test binary).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in silent.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    let proxy = format!("http://{}@127.0.0.1:{port}", proxy_userinfo());
+    for (var, srv) in [("HTTPS_PROXY", &tls), ("HTTP_PROXY", &plain)] {
+        let run = restore(
+            &w,
+            &w.path(var),
+            &srv.url("repo.git", Some(&userinfo())),
+            &ids[0],
+            &[
+                ("NO_PROXY", ""),
+                (var, &proxy),
+                ("SSL_CERT_FILE", &ca_pem),
+                ("GIT_SESSION_CONNECT_TIMEOUT_MS", "500"),
+                ("GIT_SESSION_READ_TIMEOUT_MS", "500"),
+                ("GIT_SESSION_RETRY_TOTAL_MS", "1500"),
+            ],
+        );
+        run.assert_code(5);
+        let msg = run.error_message();
+        assert!(
+            msg.contains(&format!("proxy http://127.0.0.1:{port} (from {var})")),
+            "{var}: {msg}"
+        );
+        assert!(srv.log().is_empty(), "{var}: {msg}");
+    }
+}
+
+#[test]
 fn git_ssl_cainfo_is_honoured_as_ssl_cert_file_is() {
     let w = World::new();
     let ids = w.repo("repo.git", &[&[("a.txt", Some("a\n"))]]);
@@ -206,7 +249,9 @@ fn restore_save_lfs_and_plain_git_go_through_a_proxy_with_credentials() {
     ];
     let dir = w.path("s");
     let url = b.url();
-    let run = restore(w, &dir, &url, &b.tip, &net);
+    // With every log on: the proxy's password shows in none (every run's output is searched).
+    let logged = [&net[..], &[("RUST_LOG", "trace")]].concat();
+    let run = restore(w, &dir, &url, &b.tip, &logged);
     run.assert_code(0);
     assert_eq!(run.json()["lfs_files"], 1);
     assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), b.lfs_data);

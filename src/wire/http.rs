@@ -391,10 +391,13 @@ impl Http {
             "{method} {url}/{}",
             req.endpoint.split('?').next().unwrap_or_default()
         );
+        let via = via_proxy(&target);
         self.exchange(method, target, headers, req.body)
             .map_err(|f| match f {
                 Failure::Transport(e) => transport_error(url, e),
-                Failure::Stalled(stall) => Error::Network(format!("{url}: {}", stall.describe())),
+                Failure::Stalled(stall) => {
+                    Error::Network(format!("{url}: {}{via}", stall.describe()))
+                }
             })
     }
 
@@ -723,6 +726,12 @@ pub fn proxy_refused(target: &url::Url, shown: &str) -> Error {
         ),
         None => format!("{shown} answered HTTP 407 (proxy authentication required)"),
     })
+}
+
+/// ` (through the proxy …)` when a request to `target` goes through one, else nothing: for a
+/// failure the proxy may be the cause of (a stalled answer).
+pub fn via_proxy(target: &url::Url) -> String {
+    proxy::for_target(target).map_or_else(String::new, |p| format!(" (through the proxy {p})"))
 }
 
 /// The proxy `err`'s request went through, if any.

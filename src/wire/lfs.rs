@@ -542,8 +542,10 @@ fn status_error(at: &url::Url, status: reqwest::StatusCode, pointer: &Pointer) -
 
 fn transfer_error(at: &url::Url, failure: &super::http::Failure) -> Error {
     let kind = match failure {
-        super::http::Failure::Transport(e) => super::http::failure_kind(e).to_owned(),
-        super::http::Failure::Stalled(stall) => stall.describe(),
+        super::http::Failure::Transport(e) => super::http::failure_kind(e),
+        super::http::Failure::Stalled(stall) => {
+            format!("{}{}", stall.describe(), super::http::via_proxy(at))
+        }
     };
     Error::Network(format!("{kind}: {}", origin_of(at)))
 }
