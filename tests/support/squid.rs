@@ -117,9 +117,28 @@ impl Squid {
     }
 
     /// Its access log: one line per request it handled (`CONNECT localhost:PORT`, `GET http://…`),
-    /// with the proxy user that made it.
+    /// with the proxy user that made it and the client's quoted `User-Agent` (`"git/2.47.3"` for
+    /// git, `"git/2.47-compatible git-session/…"` for git-session).
     pub fn access_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default()
+    }
+
+    /// The access log once it holds `needle` (squid logs a tunnel when it closes, a moment after
+    /// the client has gone), or as it is after 10 s.
+    pub fn access_log_with(&self, needle: &str) -> String {
+        self.access_log_until(|log| log.contains(needle))
+    }
+
+    /// The access log once `done` says so, or as it is after 10 s.
+    pub fn access_log_until(&self, done: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let log = self.access_log();
+            if done(&log) || started.elapsed() > Duration::from_secs(10) {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Everything it logged, for a failing test's message.
@@ -209,7 +228,8 @@ fn config(dir: &Path, port: u16, auth: bool, tls: bool, as_root: bool) -> String
          visible_hostname git-session-tests\n\
          pid_filename {d}/squid.pid\n\
          cache_log {d}/cache.log\n\
-         access_log stdio:{d}/access.log\n\
+         logformat gs %ts.%03tu %>a %Ss/%03>Hs %rm %ru %un \"%{{User-Agent}}>h\"\n\
+         access_log stdio:{d}/access.log gs\n\
          coredump_dir {d}\n\
          cache deny all\n\
          cache_mem 8 MB\n\
