@@ -102,6 +102,33 @@ fn a_dead_proxy_is_named_as_the_proxy_not_as_the_git_server() {
             "{var}: the git server was reached: {msg}"
         );
     }
+    // NO_PROXY names the server: it is reached directly, the dead proxy never tried.
+    let url = tls.url("repo.git", Some(&userinfo()));
+    let vars = [
+        ("NO_PROXY", "example.com, localhost"),
+        ("HTTPS_PROXY", proxy.as_str()),
+        ("SSL_CERT_FILE", ca_pem.as_str()),
+    ];
+    restore(&w, &w.path("direct"), &url, &ids[0], &vars).assert_code(0);
+    // A proxy git-session cannot speak to: refused at once, the variable named, not its value.
+    let socks = format!("socks5://{}@127.0.0.1:{port}", proxy_userinfo());
+    let run = restore(
+        &w,
+        &w.path("socks"),
+        &url,
+        &ids[0],
+        &[
+            ("NO_PROXY", ""),
+            ("HTTPS_PROXY", &socks),
+            ("SSL_CERT_FILE", &ca_pem),
+        ],
+    );
+    run.assert_code(2);
+    assert!(
+        run.error_message().contains("HTTPS_PROXY"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
