@@ -36,7 +36,7 @@ pub fn learn(url: &RemoteUrl) {
 }
 
 /// Learn the secrets of every session URL in the environment, whichever of a variable and its
-/// `_FILE` wins: both may hold a token a server could echo.
+/// `_FILE` wins: both may hold a token a server could echo; and those of the proxies' URLs.
 pub fn learn_environment() {
     for var in ["READ_URL", "PUSH_URL", "ARCHIVE_URL"] {
         let file_var = format!("{var}_FILE");
@@ -51,6 +51,28 @@ pub fn learn_environment() {
             if let Ok(url) = RemoteUrl::parse(t.trim()) {
                 learn(&url);
             }
+        }
+    }
+    // A proxy's credentials (`crate::wire::proxy`), also in a value without a scheme.
+    for var in [
+        "https_proxy",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "HTTP_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ] {
+        let Ok(value) = std::env::var(var) else {
+            continue;
+        };
+        let value = value.trim();
+        let with_scheme = if value.contains("://") {
+            value.to_owned()
+        } else {
+            format!("http://{value}")
+        };
+        if let Ok(url) = RemoteUrl::parse(&with_scheme) {
+            learn(&url);
         }
     }
 }

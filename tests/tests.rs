@@ -24,6 +24,7 @@ mod lease;
 mod lfs;
 mod local_faults;
 mod pack_thin;
+mod proxy;
 mod push;
 mod restore_archive;
 mod restore_git;

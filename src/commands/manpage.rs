@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// Variables every command reads.
-const COMMON_ENV: [(&str, &str); 7] = [
+const COMMON_ENV: [(&str, &str); 9] = [
     (
         "SESSION_DIR",
         "The work tree when -C is not given (default: the current directory).",
@@ -37,6 +37,14 @@ const COMMON_ENV: [(&str, &str); 7] = [
     (
         "GIT_SESSION_CONNECT_TIMEOUT_MS, GIT_SESSION_READ_TIMEOUT_MS",
         "Connect and read timeouts (10000, 60000).",
+    ),
+    (
+        "https_proxy, http_proxy, all_proxy, no_proxy (or upper-case)",
+        "Proxies, as curl reads them for plain git; credentials in the proxy URL (a secret, never shown). A proxy that fails is named in the error.",
+    ),
+    (
+        "SSL_CERT_FILE, SSL_CERT_DIR, GIT_SSL_CAINFO, GIT_PROXY_SSL_CAINFO",
+        "CA roots: SSL_CERT_FILE/SSL_CERT_DIR's or the system's, git's CA files added; bundled Mozilla roots when none has any.",
     ),
 ];
 

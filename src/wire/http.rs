@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, StatusCode};
 
-use super::watch;
+use super::{proxy, watch};
 use crate::error::{Error, Result};
 use crate::types::RemoteUrl;
 
@@ -37,14 +37,63 @@ const MAX_ATTEMPTS: u32 = 4;
 pub use crate::knobs::Protocol;
 
 fn client_builder(tls: rustls::ClientConfig, connect_timeout: Duration) -> reqwest::ClientBuilder {
-    reqwest::ClientBuilder::new()
+    let builder = reqwest::ClientBuilder::new()
         .connect_timeout(connect_timeout)
         .user_agent(concat!(
             "git/2.47-compatible git-session/",
             env!("CARGO_PKG_VERSION")
         ))
         .redirect(reqwest::redirect::Policy::none())
-        .tls_backend_preconfigured(tls)
+        .tls_backend_preconfigured(tls);
+    // The proxy chosen here is the one errors name ([`proxy::for_target`]), never reqwest's own
+    // reading of the environment.
+    match proxy::get() {
+        Ok(proxies) if !proxies.is_empty() => builder.proxy(reqwest::Proxy::custom(|target| {
+            proxy::for_target(target).map(|p| p.url().clone())
+        })),
+        _ => builder.no_proxy(),
+    }
+}
+
+/// The CA roots: `SSL_CERT_FILE`/`SSL_CERT_DIR`'s, else the system's; then git's
+/// `GIT_SSL_CAINFO` and `GIT_PROXY_SSL_CAINFO` added (as git-lfs adds them), so the one file a
+/// template sets for plain git serves git-session too; bundled Mozilla roots when all are empty.
+///
+/// # Errors
+/// [`Error::Usage`] when a git variable names a file without a readable certificate (git refuses
+/// to run then too).
+fn roots() -> Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    for var in ["GIT_SSL_CAINFO", "GIT_PROXY_SSL_CAINFO"] {
+        let Some(file) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let found = rustls_native_certs::load_certs_from_paths(Some(file.as_ref()), None);
+        if found.certs.is_empty() {
+            let why = found.errors.first().map_or_else(
+                || "it holds no PEM certificate".to_owned(),
+                ToString::to_string,
+            );
+            return Err(Error::Usage(
+                crate::error::Refusal::Invalid,
+                format!(
+                    "{var} names a CA file git-session cannot use: {}",
+                    crate::text::line_str(&why)
+                ),
+            ));
+        }
+        for cert in found.certs {
+            let _ = roots.add(cert);
+        }
+    }
+    if roots.is_empty() {
+        tracing::debug!("no CA roots found; using the bundled Mozilla roots");
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    }
+    Ok(roots)
 }
 
 /// One HTTP client for the whole process, with the retry policy. Its connections run on one
@@ -95,22 +144,16 @@ impl Failure {
 }
 
 impl Http {
-    /// Build the client: rustls with the ring provider, roots from `SSL_CERT_FILE`/`SSL_CERT_DIR` or the
-    /// system store, bundled Mozilla roots when neither has any; proxies from `HTTPS_PROXY`/`NO_PROXY`.
+    /// Build the client: rustls with the ring provider, the roots of [`roots`], the proxies of
+    /// [`proxy`].
     ///
     /// # Errors
-    /// [`Error::Internal`] when the TLS configuration, the runtime or the client cannot be built.
+    /// [`Error::Usage`] for an unusable proxy variable or CA file; [`Error::Internal`] when the
+    /// TLS configuration, the runtime or the client cannot be built.
     pub fn new() -> Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut roots = rustls::RootCertStore::empty();
-        let native = rustls_native_certs::load_native_certs();
-        for cert in native.certs {
-            let _ = roots.add(cert);
-        }
-        if roots.is_empty() {
-            tracing::debug!("no system CA roots found; using the bundled Mozilla roots");
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        }
+        proxy::get()?;
+        let roots = roots()?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -348,14 +391,18 @@ impl Http {
             "{method} {url}/{}",
             req.endpoint.split('?').next().unwrap_or_default()
         );
+        let via = via_proxy(&target);
         self.exchange(method, target, headers, req.body)
             .map_err(|f| match f {
                 Failure::Transport(e) => transport_error(url, e),
-                Failure::Stalled(stall) => Error::Network(format!("{url}: {}", stall.describe())),
+                Failure::Stalled(stall) => {
+                    Error::Network(format!("{url}: {}{via}", stall.describe()))
+                }
             })
     }
 
-    /// Map an HTTP status to the SPEC's exit codes: 2xx passes; 401/403 → [`Error::Auth`];
+    /// Map an HTTP status to the SPEC's exit codes: 2xx passes; 407 → [`proxy_refused`];
+    /// 401/403 → [`Error::Auth`];
     /// 404 → [`Error::NotFound`]; 5xx and 429 → [`Error::Network`] (retried); redirects and other
     /// 4xx → [`Error::Protocol`] (exit 5, not retried).
     ///
@@ -368,6 +415,9 @@ impl Http {
             return Ok(resp);
         }
         Err(match status {
+            StatusCode::PROXY_AUTHENTICATION_REQUIRED => {
+                proxy_refused(&url.endpoint(""), &url.to_string())
+            }
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
                 use crate::error::AuthCause;
                 let cause = if !url.has_credentials() {
@@ -645,37 +695,95 @@ fn gave_up(err: Error, tries: u32, took: Duration) -> Error {
     }
 }
 
-/// What went wrong with a request, in a few words (never the URL).
-pub fn failure_kind(err: &reqwest::Error) -> &'static str {
-    if err.is_timeout() {
+/// What went wrong with a request, in a few words (never the URL), naming the proxy it went
+/// through: "could not connect to the proxy …" when the proxy itself could not be reached.
+pub fn failure_kind(err: &reqwest::Error) -> String {
+    let kind = if err.is_timeout() {
         "timed out"
     } else if err.is_connect() {
         "could not connect"
     } else {
         "transfer failed"
+    };
+    match through_proxy(err) {
+        Some(p) if proxy_unreachable(err) => format!("could not connect to the proxy {p}"),
+        Some(p) => format!("{kind} through the proxy {p}"),
+        None => kind.to_owned(),
     }
+}
+
+/// An HTTP 407 to a request for `target` (`shown`: how messages show it): the proxy wants
+/// credentials, or others. Not retried: the same request would be refused again.
+pub fn proxy_refused(target: &url::Url, shown: &str) -> Error {
+    Error::Protocol(match proxy::for_target(target) {
+        Some(p) if p.has_credentials() => format!(
+            "the proxy {p} refused its credentials (HTTP 407) for {shown}: check the user and \
+             password in that variable's URL"
+        ),
+        Some(p) => format!(
+            "the proxy {p} asks for credentials (HTTP 407) for {shown}: give them in that \
+             variable's URL (http://USER:PASSWORD@HOST:PORT)"
+        ),
+        None => format!("{shown} answered HTTP 407 (proxy authentication required)"),
+    })
+}
+
+/// ` (through the proxy …)` when a request to `target` goes through one, else nothing: for a
+/// failure the proxy may be the cause of (a stalled answer).
+pub fn via_proxy(target: &url::Url) -> String {
+    proxy::for_target(target).map_or_else(String::new, |p| format!(" (through the proxy {p})"))
+}
+
+/// The proxy `err`'s request went through, if any.
+fn through_proxy(err: &reqwest::Error) -> Option<&'static proxy::Proxy> {
+    err.url().and_then(proxy::for_target)
+}
+
+/// Whether a request through a proxy failed to reach the proxy itself: a connection refused or
+/// unroutable. Through a proxy the only connection made is the one to the proxy (the proxy
+/// connects to the server), so such an error is the proxy's; a failure after it (a refused
+/// tunnel, the server's TLS) is not.
+fn proxy_unreachable(err: &reqwest::Error) -> bool {
+    use std::io::ErrorKind;
+    err.is_connect()
+        && causes(err).any(|e| {
+            e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    ErrorKind::ConnectionRefused
+                        | ErrorKind::HostUnreachable
+                        | ErrorKind::NetworkUnreachable
+                        | ErrorKind::AddrNotAvailable
+                )
+            })
+        })
+}
+
+/// The causes of `err`, outermost first (`err` itself not included).
+fn causes(err: &reqwest::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    std::iter::successors(std::error::Error::source(err), |e| e.source())
+}
+
+/// `: cause: cause…` of `err` (never the URL).
+fn cause_text(err: &reqwest::Error) -> String {
+    causes(err).map(|s| format!(": {s}")).collect()
 }
 
 /// What went wrong, with its causes (never the URL).
 pub fn described(err: &reqwest::Error) -> String {
-    let mut msg = failure_kind(err).to_owned();
-    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(err);
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    msg
+    format!("{}{}", failure_kind(err), cause_text(err))
 }
 
-/// Turn a reqwest error into a message without the URL (and so without any query secret).
+/// Turn a reqwest error into a message without the URL's secrets (and so without any query
+/// secret); a proxy the request went through is named.
 pub fn transport_error(url: &RemoteUrl, err: reqwest::Error) -> Error {
-    let mut msg = format!("{}: {url}", failure_kind(&err));
-    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&err);
-    while let Some(s) = source {
-        msg.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    Error::Network(msg)
+    let causes = cause_text(&err);
+    Error::Network(match through_proxy(&err) {
+        Some(p) if proxy_unreachable(&err) => {
+            format!("could not connect to the proxy {p} to reach {url}{causes}")
+        }
+        _ => format!("{}: {url}{causes}", failure_kind(&err)),
+    })
 }
 
 /// Map an I/O error that happened while reading a response body.

@@ -449,6 +449,7 @@ fn refuse_status(
     }
     let shown = origin_of(at);
     Err(match status.as_u16() {
+        407 => super::http::proxy_refused(at, &shown),
         s if s >= 500 || s == 429 => Error::Network(format!(
             "{shown} answered HTTP {status} to the {what} of LFS object {}",
             pointer.oid
@@ -523,6 +524,7 @@ fn status_error(at: &url::Url, status: reqwest::StatusCode, pointer: &Pointer) -
     let shown = origin_of(at);
     let oid = pointer.oid;
     match status.as_u16() {
+        407 => super::http::proxy_refused(at, &shown),
         404 | 410 => Error::NotFound(format!(
             "{shown} does not have LFS object {oid} (HTTP {status})"
         )),
@@ -540,8 +542,10 @@ fn status_error(at: &url::Url, status: reqwest::StatusCode, pointer: &Pointer) -
 
 fn transfer_error(at: &url::Url, failure: &super::http::Failure) -> Error {
     let kind = match failure {
-        super::http::Failure::Transport(e) => super::http::failure_kind(e).to_owned(),
-        super::http::Failure::Stalled(stall) => stall.describe(),
+        super::http::Failure::Transport(e) => super::http::failure_kind(e),
+        super::http::Failure::Stalled(stall) => {
+            format!("{}{}", stall.describe(), super::http::via_proxy(at))
+        }
     };
     Error::Network(format!("{kind}: {}", origin_of(at)))
 }

@@ -11,6 +11,7 @@ pub mod advertisement;
 pub mod http;
 pub mod lfs;
 pub mod payload;
+pub mod proxy;
 pub mod receive_pack;
 pub mod streaming;
 pub mod upload_pack;

@@ -2,7 +2,8 @@
 //! the git CLI as the judge, fixture repositories, and the `git-session` binary run as a user would.
 //!
 //! Every run of the binary is checked for the test token (plain, Basic-header base64, %-encoded in any
-//! spelling) in its stdout and stderr: a leak fails whichever test caused it.
+//! spelling) and the test proxy's password in its stdout and stderr: a leak fails whichever test
+//! caused it.
 
 #![allow(dead_code)]
 
@@ -13,6 +14,7 @@ pub mod peer;
 pub mod real_repo;
 pub mod server;
 pub mod slow_proxy;
+pub mod squid;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +29,21 @@ pub use server::{Endpoint, GitServer, Scripted, TestCa};
 pub const TOKEN: &str = "tok3n-Sekr1t+/=Zq";
 /// The Basic user name that goes with it.
 pub const USER: &str = "t";
+/// The password of the tests' proxy ([`squid::Squid`], user [`squid::PROXY_USER`]): a secret
+/// like the token, searched for wherever the token is.
+pub const PROXY_PASSWORD: &str = "pr0xy-Pa55+/=Wv";
+
+/// The encodings in which the proxy's password must never appear: as it is, percent-encoded,
+/// and the base64 of a `Proxy-Authorization` header's `user:password` and of the password alone.
+pub fn proxy_password_forms() -> Vec<String> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    vec![
+        PROXY_PASSWORD.to_owned(),
+        pct(PROXY_PASSWORD),
+        b64.encode(format!("{}:{PROXY_PASSWORD}", squid::PROXY_USER)),
+        b64.encode(PROXY_PASSWORD).trim_end_matches('=').to_owned(),
+    ]
+}
 
 /// The encodings in which the token must never appear.
 pub fn token_forms() -> Vec<String> {
@@ -104,7 +121,7 @@ pub fn userinfo() -> String {
 /// spelling (some bytes escaped, in either case).
 pub fn assert_no_secret(what: &str, text: &[u8]) {
     let text = String::from_utf8_lossy(text);
-    for form in token_forms() {
+    for form in token_forms().into_iter().chain(proxy_password_forms()) {
         assert!(
             !text.contains(&form),
             "{what} contains the token ({form}):\n{text}"
@@ -113,6 +130,10 @@ pub fn assert_no_secret(what: &str, text: &[u8]) {
     assert!(
         !percent_decoded(&text).contains(TOKEN),
         "{what} contains the token percent-encoded:\n{text}"
+    );
+    assert!(
+        !percent_decoded(&text).contains(PROXY_PASSWORD),
+        "{what} contains the proxy's password percent-encoded:\n{text}"
     );
 }
 

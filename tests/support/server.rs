@@ -358,6 +358,10 @@ pub struct TestCa {
     pub chain: Vec<rustls::pki_types::CertificateDer<'static>>,
     /// The server's key, DER.
     pub key: rustls::pki_types::PrivateKeyDer<'static>,
+    /// The server's certificate, PEM (for a server that reads files: squid).
+    pub leaf_pem: String,
+    /// The server's key, PEM.
+    pub key_pem: String,
 }
 
 impl TestCa {
@@ -380,6 +384,8 @@ impl TestCa {
             ca_pem: ca.pem(),
             chain: vec![leaf.der().clone(), ca.der().clone()],
             key: rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+            leaf_pem: leaf.pem(),
+            key_pem: leaf_key.serialize_pem(),
         }
     }
 }
