@@ -587,7 +587,7 @@ const ARCHIVE_TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
 /// symlinks are made, no file keeps a set-id bit, every name is safe, and a success counts
 /// what it made.
 pub fn tar(data: &[u8]) {
-    use crate::restore::archive::{ArchiveOptions, ArchiveSource, Limits, Strip, unpack};
+    use crate::restore::archive::{ArchiveOptions, ArchiveSource, Hash, Limits, Strip, unpack};
     let dir = scratch();
     let root = dir.path().join("tree");
     std::fs::create_dir(&root).expect("a scratch folder");
@@ -602,10 +602,10 @@ pub fn tar(data: &[u8]) {
         },
     };
     let result = if data.starts_with(&[0x1f, 0x8b]) {
-        unpack(data, &root, &options, ARCHIVE_TIP, true)
+        unpack(data, &root, &options, ARCHIVE_TIP, Hash::Ids)
     } else {
         // Raw tar: what the fuzzer mutates best; the same reader behind the gzip layer.
-        crate::restore::archive::unpack_tar(data, &root, &options, ARCHIVE_TIP, true)
+        crate::restore::archive::unpack_tar(data, &root, &options, ARCHIVE_TIP, Hash::Ids)
     };
     assert_eq!(
         names_in(dir.path()),

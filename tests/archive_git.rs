@@ -14,7 +14,7 @@ struct Restored {
     bare: PathBuf,
     tip: String,
     read: String,
-    _srv: GitServer,
+    srv: GitServer,
 }
 
 impl Restored {
@@ -33,7 +33,7 @@ impl Restored {
             bare,
             tip,
             read,
-            _srv: srv,
+            srv,
         }
     }
 
@@ -50,6 +50,30 @@ impl Restored {
         ];
         restore_env(&self.w, &dir, &archive, &self.tip, &[], &vars).assert_code(0);
         dir
+    }
+
+    /// Restore the archive of `TIP_SHA` into `name` as [`Restored::restore`] does, but with no
+    /// `READ_URL`: an archive stream and nothing else, as the contract allows.
+    fn restore_archive_only(&self, name: &str) -> (PathBuf, crate::support::Run) {
+        let archive = git_archive(
+            &self.w,
+            &self.bare,
+            &self.tip,
+            None,
+            &format!("{name}.tar.gz"),
+        );
+        let dir = self.w.path(name);
+        let branch = format!("{BRANCH}-{name}");
+        let run = restore_env(
+            &self.w,
+            &dir,
+            &archive,
+            &self.tip,
+            &[],
+            &[("SESSION_BRANCH", &branch)],
+        );
+        run.assert_code(0);
+        (dir, run)
     }
 
     /// Plain git in `dir`, as the person in the sandbox runs it (READ_URL in the environment, for
@@ -192,8 +216,8 @@ fn commits_made_with_plain_git_before_history_is_attached_are_pushed_on_tip() {
 }
 
 /// An archive that is not the commit's tree (here the next commit's tree, which records no commit
-/// id, and a file whose content the remote does not have, as `export-subst` makes): once history
-/// is attached, git-session says so in every output's warnings, the index follows the commit
+/// id, and a file whose content the remote does not have, as `export-subst` makes): the restore,
+/// which fetches the commit's trees beside the extraction, says so in its warnings, the index follows the commit
 /// (git can read every object it names: it held the archive's ids, which no one has, and `save`
 /// failed with exit 1), git shows the difference as changes, and `save` commits them.
 #[test]
@@ -211,9 +235,7 @@ fn an_archive_that_differs_from_the_commit_is_said_when_history_is_attached() {
         "other.tar.gz",
     );
     let dir = r.w.path("other");
-    restore_env(&r.w, &dir, &archive, &r.tip, &[], &[("READ_URL", &r.read)]).assert_code(0);
-    let run =
-        r.w.run(&dir, &["status", "--json"], &[("READ_URL", &r.read)]);
+    let run = restore_env(&r.w, &dir, &archive, &r.tip, &[], &[("READ_URL", &r.read)]);
     run.assert_code(0);
     let warnings = run.json()["warnings"].to_string();
     assert!(
@@ -320,7 +342,7 @@ fn a_plain_git_push_first_thing_in_an_archive_restored_tree_lands_on_tip() {
 fn a_removed_or_tampered_promise_record_is_said_and_history_still_attached() {
     let r = Restored::new();
     let record = ".git/git-session-history-promised";
-    let dir = r.restore("gone");
+    let (dir, _) = r.restore_archive_only("gone");
     std::fs::remove_file(dir.join(record)).unwrap();
     let run =
         r.w.run(&dir, &["status", "--json"], &[("READ_URL", &r.read)]);
@@ -328,7 +350,7 @@ fn a_removed_or_tampered_promise_record_is_said_and_history_still_attached() {
     assert_eq!(r.git(&dir, &["status", "--porcelain"]), "");
     assert_eq!(r.w.git(&dir, &["rev-parse", "HEAD"]), r.tip);
 
-    let dir = r.restore("linked");
+    let (dir, _) = r.restore_archive_only("linked");
     std::fs::remove_file(dir.join(record)).unwrap();
     std::os::unix::fs::symlink("/etc/hostname", dir.join(record)).unwrap();
     let run =
@@ -381,4 +403,257 @@ fn a_new_session_restored_from_an_archive_without_read_url_can_save() {
         r.w.run(&dirs[1], &["save", "-m", "second work", "--json"], &vars);
     late.assert_code(3);
     assert_eq!(r.w.git(&r.bare, &["rev-parse", "sessions/unasked"]), tip);
+}
+
+/// The tree git would commit for `dir`'s files as they are: a copy without `.git`, all added.
+fn work_tree_id(r: &Restored, dir: &Path, name: &str) -> String {
+    let copy = r.w.path(&format!("judge-{name}"));
+    let status = std::process::Command::new("cp")
+        .args(["-a", dir.to_str().unwrap(), copy.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::remove_dir_all(copy.join(".git")).unwrap();
+    r.w.git(&copy, &["init", "-q"]);
+    r.w.git(&copy, &["add", "-A"]);
+    r.w.git(&copy, &["write-tree"])
+}
+
+/// Each commit of `from..to` on the remote, oldest first, as `git diff-tree --name-status` lists
+/// its change from its parent.
+fn changes_on_remote(r: &Restored, from: &str, to: &str) -> Vec<String> {
+    let range = format!("{from}..{to}");
+    let list = r.w.git(&r.bare, &["rev-list", "--reverse", &range]);
+    list.lines()
+        .map(|c| {
+            r.w.git(
+                &r.bare,
+                &["diff-tree", "--no-commit-id", "--name-status", "-r", c],
+            )
+            .replace('\t', " ")
+        })
+        .collect()
+}
+
+/// Issue 39, section 1: an archive restored with no `READ_URL` (the archive alone) has no
+/// history; the restore says in one line what plain git sees until it is attached. The person's
+/// plain commits made meanwhile — one, two, an amend, `git commit -a`, `git rm`, and a commit of
+/// one added file — are moved onto TIP_SHA by the next `save` with the URLs set: the remote
+/// branch is a fast-forward child of TIP_SHA whose commits make exactly the person's changes and
+/// whose tree is their work. (It was exit 7, "does not descend from the restored TIP_SHA", and
+/// the printed `git reset --soft <TIP>` failed: "Could not parse object".)
+#[test]
+fn plain_commits_in_a_tree_restored_from_an_archive_alone_are_moved_onto_tip() {
+    let r = Restored::new();
+    let write = |dir: &Path, name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    let cases: [(&str, &[&str]); 6] = [
+        ("one", &["A P.md\nM README.md", "A more.txt"]),
+        ("only-p", &["A P.md", "A more.txt"]),
+        ("two", &["A P.md", "M README.md", "A more.txt"]),
+        ("amend", &["A P.md\nA Q.md", "A more.txt"]),
+        ("all", &["A P.md", "M README.md", "A more.txt"]),
+        ("rm", &["A P.md", "D empty.txt", "A more.txt"]),
+    ];
+    for (case, want) in cases {
+        let (dir, run) = r.restore_archive_only(case);
+        let said = run.json()["warnings"].to_string();
+        assert!(
+            said.contains("untracked") && said.contains("READ_URL"),
+            "{case}: {said}"
+        );
+        // Plain git sees no history: every file untracked.
+        assert!(
+            r.git(&dir, &["status", "--porcelain"])
+                .contains("?? README.md"),
+            "{case}"
+        );
+        write(&dir, "P.md", &format!("P of {case}\n"));
+        match case {
+            "one" => {
+                write(&dir, "README.md", "# real, edited\n");
+                r.git(&dir, &["add", "-A"]);
+                r.git(&dir, &["commit", "-q", "-m", "one"]);
+            }
+            "only-p" => {
+                r.git(&dir, &["add", "P.md"]);
+                r.git(&dir, &["commit", "-q", "-m", "P alone"]);
+            }
+            "two" => {
+                r.git(&dir, &["add", "P.md"]);
+                r.git(&dir, &["commit", "-q", "-m", "P"]);
+                write(&dir, "README.md", "# real, second commit\n");
+                r.git(&dir, &["add", "README.md"]);
+                r.git(&dir, &["commit", "-q", "-m", "README"]);
+            }
+            "amend" => {
+                r.git(&dir, &["add", "-A"]);
+                r.git(&dir, &["commit", "-q", "-m", "P"]);
+                write(&dir, "Q.md", "Q\n");
+                r.git(&dir, &["add", "Q.md"]);
+                r.git(&dir, &["commit", "-q", "--amend", "-m", "P and Q"]);
+            }
+            "all" => {
+                r.git(&dir, &["add", "-A"]);
+                r.git(&dir, &["commit", "-q", "-m", "P"]);
+                write(&dir, "README.md", "# real, by commit -a\n");
+                r.git(&dir, &["commit", "-q", "-a", "-m", "README"]);
+            }
+            _ => {
+                r.git(&dir, &["add", "-A"]);
+                r.git(&dir, &["commit", "-q", "-m", "P"]);
+                r.git(&dir, &["rm", "-q", "empty.txt"]);
+                r.git(&dir, &["commit", "-q", "-m", "rm"]);
+            }
+        }
+        // More, not committed: save commits it on top.
+        write(&dir, "more.txt", "more\n");
+        let vars = [("READ_URL", r.read.as_str()), ("PUSH_URL", r.read.as_str())];
+        let mut run = r.w.run(&dir, &["save", "-m", "more", "--json"], &vars);
+        if run.code == Some(7) {
+            // A hint, if any, must work as printed.
+            let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+            run_the_hint(&r, &dir, &msg);
+            run = r.w.run(&dir, &["save", "-m", "more", "--json"], &vars);
+        }
+        run.assert_code(0);
+        let said = run.json()["warnings"].to_string();
+        let branch = format!("refs/heads/{BRANCH}-{case}");
+        let remote = r.w.git(&r.bare, &["rev-parse", &branch]);
+        assert!(
+            r.w.git_output(&r.bare, &["merge-base", "--is-ancestor", &r.tip, &remote])
+                .status
+                .success(),
+            "{case}: the remote branch is not a child of TIP_SHA"
+        );
+        assert_eq!(
+            changes_on_remote(&r, &r.tip, &remote),
+            want,
+            "{case}: {said}"
+        );
+        let tree =
+            r.w.git(&r.bare, &["rev-parse", &format!("{remote}^{{tree}}")]);
+        assert_eq!(tree, work_tree_id(&r, &dir, case), "{case}");
+        assert_eq!(
+            r.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "{case}"
+        );
+        assert_eq!(r.git(&dir, &["rev-parse", "HEAD"]), remote, "{case}");
+    }
+}
+
+/// Fetch requests (protocol v2 `command=fetch`) the server answered.
+fn fetches(srv: &GitServer) -> Vec<String> {
+    srv.log()
+        .iter()
+        .map(|e| String::from_utf8_lossy(&e.body).into_owned())
+        .filter(|body| body.contains("command=fetch"))
+        .collect()
+}
+
+/// Issue 39, section 1: restored from an archive with READ_URL set, the tree's commit and trees
+/// are fetched during the restore (one fetch: `filter blob:none` where the server takes it, else
+/// the whole commit), so plain git works offline — READ_URL unset and the server stopped —
+/// as in a git-restored tree: `git status`, `git log -1`, `git diff`, `git commit`. (They exited
+/// 128: the commit was left to a lazy fetch.) A server without `filter` gets no
+/// `partialclonefilter`, nor a promisor remote, as it sent every object.
+#[test]
+fn plain_git_works_offline_in_a_tree_restored_from_an_archive_with_read_url() {
+    for filter in [true, false] {
+        let w = World::new();
+        let RealServed {
+            ids,
+            bare,
+            srv,
+            read,
+            ..
+        } = RealServed::new(&w, "offline");
+        w.git(
+            &bare,
+            &["config", "uploadpack.allowFilter", &filter.to_string()],
+        );
+        let tip = ids[0].clone();
+        let archive = git_archive(&w, &bare, &tip, None, "offline.tar.gz");
+        let dir = w.path("offline");
+        restore_env(&w, &dir, &archive, &tip, &[], &[("READ_URL", &read)]).assert_code(0);
+        let asked = fetches(&srv);
+        assert_eq!(asked.len(), 1, "filter {filter}: {asked:?}");
+        assert_eq!(
+            asked[0].contains("filter blob:none"),
+            filter,
+            "{}",
+            asked[0]
+        );
+        let config = |key: &str| {
+            let out = w.git_output(&dir, &["config", "--get", key]);
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        let want = if filter { "blob:none" } else { "" };
+        assert_eq!(
+            config("remote.origin.partialclonefilter"),
+            want,
+            "filter {filter}"
+        );
+        let want = if filter { "origin" } else { "" };
+        assert_eq!(config("extensions.partialClone"), want, "filter {filter}");
+        drop(srv);
+        // Offline, and READ_URL not in the environment.
+        assert_eq!(
+            w.git(&dir, &["status", "--porcelain"]),
+            "",
+            "filter {filter}"
+        );
+        assert_eq!(w.git(&dir, &["log", "-1", "--format=%H"]), tip);
+        assert_eq!(w.git(&dir, &["diff"]), "");
+        std::fs::write(dir.join("new.txt"), "new\n").unwrap();
+        w.git(&dir, &["add", "new.txt"]);
+        assert!(w.git(&dir, &["diff", "--cached"]).contains("+new"));
+        // Every blob is here (with `filter`, the archive's, kept in a pack): the diff of an edit.
+        std::fs::write(dir.join("README.md"), "# real, edited\n").unwrap();
+        let diff = w.git(&dir, &["diff"]);
+        assert!(
+            diff.contains("-# real") && diff.contains("+# real, edited"),
+            "{diff}"
+        );
+        w.git(&dir, &["add", "README.md"]);
+        std::fs::write(dir.join("nested/a/b/c/deep.txt"), "deeper\n").unwrap();
+        w.git(&dir, &["commit", "-q", "-a", "-m", "offline, -a"]);
+        w.git(&dir, &["fsck", "--no-progress"]);
+        w.git(&dir, &["reset", "-q", "--soft", "HEAD^"]);
+        w.git(&dir, &["commit", "-q", "-m", "offline"]);
+        assert_eq!(w.git(&dir, &["rev-parse", "HEAD^"]), tip);
+        assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
+    }
+}
+
+/// Issue 39, section 1: what the restore fetched is never fetched again — not by plain git (its
+/// lazy fetch downloaded the whole commit from a server without `filter`, warning "filtering not
+/// recognized by server") nor by `git-session status`, which downloaded it a second time.
+#[test]
+fn nothing_an_archive_restore_fetched_is_fetched_again() {
+    for filter in [false, true] {
+        let r = Restored::new();
+        r.w.git(
+            &r.bare,
+            &["config", "uploadpack.allowFilter", &filter.to_string()],
+        );
+        let dir = r.restore(&format!("once-{filter}"));
+        let out =
+            r.w.git_output_with_env(&dir, &["status", "--porcelain"], &[("READ_URL", &r.read)]);
+        assert!(out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("filtering not recognized"), "{stderr}");
+        r.git(&dir, &["log", "-1"]);
+        r.w.run(&dir, &["status", "--json"], &[("READ_URL", &r.read)])
+            .assert_code(0);
+        std::fs::write(dir.join("x.txt"), "x\n").unwrap();
+        r.w.run(
+            &dir,
+            &["save", "-m", "x", "--json"],
+            &[("READ_URL", &r.read), ("PUSH_URL", &r.read)],
+        )
+        .assert_code(0);
+        let asked = fetches(&r.srv);
+        assert_eq!(asked.len(), 1, "filter {filter}: {asked:?}");
+    }
 }

@@ -7,6 +7,7 @@
 //! [`PackLimits`] before anything that size is allocated, and objects over the big-object
 //! threshold are never held whole.
 
+pub mod blob_pack;
 pub mod delta;
 pub mod entries;
 pub mod generate;

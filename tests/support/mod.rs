@@ -391,7 +391,8 @@ impl World {
         self.git_output_with_env(dir, args, &[])
     }
 
-    fn git_output_with_env(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    /// [`World::git_output`] with `vars` added to the isolated environment.
+    pub fn git_output_with_env(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
         Command::new("git")
             .args(args)
             .current_dir(dir)

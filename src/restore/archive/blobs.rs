@@ -17,6 +17,18 @@ use sha1::Digest as _;
 
 use crate::error::{Error, Result};
 
+/// What the extraction does with each file's bytes besides writing the file.
+#[derive(Debug, Clone, Copy)]
+pub enum Hash<'a> {
+    /// Nothing.
+    Skip,
+    /// Its blob id (for the index).
+    Ids,
+    /// Its blob id, and the blob kept in a pack in this `objects/pack` folder (see
+    /// [`crate::pack::blob_pack`]).
+    IdsAndPack(&'a std::path::Path),
+}
+
 /// One extracted file or symlink: its path below the tree ('/'-joined), index mode and blob id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blob {
@@ -66,7 +78,10 @@ pub struct Hashing {
     /// Batches the thread is done with, emptied, to fill again: a new 256 KiB buffer per batch
     /// was a fresh mapping (page faults, zeroed pages) and a realloc chain every time.
     back: Receiver<Batch>,
-    thread: Option<JoinHandle<Vec<gix::ObjectId>>>,
+    thread: Option<JoinHandle<Hashed>>,
+    /// Set by [`Hashing::finish`]: the stream was whole, so the pack is finished (an extraction
+    /// that failed leaves none).
+    whole: std::sync::Arc<std::sync::atomic::AtomicBool>,
     batch: Batch,
     entries: Vec<(
         Vec<u8>,
@@ -76,21 +91,33 @@ pub struct Hashing {
 }
 
 impl Hashing {
-    /// Start the thread.
-    pub fn start() -> Self {
+    /// Start the thread; with `pack`, it keeps every blob in a pack there too.
+    ///
+    /// # Errors
+    /// The I/O error of creating the pack.
+    pub fn start(pack: Option<&std::path::Path>) -> Result<Self> {
         let (tx, rx) = sync_channel(IN_FLIGHT);
         let (back_tx, back) = sync_channel(IN_FLIGHT + 1);
+        let pack = pack
+            .map(|dir| {
+                crate::pack::blob_pack::BlobPack::create(dir)
+                    .map_err(|e| Error::io(format!("creating a pack in {}", dir.display()), e))
+            })
+            .transpose()?;
+        let whole = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = whole.clone();
         let thread = std::thread::Builder::new()
             .name("blob-ids".into())
-            .spawn(move || hash_all(&rx, &back_tx))
+            .spawn(move || hash_all(&rx, &back_tx, pack, &done))
             .ok();
-        Hashing {
+        Ok(Hashing {
             tx: Some(tx),
             back,
             thread,
             batch: Batch::with_room(),
             entries: Vec::new(),
-        }
+            whole,
+        })
     }
 
     /// A blob of `size` bytes at `path` begins; its bytes follow through [`Hashing::update`].
@@ -136,14 +163,18 @@ impl Hashing {
     /// [`Error::Internal`] when the hashing thread did not start or did not finish.
     pub fn finish(mut self) -> Result<Vec<Blob>> {
         self.send();
+        self.whole.store(true, std::sync::atomic::Ordering::SeqCst);
         self.tx = None;
-        let ids = self
+        let (ids, pack) = self
             .thread
             .take()
             .and_then(|t| t.join().ok())
             .ok_or_else(|| {
                 Error::Internal("the thread hashing the archive's files failed".into())
             })?;
+        if let Some(Err(e)) = pack {
+            return Err(Error::io("writing the archive's blobs into a pack", e));
+        }
         if ids.len() != self.entries.len() {
             return Err(Error::Internal(format!(
                 "hashed {} of the archive's {} files",
@@ -173,33 +204,64 @@ impl Drop for Hashing {
     }
 }
 
-/// The thread: a blob id per `Begin … End`, until the sender is gone.
-fn hash_all(rx: &Receiver<Batch>, back: &SyncSender<Batch>) -> Vec<gix::ObjectId> {
+/// What the thread made: the ids, and the pack's path (or the error that stopped it).
+type Hashed = (
+    Vec<gix::ObjectId>,
+    Option<std::io::Result<std::path::PathBuf>>,
+);
+
+/// The thread: a blob id per `Begin … End`, until the sender is gone; each blob into `pack` too.
+fn hash_all(
+    rx: &Receiver<Batch>,
+    back: &SyncSender<Batch>,
+    mut pack: Option<crate::pack::blob_pack::BlobPack>,
+    whole: &std::sync::atomic::AtomicBool,
+) -> Hashed {
     let mut ids = Vec::new();
     let mut hasher = sha1::Sha1::new();
+    let mut failed = None;
     while let Ok(mut batch) = rx.recv() {
         let mut at = 0;
         for op in batch.ops.drain(..) {
-            match op {
+            let packed = match op {
                 Op::Begin(size) => {
                     hasher = sha1::Sha1::new();
                     hasher.update(format!("blob {size}\0").as_bytes());
+                    pack.as_mut().map(|p| p.begin(size))
                 }
                 Op::Data(n) => {
-                    hasher.update(&batch.data[at..at + n]);
+                    let bytes = &batch.data[at..at + n];
+                    hasher.update(bytes);
                     at += n;
+                    pack.as_mut().map(|p| p.data(bytes))
                 }
                 Op::End => {
                     let digest = std::mem::take(&mut hasher).finalize();
-                    ids.push(gix::ObjectId::from_bytes_or_panic(digest.as_slice()));
+                    let id = gix::ObjectId::from_bytes_or_panic(digest.as_slice());
+                    ids.push(id);
+                    pack.as_mut().map(|p| p.end(id))
                 }
+            };
+            if let Some(Err(e)) = packed {
+                // The ids go on; the pack stops, its error is reported.
+                pack = None;
+                failed = Some(e);
             }
         }
         batch.data.clear();
         // Full (the extraction made new ones meanwhile) or gone: dropped.
         let _ = back.try_send(batch);
     }
-    ids
+    let pack = match (failed, pack) {
+        (Some(e), _) => Some(Err(e)),
+        (None, Some(p)) if whole.load(std::sync::atomic::Ordering::SeqCst) => Some(p.finish()),
+        (None, Some(p)) => {
+            p.abandon();
+            None
+        }
+        (None, None) => None,
+    };
+    (ids, pack)
 }
 
 #[cfg(test)]
@@ -208,7 +270,7 @@ mod tests {
 
     #[test]
     fn ids_are_git_blob_ids_in_order() {
-        let mut h = Hashing::start();
+        let mut h = Hashing::start(None).unwrap();
         let big = vec![b'x'; 300_000];
         for (path, bytes) in [("a", &b"hello\n"[..]), ("b/c", &big), ("d", b"")] {
             h.begin(

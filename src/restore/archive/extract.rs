@@ -92,7 +92,7 @@ pub fn extract<R: Read>(
     root: &Tree,
     strip: Strip,
     tip_hex: &str,
-    hash: bool,
+    hash: super::blobs::Hash<'_>,
 ) -> Result<Extracted> {
     let mut extraction = Extraction {
         root,
@@ -103,7 +103,11 @@ pub fn extract<R: Read>(
         },
         checked_parent: Vec::new(),
         out: Extracted::default(),
-        hashing: hash.then(super::blobs::Hashing::start),
+        hashing: match hash {
+            super::blobs::Hash::Skip => None,
+            super::blobs::Hash::Ids => Some(super::blobs::Hashing::start(None)?),
+            super::blobs::Hash::IdsAndPack(dir) => Some(super::blobs::Hashing::start(Some(dir))?),
+        },
     };
     while let Some(member) = stream.next_member()? {
         // git archive writes the commit id first: a wrong archive stops here, not at its end.

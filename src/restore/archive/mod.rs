@@ -1,14 +1,17 @@
 //! The archive path of `restore`: stream a tar.gz of `TIP_SHA` — from a URL, a file or stdin —
 //! through gzip (every member) and tar into a staging folder inside the target, check it whole
-//! (containment, the commit id `git archive` records), then move the entries into place and leave
-//! a `.git` holding only the session record, the branch unborn (SPEC "Commands" → restore, rule 7).
+//! (containment, the commit id `git archive` records), then move the entries into place (SPEC
+//! "Commands" → restore, rule 7). With `READ_URL` the commit's history is fetched beside the
+//! extraction and the tree is a git tree; without it `.git` holds the session record, the branch
+//! unborn.
 //!
 //! The steps, in order: `options` (where the stream comes from, its bounds); `unpack` (download,
 //! inflate within gzip's overhead, and extract: `tar_stream` reads the members, `extract` writes
-//! them contained, `blobs` hashes their ids beside it); the commit id checked; `place` (everything
-//! in the way found first, then the entries moved into the target); `index` (the index and cache
-//! tree from those ids, when history can be promised). The first `save`, `push` or `status` that
-//! needs history attaches it ([`attach`]).
+//! them contained, `blobs` hashes their ids beside it), and beside it the commit's fetch
+//! ([`attach`]); the commit id checked; `place` (everything in the way found first, then the
+//! entries moved into the target); `index` (the index and cache tree from those ids). Without
+//! `READ_URL`, the first `save`, `push` or `status` given it attaches history ([`attach`],
+//! [`replay`]).
 
 pub mod attach;
 mod blobs;
@@ -16,11 +19,14 @@ pub(crate) mod extract;
 mod index;
 mod options;
 mod place;
+mod replay;
 mod tar_stream;
 mod unpack;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use blobs::Hash;
 pub use extract::Strip;
 pub use options::{ArchiveOptions, ArchiveSource};
 pub use tar_stream::Limits;
@@ -165,7 +171,8 @@ fn look_up_lease(
     };
     let (remote, filter) = http.with_retries(read, "looking up the session branch", |url| {
         let caps = fetch::handshake(http, url, &opts.branch)?;
-        let filter = fetch::fetch_supports(&caps, "filter");
+        // Our v0 requests carry no filter: only v2's is used.
+        let filter = matches!(caps, fetch::Server::V2(_)) && fetch::fetch_supports(&caps, "filter");
         Ok((fetch::ls_ref(http, url, &caps, &opts.branch)?, filter))
     })?;
     let lease = match remote {
@@ -206,7 +213,7 @@ impl Staged<'_> {
         let (read_public, push_public) = self.init_git_dir()?;
         let tree = self.staging.join(TREE_DIR);
         let tip_hex = opts.tip.to_string();
-        let (extracted, commit_id) = self.extract(&tree, file, &tip_hex)?;
+        let (extracted, commit_id, fetched) = self.extract_and_fetch(&tree, file, &tip_hex)?;
         self.check_recorded_commit(commit_id, &tip_hex)?;
         if extracted.files + extracted.symlinks == 0 {
             self.no_files(extracted.shallowest)?;
@@ -220,9 +227,17 @@ impl Staged<'_> {
             .remove_all(&tree_rel(opts, &tree))
             .map_err(|e| Error::io(format!("removing {}", tree.display()), e))?;
         let mut lfs_files = 0;
-        if opts.read.is_some() {
-            self.promise_history(&target, extracted.blobs, &extracted.links)?;
+        if let Some(fetched) = fetched {
+            self.attach_history(&target, extracted.blobs, &extracted.links, &fetched)?;
             lfs_files = self.fetch_lfs(&target)?;
+        } else {
+            attach::promise(self.staging, None)?;
+            self.warnings.push(format!(
+                "restored without READ_URL, so without history: until a save, push or status \
+                 runs with READ_URL set, plain git sees every file as untracked; commits made \
+                 meanwhile are then moved onto TIP_SHA {}",
+                opts.tip
+            ));
         }
         let record = SessionRecord {
             version: 1,
@@ -303,7 +318,8 @@ impl Staged<'_> {
                 push_url: push_url.as_ref(),
                 branch: &opts.branch,
                 on_remote: !self.lease.is_zero(),
-                promisor: true,
+                // Only a server that takes `filter` sent the commit without its blobs.
+                promisor: self.filter,
                 promisor_filter: self.filter,
             },
         )?;
@@ -314,16 +330,16 @@ impl Staged<'_> {
         ))
     }
 
-    /// Make the tree a git tree from the first command, before its history is here: the index
-    /// from the blob ids hashed during the extraction (stat data from the files in place), the
-    /// branch at `TIP_SHA`, shallow there, and `origin` a promisor remote from which plain git
-    /// fetches the commit's objects when it needs them. The archive's root tree id is kept for
-    /// the check once history is attached ([`attach`]).
-    fn promise_history(
-        &self,
+    /// Make the tree a git tree that works offline: the index from the blob ids hashed during the
+    /// extraction (stat data from the files in place), the branch at `TIP_SHA`, shallow there,
+    /// with the commit and trees `fetched` beside the extraction; the archive's tree checked
+    /// against the commit's. Blobs left out by `filter blob:none` are the promisor remote's.
+    fn attach_history(
+        &mut self,
         target: &Tree,
         blobs: Vec<blobs::Blob>,
         links: &[Vec<u8>],
+        fetched: &fetch::Fetched,
     ) -> Result<()> {
         let opts = self.opts;
         let root = index::write(self.staging, target, blobs)?;
@@ -334,12 +350,57 @@ impl Staged<'_> {
                 Error::from_chain(format!("writing a blob into {}", objects.display()), &e)
             })?;
         }
-        layout::write_shallow(self.staging, &[opts.tip.id()])?;
+        layout::write_shallow(self.staging, &fetched.shallow)?;
         if self.lease == opts.tip {
             layout::write_ref(self.staging, &opts.branch.tracking_ref(), opts.tip)?;
         }
         layout::write_ref(self.staging, &opts.branch.full_ref(), opts.tip)?;
-        attach::promise(self.staging, root)
+        if self.filter {
+            layout::mark_promisor_packs(self.staging)?;
+        }
+        let repo = crate::repo::open(self.staging)?;
+        self.warnings
+            .extend(attach::check_archive_tree(&repo, opts.tip, root)?);
+        Ok(())
+    }
+
+    /// [`Self::extract`], and with a `READ_URL` beside it the commit's history
+    /// ([`attach::fetch_commit`]).
+    fn extract_and_fetch(
+        &self,
+        tree: &Path,
+        file: Option<std::fs::File>,
+        tip_hex: &str,
+    ) -> Result<(extract::Extracted, Option<String>, Option<fetch::Fetched>)> {
+        let opts = self.opts;
+        let Some(read) = opts.read.as_ref() else {
+            let (extracted, commit_id) = self.extract(tree, file, tip_hex)?;
+            return Ok((extracted, commit_id, None));
+        };
+        let interrupt = AtomicBool::new(false);
+        let pack_dir = self.staging.join("objects/pack");
+        std::thread::scope(|scope| {
+            let fetching = scope.spawn(|| {
+                attach::fetch_commit(
+                    self.http,
+                    read,
+                    &opts.branch,
+                    opts.tip,
+                    &pack_dir,
+                    self.filter,
+                    &interrupt,
+                )
+            });
+            let extracted = self.extract(tree, file, tip_hex);
+            if extracted.is_err() {
+                interrupt.store(true, Ordering::Relaxed);
+            }
+            let fetched = fetching
+                .join()
+                .unwrap_or_else(|_| Err(Error::Internal("the history fetch panicked".into())));
+            let (extracted, commit_id) = extracted?;
+            Ok((extracted, commit_id, Some(fetched?)))
+        })
     }
 
     /// Unpack the archive into a fresh `tree`; a download that breaks off starts again from
@@ -351,8 +412,15 @@ impl Staged<'_> {
         tip_hex: &str,
     ) -> Result<(extract::Extracted, Option<String>)> {
         let archive = self.archive;
-        // The index is written when history can be promised (see `promise_history`).
-        let hash = self.opts.read.is_some();
+        // With history fetched beside the extraction, the index is written from the blob ids;
+        // a fetch without blobs (`filter`) leaves them to the archive's, kept in a pack: git needs
+        // them to commit and diff (see `attach_history`).
+        let pack_dir = self.staging.join("objects/pack");
+        let hash = match (&self.opts.read, self.filter) {
+            (Some(_), true) => Hash::IdsAndPack(&pack_dir),
+            (Some(_), false) => Hash::Ids,
+            (None, _) => Hash::Skip,
+        };
         match &archive.source {
             ArchiveSource::Url(source) => {
                 self.http

@@ -50,7 +50,7 @@ pub(crate) fn unpack(
     tree: &Path,
     archive: &ArchiveOptions,
     tip_hex: &str,
-    hash: bool,
+    hash: super::blobs::Hash<'_>,
 ) -> Result<(extract::Extracted, Option<String>)> {
     let inflated = std::rc::Rc::new(std::cell::Cell::new(0));
     let input = Deflated {
@@ -118,7 +118,7 @@ pub(crate) fn unpack_tar(
     tree: &Path,
     archive: &ArchiveOptions,
     tip_hex: &str,
-    hash: bool,
+    hash: super::blobs::Hash<'_>,
 ) -> Result<(extract::Extracted, Option<String>)> {
     let mut stream = tar_stream::TarStream::new(tar, archive.limits);
     // Every member is written through one handle on the fresh folder (SPEC rule 7).
