@@ -17,6 +17,7 @@ mod cli;
 mod early_checkout;
 mod fuzz_corpus;
 mod handoff;
+mod hints;
 mod hostile;
 mod inputs;
 mod lease;
