@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use crate::hint::Hint;
 use crate::types::{FullSha, SessionBranch};
 
 /// A failure of a command: what happened and what to do.
@@ -212,8 +213,21 @@ pub struct Stale {
     pub remote_tip: FullSha,
     /// What became of local work, completing "the remote branch was not changed; …".
     pub local: String,
+    /// Where the work is, for the commands that go on from the remote tip.
+    pub work: LocalWork,
     /// The server's own words, when its compare-and-swap refused (an `ng` reason).
     pub remote_says: Option<String>,
+}
+
+/// This tree's work, for the way on after a stale write: the commits `base..head` of `workdir`.
+#[derive(Debug)]
+pub struct LocalWork {
+    /// The work tree.
+    pub workdir: std::path::PathBuf,
+    /// The commit local work starts from: the lease, or `TIP_SHA` for a new session.
+    pub base: FullSha,
+    /// The local commit the push was for.
+    pub head: FullSha,
 }
 
 /// Why credentials were refused.
@@ -316,16 +330,56 @@ impl fmt::Display for Stale {
         write!(
             f,
             "stale session: {now}, but {expected}; another sandbox owns the session now (or a \
-             push from this tree went around git-session's check, e.g. `git push --no-verify`, \
-             which does not count as this tree's) — the remote branch was not changed; {}. To go \
-             on, restore the session's current tip (from the backend) into a new folder and \
-             bring your work over",
-            self.local
+             push from this tree went around git-session's check, e.g. git push --no-verify, \
+             which does not count as this tree's) — the remote branch was not changed; {}. {}",
+            self.local,
+            self.go_on()
         )?;
         if let Some(says) = &self.remote_says {
             write!(f, " (remote: {says})")?;
         }
         Ok(())
+    }
+}
+
+impl Stale {
+    /// How to go on from the remote tip: restore it into a new folder (beside this tree, named
+    /// after the tip), replay this tree's commits there — a fetch from this shallow tree would
+    /// be refused — and save there.
+    fn go_on(&self) -> String {
+        let work = &self.work;
+        // The branch deleted: the session starts again from where this tree's work starts.
+        let tip = if self.remote_tip.is_zero() {
+            work.base
+        } else {
+            self.remote_tip
+        };
+        let mut name = work.workdir.file_name().unwrap_or_default().to_owned();
+        name.push(format!("-{}", &tip.to_string()[..12]));
+        let dir = work.workdir.with_file_name(name);
+        let restore = Hint::RestoreAt {
+            dir: dir.clone(),
+            branch: self.branch.clone(),
+            tip,
+            submodules: false,
+        };
+        let save = Hint::SaveIn(dir.clone());
+        if work.head == work.base {
+            return format!(
+                "To go on, restore the session's current tip into a new folder (with READ_URL and \
+                 PUSH_URL as for this tree): {restore}, then work and save there: {save}"
+            );
+        }
+        let bring = Hint::BringCommitsOver {
+            base: work.base,
+            head: work.head,
+            dir,
+        };
+        format!(
+            "To go on, restore the session's current tip into a new folder (with READ_URL and \
+             PUSH_URL as for this tree): {restore}; bring this tree's commits over: {bring}; then \
+             save there: {save}"
+        )
     }
 }
 
@@ -620,6 +674,11 @@ mod tests {
             lease: FullSha::zero(),
             remote_tip: FullSha::zero(),
             local: m(),
+            work: LocalWork {
+                workdir: "/w".into(),
+                base: FullSha::zero(),
+                head: FullSha::zero(),
+            },
             remote_says: None,
         };
         let auth = Auth {

@@ -21,6 +21,7 @@ pub mod failpoint;
 pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod hint;
 pub mod inputs;
 pub mod knobs;
 pub mod names;

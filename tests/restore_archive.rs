@@ -2547,7 +2547,7 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
             );
             // Any other command says what it is, and what to do.
             let status = w.run(&arena.target, &["status"], &[]);
-            let words = ["interrupted restore", "`git-session restore` there again"];
+            let words = ["interrupted restore", "`git-session restore -C ", "` again"];
             status.assert_case_says(point, 2, &words);
         }
         let run = arena.restore(&w, &archive, &[]);

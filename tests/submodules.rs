@@ -8,7 +8,7 @@ use crate::support::{GitServer, Run, TOKEN, World, userinfo};
 
 /// A scratch repository holding `files`, the gitlinks `links` (`path`, commit) and a
 /// `.gitmodules` of `gitmodules`, served as `srv/<name>`; returns its commit.
-fn repo_with_links(
+pub(crate) fn repo_with_links(
     w: &World,
     name: &str,
     files: &[(&str, &str)],

@@ -18,6 +18,7 @@ mod docs;
 mod early_checkout;
 mod fuzz_corpus;
 mod handoff;
+mod hints;
 mod hostile;
 mod inputs;
 mod lease;

@@ -45,7 +45,7 @@ pub fn expiry_warnings<'a>(
 pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
     let warnings = crate::repo::prepush::ensure(&session.git_dir).unwrap_or_else(|e| {
         vec![format!(
-            "could not verify git-session's check of plain `git push` ({e}): a plain push from \
+            "could not verify git-session's check of plain git push ({e}): a plain push from \
              this tree may not be held to the lease"
         )]
     });
@@ -64,6 +64,6 @@ pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
 }
 
 /// The note a stale error gets when the check of plain `git push` had been off in this tree.
-pub const CHECK_WAS_OFF: &str = "git-session's check of plain `git push` was off in this tree \
+pub const CHECK_WAS_OFF: &str = "git-session's check of plain git push was off in this tree \
     until now (see the warning): a plain push made from here meanwhile was not recorded as this \
     tree's, so it counts as another sandbox's";

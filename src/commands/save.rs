@@ -2,6 +2,7 @@
 
 use crate::cli::SaveArgs;
 use crate::error::{Error, Result};
+use crate::hint::Hint;
 use crate::output::Success;
 use crate::output::json::{CommandResult, Pushed};
 use crate::repo::session::Session;
@@ -69,10 +70,13 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
         };
         match e {
             Error::Network(_) | Error::Protocol(_) => {
-                format!("{what}: rerunning `git-session save` pushes it")
+                format!("{what}: rerunning {} pushes it", Hint::Save)
             }
             Error::Auth(_) => {
-                format!("{what}: rerunning `git-session save` with a valid PUSH_URL pushes it")
+                format!(
+                    "{what}: rerunning {} with a valid PUSH_URL pushes it",
+                    Hint::Save
+                )
             }
             _ => what,
         }

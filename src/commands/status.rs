@@ -5,6 +5,7 @@ use crate::output::json;
 
 use crate::cli::StatusArgs;
 use crate::error::Result;
+use crate::hint::Hint;
 use crate::inputs;
 use crate::output::Success;
 use crate::repo::lease::{Ledger, RemoteTip, known_lease};
@@ -273,7 +274,7 @@ fn human_lines(local: &Local, found: &Classified) -> Vec<String> {
                 .to_owned()
         } else if local.lease != record.lease {
             format!(
-                "Lease: {} (this tree's `git push` landed there; the remote branch must still be \
+                "Lease: {} (this tree's git push landed there; the remote branch must still be \
                  there when this tree pushes)",
                 local.lease
             )
@@ -321,10 +322,7 @@ fn human_lines(local: &Local, found: &Classified) -> Vec<String> {
                     changes.len()
                 )
             } else {
-                format!(
-                    "Changes ({}), committed by `git session save`:",
-                    changes.len()
-                )
+                format!("Changes ({}), committed by {}:", changes.len(), Hint::Save)
             });
             human.extend(
                 changes
@@ -342,6 +340,11 @@ fn human_lines(local: &Local, found: &Classified) -> Vec<String> {
 
 /// The `Remote:` line: the tip and what a push from here would do.
 fn remote_line(rt: FullSha, state: RemoteTip) -> String {
+    let ahead = format!(
+        "a commit this tree pushed, ahead of the local branch: the next push takes it as the \
+         lease ({} brings the branch up to it)",
+        Hint::MergeFfOnly(rt)
+    );
     let (shown, what) = match state {
         RemoteTip::Lease => (
             if rt.is_zero() {
@@ -355,11 +358,7 @@ fn remote_line(rt: FullSha, state: RemoteTip) -> String {
             rt.to_string(),
             "a commit this tree pushed: the next push takes it as the lease",
         ),
-        RemoteTip::Ahead => (
-            rt.to_string(),
-            "a commit this tree pushed, ahead of the local branch: the next push takes it \
-             as the lease (`git merge --ff-only` brings the branch up to it)",
-        ),
+        RemoteTip::Ahead => (rt.to_string(), ahead.as_str()),
         RemoteTip::Rewritten => (
             rt.to_string(),
             "local history no longer contains it (rewritten, e.g. by an amend or a rebase): \
@@ -372,7 +371,7 @@ fn remote_line(rt: FullSha, state: RemoteTip) -> String {
         RemoteTip::Moved => (
             rt.to_string(),
             "moved: another sandbox wrote (or a push from here went around git-session's \
-             check, e.g. `git push --no-verify`); a push from here will be refused (exit 3)",
+             check, e.g. git push --no-verify); a push from here will be refused (exit 3)",
         ),
     };
     format!("Remote: {shown} ({what})")

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::cli::{SaveArgs, WatchArgs};
 use crate::error::{Error, Refusal, Result};
+use crate::hint::Hint;
 use crate::output;
 use crate::repo::session::Session;
 use crate::types::Owner;
@@ -203,7 +204,8 @@ fn save_within(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(Error::Network(format!(
                 "the save did not finish within {FINAL_SAVE_SECS} s of the signal: local commits \
-                 are kept, a later `git-session save` pushes them"
+                 are kept, a later {} pushes them",
+                Hint::Save
             )));
         }
     }

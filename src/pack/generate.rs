@@ -18,6 +18,7 @@ use gix_packetline::blocking_io::encode;
 
 use crate::error::chain;
 use crate::error::{Error, Result};
+use crate::hint::Hint;
 use crate::types::FullSha;
 
 /// A request body on disk.
@@ -495,7 +496,8 @@ fn big_blob_content(
 
 fn not_the_blob(id: &ObjectId) -> Error {
     Error::Integrity(format!(
-        "the stored object {id} is not the blob it names (run `git fsck`): nothing was uploaded"
+        "the stored object {id} is not the blob it names (run {}): nothing was uploaded",
+        Hint::Fsck
     ))
 }
 

@@ -4,6 +4,7 @@
 //! has; each uploaded object is verified when the server asks for it.
 
 use crate::error::{Error, Result};
+use crate::hint::Hint;
 use crate::repo::lfs as store;
 use crate::repo::session::Session;
 use crate::types::RemoteUrl;
@@ -33,9 +34,9 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
         if let Some(gone) = chunk.iter().find(|p| !store::has(git_dir, p)) {
             return Err(Error::conflict(format!(
                 "LFS object {} is gone from .git/lfs/objects, so it cannot be uploaded: \
-                 restore the file it belongs to, or push it with `git lfs push --all origin`; \
-                 nothing was pushed",
-                gone.oid
+                 restore the file it belongs to, or push it with {}; nothing was pushed",
+                gone.oid,
+                Hint::LfsPushAll
             )));
         }
         let answers = http.retrying("asking the LFS server where to upload", || {

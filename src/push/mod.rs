@@ -24,6 +24,7 @@
 mod lfs;
 
 use crate::error::{Error, Result};
+use crate::hint::Hint;
 use crate::pack::generate as pack;
 use crate::repo::lease::{Ledger, RemoteTip, classify, known_lease, stale};
 use crate::repo::session::Session;
@@ -116,8 +117,10 @@ pub fn push(
     if let Some(head) = crate::repo::operations::commits_off_branch(&repo, &branch) {
         outcome.warnings.push(format!(
             "HEAD ({head}) holds commits that {} lacks, and they were not pushed: switch back \
-             (`git switch {branch}`), bring them over (`git merge {head}`) and push again",
-            branch.full_ref()
+             ({}), bring them over ({}) and push again",
+            branch.full_ref(),
+            Hint::Switch(branch.clone()),
+            Hint::Merge(FullSha::from_id(head))
         ));
     }
     if outcome.tip != session.record.lease {
@@ -257,7 +260,7 @@ impl Attempt<'_> {
                 old: remote,
                 warnings: vec![format!(
                     "the remote branch moved from {lease} to {remote}, which this tree pushed \
-                     earlier (a plain `git push`, or a push whose answer was lost): the lease \
+                     earlier (a plain git push, or a push whose answer was lost): the lease \
                      advances to it"
                 )],
             }),
@@ -268,14 +271,15 @@ impl Attempt<'_> {
                 vec![format!(
                     "the remote branch is at {remote}, which this tree pushed (from another \
                      branch?) and which is ahead of local {} ({}): nothing to push; the lease \
-                     advances to it — bring the branch up to it with `git merge --ff-only {remote}`",
+                     advances to it — bring the branch up to it with {}",
                     branch.full_ref(),
-                    self.local
+                    self.local,
+                    Hint::MergeFfOnly(remote)
                 )],
             ))),
             RemoteTip::Rewritten => Err(self.rewritten(remote)),
             RemoteTip::Lease | RemoteTip::Moved | RemoteTip::Deleted => {
-                Err(stale(branch, lease, remote, self.kept))
+                Err(stale(branch, (lease, remote), self.kept, self.work(lease)))
             }
         }
     }
@@ -285,11 +289,12 @@ impl Attempt<'_> {
             "the remote branch '{}' is at {remote}, which this tree pushed, but local {} ({}) no \
              longer contains it: history was rewritten after the push (e.g. an amend or a \
              rebase); nothing was uploaded (git-session pushes fast-forward only) — to keep \
-             your changes as a new commit on top of it: `git reset --soft {remote}`, then save \
-             again",
+             your changes as a new commit on top of it: {}, then {} again",
             self.branch(),
             self.branch().full_ref(),
-            self.local
+            self.local,
+            Hint::ResetSoft(remote),
+            Hint::Save
         ))
     }
 
@@ -302,7 +307,7 @@ impl Attempt<'_> {
         Err(Error::conflict(format!(
             "local {} ({}) does not descend from {} {base}: history was rewritten; nothing was \
              uploaded (git-session pushes fast-forward only) — to keep your changes as a new \
-             commit on top of it: `git reset --soft {base}`, then save again",
+             commit on top of it: {}, then {} again",
             self.branch().full_ref(),
             self.local,
             if old.is_zero() {
@@ -310,7 +315,18 @@ impl Attempt<'_> {
             } else {
                 "the lease"
             },
+            Hint::ResetSoft(base),
+            Hint::Save,
         )))
+    }
+
+    /// This tree's work, for the stale error's way on.
+    fn work(&self, lease: FullSha) -> crate::error::LocalWork {
+        crate::error::LocalWork {
+            workdir: self.session.workdir.clone(),
+            base: self.base(lease),
+            head: self.local,
+        }
     }
 
     fn base(&self, old: FullSha) -> FullSha {
@@ -382,7 +398,7 @@ impl Attempt<'_> {
                  ({reason}): pushing again from there"
             ))),
             _ => {
-                let mut e = stale(self.branch(), old, now, self.kept);
+                let mut e = stale(self.branch(), (old, now), self.kept, self.work(old));
                 if let Error::Stale(s) = &mut e {
                     s.remote_says = Some(reason.to_owned());
                 }

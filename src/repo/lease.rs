@@ -286,7 +286,7 @@ impl WriteLock {
         crate::clock::lock(
             &file,
             path,
-            "another git-session save or push (or a plain `git push`) from this tree",
+            "another git-session save or push (or a plain git push) from this tree",
         )?;
         Ok(WriteLock { _file: file })
     }
@@ -295,12 +295,18 @@ impl WriteLock {
 /// The stale-write error (exit 3), naming both ids; `local` says what happened to local work and
 /// completes the sentence "the remote branch was not changed; …" (rendered by
 /// [`crate::error::Stale`]).
-pub fn stale(branch: &SessionBranch, lease: FullSha, remote: FullSha, local: &str) -> Error {
+pub fn stale(
+    branch: &SessionBranch,
+    (lease, remote): (FullSha, FullSha),
+    local: &str,
+    work: crate::error::LocalWork,
+) -> Error {
     Error::Stale(Box::new(crate::error::Stale {
         branch: branch.clone(),
         lease,
         remote_tip: remote,
         local: local.to_owned(),
+        work,
         remote_says: None,
     }))
 }

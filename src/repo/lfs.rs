@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::hint::Hint;
 use crate::types::lfs::{Oid, Pointer};
 
 /// The pending list's file, below the git dir.
@@ -103,12 +104,11 @@ pub fn add_pending(git_dir: &Path, pointers: &[Pointer]) -> Result<()> {
 /// # Errors
 /// [`Error::LocalIo`] / [`Error::Internal`] when the list cannot be read.
 pub fn pending(git_dir: &Path) -> Result<Vec<Pointer>> {
-    let Some(bytes) = crate::fs::state::read(
-        &git_dir.join(PENDING),
-        MAX_PENDING,
-        "remove .git/lfs/git-session-pending and run `git lfs push --all origin`",
-    )?
-    else {
+    let fix = format!(
+        "remove .git/lfs/git-session-pending and run {}",
+        Hint::LfsPushAll
+    );
+    let Some(bytes) = crate::fs::state::read(&git_dir.join(PENDING), MAX_PENDING, &fix)? else {
         return Ok(Vec::new());
     };
     Ok(String::from_utf8_lossy(&bytes)

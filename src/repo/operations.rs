@@ -3,31 +3,37 @@
 
 use std::path::Path;
 
+use crate::hint::Hint;
 use crate::types::SessionBranch;
 
 /// A rebase or `git am` stopped midway (its state folder in the git dir): what it is, its folder,
 /// and how to finish it. A rebase leaves `HEAD` off the branch, and `git switch` is refused until
 /// it ends; `git am` stops on the branch.
-pub fn stopped_operation(git_dir: &Path) -> Option<(&'static str, &'static str, &'static str)> {
+pub fn stopped_operation(git_dir: &Path) -> Option<(&'static str, &'static str, String)> {
     if git_dir.join("rebase-merge").is_dir() {
-        return Some(("a rebase", "rebase-merge", REBASE_FINISH));
+        return Some(("a rebase", "rebase-merge", rebase_finish()));
     }
     let apply = git_dir.join("rebase-apply");
     if apply.join("applying").exists() {
         return Some((
-            "`git am`",
+            "git am",
             "rebase-apply",
-            "`git am --continue` (or `git am --abort`)",
+            format!("{} (or {})", Hint::AmContinue, Hint::AmAbort),
         ));
     }
     apply
         .is_dir()
-        .then_some(("a rebase", "rebase-apply", REBASE_FINISH))
+        .then(|| ("a rebase", "rebase-apply", rebase_finish()))
 }
 
 /// How to finish a stopped rebase. `--abort` resets the work tree, so it is flagged.
-pub const REBASE_FINISH: &str =
-    "`git rebase --continue` (or `git rebase --abort`, which also drops uncommitted changes)";
+fn rebase_finish() -> String {
+    format!(
+        "{} (or {}, which also drops uncommitted changes)",
+        Hint::RebaseContinue,
+        Hint::RebaseAbort
+    )
+}
 
 /// `HEAD`'s commit when it is off the session branch and holds commits the branch lacks (made on
 /// a detached `HEAD`, another branch, or during a bisect): they would be left behind.

@@ -46,6 +46,7 @@ use std::path::{Path, PathBuf};
 use gix::bstr::ByteSlice as _;
 
 use crate::error::{Error, Refusal, Result};
+use crate::hint::Hint;
 use crate::repo::lease::{Ledger, RemoteTip, WriteLock};
 use crate::repo::session::{Session, SessionRecord};
 use crate::types::FullSha;
@@ -187,7 +188,7 @@ fn take_back_hooks_path(git_dir: &Path, warnings: &mut Vec<String>) -> Result<Op
         }
         warnings.push(format!(
             "core.hooksPath was set to {theirs} (by a hook manager?), which turned off \
-             git-session's check of plain `git push`: the check is back, and the hooks of \
+             git-session's check of plain git push: the check is back, and the hooks of \
              {theirs} still run through it"
         ));
         let ids: Vec<_> = config
@@ -240,7 +241,7 @@ fn put_the_hook_back(
             if !ran_ours {
                 warnings.push(format!(
                     "{} was replaced (by a hook manager?), which turned off git-session's check \
-                     of plain `git push`: the check is back, and the replacement, kept as {}, \
+                     of plain git push: the check is back, and the replacement, kept as {}, \
                      runs after it",
                     hook.display(),
                     keep.display()
@@ -250,7 +251,7 @@ fn put_the_hook_back(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if !fresh {
                 warnings.push(format!(
-                    "{} was missing, so plain `git push` was not checked against the lease: \
+                    "{} was missing, so plain git push was not checked against the lease: \
                      re-installed",
                     hook.display()
                 ));
@@ -335,7 +336,7 @@ fn script(chained: Option<&str>) -> String {
     }
     format!(
         "#!/bin/sh\n\
-         {MARKER}: holds plain `git push` to the session branch to the lease (SPEC rule 3).\n\
+         {MARKER}: holds plain git push to the session branch to the lease (SPEC rule 3).\n\
          # Written by git-session; every git-session command re-installs it if it is replaced.\n\
          # Hooks it replaced run after the check with git's own arguments.\n\
          if [ -n \"${ACTIVE_VAR}\" ]; then cat >/dev/null; exit 0; fi\n\
@@ -409,8 +410,9 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
             format!(
                 "{} holds no git-session record, but git-session's pre-push check is installed: \
              git pushed nothing (if this tree is no longer a session, remove the check with \
-             `git config --unset core.hooksPath`)",
-                git_dir.display()
+             {})",
+                git_dir.display(),
+                Hint::RemoveCheck(git_dir.join("hooks/pre-push"))
             ),
         )
     })?;
@@ -427,9 +429,10 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
     if !pending.is_empty() {
         return Err(Error::conflict(format!(
             "{} Git LFS object(s) saved by git-session are not on the LFS server yet (the first: \
-             {}): git pushed nothing; run `git-session push`, which uploads them first",
+             {}): git pushed nothing; run {}, which uploads them first",
             pending.len(),
-            pending[0].oid
+            pending[0].oid,
+            Hint::Push
         )));
     }
     let _lock = WriteLock::acquire(&git_dir)?;
@@ -438,12 +441,24 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
     let record = &session.record;
     let repo = crate::repo::open(&git_dir)?;
     let ledger = Ledger::new(&git_dir);
-    let nothing = if elsewhere {
-        "git pushed nothing, and your local commits are kept (every push to this branch name is \
-         checked, whatever the URL: to push it to another repository, give it another name, e.g. \
-         `git push <remote> HEAD:refs/heads/<name>`)"
+    let kept = "git pushed nothing, and your local commits are kept";
+    let nothing = if !elsewhere {
+        kept.to_owned()
+    } else if is_remote_name(remote) {
+        let copy = Hint::PushElsewhere {
+            remote: remote.to_owned(),
+            name: format!("{}-copy", record.branch),
+        };
+        format!(
+            "{kept} (every push to this branch name is checked, whatever the URL: to push it to \
+             another repository, give it another name, e.g. {copy})"
+        )
     } else {
-        "git pushed nothing, and your local commits are kept"
+        // A URL may hold credentials: never shown, so no command to copy either.
+        format!(
+            "{kept} (every push to this branch name is checked, whatever the URL: to push it to \
+             another repository, push it under another branch name)"
+        )
     };
     // Only a push to the session's own repository is recorded as this tree's: one to another
     // repository (a mirror, a `file://` copy) still at the lease would otherwise let a stale tree
@@ -455,10 +470,19 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
             record,
             (local, remote_tip),
             !elsewhere,
-            nothing,
+            &nothing,
         )?;
     }
     Ok(())
+}
+
+/// Whether git's `$1` names a configured remote (`origin`, `mirror`), not a URL.
+fn is_remote_name(remote: &str) -> bool {
+    !remote.is_empty()
+        && !remote.starts_with('-')
+        && remote
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// The check of one update of the session branch, `remote_tip` → `local`, as git passed it.
@@ -499,16 +523,27 @@ fn check_update(
         {
             return Err(Error::conflict(format!(
                 "the session branch '{}' moved from {remote_tip} to {} while git was pushing, \
-                 by this tree's own save: {nothing}; run `git push` again",
-                record.branch, record.lease
+                 by this tree's own save: {nothing}; run {} again",
+                record.branch,
+                record.lease,
+                Hint::GitPush
             )));
         }
         RemoteTip::Moved | RemoteTip::Deleted => {
+            let work = crate::error::LocalWork {
+                workdir: repo.workdir().unwrap_or(repo.git_dir()).to_owned(),
+                base: if record.lease.is_zero() {
+                    record.tip
+                } else {
+                    record.lease
+                },
+                head: local,
+            };
             return Err(crate::repo::lease::stale(
                 &record.branch,
-                record.lease,
-                remote_tip,
+                (record.lease, remote_tip),
                 nothing,
+                work,
             ));
         }
     };

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Refusal, Result};
+use crate::hint::Hint;
 use crate::types::{FullSha, SessionBranch};
 
 /// The file name of the record inside the git dir.
@@ -202,14 +203,14 @@ impl Session {
                 Refusal::NotASessionFolder,
                 match main {
                     Some(main) => format!(
-                        "{} is a linked work tree (`git worktree add`) of {}: the session lives \
+                        "{} is a linked work tree (git worktree add) of {}: the session lives \
                      there — run git-session in it (or with -C {})",
                         linked.display(),
                         main.display(),
                         main.display()
                     ),
                     None => format!(
-                        "{} is a linked work tree (`git worktree add`): run git-session in the main \
+                        "{} is a linked work tree (git worktree add): run git-session in the main \
                      tree, where the session lives",
                         linked.display()
                     ),
@@ -224,10 +225,11 @@ impl Session {
             return Err(Error::Usage(
                 Refusal::NotASessionFolder,
                 format!(
-                    "{} is a template baked at {} (`git-session bake`), not a session yet: \
-                 `git-session restore` there (READ_URL, SESSION_BRANCH, TIP_SHA) boots one",
+                    "{} is a template baked at {} (by git-session bake), not a session yet: {} \
+                     (with READ_URL, SESSION_BRANCH and TIP_SHA set) boots one",
                     workdir.display(),
-                    template.base
+                    template.base,
+                    Hint::Restore(workdir.to_owned())
                 ),
             ));
         }
@@ -237,9 +239,11 @@ impl Session {
                 Refusal::NotASessionFolder,
                 format!(
                     "{} holds an interrupted restore ({} is where it was building the git dir): \
-                     run `git-session restore` there again, with the same inputs, to complete it",
+                     run {} again, with the same inputs (READ_URL, SESSION_BRANCH, TIP_SHA), to \
+                     complete it",
                     workdir.display(),
-                    crate::names::STAGING_DIR
+                    crate::names::STAGING_DIR,
+                    Hint::Restore(workdir.to_owned())
                 ),
             ));
         }
@@ -247,8 +251,9 @@ impl Session {
             Error::Usage(Refusal::NotASessionFolder, format!(
                 "{} is not inside a tree restored by git-session (no .git/{RECORD_FILE} there or \
                  above): cd into the session's tree, or name it with -C DIR (or SESSION_DIR); \
-                 `git-session restore` makes one",
+                 {} (with READ_URL, SESSION_BRANCH and TIP_SHA set) makes one",
                 workdir.display(),
+                Hint::Restore(workdir.to_owned()),
             ))
         })?;
         if let Some(raw) = branch {

@@ -221,7 +221,10 @@ impl Run<'_> {
             layout::mark_promisor_packs(self.staging)?;
         }
         if opts.submodules == super::submodules::SubmoduleMode::None {
-            warnings.extend(checkout::gitlink_warning(&gitlinks));
+            warnings.extend(checkout::gitlink_warning(
+                &gitlinks,
+                &opts.with_submodules(),
+            ));
         } else {
             warnings.extend(self.restore_submodules(subs)?);
         }

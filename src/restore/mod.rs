@@ -3,7 +3,8 @@
 //!
 //! Every restore works the same way, whatever the source:
 //! 1. inspect the target (`target`, `intent`: what an interrupted run left);
-//! 2. plan (`plan`): a finished restore of this session is a no-op; another session's tree is exit
+//! 2. plan (`plan`): a finished restore of this session is a no-op (but with `--submodules`, which
+//!    fetches the submodules left empty); another session's tree is exit
 //!    2; another repository or other content is exit 7 unless `--force`; a baked template boots;
 //! 3. stage (`staging`): the git dir is built in a staging folder inside the target
 //!    (`.git-session-restore/`), with an intent file naming the branch and commit;
@@ -66,7 +67,8 @@ pub(crate) fn restore(opts: &RestoreOptions, source: &mut impl Source) -> Result
     let _lock = target::lock_target(&opts.dir)?;
     // 2. Plan: a no-op, a boot from a baked template, or a restore (fresh, forced or resumed).
     let plan = match plan::decide(opts)? {
-        Decision::Done(noop) => return Ok(*noop),
+        // A rerun with `--submodules` fetches those left empty (the warning's hint).
+        Decision::Done(noop) => return submodules::complete(opts, *noop),
         Decision::Boot(template) => return source.boot(opts, &template),
         Decision::Restore(plan) => plan,
     };

@@ -42,3 +42,16 @@ pub struct RestoreOptions {
 
 /// The branch name a bake's intent carries (a bake has no session branch).
 pub const TEMPLATE_BRANCH: &str = "git-session-template";
+
+impl RestoreOptions {
+    /// The same restore again with `--submodules shallow`, as a warning about submodules left
+    /// empty suggests it: the rerun fetches them into this tree.
+    pub fn with_submodules(&self) -> crate::hint::Hint {
+        crate::hint::Hint::RestoreAt {
+            dir: self.dir.clone(),
+            branch: self.branch.clone(),
+            tip: self.tip,
+            submodules: true,
+        }
+    }
+}

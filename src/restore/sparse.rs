@@ -135,7 +135,7 @@ impl Cone {
         let Ok(path) = std::env::var("GIT_SESSION_SPARSE_FILE") else {
             return Ok(None);
         };
-        let fix = "give one folder per line, as `git sparse-checkout set --stdin` reads them";
+        let fix = "give one folder per line, as git sparse-checkout set --stdin reads them";
         let bytes = crate::fs::state::read(std::path::Path::new(&path), MAX_SPARSE_FILE, fix)?
             .ok_or_else(|| {
                 Error::Usage(

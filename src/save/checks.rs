@@ -6,8 +6,9 @@ use std::path::Path;
 
 use super::base::fail;
 use crate::error::{Error, Result};
+use crate::hint::Hint;
 use crate::repo::operations::{commits_off_branch, stopped_operation};
-use crate::types::SessionBranch;
+use crate::types::{FullSha, SessionBranch};
 
 /// The commit `HEAD` is at, checking that `HEAD` is on the session branch.
 ///
@@ -31,10 +32,12 @@ pub(super) fn session_head(
         _ if repo.git_dir().join("BISECT_START").exists() => {
             return Err(Error::save_refused(format!(
                 "a bisect is in progress (.git/BISECT_START), so HEAD is not on the session branch \
-                 {full}: end it with `git bisect reset`{}",
+                 {full}: end it with {}{}",
+                Hint::BisectReset,
                 commits_off_branch(repo, branch)
                     .map(|head| format!(
-                        ", then bring over the commits made during it (`git merge {head}`)"
+                        ", then bring over the commits made during it ({})",
+                        Hint::Merge(FullSha::from_id(head))
                     ))
                     .unwrap_or_default()
             )));
@@ -64,18 +67,22 @@ pub(super) fn session_head(
 
 /// How to get `HEAD` back onto the session branch: `git switch`, and when `HEAD` holds commits the
 /// branch lacks, a `git merge` of them afterwards (a fast-forward when it can be), so that none is
-/// left behind.
+/// left behind; local changes in the way are stashed first and taken back last.
 fn switch_back(repo: &gix::Repository, branch: &SessionBranch) -> String {
-    let switch = format!(
-        "switch back (`git switch {branch}`; should git refuse over local changes, `git stash` \
-         first and `git stash pop` after)"
-    );
-    match commits_off_branch(repo, branch) {
-        Some(head) => {
-            format!("{switch}, then bring over the commits made there (`git merge {head}`)")
-        }
-        None => switch,
-    }
+    let switch = format!("switch back with {}", Hint::Switch(branch.clone()));
+    let then = commits_off_branch(repo, branch)
+        .map(|head| {
+            format!(
+                ", then bring over the commits made there with {}",
+                Hint::Merge(FullSha::from_id(head))
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{switch}{then} (should git refuse over local changes, run {} first and {} at the end)",
+        Hint::Stash,
+        Hint::StashPop
+    )
 }
 
 /// Refuse to save in the middle of a merge, cherry-pick or revert, or with unmerged paths: `git
@@ -85,30 +92,39 @@ fn switch_back(repo: &gix::Repository, branch: &SessionBranch) -> String {
 /// # Errors
 /// [`Error::Conflict`] (exit 7), saying how to finish or abort.
 pub(super) fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::File) -> Result<()> {
+    let or = |finish: Hint, abort: Hint| format!("{finish} (or {abort})");
     let operation = [
-        (
-            "MERGE_HEAD",
-            "a merge",
-            "`git commit` (or `git merge --abort`)",
-        ),
+        ("MERGE_HEAD", "a merge", Hint::Commit, Hint::MergeAbort),
         (
             "CHERRY_PICK_HEAD",
             "a cherry-pick",
-            "`git cherry-pick --continue` (or `--abort`)",
+            Hint::CherryPickContinue,
+            Hint::CherryPickAbort,
         ),
         (
             "REVERT_HEAD",
             "a revert",
-            "`git revert --continue` (or `--abort`)",
-        ),
-        (
-            "sequencer",
-            "a cherry-pick or revert of several commits",
-            "`git cherry-pick --continue` or `git revert --continue` (or `--quit` to stop there)",
+            Hint::RevertContinue,
+            Hint::RevertAbort,
         ),
     ]
     .into_iter()
-    .find(|(file, _, _)| git_dir.join(file).exists())
+    .find(|(file, ..)| git_dir.join(file).exists())
+    .map(|(file, what, finish, abort)| (file, what, or(finish, abort)))
+    .or_else(|| {
+        git_dir.join("sequencer").exists().then(|| {
+            (
+                "sequencer",
+                "a cherry-pick or revert of several commits",
+                format!(
+                    "{} or {} (or {} to stop there)",
+                    Hint::CherryPickContinue,
+                    Hint::RevertContinue,
+                    Hint::CherryPickQuit
+                ),
+            )
+        })
+    })
     .or_else(|| stopped_operation(git_dir).map(|(what, dir, finish)| (dir, what, finish)));
     let unmerged: std::collections::BTreeSet<String> = index
         .entries()
@@ -125,14 +141,15 @@ pub(super) fn refuse_unfinished_operations(git_dir: &Path, index: &gix::index::F
             None => " (or undo the operation that made them)".to_owned(),
         };
         return Err(Error::save_refused(format!(
-            "{} path(s) are unmerged ({}{}): resolve the conflicts and `git add` them{then}",
+            "{} path(s) are unmerged ({}{}): resolve the conflicts and mark them resolved ({}){then}",
             unmerged.len(),
             shown.join(", "),
             if unmerged.len() > shown.len() {
                 ", …"
             } else {
                 ""
-            }
+            },
+            Hint::AddUpdate
         )));
     }
     if let Some((file, what, finish)) = operation {

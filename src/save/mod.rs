@@ -13,6 +13,7 @@
 use std::path::Path;
 
 use crate::error::Result;
+use crate::hint::Hint;
 use crate::types::{FullSha, SessionBranch};
 use base::{fail, head_tree_of, open};
 use checks::{refuse_unfinished_operations, session_head};
@@ -110,7 +111,8 @@ fn stage_and_commit_in(
             let fresh = &plan.fresh_stats;
             if let Err(e) = write_index(&repo, index_lock, head_tree_id, &index, fresh, &hashed) {
                 warnings.push(format!(
-                    "the index could not be rewritten ({e}); `git reset` repairs it"
+                    "the index could not be rewritten ({e}); {} repairs it",
+                    Hint::ResetIndex
                 ));
             }
         }
@@ -129,7 +131,8 @@ fn stage_and_commit_in(
     let hashed = hashed_stats(&staged);
     if let Err(e) = write_index(&repo, index_lock, tree, &index, &plan.fresh_stats, &hashed) {
         warnings.push(format!(
-            "committed {commit_id}, but the index could not be rewritten ({e}); `git reset` repairs it"
+            "committed {commit_id}, but the index could not be rewritten ({e}); {} repairs it",
+            Hint::ResetIndex
         ));
     }
     Ok(Committed {

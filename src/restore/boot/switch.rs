@@ -109,7 +109,10 @@ pub(super) fn switch(
             template.base
         ));
     }
-    warnings.extend(checkout::gitlink_warning(&gitlinks));
+    warnings.extend(checkout::gitlink_warning(
+        &gitlinks,
+        &opts.with_submodules(),
+    ));
     Ok(Switched {
         files: moves.to_write.len() + moves.to_remove.len(),
         warnings,

@@ -5,6 +5,7 @@
 use super::super::sparse;
 use super::measure::measure_tree;
 use crate::error::{Error, Result, chain};
+use crate::hint::Hint;
 use crate::names::protections;
 
 /// Build the index of `repo` for `tree`, read from `objects`, refusing unsafe entry names by the
@@ -76,16 +77,17 @@ pub fn require_blobs(
 }
 
 /// The warning for the submodules a restore left empty (`None` when there are none), naming at
-/// most 10 of them.
-pub fn gitlink_warning(gitlinks: &[String]) -> Option<String> {
+/// most 10 of them; `again` is the restore that fetches them (`--submodules`, same folder).
+pub fn gitlink_warning(gitlinks: &[String], again: &Hint) -> Option<String> {
     if gitlinks.is_empty() {
         return None;
     }
     let shown: Vec<&str> = gitlinks.iter().take(10).map(String::as_str).collect();
     let more = gitlinks.len() - shown.len();
     Some(format!(
-        "{} submodule(s) left as empty folders (restore with --submodules shallow or recursive \
-         fetches them, as `git submodule update --init --depth 1` does): {}{}",
+        "{} submodule(s) left as empty folders: {}{}; to fetch them, restore again into this \
+         folder with --submodules (shallow, or recursive for theirs too), READ_URL as for this \
+         restore: {again}",
         gitlinks.len(),
         shown.join(", "),
         if more > 0 {
