@@ -420,6 +420,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "CA roots (else the system's, else bundled Mozilla roots)",
     ),
     (
+        "GIT_SSL_CAINFO, GIT_PROXY_SSL_CAINFO",
+        "git's CA files, added to the roots (the file a template sets for plain git serves both)",
+    ),
+    (
         "GIT_SESSION_CONNECT_TIMEOUT_MS, GIT_SESSION_READ_TIMEOUT_MS, GIT_SESSION_SECTION_WAIT_MS, \
          GIT_SESSION_FIRST_BYTE_WAIT_MS, GIT_SESSION_LOW_SPEED_LIMIT, GIT_SESSION_LOW_SPEED_TIME_MS, \
          GIT_SESSION_RETRY_BASE_MS, GIT_SESSION_RETRY_TOTAL_MS, GIT_SESSION_LOCK_WAIT_S",

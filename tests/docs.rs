@@ -33,6 +33,7 @@ const NOT_VARIABLES: &[&str] = &[
     "FILE",
     "ASSETS",
     "CARGO_PKG_VERSION",
+    "PACK",
 ];
 
 /// Prefixes the code completes (`format!("{prefix}_NAME")`): GIT_AUTHOR_NAME, GIT_COMMITTER_DATE…

@@ -169,6 +169,44 @@ pub struct Session {
     pub record: SessionRecord,
 }
 
+/// The refusal of a linked work tree (`git worktree add`): the session lives in the main tree,
+/// named when its `.git` file and `commondir` lead there.
+fn linked_work_tree(linked: &Path) -> Error {
+    let read = |p: &Path| {
+        crate::fs::read_regular(p, true)
+            .ok()
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+    };
+    let main = read(&linked.join(".git"))
+        .and_then(|t| {
+            t.trim()
+                .strip_prefix("gitdir:")
+                .map(|p| linked.join(p.trim()))
+        })
+        .and_then(|dir| {
+            let common = read(&dir.join("commondir"))?;
+            let common = dir.join(common.trim()).canonicalize().ok()?;
+            common.parent().map(Path::to_path_buf)
+        });
+    Error::Usage(
+        Refusal::NotASessionFolder,
+        match main {
+            Some(main) => format!(
+                "{} is a linked work tree (git worktree add) of {}: the session lives \
+                 there — run git-session in it (or with -C {})",
+                linked.display(),
+                main.display(),
+                main.display()
+            ),
+            None => format!(
+                "{} is a linked work tree (git worktree add): run git-session in the main \
+                 tree, where the session lives",
+                linked.display()
+            ),
+        },
+    )
+}
+
 impl Session {
     /// Open the session restored into `workdir`, checking `SESSION_BRANCH` (flag or environment)
     /// against the record when given.
@@ -183,39 +221,7 @@ impl Session {
             .ancestors()
             .find(|d| Self::path_in(d).is_file() || d.join(".git").is_file());
         if let Some(linked) = found.filter(|d| d.join(".git").is_file()) {
-            let read = |p: &Path| {
-                crate::fs::read_regular(p, true)
-                    .ok()
-                    .map(|t| String::from_utf8_lossy(&t).into_owned())
-            };
-            let main = read(&linked.join(".git"))
-                .and_then(|t| {
-                    t.trim()
-                        .strip_prefix("gitdir:")
-                        .map(|p| linked.join(p.trim()))
-                })
-                .and_then(|dir| {
-                    let common = read(&dir.join("commondir"))?;
-                    let common = dir.join(common.trim()).canonicalize().ok()?;
-                    common.parent().map(Path::to_path_buf)
-                });
-            return Err(Error::Usage(
-                Refusal::NotASessionFolder,
-                match main {
-                    Some(main) => format!(
-                        "{} is a linked work tree (git worktree add) of {}: the session lives \
-                     there — run git-session in it (or with -C {})",
-                        linked.display(),
-                        main.display(),
-                        main.display()
-                    ),
-                    None => format!(
-                        "{} is a linked work tree (git worktree add): run git-session in the main \
-                     tree, where the session lives",
-                        linked.display()
-                    ),
-                },
-            ));
+            return Err(linked_work_tree(linked));
         }
         let workdir = found.unwrap_or(workdir);
         let git_dir = workdir.join(".git");

@@ -1,7 +1,6 @@
 //! What to restore and where: the validated inputs of every restore.
 
 use super::lfs::LfsMode;
-use super::submodules::SubmoduleMode;
 use crate::types::{FullSha, SessionBranch};
 use crate::wire::http::UrlSource;
 use std::path::PathBuf;
@@ -54,4 +53,16 @@ impl RestoreOptions {
             submodules: true,
         }
     }
+}
+
+/// Which submodules a restore fetches (`--submodules`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SubmoduleMode {
+    /// None: each stays an empty folder, with a warning naming them.
+    #[default]
+    None,
+    /// The superproject's own submodules.
+    Shallow,
+    /// Those, and theirs, down to 8 levels
+    Recursive,
 }

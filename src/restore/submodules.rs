@@ -27,17 +27,7 @@ use crate::types::{FullSha, RemoteUrl, SessionBranch};
 use crate::wire::http::Http;
 use crate::wire::upload_pack as fetch;
 
-/// Which submodules a restore fetches (`--submodules`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum SubmoduleMode {
-    /// None: each stays an empty folder, with a warning naming them.
-    #[default]
-    None,
-    /// The superproject's own submodules.
-    Shallow,
-    /// Those, and theirs, down to 8 levels
-    Recursive,
-}
+pub use super::options::SubmoduleMode;
 
 /// The deepest submodule nesting followed (a repository that names itself would never end).
 pub const MAX_NESTING: usize = 8;
@@ -498,9 +488,9 @@ impl Fetcher<'_> {
 /// # Errors
 /// Those of [`plan`] and [`Fetcher::restore_all`].
 pub(super) fn complete(
-    opts: &super::RestoreOptions,
-    mut done: super::RestoreReport,
-) -> Result<super::RestoreReport> {
+    opts: &super::options::RestoreOptions,
+    mut done: super::report::RestoreReport,
+) -> Result<super::report::RestoreReport> {
     let Some(read) = opts
         .read
         .as_ref()

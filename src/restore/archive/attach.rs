@@ -11,9 +11,6 @@
 //! it whatever the person committed meanwhile ([`super::replay`]), and builds the index from the
 //! files' current stat data, so no file is re-written and a changed file shows as changed.
 
-use std::io::Read;
-use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, Result};
@@ -109,21 +106,6 @@ pub fn fetch_commit(
     })
 }
 
-/// The tree of the commit `id`, which must be here.
-///
-/// # Errors
-/// [`Error::Integrity`] when it is not here or is no commit.
-pub fn tree_of(repo: &gix::Repository, id: gix::ObjectId) -> Result<gix::ObjectId> {
-    let mut buf = Vec::new();
-    let data = gix::objs::Find::try_find(&repo.objects, &id, &mut buf)
-        .map_err(|e| Error::Integrity(format!("cannot read {id}: {e}")))?
-        .filter(|d| d.kind == gix::objs::Kind::Commit)
-        .ok_or_else(|| Error::Integrity(format!("the remote did not send commit {id}")))?;
-    gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
-        .tree_id()
-        .map_err(|e| Error::Integrity(format!("commit {id} is malformed: {e}")))
-}
-
 /// Check that the archive's tree (`archive_tree`, its index written from it) is `tip`'s. When it
 /// is not (`export-subst`, `export-ignore`, a server that sent another tree), the index is rebuilt
 /// from `HEAD`'s tree, as the archive's blob ids are in no repository; returns the warning then.
@@ -135,7 +117,7 @@ pub fn check_archive_tree(
     tip: FullSha,
     archive_tree: gix::ObjectId,
 ) -> Result<Option<String>> {
-    let tree = tree_of(repo, tip.id())?;
+    let tree = super::replay::tree_of(repo, tip.id())?;
     if archive_tree == tree {
         return Ok(None);
     }
@@ -159,7 +141,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
     let record = &session.record;
     let mut repo = open_repo(&session.git_dir)?;
     let here = repo.has_object(record.tip.id())
-        && tree_of(&repo, record.tip.id()).is_ok_and(|tree| repo.has_object(tree));
+        && super::replay::tree_of(&repo, record.tip.id()).is_ok_and(|tree| repo.has_object(tree));
     // What plain git fetched already (a lazy fetch) is not fetched again.
     if !here {
         let http = Http::new()?;
@@ -177,7 +159,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
         crate::repo::layout::write_shallow(&session.git_dir, &fetched.shallow)?;
         repo = open_repo(&session.git_dir)?;
     }
-    tree_of(&repo, record.tip.id())?;
+    super::replay::tree_of(&repo, record.tip.id())?;
     let promised = promised(&session.git_dir)?;
     let head = branch_commit(&repo, &record.branch);
     let order = match head {
@@ -280,49 +262,4 @@ fn reindex_from_head(repo: &gix::Repository) -> Result<usize> {
     }
     checkout::write_index(&mut index)?;
     Ok(differ + kept.len())
-}
-
-/// Whether the work-tree file at `path` is exactly the blob `id` with the index `mode`.
-pub(super) fn matches_blob(
-    path: &std::path::Path,
-    mode: gix::index::entry::Mode,
-    id: gix::ObjectId,
-) -> Result<bool> {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Ok(false);
-    };
-    let reading = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
-    if mode == gix::index::entry::Mode::SYMLINK {
-        if !meta.file_type().is_symlink() {
-            return Ok(false);
-        }
-        let target = std::fs::read_link(path).map_err(reading)?;
-        let bytes = target.as_os_str().as_bytes();
-        let hash = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes);
-        return Ok(hash.is_ok_and(|h| h == id));
-    }
-    let exec = meta.permissions().mode() & 0o100 != 0;
-    let want_exec = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
-    if !meta.is_file() || exec != want_exec {
-        return Ok(false);
-    }
-    let mut file = crate::fs::open_regular(path, false).map_err(reading)?;
-    let hash = gix::objs::compute_stream_hash(
-        gix::hash::Kind::Sha1,
-        gix::objs::Kind::Blob,
-        &mut file,
-        meta.len(),
-        &mut gix::progress::Discard,
-        &AtomicBool::new(false),
-    );
-    match hash {
-        // A file that changed size since its stat is not the blob: only `meta.len()` bytes were
-        // hashed, so one more byte (or one fewer) means it differs.
-        Ok(h) => Ok(h == id && file.read(&mut [0u8; 1]).map_err(reading)? == 0),
-        Err(e) => match e.downcast_any_ref::<std::io::Error>() {
-            Some(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
-            Some(io) => Err(reading(std::io::Error::new(io.kind(), io.to_string()))),
-            None => Ok(false),
-        },
-    }
 }

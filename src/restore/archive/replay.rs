@@ -263,7 +263,7 @@ pub fn index_after(
         ),
         false => match old_head {
             Some(head) => {
-                let tree = super::attach::tree_of(repo, head)?;
+                let tree = tree_of(repo, head)?;
                 Some(checkout::index_from_tree(
                     repo,
                     &repo.objects,
@@ -285,7 +285,7 @@ pub fn index_after(
     }
     for (path, mode, id) in claims.unclaimed(&claimed) {
         let file = workdir.join(std::ffi::OsStr::from_bytes(path));
-        let stat = if super::attach::matches_blob(&file, *mode, *id)? {
+        let stat = if matches_blob(&file, *mode, *id)? {
             let meta = gix::index::fs::Metadata::from_path_no_follow(&file)
                 .map_err(|e| Error::io(format!("reading {}", file.display()), e))?;
             gix::index::entry::Stat::from_fs(&meta)
@@ -310,5 +310,67 @@ pub fn index_after(
 /// # Errors
 /// Those of reading the tree.
 pub fn tip_tree(repo: &gix::Repository, tip: gix::ObjectId) -> Result<Flat> {
-    flatten(repo, super::attach::tree_of(repo, tip)?)
+    flatten(repo, tree_of(repo, tip)?)
+}
+
+/// The tree of the commit `id`, which must be here.
+///
+/// # Errors
+/// [`Error::Integrity`] when it is not here or is no commit.
+pub(super) fn tree_of(repo: &gix::Repository, id: gix::ObjectId) -> Result<gix::ObjectId> {
+    let mut buf = Vec::new();
+    let data = gix::objs::Find::try_find(&repo.objects, &id, &mut buf)
+        .map_err(|e| Error::Integrity(format!("cannot read {id}: {e}")))?
+        .filter(|d| d.kind == gix::objs::Kind::Commit)
+        .ok_or_else(|| Error::Integrity(format!("the remote did not send commit {id}")))?;
+    gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+        .tree_id()
+        .map_err(|e| Error::Integrity(format!("commit {id} is malformed: {e}")))
+}
+
+/// Whether the work-tree file at `path` is exactly the blob `id` with the index `mode`.
+pub(super) fn matches_blob(
+    path: &std::path::Path,
+    mode: gix::index::entry::Mode,
+    id: gix::ObjectId,
+) -> Result<bool> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(false);
+    };
+    let reading = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
+    if mode == gix::index::entry::Mode::SYMLINK {
+        if !meta.file_type().is_symlink() {
+            return Ok(false);
+        }
+        let target = std::fs::read_link(path).map_err(reading)?;
+        let bytes = target.as_os_str().as_bytes();
+        let hash = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes);
+        return Ok(hash.is_ok_and(|h| h == id));
+    }
+    use std::io::Read as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let exec = meta.permissions().mode() & 0o100 != 0;
+    let want_exec = mode == gix::index::entry::Mode::FILE_EXECUTABLE;
+    if !meta.is_file() || exec != want_exec {
+        return Ok(false);
+    }
+    let mut file = crate::fs::open_regular(path, false).map_err(reading)?;
+    let hash = gix::objs::compute_stream_hash(
+        gix::hash::Kind::Sha1,
+        gix::objs::Kind::Blob,
+        &mut file,
+        meta.len(),
+        &mut gix::progress::Discard,
+        &std::sync::atomic::AtomicBool::new(false),
+    );
+    match hash {
+        // A file that changed size since its stat is not the blob: only `meta.len()` bytes were
+        // hashed, so one more byte (or one fewer) means it differs.
+        Ok(h) => Ok(h == id && file.read(&mut [0u8; 1]).map_err(reading)? == 0),
+        Err(e) => match e.downcast_any_ref::<std::io::Error>() {
+            Some(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+            Some(io) => Err(reading(std::io::Error::new(io.kind(), io.to_string()))),
+            None => Ok(false),
+        },
+    }
 }
