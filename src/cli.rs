@@ -47,17 +47,23 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Restore the tree of TIP_SHA on the session branch into the work tree
+    #[command(after_long_help = NETWORK_HELP)]
     Restore(RestoreArgs),
     /// Bake the tree of a base commit into a template (no session yet); a later restore there
     /// fetches and writes only what changed since
+    #[command(after_long_help = NETWORK_HELP)]
     Bake(BakeArgs),
     /// Stage everything, commit, and push to the session branch (fast-forward only)
+    #[command(after_long_help = NETWORK_HELP)]
     Save(SaveArgs),
     /// Push the session branch's local commits (fast-forward only, against the lease)
+    #[command(after_long_help = NETWORK_HELP)]
     Push(PushArgs),
     /// Save (commit and push) every interval while there is work, until SIGTERM or SIGINT
+    #[command(after_long_help = NETWORK_HELP)]
     Watch(WatchArgs),
     /// Show the session: branch, lease, HEAD, commits ahead, changed files
+    #[command(after_long_help = NETWORK_HELP)]
     Status(StatusArgs),
     /// A git credential helper answering from the environment (configured by restore)
     Credential(CredentialArgs),
@@ -78,6 +84,18 @@ pub enum Command {
         out: PathBuf,
     },
 }
+
+/// The network's variables, shown after the options of every command that talks to a server.
+const NETWORK_HELP: &str = "Network (environment):
+  https_proxy, http_proxy, all_proxy, no_proxy (or upper-case)
+          Proxies, as curl reads them for plain git; credentials in the proxy URL
+          (http://USER:PASSWORD@HOST:PORT), a secret never shown; an https:// proxy is verified like
+          a server. A proxy that cannot be reached or refuses is named in the error
+  SSL_CERT_FILE, SSL_CERT_DIR
+          CA roots (else the system's; bundled Mozilla roots when none has any)
+  GIT_SSL_CAINFO, GIT_PROXY_SSL_CAINFO
+          git's CA files, added to the roots: the file a template sets for plain git serves
+          git-session too";
 
 impl Command {
     /// The command's name as the JSON output spells it.

@@ -450,3 +450,19 @@ fn an_https_proxy_with_its_own_ca_works_for_git_session_and_plain_git() {
     );
     assert!(msg.contains("certificate"), "{msg}");
 }
+
+#[test]
+fn the_network_variables_are_in_the_help_of_each_command_that_talks_to_a_server() {
+    let w = World::new();
+    for command in ["restore", "bake", "save", "push", "watch", "status"] {
+        let run = w.run(w.tmp.path(), &[command, "--help"], &[]);
+        run.assert_code(0);
+        for var in ["https_proxy", "no_proxy", "SSL_CERT_FILE", "GIT_SSL_CAINFO"] {
+            assert!(
+                run.stdout.contains(var),
+                "{command}: no {var}:\n{}",
+                run.stdout
+            );
+        }
+    }
+}
