@@ -466,3 +466,54 @@ fn the_network_variables_are_in_the_help_of_each_command_that_talks_to_a_server(
         }
     }
 }
+
+/// A git server behind the proxy echoing the proxy's password (in an `ERR` line and side-band
+/// messages, plain, percent-encoded and as the `Proxy-Authorization` header's base64) never gets
+/// it shown: the password is learned from the proxy variable as the token is from READ_URL, and
+/// every output (the logs at debug included) is searched for it.
+#[test]
+fn a_proxy_password_echoed_by_the_server_is_redacted() {
+    use crate::support::wire::{band, pkt};
+    use crate::support::{Endpoint, Scripted};
+    use base64::Engine as _;
+    let w = World::new();
+    let ids = w.repo("repo.git", &[&[("a.txt", Some("a\n"))]]);
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let squid = Squid::start(Some(PROXY_PASSWORD), None);
+    let proxy = squid.url(Some(&proxy_userinfo()));
+    let header =
+        base64::engine::general_purpose::STANDARD.encode(format!("{PROXY_USER}:{PROXY_PASSWORD}"));
+    let echo = format!(
+        "you came through {PROXY_PASSWORD}, {}, {header}",
+        pct(PROXY_PASSWORD)
+    );
+    let mut body = pkt("packfile\n").into_bytes();
+    body.extend_from_slice(&band(2, echo.as_bytes()));
+    body.extend_from_slice(&band(3, echo.as_bytes()));
+    body.extend_from_slice(b"0000");
+    for (i, reply) in [pkt(&format!("ERR {echo}\n")).into_bytes(), body]
+        .into_iter()
+        .enumerate()
+    {
+        srv.knobs
+            .scripted
+            .lock()
+            .unwrap()
+            .push(Scripted::once(Endpoint::Fetch, reply));
+        let run = restore(
+            &w,
+            &w.path(&format!("s{i}")),
+            &srv.url("repo.git", Some(&userinfo())),
+            &ids[0],
+            &[
+                ("NO_PROXY", ""),
+                ("http_proxy", &proxy),
+                ("RUST_LOG", "debug"),
+            ],
+        );
+        run.assert_code(5);
+        assert!(run.stdout.contains("<redacted>"), "{i}: {}", run.stdout);
+    }
+    let log = squid.access_log_with(&format!("POST {}", srv.url("repo.git", None)));
+    assert!(log.contains(&format!("{PROXY_USER} ")), "{log}");
+}
