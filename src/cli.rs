@@ -47,23 +47,23 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Restore the tree of TIP_SHA on the session branch into the work tree
-    #[command(after_long_help = NETWORK_HELP)]
+    #[command(after_long_help = network_help())]
     Restore(RestoreArgs),
     /// Bake the tree of a base commit into a template (no session yet); a later restore there
     /// fetches and writes only what changed since
-    #[command(after_long_help = NETWORK_HELP)]
+    #[command(after_long_help = network_help())]
     Bake(BakeArgs),
     /// Stage everything, commit, and push to the session branch (fast-forward only)
-    #[command(after_long_help = NETWORK_HELP)]
+    #[command(after_long_help = network_help())]
     Save(SaveArgs),
     /// Push the session branch's local commits (fast-forward only, against the lease)
-    #[command(after_long_help = NETWORK_HELP)]
+    #[command(after_long_help = network_help())]
     Push(PushArgs),
     /// Save (commit and push) every interval while there is work, until SIGTERM or SIGINT
-    #[command(after_long_help = NETWORK_HELP)]
+    #[command(after_long_help = network_help())]
     Watch(WatchArgs),
     /// Show the session: branch, lease, HEAD, commits ahead, changed files
-    #[command(after_long_help = NETWORK_HELP)]
+    #[command(after_long_help = network_help())]
     Status(StatusArgs),
     /// A git credential helper answering from the environment (configured by restore)
     Credential(CredentialArgs),
@@ -84,18 +84,6 @@ pub enum Command {
         out: PathBuf,
     },
 }
-
-/// The network's variables, shown after the options of every command that talks to a server.
-const NETWORK_HELP: &str = "Network (environment):
-  https_proxy, http_proxy, all_proxy, no_proxy (or upper-case)
-          Proxies, as curl reads them for plain git; credentials in the proxy URL
-          (http://USER:PASSWORD@HOST:PORT), a secret never shown; an https:// proxy is verified like
-          a server. A proxy that cannot be reached or refuses is named in the error
-  SSL_CERT_FILE, SSL_CERT_DIR
-          CA roots (else the system's; bundled Mozilla roots when none has any)
-  GIT_SSL_CAINFO, GIT_PROXY_SSL_CAINFO
-          git's CA files, added to the roots: the file a template sets for plain git serves
-          git-session too";
 
 impl Command {
     /// The command's name as the JSON output spells it.
@@ -431,7 +419,8 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY",
-        "proxies (lower-case forms too), as curl reads them",
+        "proxies, lower-case forms too (they win), as curl reads them for plain git; credentials in \
+         the proxy URL, a secret never shown; a proxy that cannot be reached or refuses is named",
     ),
     (
         "SSL_CERT_FILE, SSL_CERT_DIR",
@@ -439,7 +428,8 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "GIT_SSL_CAINFO, GIT_PROXY_SSL_CAINFO",
-        "git's CA files, added to the roots (the file a template sets for plain git serves both)",
+        "git's CA files, added to the roots: the file a template sets for plain git serves \
+         git-session too (one without a certificate is exit 2)",
     ),
     (
         "GIT_SESSION_CONNECT_TIMEOUT_MS, GIT_SESSION_READ_TIMEOUT_MS, GIT_SESSION_SECTION_WAIT_MS, \
@@ -473,6 +463,20 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "for tests only: stop or hold the process at a named point",
     ),
 ];
+
+/// The rows of [`ENVIRONMENT`] about the network (proxies, CA roots), as the help of each command
+/// that talks to a server shows them after its options.
+pub fn network_help() -> String {
+    let mut out = String::from("Network (environment):\n");
+    let network = ENVIRONMENT.iter().filter(|(names, _)| {
+        let names = names.to_ascii_lowercase();
+        names.contains("proxy") || names.contains("ssl_")
+    });
+    for (names, what) in network {
+        out.push_str(&format!("  {names}\n          {what}\n"));
+    }
+    out
+}
 
 /// [`ENVIRONMENT`] as `--help` shows it after the options.
 pub fn environment_help() -> String {

@@ -457,7 +457,7 @@ fn the_network_variables_are_in_the_help_of_each_command_that_talks_to_a_server(
     for command in ["restore", "bake", "save", "push", "watch", "status"] {
         let run = w.run(w.tmp.path(), &[command, "--help"], &[]);
         run.assert_code(0);
-        for var in ["https_proxy", "no_proxy", "SSL_CERT_FILE", "GIT_SSL_CAINFO"] {
+        for var in ["HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE", "GIT_SSL_CAINFO"] {
             assert!(
                 run.stdout.contains(var),
                 "{command}: no {var}:\n{}",
