@@ -1068,7 +1068,11 @@ fn the_same_path_twice_is_indexed_as_the_later() {
     let target = w.path("dup-indexed");
     let run = restore_env(&w, &target, &file, &tip, &[], &[("READ_URL", read)]);
     run.assert_code(0);
-    assert_eq!(run.json()["warnings"], serde_json::json!([]), "the commit's tree");
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "the commit's tree"
+    );
     assert_eq!(std::fs::read(target.join("x")).unwrap(), b"second\n");
     let staged = w.git(&target, &["ls-files", "-s", "--", "x", "l"]);
     let x = w.git(&target, &["hash-object", "x"]);

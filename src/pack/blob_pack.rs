@@ -212,7 +212,7 @@ mod tests {
         let index =
             gix_pack::index::File::at(path.with_extension("idx"), gix::hash::Kind::Sha1).unwrap();
         assert_eq!(index.num_objects(), 3, "the second hello is kept once");
-        let odb = gix::odb::at(tmp.path().join("objects")).unwrap();
+        let odb = gix::odb::at(tmp.path().join("objects"), gix::hash::Kind::Sha1).unwrap();
         let mut buf = Vec::new();
         for (id, want) in ids.iter().zip(blobs) {
             let data = gix::objs::Find::try_find(&odb, id, &mut buf)
