@@ -419,11 +419,12 @@ fn work_tree_id(r: &Restored, dir: &Path, name: &str) -> String {
     r.w.git(&copy, &["write-tree"])
 }
 
-/// Each commit of `from..to` on the remote, oldest first, as `git diff-tree --name-status` lists
+/// Each commit of `from..to` on the remote, oldest first (`--topo-order`: the same order each run), as `git diff-tree --name-status` lists
 /// its change from its parent.
 fn changes_on_remote(r: &Restored, from: &str, to: &str) -> Vec<String> {
     let range = format!("{from}..{to}");
-    let list = r.w.git(&r.bare, &["rev-list", "--reverse", &range]);
+    let list =
+        r.w.git(&r.bare, &["rev-list", "--topo-order", "--reverse", &range]);
     list.lines()
         .map(|c| {
             r.w.git(
@@ -446,13 +447,18 @@ fn changes_on_remote(r: &Restored, from: &str, to: &str) -> Vec<String> {
 fn plain_commits_in_a_tree_restored_from_an_archive_alone_are_moved_onto_tip() {
     let r = Restored::new();
     let write = |dir: &Path, name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
-    let cases: [(&str, &[&str]); 6] = [
+    // A merge's own change is empty to `diff-tree`: its parents carry the changes.
+    let cases: [(&str, &[&str]); 7] = [
         ("one", &["A P.md\nM README.md", "A more.txt"]),
         ("only-p", &["A P.md", "A more.txt"]),
         ("two", &["A P.md", "M README.md", "A more.txt"]),
         ("amend", &["A P.md\nA Q.md", "A more.txt"]),
         ("all", &["A P.md", "M README.md", "A more.txt"]),
         ("rm", &["A P.md", "D empty.txt", "A more.txt"]),
+        (
+            "merge",
+            &["A P.md", "M README.md", "A side.txt", "", "A more.txt"],
+        ),
     ];
     for (case, want) in cases {
         let (dir, run) = r.restore_archive_only(case);
@@ -497,6 +503,18 @@ fn plain_commits_in_a_tree_restored_from_an_archive_alone_are_moved_onto_tip() {
                 r.git(&dir, &["commit", "-q", "-m", "P"]);
                 write(&dir, "README.md", "# real, by commit -a\n");
                 r.git(&dir, &["commit", "-q", "-a", "-m", "README"]);
+            }
+            "merge" => {
+                r.git(&dir, &["add", "-A"]);
+                r.git(&dir, &["commit", "-q", "-m", "P"]);
+                r.git(&dir, &["checkout", "-q", "-b", "side"]);
+                write(&dir, "side.txt", "side\n");
+                r.git(&dir, &["add", "side.txt"]);
+                r.git(&dir, &["commit", "-q", "-m", "side"]);
+                r.git(&dir, &["checkout", "-q", "-"]);
+                write(&dir, "README.md", "# real, beside the side\n");
+                r.git(&dir, &["commit", "-q", "-a", "-m", "README"]);
+                r.git(&dir, &["merge", "-q", "--no-edit", "side"]);
             }
             _ => {
                 r.git(&dir, &["add", "-A"]);

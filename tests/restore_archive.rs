@@ -539,6 +539,18 @@ fn accepted(w: &World, name: &str, archive: &[u8], args: &[&str]) -> (Run, PathB
 }
 
 /// The session record restore wrote in `target`'s `.git`.
+/// A restore without READ_URL says, in one warning and nothing else, what plain git sees until
+/// history is attached.
+fn assert_no_history_said(j: &serde_json::Value) {
+    let warnings = j["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{j}");
+    let said = warnings[0].as_str().unwrap();
+    assert!(
+        said.contains("without READ_URL") && said.contains("every file as untracked"),
+        "{said}"
+    );
+}
+
 fn session_record(target: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(target.join(".git/git-session.json")).unwrap()).unwrap()
 }
@@ -599,7 +611,7 @@ fn case_good_extracts_with_the_prefix_stripped() {
     assert_eq!(j["lease"], TIP, "no READ_URL: the lease is TIP_SHA");
     assert_eq!(j["noop"], false);
     assert_eq!(j["files"], 3);
-    assert_eq!(j["warnings"], serde_json::json!([]));
+    assert_no_history_said(&j);
     assert_tree("good.tar.gz", &arena.target, &good_tree(&[]));
     // A .git holding only the session record, the branch unborn.
     let git = arena.target.join(".git");
@@ -1029,21 +1041,38 @@ fn the_same_path_twice_with_the_same_type_takes_the_later() {
 }
 
 /// With READ_URL the index is written too: it holds the later copy, as the tree does (it held
-/// the first: the file showed as modified to git).
+/// the first: the file showed as modified to git). The served commit is the later copies' tree,
+/// as the restore fetches it and checks the archive against it.
 #[test]
 fn the_same_path_twice_is_indexed_as_the_later() {
     let w = World::new();
-    let r = RealServed::new(&w, "dup");
-    let read = &r.read;
-    let a = with(|t| {
-        t.file(&p("x"), b"first\n")
-            .exe(&p("x"), b"second\n")
-            .symlink(&p("l"), "a")
-            .symlink(&p("l"), "b");
-    });
-    let file = archive_file(&w, "dup-indexed.tar.gz", &a);
+    let scratch = w.scratch("scratch-dup");
+    std::fs::write(scratch.join("README.md"), b"hello\n").unwrap();
+    std::fs::write(scratch.join("x"), b"second\n").unwrap();
+    std::fs::set_permissions(scratch.join("x"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("b", scratch.join("l")).unwrap();
+    let tip = w.commit_all(&scratch, "the later copies");
+    crate::support::real_repo::serve_bare(&w, &scratch, "repo");
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let read = &srv.url("repo.git", Some(&userinfo()));
+    let pre = format!("repo-{}/", &tip[..12]);
+    let mut t = Tar::new();
+    t.commit_id(&tip)
+        .dir(&pre)
+        .file(&format!("{pre}README.md"), b"hello\n")
+        .file(&format!("{pre}x"), b"first\n")
+        .exe(&format!("{pre}x"), b"second\n")
+        .symlink(&format!("{pre}l"), "a")
+        .symlink(&format!("{pre}l"), "b");
+    let file = archive_file(&w, "dup-indexed.tar.gz", &gz(&t.finish()));
     let target = w.path("dup-indexed");
-    restore_env(&w, &target, &file, TIP, &[], &[("READ_URL", read)]).assert_code(0);
+    let run = restore_env(&w, &target, &file, &tip, &[], &[("READ_URL", read)]);
+    run.assert_code(0);
+    assert_eq!(
+        run.json()["warnings"],
+        serde_json::json!([]),
+        "the commit's tree"
+    );
     assert_eq!(std::fs::read(target.join("x")).unwrap(), b"second\n");
     let staged = w.git(&target, &["ls-files", "-s", "--", "x", "l"]);
     let x = w.git(&target, &["hash-object", "x"]);
@@ -1725,7 +1754,7 @@ fn real_git_archive_equals_git_checkout() {
         let run = restore_file(&w, &arena.target, archive, commit, args);
         run.assert_code(0);
         let j = run.json();
-        assert_eq!(j["warnings"], serde_json::json!([]), "{name}");
+        assert_no_history_said(&j);
         assert_eq!(j["tip"], commit.as_str());
         arena.target
     };
