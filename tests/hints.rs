@@ -24,8 +24,6 @@ const BRANCH: &str = "sessions/hints";
 const NOT_YET: &[&str] = &[
     // The index rewrite after a commit failing needs a file-system fault at that one write.
     "ResetIndex",
-    // The check refusing because this tree's own save moved the branch while git pushed: a race.
-    "GitPush",
 ];
 
 /// A served repository with the session branch at its one commit, and sandboxes restored from it.
@@ -852,6 +850,54 @@ fn a_damaged_object_is_found_by_the_printed_fsck() {
         found.stdout,
         found.stderr
     );
+}
+
+/// A plain `git push` held in its check (git has read the remote) while this tree's own save
+/// pushes: refused, told to run again; the printed `git push` then finds everything pushed.
+#[test]
+fn a_plain_push_overtaken_by_a_save_goes_again_as_printed() {
+    let s = Session::new();
+    let a = s.sandbox("a");
+    s.commit(&a, "plain.txt", "plain\n");
+    std::fs::write(a.join("saved.txt"), "s\n").unwrap();
+    let barrier = s.w.tmp.path().join("barrier");
+    let url = s.url();
+    let plain = std::thread::scope(|sc| {
+        let held = sc.spawn(|| {
+            Command::new("git")
+                .args(["push", "-q"])
+                .current_dir(&a)
+                .env_clear()
+                .envs(s.w.env())
+                .envs(s.vars())
+                .env("GIT_SESSION_FAILPOINT", "before-lock")
+                .env("GIT_SESSION_BARRIER_DIR", &barrier)
+                .env("GIT_SESSION_BARRIER_COUNT", "2")
+                .output()
+                .unwrap()
+        });
+        let t0 = std::time::Instant::now();
+        while std::fs::read_dir(&barrier).map_or(0, |d| d.count()) == 0 {
+            assert!(
+                t0.elapsed().as_secs() < 30,
+                "the plain push never reached its check"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        s.save(&a, "saved").assert_code(0);
+        std::fs::write(barrier.join("test"), b"").unwrap();
+        held.join().unwrap()
+    });
+    assert!(!plain.status.success());
+    let stderr = String::from_utf8_lossy(&plain.stderr);
+    let again = printed(&stderr, &Hint::GitPush);
+    run_as_printed(
+        &s.w,
+        &a,
+        &again,
+        &[("READ_URL", url.clone()), ("PUSH_URL", url)],
+    );
+    assert_eq!(s.remote_tip(), s.head(&a));
 }
 
 /// Every variant of [`Hint::ALL`] is run by a scenario above (one that takes it with
