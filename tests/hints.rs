@@ -21,10 +21,7 @@ const BRANCH: &str = "sessions/hints";
 
 /// The hints no scenario runs yet, each with why: named here so that nobody mistakes them for
 /// done. The completeness test fails for any other variant without a run.
-const NOT_YET: &[&str] = &[
-    // The index rewrite after a commit failing needs a file-system fault at that one write.
-    "ResetIndex",
-];
+const NOT_YET: &[&str] = &[];
 
 /// A served repository with the session branch at its one commit, and sandboxes restored from it.
 struct Session {
@@ -897,6 +894,46 @@ fn a_plain_push_overtaken_by_a_save_goes_again_as_printed() {
         &again,
         &[("READ_URL", url.clone()), ("PUSH_URL", url)],
     );
+    assert_eq!(s.remote_tip(), s.head(&a));
+}
+
+/// The index cannot be rewritten after the commit (a folder put in its place while the save ran,
+/// which commits only: a push refuses to read the git dir so): the save warns; once what it names
+/// is cleared, the printed `git reset` repairs the index, and nothing is left to commit.
+#[test]
+fn an_index_not_rewritten_is_repaired_by_the_printed_reset() {
+    let s = Session::new();
+    let a = s.sandbox("a");
+    std::fs::write(a.join("a.txt"), "a\n").unwrap();
+    let barrier = s.w.tmp.path().join("barrier");
+    let mut vars = s.vars();
+    vars.push(("GIT_SESSION_FAILPOINT", "hold-save-hash".into()));
+    vars.push(("GIT_SESSION_BARRIER_DIR", barrier.display().to_string()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = std::thread::scope(|sc| {
+        let saving = sc.spawn(|| {
+            s.w.run(&a, &["save", "--no-push", "-m", "x", "--json"], &vars)
+        });
+        let t0 = std::time::Instant::now();
+        while std::fs::read_dir(&barrier).map_or(0, |d| d.count()) == 0 {
+            assert!(t0.elapsed().as_secs() < 30, "the save never hashed a file");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::fs::remove_file(a.join(".git/index")).unwrap();
+        std::fs::create_dir_all(a.join(".git/index/in-the-way")).unwrap();
+        std::fs::write(barrier.join("test"), b"").unwrap();
+        saving.join().unwrap()
+    });
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    let reset = printed(&warnings, &Hint::ResetIndex);
+    std::fs::remove_dir_all(a.join(".git/index")).unwrap();
+    run_as_printed(&s.w, &a, &reset, &[]);
+    assert_eq!(s.git(&a, &["status", "--porcelain"]), "");
+    // The commit pushes as any other (a push refuses a folder in the index's place).
+    let run = s.save(&a, "x");
+    run.assert_code(0);
+    assert_eq!(run.json()["committed"], false);
     assert_eq!(s.remote_tip(), s.head(&a));
 }
 
