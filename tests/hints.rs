@@ -4,9 +4,9 @@
 //! http-backend`, takes the command from the output as printed (stderr, or the `--json` error or
 //! warning), runs it with `sh -c` in the work tree as a person would — git-session on `PATH`, the
 //! world's HOME and git config, an editor that accepts what git proposes, and no session variable
-//! but those the hint names (a rerun of `git-session save` gets those of the save that printed
-//! it) — and checks that it did what the message says (the push lands, the branch is back, the
-//! submodule is there). [`every_hint_has_a_run_or_is_named_as_missing`] fails for a variant of
+//! but those the hint names (a push or save that a failed push or save suggests gets the URLs the
+//! failed one had) — and checks that it did what the message says (the push lands, the branch is
+//! back, the submodule is there). [`every_hint_has_a_run_or_is_named_as_missing`] fails for a variant of
 //! [`Hint::ALL`] that no scenario runs, and [`no_command_is_spelled_outside_the_hint_type`] for a
 //! backticked `git …` in a message of `src/` that is not a [`Hint`].
 
