@@ -241,7 +241,8 @@ pub struct RestoreArgs {
     /// Which submodules to fetch, each at its exact commit, depth 1: none (each stays an empty
     /// folder, with a warning), shallow (the tree's own), recursive (theirs too). URLs from
     /// .gitmodules (relative ones against READ_URL); GIT_SESSION_SUBMODULE_URL_<name> or a line
-    /// `<name> <url>` of GIT_SESSION_SUBMODULE_URLS_FILE overrides one
+    /// `<name> <url>` of GIT_SESSION_SUBMODULE_URLS_FILE overrides one. Into a tree that already
+    /// holds the session, it fetches the submodules left empty
     #[arg(long, value_enum, default_value_t = SubmoduleMode::None, value_name = "WHICH")]
     pub submodules: SubmoduleMode,
 

@@ -66,8 +66,9 @@ pub enum Hint {
         /// The branch name to push to.
         name: String,
     },
-    /// `rm HOOK`: remove git-session's pre-push check from a tree that is no longer a session.
-    RemoveCheck(PathBuf),
+    /// `rm -r -- PATH`: remove what git-session wrote (its pre-push check, from a tree that is no
+    /// longer a session) or what stands in the place of a file it wrote.
+    Remove(PathBuf),
     /// `git lfs push --all origin`: upload the LFS objects of every local ref (git-lfs).
     LfsPushAll,
     /// `git fsck`: find the damaged objects of the repository.
@@ -130,7 +131,7 @@ impl Hint {
         "Push",
         "GitPush",
         "PushElsewhere",
-        "RemoveCheck",
+        "Remove",
         "LfsPushAll",
         "Fsck",
         "Restore",
@@ -166,7 +167,7 @@ impl Hint {
             Hint::Push => "Push",
             Hint::GitPush => "GitPush",
             Hint::PushElsewhere { .. } => "PushElsewhere",
-            Hint::RemoveCheck(_) => "RemoveCheck",
+            Hint::Remove(_) => "Remove",
             Hint::LfsPushAll => "LfsPushAll",
             Hint::Fsck => "Fsck",
             Hint::Restore(_) => "Restore",
@@ -216,7 +217,7 @@ impl Hint {
                 word(remote),
                 word(&format!("refs/heads/{name}"))
             ),
-            Hint::RemoveCheck(hook) => format!("rm {}", path_word(hook)),
+            Hint::Remove(path) => format!("rm -r -- {}", path_word(path)),
             Hint::Restore(dir) => format!("git-session restore -C {}", path_word(dir)),
             Hint::RestoreAt {
                 dir,
@@ -310,7 +311,7 @@ mod tests {
                 remote: "mirror".into(),
                 name: "x".into(),
             },
-            Hint::RemoveCheck("/w/.git/hooks/pre-push".into()),
+            Hint::Remove("/w/.git/hooks/pre-push".into()),
             Hint::LfsPushAll,
             Hint::Fsck,
             Hint::Restore("/w".into()),
@@ -353,7 +354,7 @@ mod tests {
                 | Hint::Push
                 | Hint::GitPush
                 | Hint::PushElsewhere { .. }
-                | Hint::RemoveCheck(_)
+                | Hint::Remove(_)
                 | Hint::LfsPushAll
                 | Hint::Fsck
                 | Hint::Restore(_)

@@ -4,9 +4,9 @@
 //! http-backend`, takes the command from the output as printed (stderr, or the `--json` error or
 //! warning), runs it with `sh -c` in the work tree as a person would — git-session on `PATH`, the
 //! world's HOME and git config, an editor that accepts what git proposes, and no session variable
-//! but those the hint names (a rerun of `git-session save` gets those of the save that printed
-//! it) — and checks that it did what the message says (the push lands, the branch is back, the
-//! submodule is there). [`every_hint_has_a_run_or_is_named_as_missing`] fails for a variant of
+//! but those the hint names (a push or save that a failed push or save suggests gets the URLs the
+//! failed one had) — and checks that it did what the message says (the push lands, the branch is
+//! back, the submodule is there). [`every_hint_has_a_run_or_is_named_as_missing`] fails for a variant of
 //! [`Hint::ALL`] that no scenario runs, and [`no_command_is_spelled_outside_the_hint_type`] for a
 //! backticked `git …` in a message of `src/` that is not a [`Hint`].
 
@@ -21,17 +21,7 @@ const BRANCH: &str = "sessions/hints";
 
 /// The hints no scenario runs yet, each with why: named here so that nobody mistakes them for
 /// done. The completeness test fails for any other variant without a run.
-const NOT_YET: &[&str] = &[
-    // The index rewrite after a commit failing needs a file-system fault at that one write.
-    "ResetIndex",
-    // The check refusing because this tree's own save moved the branch while git pushed: a race.
-    "GitPush",
-    // Need the LFS server (tests/support/lfs) and git-lfs's own credentials.
-    "LfsPushAll",
-    "Push",
-    // A stored object that is not the blob it names, read by a push.
-    "Fsck",
-];
+const NOT_YET: &[&str] = &[];
 
 /// A served repository with the session branch at its one commit, and sandboxes restored from it.
 struct Session {
@@ -144,6 +134,19 @@ fn printed(text: &str, hint: &Hint) -> String {
 /// besides; it must succeed.
 #[track_caller]
 fn run_as_printed(w: &World, dir: &Path, command: &str, vars: &[(&str, String)]) -> Run {
+    let run = run_printed(w, dir, command, vars);
+    assert_eq!(
+        run.code,
+        Some(0),
+        "`{command}` failed as printed:\nstdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+    run
+}
+
+/// [`run_as_printed`], whatever its exit code.
+fn run_printed(w: &World, dir: &Path, command: &str, vars: &[(&str, String)]) -> Run {
     let bin = Path::new(env!("CARGO_BIN_EXE_git-session"))
         .parent()
         .unwrap();
@@ -163,15 +166,7 @@ fn run_as_printed(w: &World, dir: &Path, command: &str, vars: &[(&str, String)])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
-    let run = Run::of(&out);
-    assert_eq!(
-        run.code,
-        Some(0),
-        "`{command}` failed as printed:\nstdout:\n{}\nstderr:\n{}",
-        run.stdout,
-        run.stderr
-    );
-    run
+    Run::of(&out)
 }
 
 fn sha(s: &str) -> git_session::types::FullSha {
@@ -227,6 +222,11 @@ fn a_stale_save_goes_on_in_a_new_folder_as_printed() {
 
     let vars = s.vars();
     run_as_printed(&s.w, &a, &restore, &vars);
+    // What a person would try first: git rejects what it fetched from the shallow tree.
+    let fetch =
+        s.w.git_output(&new, &["fetch", "-q", a.to_str().unwrap(), &a_head]);
+    let said = String::from_utf8_lossy(&fetch.stderr);
+    assert!(said.contains("shallow roots are not allowed"), "{said}");
     run_as_printed(&s.w, &a, &bring, &[]);
     run_as_printed(&s.w, &a, &save, &vars);
     let landed = s.remote_tip();
@@ -684,7 +684,7 @@ fn the_check_of_a_tree_that_is_no_longer_a_session_is_removed_as_printed() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     let hook = a.canonicalize().unwrap().join(".git/hooks/pre-push");
-    let command = printed(&stderr, &Hint::RemoveCheck(hook));
+    let command = printed(&stderr, &Hint::Remove(hook));
     run_as_printed(&s.w, &a, &command, &[]);
     s.git(&a, &["push", "-q", "mirror", "HEAD:refs/heads/x"]);
     assert_eq!(s.git(&mirror, &["rev-parse", "x"]), s.head(&a));
@@ -712,6 +712,230 @@ fn a_folder_that_is_no_session_becomes_one_by_the_printed_restore() {
     ];
     run_as_printed(&s.w, &dir, &restore, &vars);
     s.w.run(&dir, &["status", "--json"], &[]).assert_code(0);
+}
+
+/// A served repository with Git LFS files (a real giftless server), restored, and an LFS file
+/// changed and saved without a push: its object waits in the pending list.
+fn lfs_saved_not_pushed() -> (
+    World,
+    GitServer,
+    crate::support::lfs::Giftless,
+    PathBuf,
+    Vec<u8>,
+) {
+    let w = World::new();
+    let lfs = crate::support::lfs::Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, _) = crate::lfs::make(&w, &lfs.url("org/repo"));
+    let srv = GitServer::start(&w.srv(), Some(TOKEN));
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let dir = w.path("s");
+    w.restore_with(&dir, &url, BRANCH, &tip, &["--json"], &[])
+        .assert_code(0);
+    let data = crate::support::incompressible(50_000, &mut 5);
+    std::fs::write(dir.join("big.bin"), &data).unwrap();
+    w.run(&dir, &["save", "--no-push", "-m", "lfs", "--json"], &[])
+        .assert_code(0);
+    assert!(dir.join(".git/lfs/git-session-pending").exists());
+    (w, srv, lfs, dir, data)
+}
+
+/// The LFS object `data` is on the server, and the session branch at `dir`'s `HEAD`.
+fn lfs_landed(w: &World, lfs: &crate::support::lfs::Giftless, dir: &Path, data: &[u8]) {
+    let id = crate::support::lfs::oid(data);
+    assert_eq!(
+        std::fs::read(lfs.store.join("org/repo").join(&id)).unwrap(),
+        data
+    );
+    let bare = w.srv().join("repo.git");
+    assert_eq!(
+        w.git(&bare, &["rev-parse", BRANCH]),
+        w.git(dir, &["rev-parse", "HEAD"])
+    );
+}
+
+/// A plain `git push` of a commit whose LFS object git-session has not uploaded is refused; the
+/// printed `git-session push` uploads it first and pushes.
+#[test]
+fn lfs_objects_not_uploaded_go_with_the_printed_push() {
+    let (w, srv, lfs, dir, data) = lfs_saved_not_pushed();
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let out = Command::new("git")
+        .args(["push", "-q", "origin"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(w.env())
+        .env("PUSH_URL", &url)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let push = printed(&stderr, &Hint::Push);
+    run_as_printed(&w, &dir, &push, &[("PUSH_URL", url)]);
+    lfs_landed(&w, &lfs, &dir, &data);
+}
+
+/// Something else in place of the pending list (here a symlink): the printed removal and
+/// `git lfs push --all origin` upload the object, and the push after them goes.
+#[test]
+fn a_pending_list_in_the_way_is_removed_and_uploaded_as_printed() {
+    let (w, srv, lfs, dir, data) = lfs_saved_not_pushed();
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let pending = dir.join(".git/lfs/git-session-pending");
+    std::fs::rename(&pending, dir.join(".git/lfs/kept")).unwrap();
+    std::os::unix::fs::symlink("kept", &pending).unwrap();
+    let run = w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
+    run.assert_code(7);
+    let msg = run.error_message();
+    let remove = printed(
+        &msg,
+        &Hint::Remove(
+            dir.canonicalize()
+                .unwrap()
+                .join(".git/lfs/git-session-pending"),
+        ),
+    );
+    let upload = printed(&msg, &Hint::LfsPushAll);
+    run_as_printed(&w, &dir, &remove, &[]);
+    run_as_printed(&w, &dir, &upload, &[]);
+    let id = crate::support::lfs::oid(&data);
+    assert!(
+        lfs.store.join("org/repo").join(&id).exists(),
+        "uploaded by git-lfs"
+    );
+    w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)])
+        .assert_code(0);
+    lfs_landed(&w, &lfs, &dir, &data);
+}
+
+/// A big file committed with plain git whose loose object was damaged: the push refuses it
+/// (exit 6), and the printed `git fsck` names the damaged object.
+#[test]
+fn a_damaged_object_is_found_by_the_printed_fsck() {
+    use std::io::{Read as _, Write as _};
+    let s = Session::new();
+    let a = s.sandbox("a");
+    let big: Vec<u8> = (0..33u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(a.join("big.dat"), &big).unwrap();
+    s.git(&a, &["add", "big.dat"]);
+    s.git(&a, &["commit", "-qm", "big"]);
+    let id = s.git(&a, &["rev-parse", "HEAD:big.dat"]);
+    let loose = a.join(".git/objects").join(&id[..2]).join(&id[2..]);
+    let mut raw = Vec::new();
+    flate2::read::ZlibDecoder::new(std::fs::File::open(&loose).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    let last = raw.len() - 1;
+    raw[last] ^= 1;
+    std::fs::remove_file(&loose).unwrap();
+    let mut out = flate2::write::ZlibEncoder::new(
+        std::fs::File::create(&loose).unwrap(),
+        flate2::Compression::fast(),
+    );
+    out.write_all(&raw).unwrap();
+    out.finish().unwrap();
+    let vars = s.vars();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = s.w.run(&a, &["push", "--json"], &vars);
+    run.assert_code(6);
+    let fsck = printed(&run.error_message(), &Hint::Fsck);
+    // fsck fails, as it should in a damaged repository: what counts is that it names the object.
+    let found = run_printed(&s.w, &a, &fsck, &[]);
+    assert_ne!(found.code, Some(0));
+    assert!(
+        found.stderr.contains(&id) || found.stdout.contains(&id),
+        "{}{}",
+        found.stdout,
+        found.stderr
+    );
+}
+
+/// A plain `git push` held in its check (git has read the remote) while this tree's own save
+/// pushes: refused, told to run again; the printed `git push` then finds everything pushed.
+#[test]
+fn a_plain_push_overtaken_by_a_save_goes_again_as_printed() {
+    let s = Session::new();
+    let a = s.sandbox("a");
+    s.commit(&a, "plain.txt", "plain\n");
+    std::fs::write(a.join("saved.txt"), "s\n").unwrap();
+    let barrier = s.w.tmp.path().join("barrier");
+    let url = s.url();
+    let plain = std::thread::scope(|sc| {
+        let held = sc.spawn(|| {
+            Command::new("git")
+                .args(["push", "-q"])
+                .current_dir(&a)
+                .env_clear()
+                .envs(s.w.env())
+                .envs(s.vars())
+                .env("GIT_SESSION_FAILPOINT", "before-lock")
+                .env("GIT_SESSION_BARRIER_DIR", &barrier)
+                .env("GIT_SESSION_BARRIER_COUNT", "2")
+                .output()
+                .unwrap()
+        });
+        let t0 = std::time::Instant::now();
+        while std::fs::read_dir(&barrier).map_or(0, |d| d.count()) == 0 {
+            assert!(
+                t0.elapsed().as_secs() < 30,
+                "the plain push never reached its check"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        s.save(&a, "saved").assert_code(0);
+        std::fs::write(barrier.join("test"), b"").unwrap();
+        held.join().unwrap()
+    });
+    assert!(!plain.status.success());
+    let stderr = String::from_utf8_lossy(&plain.stderr);
+    let again = printed(&stderr, &Hint::GitPush);
+    run_as_printed(
+        &s.w,
+        &a,
+        &again,
+        &[("READ_URL", url.clone()), ("PUSH_URL", url)],
+    );
+    assert_eq!(s.remote_tip(), s.head(&a));
+}
+
+/// The index cannot be rewritten after the commit (a folder put in its place while the save ran):
+/// the save warns, also when its push then fails; once what the warning names is cleared, the
+/// printed `git reset` repairs the index, and the next save pushes the commit, nothing left to
+/// commit.
+#[test]
+fn an_index_not_rewritten_is_repaired_by_the_printed_reset() {
+    let s = Session::new();
+    let a = s.sandbox("a");
+    std::fs::write(a.join("a.txt"), "a\n").unwrap();
+    let barrier = s.w.tmp.path().join("barrier");
+    let mut vars = s.vars();
+    vars.push(("GIT_SESSION_FAILPOINT", "hold-save-hash".into()));
+    vars.push(("GIT_SESSION_BARRIER_DIR", barrier.display().to_string()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = std::thread::scope(|sc| {
+        let saving = sc.spawn(|| s.w.run(&a, &["save", "-m", "x", "--json"], &vars));
+        let t0 = std::time::Instant::now();
+        while std::fs::read_dir(&barrier).map_or(0, |d| d.count()) == 0 {
+            assert!(t0.elapsed().as_secs() < 30, "the save never hashed a file");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        std::fs::remove_file(a.join(".git/index")).unwrap();
+        std::fs::create_dir_all(a.join(".git/index/in-the-way")).unwrap();
+        std::fs::write(barrier.join("test"), b"").unwrap();
+        saving.join().unwrap()
+    });
+    // Committed; the push then refuses to read a git dir with a folder for its index (exit 7), and
+    // the commit's warning is shown with that failure (it was lost).
+    run.assert_code(7);
+    let warnings = run.json()["warnings"].to_string();
+    let reset = printed(&warnings, &Hint::ResetIndex);
+    std::fs::remove_dir_all(a.join(".git/index")).unwrap();
+    run_as_printed(&s.w, &a, &reset, &[]);
+    assert_eq!(s.git(&a, &["status", "--porcelain"]), "");
+    // The commit pushes as any other (a push refuses a folder in the index's place).
+    let run = s.save(&a, "x");
+    run.assert_code(0);
+    assert_eq!(run.json()["committed"], false);
+    assert_eq!(s.remote_tip(), s.head(&a));
 }
 
 /// Every variant of [`Hint::ALL`] is run by a scenario above (one that takes it with

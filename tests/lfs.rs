@@ -24,7 +24,7 @@ fn files() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-fn make(w: &World, lfs_url: &str) -> (String, Vec<(&'static str, Vec<u8>)>) {
+pub(crate) fn make(w: &World, lfs_url: &str) -> (String, Vec<(&'static str, Vec<u8>)>) {
     let files = files();
     let refs: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (*p, d.as_slice())).collect();
     let (scratch, _) = lfs_repo(w, "lfs-scratch", lfs_url, &refs);

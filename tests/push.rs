@@ -308,11 +308,7 @@ fn after_a_plain_git_push_status_and_save_say_it_landed_plainly() {
         "{}",
         human.stdout
     );
-    assert!(
-        human.stdout.contains("`git push` landed"),
-        "{}",
-        human.stdout
-    );
+    assert!(human.stdout.contains("git push landed"), "{}", human.stdout);
     std::fs::write(dir.join("g"), "more\n").unwrap();
     let url = s.url();
     let save = s.w.run(

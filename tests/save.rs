@@ -1145,12 +1145,12 @@ fn a_stopped_rebase_or_am_is_named_with_how_to_finish_it() {
     run.assert_code(7);
     let msg = run.error_message();
     assert!(
-        msg.contains("`git am` is in progress") && msg.contains("git am --abort"),
+        msg.contains("git am is in progress") && msg.contains("git am --abort"),
         "{msg}"
     );
     assert_eq!(s.head(&dir), saved, "committed while `git am` was stopped");
     assert!(
-        s.status_warnings(&dir).contains("`git am` is in progress"),
+        s.status_warnings(&dir).contains("git am is in progress"),
         "status is silent about the stopped am"
     );
     s.w.git(&dir, &["am", "--abort"]);

@@ -81,13 +81,20 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
             _ => what,
         }
     };
-    let pushed = super::push::push_session(session, &source, &kept).map_err(|e| match e {
-        // The stale error already says what became of local work, and a rerun does not help.
-        Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
-        Error::Stale { .. } => e,
-        other => {
-            let n = note(&other);
-            other.with_note(&n)
+    let pushed = super::push::push_session(session, &source, &kept).map_err(|e| {
+        // What the commit warned of (an index it could not rewrite, and how to repair it) is
+        // shown with the push's failure too.
+        for w in &warnings {
+            crate::output::warn_early(w.clone());
+        }
+        match e {
+            // The stale error already says what became of local work, and a rerun does not help.
+            Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
+            Error::Stale { .. } => e,
+            other => {
+                let n = note(&other);
+                other.with_note(&n)
+            }
         }
     })?;
     warnings.extend(pushed.warnings.iter().cloned());

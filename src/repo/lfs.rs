@@ -105,7 +105,8 @@ pub fn add_pending(git_dir: &Path, pointers: &[Pointer]) -> Result<()> {
 /// [`Error::LocalIo`] / [`Error::Internal`] when the list cannot be read.
 pub fn pending(git_dir: &Path) -> Result<Vec<Pointer>> {
     let fix = format!(
-        "remove .git/lfs/git-session-pending and run {}",
+        "remove it ({}) and upload the LFS objects with {}",
+        Hint::Remove(git_dir.join(PENDING)),
         Hint::LfsPushAll
     );
     let Some(bytes) = crate::fs::state::read(&git_dir.join(PENDING), MAX_PENDING, &fix)? else {

@@ -412,7 +412,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
              git pushed nothing (if this tree is no longer a session, remove the check with \
              {})",
                 git_dir.display(),
-                Hint::RemoveCheck(git_dir.join("hooks/pre-push"))
+                Hint::Remove(git_dir.join("hooks/pre-push"))
             ),
         )
     })?;

@@ -32,6 +32,7 @@ mod options;
 mod plan;
 mod probe;
 mod report;
+mod rerun;
 mod source;
 pub mod sparse;
 mod staging;
@@ -68,7 +69,7 @@ pub(crate) fn restore(opts: &RestoreOptions, source: &mut impl Source) -> Result
     // 2. Plan: a no-op, a boot from a baked template, or a restore (fresh, forced or resumed).
     let plan = match plan::decide(opts)? {
         // A rerun with `--submodules` fetches those left empty (the warning's hint).
-        Decision::Done(noop) => return submodules::complete(opts, *noop),
+        Decision::Done(noop) => return rerun::complete(opts, *noop),
         Decision::Boot(template) => return source.boot(opts, &template),
         Decision::Restore(plan) => plan,
     };

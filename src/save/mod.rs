@@ -111,7 +111,7 @@ fn stage_and_commit_in(
             let fresh = &plan.fresh_stats;
             if let Err(e) = write_index(&repo, index_lock, head_tree_id, &index, fresh, &hashed) {
                 warnings.push(format!(
-                    "the index could not be rewritten ({e}); {} repairs it",
+                    "the index could not be rewritten ({e}); once that is cleared, {} repairs it",
                     Hint::ResetIndex
                 ));
             }
@@ -131,7 +131,7 @@ fn stage_and_commit_in(
     let hashed = hashed_stats(&staged);
     if let Err(e) = write_index(&repo, index_lock, tree, &index, &plan.fresh_stats, &hashed) {
         warnings.push(format!(
-            "committed {commit_id}, but the index could not be rewritten ({e}); {} repairs it",
+            "committed {commit_id}, but the index could not be rewritten ({e}); once that is cleared, {} repairs it",
             Hint::ResetIndex
         ));
     }
