@@ -563,6 +563,42 @@ fn a_push_whose_lfs_upload_fails_pushes_nothing_and_the_next_save_uploads_it() {
     assert!(!dir.join(".git/lfs/git-session-pending").exists());
 }
 
+/// A pending LFS object gone from `.git/lfs/objects` before its push: when the LFS server lacks it
+/// too, exit 7 saying to put the content back (it suggested `git lfs push --all origin`, which
+/// cannot upload what is gone either); when the server has it already, the push goes on (the
+/// batch API is asked first).
+#[test]
+fn a_pending_lfs_object_gone_locally_is_asked_for_before_it_is_missed() {
+    let w = World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, _) = make(&w, &lfs.url("org/repo"));
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let dir = w.path("s");
+    restore(&w, &dir, &url, &tip, &[]).assert_code(0);
+    let data = b"content gone before its push\n".repeat(300);
+    std::fs::write(dir.join("big.bin"), &data).unwrap();
+    w.run(&dir, &["save", "--no-push", "-m", "m", "--json"], &[])
+        .assert_code(0);
+    let id = oid(&data);
+    let local = dir
+        .join(".git/lfs/objects")
+        .join(&id[..2])
+        .join(&id[2..4])
+        .join(&id);
+    std::fs::remove_file(&local).unwrap();
+    let run = w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)]);
+    run.assert_says(7, &["is gone from .git/lfs/objects", "does not have it"]);
+    assert!(!run.stderr.contains("git lfs push"), "{}", run.stderr);
+    // The server has it (another sandbox uploaded the same content): nothing to upload, pushed.
+    let stored = lfs.store.join("org/repo").join(&id);
+    std::fs::create_dir_all(stored.parent().unwrap()).unwrap();
+    std::fs::write(&stored, &data).unwrap();
+    w.run(&dir, &["push", "--json"], &[("PUSH_URL", &url)])
+        .assert_code(0);
+    assert!(!dir.join(".git/lfs/git-session-pending").exists());
+}
+
 #[test]
 fn an_archive_restore_fetches_the_lfs_files_too() {
     let w = World::new();

@@ -4,7 +4,6 @@
 //! has; each uploaded object is verified when the server asks for it.
 
 use crate::error::{Error, Result};
-use crate::hint::Hint;
 use crate::repo::lfs as store;
 use crate::repo::session::Session;
 use crate::types::RemoteUrl;
@@ -31,14 +30,6 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
         crate::progress::Progress::spinner(&format!("uploading {} Git LFS objects", pending.len()));
     let mut sent = 0;
     for chunk in pending.chunks(wire::BATCH_SIZE) {
-        if let Some(gone) = chunk.iter().find(|p| !store::has(git_dir, p)) {
-            return Err(Error::conflict(format!(
-                "LFS object {} is gone from .git/lfs/objects, so it cannot be uploaded: \
-                 restore the file it belongs to, or push it with {}; nothing was pushed",
-                gone.oid,
-                Hint::LfsPushAll
-            )));
-        }
         let answers = http.retrying("asking the LFS server where to upload", || {
             wire::batch(http, &endpoint, Operation::Upload, chunk)
         })?;
@@ -46,6 +37,15 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
             let Answer::Transfer(action, verify) = answer else {
                 continue;
             };
+            // Asked first: an object the server already has needs no local copy.
+            if !store::has(git_dir, pointer) {
+                return Err(Error::conflict(format!(
+                    "LFS object {} is gone from .git/lfs/objects and the LFS server does not have \
+                     it, so it cannot be uploaded: put the content of the file it belongs to back \
+                     and save again; nothing was pushed",
+                    pointer.oid
+                )));
+            }
             let path = store::object_path(git_dir, pointer);
             http.retrying("uploading an LFS object", || {
                 let file = crate::fs::open_regular(&path, false)
