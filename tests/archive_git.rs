@@ -675,3 +675,51 @@ fn nothing_an_archive_restore_fetched_is_fetched_again() {
         assert_eq!(asked.len(), 1, "filter {filter}: {asked:?}");
     }
 }
+
+/// A plain `git push` of plain commits in a tree restored from an archive alone (given only
+/// PUSH_URL, so `origin` exists) is refused by the pre-push check, which says what attaches
+/// history (it said "rebuild your work on top of" TIP_SHA, which is not in the repository); the
+/// command it names, run as printed, moves the commits onto TIP_SHA, and the push then lands.
+#[test]
+fn a_plain_git_push_before_history_is_attached_says_what_attaches_it() {
+    let r = Restored::new();
+    let archive = git_archive(&r.w, &r.bare, &r.tip, None, "push-first.tar.gz");
+    let dir = r.w.path("push-first");
+    let branch = format!("{BRANCH}-push-first");
+    let vars = [
+        ("SESSION_BRANCH", branch.as_str()),
+        ("PUSH_URL", r.read.as_str()),
+    ];
+    restore_env(&r.w, &dir, &archive, &r.tip, &[], &vars).assert_code(0);
+    std::fs::write(dir.join("P.md"), "P\n").unwrap();
+    r.git(&dir, &["add", "P.md"]);
+    r.git(&dir, &["commit", "-q", "-m", "add P"]);
+    let push = |env: &[(&str, &str)]| {
+        r.w.git_output_with_env(&dir, &["push", "-q", "origin", "HEAD"], env)
+    };
+    let out = push(&[("PUSH_URL", &r.read)]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    let start = said.find("`git-session ").expect(&said) + 1;
+    let len = said[start..].find('`').expect(&said);
+    let args: Vec<&str> = said[start..start + len]
+        .split_whitespace()
+        .skip(1)
+        .collect();
+    assert!(said.contains("READ_URL"), "{said}");
+    r.w.run(&dir, &args, &[("READ_URL", &r.read)])
+        .assert_code(0);
+    let out = push(&[("PUSH_URL", &r.read)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let remote =
+        r.w.git(&r.bare, &["rev-parse", &format!("refs/heads/{branch}")]);
+    assert_eq!(
+        r.w.git(&r.bare, &["rev-parse", &format!("{remote}^")]),
+        r.tip
+    );
+    assert_eq!(changes_on_remote(&r, &r.tip, &remote), ["A P.md"]);
+}

@@ -15,6 +15,10 @@ pub mod template;
 
 use std::path::Path;
 
+/// The file in the git dir of an archive-restored tree whose history is not attached yet (a
+/// restore without `READ_URL`); the first command with `READ_URL` attaches it and removes the file.
+pub const HISTORY_PROMISED: &str = "git-session-history-promised";
+
 use gix::bstr::BString;
 
 use crate::error::{Error, Result};

@@ -548,6 +548,16 @@ fn check_update(
         }
     };
     if !crate::repo::descends_from(repo, local.id(), base.id())? {
+        if repo.git_dir().join(crate::repo::HISTORY_PROMISED).exists() {
+            // Restored from an archive alone: the commits are the person's, TIP_SHA is not here.
+            return Err(Error::conflict(format!(
+                "refused: this tree was restored from an archive without READ_URL and has no \
+                 history yet, so {local} does not descend from the restored TIP_SHA {}: run \
+                 `git-session status` with READ_URL set (it fetches TIP_SHA and moves your \
+                 commits onto it), then push again — {nothing}",
+                record.tip
+            )));
+        }
         return Err(Error::conflict(format!(
             "refused: {local} is not a fast-forward from {} {base} (a force push, or history \
              rewritten after a push): git-session lets only fast-forwards through to the \

@@ -23,7 +23,7 @@ use crate::wire::upload_pack as fetch;
 
 /// The record of a history not attached yet: `tree <archive's root tree id>`, or `tree unknown`
 /// when the restore did not hash the files (no `READ_URL`).
-const PROMISED: &str = "git-session-history-promised";
+const PROMISED: &str = crate::repo::HISTORY_PROMISED;
 
 /// Record that the tree in `git_dir` has no history yet (see the module); `root` is the archive's
 /// root tree id when it was computed.
