@@ -102,11 +102,14 @@ pub enum Hint {
     },
     /// `git-session -C DIR save`.
     SaveIn(PathBuf),
+    /// `git-session status`, run with `READ_URL` set: in a tree restored from an archive alone,
+    /// it attaches history (fetches `TIP_SHA`, moves the person's plain commits onto it).
+    Status,
 }
 
 impl Hint {
     /// The name of every variant, in declaration order: `tests/hints.rs` has a run for each.
-    pub const ALL: [&'static str; 31] = [
+    pub const ALL: [&'static str; 32] = [
         "AmContinue",
         "AmAbort",
         "RebaseContinue",
@@ -138,6 +141,7 @@ impl Hint {
         "RestoreAt",
         "BringCommitsOver",
         "SaveIn",
+        "Status",
     ];
 
     /// This hint's variant name (one of [`Hint::ALL`]).
@@ -174,6 +178,7 @@ impl Hint {
             Hint::RestoreAt { .. } => "RestoreAt",
             Hint::BringCommitsOver { .. } => "BringCommitsOver",
             Hint::SaveIn(_) => "SaveIn",
+            Hint::Status => "Status",
         }
     }
 
@@ -201,6 +206,7 @@ impl Hint {
             Hint::GitPush => "git push",
             Hint::LfsPushAll => "git lfs push --all origin",
             Hint::Fsck => "git fsck",
+            Hint::Status => "git-session status",
             other => return other.command_with_arguments(),
         };
         fixed.to_owned()
@@ -327,6 +333,7 @@ mod tests {
                 dir: "/w 2".into(),
             },
             Hint::SaveIn("/w".into()),
+            Hint::Status,
         ];
         for hint in &all {
             match hint {
@@ -360,7 +367,8 @@ mod tests {
                 | Hint::Restore(_)
                 | Hint::RestoreAt { .. }
                 | Hint::BringCommitsOver { .. }
-                | Hint::SaveIn(_) => {}
+                | Hint::SaveIn(_)
+                | Hint::Status => {}
             }
         }
         all

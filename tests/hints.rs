@@ -940,6 +940,54 @@ fn an_index_not_rewritten_is_repaired_by_the_printed_reset() {
 
 /// Every variant of [`Hint::ALL`] is run by a scenario above (one that takes it with
 /// `printed(…, &Hint::…)`), or named in [`NOT_YET`]; a name there that has a run is an error too.
+/// A plain `git push` in a tree restored from an archive alone (no history yet): the pre-push
+/// check prints `git-session status`, to run with READ_URL set; run so, the push then lands on
+/// TIP_SHA.
+#[test]
+fn a_plain_push_before_history_is_attached_goes_after_the_printed_status() {
+    use crate::support::real_repo::{RealServed, git_archive};
+    let w = World::new();
+    let served = RealServed::new(&w, "hint-status");
+    let tip = served.ids[0].clone();
+    let archive = git_archive(&w, &served.bare, &tip, None, "status-hint.tar.gz");
+    let dir = w.path("archive-alone");
+    let vars = [
+        ("SESSION_BRANCH", BRANCH),
+        ("PUSH_URL", served.read.as_str()),
+    ];
+    crate::restore_archive::restore_env(&w, &dir, &archive, &tip, &[], &vars).assert_code(0);
+    std::fs::write(dir.join("P.md"), "P\n").unwrap();
+    w.git(&dir, &["add", "P.md"]);
+    w.git(&dir, &["commit", "-q", "-m", "add P"]);
+    let push = || {
+        run_printed(
+            &w,
+            &dir,
+            "git push -q origin HEAD",
+            &[("PUSH_URL", served.read.clone())],
+        )
+    };
+    let refused = push();
+    assert_ne!(refused.code, Some(0), "pushed before history was attached");
+    let status = printed(&refused.stderr, &Hint::Status);
+    assert!(
+        refused.stderr.contains("with READ_URL set"),
+        "{}",
+        refused.stderr
+    );
+    run_as_printed(&w, &dir, &status, &[("READ_URL", served.read.clone())]);
+    let pushed = push();
+    assert_eq!(pushed.code, Some(0), "{}", pushed.stderr);
+    let remote = w.git(
+        &served.bare,
+        &["rev-parse", &format!("refs/heads/{BRANCH}")],
+    );
+    assert_eq!(
+        w.git(&served.bare, &["rev-parse", &format!("{remote}^")]),
+        tip
+    );
+}
+
 #[test]
 fn every_hint_has_a_run_or_is_named_as_missing() {
     let source = include_str!("hints.rs");

@@ -553,9 +553,10 @@ fn check_update(
             return Err(Error::conflict(format!(
                 "refused: this tree was restored from an archive without READ_URL and has no \
                  history yet, so {local} does not descend from the restored TIP_SHA {}: run \
-                 `git-session status` with READ_URL set (it fetches TIP_SHA and moves your \
-                 commits onto it), then push again — {nothing}",
-                record.tip
+                 {} with READ_URL set (it fetches TIP_SHA and moves your commits onto it), then \
+                 push again — {nothing}",
+                record.tip,
+                crate::hint::Hint::Status
             )));
         }
         return Err(Error::conflict(format!(
