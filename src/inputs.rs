@@ -25,12 +25,13 @@ pub fn url(
     if let Some(raw) = flag {
         let url = RemoteUrl::parse(raw)
             .map_err(|e| Error::Usage(Refusal::Invalid, format!("{flag_name}: {e}")))?;
-        if url.has_credentials() {
+        if url.has_credentials() || url.has_query() {
             return Err(Error::Usage(
                 Refusal::CredentialsOnArgv,
                 format!(
-                    "{flag_name} carries credentials, which the command line would show to every process in the sandbox: \
-                 put the URL in {var} or {file_var} instead"
+                    "{flag_name} carries credentials (a user name, password or query string: \
+                     presigned URLs sign in the query), which the command line would show to \
+                     every process in the sandbox: put the URL in {var} or {file_var} instead"
                 ),
             ));
         }

@@ -35,6 +35,11 @@ pub fn learn(url: &RemoteUrl) {
     }
 }
 
+/// Every secret form learned so far (the token scan of `save` and `push` refuses them all).
+pub fn known() -> Vec<String> {
+    SECRETS.lock().map(|k| k.clone()).unwrap_or_default()
+}
+
 /// Learn the secrets of every session URL in the environment, whichever of a variable and its
 /// `_FILE` wins: both may hold a token a server could echo; and those of the proxies' URLs.
 pub fn learn_environment() {

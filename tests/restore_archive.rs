@@ -2444,6 +2444,31 @@ fn archive_url_with_the_token_in_the_url() {
     assert_failed(&run, 2);
     assert!(srv.log().is_empty());
     assert_same("argv", &snapshot(&arena.target), &BTreeMap::new());
+    // A presigned URL (its signature in the query) likewise: exit 2, no request, nothing shown.
+    let signed = format!(
+        "{}?X-Amz-Signature=SIGSECRET123456",
+        srv.file_url("good.tar.gz", None)
+    );
+    let run = w.run(
+        &w.path(""),
+        &[
+            "restore",
+            "--json",
+            "-C",
+            arena.target.to_str().unwrap(),
+            "--archive-url",
+            &signed,
+        ],
+        &[("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)],
+    );
+    assert_failed(&run, 2);
+    assert!(
+        run.error_message().contains("query string"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("SIGSECRET"), "{}", run.stderr);
+    assert!(srv.log().is_empty());
     // ARCHIVE_URL alone selects the archive path (no READ_URL needed).
     let arena = Arena::new(&w, "url-from", &[]);
     url_run(&w, &arena.target, &url, &["--from", "archive"]).assert_code(0);

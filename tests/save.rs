@@ -698,6 +698,41 @@ fn refuses_to_commit_a_file_holding_the_token() {
     );
 }
 
+/// Every secret of the environment is scanned for, not only READ_URL's and PUSH_URL's: an
+/// `ARCHIVE_URL`'s password, a presigned URL's signature (its query), a proxy's password. Before,
+/// an ARCHIVE_URL token written to a file was committed and pushed (exit 0).
+#[test]
+fn refuses_to_commit_any_secret_of_the_environment() {
+    let s = Setup::new();
+    let dir = s.sandbox("env-secrets");
+    let url = s.url();
+    for (var, value, secret) in [
+        (
+            "ARCHIVE_URL",
+            "http://u:ARCHIVEtoken123@127.0.0.1:9/a.tgz",
+            "ARCHIVEtoken123",
+        ),
+        (
+            "ARCHIVE_URL",
+            "https://bucket.example/a.tgz?X-Amz-Signature=SIGSECRET123456",
+            "SIGSECRET123456",
+        ),
+        (
+            "HTTPS_PROXY",
+            "http://p:PROXYpass12345@127.0.0.1:9",
+            "PROXYpass12345",
+        ),
+    ] {
+        write(&dir, "leak.txt", &format!("{secret}\n"));
+        // NO_PROXY holds 127.0.0.1 (the test world's), so the proxy is named but not used.
+        let run = s.save(&dir, &[("PUSH_URL", &url), (var, value)]);
+        assert_integrity_error_naming(&run, "leak.txt");
+        assert_eq!(s.head(&dir), s.tip(), "{var}: HEAD moved");
+        assert!(!run.stderr.contains(secret), "{}", run.stderr);
+    }
+    std::fs::remove_file(dir.join("leak.txt")).unwrap();
+}
+
 /// The token in base64 (of `user:token` for any user name, of the token alone, at any alignment,
 /// standard or URL-safe, padded or not) is refused like the token itself: exit 6 naming the file,
 /// nothing committed.

@@ -89,6 +89,8 @@ pub fn secret_forms(push: Option<&UrlSource>) -> Result<Vec<String>> {
     if let Some(r) = inputs::url(None, "READ_URL", "READ_URL_FILE")? {
         forms.extend(r.load()?.secret_forms());
     }
+    // And every other secret of the environment (ARCHIVE_URL, a proxy's credentials).
+    forms.extend(crate::redact::known());
     forms.sort();
     forms.dedup();
     Ok(forms)

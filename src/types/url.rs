@@ -182,40 +182,29 @@ impl RemoteUrl {
     /// Basic header). Secrets under 8 characters are not scanned for (they would match ordinary
     /// text). Used by `save` and `push` to refuse a token, and by redaction (SPEC rule 5).
     pub fn secret_forms(&self) -> Vec<String> {
-        let Some(c) = &self.credentials else {
-            return Vec::new();
-        };
-        let secret = if c.password.expose().is_empty() {
-            c.username.expose()
-        } else {
-            c.password.expose()
-        };
-        if secret.chars().count() < 8 {
-            return Vec::new();
+        let mut secrets = Vec::new();
+        if let Some(c) = &self.credentials {
+            secrets.push(if c.password.expose().is_empty() {
+                c.username.expose().to_owned()
+            } else {
+                c.password.expose().to_owned()
+            });
         }
-        let encode = |keep: &dyn Fn(u8) -> bool, upper: bool| -> String {
-            secret
-                .bytes()
-                .map(|b| match (keep(b), upper) {
-                    (true, _) => (b as char).to_string(),
-                    (false, true) => format!("%{b:02X}"),
-                    (false, false) => format!("%{b:02x}"),
-                })
-                .collect()
-        };
-        let unreserved = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
-        let alnum = |b: u8| b.is_ascii_alphanumeric();
-        let mut forms = vec![
-            secret.to_owned(),
-            encode(&unreserved, true),
-            encode(&unreserved, false),
-            encode(&alnum, true),
-            encode(&alnum, false),
-        ];
-        forms.extend(base64_cores(secret.as_bytes()));
+        // A presigned URL's signature (or a `?token=`) is in its query: each value is a secret.
+        secrets.extend(self.base.query_pairs().map(|(_, v)| v.into_owned()));
+        let mut forms: Vec<String> = secrets
+            .iter()
+            .filter(|s| s.chars().count() >= 8)
+            .flat_map(|s| forms_of(s))
+            .collect();
         forms.sort();
         forms.dedup();
         forms
+    }
+
+    /// Whether a query string is part of it (where presigned URLs carry their signature).
+    pub fn has_query(&self) -> bool {
+        self.base.query().is_some_and(|q| !q.is_empty())
     }
 
     /// The `exp` claim (Unix seconds) when the password (or a password-less user name) is a JWT,
@@ -371,6 +360,31 @@ impl fmt::Debug for RemoteUrl {
             )
             .finish()
     }
+}
+
+/// The forms of one secret (see [`RemoteUrl::secret_forms`]).
+fn forms_of(secret: &str) -> Vec<String> {
+    let encode = |keep: &dyn Fn(u8) -> bool, upper: bool| -> String {
+        secret
+            .bytes()
+            .map(|b| match (keep(b), upper) {
+                (true, _) => (b as char).to_string(),
+                (false, true) => format!("%{b:02X}"),
+                (false, false) => format!("%{b:02x}"),
+            })
+            .collect()
+    };
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+    let alnum = |b: u8| b.is_ascii_alphanumeric();
+    let mut forms = vec![
+        secret.to_owned(),
+        encode(&unreserved, true),
+        encode(&unreserved, false),
+        encode(&alnum, true),
+        encode(&alnum, false),
+    ];
+    forms.extend(base64_cores(secret.as_bytes()));
+    forms
 }
 
 /// The base64 text that `secret` yields wherever it sits in the encoded data, in both alphabets
