@@ -89,9 +89,9 @@ pub enum Hint {
         /// With `--submodules shallow`.
         submodules: bool,
     },
-    /// `git format-patch --stdout BASE..HEAD | git -C DIR am --3way`: this tree's commits since
-    /// `base`, replayed in the tree `dir` (it works from a shallow tree, where a fetch from it
-    /// does not).
+    /// `git -C DIR fetch -q --depth=1 origin BASE; git format-patch --stdout BASE..HEAD | git -C
+    /// DIR am --3way`: this tree's commits since `base`, replayed in the tree `dir` (it works from
+    /// a shallow tree, where a fetch from it does not), with `base` there for a three-way merge.
     BringCommitsOver {
         /// The commit local work starts from (excluded).
         base: FullSha,
@@ -240,9 +240,12 @@ impl Hint {
                 },
                 path_word(dir)
             ),
+            // The base fetched into the new (shallow) folder first: without its blobs `am --3way`
+            // cannot build the ancestor, and a change next to the other sandbox's fails to apply.
             Hint::BringCommitsOver { base, head, dir } => format!(
-                "git format-patch --stdout {base}..{head} | git -C {} am --3way",
-                path_word(dir)
+                "git -C {dir} fetch -q --depth=1 origin {base}; git format-patch --stdout \
+                 {base}..{head} | git -C {dir} am --3way",
+                dir = path_word(dir)
             ),
             Hint::SaveIn(dir) => format!("git-session -C {} save", path_word(dir)),
             fixed => fixed.command(),

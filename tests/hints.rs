@@ -227,7 +227,7 @@ fn a_stale_save_goes_on_in_a_new_folder_as_printed() {
         s.w.git_output(&new, &["fetch", "-q", a.to_str().unwrap(), &a_head]);
     let said = String::from_utf8_lossy(&fetch.stderr);
     assert!(said.contains("shallow roots are not allowed"), "{said}");
-    run_as_printed(&s.w, &a, &bring, &[]);
+    run_as_printed(&s.w, &a, &bring, &vars);
     run_as_printed(&s.w, &a, &save, &vars);
     let landed = s.remote_tip();
     assert_eq!(landed, s.head(&new));
@@ -243,6 +243,95 @@ fn a_stale_save_goes_on_in_a_new_folder_as_printed() {
         "A's work",
         "the commit itself came over"
     );
+}
+
+/// Run the stale save's three printed commands (restore, bring the commits over, save) from `a`
+/// with the session's variables; the commit landed.
+fn go_on_as_printed(s: &Session, a: &Path, msg: &str, base: &str, remote: &str) -> String {
+    let new = a.canonicalize().unwrap().with_file_name(format!(
+        "{}-{}",
+        a.file_name().unwrap().to_str().unwrap(),
+        &remote[..12]
+    ));
+    let restore = printed(
+        msg,
+        &Hint::RestoreAt {
+            dir: new.clone(),
+            branch: branch(),
+            tip: sha(remote),
+            submodules: false,
+        },
+    );
+    let bring = printed(
+        msg,
+        &Hint::BringCommitsOver {
+            base: sha(base),
+            head: sha(&s.head(a)),
+            dir: new.clone(),
+        },
+    );
+    let save = printed(msg, &Hint::SaveIn(new.clone()));
+    let vars = s.vars();
+    run_as_printed(&s.w, a, &restore, &vars);
+    run_as_printed(&s.w, a, &bring, &vars);
+    run_as_printed(&s.w, a, &save, &vars);
+    let landed = s.remote_tip();
+    assert_eq!(landed, s.head(&new));
+    assert_eq!(
+        s.git(&new, &["rev-parse", "HEAD~1"]),
+        remote,
+        "on top of the remote tip"
+    );
+    landed
+}
+
+/// A stale save after a `git pull` brought in the other sandbox's first commit: the commits to
+/// bring over start at what was pulled (they started at the lease, and `am` failed on the pulled
+/// commit the new folder already has).
+#[test]
+fn a_stale_save_after_a_pull_brings_only_its_own_commits() {
+    let s = Session::new();
+    s.reset_remote();
+    let a = s.sandbox("pa");
+    let b = s.sandbox("pb");
+    std::fs::write(b.join("b.txt"), "b1\n").unwrap();
+    s.save(&b, "B1").assert_code(0);
+    let b1 = s.remote_tip();
+    run_as_printed(&s.w, &a, "git pull -q --no-rebase --no-edit", &s.vars());
+    assert_eq!(s.head(&a), b1);
+    std::fs::write(b.join("b.txt"), "b2\n").unwrap();
+    s.save(&b, "B2").assert_code(0);
+    let b2 = s.remote_tip();
+    std::fs::write(a.join("a.txt"), "a\n").unwrap();
+    let run = s.save(&a, "A's work");
+    run.assert_code(3);
+    let landed = go_on_as_printed(&s, &a, &run.error_message(), &b1, &b2);
+    assert_eq!(s.remote_file(&landed, "a.txt"), "a");
+    assert_eq!(s.remote_file(&landed, "b.txt"), "b2");
+}
+
+/// A stale save whose change sits next to the other sandbox's in one file: the patch's context no
+/// longer applies, and `am --3way` needs the base's blob, which a depth-1 restore lacks; the
+/// printed command fetches it first, and the three-way merge keeps both changes.
+#[test]
+fn a_stale_save_next_to_the_other_change_merges_three_way_as_printed() {
+    let s = Session::new();
+    s.reset_remote();
+    let a = s.sandbox("ta");
+    std::fs::write(a.join("f.txt"), "1\n2\n3\n4\n5\n").unwrap();
+    s.save(&a, "five lines").assert_code(0);
+    let t1 = s.remote_tip();
+    let b = s.w.path("tb");
+    s.w.restore_with(&b, &s.url(), BRANCH, &t1, &["--json"], &[])
+        .assert_code(0);
+    std::fs::write(b.join("f.txt"), "1\nB\n3\n4\n5\n").unwrap();
+    s.save(&b, "B's line").assert_code(0);
+    let t2 = s.remote_tip();
+    std::fs::write(a.join("f.txt"), "1\n2\n3\nA\n5\n").unwrap();
+    let run = s.save(&a, "A's line");
+    run.assert_code(3);
+    let landed = go_on_as_printed(&s, &a, &run.error_message(), &t1, &t2);
+    assert_eq!(s.remote_file(&landed, "f.txt"), "1\nB\n3\nA\n5");
 }
 
 /// A restore without `--submodules` leaves the submodule empty; the printed restore, in the same

@@ -278,9 +278,12 @@ impl Attempt<'_> {
                 )],
             ))),
             RemoteTip::Rewritten => Err(self.rewritten(remote)),
-            RemoteTip::Lease | RemoteTip::Moved | RemoteTip::Deleted => {
-                Err(stale(branch, (lease, remote), self.kept, self.work(lease)))
-            }
+            RemoteTip::Lease | RemoteTip::Moved | RemoteTip::Deleted => Err(stale(
+                branch,
+                (lease, remote),
+                self.kept,
+                self.work(lease, remote),
+            )),
         }
     }
 
@@ -321,10 +324,16 @@ impl Attempt<'_> {
     }
 
     /// This tree's work, for the stale error's way on.
-    fn work(&self, lease: FullSha) -> crate::error::LocalWork {
+    fn work(&self, lease: FullSha, remote: FullSha) -> crate::error::LocalWork {
         crate::error::LocalWork {
             workdir: self.session.workdir.clone(),
-            base: self.base(lease),
+            base: crate::repo::lease::work_base(
+                self.repo,
+                self.branch(),
+                self.local,
+                self.base(lease),
+                remote,
+            ),
             head: self.local,
         }
     }
@@ -398,7 +407,7 @@ impl Attempt<'_> {
                  ({reason}): pushing again from there"
             ))),
             _ => {
-                let mut e = stale(self.branch(), (old, now), self.kept, self.work(old));
+                let mut e = stale(self.branch(), (old, now), self.kept, self.work(old, now));
                 if let Error::Stale(s) = &mut e {
                     s.remote_says = Some(reason.to_owned());
                 }

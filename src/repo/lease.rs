@@ -292,6 +292,33 @@ impl WriteLock {
     }
 }
 
+/// Where this tree's own work starts, for the way on after a stale write: the newest of the remote
+/// tip and the branch's remote-tracking ref that `head` already holds and that descends from
+/// `base` (a `git pull` brought the other sandbox's commits in: replaying from the lease would
+/// replay those too), else `base` (the lease, or `TIP_SHA`).
+pub fn work_base(
+    repo: &gix::Repository,
+    branch: &SessionBranch,
+    head: FullSha,
+    base: FullSha,
+    remote: FullSha,
+) -> FullSha {
+    let tracking = repo
+        .find_reference(branch.tracking_ref().as_str())
+        .ok()
+        .and_then(|mut r| r.peel_to_id().ok())
+        .map(|id| FullSha::from_id(id.detach()));
+    let descends = |from: FullSha, to: FullSha| {
+        crate::repo::descends_from(repo, from.id(), to.id()).unwrap_or(false)
+    };
+    [Some(remote), tracking]
+        .into_iter()
+        .flatten()
+        .filter(|c| !c.is_zero() && *c != base && repo.has_object(c.id()))
+        .find(|c| descends(head, *c) && descends(*c, base))
+        .unwrap_or(base)
+}
+
 /// The stale-write error (exit 3), naming both ids; `local` says what happened to local work and
 /// completes the sentence "the remote branch was not changed; …" (rendered by
 /// [`crate::error::Stale`]).

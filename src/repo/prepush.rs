@@ -530,13 +530,14 @@ fn check_update(
             )));
         }
         RemoteTip::Moved | RemoteTip::Deleted => {
+            let base = if record.lease.is_zero() {
+                record.tip
+            } else {
+                record.lease
+            };
             let work = crate::error::LocalWork {
                 workdir: repo.workdir().unwrap_or(repo.git_dir()).to_owned(),
-                base: if record.lease.is_zero() {
-                    record.tip
-                } else {
-                    record.lease
-                },
+                base: crate::repo::lease::work_base(repo, &record.branch, local, base, remote_tip),
                 head: local,
             };
             return Err(crate::repo::lease::stale(
