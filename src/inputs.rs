@@ -176,7 +176,7 @@ pub fn session_dirs(flag: Option<&std::path::Path>) -> Result<(PathBuf, PathBuf)
             ),
         ));
     }
-    let dir = dir.canonicalize().unwrap_or(dir);
+    let dir = resolved(&dir);
     // A missing one is fine (restore creates it); a file in its place or on its path is bad input.
     if let Some(existing) = dir.ancestors().find(|a| a.exists())
         && !existing.is_dir()
@@ -190,6 +190,38 @@ pub fn session_dirs(flag: Option<&std::path::Path>) -> Result<(PathBuf, PathBuf)
         ));
     }
     Ok((dir, given))
+}
+
+/// `dir` resolved as the file system does: its longest existing part canonicalized (`..` and
+/// symlinks followed), the missing rest appended, where `..` can only undo a missing name (so
+/// `-C ../new` names the folder `new` beside the current one, not a path through `..`).
+fn resolved(dir: &std::path::Path) -> PathBuf {
+    if let Ok(real) = dir.canonicalize() {
+        return real;
+    }
+    let mut existing = dir.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let Some(name) = existing.file_name().map(ToOwned::to_owned) else {
+            break;
+        };
+        rest.push(std::ffi::OsString::from(name));
+        if !existing.pop() {
+            break;
+        }
+    }
+    // `file_name` skips a trailing `..`: the loop above stops at it, the canonical form resolves it.
+    let mut out = existing.canonicalize().unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        match name.to_str() {
+            Some(".") => {}
+            Some("..") => {
+                out.pop();
+            }
+            _ => out.push(name),
+        }
+    }
+    out
 }
 
 /// Where a URL comes from: a value fixed for the process, or a `_FILE` re-read at every use so that a

@@ -729,3 +729,23 @@ fn a_folder_above_the_target_closed_to_its_owner_is_named() {
         .assert_code(0);
     crate::support::assert_all_nobodys(&dir);
 }
+
+/// As root, `-C ../new` from a folder beside it (the target not there yet) restores into `new`:
+/// it was refused as "a symlink on it is being swapped" (the path's text, `here/..`, compared
+/// with its canonical form).
+#[test]
+fn a_relative_target_through_dot_dot_that_does_not_exist_yet_is_created() {
+    let Some((w, srv, tip)) = set_up() else {
+        return;
+    };
+    let url = srv.url("repo.git", None);
+    let here = w.path("here");
+    std::fs::create_dir_all(&here).unwrap();
+    let run = w.run(
+        &here,
+        &["restore", "-C", "../new"],
+        &session_vars(&url, &tip),
+    );
+    run.assert_code(0);
+    assert_eq!(w.git(&w.path("new"), &["rev-parse", "HEAD"]), tip);
+}
