@@ -205,7 +205,7 @@ fn resolved(dir: &std::path::Path) -> PathBuf {
         let Some(name) = existing.file_name().map(ToOwned::to_owned) else {
             break;
         };
-        rest.push(std::ffi::OsString::from(name));
+        rest.push(name);
         if !existing.pop() {
             break;
         }
