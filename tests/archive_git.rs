@@ -723,3 +723,23 @@ fn a_plain_git_push_before_history_is_attached_says_what_attaches_it() {
     );
     assert_eq!(changes_on_remote(&r, &r.tip, &remote), ["A P.md"]);
 }
+
+/// A tree restored from an archive alone (no READ_URL: nothing known of the remote branch) has no
+/// upstream yet, so `git status` after a plain commit never calls it "gone" (README's promise for
+/// a new session; it said "the upstream is gone" before).
+#[test]
+fn an_archive_alone_tree_has_no_upstream_git_calls_gone() {
+    let r = Restored::new();
+    let archive = git_archive(&r.w, &r.bare, &r.tip, None, "no-upstream.tar.gz");
+    let dir = r.w.path("no-upstream");
+    let branch = format!("{BRANCH}-no-upstream");
+    let vars = [
+        ("SESSION_BRANCH", branch.as_str()),
+        ("PUSH_URL", r.read.as_str()),
+    ];
+    restore_env(&r.w, &dir, &archive, &r.tip, &[], &vars).assert_code(0);
+    r.git(&dir, &["add", "-A"]);
+    r.git(&dir, &["commit", "-q", "-m", "x"]);
+    let status = r.git(&dir, &["status"]);
+    assert!(!status.contains("gone"), "{status}");
+}

@@ -317,7 +317,9 @@ impl Staged<'_> {
                 url: read_url.as_ref(),
                 push_url: push_url.as_ref(),
                 branch: &opts.branch,
-                on_remote: !self.lease.is_zero(),
+                // Known only when the remote was asked: without READ_URL the lease is TIP_SHA by
+                // assumption, and an upstream set then has no remote-tracking ref ("gone").
+                on_remote: !self.lease.is_zero() && opts.read.is_some(),
                 // Only a server that takes `filter` sent the commit without its blobs.
                 promisor: self.filter,
                 promisor_filter: self.filter,
