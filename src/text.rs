@@ -13,9 +13,14 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// Whether `c` is never shown raw: C0 controls, DEL, C1 controls, bidirectional overrides.
+/// Whether `c` is never shown raw: C0 controls, DEL, C1 controls, bidirectional overrides, and
+/// the Unicode line and paragraph separators (U+2028, U+2029), which some terminals break lines at.
 fn escaped(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}'
+        )
 }
 
 fn push_escaped(out: &mut String, c: char) {
@@ -87,5 +92,8 @@ mod tests {
             "ok \\xff\\x1b]0;t\\x07 é"
         );
         assert!(matches!(terminal("plain é text\n"), Cow::Borrowed(_)));
+        // Line and paragraph separators: a line break to some terminals (a SESSION_BRANCH held
+        // U+2028 raw in messages before).
+        assert_eq!(terminal("a\u{2028}b\u{2029}c"), "a\\u{2028}b\\u{2029}c");
     }
 }
