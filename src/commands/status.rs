@@ -193,7 +193,8 @@ fn ask_remote(urls: &Urls, session: &Session) -> Result<FullSha> {
     let source = urls.read.as_ref().or(urls.push.as_ref()).ok_or_else(|| {
         crate::Error::Usage(
             crate::error::Refusal::Missing,
-            "status --remote needs READ_URL (or READ_URL_FILE)".into(),
+            "status --remote needs READ_URL or PUSH_URL (or their _FILE forms) to ask the remote"
+                .into(),
         )
     })?;
     let http = Http::new()?;
