@@ -37,6 +37,28 @@ fn not_utf8() -> String {
     )
 }
 
+/// clap's text with a line naming, escaped, each argument that holds control characters: clap
+/// drops escape sequences from what it echoes, so "invalid value '1'" would name a value that
+/// was not given.
+fn with_controls_shown(text: String) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let shown: Vec<String> = std::env::args_os()
+        .skip(1)
+        .filter_map(|a| {
+            let escaped = git_session::text::line(a.as_bytes());
+            (escaped.as_bytes() != a.as_bytes()).then(|| format!("'{escaped}'"))
+        })
+        .collect();
+    if shown.is_empty() {
+        return text;
+    }
+    format!(
+        "{}\n(as given, with control characters and bytes that are not UTF-8 shown escaped: {})",
+        text.trim_end(),
+        shown.join(", ")
+    )
+}
+
 fn main() -> std::process::ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -70,7 +92,7 @@ fn main() -> std::process::ExitCode {
             // clap's words echo argv: through the one writer of stderr (the terminal rule).
             let text = match err.kind() {
                 ErrorKind::InvalidUtf8 => not_utf8(),
-                _ => err.render().to_string(),
+                _ => with_controls_shown(err.render().to_string()),
             };
             if !json || err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 git_session::redact::Stderr::line(text.trim_end());

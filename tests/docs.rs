@@ -262,6 +262,13 @@ fn json_usage_errors_keep_claps_detail_and_name_the_command() {
     assert_eq!(v["command"], "restore", "{v}");
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(msg.contains("sometimes") && msg.contains("always"), "{msg}");
+    // clap drops escape sequences from what it echoes ("invalid value '1'"): the value as given
+    // is added, escaped.
+    let run = w.run(dir, &["restore", "--depth", "1\x1b[2J", "--json"], &[]);
+    run.assert_code(2);
+    let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("'1\\x1b[2J'"), "{msg}");
+    assert!(!run.stderr.contains('\x1b'), "{}", run.stderr);
     let run = w.run(dir, &["credential", "--json"], &[]);
     run.assert_code(2);
     assert_eq!(run.json()["command"], "credential");
