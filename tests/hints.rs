@@ -508,6 +508,38 @@ fn a_stopped_git_am_continues_or_aborts_as_printed() {
     }
 }
 
+/// A save refused (exit 7) while a stopped operation holds `f.txt` in conflict: the printed `hint`
+/// finishes it — after the printed `git add -u` of `f.txt` holding `resolved` when `hint` is
+/// `cont` (each other hint named in `also` must be printed too) — and the save then pushes `f.txt`
+/// as `resolved`, or as `kept` when `hint` drops the operation.
+fn finish_as_printed(
+    s: &Session,
+    dir: &Path,
+    hint: &Hint,
+    cont: &Hint,
+    also: &[Hint],
+    texts: (&str, &str),
+) {
+    let (resolved, kept) = texts;
+    let run = s.save(dir, "x");
+    run.assert_code(7);
+    let msg = run.error_message();
+    let add = printed(&msg, &Hint::AddUpdate);
+    for other in also {
+        printed(&msg, other);
+    }
+    let command = printed(&msg, hint);
+    if hint == cont {
+        std::fs::write(dir.join("f.txt"), format!("{resolved}\n")).unwrap();
+        run_as_printed(&s.w, dir, &add, &[]);
+    }
+    run_as_printed(&s.w, dir, &command, &[]);
+    s.save(dir, "x").assert_code(0);
+    let want = if hint == cont { resolved } else { kept };
+    assert_eq!(s.remote_file(&s.remote_tip(), "f.txt"), want);
+    s.reset_remote();
+}
+
 /// Make `f.txt` conflict: a commit on `side` and another on the session branch; returns `side`'s.
 fn conflicting_commits(s: &Session, dir: &Path) -> String {
     s.git(dir, &["switch", "-q", "-c", "side"]);
@@ -526,22 +558,14 @@ fn a_conflicted_merge_concludes_or_aborts_as_printed() {
         let dir = s.sandbox(name);
         conflicting_commits(&s, &dir);
         assert!(!s.w.git_output(&dir, &["merge", "side"]).status.success());
-        let run = s.save(&dir, "x");
-        run.assert_code(7);
-        let msg = run.error_message();
-        let add = printed(&msg, &Hint::AddUpdate);
-        printed(&msg, &Hint::MergeAbort);
-        let command = printed(&msg, &hint);
-        if hint == Hint::Commit {
-            std::fs::write(dir.join("f.txt"), "both\n").unwrap();
-            run_as_printed(&s.w, &dir, &add, &[]);
-        }
-        run_as_printed(&s.w, &dir, &command, &[]);
-        s.save(&dir, "x").assert_code(0);
-        let tip = s.remote_tip();
-        let want = if hint == Hint::Commit { "both" } else { "ours" };
-        assert_eq!(s.remote_file(&tip, "f.txt"), want);
-        s.reset_remote();
+        finish_as_printed(
+            &s,
+            &dir,
+            &hint,
+            &Hint::Commit,
+            &[Hint::MergeAbort],
+            ("both", "ours"),
+        );
     }
 }
 
@@ -561,24 +585,8 @@ fn a_stopped_cherry_pick_continues_aborts_or_quits_as_printed() {
                 .status
                 .success()
         );
-        let run = s.save(&dir, "x");
-        run.assert_code(7);
-        let msg = run.error_message();
-        let add = printed(&msg, &Hint::AddUpdate);
-        let command = printed(&msg, &hint);
-        if hint == Hint::CherryPickContinue {
-            std::fs::write(dir.join("f.txt"), "both\n").unwrap();
-            run_as_printed(&s.w, &dir, &add, &[]);
-        }
-        run_as_printed(&s.w, &dir, &command, &[]);
-        s.save(&dir, "x").assert_code(0);
-        let want = if hint == Hint::CherryPickContinue {
-            "both"
-        } else {
-            "ours"
-        };
-        assert_eq!(s.remote_file(&s.remote_tip(), "f.txt"), want);
-        s.reset_remote();
+        let cont = Hint::CherryPickContinue;
+        finish_as_printed(&s, &dir, &hint, &cont, &[], ("both", "ours"));
     }
     let dir = s.sandbox("c");
     conflicting_commits(&s, &dir);
@@ -619,25 +627,15 @@ fn a_stopped_revert_continues_or_aborts_as_printed() {
                 .status
                 .success()
         );
-        let run = s.save(&dir, "x");
-        run.assert_code(7);
-        let msg = run.error_message();
-        let add = printed(&msg, &Hint::AddUpdate);
-        printed(&msg, &Hint::RevertAbort);
-        let command = printed(&msg, &hint);
-        if hint == Hint::RevertContinue {
-            std::fs::write(dir.join("f.txt"), "reverted\n").unwrap();
-            run_as_printed(&s.w, &dir, &add, &[]);
-        }
-        run_as_printed(&s.w, &dir, &command, &[]);
-        s.save(&dir, "x").assert_code(0);
-        let want = if hint == Hint::RevertContinue {
-            "reverted"
-        } else {
-            "three"
-        };
-        assert_eq!(s.remote_file(&s.remote_tip(), "f.txt"), want);
-        s.reset_remote();
+        let cont = Hint::RevertContinue;
+        finish_as_printed(
+            &s,
+            &dir,
+            &hint,
+            &cont,
+            &[Hint::RevertAbort],
+            ("reverted", "three"),
+        );
     }
 }
 

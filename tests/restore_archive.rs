@@ -2429,18 +2429,16 @@ fn archive_url_with_the_token_in_the_url() {
     // The same URL on argv is refused before any request.
     srv.clear_log();
     let arena = Arena::new(&w, "url-argv", &[]);
-    let run = w.run(
-        &w.path(""),
-        &[
-            "restore",
-            "--json",
-            "-C",
-            arena.target.to_str().unwrap(),
-            "--archive-url",
-            &url,
-        ],
-        &[("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)],
-    );
+    let on_argv = |url: &str| {
+        let target = arena.target.to_str().unwrap();
+        let argv = ["restore", "--json", "-C", target, "--archive-url", url];
+        w.run(
+            &w.path(""),
+            &argv,
+            &[("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)],
+        )
+    };
+    let run = on_argv(&url);
     assert_failed(&run, 2);
     assert!(srv.log().is_empty());
     assert_same("argv", &snapshot(&arena.target), &BTreeMap::new());
@@ -2449,18 +2447,7 @@ fn archive_url_with_the_token_in_the_url() {
         "{}?X-Amz-Signature=SIGSECRET123456",
         srv.file_url("good.tar.gz", None)
     );
-    let run = w.run(
-        &w.path(""),
-        &[
-            "restore",
-            "--json",
-            "-C",
-            arena.target.to_str().unwrap(),
-            "--archive-url",
-            &signed,
-        ],
-        &[("SESSION_BRANCH", BRANCH), ("TIP_SHA", TIP)],
-    );
+    let run = on_argv(&signed);
     assert_failed(&run, 2);
     assert!(
         run.error_message().contains("query string"),
