@@ -279,8 +279,29 @@ pub fn word(s: &str) -> String {
     }
 }
 
+/// `p` as one `sh` word that survives the terminal rule: as [`word`] when it is UTF-8 without a
+/// character the rule escapes, else `"$(printf '…')"` with those bytes as octal escapes (shown
+/// escaped inside quotes, a control character would name another folder when run as printed).
 fn path_word(p: &Path) -> String {
-    word(&p.to_string_lossy())
+    use std::os::unix::ffi::OsStrExt as _;
+    let bytes = p.as_os_str().as_bytes();
+    if let Ok(s) = std::str::from_utf8(bytes)
+        && crate::text::line_str(s) == s
+    {
+        return word(s);
+    }
+    let mut out = String::from("\"$(printf '");
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'%' => out.push_str("%%"),
+            b'\'' => out.push_str("'\\''"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out.push_str("')\"");
+    out
 }
 
 #[cfg(test)]
@@ -375,6 +396,23 @@ mod tests {
             }
         }
         all
+    }
+
+    /// A path holding control characters or bytes that are not UTF-8 is printed so that the
+    /// terminal rule leaves it alone and `sh` gives back the exact bytes.
+    #[test]
+    fn an_odd_path_runs_as_printed_through_the_terminal_rule() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let raw: &[u8] = b"/tmp/p\x1b]0;T\x07\rq'x%y\\z \xff\xc3\xa9";
+        let path = Path::new(std::ffi::OsStr::from_bytes(raw));
+        let shown = path_word(path);
+        assert_eq!(crate::text::terminal(&shown), shown.as_str());
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("printf '%s' {shown}")])
+            .output()
+            .unwrap();
+        assert_eq!(out.stdout, raw, "{shown}");
+        assert_eq!(path_word(Path::new("/plain/dir")), "/plain/dir");
     }
 
     #[test]
