@@ -1348,3 +1348,20 @@ fn submodules_left_empty_are_named_in_a_warning() {
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), tip);
 }
+
+/// A READ_URL with a query string: git-session uses it, `.git/config` never holds it (it may be
+/// a secret), and the restore says plain git goes without it (it was dropped silently).
+#[test]
+fn a_read_url_query_is_used_never_written_and_said() {
+    let s = Served::start(None);
+    let dir = s.w.path("query");
+    let url = format!("{}?sig=QUERYsecret99", s.url);
+    let run =
+        s.w.restore_with(&dir, &url, "s", &s.ids[1], &["--json"], &[]);
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("query string"), "{warnings}");
+    assert!(!warnings.contains("QUERYsecret99"), "{warnings}");
+    let config = read_text(dir.join(".git/config"));
+    assert!(!config.contains("QUERYsecret99"), "{config}");
+}

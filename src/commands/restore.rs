@@ -111,13 +111,22 @@ fn archive_source(args: &RestoreArgs) -> Result<Option<ArchiveSource>> {
     .map(ArchiveSource::Url))
 }
 
-/// Loading the URLs also fails early on an unreadable URL file.
+/// The URLs' warnings: an expiring token, a query string plain git will not get. Loading the URLs
+/// also fails early on an unreadable URL file.
 fn expiry_warnings(opts: &RestoreOptions) -> Result<Vec<String>> {
     let mut expiry = Vec::new();
     for (name, source) in [("READ_URL", &opts.read), ("PUSH_URL", &opts.push)] {
         if let Some(s) = source {
             let url = s.load()?;
             expiry.extend(super::expiry_warnings([(name, &url)]));
+            // The query may hold a secret: never written to .git/config, so plain git goes without.
+            if url.has_query() {
+                expiry.push(format!(
+                    "{name}'s query string is used by git-session but not written to .git/config \
+                     (it may hold a secret): plain git in this tree reaches {} without it",
+                    url.public()
+                ));
+            }
         }
     }
     Ok(expiry)
