@@ -209,13 +209,29 @@ impl Number {
 
 /// Comma-separated patterns, each trimmed of spaces, empty ones dropped, as git-lfs reads
 /// `-I`/`lfs.fetchinclude`; their `/` mean what git-lfs says ([`crate::restore::LfsPattern`]).
-fn patterns(raw: Option<String>) -> Vec<String> {
-    raw.unwrap_or_default()
+fn patterns(var: &str, raw: Option<String>) -> Result<Vec<String>> {
+    let patterns: Vec<String> = raw
+        .unwrap_or_default()
         .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(str::to_owned)
-        .collect()
+        .collect();
+    if let Some(p) = patterns
+        .iter()
+        .find(|p| !crate::glob::bounded(p.as_bytes()))
+    {
+        return Err(Error::Usage(
+            Refusal::Invalid,
+            format!(
+                "{var}: the pattern '{}' holds more than {} runs of '*' (matching such a \
+                 pattern can take exponential time): use fewer",
+                crate::text::line_str(p),
+                crate::glob::MAX_STAR_RUNS
+            ),
+        ));
+    }
+    Ok(patterns)
 }
 
 impl Knobs {
@@ -235,8 +251,8 @@ impl Knobs {
             retry_total: RETRY_TOTAL.millis(&lookup)?,
             lock_wait: Duration::from_secs(LOCK_WAIT.read(&lookup)?),
             lfs_concurrency: usize::try_from(LFS_CONCURRENCY.read(&lookup)?).unwrap_or(1),
-            lfs_include: patterns(lookup("GIT_SESSION_LFS_INCLUDE")),
-            lfs_exclude: patterns(lookup("GIT_SESSION_LFS_EXCLUDE")),
+            lfs_include: patterns("GIT_SESSION_LFS_INCLUDE", lookup("GIT_SESSION_LFS_INCLUDE"))?,
+            lfs_exclude: patterns("GIT_SESSION_LFS_EXCLUDE", lookup("GIT_SESSION_LFS_EXCLUDE"))?,
             max_submodules: usize::try_from(MAX_SUBMODULES.read(&lookup)?).unwrap_or(usize::MAX),
             big_object_bytes: BIG_OBJECT_BYTES.read(&lookup)?,
             protocol: Protocol::read(lookup("GIT_SESSION_PROTOCOL"))?,

@@ -21,6 +21,7 @@ pub mod failpoint;
 pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod glob;
 pub mod hint;
 pub mod inputs;
 pub mod knobs;

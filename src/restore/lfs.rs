@@ -72,6 +72,7 @@ pub fn find(
     if mode == LfsMode::Never || (mode == LfsMode::Auto && !has_attributes) {
         return Ok(LfsPlan::default());
     }
+    super::write::check_attribute_patterns(repo, index)?;
     let mut attributes = repo
         .attributes_only(
             index,

@@ -213,6 +213,40 @@ impl<'t> Writer<'t> {
     }
 }
 
+/// Refuse a tree whose `.gitattributes` hold a pattern matching could take exponential time on
+/// (`crate::glob`), before git's attribute matching ever sees it: the server chose both the
+/// patterns and the paths.
+///
+/// # Errors
+/// [`Error::Integrity`] (exit 6) naming the file and the pattern.
+pub(crate) fn check_attribute_patterns(
+    repo: &gix::Repository,
+    index: &gix::index::File,
+) -> Result<()> {
+    for entry in index.entries() {
+        let path = entry.path(index);
+        if path != ".gitattributes" && !path.ends_with(b"/.gitattributes") {
+            continue;
+        }
+        let Ok(blob) = repo.find_object(entry.id) else {
+            continue; // not here yet (a sparse or partial tree): gix cannot read it either
+        };
+        for line in gix::attrs::parse(&blob.data).flatten() {
+            if let gix::attrs::parse::Kind::Pattern(p) = line.0
+                && !crate::glob::bounded(&p.text)
+            {
+                return Err(Error::Integrity(format!(
+                    "{path}: the pattern '{}' holds more than {} runs of '*': matching it can \
+                     take exponential time, so git-session does not check out this tree",
+                    crate::text::line(&p.text),
+                    crate::glob::MAX_STAR_RUNS
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A blob as the checkout writes it into the work tree: through git's conversions as the tree's
 /// `.gitattributes` ask (read from the tree, as the checkout reads them).
 pub(crate) struct WorktreeForm<'repo> {
@@ -222,6 +256,7 @@ pub(crate) struct WorktreeForm<'repo> {
 impl<'repo> WorktreeForm<'repo> {
     /// The conversions `index`'s `.gitattributes` ask for.
     pub(crate) fn new(repo: &'repo gix::Repository, index: &gix::index::File) -> Result<Self> {
+        check_attribute_patterns(repo, index)?;
         let cache = repo
             .attributes_only(
                 index,

@@ -36,7 +36,10 @@ impl Rules {
                     Err(_) => converting = true,
                 }
             }
-            if converting {
+            // A pattern too costly to match holds every file back; the checkout refuses the tree.
+            if !crate::glob::bounded(&pattern.text) {
+                rules.all = true;
+            } else if converting {
                 rules.patterns.push(pattern);
             }
         }
