@@ -63,6 +63,15 @@ fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
+/// The object format a fuzz input picks with bit 2 of its first byte: both are fed alike.
+fn format_of(which: u8) -> gix::hash::Kind {
+    if which & 4 == 0 {
+        gix::hash::Kind::Sha1
+    } else {
+        gix::hash::Kind::Sha256
+    }
+}
+
 /// The protocol v2 responses of upload-pack (pkt-lines, side-band): the first byte picks the
 /// parser (capability advertisement, `ls-refs`, `fetch` with its pack), the rest is the body.
 /// Errors are the wire's kinds only; a fetch leaves its pack and index, or nothing.
@@ -74,12 +83,29 @@ pub fn upload_pack(data: &[u8]) {
     let url = url();
     match which % 4 {
         0 => match up::read_advertisement(&url, body, Protocol::Auto, BRANCH_REF) {
-            Ok(up::Server::V2(caps)) => {
-                let format = caps.capability("object-format").map(|c| c.value());
-                assert!(format.is_none_or(|v| v.unwrap_or_default() == "sha1"));
+            Ok(server @ up::Server::V2(_)) => {
+                let up::Server::V2(caps) = &server else {
+                    unreachable!()
+                };
+                let announced = caps.capability("object-format").map(|c| c.value());
+                let announced = announced.map(|v| v.unwrap_or_default().to_string());
+                assert_eq!(
+                    crate::types::format_from_name(announced.as_deref()),
+                    Some(server.format())
+                );
             }
-            Ok(up::Server::V0 { refs, .. }) => {
-                assert!(refs.get("object-format").is_none_or(|v| v == "sha1"));
+            Ok(server @ up::Server::V0 { .. }) => {
+                let up::Server::V0 { refs, .. } = &server else {
+                    unreachable!()
+                };
+                let announced = refs.get("object-format").map(|v| v.to_string());
+                assert_eq!(
+                    crate::types::format_from_name(announced.as_deref()),
+                    Some(server.format())
+                );
+                if let Some(tip) = refs.tip {
+                    assert_eq!(tip.format(), server.format());
+                }
             }
             Err(e) => assert!(
                 matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(..)),
@@ -88,8 +114,10 @@ pub fn upload_pack(data: &[u8]) {
         },
         1 => {
             let full = format!("refs/heads/{BRANCH}");
-            match up::read_ls_refs(&url, body, &full) {
+            let format = format_of(which);
+            match up::read_ls_refs(&url, body, &full, format) {
                 Ok(Some(id)) => {
+                    assert_eq!(id.format(), format);
                     let line = format!("{id} {full}");
                     assert!(body.to_ascii_lowercase().find(line.as_bytes()).is_some());
                 }
@@ -236,10 +264,14 @@ impl crate::pack::EntryObserver for Commits {
 }
 
 /// The pack's first whole commit, and whether a delta in it names its base by id.
-fn first_commit(data: &[u8], pack_dir: &Path) -> (Option<gix::ObjectId>, bool) {
+fn first_commit(
+    data: &[u8],
+    pack_dir: &Path,
+    format: gix::hash::Kind,
+) -> (Option<gix::ObjectId>, bool) {
     let commits = Commits::default();
     let limits = crate::pack::PackLimits::default();
-    if let Ok((stream, _)) = crate::pack::entries::EntryStream::new(data, limits, pack_dir) {
+    if let Ok((stream, _)) = crate::pack::entries::EntryStream::new(data, limits, pack_dir, format) {
         for entry in stream.observed(Some(&commits)) {
             if entry.is_err() {
                 break;
@@ -256,14 +288,19 @@ fn first_commit(data: &[u8], pack_dir: &Path) -> (Option<gix::ObjectId>, bool) {
 /// back leaves the work tree empty; nothing is left beside the pack and its index.
 pub fn pack(data: &[u8]) {
     use crate::restore::early::{EarlyCheckout, Target};
+    // A leading '2' picks SHA-256 (ids, bases and trailer of 32 bytes); a pack starts with "PACK".
+    let (format, data) = match data.split_first() {
+        Some((b'2', rest)) => (gix::hash::Kind::Sha256, rest),
+        _ => (gix::hash::Kind::Sha1, data),
+    };
     let dir = scratch();
     let objects = dir.path().join("objects");
     let pack_dir = objects.join("pack");
     let work = dir.path().join("work");
     std::fs::create_dir_all(&pack_dir).expect("a scratch folder");
     std::fs::create_dir(&work).expect("a scratch folder");
-    let (tip, ref_deltas) = first_commit(data, &pack_dir);
-    let tip = tip.unwrap_or_else(|| gix::ObjectId::null(gix::hash::Kind::Sha1));
+    let (tip, ref_deltas) = first_commit(data, &pack_dir, format);
+    let tip = tip.unwrap_or_else(|| gix::ObjectId::null(format));
     let tree = crate::fs::tree::Tree::open(&work).expect("a scratch folder");
     let early = EarlyCheckout::start(Target {
         tree: tree.try_clone().expect("a second handle"),
@@ -279,6 +316,7 @@ pub fn pack(data: &[u8]) {
         limits,
         &AtomicBool::new(false),
         Some(&early),
+        format,
     );
     let outcome = early.finish();
     for file in &outcome.files {
@@ -287,7 +325,7 @@ pub fn pack(data: &[u8]) {
     match received {
         Ok(received) => {
             if let Some(data_path) = &received.data_path {
-                let ids = check_index(data_path, limits, &received.big, ref_deltas);
+                let ids = check_index(data_path, limits, &received.big, ref_deltas, format);
                 for file in &outcome.files {
                     assert!(ids.contains(&file.id), "{} is not in the pack", file.id);
                 }
@@ -355,11 +393,12 @@ fn check_index(
     limits: crate::pack::PackLimits,
     big: &[gix::ObjectId],
     ref_deltas: bool,
+    format: gix::hash::Kind,
 ) -> Vec<gix::ObjectId> {
     use gix::objs::Find as _;
-    let objects = crate::pack::PackObjects::open(data_path, limits, big).expect("the pack opens");
+    let objects = crate::pack::PackObjects::open(data_path, limits, big, format).expect("the pack opens");
     let index =
-        gix::odb::pack::index::File::at(data_path.with_extension("idx"), gix::hash::Kind::Sha1)
+        gix::odb::pack::index::File::at(data_path.with_extension("idx"), format)
             .expect("the index opens");
     let mut ids = Vec::new();
     let mut buf = Vec::new();
@@ -371,7 +410,7 @@ fn check_index(
             Err(_) if ref_deltas => continue,
             Err(e) => panic!("the indexed object {} does not decode: {e}", entry.oid),
         };
-        let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, object.kind, object.data)
+        let id = gix::objs::compute_hash(format, object.kind, object.data)
             .expect("hashing");
         assert_eq!(id, entry.oid, "the index names an object by a wrong id");
         ids.push(entry.oid);
@@ -701,7 +740,7 @@ pub fn state(data: &[u8]) {
             let path = git_dir.path().join(LEDGER_FILE);
             std::fs::write(&path, content).expect("writing");
             let ledger = Ledger::new(git_dir.path());
-            let old = FullSha::zero();
+            let old = FullSha::zero(gix::hash::Kind::Sha1);
             let new: FullSha = "9286c450ac867c0b3f83878bc15e185905286280"
                 .parse()
                 .expect("a full id");

@@ -140,6 +140,7 @@ fn receive_thin(
         Some(2),
         limits,
         &AtomicBool::new(false),
+        repo.object_hash(),
     )
 }
 
@@ -152,6 +153,7 @@ fn receive(git_dir: &Path, bytes: &[u8]) -> Received {
         LIMITS,
         &AtomicBool::new(false),
         None,
+        crate::support::gix_format(),
     )
     .unwrap_or_else(|e| panic!("receive: {e:?}"))
 }

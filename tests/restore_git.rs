@@ -113,7 +113,7 @@ fn restores_a_non_tip_commit_exactly() {
     assert_eq!(j["branch"], "sessions/abc");
     assert_eq!(j["tip"], ids[1].as_str());
     assert_eq!(j["source"], "git");
-    assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
+    assert_eq!(j["lease"], crate::support::zero_id());
     assert_eq!(j["warnings"], serde_json::json!([]));
     assert_restored(&w, &dir, "sessions/abc", &ids[1]);
     assert_eq!(read_text(dir.join("README.md")), "two\n");
@@ -231,7 +231,7 @@ fn lease_is_zero_tip_or_tip_with_warning() {
     let url = srv.url("repo.git", None);
 
     let j = restore(&w, &w.path("a"), &url, "sessions/new", &ids[1], &[]).json();
-    assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
+    assert_eq!(j["lease"], crate::support::zero_id());
     let j = restore(&w, &w.path("b"), &url, "sessions/at-tip", &ids[1], &[]).json();
     assert_eq!(j["lease"], ids[1].as_str());
     let run = restore(&w, &w.path("c"), &url, "sessions/moved", &ids[1], &[]);
@@ -295,10 +295,12 @@ fn asks_for_one_ref_and_one_commit_over_protocol_v2() {
     assert_eq!(fetch.matches("want ").count(), 1, "{fetch}");
     assert!(fetch.contains("deepen 1\n"), "{fetch}");
     assert!(!fetch.contains("include-tag"), "{fetch}");
+    let format = format!("object-format={}\n", crate::support::object_format());
+    assert!(fetch.contains(&format) && ls.contains(&format), "{ls}\n{fetch}");
     // A branch that merely shares the prefix is not taken for the session branch: the session is
     // new (the zero lease).
     let record = session_record(&w.path("s"));
-    assert_eq!(record["lease"], "0000000000000000000000000000000000000000");
+    assert_eq!(record["lease"], crate::support::zero_id());
 }
 
 #[test]
@@ -467,7 +469,7 @@ fn missing_commit_is_not_found_and_leaves_nothing() {
     let s = Served::start(None);
     let Served { w, srv, .. } = &s;
     let dir = w.path("s");
-    let run = s.restore(&dir, &"ab".repeat(20), &[]);
+    let run = s.restore(&dir, &"ab".repeat(crate::support::hex_len() / 2), &[]);
     run.assert_code(8);
     let j = run.json();
     assert_eq!(j["error"]["kind"], "not_found");
@@ -488,7 +490,7 @@ fn missing_commit_is_not_found_and_leaves_nothing() {
         &w.path("t"),
         &srv.url("nope.git", None),
         "s",
-        &"ab".repeat(20),
+        &"ab".repeat(crate::support::hex_len() / 2),
         &[],
     );
     run.assert_code(8);
@@ -1050,30 +1052,47 @@ fn data_after_the_pack_is_refused() {
     assert_restored(w, &dir, "s", &ids[1]);
 }
 
+/// SPEC rule 1 for the other length: a 40-hex prefix of a SHA-256 commit is an abbreviation
+/// there, a 64-hex id names nothing in a SHA-1 repository; both exit 2 after the capability
+/// exchange, over v2 and v0, before any object is asked for, nothing written.
 #[test]
-fn a_sha256_remote_is_refused_clearly() {
+fn an_id_of_the_other_format_is_refused_after_the_capability_exchange() {
     let w = World::new();
-    let bare = w.srv().join("sha256.git");
-    w.git(
-        w.tmp.path(),
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "--object-format=sha256",
-            bare.to_str().unwrap(),
-        ],
-    );
+    let ids = fixture(&w);
     let srv = GitServer::start(&w.srv(), None);
-    let run = restore(
-        &w,
-        &w.path("s"),
-        &srv.url("sha256.git", None),
-        "s",
-        &"ab".repeat(20),
-        &[],
-    );
-    run.assert_says(2, &["SHA-256 repositories are not supported yet"]);
+    let url = srv.url("repo.git", None);
+    let tip = &ids[1];
+    let other = if crate::support::hex_len() == 64 {
+        tip[..40].to_owned()
+    } else {
+        format!("{tip}{}", &"ab".repeat(12))
+    };
+    let said = if crate::support::hex_len() == 64 {
+        "a 40-digit id for a SHA-256 repository: give all 64 digits"
+    } else {
+        "a 64-digit (SHA-256) id for a SHA-1 repository"
+    };
+    for protocol in ["2", "0"] {
+        srv.clear_log();
+        let dir = w.path(&format!("v{protocol}"));
+        let run = restore(
+            &w,
+            &dir,
+            &url,
+            "s",
+            &other,
+            &[("GIT_SESSION_PROTOCOL", protocol)],
+        );
+        run.assert_says(2, &[said, "TIP_SHA"]);
+        assert!(!dir.exists() || left_nothing(&dir), "v{protocol}: {:?}", names_in(&dir));
+        let log = srv.log();
+        assert!(!log.is_empty(), "v{protocol}: the capabilities were not asked for");
+        assert!(
+            log.iter()
+                .all(|e| !String::from_utf8_lossy(&e.body).contains("want ")),
+            "v{protocol}: an object was asked for: {log:#?}"
+        );
+    }
 }
 
 #[test]
@@ -1365,3 +1384,16 @@ fn a_read_url_query_is_used_never_written_and_said() {
     let config = read_text(dir.join(".git/config"));
     assert!(!config.contains("QUERYsecret99"), "{config}");
 }
+
+crate::sha256_too!(
+    restores_a_non_tip_commit_exactly,
+    asks_for_one_ref_and_one_commit_over_protocol_v2,
+    configures_origin_without_secrets_and_with_upstream,
+    lease_is_zero_tip_or_tip_with_warning,
+    depth_n_fetches_n_commits,
+    rerun_on_the_same_session_is_a_no_op_that_touches_nothing,
+    missing_commit_is_not_found_and_leaves_nothing,
+    a_server_without_protocol_v2_is_fetched_from_over_v0_unless_v2_is_forced,
+    a_kill_at_every_failpoint_is_completed_by_the_next_run,
+    an_id_of_the_other_format_is_refused_after_the_capability_exchange,
+);

@@ -200,9 +200,10 @@ fn ask_remote(urls: &Urls, session: &Session) -> Result<FullSha> {
     let http = Http::new()?;
     let tip = http.with_retries(source, "looking up the session branch", |url| {
         let caps = fetch::handshake(&http, url, &session.record.branch)?;
+        caps.check_tip(url, "the session's commit", session.record.tip)?;
         fetch::ls_ref(&http, url, &caps, &session.record.branch)
     })?;
-    Ok(tip.unwrap_or_else(FullSha::zero))
+    Ok(tip.unwrap_or_else(|| FullSha::zero(session.record.tip.format())))
 }
 
 /// Where `HEAD` and the remote tip stand against the lease.

@@ -127,6 +127,8 @@ pub struct EntryStream<'o, R> {
     scratch: Vec<u8>,
     /// Where the tee writes the pack, for messages about a refusing disk.
     pack_dir: std::path::PathBuf,
+    /// The repository's object format: the length of ids, of `REF_DELTA` bases and of the trailer.
+    format: gix::hash::Kind,
 }
 
 impl<'o, R: BufRead> EntryStream<'o, R> {
@@ -138,11 +140,12 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
         input: R,
         limits: PackLimits,
         pack_dir: &std::path::Path,
+        format: gix::hash::Kind,
     ) -> Result<(Self, Rc<RefCell<Learned>>), ReceiveError> {
         let mut tap = Tap {
             inner: input,
             offset: 0,
-            sha1: Some(gix::hash::hasher(gix::hash::Kind::Sha1)),
+            sha1: Some(gix::hash::hasher(format)),
             crc: crc32fast::Hasher::new(),
         };
         let mut header = [0u8; gix_pack::data::header::SIZE];
@@ -165,6 +168,7 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
                 done: false,
                 scratch: vec![0; 64 * 1024],
                 pack_dir: pack_dir.to_owned(),
+                format,
             },
             learned,
         ))
@@ -197,7 +201,7 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
         let header = gix_pack::data::Entry::from_read(
             &mut self.tap,
             pack_offset,
-            gix::hash::Kind::Sha1.len_in_bytes(),
+            self.format.len_in_bytes(),
         )
         .map_err(|e| stream_error("reading an entry header", e, &self.pack_dir))?;
         let header_size = self.tap.offset - pack_offset;
@@ -213,7 +217,7 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
         let hash = big || (self.observer.is_some() && observed.is_none());
         let hasher = match (hash, kind) {
             (true, Some(kind)) => {
-                let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+                let mut h = gix::hash::hasher(self.format);
                 h.update(&gix::objs::encode::loose_header(kind, size));
                 Some(h)
             }
@@ -364,11 +368,12 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
     /// After the last entry: the trailer, checked against the SHA-1 of everything before it.
     fn read_trailer(&mut self) -> Result<gix::ObjectId, ReceiveError> {
         let sha1 = self.tap.sha1.take().expect("hashing until the trailer");
-        let mut trailer = [0u8; 20];
+        let mut trailer = [0u8; 32];
+        let trailer = &mut trailer[..self.format.len_in_bytes()];
         self.tap
-            .read_exact(&mut trailer)
+            .read_exact(trailer)
             .map_err(|e| stream_error("reading the pack's checksum", e, &self.pack_dir))?;
-        let expected = gix::ObjectId::from_bytes_or_panic(&trailer);
+        let expected = gix::ObjectId::from_bytes_or_panic(trailer);
         let actual = sha1
             .try_finalize()
             .map_err(|e| ReceiveError::Corrupt(format!("hashing the pack: {e}")))?;
@@ -530,7 +535,7 @@ pub fn write_index(
         bytes.extend_from_slice(&offset.to_be_bytes());
     }
     bytes.extend_from_slice(pack_hash.as_bytes());
-    let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let mut h = gix::hash::hasher(pack_hash.kind());
     h.update(&bytes);
     let id = h
         .try_finalize()

@@ -82,6 +82,7 @@ impl PackObjects {
         data_path: &Path,
         limits: PackLimits,
         big: &[gix::ObjectId],
+        format: gix::hash::Kind,
     ) -> Result<Self, String> {
         let file = crate::fs::open_regular(data_path, true)
             .map_err(|e| format!("opening {}: {e}", data_path.display()))?;
@@ -92,12 +93,12 @@ impl PackObjects {
         let pack = gix_pack::data::File::from_data(
             SharedMap(map.clone()),
             data_path.to_owned(),
-            gix::hash::Kind::Sha1,
+            format,
         )
         .map_err(|e| crate::error::chain(&e))?
         .with_alloc_limit_bytes(limits.alloc_limit());
         let index =
-            gix_pack::index::File::at(data_path.with_extension("idx"), gix::hash::Kind::Sha1)
+            gix_pack::index::File::at(data_path.with_extension("idx"), format)
                 .map_err(|e| crate::error::chain(&e))?;
         Ok(PackObjects {
             pack: Arc::new(pack),
@@ -278,7 +279,7 @@ impl gix::objs::Find for PackObjects {
         Ok(Some(gix::objs::Data::new(
             buffer,
             outcome.kind,
-            gix::hash::Kind::Sha1,
+            self.pack.object_hash(),
         )))
     }
 }

@@ -66,6 +66,7 @@ pub fn receive(
     limits: PackLimits,
     interrupt: &AtomicBool,
     observer: Option<&dyn super::entries::EntryObserver>,
+    format: gix::hash::Kind,
 ) -> Result<Received, ReceiveError> {
     let io_err = |what: &str, e: io::Error| local_io(pack_dir, what, e);
     let (data_tmp, writer) = temporary_pack(pack_dir)?;
@@ -92,6 +93,7 @@ pub fn receive(
             limits,
             interrupt,
             observer,
+            format,
         )?,
         None => index(
             stream,
@@ -101,6 +103,7 @@ pub fn receive(
             thread_limit,
             limits,
             interrupt,
+            format,
         )?,
     };
     if let Ok(last) = last_read.lock() {
@@ -111,7 +114,7 @@ pub fn receive(
             started.elapsed().as_millis()
         );
     }
-    refuse_data_after_the_pack(input, &writer, learned.entries_end, pack_dir)?;
+    refuse_data_after_the_pack(input, &writer, learned.entries_end, pack_dir, format)?;
     if outcome.num_objects == 0 {
         return Ok(Received {
             data_path: None,
@@ -172,6 +175,7 @@ pub(super) type PackWriter = Arc<Mutex<BufWriter<std::fs::File>>>;
 /// Stream the pack's entries from `stream` into gix-pack's index writer, which resolves the
 /// deltas through a [`ReleasingMap`] of the pack file `writer` fills; big objects held back by
 /// the stream are merged into the index afterwards.
+#[allow(clippy::too_many_arguments)]
 fn index(
     stream: impl BufRead,
     writer: &PackWriter,
@@ -180,8 +184,10 @@ fn index(
     thread_limit: Option<usize>,
     limits: PackLimits,
     interrupt: &AtomicBool,
+    format: gix::hash::Kind,
 ) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
-    let (mut entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
+    let (mut entries, learned) =
+        super::entries::EntryStream::new(stream, limits, pack_dir, format)?;
     let pack_version = entries.version();
     let mut out = BufWriter::new(index_tmp.as_file_mut());
     let outcome = gix_pack::index::write_data_iter_to_stream(
@@ -199,7 +205,7 @@ fn index(
         &mut gix::progress::Discard,
         &mut out,
         interrupt,
-        gix::hash::Kind::Sha1,
+        format,
         limits.alloc_limit(),
         pack_version,
     )
@@ -219,7 +225,7 @@ fn index(
         Err(_) if learned.borrow().trailer.is_some() && !learned.borrow().big.is_empty() => {
             gix_pack::index::write::Outcome {
                 index_version: gix_pack::index::Version::V2,
-                index_hash: gix::hash::Kind::Sha1.null(),
+                index_hash: format.null(),
                 data_hash: learned.borrow().trailer.expect("checked"),
                 num_objects: 0,
             }
@@ -255,8 +261,9 @@ fn index_observed(
     limits: PackLimits,
     interrupt: &AtomicBool,
     observer: &dyn super::entries::EntryObserver,
+    format: gix::hash::Kind,
 ) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
-    let (entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir)?;
+    let (entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir, format)?;
     let mut entries = entries.observed(Some(observer));
     // Grown as entries arrive: the header's count is only a claim.
     let mut crcs: Vec<(u64, u32)> = Vec::new();
@@ -316,6 +323,7 @@ fn index_observed(
         thread_limit,
         limits,
         interrupt,
+        format,
     )?;
     Ok((outcome, learned))
 }
@@ -346,6 +354,7 @@ pub(super) fn refuse_data_after_the_pack(
     writer: &PackWriter,
     entries_end: u64,
     pack_dir: &Path,
+    format: gix::hash::Kind,
 ) -> Result<(), ReceiveError> {
     let written = {
         let mut file = writer
@@ -359,7 +368,7 @@ pub(super) fn refuse_data_after_the_pack(
             .len()
     };
     let entries_end = entries_end.max(gix_pack::data::header::SIZE as u64);
-    let pack_len = entries_end + gix::hash::Kind::Sha1.len_in_bytes() as u64;
+    let pack_len = entries_end + format.len_in_bytes() as u64;
     let mut more = [0u8; 1];
     let unread = input
         .read(&mut more)
@@ -381,7 +390,7 @@ fn merge_big_objects(
     let local = |what: &str, e: io::Error| ReceiveError::Local(crate::Error::io(what, e));
     let mut entries: Vec<(gix::ObjectId, u64, u32)> = Vec::new();
     if outcome.num_objects > 0 {
-        let index = gix_pack::index::File::at(index_tmp.path(), gix::hash::Kind::Sha1)
+        let index = gix_pack::index::File::at(index_tmp.path(), outcome.data_hash.kind())
             .map_err(|e| ReceiveError::Corrupt(crate::error::chain(&e)))?;
         entries.extend(
             index

@@ -67,9 +67,10 @@ pub fn receive_thin(
     thread_limit: Option<usize>,
     limits: PackLimits,
     interrupt: &AtomicBool,
+    format: gix::hash::Kind,
 ) -> Result<Received, ReceiveError> {
     let started = std::time::Instant::now();
-    let spooled = Spooled::read(input, pack_dir, limits)?;
+    let spooled = Spooled::read(input, pack_dir, limits, format)?;
     let (mut external, missing) = spooled.partition_bases(local, limits)?;
     tracing::debug!(
         "thin pack: received after {} ms, {} delta bases",
@@ -121,6 +122,8 @@ struct Spooled {
     /// Every base a `REF_DELTA` entry names.
     bases: BTreeSet<ObjectId>,
     pack_dir: std::path::PathBuf,
+    /// The repository's object format.
+    format: gix::hash::Kind,
 }
 
 impl Spooled {
@@ -130,6 +133,7 @@ impl Spooled {
         input: &mut dyn BufRead,
         pack_dir: &Path,
         limits: PackLimits,
+        format: gix::hash::Kind,
     ) -> Result<Self, ReceiveError> {
         let (file, writer) = temporary_pack(pack_dir)?;
         let tee = Tee {
@@ -138,7 +142,7 @@ impl Spooled {
             last_read: Arc::new(Mutex::new(std::time::Instant::now())),
         };
         let (mut entries, learned) =
-            EntryStream::new(BufReader::with_capacity(CHUNK, tee), limits, pack_dir)?;
+            EntryStream::new(BufReader::with_capacity(CHUNK, tee), limits, pack_dir, format)?;
         let (version, num_objects) = (entries.version(), entries.num_objects());
         let mut bases = BTreeSet::new();
         for entry in &mut entries {
@@ -156,7 +160,7 @@ impl Spooled {
             .borrow()
             .entries_end
             .max(gix_pack::data::header::SIZE as u64);
-        refuse_data_after_the_pack(input, &writer, entries_end, pack_dir)?;
+        refuse_data_after_the_pack(input, &writer, entries_end, pack_dir, format)?;
         Ok(Spooled {
             file,
             version,
@@ -164,6 +168,7 @@ impl Spooled {
             entries_end,
             bases,
             pack_dir: pack_dir.to_owned(),
+            format,
         })
     }
 
@@ -242,7 +247,7 @@ impl Spooled {
         file.write_all_at(&gix_pack::data::header::encode(self.version, count), 0)
             .map_err(|e| io_err("rewriting the pack header", e))?;
         let checksum =
-            sha1_of_prefix(file, end).map_err(|e| io_err("hashing the completed pack", e))?;
+            sha1_of_prefix(file, end, self.format).map_err(|e| io_err("hashing the completed pack", e))?;
         file.write_all_at(checksum.as_slice(), end)
             .map_err(|e| io_err("writing the completed pack's checksum", e))
     }
@@ -260,7 +265,7 @@ impl Spooled {
             .reopen()
             .map_err(|e| local_io(&self.pack_dir, "reopening the temporary pack file", e))?;
         let mut input = BufReader::with_capacity(CHUNK, file);
-        receive(&mut input, dir, thread_limit, limits, interrupt, None)
+        receive(&mut input, dir, thread_limit, limits, interrupt, None, self.format)
     }
 
     /// Those of `appended` that the pack indexed as `probe` also holds among its own entries
@@ -274,7 +279,7 @@ impl Spooled {
             return Ok(BTreeSet::new());
         };
         let index =
-            gix_pack::index::File::at(data_path.with_extension("idx"), gix::hash::Kind::Sha1)
+            gix_pack::index::File::at(data_path.with_extension("idx"), self.format)
                 .map_err(|e| {
                     ReceiveError::Local(crate::Error::from_chain(
                         format!("reading the index {} just written", data_path.display()),
@@ -306,9 +311,9 @@ fn write_whole_entry(out: &mut dyn Write, kind: gix::objs::Kind, data: &[u8]) ->
     z.finish().map(|_| ())
 }
 
-/// The SHA-1 of the first `len` bytes of `file`, read `CHUNK` bytes at a time.
-fn sha1_of_prefix(file: &std::fs::File, len: u64) -> io::Result<ObjectId> {
-    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+/// The hash (`format`'s) of the first `len` bytes of `file`, read `CHUNK` bytes at a time.
+fn sha1_of_prefix(file: &std::fs::File, len: u64, format: gix::hash::Kind) -> io::Result<ObjectId> {
+    let mut hasher = gix::hash::hasher(format);
     let mut reader = BufReader::with_capacity(CHUNK, file).take(len);
     let mut hashed = 0u64;
     reader.get_mut().seek(io::SeekFrom::Start(0))?;

@@ -196,7 +196,7 @@ impl Attempt<'_> {
 
     fn run(&self, url: &RemoteUrl) -> Result<PushOutcome> {
         let adv = advertisement::read(self.http, url, self.branch())?;
-        let remote = adv.tip.unwrap_or_else(FullSha::zero);
+        let remote = adv.tip.unwrap_or_else(|| FullSha::zero(self.local.format()));
         let (old, warnings) = match self.check_lease(remote)? {
             LeaseCheck::Done(outcome) => return Ok(outcome),
             LeaseCheck::Send { old, warnings } => (old, warnings),
@@ -390,7 +390,7 @@ impl Attempt<'_> {
     /// Step 5 for an `ng` because the ref was not at `old` any more: where is it now?
     fn moved_meanwhile(&self, url: &RemoteUrl, old: FullSha, reason: &str) -> Result<()> {
         let now = advertisement::read(self.http, url, self.branch())
-            .map(|a| a.tip.unwrap_or_else(FullSha::zero))
+            .map(|a| a.tip.unwrap_or_else(|| FullSha::zero(old.format())))
             .unwrap_or(old);
         let lease = self.session.record.lease;
         match classify(self.repo, &self.ledger, lease, Some(self.local), now)? {

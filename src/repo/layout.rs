@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::fs::write_atomic;
-use crate::types::{FullSha, RemoteUrl, SessionBranch};
+use crate::types::{Format, FullSha, RemoteUrl, SessionBranch};
 
 /// The remote settings restore writes: credential-free URLs only.
 pub struct OriginConfig<'a> {
@@ -33,6 +33,8 @@ pub struct OriginConfig<'a> {
     /// trees and each blob when it needs it (`partialclonefilter = blob:none`); without it git
     /// would warn "filtering not recognized by server" on each fetch and fetch whole trees.
     pub promisor_filter: bool,
+    /// The repository's object format (`extensions.objectFormat = sha256` for SHA-256).
+    pub format: Format,
 }
 
 /// The made-up, secret-free user name of `remote.origin.url`: git's credential request carries no
@@ -86,11 +88,35 @@ pub fn init(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
 pub fn init_template(git_dir: &Path, base: FullSha) -> Result<()> {
     create_folders(git_dir)?;
     write_atomic(&git_dir.join("HEAD"), format!("{base}\n").as_bytes())?;
-    write_atomic(&git_dir.join("config"), CORE_CONFIG.as_bytes())
+    let config = core_section(base.format(), false) + &extensions_section(base.format(), false);
+    write_atomic(&git_dir.join("config"), config.as_bytes())
 }
 
 /// The `[core]` section every git dir restore builds starts with.
 const CORE_CONFIG: &str = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
+
+/// The `[core]` section for a repository of `format`: format version 1 where an extension is
+/// set (gitrepository-layout(5) "extensions"), a SHA-256 repository's or a partial clone's.
+fn core_section(format: Format, partial_clone: bool) -> String {
+    if partial_clone || format != Format::Sha1 {
+        CORE_CONFIG.replace("repositoryformatversion = 0", "repositoryformatversion = 1")
+    } else {
+        CORE_CONFIG.to_owned()
+    }
+}
+
+/// The `[extensions]` section (empty when none is set): `objectFormat = sha256` for a SHA-256
+/// repository, `partialClone = origin` for a partial clone.
+fn extensions_section(format: Format, partial_clone: bool) -> String {
+    let mut c = String::new();
+    if format != Format::Sha1 {
+        let _ = writeln!(c, "\tobjectFormat = {}", crate::types::format_name(format));
+    }
+    if partial_clone {
+        c.push_str("\tpartialClone = origin\n");
+    }
+    if c.is_empty() { c } else { format!("[extensions]\n{c}") }
+}
 
 fn create_folders(git_dir: &Path) -> Result<()> {
     for sub in [
@@ -116,13 +142,9 @@ pub fn write_config(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
 
 fn config_text(origin: &OriginConfig<'_>) -> String {
     let b = origin.branch;
-    let mut c = String::from(CORE_CONFIG);
     let promisor = origin.promisor && origin.url.is_some();
-    if promisor {
-        // Extensions need format version 1.
-        c = c.replace("repositoryformatversion = 0", "repositoryformatversion = 1");
-        c.push_str("[extensions]\n\tpartialClone = origin\n");
-    }
+    let mut c = core_section(origin.format, promisor);
+    c.push_str(&extensions_section(origin.format, promisor));
     // Without a read URL (an archive restore given only PUSH_URL), the push URL names the same
     // repository: `origin` fetches from it too, so plain git has a remote at all.
     if let Some(url) = origin.url.or(origin.push_url) {
@@ -194,8 +216,9 @@ pub fn init_submodule(
 ) -> Result<()> {
     create_folders(git_dir)?;
     write_atomic(&git_dir.join("HEAD"), format!("{commit}\n").as_bytes())?;
-    let mut c = String::from(CORE_CONFIG);
+    let mut c = core_section(commit.format(), false);
     let _ = writeln!(c, "\tworktree = {}", quote(worktree));
+    c.push_str(&extensions_section(commit.format(), false));
     let _ = write!(
         c,
         "[remote \"origin\"]\n\turl = {}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n",

@@ -179,7 +179,7 @@ pub fn descends_from(
         if data.kind != gix::objs::Kind::Commit {
             continue;
         }
-        let commit = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1);
+        let commit = gix::objs::CommitRefIter::from_bytes(data.data, id.kind());
         queue.extend(commit.parent_ids());
     }
     Ok(false)

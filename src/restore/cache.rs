@@ -109,7 +109,8 @@ fn reindexed_packs(
         let file = crate::fs::open_regular(&pack, true)
             .map_err(|e| format!("reading {}: {e}", pack.display()))?;
         let mut input = std::io::BufReader::with_capacity(256 << 10, file);
-        crate::pack::receive(&mut input, &into, None, opts.limits, &interrupt, None).map_err(
+        let format = opts.tip.format();
+        crate::pack::receive(&mut input, &into, None, opts.limits, &interrupt, None, format).map_err(
             |e| match e {
                 crate::pack::ReceiveError::Local(e) => e.to_string(),
                 crate::pack::ReceiveError::TooLarge(why)

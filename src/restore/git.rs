@@ -60,7 +60,9 @@ impl Source for Git {
         let read = read_source(opts)?;
         let http = Http::new()?;
         let caps = http.with_retries(read, "asking the server what it speaks", |url| {
-            fetch::handshake(&http, url, &opts.branch)
+            let server = fetch::handshake(&http, url, &opts.branch)?;
+            server.check_tip(url, "TIP_SHA", opts.tip)?;
+            Ok(server)
         })?;
         self.connected = Some((http, caps));
         Ok(Prepared::Restore)
@@ -146,6 +148,7 @@ impl Run<'_> {
             on_remote,
             promisor: self.filtered,
             promisor_filter: self.filtered,
+            format: self.opts.tip.format(),
         }
     }
 
@@ -304,7 +307,7 @@ impl Run<'_> {
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity(format!("the remote sent an empty pack for {}", opts.tip))
         })?;
-        let objects = crate::pack::PackObjects::open(pack_path, opts.limits, &fetched.big)
+        let objects = crate::pack::PackObjects::open(pack_path, opts.limits, &fetched.big, opts.tip.format())
             .map_err(|e| Error::internal("opening the received pack", e))?;
         let tree = super::verify::commit(&objects, opts.tip)?;
         layout::write_shallow(staging, &fetched.shallow)?;
@@ -426,7 +429,7 @@ impl Run<'_> {
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity("the remote sent no pack for the sparse checkout's blobs".into())
         })?;
-        crate::pack::PackObjects::open(pack_path, self.opts.limits, &fetched.big)
+        crate::pack::PackObjects::open(pack_path, self.opts.limits, &fetched.big, self.opts.tip.format())
             .map_err(|e| Error::internal("opening the received pack", e))
     }
 }

@@ -161,7 +161,7 @@ pub(super) fn plan_template(
         return Ok(Decision::Done(Box::new(RestoreReport {
             branch: opts.branch.clone(),
             tip: opts.tip,
-            lease: FullSha::zero(),
+            lease: FullSha::zero(opts.tip.format()),
             source: Source::Git,
             noop: true,
             files: 0,
@@ -205,7 +205,7 @@ pub(super) fn lease_from(
     warnings: &mut Vec<String>,
 ) -> FullSha {
     match remote_tip {
-        None => FullSha::zero(),
+        None => FullSha::zero(tip.format()),
         Some(t) if t == tip => tip,
         Some(other) => {
             warnings.push(stale_tip_warning(branch, other, tip));

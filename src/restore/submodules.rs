@@ -450,6 +450,20 @@ impl Fetcher<'_> {
         let http = self.http;
         let what = format!("fetching submodule {}", sub.path);
         let server = http.retrying(&what, || fetch::handshake(http, &sub.url, self.branch))?;
+        if server.format() != sub.commit.format() {
+            return Err(Error::Usage(
+                crate::error::Refusal::Unsupported,
+                format!(
+                    "submodule {} ({}) is a {} repository, but its superproject is {}: git \
+                     cannot mix object formats in one tree, so it is refused (nothing of it was \
+                     fetched); restore without --submodules, or convert one of them",
+                    sub.path,
+                    sub.url,
+                    crate::types::format_title(server.format()),
+                    crate::types::format_title(sub.commit.format())
+                ),
+            ));
+        }
         let pack_dir = git_dir.join("objects/pack");
         let interrupt = AtomicBool::new(false);
         let fetched = http.retrying(&what, || {
@@ -462,7 +476,7 @@ impl Fetcher<'_> {
                 sub.url, sub.path, sub.commit
             ))
         })?;
-        let objects = crate::pack::PackObjects::open(pack_path, self.limits, &fetched.big)
+        let objects = crate::pack::PackObjects::open(pack_path, self.limits, &fetched.big, sub.commit.format())
             .map_err(|e| Error::internal("opening a submodule's pack", e))?;
         Ok((objects, fetched))
     }

@@ -36,22 +36,22 @@ pub(super) fn list(pack_dir: &Path) -> Vec<PathBuf> {
 ///
 /// # Errors
 /// A sentence naming the damaged file and what is wrong with it.
-pub(super) fn quick(packs: &[PathBuf]) -> Result<(), String> {
-    packs.iter().try_for_each(|p| check_pair(p))
+pub(super) fn quick(packs: &[PathBuf], format: gix::hash::Kind) -> Result<(), String> {
+    packs.iter().try_for_each(|p| check_pair(p, format))
 }
 
 /// The cheap checks of one pack and its index.
-fn check_pair(pack: &Path) -> Result<(), String> {
+fn check_pair(pack: &Path, format: gix::hash::Kind) -> Result<(), String> {
     let damaged = |what: String| format!("{} is damaged ({what})", pack.display());
     let chain = |e: &(dyn std::error::Error + 'static)| crate::error::chain(e);
     let index = pack.with_extension("idx");
-    let idx = gix_pack::index::File::at(&index, gix::hash::Kind::Sha1)
+    let idx = gix_pack::index::File::at(&index, format)
         .map_err(|e| damaged(format!("its index: {}", chain(&e))))?;
     let interrupt = AtomicBool::new(false);
     idx.verify_checksum(&mut gix::progress::Discard, &interrupt)
         .map_err(|e| damaged(format!("its index: {}", chain(&e))))?;
     let data =
-        gix_pack::data::File::at(pack, gix::hash::Kind::Sha1).map_err(|e| damaged(chain(&e)))?;
+        gix_pack::data::File::at(pack, format).map_err(|e| damaged(chain(&e)))?;
     if data.num_objects() != idx.num_objects() {
         return Err(damaged(format!(
             "it counts {} objects, its index {}",
@@ -64,7 +64,7 @@ fn check_pair(pack: &Path) -> Result<(), String> {
             "cut short or replaced: its trailer is not the checksum its index names".into(),
         ));
     }
-    let end = data.data_len().saturating_sub(20) as u64;
+    let end = data.data_len().saturating_sub(format.len_in_bytes()) as u64;
     if let Some(bad) = idx
         .iter()
         .map(|e| e.pack_offset)
@@ -79,14 +79,14 @@ fn check_pair(pack: &Path) -> Result<(), String> {
 ///
 /// # Errors
 /// A sentence naming the first damaged pack.
-pub(super) fn full(packs: &[PathBuf]) -> Result<(), String> {
+pub(super) fn full(packs: &[PathBuf], format: gix::hash::Kind) -> Result<(), String> {
     let interrupt = AtomicBool::new(false);
     for pack in packs {
         let damaged = |e: &(dyn std::error::Error + 'static)| {
             format!("{} is damaged ({})", pack.display(), crate::error::chain(e))
         };
         let data =
-            gix_pack::data::File::at(pack, gix::hash::Kind::Sha1).map_err(|e| damaged(&e))?;
+            gix_pack::data::File::at(pack, format).map_err(|e| damaged(&e))?;
         data.verify_checksum(&mut gix::progress::Discard, &interrupt)
             .map_err(|e| damaged(&e))?;
     }
@@ -132,7 +132,7 @@ impl<F: gix::objs::Find> gix::objs::Find for Verified<F> {
         let Some(data) = self.0.try_find(id, buffer)? else {
             return Ok(None);
         };
-        let actual = gix::objs::compute_hash(gix::hash::Kind::Sha1, data.kind, data.data)?;
+        let actual = gix::objs::compute_hash(id.kind(), data.kind, data.data)?;
         if actual != id {
             use gix::error::ErrorExt as _;
             return Err(std::io::Error::other(format!(
@@ -166,7 +166,7 @@ pub(super) fn commit(objects: &impl gix::objs::Find, tip: FullSha) -> Result<gix
             data.kind
         )));
     }
-    gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+    gix::objs::CommitRefIter::from_bytes(data.data, tip.format())
         .tree_id()
         .map_err(|e| Error::Integrity(format!("commit {tip} is malformed: {e}")))
 }

@@ -10,8 +10,8 @@ use gix::protocol::transport::client::Capabilities;
 use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::StreamingPeekableIter;
 
-use crate::error::{Error, Refusal, Result};
-use crate::types::{FullSha, RemoteUrl, SessionBranch};
+use crate::error::{Error, Result};
+use crate::types::{Format, FullSha, RemoteUrl, SessionBranch, format_from_name, format_title};
 use crate::wire::http::{Http, body_error};
 
 /// The most bytes (pkt-line prefixes included) of a ref advertisement read (line by line; only
@@ -50,6 +50,8 @@ pub enum Service {
 pub struct Advertised {
     /// Where the session branch is (`None`: absent).
     pub tip: Option<FullSha>,
+    /// The repository's object format (`object-format` among the capabilities; absent = SHA-1).
+    pub format: Format,
     /// The capabilities after the NUL of the first ref line (`None`: none there).
     caps: Option<Capabilities>,
     /// Upload-pack only: the advertised ids, sorted (20 bytes a ref, under the byte bound).
@@ -72,6 +74,15 @@ impl Advertised {
     pub fn tips(&self, id: FullSha) -> bool {
         self.tips.binary_search(&id.id()).is_ok()
     }
+}
+
+/// A server announcing an object format this build does not know: exit 5.
+pub(crate) fn unknown_format(url: &RemoteUrl, value: &str) -> Error {
+    Error::Protocol(format!(
+        "{url} announces object-format={}, which git-session does not know (it knows sha1 and \
+         sha256): refused, nothing was fetched",
+        crate::text::line(value.as_bytes())
+    ))
 }
 
 fn pkt_err(url: &RemoteUrl, service: Service, e: impl std::fmt::Display) -> Error {
@@ -160,6 +171,7 @@ pub(crate) fn parse_refs<R: Read>(
 ) -> Result<Advertised> {
     let mut out = Advertised {
         tip: None,
+        format: Format::Sha1,
         caps: None,
         tips: Vec::new(),
     };
@@ -225,23 +237,25 @@ fn ref_line(
             let (caps, _) = Capabilities::from_bytes(data).map_err(|e| pkt_err(url, service, e))?;
             out.caps = Some(caps);
         }
-        if let Some(fmt) = out.get("object-format")
-            && fmt != "sha1"
-        {
-            return Err(Error::Usage(
-                Refusal::Unsupported,
-                format!(
-                    "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
-                ),
-            ));
-        }
+        let value = out.get("object-format").map(|v| v.to_string());
+        out.format = format_from_name(value.as_deref()).ok_or_else(|| {
+            unknown_format(url, &value.unwrap_or_default())
+        })?;
     }
     let Some(sp) = refline.iter().position(|b| *b == b' ') else {
         return Err(pkt_err(url, service, "a ref line without a name"));
     };
     let id = || {
-        FullSha::from_wire(&refline[..sp])
-            .ok_or_else(|| pkt_err(url, service, "a malformed object id"))
+        FullSha::from_wire_in(out.format, &refline[..sp]).ok_or_else(|| {
+            pkt_err(
+                url,
+                service,
+                format!(
+                    "a malformed object id (not a {} id, the format it announced)",
+                    format_title(out.format)
+                ),
+            )
+        })
     };
     if &refline[sp + 1..] == full_ref.as_bytes() {
         out.tip = Some(id()?);

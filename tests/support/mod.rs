@@ -161,6 +161,59 @@ pub fn percent_decoded(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+thread_local! {
+    /// Whether this test's repositories are SHA-256 ones (set by [`as_sha256`]; each test runs on
+    /// its own thread).
+    static SHA256: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `test` with every repository [`World::scratch`] creates in the SHA-256 object format:
+/// one test body, both formats (see [`sha256_too!`](crate::sha256_too)).
+pub fn as_sha256(test: fn()) {
+    SHA256.set(true);
+    test();
+}
+
+/// The object format of this test's repositories: `sha1` or `sha256`.
+pub fn object_format() -> &'static str {
+    if SHA256.get() { "sha256" } else { "sha1" }
+}
+
+/// This test's object format as gix names it.
+pub fn gix_format() -> gix::hash::Kind {
+    if SHA256.get() {
+        gix::hash::Kind::Sha256
+    } else {
+        gix::hash::Kind::Sha1
+    }
+}
+
+/// How many hex digits a full id has in this test's repositories: 40 or 64.
+pub fn hex_len() -> usize {
+    if SHA256.get() { 64 } else { 40 }
+}
+
+/// The zero id of this test's object format.
+pub fn zero_id() -> String {
+    "0".repeat(hex_len())
+}
+
+/// Run each named test of the module again on SHA-256 repositories, in a `sha256` submodule:
+/// the same body, the fixture's format switched ([`as_sha256`]).
+#[macro_export]
+macro_rules! sha256_too {
+    ($($name:ident),* $(,)?) => {
+        mod sha256 {
+            $(
+                #[test]
+                fn $name() {
+                    $crate::support::as_sha256(super::$name)
+                }
+            )*
+        }
+    };
+}
+
 /// A temporary, isolated world: HOME, git config, a server root with bare repositories.
 pub struct World {
     /// Everything lives below this.
@@ -408,7 +461,8 @@ impl World {
     pub fn scratch(&self, name: &str) -> PathBuf {
         let scratch = self.tmp.path().join(name);
         std::fs::create_dir_all(&scratch).unwrap();
-        self.git(&scratch, &["init", "-q", "-b", "main"]);
+        let format = format!("--object-format={}", object_format());
+        self.git(&scratch, &["init", "-q", "-b", "main", &format]);
         scratch
     }
 

@@ -100,6 +100,7 @@ pub fn fetch_commit(
         .map_err(|e| Error::io(format!("creating {}", pack_dir.display()), e))?;
     http.with_retries(read, "fetching the restored commit's history", |url| {
         let caps = fetch::handshake(http, url, branch)?;
+        caps.check_tip(url, "the restored commit", tip)?;
         let mut want = fetch::Want::depth_one(tip, pack_dir, Default::default());
         want.filter = filter.then_some("blob:none");
         fetch::fetch_pack(http, url, &caps, want, interrupt)

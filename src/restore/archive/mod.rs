@@ -171,12 +171,13 @@ fn look_up_lease(
     };
     let (remote, filter) = http.with_retries(read, "looking up the session branch", |url| {
         let caps = fetch::handshake(http, url, &opts.branch)?;
+        caps.check_tip(url, "TIP_SHA", opts.tip)?;
         // Our v0 requests carry no filter: only v2's is used.
         let filter = matches!(caps, fetch::Server::V2(_)) && fetch::fetch_supports(&caps, "filter");
         Ok((fetch::ls_ref(http, url, &caps, &opts.branch)?, filter))
     })?;
     let lease = match remote {
-        None => FullSha::zero(),
+        None => FullSha::zero(opts.tip.format()),
         Some(t) if t == opts.tip => opts.tip,
         Some(other) => {
             warnings.push(super::plan::stale_tip_warning(
@@ -323,6 +324,7 @@ impl Staged<'_> {
                 // Only a server that takes `filter` sent the commit without its blobs.
                 promisor: self.filter,
                 promisor_filter: self.filter,
+                format: opts.tip.format(),
             },
         )?;
         crate::repo::prepush::install(self.staging)?;

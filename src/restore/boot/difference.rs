@@ -26,13 +26,14 @@ pub(super) fn fetch_checked(
 ) -> Result<Fetched> {
     let pack_dir = git_dir.join("objects/pack");
     let packs = super::super::verify::list(&pack_dir);
-    let mut damaged = super::super::verify::quick(&packs).err();
+    let format = template.base.format();
+    let mut damaged = super::super::verify::quick(&packs, format).err();
     if damaged.is_some() {
         super::super::verify::set_aside(&packs)?;
     }
     let full = {
         let packs = if damaged.is_some() { Vec::new() } else { packs };
-        std::thread::spawn(move || super::super::verify::full(&packs))
+        std::thread::spawn(move || super::super::verify::full(&packs, format))
     };
     let first = fetch_difference(
         opts,
@@ -84,7 +85,7 @@ pub(super) fn fetch_difference(
     let have_tip = gix::objs::Exists::exists(&repo.objects, &opts.tip.id());
     let interrupt = AtomicBool::new(false);
     let pack_dir = git_dir.join("objects/pack");
-    let before = pack_indexes(&pack_dir)?;
+    let before = pack_indexes(&pack_dir, opts.tip.format())?;
     let mut warnings = Vec::new();
     let (remote_tip, fetched) = std::thread::scope(|scope| {
         let lookup = scope.spawn(|| {
@@ -173,7 +174,10 @@ pub(super) fn want<'a>(
 }
 
 /// The indexes of the packs in `pack_dir` (the template's, before the fetch).
-pub(super) fn pack_indexes(pack_dir: &Path) -> Result<Vec<gix::odb::pack::index::File>> {
+pub(super) fn pack_indexes(
+    pack_dir: &Path,
+    format: gix::hash::Kind,
+) -> Result<Vec<gix::odb::pack::index::File>> {
     let entries = match std::fs::read_dir(pack_dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -186,7 +190,7 @@ pub(super) fn pack_indexes(pack_dir: &Path) -> Result<Vec<gix::odb::pack::index:
             .path();
         if path.extension().is_some_and(|x| x == "idx") {
             // An unreadable index is the odb's to report; here it only counts nothing.
-            if let Ok(idx) = gix::odb::pack::index::File::at(&path, gix::hash::Kind::Sha1) {
+            if let Ok(idx) = gix::odb::pack::index::File::at(&path, format) {
                 out.push(idx);
             }
         }
@@ -197,7 +201,8 @@ pub(super) fn pack_indexes(pack_dir: &Path) -> Result<Vec<gix::odb::pack::index:
 /// How many objects of the pack at `pack` (its `.idx` beside it) the indexes `before` hold.
 pub(super) fn already_here(pack: &Path, before: &[gix::odb::pack::index::File]) -> Result<u32> {
     let idx = pack.with_extension("idx");
-    let received = gix::odb::pack::index::File::at(&idx, gix::hash::Kind::Sha1)
+    let format = before.first().map_or(gix::hash::Kind::Sha1, |b| b.object_hash());
+    let received = gix::odb::pack::index::File::at(&idx, format)
         .map_err(|e| Error::from_chain(format!("reading {}", idx.display()), &e))?;
     let known = received
         .iter()
@@ -213,7 +218,7 @@ pub(super) fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bo
     let data = gix::objs::Find::try_find(&objects, &commit.id(), &mut buf)
         .map_err(|e| Error::from_chain(format!("reading {commit}"), &e))?
         .ok_or_else(|| Error::Integrity(format!("the remote's pack does not contain {commit}")))?;
-    let parents: Vec<_> = gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+    let parents: Vec<_> = gix::objs::CommitRefIter::from_bytes(data.data, commit.format())
         .parent_ids()
         .collect();
     Ok(parents

@@ -49,7 +49,7 @@ pub(super) fn write_files(
     }
     let wanted: std::collections::HashSet<&BStr> =
         paths.iter().chain(attributes).map(|p| p.as_ref()).collect();
-    let mut part = gix::index::State::new(gix::hash::Kind::Sha1);
+    let mut part = gix::index::State::new(repo.object_hash());
     for entry in index.entries() {
         let path = entry.path(index);
         if wanted.contains(path) {

@@ -94,7 +94,9 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     });
     let http = Http::new()?;
     let caps = http.with_retries(read, "asking the server what it speaks", |url| {
-        fetch::handshake(&http, url, &opts.branch)
+        let server = fetch::handshake(&http, url, &opts.branch)?;
+        server.check_tip(url, "TIP_SHA", opts.tip)?;
+        Ok(server)
     })?;
     let pack_dir = git_dir.join("objects/pack");
     let before = super::verify::list(&pack_dir);
@@ -131,6 +133,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         on_remote: !lease.is_zero(),
         promisor: false,
         promisor_filter: false,
+        format: opts.tip.format(),
     };
     layout::write_shallow(&git_dir, &shallow)?;
     layout::write_ref(&git_dir, &opts.branch.full_ref(), opts.tip)?;

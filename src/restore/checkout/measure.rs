@@ -162,7 +162,7 @@ fn read_frame(
         next: 0,
         sum: Expanded::default(),
     };
-    for entry in gix::objs::TreeRefIter::from_bytes(data.data, gix::hash::Kind::Sha1) {
+    for entry in gix::objs::TreeRefIter::from_bytes(data.data, id.kind()) {
         let entry = entry.map_err(|e| unreadable(format!("is malformed: {e}")))?;
         *read += 1;
         names.push((entry.filename.as_ref(), entry.mode.kind()));

@@ -184,7 +184,7 @@ impl Resolver {
                 None => return,
             },
         };
-        let Ok(id) = gix::objs::compute_hash(gix::hash::Kind::Sha1, kind, &data) else {
+        let Ok(id) = gix::objs::compute_hash(self.tip.kind(), kind, &data) else {
             return;
         };
         self.ids.push((offset, id));
@@ -195,7 +195,7 @@ impl Resolver {
     fn object(&mut self, id: gix::ObjectId, kind: gix::objs::Kind, data: &Arc<[u8]>) {
         match kind {
             gix::objs::Kind::Commit if id == self.tip => {
-                let tree = gix::objs::CommitRefIter::from_bytes(data, gix::hash::Kind::Sha1)
+                let tree = gix::objs::CommitRefIter::from_bytes(data, self.tip.kind())
                     .tree_id()
                     .ok();
                 if let Some(tree) = tree {
@@ -261,7 +261,7 @@ impl Resolver {
         use gix::objs::tree::EntryKind;
         let mut subtrees = Vec::new();
         let mut entries = Vec::new();
-        for entry in gix::objs::TreeRefIter::from_bytes(data, gix::hash::Kind::Sha1) {
+        for entry in gix::objs::TreeRefIter::from_bytes(data, self.tip.kind()) {
             let Ok(entry) = entry else { return subtrees };
             let name = entry.filename;
             if crate::names::check_component(name, folder.is_empty(), false).is_err() {

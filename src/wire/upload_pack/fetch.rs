@@ -32,6 +32,8 @@ pub fn fetch_pack(
     want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
+    // By construction: no object is asked for in another format than the repository's.
+    server.check_tip(url, "the commit", want.commit)?;
     let caps = match server {
         Server::V2(caps) => caps,
         Server::V0 { refs, .. } => return fetch_pack_v0(http, url, refs, want, interrupt),

@@ -10,7 +10,9 @@ use gix_packetline::blocking_io::StreamingPeekableIter;
 use super::lines::{pkt_err, read_section};
 use super::request::v2_headers;
 use crate::error::{Error, Refusal, Result};
-use crate::types::{RemoteUrl, SessionBranch};
+use crate::types::{
+    Format, FullSha, RemoteUrl, SessionBranch, format_from_name, format_name, format_title,
+};
 use crate::wire::advertisement::{self, Advertised, Service};
 use crate::wire::http::{Http, Protocol};
 
@@ -41,6 +43,39 @@ impl Server {
             Server::V0 { .. } => 0,
         }
     }
+
+    /// The repository's object format, as the server announced it (`object-format`; absent =
+    /// SHA-1; an unknown value was refused by the handshake).
+    pub fn format(&self) -> Format {
+        match self {
+            Server::V2(caps) => v2_format(caps).unwrap_or(Format::Sha1),
+            Server::V0 { refs, .. } => refs.format,
+        }
+    }
+
+    /// Refuse `tip` (exit 2) when its length is not the repository's (SPEC rule 1): after the
+    /// capability exchange, before any object is asked for.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming both formats.
+    pub fn check_tip(&self, url: &RemoteUrl, what: &str, tip: FullSha) -> Result<()> {
+        tip.check_format(self.format()).map_err(|e| {
+            Error::Usage(
+                Refusal::Invalid,
+                format!(
+                    "{what} {tip} does not fit {url}, which serves a {} repository (object-format={}): {e}",
+                    format_title(self.format()),
+                    format_name(self.format())
+                ),
+            )
+        })
+    }
+}
+
+/// The format a v2 server announces (`None`: one this build does not know).
+fn v2_format(caps: &Capabilities) -> Option<Format> {
+    let value = caps.capability("object-format").map(|c| c.value().unwrap_or_default().to_string());
+    format_from_name(value.as_deref())
 }
 
 /// Whether the server's fetch takes `feature` (e.g. `shallow` or `filter`): v2's `fetch=<feature>`,
@@ -124,17 +159,8 @@ pub(crate) fn read_advertisement(
     let first = read_section(url, &mut lines)?;
     // The section is bounded above; gix parses what it holds.
     let caps = Capabilities::from_lines(first.join(&b'\n').into()).map_err(|e| pkt_err(url, e))?;
-    if let Some(fmt) = caps
-        .capability("object-format")
-        .map(|c| c.value().unwrap_or_default())
-        && fmt != "sha1"
-    {
-        return Err(Error::Usage(
-            Refusal::Unsupported,
-            format!(
-                "SHA-256 repositories are not supported yet (the remote announces object-format={fmt})"
-            ),
-        ));
+    if v2_format(&caps).is_none() {
+        return Err(advertisement::unknown_format(url, &caps.capability("object-format").map(|c| c.value().unwrap_or_default().to_string()).unwrap_or_default()));
     }
     Ok(Server::V2(caps))
 }

@@ -10,7 +10,7 @@ use super::handshake::Server;
 use super::lines::{for_each_line, pkt_err};
 use super::request::{command_body, v2_headers};
 use crate::error::{Error, Result};
-use crate::types::{FullSha, RemoteUrl, SessionBranch};
+use crate::types::{Format, FullSha, RemoteUrl, SessionBranch};
 use crate::wire::http::{Http, Request};
 
 /// The most bytes (pkt-line prefixes included) of an `ls-refs` answer read (`gitprotocol-v2`
@@ -55,7 +55,7 @@ pub fn ls_ref(
             body: Some(body.into()),
         },
     )?;
-    read_ls_refs(url, resp, &full)
+    read_ls_refs(url, resp, &full, server.format())
 }
 
 /// Parse an `ls-refs` response (`gitprotocol-v2` "ls-refs": `<oid> <refname>` lines up to a
@@ -68,6 +68,7 @@ pub(crate) fn read_ls_refs(
     url: &RemoteUrl,
     body: impl Read,
     full_ref: &str,
+    format: Format,
 ) -> Result<Option<FullSha>> {
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
     let mut found = None;
@@ -77,7 +78,7 @@ pub(crate) fn read_ls_refs(
             return Err(pkt_err(url, "ls-refs line without a ref name"));
         };
         if name == full_ref.as_bytes() && found.is_none() {
-            let id = FullSha::from_wire(oid)
+            let id = FullSha::from_wire_in(format, oid)
                 .ok_or_else(|| pkt_err(url, "ls-refs line with a malformed object id"))?;
             found = Some(id);
         }

@@ -70,7 +70,7 @@ pub(super) fn checked(
     received: crate::pack::Received,
 ) -> Result<Fetched> {
     let index = received.data_path.as_ref().and_then(|p| {
-        gix::odb::pack::index::File::at(p.with_extension("idx"), gix::hash::Kind::Sha1).ok()
+        gix::odb::pack::index::File::at(p.with_extension("idx"), want.commit.format()).ok()
     });
     let wrong = shallow.iter().find(|id| {
         let in_pack = index.as_ref().is_some_and(|i| i.lookup(id).is_some());
@@ -118,6 +118,7 @@ fn receive_from(
             None,
             want.limits,
             interrupt,
+            want.commit.format(),
         ),
         None => crate::pack::receive(
             &mut reader,
@@ -126,6 +127,7 @@ fn receive_from(
             want.limits,
             interrupt,
             want.observer,
+            want.commit.format(),
         ),
     };
     // The low-speed rule giving up is a network failure (retried), not a corrupt pack.

@@ -42,8 +42,10 @@ pub(super) fn command_body(caps: &Capabilities, command: &str, args: &[String]) 
     if caps.contains("agent") {
         encode::text_to_write(format!("agent={AGENT}").as_bytes(), &mut body).map_err(io)?;
     }
-    if caps.contains("object-format") {
-        encode::text_to_write(b"object-format=sha1", &mut body).map_err(io)?;
+    if let Some(cap) = caps.capability("object-format") {
+        // The one the server announced (the handshake refused any other value).
+        let format = format!("object-format={}", cap.value().unwrap_or_default());
+        encode::text_to_write(format.as_bytes(), &mut body).map_err(io)?;
     }
     encode::delim_to_write(&mut body).map_err(io)?;
     for a in args {

@@ -35,7 +35,7 @@ pub(crate) fn read_fetch(
         &[PacketLineRef::Flush, PacketLineRef::Delimiter],
         false,
     );
-    let shallow = read_sections_before_pack(url, &mut lines)?;
+    let shallow = read_sections_before_pack(url, &mut lines, want.commit.format())?;
     lines.reset_with(&[PacketLineRef::Flush]);
     let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut, true)?;
     super::packfile::checked(url, &want, shallow, outcome)
@@ -46,6 +46,7 @@ pub(crate) fn read_fetch(
 fn read_sections_before_pack<R: Read>(
     url: &RemoteUrl,
     lines: &mut StreamingPeekableIter<R>,
+    format: crate::types::Format,
 ) -> Result<Vec<gix::ObjectId>> {
     let mut shallow = Vec::new();
     loop {
@@ -81,7 +82,7 @@ fn read_sections_before_pack<R: Read>(
             b"shallow-info" => {
                 for l in read_section(url, lines)? {
                     if let Some(hex) = l.strip_prefix(b"shallow ") {
-                        let id = FullSha::from_wire(hex)
+                        let id = FullSha::from_wire_in(format, hex)
                             .ok_or_else(|| pkt_err(url, "malformed shallow line"))?;
                         shallow.push(id.id());
                     }

@@ -16,7 +16,7 @@ use super::packfile::{CutDetector, receive_packfile};
 use super::request::{send_fetch, v2_headers};
 use super::want::{Fetched, Want};
 use crate::error::{Error, Result};
-use crate::types::{FullSha, RemoteUrl};
+use crate::types::{Format, FullSha, RemoteUrl, format_name};
 use crate::wire::advertisement::Advertised;
 use crate::wire::http::Http;
 
@@ -95,7 +95,7 @@ fn capabilities(adv: &Advertised, ask: &Ask<'_>) -> Vec<String> {
         caps.push(format!("agent={AGENT}"));
     }
     if adv.has("object-format") {
-        caps.push("object-format=sha1".to_owned());
+        caps.push(format!("object-format={}", format_name(adv.format)));
     }
     caps
 }
@@ -150,7 +150,7 @@ pub(crate) fn read_fetch_v0(
 ) -> Result<Fetched> {
     let (body, cut) = CutDetector::wrap(body);
     let mut lines = StreamingPeekableIter::new(body, &[PacketLineRef::Flush], false);
-    let shallow = read_negotiation(url, &mut lines)?;
+    let shallow = read_negotiation(url, &mut lines, want.commit.format())?;
     let outcome = receive_packfile(url, &mut lines, want, interrupt, &cut, side_band(refs))?;
     super::packfile::checked(url, &want, shallow, outcome)
 }
@@ -165,6 +165,7 @@ pub(crate) fn read_fetch_v0(
 pub fn read_negotiation<R: Read>(
     url: &RemoteUrl,
     lines: &mut StreamingPeekableIter<R>,
+    format: Format,
 ) -> Result<Vec<gix::ObjectId>> {
     // The shallow and ACK/NAK lines together within one section's wait.
     crate::wire::watch::section("shallow and ACK/NAK lines");
@@ -190,7 +191,7 @@ pub fn read_negotiation<R: Read>(
             continue;
         };
         let data = data.strip_suffix(b"\n").unwrap_or(data);
-        match negotiation_line(url, data)? {
+        match negotiation_line(url, data, format)? {
             Negotiation::Shallow(id) => shallow.push(id),
             Negotiation::Other => {}
             Negotiation::Last => return Ok(shallow),
@@ -210,9 +211,9 @@ enum Negotiation {
 
 /// One line before the pack (`gitprotocol-pack` "Packfile Negotiation"): `shallow <id>`,
 /// `unshallow <id>`, `ACK <id> common|ready|continue`, and the last: `ACK <id>` or `NAK`.
-fn negotiation_line(url: &RemoteUrl, data: &[u8]) -> Result<Negotiation> {
+fn negotiation_line(url: &RemoteUrl, data: &[u8], format: Format) -> Result<Negotiation> {
     let id = |hex: &[u8]| {
-        FullSha::from_wire(hex)
+        FullSha::from_wire_in(format, hex)
             .map(|id| id.id())
             .ok_or_else(|| pkt_err(url, "a malformed object id before the pack"))
     };
