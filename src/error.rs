@@ -671,13 +671,13 @@ mod tests {
         let m = || "m".to_owned();
         let stale = Stale {
             branch: "sessions/x".parse().unwrap(),
-            lease: FullSha::zero(),
-            remote_tip: FullSha::zero(),
+            lease: FullSha::zero(gix::hash::Kind::Sha1),
+            remote_tip: FullSha::zero(gix::hash::Kind::Sha1),
             local: m(),
             work: LocalWork {
                 workdir: "/w".into(),
-                base: FullSha::zero(),
-                head: FullSha::zero(),
+                base: FullSha::zero(gix::hash::Kind::Sha1),
+                head: FullSha::zero(gix::hash::Kind::Sha1),
             },
             remote_says: None,
         };

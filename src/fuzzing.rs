@@ -271,7 +271,8 @@ fn first_commit(
 ) -> (Option<gix::ObjectId>, bool) {
     let commits = Commits::default();
     let limits = crate::pack::PackLimits::default();
-    if let Ok((stream, _)) = crate::pack::entries::EntryStream::new(data, limits, pack_dir, format) {
+    if let Ok((stream, _)) = crate::pack::entries::EntryStream::new(data, limits, pack_dir, format)
+    {
         for entry in stream.observed(Some(&commits)) {
             if entry.is_err() {
                 break;
@@ -396,10 +397,10 @@ fn check_index(
     format: gix::hash::Kind,
 ) -> Vec<gix::ObjectId> {
     use gix::objs::Find as _;
-    let objects = crate::pack::PackObjects::open(data_path, limits, big, format).expect("the pack opens");
-    let index =
-        gix::odb::pack::index::File::at(data_path.with_extension("idx"), format)
-            .expect("the index opens");
+    let objects =
+        crate::pack::PackObjects::open(data_path, limits, big, format).expect("the pack opens");
+    let index = gix::odb::pack::index::File::at(data_path.with_extension("idx"), format)
+        .expect("the index opens");
     let mut ids = Vec::new();
     let mut buf = Vec::new();
     for entry in index.iter() {
@@ -410,8 +411,7 @@ fn check_index(
             Err(_) if ref_deltas => continue,
             Err(e) => panic!("the indexed object {} does not decode: {e}", entry.oid),
         };
-        let id = gix::objs::compute_hash(format, object.kind, object.data)
-            .expect("hashing");
+        let id = gix::objs::compute_hash(format, object.kind, object.data).expect("hashing");
         assert_eq!(id, entry.oid, "the index names an object by a wrong id");
         ids.push(entry.oid);
     }

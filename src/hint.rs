@@ -311,7 +311,7 @@ mod tests {
     /// One hint of every variant: the match fails to compile when a variant is added, until it
     /// is added here (and to [`Hint::ALL`]).
     fn one_of_each() -> Vec<Hint> {
-        let id = FullSha::zero();
+        let id = FullSha::zero(gix::hash::Kind::Sha1);
         let branch: SessionBranch = "sessions/x".parse().unwrap();
         let all = vec![
             Hint::AmContinue,

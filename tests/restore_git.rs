@@ -296,7 +296,10 @@ fn asks_for_one_ref_and_one_commit_over_protocol_v2() {
     assert!(fetch.contains("deepen 1\n"), "{fetch}");
     assert!(!fetch.contains("include-tag"), "{fetch}");
     let format = format!("object-format={}\n", crate::support::object_format());
-    assert!(fetch.contains(&format) && ls.contains(&format), "{ls}\n{fetch}");
+    assert!(
+        fetch.contains(&format) && ls.contains(&format),
+        "{ls}\n{fetch}"
+    );
     // A branch that merely shares the prefix is not taken for the session branch: the session is
     // new (the zero lease).
     let record = session_record(&w.path("s"));
@@ -1084,9 +1087,16 @@ fn an_id_of_the_other_format_is_refused_after_the_capability_exchange() {
             &[("GIT_SESSION_PROTOCOL", protocol)],
         );
         run.assert_says(2, &[said, "TIP_SHA"]);
-        assert!(!dir.exists() || left_nothing(&dir), "v{protocol}: {:?}", names_in(&dir));
+        assert!(
+            !dir.exists() || left_nothing(&dir),
+            "v{protocol}: {:?}",
+            names_in(&dir)
+        );
         let log = srv.log();
-        assert!(!log.is_empty(), "v{protocol}: the capabilities were not asked for");
+        assert!(
+            !log.is_empty(),
+            "v{protocol}: the capabilities were not asked for"
+        );
         assert!(
             log.iter()
                 .all(|e| !String::from_utf8_lossy(&e.body).contains("want ")),

@@ -90,16 +90,12 @@ impl PackObjects {
             ReleasingMap::new(&file)
                 .map_err(|e| format!("mapping {}: {e}", data_path.display()))?,
         );
-        let pack = gix_pack::data::File::from_data(
-            SharedMap(map.clone()),
-            data_path.to_owned(),
-            format,
-        )
-        .map_err(|e| crate::error::chain(&e))?
-        .with_alloc_limit_bytes(limits.alloc_limit());
-        let index =
-            gix_pack::index::File::at(data_path.with_extension("idx"), format)
-                .map_err(|e| crate::error::chain(&e))?;
+        let pack =
+            gix_pack::data::File::from_data(SharedMap(map.clone()), data_path.to_owned(), format)
+                .map_err(|e| crate::error::chain(&e))?
+                .with_alloc_limit_bytes(limits.alloc_limit());
+        let index = gix_pack::index::File::at(data_path.with_extension("idx"), format)
+            .map_err(|e| crate::error::chain(&e))?;
         Ok(PackObjects {
             pack: Arc::new(pack),
             index: Arc::new(index),

@@ -141,8 +141,12 @@ impl Spooled {
             file: writer.clone(),
             last_read: Arc::new(Mutex::new(std::time::Instant::now())),
         };
-        let (mut entries, learned) =
-            EntryStream::new(BufReader::with_capacity(CHUNK, tee), limits, pack_dir, format)?;
+        let (mut entries, learned) = EntryStream::new(
+            BufReader::with_capacity(CHUNK, tee),
+            limits,
+            pack_dir,
+            format,
+        )?;
         let (version, num_objects) = (entries.version(), entries.num_objects());
         let mut bases = BTreeSet::new();
         for entry in &mut entries {
@@ -246,8 +250,8 @@ impl Spooled {
         drop(out);
         file.write_all_at(&gix_pack::data::header::encode(self.version, count), 0)
             .map_err(|e| io_err("rewriting the pack header", e))?;
-        let checksum =
-            sha1_of_prefix(file, end, self.format).map_err(|e| io_err("hashing the completed pack", e))?;
+        let checksum = sha1_of_prefix(file, end, self.format)
+            .map_err(|e| io_err("hashing the completed pack", e))?;
         file.write_all_at(checksum.as_slice(), end)
             .map_err(|e| io_err("writing the completed pack's checksum", e))
     }
@@ -265,7 +269,15 @@ impl Spooled {
             .reopen()
             .map_err(|e| local_io(&self.pack_dir, "reopening the temporary pack file", e))?;
         let mut input = BufReader::with_capacity(CHUNK, file);
-        receive(&mut input, dir, thread_limit, limits, interrupt, None, self.format)
+        receive(
+            &mut input,
+            dir,
+            thread_limit,
+            limits,
+            interrupt,
+            None,
+            self.format,
+        )
     }
 
     /// Those of `appended` that the pack indexed as `probe` also holds among its own entries
@@ -278,14 +290,13 @@ impl Spooled {
         let Some(data_path) = &probe.data_path else {
             return Ok(BTreeSet::new());
         };
-        let index =
-            gix_pack::index::File::at(data_path.with_extension("idx"), self.format)
-                .map_err(|e| {
-                    ReceiveError::Local(crate::Error::from_chain(
-                        format!("reading the index {} just written", data_path.display()),
-                        &e,
-                    ))
-                })?;
+        let index = gix_pack::index::File::at(data_path.with_extension("idx"), self.format)
+            .map_err(|e| {
+                ReceiveError::Local(crate::Error::from_chain(
+                    format!("reading the index {} just written", data_path.display()),
+                    &e,
+                ))
+            })?;
         Ok(index
             .iter()
             .filter(|e| e.pack_offset < self.entries_end && appended.binary_search(&e.oid).is_ok())

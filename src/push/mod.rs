@@ -196,7 +196,9 @@ impl Attempt<'_> {
 
     fn run(&self, url: &RemoteUrl) -> Result<PushOutcome> {
         let adv = advertisement::read(self.http, url, self.branch())?;
-        let remote = adv.tip.unwrap_or_else(|| FullSha::zero(self.local.format()));
+        let remote = adv
+            .tip
+            .unwrap_or_else(|| FullSha::zero(self.local.format()));
         let (old, warnings) = match self.check_lease(remote)? {
             LeaseCheck::Done(outcome) => return Ok(outcome),
             LeaseCheck::Send { old, warnings } => (old, warnings),

@@ -115,7 +115,11 @@ fn extensions_section(format: Format, partial_clone: bool) -> String {
     if partial_clone {
         c.push_str("\tpartialClone = origin\n");
     }
-    if c.is_empty() { c } else { format!("[extensions]\n{c}") }
+    if c.is_empty() {
+        c
+    } else {
+        format!("[extensions]\n{c}")
+    }
 }
 
 fn create_folders(git_dir: &Path) -> Result<()> {

@@ -774,8 +774,8 @@ mod tests {
         SessionRecord {
             version: 1,
             branch: "sessions/x".parse().unwrap(),
-            tip: FullSha::zero(),
-            lease: FullSha::zero(),
+            tip: FullSha::zero(gix::hash::Kind::Sha1),
+            lease: FullSha::zero(gix::hash::Kind::Sha1),
             source: crate::repo::session::Source::Git,
             restored_at: String::new(),
             tool_version: String::new(),

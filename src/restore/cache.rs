@@ -110,15 +110,21 @@ fn reindexed_packs(
             .map_err(|e| format!("reading {}: {e}", pack.display()))?;
         let mut input = std::io::BufReader::with_capacity(256 << 10, file);
         let format = opts.tip.format();
-        crate::pack::receive(&mut input, &into, None, opts.limits, &interrupt, None, format).map_err(
-            |e| match e {
-                crate::pack::ReceiveError::Local(e) => e.to_string(),
-                crate::pack::ReceiveError::TooLarge(why)
-                | crate::pack::ReceiveError::Corrupt(why) => {
-                    format!("{} is damaged ({why})", pack.display())
-                }
-            },
-        )?;
+        crate::pack::receive(
+            &mut input,
+            &into,
+            None,
+            opts.limits,
+            &interrupt,
+            None,
+            format,
+        )
+        .map_err(|e| match e {
+            crate::pack::ReceiveError::Local(e) => e.to_string(),
+            crate::pack::ReceiveError::TooLarge(why) | crate::pack::ReceiveError::Corrupt(why) => {
+                format!("{} is damaged ({why})", pack.display())
+            }
+        })?;
         count += 1;
     }
     Ok(count)

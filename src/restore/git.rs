@@ -307,8 +307,9 @@ impl Run<'_> {
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity(format!("the remote sent an empty pack for {}", opts.tip))
         })?;
-        let objects = crate::pack::PackObjects::open(pack_path, opts.limits, &fetched.big, opts.tip.format())
-            .map_err(|e| Error::internal("opening the received pack", e))?;
+        let objects =
+            crate::pack::PackObjects::open(pack_path, opts.limits, &fetched.big, opts.tip.format())
+                .map_err(|e| Error::internal("opening the received pack", e))?;
         let tree = super::verify::commit(&objects, opts.tip)?;
         layout::write_shallow(staging, &fetched.shallow)?;
         if !opts.template {
@@ -429,8 +430,13 @@ impl Run<'_> {
         let pack_path = fetched.pack_path.as_deref().ok_or_else(|| {
             Error::Integrity("the remote sent no pack for the sparse checkout's blobs".into())
         })?;
-        crate::pack::PackObjects::open(pack_path, self.opts.limits, &fetched.big, self.opts.tip.format())
-            .map_err(|e| Error::internal("opening the received pack", e))
+        crate::pack::PackObjects::open(
+            pack_path,
+            self.opts.limits,
+            &fetched.big,
+            self.opts.tip.format(),
+        )
+        .map_err(|e| Error::internal("opening the received pack", e))
     }
 }
 

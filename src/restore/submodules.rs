@@ -476,8 +476,13 @@ impl Fetcher<'_> {
                 sub.url, sub.path, sub.commit
             ))
         })?;
-        let objects = crate::pack::PackObjects::open(pack_path, self.limits, &fetched.big, sub.commit.format())
-            .map_err(|e| Error::internal("opening a submodule's pack", e))?;
+        let objects = crate::pack::PackObjects::open(
+            pack_path,
+            self.limits,
+            &fetched.big,
+            sub.commit.format(),
+        )
+        .map_err(|e| Error::internal("opening a submodule's pack", e))?;
         Ok((objects, fetched))
     }
 

@@ -50,8 +50,7 @@ fn check_pair(pack: &Path, format: gix::hash::Kind) -> Result<(), String> {
     let interrupt = AtomicBool::new(false);
     idx.verify_checksum(&mut gix::progress::Discard, &interrupt)
         .map_err(|e| damaged(format!("its index: {}", chain(&e))))?;
-    let data =
-        gix_pack::data::File::at(pack, format).map_err(|e| damaged(chain(&e)))?;
+    let data = gix_pack::data::File::at(pack, format).map_err(|e| damaged(chain(&e)))?;
     if data.num_objects() != idx.num_objects() {
         return Err(damaged(format!(
             "it counts {} objects, its index {}",
@@ -85,8 +84,7 @@ pub(super) fn full(packs: &[PathBuf], format: gix::hash::Kind) -> Result<(), Str
         let damaged = |e: &(dyn std::error::Error + 'static)| {
             format!("{} is damaged ({})", pack.display(), crate::error::chain(e))
         };
-        let data =
-            gix_pack::data::File::at(pack, format).map_err(|e| damaged(&e))?;
+        let data = gix_pack::data::File::at(pack, format).map_err(|e| damaged(&e))?;
         data.verify_checksum(&mut gix::progress::Discard, &interrupt)
             .map_err(|e| damaged(&e))?;
     }

@@ -10,5 +10,7 @@ mod url;
 pub use branch::{BranchError, SessionBranch};
 pub use message::{CommitMessage, MessageError};
 pub use owner::{MAX_OWNER_BYTES, OWNER_FIELDS, Owner, OwnerError};
-pub use sha::{Format, FullSha, ShaError, WrongFormat, format_from_name, format_name, format_title};
+pub use sha::{
+    Format, FullSha, ShaError, WrongFormat, format_from_name, format_name, format_title,
+};
 pub use url::{Credentials, MAX_JWT_EXPIRY, RemoteUrl, Secret, UrlError};

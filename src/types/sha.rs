@@ -291,10 +291,19 @@ mod tests {
         assert_eq!(b.to_string(), "b".repeat(64));
         assert!(a.check_format(Format::Sha1).is_ok());
         let e = a.check_format(Format::Sha256).unwrap_err().to_string();
-        assert!(e.contains("a 40-digit id for a SHA-256 repository: give all 64 digits"), "{e}");
+        assert!(
+            e.contains("a 40-digit id for a SHA-256 repository: give all 64 digits"),
+            "{e}"
+        );
         let e = b.check_format(Format::Sha1).unwrap_err().to_string();
-        assert!(e.contains("64-digit (SHA-256) id for a SHA-1 repository"), "{e}");
-        assert_eq!(FullSha::from_wire_in(Format::Sha256, "a".repeat(40).as_bytes()), None);
+        assert!(
+            e.contains("64-digit (SHA-256) id for a SHA-1 repository"),
+            "{e}"
+        );
+        assert_eq!(
+            FullSha::from_wire_in(Format::Sha256, "a".repeat(40).as_bytes()),
+            None
+        );
         assert_eq!(FullSha::from_wire(&[b'a'; 41]), None);
         assert_eq!(format_from_name(Some("sha256")), Some(Format::Sha256));
         assert_eq!(format_from_name(None), Some(Format::Sha1));

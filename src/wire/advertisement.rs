@@ -238,9 +238,8 @@ fn ref_line(
             out.caps = Some(caps);
         }
         let value = out.get("object-format").map(|v| v.to_string());
-        out.format = format_from_name(value.as_deref()).ok_or_else(|| {
-            unknown_format(url, &value.unwrap_or_default())
-        })?;
+        out.format = format_from_name(value.as_deref())
+            .ok_or_else(|| unknown_format(url, &value.unwrap_or_default()))?;
     }
     let Some(sp) = refline.iter().position(|b| *b == b' ') else {
         return Err(pkt_err(url, service, "a ref line without a name"));
@@ -343,8 +342,26 @@ mod tests {
         ] {
             assert_err!(parse(&url(), body.as_slice(), BRANCH), Error::Protocol(_));
         }
+        // A server announcing SHA-256 but sending SHA-1 ids, the reverse, an unknown format.
         let sha256 = refs(format!("{COMMIT3} {BRANCH}\0object-format=sha256\n"));
-        assert_err!(parse(&url(), sha256.as_slice(), BRANCH), Error::Usage(..));
+        assert_err!(parse(&url(), sha256.as_slice(), BRANCH), Error::Protocol(_));
+        let long = format!("{COMMIT3}{}", &COMMIT3[..24]);
+        let sha1 = refs(format!("{long} {BRANCH}\0object-format=sha1\n"));
+        assert_err!(parse(&url(), sha1.as_slice(), BRANCH), Error::Protocol(_));
+        let sha3 = refs(format!("{COMMIT3} {BRANCH}\0object-format=sha3\n"));
+        assert_err!(parse(&url(), sha3.as_slice(), BRANCH), Error::Protocol(_));
+    }
+
+    #[test]
+    fn a_sha256_advertisement_gives_its_format_and_64_digit_ids() {
+        let refs = |line: String| [&pkt(line.as_bytes())[..], b"0000"].concat();
+        let long = format!("{COMMIT3}{}", &COMMIT3[..24]);
+        let body = refs(format!(
+            "{long} {BRANCH}\0report-status object-format=sha256\n"
+        ));
+        let adv = parse(&url(), body.as_slice(), BRANCH).unwrap();
+        assert_eq!(adv.format, Format::Sha256);
+        assert_eq!(adv.tip.unwrap().to_string(), long);
     }
 
     #[test]

@@ -201,7 +201,9 @@ pub(super) fn pack_indexes(
 /// How many objects of the pack at `pack` (its `.idx` beside it) the indexes `before` hold.
 pub(super) fn already_here(pack: &Path, before: &[gix::odb::pack::index::File]) -> Result<u32> {
     let idx = pack.with_extension("idx");
-    let format = before.first().map_or(gix::hash::Kind::Sha1, |b| b.object_hash());
+    let format = before
+        .first()
+        .map_or(gix::hash::Kind::Sha1, |b| b.object_hash());
     let received = gix::odb::pack::index::File::at(&idx, format)
         .map_err(|e| Error::from_chain(format!("reading {}", idx.display()), &e))?;
     let known = received

@@ -74,7 +74,9 @@ impl Server {
 
 /// The format a v2 server announces (`None`: one this build does not know).
 fn v2_format(caps: &Capabilities) -> Option<Format> {
-    let value = caps.capability("object-format").map(|c| c.value().unwrap_or_default().to_string());
+    let value = caps
+        .capability("object-format")
+        .map(|c| c.value().unwrap_or_default().to_string());
     format_from_name(value.as_deref())
 }
 
@@ -160,7 +162,13 @@ pub(crate) fn read_advertisement(
     // The section is bounded above; gix parses what it holds.
     let caps = Capabilities::from_lines(first.join(&b'\n').into()).map_err(|e| pkt_err(url, e))?;
     if v2_format(&caps).is_none() {
-        return Err(advertisement::unknown_format(url, &caps.capability("object-format").map(|c| c.value().unwrap_or_default().to_string()).unwrap_or_default()));
+        return Err(advertisement::unknown_format(
+            url,
+            &caps
+                .capability("object-format")
+                .map(|c| c.value().unwrap_or_default().to_string())
+                .unwrap_or_default(),
+        ));
     }
     Ok(Server::V2(caps))
 }
@@ -278,14 +286,27 @@ mod tests {
     }
 
     #[test]
-    fn advertisement_of_sha256_is_a_usage_error() {
-        let body = [
-            &pkt(b"version 2\n")[..],
-            &pkt(b"object-format=sha256\n"),
-            b"0000",
-        ]
-        .concat();
-        assert_err!(adv(body.as_slice()), Error::Usage(..));
+    fn advertisement_gives_the_object_format_and_refuses_an_unknown_one() {
+        let body = |format: &[u8]| {
+            [
+                &pkt(b"version 2\n")[..],
+                &pkt(&[b"object-format=", format, b"\n"].concat()),
+                b"0000",
+            ]
+            .concat()
+        };
+        assert_eq!(
+            adv(body(b"sha256").as_slice()).unwrap().format(),
+            Format::Sha256
+        );
+        assert_eq!(
+            adv(body(b"sha1").as_slice()).unwrap().format(),
+            Format::Sha1
+        );
+        assert_err!(adv(body(b"sha3").as_slice()), Error::Protocol(_));
+        let server = adv(body(b"sha256").as_slice()).unwrap();
+        let sha1: FullSha = COMMIT3.parse().unwrap();
+        assert_err!(server.check_tip(&url(), "TIP_SHA", sha1), Error::Usage(..));
     }
 
     #[test]

@@ -121,18 +121,27 @@ mod tests {
 
     #[test]
     fn ls_refs_finds_the_branch_or_nothing() {
-        let found = read_ls_refs(&url(), LS_REFS_BRANCH, BRANCH).unwrap();
+        let found = read_ls_refs(&url(), LS_REFS_BRANCH, BRANCH, Format::Sha1).unwrap();
         assert_eq!(found.map(|id| id.to_string()).as_deref(), Some(COMMIT2));
         // Only the exact name counts, not a prefix of it.
         let prefix = &BRANCH[..BRANCH.len() - 1];
-        assert_eq!(read_ls_refs(&url(), LS_REFS_BRANCH, prefix).unwrap(), None);
-        assert_eq!(read_ls_refs(&url(), LS_REFS_NONE, BRANCH).unwrap(), None);
+        assert_eq!(
+            read_ls_refs(&url(), LS_REFS_BRANCH, prefix, Format::Sha1).unwrap(),
+            None
+        );
+        assert_eq!(
+            read_ls_refs(&url(), LS_REFS_NONE, BRANCH, Format::Sha1).unwrap(),
+            None
+        );
     }
 
     #[test]
     fn ls_refs_cut_off_anywhere_is_a_network_failure() {
         for cut in cuts(LS_REFS_BRANCH, 0).chain(cuts(LS_REFS_NONE, 0)) {
-            assert_err!(read_ls_refs(&url(), cut, BRANCH), Error::Network(_));
+            assert_err!(
+                read_ls_refs(&url(), cut, BRANCH, Format::Sha1),
+                Error::Network(_)
+            );
         }
     }
 
@@ -141,7 +150,7 @@ mod tests {
         for prefix in BAD_PREFIXES {
             let body = with_first_prefix(LS_REFS_BRANCH, prefix);
             assert_err!(
-                read_ls_refs(&url(), body.as_slice(), BRANCH),
+                read_ls_refs(&url(), body.as_slice(), BRANCH, Format::Sha1),
                 Error::Protocol(_)
             );
         }
@@ -153,7 +162,7 @@ mod tests {
         .concat();
         for body in [no_name, bad_id, pkt(b"ERR ls-refs failed")] {
             assert_err!(
-                read_ls_refs(&url(), body.as_slice(), BRANCH),
+                read_ls_refs(&url(), body.as_slice(), BRANCH, Format::Sha1),
                 Error::Protocol(_)
             );
         }
@@ -163,6 +172,9 @@ mod tests {
     fn ls_refs_without_end_is_refused_at_the_bound() {
         let line = format!("{COMMIT3} refs/heads/{}\n", "x".repeat(60_000));
         let body = Endless::new(Vec::new(), pkt(line.as_bytes()), MAX_LS_REFS_BYTES);
-        assert_err!(read_ls_refs(&url(), body, BRANCH), Error::Protocol(_));
+        assert_err!(
+            read_ls_refs(&url(), body, BRANCH, Format::Sha1),
+            Error::Protocol(_)
+        );
     }
 }
