@@ -185,6 +185,7 @@ fn success(opts: &RestoreOptions, report: RestoreReport) -> Success {
             lfs_files: report.extras.lfs_files,
             submodules: report.extras.submodules,
             sparse: report.extras.sparse,
+            object_format: crate::types::format_name(report.tip.format()),
         }),
         branch: report.branch.to_string(),
         warnings: report.warnings,

@@ -86,6 +86,9 @@ pub struct Restored {
     pub submodules: Vec<String>,
     /// The folders of a sparse restore (`--sparse`); `null`: the whole tree.
     pub sparse: Option<Vec<String>>,
+    /// The repository's object format: `sha1` (ids of 40 hex digits) or `sha256` (64).
+    #[schemars(extend("enum" = ["sha1", "sha256"]))]
+    pub object_format: &'static str,
 }
 
 /// `bake`'s fields.
@@ -144,6 +147,9 @@ pub struct Status {
     pub lfs_pending: usize,
     /// The folders of a sparse checkout (`.git/info/sparse-checkout` in cone mode), or `null`.
     pub sparse: Option<Vec<String>>,
+    /// The repository's object format: `sha1` (ids of 40 hex digits) or `sha256` (64).
+    #[schemars(extend("enum" = ["sha1", "sha256"]))]
+    pub object_format: &'static str,
 }
 
 /// A command's failure (exit 1–10).

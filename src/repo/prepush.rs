@@ -782,6 +782,7 @@ mod tests {
             read_url: read.map(str::to_owned),
             push_url: push.map(str::to_owned),
             depth: Some(1),
+            object_format: gix::hash::Kind::Sha1,
         }
     }
 

@@ -65,6 +65,12 @@ pub struct SessionRecord {
     /// The history depth fetched (`None`: the whole history).
     #[serde(default)]
     pub depth: Option<u32>,
+    /// The repository's object format (`sha1` or `sha256`), which `tip` and `lease` are in.
+    #[serde(
+        with = "crate::types::sha::format_serde",
+        default = "crate::types::sha::format_serde::sha1"
+    )]
+    pub object_format: crate::types::Format,
 }
 
 impl SessionRecord {
@@ -97,6 +103,7 @@ impl SessionRecord {
             read_url: Some(read_url.public()),
             push_url: push_url.map(|u| u.public()),
             depth,
+            object_format: tip.format(),
         }
     }
 
@@ -141,7 +148,16 @@ impl SessionRecord {
                     }
                     None => {}
                 }
-                serde_json::from_value(value).map(Some).map_err(malformed)
+                let record: Self = serde_json::from_value(value).map_err(malformed)?;
+                if record.tip.format() != record.object_format
+                    || record.lease.format() != record.object_format
+                {
+                    return Err(malformed(serde::de::Error::custom(format!(
+                        "its ids are not {} ids",
+                        crate::types::format_title(record.object_format)
+                    ))));
+                }
+                Ok(Some(record))
             }
             None => Ok(None),
         }

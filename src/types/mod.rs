@@ -4,7 +4,7 @@ mod branch;
 pub mod lfs;
 mod message;
 mod owner;
-mod sha;
+pub mod sha;
 mod url;
 
 pub use branch::{BranchError, SessionBranch};

@@ -251,6 +251,7 @@ impl Staged<'_> {
             read_url: read_public,
             push_url: push_public,
             depth: opts.depth,
+            object_format: opts.tip.format(),
         };
         let report = RestoreReport {
             branch: opts.branch.clone(),
