@@ -173,7 +173,7 @@ pub struct RestoreArgs {
     )]
     pub session_branch: Option<String>,
 
-    /// The full 40-hex-digit id of the commit to restore
+    /// The full id of the commit to restore: 40 hex digits (64 in a SHA-256 repository)
     #[arg(long, env = "TIP_SHA", hide_env_values = true, value_name = "SHA")]
     pub tip_sha: Option<String>,
 
@@ -264,7 +264,7 @@ pub struct BakeArgs {
     #[arg(long, value_name = "URL")]
     pub read_url: Option<String>,
 
-    /// The full 40-hex-digit id of the base commit to bake in
+    /// The full id of the base commit to bake in: 40 hex digits (64 in a SHA-256 repository)
     #[arg(long, env = "TIP_SHA", hide_env_values = true, value_name = "SHA")]
     pub tip_sha: Option<String>,
 

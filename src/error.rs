@@ -71,7 +71,8 @@ pub enum Refusal {
     NotASessionFolder,
     /// The tree belongs to another session branch.
     AnotherSession,
-    /// Something this build does not support: SHA-256, a record of a newer git-session.
+    /// Something this build does not support: a record of a newer git-session, a submodule of
+    /// another object format than its superproject.
     Unsupported,
     /// Run as root where another user could redirect the write.
     UnsafeAsRoot,
@@ -94,8 +95,8 @@ impl Refusal {
         match self {
             Refusal::Missing => "a missing variable or flag",
             Refusal::Invalid => {
-                "a malformed value (an abbreviated SHA, a bad branch name, URL, date or duration, \
-                 an owner value with a line break, a commit message with a control character \
+                "a malformed value (an abbreviated SHA, a 40-hex id for a SHA-256 repository \
+                 included, a bad branch name, URL, date or duration, an owner value with a line break, a commit message with a control character \
                  other than a line break or tab, a URL whose user name or password decodes to a \
                  line break or NUL)"
             }
@@ -105,7 +106,10 @@ impl Refusal {
                  by git-session, a template, a linked work tree)"
             }
             Refusal::AnotherSession => "another session's tree",
-            Refusal::Unsupported => "SHA-256 or a newer git-session's record",
+            Refusal::Unsupported => {
+                "a newer git-session's record, a submodule of another object format than its \
+                 superproject"
+            }
             Refusal::UnsafeAsRoot => {
                 "run as root below a folder another user could change, through a path being \
                  swapped, or to create a target in a folder others can write to"

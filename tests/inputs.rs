@@ -28,8 +28,13 @@ fn refuses_every_kind_of_non_full_sha_without_a_request() {
         (format!("{GOOD_SHA}\n"), "surrounding whitespace"),
         (format!(" {GOOD_SHA}"), "surrounding whitespace"),
         (format!("\u{feff}{GOOD_SHA}"), "byte-order mark"),
-        ("a".repeat(64), "SHA-256 repositories are not supported yet"),
+        // Between the two lengths, and past the longer: no repository's full id.
+        ("a".repeat(41), "abbreviated object id (41 hex digits)"),
+        ("a".repeat(63), "abbreviated object id (63 hex digits)"),
+        ("a".repeat(65), "has 65 hex digits"),
+        ("g".repeat(64), "64 characters but is not hexadecimal"),
         ("0".repeat(40), "zero object id"),
+        ("0".repeat(64), "zero object id"),
         (String::new(), "the object id is empty"),
     ];
     for (sha, reason) in cases {
@@ -650,3 +655,5 @@ fn watch_durations_take_digits_and_a_unit_within_their_range() {
         run.assert_case_says(&what, 2, &[flag, "to 24h", "digits, then ms, s, m or h"]);
     }
 }
+
+crate::sha256_too!(upper_case_sha_is_normalised);
