@@ -169,7 +169,7 @@ thread_local! {
 
 /// Run `test` with every repository [`World::scratch`] creates in the SHA-256 object format:
 /// one test body, both formats (see [`sha256_too!`](crate::sha256_too)).
-pub fn as_sha256(test: fn()) {
+pub fn as_sha256(test: impl FnOnce()) {
     SHA256.set(true);
     test();
 }
