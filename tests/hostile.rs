@@ -1074,7 +1074,8 @@ fn shallow_lines_naming_another_commit_are_refused_over_v2_and_v0() {
         body.extend(b"0000");
         Scripted::once(Endpoint::FetchV0, body)
     };
-    let nowhere = "1234567890123456789012345678901234567890";
+    let nowhere = &"1234567890123456789012345678901234567890123456789012345678901234"
+        [..crate::support::hex_len()];
     for (protocol, answer) in [("2", &v2 as &dyn Fn(&str) -> Scripted), ("0", &v0)] {
         for (what, id) in [("not asked for", parent.as_str()), ("nowhere", nowhere)] {
             let case = format!("v{protocol}, {what}");
@@ -1185,3 +1186,61 @@ fn a_gitattributes_pattern_costing_exponential_time_is_refused_at_once() {
     run.assert_says(2, &["GIT_SESSION_LFS_INCLUDE", "runs of '*'"]);
     assert!(h.srv.log().is_empty(), "a request was made");
 }
+
+/// A server that answers in the other object format than the one it announced (SPEC rule 1, no
+/// conversion): an `ls-refs` id of the other length is exit 5, a pack whose trailer is the other
+/// hash's length is refused (its checksum cannot match), a pack of the right length passes; nothing
+/// is written. Run on both formats: SHA-1 ids to a SHA-256 session and the reverse.
+#[test]
+fn answers_in_the_other_object_format_are_refused_and_nothing_is_written() {
+    let h = Hostile::new(&[&[("a.txt", Some("a\n"))]]);
+    let tip = h.ids[0].clone();
+    let other_len = if crate::support::hex_len() == 64 {
+        40
+    } else {
+        64
+    };
+    let other_id = "ab".repeat(other_len / 2);
+    let mut ls = pkt(&format!("{other_id} refs/heads/sessions/h\n")).into_bytes();
+    ls.extend(b"0000");
+    let mut s = Scripted::once(Endpoint::LsRefs, ls);
+    s.times = 10;
+    h.script(s);
+    let dir = h.w.path("ls-refs");
+    let run = h.restore(&dir, &tip, &[]);
+    run.assert_case_says("ls-refs", 5, &["malformed object id"]);
+    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
+
+    let (tree, blobs) = h.tree_of(&tip);
+    let pack = pack_of(&h.w, &h.bare(), &[&tip, &tree, &blobs[0].1]);
+    let hash = crate::support::hex_len() / 2;
+    let entries = &pack[..pack.len() - hash];
+    let trailer = &pack[pack.len() - hash..];
+    // The trailer cut to 20 bytes (a SHA-256 pack), or grown to 32 (a SHA-1 one).
+    let wrong: Vec<u8> = if hash == 32 {
+        [entries, &trailer[..20]].concat()
+    } else {
+        [entries, trailer, &[0u8; 12]].concat()
+    };
+    h.srv.knobs.scripted.lock().unwrap().clear();
+    h.serve_pack(&wrong);
+    let dir = h.w.path("trailer");
+    let run = h.restore(&dir, &tip, &[]);
+    // Too short: the checksum cannot be read whole; too long: data after the pack.
+    run.assert_case_says("wrong-length trailer", 6, &["pack", "is corrupt"]);
+    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
+
+    // The same pack as sent: restored (the script answered, not the server).
+    h.srv.knobs.scripted.lock().unwrap().clear();
+    h.serve_pack(&pack);
+    let dir = h.w.path("right");
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    h.w.git(&dir, &["fsck", "--no-progress"]);
+}
+
+crate::sha256_too!(
+    answers_in_the_other_object_format_are_refused_and_nothing_is_written,
+    shallow_lines_naming_another_commit_are_refused_over_v2_and_v0,
+    a_pack_missing_a_blob_is_exit_6_and_nothing_is_written,
+    a_ref_delta_whose_base_comes_later_in_the_pack_is_restored,
+);

@@ -121,7 +121,8 @@ pub fn zlib(data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
-/// A version 2 pack of `entries` (each a header and its deflated data), with its SHA-1 trailer.
+/// A version 2 pack of `entries` (each a header and its deflated data), with its trailer in this
+/// test's object format.
 pub fn raw_pack(entries: &[Vec<u8>]) -> Vec<u8> {
     let mut out = b"PACK".to_vec();
     out.extend_from_slice(&2u32.to_be_bytes());
@@ -129,7 +130,7 @@ pub fn raw_pack(entries: &[Vec<u8>]) -> Vec<u8> {
     for e in entries {
         out.extend_from_slice(e);
     }
-    let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let mut h = gix::hash::hasher(super::gix_format());
     h.update(&out);
     out.extend_from_slice(h.try_finalize().unwrap().as_slice());
     out
