@@ -1,5 +1,5 @@
 """Usage: python3 -m bench.suite [MODE...] [--write] [--tables] [--link RATE[,RTT_MS]] [--protocol 0|2]
-                           [BARE_REPO_PATH]
+                           [--object-format sha1|sha256|both] [BARE_REPO_PATH]
 
 (scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, or
 all (the default: restore, save, archive, baked and version, in that order; with only --link or
@@ -8,8 +8,8 @@ all (the default: restore, save, archive, baked and version, in that order; with
 Each mode runs, keeps its raw results in bench/results/SECTION.json and prints its section of
 BENCHMARKS.md, generated from them; --write also replaces that section of BENCHMARKS.md (the others
 are kept). --tables runs nothing: it regenerates the sections of the results kept (of the modes
-given, or all). Sections: restore, restore-v0, restore-link-RATE, save, archive, baked,
-baked-link-RATE, version, lfs, lfs-link-RATE, sparse.
+given, or all). Sections: restore, restore-v0, restore-link-RATE, restore-sha256, save, save-sha256,
+archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse.
 
 Whole-command timings go through hyperfine (installed when missing) with --export-json; peak RSS and
 CPU through GNU time (/usr/bin/time -f), the server's CPU through /proc. Restore, save, archive and
@@ -18,7 +18,9 @@ contenders changes every round, each result checked after its run.
 
 Without BARE_REPO_PATH, restore, save, archive and baked read a repository generated with `git
 fast-import` (>= 100k objects, >= 20k files in the tip tree, 400 commits touching files), cached under
-the work folder. The repository given is never written to: save pushes to a copy.
+the work folder. The repository given is never written to: save pushes to a copy. --object-format
+(restore and save): the repository in that object format, or with `both` in SHA-256 and in SHA-1 in
+the same rounds (formats.py below).
 
 Environment knobs:
   BENCH_ROUNDS=5           measured rounds (each runs every contender once)
@@ -55,18 +57,21 @@ from . import common, link
 MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse"]
 DEFAULT = MODES[:5]
 WITH_REPO = {"restore", "save", "archive", "baked"}
+EXTRAS = ["link", "protocol", "formats"]  # the options' modules, described after the modes
 
 
 def parser():
     doc = __doc__.split("\n\n", 1)
     p = argparse.ArgumentParser(prog="python3 -m bench.suite", usage=doc[0].removeprefix("Usage: "),
                                 description=doc[1], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="The modes:\n\n" + "\n\n".join(describe(m) for m in MODES + ["link", "protocol"]))
+                                epilog="The modes:\n\n" + "\n\n".join(describe(m) for m in MODES + EXTRAS))
     p.add_argument("words", nargs="*", metavar="MODE|BARE_REPO_PATH")
     p.add_argument("--write", action="store_true", help="replace each mode's section of BENCHMARKS.md")
     p.add_argument("--tables", action="store_true", help="regenerate the sections of the results kept")
     p.add_argument("--link", metavar="RATE[,RTT_MS]", help="restore, baked, lfs: the remote-server model")
     p.add_argument("--protocol", choices=["0", "2"], help="restore: over one protocol")
+    p.add_argument("--object-format", choices=["sha1", "sha256", "both"],
+                   help="restore, save: the repository in that object format, or both in the same rounds")
     return p
 
 
@@ -99,6 +104,11 @@ def parse(argv):
             p.error("--protocol and --link do not go together (the replaying proxy speaks v2)")
         if bad := [m for m in args.modes if m != "restore"]:
             p.error(f"--protocol applies to the restore benchmark only (not {', '.join(bad)})")
+    if args.object_format:
+        if args.link or args.protocol:
+            p.error("--object-format goes with neither --link nor --protocol")
+        if bad := [m for m in args.modes if m not in ("restore", "save")]:
+            p.error(f"--object-format applies to restore and save only (not {', '.join(bad)})")
     if args.repo and not WITH_REPO & set(args.modes) and not args.tables:
         p.error(f"no repository to give {', '.join(args.modes)} (only restore, save, archive and baked read one)")
     return args

@@ -21,11 +21,12 @@ def pkt(line):
 def floor_request(sha, protocol):
     """The fetch request git-session sends: v2's (src/restore/fetch.rs: no-progress, ofs-delta,
     deepen 1, want, done) or v0's (src/wire/upload_pack/v0.rs: want with capabilities, deepen 1,
-    flush, done)."""
+    flush, done); object-format as long as the id."""
+    fmt = "sha256" if len(sha) == 64 else "sha1"
     if protocol == "0":
-        caps = "multi_ack_detailed no-done side-band-64k ofs-delta no-progress thin-pack shallow object-format=sha1"
+        caps = f"multi_ack_detailed no-done side-band-64k ofs-delta no-progress thin-pack shallow object-format={fmt}"
         return pkt(f"want {sha} {caps}\n") + pkt("deepen 1\n") + b"0000" + pkt("done\n")
-    return (pkt("command=fetch\n") + pkt("object-format=sha1\n") + b"0001" + pkt("ofs-delta\n")
+    return (pkt("command=fetch\n") + pkt(f"object-format={fmt}\n") + b"0001" + pkt("ofs-delta\n")
             + pkt("no-progress\n") + pkt("deepen 1\n") + pkt(f"want {sha}\n") + pkt("done\n") + b"0000")
 
 

@@ -1,7 +1,11 @@
 """The repository restore, save, archive and baked read: the one given (BARE_REPO_PATH, never
 written to), or one generated with `git fast-import` (>= 100k objects, >= 20k files in the tip tree,
-400 commits touching files) and cached under the work folder, keyed on GEN_VERSION."""
+400 commits touching files) and cached under the work folder, keyed on GEN_VERSION. In another
+object format (--object-format, formats.py): the generated one made from the same stream in a
+repository of that format (generated-v1-sha256.git), a given one converted (fast-export | fast-import)
+and cached likewise."""
 
+import hashlib
 import random
 import subprocess
 import time
@@ -107,11 +111,28 @@ class Stream:
         self.out.flush()
 
 
-def generate(dest):
-    """A bare repository at `dest` from the stream, repacked as a hosting server would."""
+def fresh(dest, fmt):
+    """An empty bare repository of object format `fmt` beside `dest`, to fill and then finish()."""
     tmp = dest.with_name(f"{dest.name}.tmp")
     subprocess.run(["rm", "-rf", str(tmp)], check=True)
-    common.sh(["git", "init", "-q", "--bare", "-b", "main", tmp])
+    common.sh(["git", "init", "-q", "--bare", "-b", "main", f"--object-format={fmt}", tmp])
+    return tmp
+
+
+def finish(tmp, dest):
+    """`tmp` repacked as a hosting server would (with bitmaps and commit-graph), moved to `dest`."""
+    common.git(tmp, "repack", "-q", "-a", "-d", "-f", "-b", "--window=10", "--depth=50")
+    common.git(tmp, "commit-graph", "write", "--reachable")
+    common.git(tmp, "prune-packed")
+    subprocess.run(["rm", "-rf", str(dest)], check=True)
+    tmp.rename(dest)
+    (dest / "bench-complete").touch()
+
+
+def generate(dest, fmt="sha1"):
+    """A bare repository of object format `fmt` at `dest` from the stream, repacked as a hosting
+    server would."""
+    tmp = fresh(dest, fmt)
     common.say(f"generating {dest} (fast-import; takes a minute or two, once)")
     t0 = time.monotonic()
     imp = subprocess.Popen(["git", "-C", str(tmp), "fast-import", "--quiet", "--depth=50", "--active-branches=1"],
@@ -124,24 +145,43 @@ def generate(dest):
         common.die("git fast-import failed")
     common.say(f"fast-import done in {time.monotonic() - t0:.0f}s; repacking (with bitmaps and commit-graph, "
                "as a hosting server would)")
-    common.git(tmp, "repack", "-q", "-a", "-d", "-f", "-b", "--window=10", "--depth=50")
-    common.git(tmp, "commit-graph", "write", "--reachable")
-    common.git(tmp, "prune-packed")
-    subprocess.run(["rm", "-rf", str(dest)], check=True)
-    tmp.rename(dest)
-    (dest / "bench-complete").touch()
+    finish(tmp, dest)
     common.say(f"generated in {time.monotonic() - t0:.0f}s")
 
 
-def resolve(arg):
+def convert(src, fmt):
+    """A copy of `src` in object format `fmt`, its refs and history through `git fast-export --all |
+    git fast-import` (which refuses gitlinks), cached under the work folder while src's refs stay."""
+    refs = common.git(src, "for-each-ref", "--format=%(objectname) %(refname)")
+    key = hashlib.sha256(f"{src}\n{refs}".encode()).hexdigest()[:12]
+    dest = common.WORK / f"{name(src)}-{key}-{fmt}.git"
+    if (dest / "bench-complete").exists():
+        return dest
+    common.WORK.mkdir(parents=True, exist_ok=True)
+    tmp = fresh(dest, fmt)
+    common.say(f"converting {src} to {fmt}: {dest} (fast-export | fast-import, once)")
+    exp = subprocess.Popen(["git", "-C", str(src), "fast-export", "--all", "--signed-tags=strip", "--reencode=no"],
+                           stdout=subprocess.PIPE)
+    imp = subprocess.run(["git", "-C", str(tmp), "fast-import", "--quiet"], stdin=exp.stdout)
+    exp.stdout.close()
+    if exp.wait() or imp.returncode:
+        common.die(f"converting {src} to {fmt} failed (fast-export | fast-import)")
+    common.git(tmp, "symbolic-ref", "HEAD", common.git(src, "symbolic-ref", "HEAD"))
+    finish(tmp, dest)
+    return dest
+
+
+def resolve(arg, fmt=None):
     """The repository to serve and its label: BARE_REPO_PATH (a bare repository, or a work tree
-    whose .git is served), or the generated one."""
+    whose .git is served), or the generated one; in object format `fmt` when given (None: the
+    repository's own, SHA-1 for the generated one)."""
     if not arg:
-        dest = common.WORK / f"generated-{GEN_VERSION}.git"
+        fmt = fmt or "sha1"
+        dest = common.WORK / (f"generated-{GEN_VERSION}.git" if fmt == "sha1" else f"generated-{GEN_VERSION}-{fmt}.git")
         if not (dest / "bench-complete").exists():
             common.WORK.mkdir(parents=True, exist_ok=True)
-            generate(dest)
-        return dest, f"generated (bench/suite/repo.py, generator {GEN_VERSION})"
+            generate(dest, fmt)
+        return dest, f"generated (bench/suite/repo.py, generator {GEN_VERSION}{'' if fmt == 'sha1' else ', ' + fmt})"
     path = Path(arg).resolve()
     if not path.is_dir():
         common.die(f"no such directory: {arg}")
@@ -150,6 +190,8 @@ def resolve(arg):
             common.die(f"{arg} is not a git repository")
         common.say(f"{path} is not bare: serving its .git")
         path = path / ".git"
+    if fmt and common.git(path, "rev-parse", "--show-object-format") != fmt:
+        return convert(path, fmt), f"{arg}, converted to {fmt} (git fast-export | git fast-import)"
     return path, arg
 
 
@@ -172,8 +214,6 @@ def info(path, label):
     if not sha:
         common.say(f"warning: {ref} has a single commit: benchmarking its tip")
         sha, label_sha = common.git(path, "rev-parse", "--verify", f"{ref}^{{commit}}"), branch
-    if len(sha) != 40:
-        common.die(f"{path}: expected a SHA-1 repository, got {sha!r}")
     counts = dict(l.split(": ", 1) for l in common.git(path, "count-objects", "-v").splitlines())
     files = common.git(path, "ls-tree", "-r", "-l", sha).splitlines()
     trees = len(common.git(path, "ls-tree", "-r", "-d", sha).splitlines())
@@ -183,7 +223,8 @@ def info(path, label):
          "size_pack_kib": int(counts.get("size-pack", 0)), "tip_files": len(files), "tip_trees": trees,
          "tip_mib": round(size / 1048576), "commits_tip": int(common.git(path, "rev-list", "--count", sha)),
          "commits_all": int(common.git(path, "rev-list", "--count", "--all")),
-         "refs": len(common.git(path, "for-each-ref").splitlines())}
+         "refs": len(common.git(path, "for-each-ref").splitlines()),
+         "format": common.git(path, "rev-parse", "--show-object-format")}
     r["objects"] = r["loose"] + r["in_pack"]
     r["tip_objects"] = r["tip_files"] + trees + 2  # entries (blobs, symlinks), sub-trees, root tree, commit
     common.say(f"repository: {r['objects']} objects ({r['size_pack_kib'] // 1024} MiB packed), {r['commits_all']} "
@@ -191,8 +232,10 @@ def info(path, label):
     return r
 
 
-def get(args):
-    """The repository of this invocation (resolved, generated if need be, and described once)."""
-    if getattr(args, "repo_info", None) is None:
-        args.repo_info = info(*resolve(args.repo))
-    return args.repo_info
+def get(args, fmt=None):
+    """The repository of this invocation in object format `fmt` (None: its own), resolved,
+    generated or converted if need be, and described once."""
+    cache = vars(args).setdefault("repo_infos", {})
+    if fmt not in cache:
+        cache[fmt] = info(*resolve(args.repo, fmt))
+    return cache[fmt]

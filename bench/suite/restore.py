@@ -9,6 +9,8 @@ TIP_SHA, and restores it into a fresh empty directory with each contender:
 Every run ends with HEAD on refs/heads/sessions/bench at TIP_SHA and a clean `git status` (checked).
 --protocol 0|2 (protocol.py): over one protocol, section restore-v0 or restore. --link RATE[,RTT]
 (link.py): against the remote-server model, with a file-floor contender; section restore-link-RATE.
+--object-format sha256|both (formats.py): on the SHA-256 repository (alongside the SHA-1 one), the git
+contenders' `git init` with --object-format=sha256; section restore-sha256.
 Every run gets its own directory, all deleted only at the end (deleting a tree this size right
 before a run made the next run's file creation seconds slower)."""
 
@@ -16,14 +18,14 @@ import re
 import time
 from pathlib import Path
 
-from . import common, link, protocol, repo, rounds, servers
+from . import common, formats, link, protocol, repo, rounds, servers
 from .report import (machine_md, median, medians_note, produced_by, ratio, repo_md, runs_table, secs,
                      sections, summary_table)
 
 CONTENDERS = ["git-session", "git-shallow", "seeds-recipe", "server-floor"]
 LINK_CONTENDERS = ["git-session", "git-shallow", "server-floor", "file-floor"]
-SHALLOW = ('set -e; git init -q "$1"; git -c protocol.version="$5" -C "$1" fetch -q --depth 1 "$2" "$3"; '
-           'git -C "$1" switch -q -c "$4" "$3"')
+SHALLOW = ('set -e; git init -q ${6:+--object-format=$6} "$1"; '
+           'git -c protocol.version="$5" -C "$1" fetch -q --depth 1 "$2" "$3"; git -C "$1" switch -q -c "$4" "$3"')
 SEEDS = ('set -e; git -c protocol.version="$5" clone -q --no-checkout "$2" "$1"; '
          'git -c protocol.version="$5" -C "$1" fetch -q origin "$3"; git -C "$1" switch -q -c "$4" "$3"')
 
@@ -31,9 +33,12 @@ SEEDS = ('set -e; git -c protocol.version="$5" clone -q --no-checkout "$2" "$1";
 class Restore(rounds.Mode):
     prefix = "restore"
 
-    def __init__(self, url, sha, proto, model=None, tip_tar=None):
+    def __init__(self, url, sha, proto, model=None, tip_tar=None, fmt=None):
         self.url, self.sha, self.proto, self.link, self.tip_tar = url, sha, proto, model, tip_tar
         self.git_proto = proto or "2"
+        self.init_format = "sha256" if len(sha) == 64 else ""  # git init's, for git-shallow
+        if fmt:
+            self.prefix, self.format = f"restore-{fmt}", fmt
 
     def prepare(self, name, d, r):
         if name == "server-floor":
@@ -49,7 +54,7 @@ class Restore(rounds.Mode):
                     common.BIN, "-C", d, "restore"]
         if name in ("git-shallow", "seeds-recipe"):
             script = SHALLOW if name == "git-shallow" else SEEDS
-            return ["bash", "-c", script, "_", d, self.url, self.sha, common.BRANCH, self.git_proto]
+            return ["bash", "-c", script, "_", d, self.url, self.sha, common.BRANCH, self.git_proto, self.init_format]
         return ["curl", "-sS", "-o", "/dev/null", "-w", r"%{http_code} %{size_download}\n",
                 *protocol.floor_headers(self.proto), "-H", "Content-Type: application/x-git-upload-pack-request",
                 "-H", "Accept: application/x-git-upload-pack-result", "--data-binary", f"@{d}/request",
@@ -74,32 +79,38 @@ class Restore(rounds.Mode):
 
 def run(args):
     common.need("git", "curl", "tar", "time")
-    info = repo.get(args)
+    fmts, infos = formats.of(args), formats.infos(args, repo.get)
+    info = next(iter(infos.values()))
     n, warmup = common.rounds()
     proto, model = args.protocol, link.model(args)
     with servers.GitServer(Path(info["path"]), info["ref"], v0=proto == "0") as srv:
         if model:
             return link.restore(args, srv, info, Restore, LINK_CONTENDERS)
-        mode = Restore(srv.url, info["sha"], proto)
-        load, t0 = common.check_load(protocol.section(proto)), time.monotonic()
-        runs = rounds.loop(mode, CONTENDERS, n, warmup, srv.meter())
+        modes = [Restore(srv.add(f"repo-{f}.git", i["path"]) if i is not info else srv.url, i["sha"], proto,
+                         fmt=f if formats.tagged(fmts) else None) for f, i in infos.items()]
+        section = formats.section(protocol.section(proto), fmts)
+        load, t0 = common.check_load(section), time.monotonic()
+        runs = rounds.loop(modes, CONTENDERS, n, warmup, srv.meter())
         took = time.monotonic() - t0
-    r = rounds.results(args, protocol.section(proto), "restore", took, load, runs, n, warmup,
-                       repo=info, protocol=proto, git_proto=mode.git_proto, contenders=CONTENDERS,
-                       id=protocol.run_id(info["path"], info["sha"]))
+    r = rounds.results(args, section, "restore", took, load, runs, n, warmup,
+                       repo=info, protocol=proto, git_proto=modes[0].git_proto, contenders=CONTENDERS,
+                       id=protocol.run_id(info["path"], info["sha"]), **formats.extra(fmts, infos))
     if proto == "0":
         r["v2"] = protocol.v2_reference(r["id"])
-    common.remove(common.RUNS / "restore")
+    common.remove(*(common.RUNS / m.prefix for m in modes))
     return r
 
 
 def contenders_md(r):
     gsp = f"GIT_SESSION_PROTOCOL={r['protocol']} " if r.get("protocol") else ""
     p, b = r["git_proto"], common.BRANCH
+    sha256 = "sha256" in r.get("formats", []) or r["repo"].get("format") == "sha256"
+    init = "git init -q --object-format=sha256 DIR" if sha256 else "git init -q DIR"
     return "\n".join([
         f"- **git-session**: `{gsp}READ_URL=$URL SESSION_BRANCH={b} TIP_SHA=$SHA git-session -C DIR restore`",
-        f"- **git-shallow**: `git init -q DIR && git -c protocol.version={p} -C DIR fetch -q --depth 1 $URL $SHA "
-        f"&& git -C DIR switch -q -c {b} $SHA`",
+        f"- **git-shallow**: `{init} && git -c protocol.version={p} -C DIR fetch -q --depth 1 $URL $SHA "
+        f"&& git -C DIR switch -q -c {b} $SHA`" + (" (`--object-format=sha256` on the SHA-256 repository only)"
+                                                  if len(r.get("formats", [])) > 1 else ""),
         f"- **seeds-recipe**: `git -c protocol.version={p} clone -q --no-checkout $URL DIR && git -c "
         f"protocol.version={p} -C DIR fetch -q origin $SHA && git -C DIR switch -q -c {b} $SHA`",
         "- **server-floor**: no client, the wire alone: `curl --data-binary @REQUEST $URL/git-upload-pack -o "
@@ -113,10 +124,12 @@ def intro(r):
     v0 = r.get("protocol") == "0"
     title = ("## restore-v0: `git-session restore` vs the git CLI over protocol v0 (a server that speaks v0/v1 only)"
              if v0 else "## restore: `git-session restore` vs the git CLI")
+    if r.get("formats"):
+        title = "## restore-sha256: `git-session restore` of a SHA-256 repository, vs SHA-1 and the git CLI"
     text = ("Every contender restores the same commit from the same loopback smart-HTTP server into a fresh empty\n"
             f"directory, and ends with `HEAD` on `refs/heads/{common.BRANCH}` at `TIP_SHA` and a clean `git status`\n"
             + (protocol.server_note() if v0 else "(checked after every run):"))
-    return sections(title, produced_by(r), text, contenders_md(r),
+    return sections(title, produced_by(r), formats.lead(r) if r.get("formats") else None, text, contenders_md(r),
                     "All with `GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1`.")
 
 
@@ -146,18 +159,24 @@ def method_md(r):
     ])
 
 
+EVERY = ("### Every run\n\n\"first status\" is the verification `git status --porcelain` right after the run "
+         "(not part of the\nmeasurement): it would stand out if the index a contender wrote made git re-hash "
+         "the files.")
+
+
 def table(r):
     if r.get("link"):
         return link.restore_table(r)
+    if r.get("formats"):
+        return formats.table(r, intro(r), "git-shallow", method_md(r), EVERY, "first status (s)",
+                             lambda runs, f: floor_md({"runs": runs}))
     runs = r["runs"]
     m = lambda n, k="wall_s": median(runs, n, k)
     pair = (f"git-session / git-shallow: wall {ratio(m('git-session'), m('git-shallow'))}, peak RSS "
             f"{ratio(m('git-session', 'rss_kib'), m('git-shallow', 'rss_kib'))}; git-session / seeds-recipe: wall "
             f"{ratio(m('git-session'), m('seeds-recipe'))}, peak RSS "
             f"{ratio(m('git-session', 'rss_kib'), m('seeds-recipe', 'rss_kib'))}.")
-    every = ("### Every run\n\n\"first status\" is the verification `git status --porcelain` right after the run "
-             "(not part of the\nmeasurement): it would stand out if the index a contender wrote made git re-hash "
-             "the files.\n\n" + runs_table(runs, "first status (s)"))
+    every = EVERY + "\n\n" + runs_table(runs, "first status (s)")
     return sections(intro(r), "### Results", summary_table(runs, r["contenders"]), pair,
                     protocol.v0_lines(r) if r.get("protocol") == "0" else None, floor_md(r), method_md(r),
                     repo_md(r["repo"]), machine_md(r), every)

@@ -2,7 +2,9 @@
 
 `loop(mode, contenders, rounds, warmup, meter)` runs warmup + rounds rounds; in each, every contender
 once, in an order that rotates every other round and is reversed every other round (so no contender
-always runs first, or right after a given other one). Each run is one hyperfine run
+always runs first, or right after a given other one). `mode` may be a list of modes (one per object
+format): then each contender runs in each, one right after the other, in an order that changes
+likewise, and each run records its mode's format. Each run is one hyperfine run
 (`hyperfine -N --runs 1 --export-json`): its --prepare does the mode's unmeasured set-up, `sync`, and a
 snapshot of the server's costs; the command is the contender's, under GNU time (`/usr/bin/time -f
 "%e %M %U %S"`: peak RSS, user and system CPU); its --cleanup waits 0.2 s (the server reaps its
@@ -29,6 +31,7 @@ class Mode:
     prefix = "mode"
     env = None
     link = None  # (rate, rtt) behind the remote-server model: each run gets its wire time
+    format = None  # the object format a run records (formats.py), when several are compared
 
     def dir(self, name, r):
         return common.RUNS / self.prefix / f"{r}-{name}"
@@ -56,14 +59,16 @@ def order(contenders, r):
 
 def loop(mode, contenders, rounds, warmup, meter):
     """The measured runs (dicts), after the warm-up rounds (run and checked the same way)."""
-    runs = []
+    modes, runs = mode if isinstance(mode, list) else [mode], []
     for r in range(warmup + rounds):
         label = f"warm-up {r + 1}/{warmup}" if r < warmup else f"round {r - warmup + 1}/{rounds}"
-        for name in order(contenders, r):
-            run = one(mode, name, r, label, meter)
-            if r >= warmup:
-                runs.append({"round": r - warmup + 1} | run)
-        mode.after(r)
+        for i, name in enumerate(order(contenders, r)):
+            for m in order(modes, r + i):
+                run = one(m, name, r, label, meter)
+                if r >= warmup:
+                    runs.append({"round": r - warmup + 1} | ({"format": m.format} if m.format else {}) | run)
+        for m in modes:
+            m.after(r)
     return runs
 
 

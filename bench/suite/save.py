@@ -7,7 +7,9 @@ measures
 and checks that the remote branch (git ls-remote) is the new local HEAD, a child of the previous
 one, and that `git status` is clean. The first warm-up round (at least one) runs git-session with -v
 and git's push with --progress, to read the size of the pack each pushed. BENCH_SAVE_EDIT: the file
-edited: middle (of the tree, the default), largest, or a path."""
+edited: middle (of the tree, the default), largest, or a path. --object-format sha256|both
+(formats.py): on a SHA-256 copy too (its own server copy and trees; git's with `git init
+--object-format=sha256`); section save-sha256."""
 
 import os
 import re
@@ -15,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import common, repo, rounds, servers
+from . import common, formats, repo, rounds, servers
 from .report import (machine_md, median, medians_note, produced_by, ratio_verdict, repo_md, runs_table,
                      sections, summary_table)
 
@@ -28,14 +30,16 @@ PLAIN = re.compile(r"[A-Za-z0-9._/-]+")
 class Save(rounds.Mode):
     prefix = "save"
 
-    def __init__(self, url, sha, edit):
+    def __init__(self, url, sha, edit, fmt=None):
         self.url, self.edit, self.prev = url, edit, {n: sha for n in CONTENDERS}
+        if fmt:
+            self.prefix, self.format = f"save-{fmt}", fmt
         self.env = os.environ | {"GIT_AUTHOR_NAME": "Bench Author", "GIT_AUTHOR_EMAIL": "author@bench.invalid",
                                  "GIT_COMMITTER_NAME": "Bench Committer",
                                  "GIT_COMMITTER_EMAIL": "committer@bench.invalid"}
 
     def dir(self, name, r):
-        return common.RUNS / "save" / name
+        return common.RUNS / self.prefix / name
 
     def prepare(self, name, d, r):
         with open(d / self.edit, "a") as f:
@@ -83,10 +87,11 @@ def edit_file(path, sha):
     return max(entries)[1] if how == "largest" else entries[(len(entries) + 1) // 2 - 1][1]
 
 
-def set_up(srv, info, url):
+def set_up(srv, info, prefix):
     """The server's copy (a local clone, both session branches at TIP_SHA, so the pushes are
-    fast-forwards from it) and the two trees."""
-    copy, sha, runs = srv.root / "save.git", info["sha"], common.RUNS / "save"
+    fast-forwards from it) and the two trees; the copy's URL."""
+    copy, sha, runs = srv.root / f"{prefix}.git", info["sha"], common.RUNS / prefix
+    url = f"{srv.base}/{copy.name}"
     common.say(f"save: copying the repository to {copy}")
     common.delete(copy, runs)
     common.sh(["git", "clone", "-q", "--bare", info["path"], copy])
@@ -98,16 +103,17 @@ def set_up(srv, info, url):
     env = os.environ | {"READ_URL": url, "SESSION_BRANCH": BRANCHES["git-session"], "TIP_SHA": sha}
     if subprocess.run([str(common.BIN), "-C", str(gs), "-q", "restore"], env=env).returncode:
         common.die(f"save: set-up: git-session restore into {gs} failed")
-    common.sh(["git", "init", "-q", gd])
+    common.sh(["git", "init", "-q", *(["--object-format=sha256"] if len(sha) == 64 else []), gd])
     common.git(gd, "-c", "protocol.version=2", "fetch", "-q", "--depth", "1", url, sha)
     common.git(gd, "switch", "-q", "-c", BRANCHES["git"], sha)
+    return url
 
 
-def packs():
+def packs(prefix):
     """The packs sent in the probe round (the first warm-up), from the logs."""
-    gs = re.findall(r"sending (\d+) objects \((\d+) bytes\)", (common.RUNS / "save-0-git-session.log").read_text())
+    gs = re.findall(r"sending (\d+) objects \((\d+) bytes\)", (common.RUNS / f"{prefix}-0-git-session.log").read_text())
     git = re.findall(r"Writing objects: 100% \(\d+/(\d+)\), ([^|\r\n]*[^ |\r\n])",
-                     (common.RUNS / "save-0-git.log").read_text().replace("\r", "\n"))
+                     (common.RUNS / f"{prefix}-0-git.log").read_text().replace("\r", "\n"))
     if not gs:
         common.say("warning: no 'sending N objects (B bytes)' line in git-session -v's log")
     return (f"{gs[-1][0]} objects, {gs[-1][1]} bytes" if gs else "n/a (no log line)",
@@ -116,32 +122,40 @@ def packs():
 
 def run(args):
     common.need("git", "time")
-    info = repo.get(args)
+    fmts, infos = formats.of(args), formats.infos(args, repo.get)
+    info = next(iter(infos.values()))
     n, warmup = common.rounds()
     warmup = max(warmup, 1)
+    edit = edit_file(info["path"], info["sha"])  # the same path in every format's tree
     with servers.GitServer(Path(info["path"]), info["ref"]) as srv:
-        url = f"{srv.base}/save.git"
-        set_up(srv, info, url)
-        edit = edit_file(info["path"], info["sha"])
-        mode = Save(url, info["sha"], edit)
-        load, t0 = common.check_load("save"), time.monotonic()
-        runs = rounds.loop(mode, CONTENDERS, n, warmup, srv.meter())
+        modes = []
+        for f, i in infos.items():
+            fmt = f if formats.tagged(fmts) else None
+            url = set_up(srv, i, f"save-{fmt}" if fmt else "save")
+            modes.append(Save(url, i["sha"], edit, fmt))
+        section = formats.section("save", fmts)
+        load, t0 = common.check_load(section), time.monotonic()
+        runs = rounds.loop(modes, CONTENDERS, n, warmup, srv.meter())
         took = time.monotonic() - t0
-    gs_pack, git_pack = packs()
-    r = rounds.results(args, "save", "save", took, load, runs, n, warmup, repo=info, contenders=CONTENDERS,
+    sent = {m.format: packs(m.prefix) for m in modes}
+    gs_pack, git_pack = sent[modes[0].format]
+    r = rounds.results(args, section, "save", took, load, runs, n, warmup, repo=info, contenders=CONTENDERS,
                        edit_file=edit, edit_bytes=int(common.git(info["path"], "cat-file", "-s", f"{info['sha']}:{edit}")),
-                       gs_pack=gs_pack, git_pack=git_pack)
-    common.remove(common.RUNS / "save")
+                       gs_pack=gs_pack, git_pack=git_pack, **formats.extra(fmts, infos))
+    if formats.tagged(fmts):
+        r["packs"] = sent
+    common.remove(*(common.RUNS / m.prefix for m in modes))
     return r
 
 
 def intro(r):
     gs, git = BRANCHES["git-session"], BRANCHES["git"]
+    init = "git init --object-format=sha256" if "sha256" in r.get("formats", []) else "git init"
     return (
         "Both contenders push to the same loopback smart-HTTP server (`examples/serve`, `git http-backend` →\n"
         "`git receive-pack`), to a copy of the repository where both session branches start at `TIP_SHA`.\n"
         f"Set up once, unmeasured: a tree restored by `git-session restore` (depth 1) on `{gs}`, and a\n"
-        f"shallow clone made the git way (`git init; git fetch --depth 1 $URL $SHA; git switch -c {git} $SHA`).\n"
+        f"shallow clone made the git way (`{init}; git fetch --depth 1 $URL $SHA; git switch -c {git} $SHA`).\n"
         f"Every round appends one line to `{r['edit_file']}` ({r['edit_bytes']} bytes at TIP_SHA) in each tree "
         "(unmeasured), then measures:\n\n"
         "- **git-session**: `PUSH_URL=$URL git-session -C DIR save -m MSG`\n"
@@ -151,17 +165,27 @@ def intro(r):
         "previous one, and `git status --porcelain` must be empty.")
 
 
+def packs_md(gs_pack, git_pack):
+    return (f"- pack pushed by git-session (`-v`: `sending N objects (B bytes)`): {gs_pack}; by git "
+            f"(`Writing objects`): {git_pack}")
+
+
+EVERY = "### Every run\n\n\"status after\" is the verification `git status --porcelain` (not measured)."
+
+
 def table(r):
     runs = r["runs"]
     lines = (f"- git-session ÷ git, median wall: {ratio_verdict(median(runs, 'git-session'), median(runs, 'git'), 1.0)}\n"
-             f"- pack pushed by git-session (`-v`: `sending N objects (B bytes)`): {r['gs_pack']}; by git "
-             f"(`Writing objects`): {r['git_pack']}")
+             + packs_md(r["gs_pack"], r["git_pack"]))
     method = (medians_note(r).replace("warm-up round(s);", "warm-up round(s) (the first runs git-session with "
                                       "`-v` and\ngit's push with `--progress`, for the pack sizes);")
               + " Wall time from hyperfine;\npeak RSS and client CPU from GNU `/usr/bin/time`; for git, the peak "
               "RSS is that of the largest single process\nof the three commands. \"server CPU\" is the server's "
               "(`http-backend`, `receive-pack`, `index-pack` or\n`unpack-objects`) CPU time during the run.")
+    if r.get("formats"):
+        title = "## save-sha256: a one-file edit, committed and pushed, on a SHA-256 repository vs SHA-1 and git"
+        return formats.table(r, sections(title, produced_by(r), formats.lead(r), intro(r)), "git", method, EVERY,
+                             "status after (s)", lambda _, f: packs_md(*r["packs"][f]))
     return sections("## save: a one-file edit, committed and pushed", produced_by(r), intro(r), "### Results",
                     summary_table(runs, r["contenders"]), lines, method, repo_md(r["repo"]), machine_md(r),
-                    "### Every run\n\n\"status after\" is the verification `git status --porcelain` (not measured).",
-                    runs_table(runs, "status after (s)"))
+                    EVERY, runs_table(runs, "status after (s)"))

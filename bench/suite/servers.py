@@ -55,7 +55,7 @@ def serve(root, sent=None, v0=False):
 
 class GitServer:
     """examples/serve over WORK/srv, where repo.git links to the repository (the bash bench's
-    server): `base`, `url` (of repo.git), `root` (more repositories may go there), `meter()`.
+    server): `base`, `url` (of repo.git), `root` (more repositories may go there, or `add()`), `meter()`.
     `v0`: a server that speaks protocol v0/v1 only, with uploadpack.allowReachableSHA1InWant in its
     own config (not the repository's): git's v0 fetch asks for a commit no ref tips only from a
     server that advertises allow-reachable-sha1-in-want."""
@@ -76,6 +76,11 @@ class GitServer:
             self.proc.__exit__()
             common.die(f"git ls-remote {self.url} failed")
         common.say(f"serving {repo} at {self.url}" + (" (protocol v0/v1 only)" if v0 else ""))
+
+    def add(self, name, repo):
+        """Another repository served beside repo.git, as NAME: its URL."""
+        (self.root / name).symlink_to(repo)
+        return f"{self.base}/{name}"
 
     def meter(self, proxy_stats=None):
         return Meter(self.proc.pid, self.sent, proxy_stats)
