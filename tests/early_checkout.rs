@@ -439,3 +439,74 @@ fn a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives() {
         "only {deltas} deltas in the pack:\n{verified}"
     );
 }
+
+/// A delta whose base came more than the early checkout's cache of bases before it (8 MiB of
+/// objects in between): the observer cannot name it, and that one entry is decoded from the pack
+/// written instead of gix-pack indexing the whole pack again (the debug log says which);
+/// `git fsck` and `git verify-pack` check the index written.
+#[test]
+fn a_delta_far_from_its_base_is_named_from_the_pack() {
+    let body =
+        "a line that both versions of the file share, long enough to be worth a delta\n".repeat(60);
+    let base = format!("{body}and a few more lines in the bigger one\n").repeat(2);
+    let mut seed = 7u64;
+    let mut filler = |n: usize| {
+        let mut text = String::with_capacity(n);
+        while text.len() < n {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            text.push_str(&format!("{:016x}\n", seed));
+        }
+        text
+    };
+    let mut files = vec![("a.txt".to_owned(), base), ("z.txt".to_owned(), body)];
+    files.extend((0..5).map(|i| (format!("f{i}.txt"), filler(1_900_000))));
+    let list: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    let w = World::new();
+    let tip = w.repo("repo.git", &[&list]).remove(0);
+    let bare = w.srv().join("repo.git");
+    let srv = GitServer::start(&w.srv(), None);
+    // The base first, the fillers, the delta last: pack-objects writes them in this order.
+    let mut ids = vec![
+        tip.clone(),
+        w.git(&bare, &["rev-parse", &format!("{tip}^{{tree}}")]),
+    ];
+    for path in [
+        "a.txt", "f0.txt", "f1.txt", "f2.txt", "f3.txt", "f4.txt", "z.txt",
+    ] {
+        ids.push(w.git(&bare, &["rev-parse", &format!("{tip}:{path}")]));
+    }
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let pack = pack_of_with(&w, &bare, &ids, &["--delta-base-offset"]);
+    srv.knobs
+        .scripted
+        .lock()
+        .unwrap()
+        .push(held_answer(&pack, 0));
+    let h = Held { w, srv, tip };
+    let dir = h.w.path("s");
+    let child = h.spawn(&dir, &[("RUST_LOG", "git_session=debug")]);
+    let (code, out) = h.wait(child);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("1 without their base at hand"), "{out}");
+    assert!(
+        out.contains("1 entries the observer could not name decoded from the pack"),
+        "{out}"
+    );
+    assert!(out.contains("indexed from the 9 ids"), "{out}");
+    h.assert_restored(&dir);
+    let idx = std::fs::read_dir(dir.join(".git/objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "idx"))
+        .unwrap();
+    let verified = h.w.git(&dir, &["verify-pack", "-v", idx.to_str().unwrap()]);
+    assert!(
+        verified.contains("chain length = 1: 1 object"),
+        "{verified}"
+    );
+}

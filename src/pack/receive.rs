@@ -297,6 +297,7 @@ fn index_observed(
         // Ids of another length than the pack's (an observer hashing with another format)
         // would make an index git cannot read: gix indexes the pack instead.
         .filter(|ids| ids.iter().all(|(_, id)| id.kind() == format))
+        .and_then(|ids| name_the_rest(data_tmp.path(), &crcs, ids, limits, format))
         .and_then(|ids| listed_entries(&crcs, ids, &learned.big))
     {
         let num_objects = listed.len() as u32;
@@ -329,6 +330,85 @@ fn index_observed(
         format,
     )?;
     Ok((outcome, learned))
+}
+
+/// The most entries the observer may leave unnamed for [`name_the_rest`], and the longest delta
+/// chain it follows for one; past either, gix-pack indexes the whole pack.
+const REST_ENTRIES: usize = 64;
+const REST_CHAIN: usize = 64;
+
+/// `ids` with the entries the observer could not name (a delta whose base had left its cache)
+/// decoded from the pack written and hashed here, when they are few and their chains short: one
+/// far delta does not cost inflating and hashing the whole pack again. `None` past those bounds,
+/// or for an entry that does not decode here (gix-pack then indexes the pack and says why).
+fn name_the_rest(
+    path: &Path,
+    crcs: &[(u64, u32)],
+    mut ids: Vec<(u64, gix::ObjectId)>,
+    limits: PackLimits,
+    format: gix::hash::Kind,
+) -> Option<Vec<(u64, gix::ObjectId)>> {
+    let known: std::collections::HashSet<u64> = ids.iter().map(|(offset, _)| *offset).collect();
+    let missing: Vec<u64> = crcs
+        .iter()
+        .map(|(offset, _)| *offset)
+        .filter(|offset| !known.contains(offset))
+        .collect();
+    if missing.is_empty() || missing.len() > REST_ENTRIES {
+        return missing.is_empty().then_some(ids);
+    }
+    let pack = gix_pack::data::File::at(path, format)
+        .ok()?
+        .with_alloc_limit_bytes(limits.alloc_limit());
+    let by_id: std::collections::HashMap<gix::ObjectId, u64> =
+        ids.iter().map(|(offset, id)| (*id, *offset)).collect();
+    let base_of = |entry: &gix_pack::data::Entry| match entry.header {
+        gix_pack::data::entry::Header::OfsDelta { base_distance } => {
+            Some(Some(entry.base_pack_offset(base_distance)))
+        }
+        gix_pack::data::entry::Header::RefDelta { base_id } => {
+            by_id.get(&base_id).map(|o| Some(*o))
+        }
+        _ => Some(None),
+    };
+    let in_pack = |base: &gix::oid, _: &mut Vec<u8>| {
+        let Some(offset) = by_id.get(base) else {
+            return Ok(None);
+        };
+        Ok(Some(gix_pack::data::decode::entry::ResolvedBase::InPack(
+            pack.entry(*offset)?,
+        )))
+    };
+    let (mut out, mut inflate) = (Vec::new(), gix::zlib::Inflate::default());
+    for offset in missing {
+        let entry = pack.entry(offset).ok()?;
+        let mut link = entry.clone();
+        for _ in 0..=REST_CHAIN {
+            match base_of(&link)? {
+                Some(base) => link = pack.entry(base).ok()?,
+                None => break,
+            }
+        }
+        base_of(&link)?.is_none().then_some(())?;
+        let decoded = pack
+            .decode_entry(
+                entry,
+                &mut out,
+                &mut inflate,
+                &in_pack,
+                &mut gix_pack::cache::Never,
+            )
+            .ok()?;
+        ids.push((
+            offset,
+            gix::objs::compute_hash(format, decoded.kind, &out).ok()?,
+        ));
+    }
+    tracing::debug!(
+        "pack: {} entries the observer could not name decoded from the pack",
+        ids.len() - known.len()
+    );
+    Some(ids)
 }
 
 /// The index's entries (id, offset, CRC-32) from the observer's `ids`, when they name every entry
