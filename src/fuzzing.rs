@@ -139,8 +139,7 @@ pub fn upload_pack(data: &[u8]) {
 const BRANCH_REF: &str = "refs/heads/sessions/abc";
 
 /// The commit a SHA-256 fetch asks for (`fuzz/seeds.py` writes a pack holding it).
-pub(crate) const SHA256_COMMIT: &str =
-    "516c254a478a140b6edc3edf04ca4aeab6e38545c3c7a00d432a3a700c6089dc";
+const SHA256_COMMIT: &str = "516c254a478a140b6edc3edf04ca4aeab6e38545c3c7a00d432a3a700c6089dc";
 
 /// A protocol v0 server as git's http-backend advertises itself (side-band-64k, shallow).
 fn v0_server() -> crate::wire::upload_pack::Server {
