@@ -21,6 +21,12 @@ use crate::support::{assert_no_secret_in_files, output_with_stdin};
 
 /// The commit the shared cases are archives of.
 const TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
+/// [`TIP`] in this test's object format: on SHA-256, 64 hex digits that begin with it (so that
+/// [`PREFIX`] still holds the id).
+fn tip() -> String {
+    let more = crate::support::hex_len() - TIP.len();
+    format!("{TIP}{}", &"0123456789abcdef01234567"[..more])
+}
 /// Their top-level folder.
 const PREFIX: &str = "repo-3f2a9c5e8b7d/";
 pub(crate) const BRANCH: &str = "sessions/arch";
@@ -205,7 +211,7 @@ fn gz(data: &[u8]) -> Vec<u8> {
 /// The start of an archive like the shared cases: the commit id, the prefix folder, a README.
 fn base() -> Tar {
     let mut t = Tar::new();
-    t.commit_id(TIP)
+    t.commit_id(&tip())
         .dir(PREFIX)
         .file(&format!("{PREFIX}README.md"), b"hello\n");
     t
@@ -411,7 +417,7 @@ impl Arena {
 
     /// [`restore_file`] of `archive` (at TIP) into the target.
     fn restore(&self, w: &World, archive: &Path, args: &[&str]) -> Run {
-        restore_file(w, &self.target, archive, TIP, args)
+        restore_file(w, &self.target, archive, &tip(), args)
     }
 
     /// [`Arena::restore`] with no arguments, killed at the failpoint `point`.
@@ -420,7 +426,7 @@ impl Arena {
             w,
             &self.target,
             archive,
-            TIP,
+            &tip(),
             &[],
             &[("GIT_SESSION_FAILPOINT", point)],
         )
@@ -1829,7 +1835,8 @@ fn tree_git_would_write(w: &World, dir: &Path) -> String {
         .unwrap();
     assert!(status.success());
     std::fs::remove_dir_all(copy.join(".git")).unwrap();
-    w.git(&copy, &["init", "-q"]);
+    let format = format!("--object-format={}", crate::support::object_format());
+    w.git(&copy, &["init", "-q", &format]);
     w.git(&copy, &["add", "-A"]);
     w.git(&copy, &["write-tree"])
 }
@@ -1848,7 +1855,9 @@ fn objects_of_new_packs(bare: &Path, packs_before: &[PathBuf]) -> (Vec<String>, 
             .unwrap();
         for line in String::from_utf8_lossy(&text.stdout).lines() {
             let first = line.split(' ').next().unwrap_or("");
-            if first.len() == 40 && first.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if first.len() == crate::support::hex_len()
+                && first.bytes().all(|b| b.is_ascii_hexdigit())
+            {
                 objects.push(first.to_owned());
                 let fields: Vec<&str> = line.split_whitespace().collect();
                 if fields.len() == 7 {
@@ -2037,7 +2046,7 @@ fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() 
     run.assert_code(0);
     assert_eq!(
         run.json()["lease"],
-        "0000000000000000000000000000000000000000",
+        crate::support::zero_id(),
         "a new session branch"
     );
     // Nothing to push yet: push attaches history and reports the branch up to date or creates it.
@@ -2104,7 +2113,7 @@ fn the_lease_comes_from_read_url_when_given() {
         out.json()
     };
     let j = run_for("sessions/new", "new");
-    assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
+    assert_eq!(j["lease"], crate::support::zero_id());
     let j = run_for("sessions/at-tip", "at-tip");
     assert_eq!(j["lease"], ids[0].as_str());
     let j = run_for("sessions/moved", "moved");
@@ -2605,7 +2614,13 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
         );
         let record = session_record(&arena.target);
         assert_eq!(record["source"], "archive", "{point}");
-        assert_eq!(record["tip"], TIP, "{point}");
+        assert_eq!(record["tip"], tip(), "{point}");
+        // A git dir of the archive's object format, which git reads.
+        assert_eq!(
+            w.git(&arena.target, &["rev-parse", "--show-object-format"]),
+            crate::support::object_format(),
+            "{point}"
+        );
     }
 }
 
@@ -2906,3 +2921,11 @@ fn an_archive_restore_with_only_a_push_url_configures_origin() {
     let config = std::fs::read_to_string(arena.target.join(".git/config")).unwrap();
     assert!(!config.contains("secret-push-token"), "{config}");
 }
+
+crate::sha256_too!(
+    real_git_archive_equals_git_checkout,
+    status_attaches_history_and_sees_exactly_the_agents_changes,
+    the_lease_comes_from_read_url_when_given,
+    a_kill_at_every_failpoint_is_completed_by_the_next_run,
+    save_after_an_archive_restore_pushes_a_child_of_the_tip,
+);
