@@ -1673,6 +1673,109 @@ fn commit_id_absent_warns_or_is_refused() {
     refused(&w, "id-mismatch-req", &a, &["--require-commit-id"], 6, &[]);
 }
 
+/// The id of the other object format beside `id`: its first 40 digits for a 64-digit id (an
+/// abbreviation there), 64 digits beginning with it for a 40-digit one.
+fn other_format_id(id: &str) -> String {
+    if id.len() == 64 {
+        id[..40].to_owned()
+    } else {
+        format!("{id}{}", "ab".repeat(12))
+    }
+}
+
+/// Issue 40: a pax commit id of a length no object format has (41, 63, 65 digits, each beginning
+/// with TIP_SHA's digits) or of the other format's (64 digits for a 40-digit TIP_SHA, 40 for a
+/// 64-digit one) is refused with exit 6 saying why, before anything is written; with
+/// `--require-commit-id` too.
+#[test]
+fn a_pax_commit_id_of_another_length_is_refused_saying_why() {
+    let w = World::new();
+    let tip = tip();
+    let padded = format!("{tip}{}", "f".repeat(65));
+    let mut cases: Vec<(String, String)> = [41, 63, 65]
+        .into_iter()
+        .map(|n| {
+            let why = format!("its id has {n} hex digits: a full id has 40 (SHA-1) or 64");
+            (padded[..n].to_owned(), why)
+        })
+        .collect();
+    cases.push((
+        other_format_id(&tip),
+        "an archive of a repository of the other object format".to_owned(),
+    ));
+    for (id, why) in cases {
+        let name = format!("pax-{}", id.len());
+        let archive = gz(&Tar::new()
+            .commit_id(&id)
+            .dir(PREFIX)
+            .file(&p("README.md"), b"hello\n")
+            .finish());
+        refused(&w, &name, &archive, &[], 6, &[]);
+        refused(
+            &w,
+            &format!("{name}-req"),
+            &archive,
+            &["--require-commit-id"],
+            6,
+            &[],
+        );
+        let arena = Arena::new(&w, &format!("{name}-said"), &[]);
+        let file = archive_file(&w, &format!("{name}-said.tar.gz"), &archive);
+        let run = arena.restore(&w, &file, &[]);
+        run.assert_says(
+            6,
+            &[&why, &id[..40], "not of TIP_SHA", "nothing was restored"],
+        );
+    }
+}
+
+/// Issue 40, with READ_URL: a TIP_SHA of the other object format than the server announces (40
+/// digits for a SHA-256 repository, 64 for a SHA-1 one) is exit 2 naming both, after the
+/// capability exchange and before anything is written; an archive whose pax id is of the other
+/// format than TIP_SHA (and the server) is exit 6, nothing written, though the commit's history
+/// is fetched beside the extraction.
+#[test]
+fn an_archive_restore_refuses_an_id_of_the_other_format_than_read_urls_server() {
+    let w = World::new();
+    let r = RealServed::new(&w, "format");
+    let tip = &r.ids[0];
+    let other = other_format_id(tip);
+    let said = if crate::support::hex_len() == 64 {
+        "a 40-digit id for a SHA-256 repository: give all 64 digits"
+    } else {
+        "a 64-digit (SHA-256) id for a SHA-1 repository"
+    };
+    let restores = |name: &str, archive: &Path, tip: &str| {
+        let arena = Arena::new(&w, name, &[]);
+        let before = snapshot(&arena.parent);
+        let vars = [("READ_URL", r.read.as_str())];
+        let run = restore_env(&w, &arena.target, archive, tip, &[], &vars);
+        assert_same(name, &snapshot(&arena.parent), &before);
+        run
+    };
+    // The commit's archive as git makes it, given with the other format's id.
+    let archive = git_archive(&w, &r.repo, tip, None, "format.tar.gz");
+    let run = restores("other-tip", &archive, &other);
+    run.assert_says(2, &[said, "TIP_SHA", &other]);
+    assert_failed(&run, 2);
+    // TIP_SHA the server's format, the archive's pax id the other's.
+    let wrong = gz(&Tar::new()
+        .commit_id(&other)
+        .file("README.md", b"# real\n")
+        .finish());
+    let wrong = archive_file(&w, "other-pax.tar.gz", &wrong);
+    let run = restores("other-pax", &wrong, tip);
+    run.assert_says(
+        6,
+        &[
+            "the other object format",
+            "not of TIP_SHA",
+            "nothing was restored",
+        ],
+    );
+    assert_failed(&run, 6);
+}
+
 #[test]
 fn prefix_stripping_rules() {
     let w = World::new();
@@ -2927,5 +3030,7 @@ crate::sha256_too!(
     status_attaches_history_and_sees_exactly_the_agents_changes,
     the_lease_comes_from_read_url_when_given,
     a_kill_at_every_failpoint_is_completed_by_the_next_run,
+    a_pax_commit_id_of_another_length_is_refused_saying_why,
+    an_archive_restore_refuses_an_id_of_the_other_format_than_read_urls_server,
     save_after_an_archive_restore_pushes_a_child_of_the_tip,
 );
