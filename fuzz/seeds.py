@@ -70,6 +70,63 @@ def made_pack():
                 git(d, *pack, stdin=b"HEAD\n"))
 
 
+def pkt(data):
+    return b"%04x" % (len(data) + 4) + data
+
+
+def sha256_seeds():
+    """SHA-256 inputs (issue 40): a repository made with a fixed date, so its commit is the one
+    src/fuzzing.rs fetches (SHA256_COMMIT); its pack, a v2 fetch answer and ls-refs carrying it,
+    advertisements announcing object-format=sha256."""
+    with tempfile.TemporaryDirectory() as d:
+        env = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+               "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+        run = lambda *a, stdin=None: subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false",
+             *a], cwd=d, input=stdin, env=env, check=True, capture_output=True).stdout
+        run("init", "-q", "--object-format=sha256")
+        with open(os.path.join(d, "a.txt"), "w") as f:
+            f.write("fuzz seed\n")
+        run("add", "a.txt")
+        run("commit", "-q", "-m", "seed")
+        commit = run("rev-parse", "HEAD").strip()
+        assert commit == b"516c254a478a140b6edc3edf04ca4aeab6e38545c3c7a00d432a3a700c6089dc", commit
+        pack = run("pack-objects", "--stdout", "--revs", "--delta-base-offset", stdin=b"HEAD\n")
+    ref = b"refs/heads/sessions/abc"
+    put("pack", "made-by-git-sha256", b"2" + pack)
+    packfile = pkt(b"packfile\n") + b"".join(
+        pkt(b"\x01" + pack[i:i + 65515]) for i in range(0, len(pack), 65515)) + b"0000"
+    shallow = pkt(b"shallow-info\n") + pkt(b"shallow " + commit + b"\n") + b"0001"
+    put("upload_pack", "fetch-sha256", b"\6" + shallow + packfile)
+    put("upload_pack", "ls-refs-sha256", b"\5" + pkt(commit + b" " + ref + b"\n") + b"0000")
+    put("upload_pack", "advertisement-sha256", b"\0" + pkt(b"# service=git-upload-pack\n")
+        + b"0000" + pkt(b"version 2\n") + pkt(b"agent=git/2.47\n") + pkt(b"ls-refs=unborn\n")
+        + pkt(b"fetch=shallow wait-for-done filter\n") + pkt(b"object-format=sha256\n") + b"0000")
+    put("upload_pack", "v0-advertisement-sha256", b"\0" + pkt(b"# service=git-upload-pack\n")
+        + b"0000" + pkt(commit + b" HEAD\0multi_ack side-band-64k shallow object-format=sha256\n")
+        + pkt(commit + b" " + ref + b"\n") + b"0000")
+    put("receive_pack", "advertisement-sha256", b"\0" + pkt(b"# service=git-receive-pack\n")
+        + b"0000" + pkt(commit + b" " + ref + b"\0report-status side-band-64k object-format=sha256\n")
+        + b"0000")
+    c = commit.decode()
+    put("state", "session-sha256", b"\0" + (
+        '{"version":1,"branch":"sessions/abc","tip":"%s","lease":"%s","source":"git",'
+        '"restored_at":"2026-12-01T10:00:00Z","tool_version":"0.1.0",'
+        '"read_url":"http://127.0.0.1:1/repo.git","push_url":null,"depth":1,'
+        '"object_format":"sha256"}' % (c, c)).encode())
+    put("state", "template-sha256", b"\1" + ('{"version":1,"base":"%s",'
+        '"baked_at":"2026-12-01T10:00:00Z","tool_version":"0.1.0"}' % c).encode())
+    put("state", "ledger-sha256", b"\5" + ("%s %s save\n" % ("0" * 64, c)).encode())
+    put("inputs", "sha256", commit)
+    put("inputs", "sha256-prefix", commit[:40])
+    put("prepush", "update-sha256", b"refs/heads/main %s refs/heads/sessions/abc %s\n"
+        % (commit, b"0" * 64))
+    blob = hashlib.sha256(b"blob 0\0").digest()
+    put("tree", "nested-sha256", b"2" + chunks(
+        tree([(b"100644", b"README.md", blob), (b"40000", b"src", tree_id(1, 32))]),
+        tree([(b"100644", b"lib.rs", blob), (b"160000", b"module", blob)])))
+
+
 def delta_of(base, target):
     def size(n):
         out = b""
@@ -99,8 +156,8 @@ def tree(entries):
     return b"".join(mode + b" " + name + b"\0" + oid for mode, name, oid in entries)
 
 
-def tree_id(k):
-    return bytes([k]) + b"\0" * 18 + b"\xee"
+def tree_id(k, length=20):
+    return bytes([k]) + b"\0" * (length - 2) + b"\xee"
 
 
 def chunks(*trees):
@@ -195,6 +252,7 @@ def main():
         b"refs/heads/caf\xe9 %s refs/heads/other %s\n(delete) %s refs/heads/sessions/abc %s\n"
         % (ids[0].encode(), b"0" * 40, b"0" * 40, ids[1].encode()))
     put("terminal", "escapes", b"ERR \x1b[2J\x1b]0;title\x07 bell\r overwritten\n")
+    sha256_seeds()
     put("terminal", "c1-bidi-invalid", b"c1 \xc2\x9b31m bidi \xe2\x80\xae and \xff not utf-8\ttab\x7f")
 
 

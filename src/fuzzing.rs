@@ -131,12 +131,16 @@ pub fn upload_pack(data: &[u8]) {
                 ),
             }
         }
-        2 => fetch(&url, body, None),
-        _ => fetch(&url, body, Some(v0_server())),
+        2 => fetch(&url, body, None, format_of(which)),
+        _ => fetch(&url, body, Some(v0_server()), format_of(which)),
     }
 }
 
 const BRANCH_REF: &str = "refs/heads/sessions/abc";
+
+/// The commit a SHA-256 fetch asks for (`fuzz/seeds.py` writes a pack holding it).
+pub(crate) const SHA256_COMMIT: &str =
+    "516c254a478a140b6edc3edf04ca4aeab6e38545c3c7a00d432a3a700c6089dc";
 
 /// A protocol v0 server as git's http-backend advertises itself (side-band-64k, shallow).
 fn v0_server() -> crate::wire::upload_pack::Server {
@@ -145,12 +149,19 @@ fn v0_server() -> crate::wire::upload_pack::Server {
         .expect("the recorded v0 advertisement")
 }
 
-fn fetch(url: &RemoteUrl, body: &[u8], v0: Option<crate::wire::upload_pack::Server>) {
+fn fetch(
+    url: &RemoteUrl,
+    body: &[u8],
+    v0: Option<crate::wire::upload_pack::Server>,
+    format: gix::hash::Kind,
+) {
     use crate::wire::upload_pack as up;
     let dir = scratch();
-    let commit = "9286c450ac867c0b3f83878bc15e185905286280"
-        .parse()
-        .expect("a full id");
+    let commit = match format {
+        gix::hash::Kind::Sha256 => SHA256_COMMIT,
+        _ => "9286c450ac867c0b3f83878bc15e185905286280",
+    };
+    let commit = commit.parse().expect("a full id");
     let want = up::Want::depth_one(commit, dir.path(), Default::default());
     let fetched = match &v0 {
         Some(up::Server::V0 { refs, .. }) => {
@@ -239,8 +250,11 @@ pub fn receive_pack(data: &[u8]) {
 
 /// The commits stored whole in a pack, in order (the early checkout's `TIP_SHA` is the first), and
 /// whether a delta names its base by id.
-#[derive(Debug, Default)]
-struct Commits(std::cell::RefCell<(Vec<gix::ObjectId>, bool)>);
+#[derive(Debug)]
+struct Commits(
+    std::cell::RefCell<(Vec<gix::ObjectId>, bool)>,
+    gix::hash::Kind,
+);
 
 impl crate::pack::EntryObserver for Commits {
     fn begin(&self) {}
@@ -251,8 +265,7 @@ impl crate::pack::EntryObserver for Commits {
         let mut seen = self.0.borrow_mut();
         seen.1 |= matches!(header, gix::odb::pack::data::entry::Header::RefDelta { .. });
         if header.as_kind() == Some(gix::objs::Kind::Commit)
-            && let Ok(id) =
-                gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Commit, &data)
+            && let Ok(id) = gix::objs::compute_hash(self.1, gix::objs::Kind::Commit, &data)
         {
             seen.0.push(id);
         }
@@ -269,7 +282,7 @@ fn first_commit(
     pack_dir: &Path,
     format: gix::hash::Kind,
 ) -> (Option<gix::ObjectId>, bool) {
-    let commits = Commits::default();
+    let commits = Commits(Default::default(), format);
     let limits = crate::pack::PackLimits::default();
     if let Ok((stream, _)) = crate::pack::entries::EntryStream::new(data, limits, pack_dir, format)
     {
@@ -366,8 +379,8 @@ fn assert_written(work: &Path, file: &crate::restore::early::Written) {
     let meta = std::fs::symlink_metadata(&full).expect("a written file");
     assert!(meta.is_file(), "{} is not a regular file", full.display());
     let content = std::fs::read(&full).expect("a written file");
-    let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, &content)
-        .expect("hashing");
+    let id =
+        gix::objs::compute_hash(file.id.kind(), gix::objs::Kind::Blob, &content).expect("hashing");
     assert_eq!(id, file.id, "{} does not hold its blob", full.display());
 }
 
@@ -442,12 +455,17 @@ pub fn delta(data: &[u8]) {
 /// a later one, so they form no cycle). The index built with the restore's path protections holds
 /// safe paths only, each below its folder.
 pub fn tree(data: &[u8]) {
+    // A leading '2' picks SHA-256 (32-byte ids in the entries).
+    let (format, data) = match data.split_first() {
+        Some((b'2', rest)) => (gix::hash::Kind::Sha256, rest),
+        _ => (gix::hash::Kind::Sha1, data),
+    };
     let trees = split_chunks(data);
-    if trees.is_empty() || expanded_entries(&trees).is_none_or(|n| n > 100_000) {
+    if trees.is_empty() || expanded_entries(&trees, format).is_none_or(|n| n > 100_000) {
         return;
     }
-    let objects = Trees(trees);
-    let root = tree_id(0);
+    let objects = Trees(trees, format);
+    let root = tree_id(0, format);
     let state =
         gix::index::State::from_tree(&root, &objects, crate::restore::checkout::protections());
     let Ok(state) = state else { return };
@@ -461,11 +479,12 @@ pub fn tree(data: &[u8]) {
 }
 
 /// The id standing for the `k`-th tree of [`tree`]'s input.
-fn tree_id(k: usize) -> gix::ObjectId {
-    let mut bytes = [0u8; 20];
+fn tree_id(k: usize, format: gix::hash::Kind) -> gix::ObjectId {
+    let mut bytes = [0u8; 32];
+    let bytes = &mut bytes[..format.len_in_bytes()];
     bytes[0] = k as u8;
-    bytes[19] = 0xee;
-    gix::ObjectId::from_bytes_or_panic(&bytes)
+    bytes[bytes.len() - 1] = 0xee;
+    gix::ObjectId::from_bytes_or_panic(bytes)
 }
 
 fn split_chunks(mut data: &[u8]) -> Vec<&[u8]> {
@@ -479,11 +498,11 @@ fn split_chunks(mut data: &[u8]) -> Vec<&[u8]> {
 }
 
 /// How many index entries the trees expand to, or `None` when one names itself or an earlier one.
-fn expanded_entries(trees: &[&[u8]]) -> Option<u64> {
+fn expanded_entries(trees: &[&[u8]], format: gix::hash::Kind) -> Option<u64> {
     let mut counts = vec![0u64; trees.len()];
     for k in (0..trees.len()).rev() {
         let mut n = 0u64;
-        for entry in gix::objs::TreeRefIter::from_bytes(trees[k], gix::hash::Kind::Sha1) {
+        for entry in gix::objs::TreeRefIter::from_bytes(trees[k], format) {
             let Ok(entry) = entry else { break };
             if entry.mode.is_tree() {
                 let j = usize::from(entry.oid.as_bytes()[0]);
@@ -500,7 +519,7 @@ fn expanded_entries(trees: &[&[u8]]) -> Option<u64> {
     Some(counts[0])
 }
 
-struct Trees<'a>(Vec<&'a [u8]>);
+struct Trees<'a>(Vec<&'a [u8]>, gix::hash::Kind);
 
 impl gix::objs::Find for Trees<'_> {
     fn try_find<'a>(
@@ -509,7 +528,7 @@ impl gix::objs::Find for Trees<'_> {
         buffer: &'a mut Vec<u8>,
     ) -> gix::Result<Option<gix::objs::Data<'a>>> {
         let k = usize::from(id.as_bytes()[0]);
-        if id != tree_id(k).as_ref() || k >= self.0.len() {
+        if id != tree_id(k, self.1).as_ref() || k >= self.0.len() {
             return Ok(None);
         }
         buffer.clear();
@@ -517,7 +536,7 @@ impl gix::objs::Find for Trees<'_> {
         Ok(Some(gix::objs::Data::new(
             buffer,
             gix::objs::Kind::Tree,
-            gix::hash::Kind::Sha1,
+            self.1,
         )))
     }
 }
@@ -741,10 +760,15 @@ pub fn state(data: &[u8]) {
             let path = git_dir.path().join(LEDGER_FILE);
             std::fs::write(&path, content).expect("writing");
             let ledger = Ledger::new(git_dir.path());
-            let old = FullSha::zero(gix::hash::Kind::Sha1);
-            let new: FullSha = "9286c450ac867c0b3f83878bc15e185905286280"
-                .parse()
-                .expect("a full id");
+            // Bit 2 of the first byte picks SHA-256 ids.
+            let format = format_of(which);
+            let old = FullSha::zero(format);
+            let new: FullSha = match format {
+                gix::hash::Kind::Sha256 => SHA256_COMMIT,
+                _ => "9286c450ac867c0b3f83878bc15e185905286280",
+            }
+            .parse()
+            .expect("a full id");
             let _ = ledger.contains(old);
             if ledger.record(old, new, "save").is_ok() {
                 assert!(

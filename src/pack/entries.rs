@@ -497,12 +497,18 @@ fn stream_error(what: &str, e: io::Error, pack_dir: &std::path::Path) -> Receive
 /// (id, offset, CRC-32) for the pack whose checksum is `pack_hash`; returns the index's checksum.
 ///
 /// # Errors
-/// The I/O error of `out`.
+/// The I/O error of `out`; an error, with nothing written, for an id of another format than
+/// `pack_hash`'s (an index git could not read).
 pub fn write_index(
     mut entries: Vec<(gix::ObjectId, u64, u32)>,
     pack_hash: &gix::oid,
     out: &mut dyn io::Write,
 ) -> io::Result<gix::ObjectId> {
+    if entries.iter().any(|e| e.0.kind() != pack_hash.kind()) {
+        return Err(io::Error::other(
+            "an object id of another format than the pack's: no index written",
+        ));
+    }
     entries.sort_by_key(|e| e.0);
     let mut bytes = Vec::with_capacity(8 + 1024 + entries.len() * 28 + 40);
     bytes.extend_from_slice(b"\xfftOc");
@@ -543,4 +549,21 @@ pub fn write_index(
     bytes.extend_from_slice(id.as_slice());
     out.write_all(&bytes)?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fuzz seed of a SHA-256 pack made the early checkout's observer, hashing with SHA-1,
+    /// hand 20-byte ids to an index of a 32-byte pack hash: "Pack index references large offset
+    /// 1955641963" when read. Ids of another format are refused, nothing written.
+    #[test]
+    fn an_index_of_ids_of_another_format_is_refused() {
+        let sha1 = gix::ObjectId::empty_blob(gix::hash::Kind::Sha1);
+        let sha256 = gix::ObjectId::empty_blob(gix::hash::Kind::Sha256);
+        let mut out = Vec::new();
+        assert!(super::write_index(vec![(sha1, 12, 0)], &sha256, &mut out).is_err());
+        assert!(out.is_empty());
+        super::write_index(vec![(sha256, 12, 0)], &sha256, &mut out).unwrap();
+        assert_eq!(out.len(), 8 + 1024 + 32 + 4 + 4 + 32 + 32);
+    }
 }

@@ -294,6 +294,9 @@ fn index_observed(
         .map_err(|e| local_io(pack_dir, "writing the pack", e))?;
     if let Some(listed) = observer
         .ids()
+        // Ids of another length than the pack's (an observer hashing with another format)
+        // would make an index git cannot read: gix indexes the pack instead.
+        .filter(|ids| ids.iter().all(|(_, id)| id.kind() == format))
         .and_then(|ids| listed_entries(&crcs, ids, &learned.big))
     {
         let num_objects = listed.len() as u32;

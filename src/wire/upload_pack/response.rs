@@ -154,6 +154,35 @@ mod tests {
         assert_eq!(ids, PACK_OBJECTS);
     }
 
+    /// A SHA-256 fetch answer (the fuzz seed `fuzz/seeds.py` makes with git): its shallow id
+    /// and the pack read with 64-digit ids and a 32-byte trailer; cut anywhere, a network failure.
+    #[test]
+    fn a_sha256_fetch_gives_its_shallow_commit_and_pack() {
+        let seed = include_bytes!("../../../fuzz/corpus/upload_pack/fetch-sha256");
+        let body = &seed[1..];
+        let commit: FullSha = crate::fuzzing::SHA256_COMMIT.parse().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let want = Want::depth_one(commit, dir.path(), Default::default());
+        let fetched = read_fetch(&url(), body, want, &AtomicBool::new(false)).unwrap();
+        assert_eq!(fetched.shallow, vec![commit.id()]);
+        assert_eq!(fetched.objects, 3);
+        let pack = fetched.pack_path.unwrap();
+        let index =
+            gix_pack::index::File::at(pack.with_extension("idx"), gix::hash::Kind::Sha256).unwrap();
+        assert!(index.lookup(commit.id()).is_some());
+        index
+            .verify_checksum(&mut gix::progress::Discard, &AtomicBool::new(false))
+            .unwrap();
+        // Asked for as a SHA-1 commit, the same answer is refused: its shallow id is SHA-256.
+        let sha1: FullSha = COMMIT2.parse().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let want = Want::depth_one(sha1, dir.path(), Default::default());
+        assert_err!(
+            read_fetch(&url(), body, want, &AtomicBool::new(false)),
+            Error::Protocol(_)
+        );
+    }
+
     #[test]
     fn fetch_cut_off_anywhere_is_a_network_failure() {
         for cut in cuts(FETCH, 0) {
