@@ -658,12 +658,16 @@ pub fn tar(data: &[u8]) {
             total_bytes: 64 << 20,
         },
     };
-    let ids = Hash::Ids(gix::hash::Kind::Sha1);
+    // A leading byte 2 picks SHA-256 (`TIP_SHA` and the ids hashed): a tar starts with a name.
+    let (tip, ids, data) = match data.split_first() {
+        Some((2, rest)) => (SHA256_COMMIT, Hash::Ids(gix::hash::Kind::Sha256), rest),
+        _ => (ARCHIVE_TIP, Hash::Ids(gix::hash::Kind::Sha1), data),
+    };
     let result = if data.starts_with(&[0x1f, 0x8b]) {
-        unpack(data, &root, &options, ARCHIVE_TIP, ids)
+        unpack(data, &root, &options, tip, ids)
     } else {
         // Raw tar: what the fuzzer mutates best; the same reader behind the gzip layer.
-        crate::restore::archive::unpack_tar(data, &root, &options, ARCHIVE_TIP, ids)
+        crate::restore::archive::unpack_tar(data, &root, &options, tip, ids)
     };
     assert_eq!(
         names_in(dir.path()),
