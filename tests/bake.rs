@@ -125,6 +125,14 @@ impl Baked {
         );
         w.git(dir, &["fsck", "--no-progress"]);
         assert_eq!(
+            w.git(dir, &["rev-parse", "--show-object-format"]),
+            crate::support::object_format()
+        );
+        assert_eq!(
+            crate::support::session_record(dir)["object_format"],
+            crate::support::object_format()
+        );
+        assert_eq!(
             std::fs::read_to_string(dir.join("node_modules/pkg/index.js")).unwrap(),
             "x\n"
         );
@@ -157,6 +165,13 @@ fn a_baked_tree_boots_with_only_the_difference() {
         "no URL in the image: {config}"
     );
     assert_no_secret(".git/config", config.as_bytes());
+    let format = crate::support::object_format();
+    assert_eq!(w.git(&dir, &["rev-parse", "--show-object-format"]), format);
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(".git/git-session-template.json")).unwrap())
+            .unwrap();
+    assert_eq!(record["object_format"], format, "{record}");
+    assert_eq!(record["base"], b.base(), "{record}");
     let status = w.run(&dir, &["status", "--json"], &[]);
     status.assert_code(2);
     assert!(status.stderr.contains("template"), "{}", status.stderr);
@@ -208,6 +223,11 @@ fn a_baked_tree_boots_with_only_the_difference() {
         "boot {boot_bytes} bytes, cold {cold_bytes}"
     );
 
+    if crate::support::object_format() == "sha256" {
+        // `save` on SHA-256 is the write path's part of issue 40 (branch sha256-write): drop
+        // this once it is merged.
+        return;
+    }
     std::fs::write(dir.join("keep.txt"), "edited after boot\n").unwrap();
     let url = b.url();
     w.run(
@@ -905,3 +925,82 @@ fn a_refused_thin_pack_leaves_nothing_for_the_next_boot() {
     run.assert_code(0);
     b.assert_booted(&dir);
 }
+
+/// Formats are never converted: a template of this test's format booted with a commit of a
+/// repository of the other format (a SHA-1 template and a 64-hex `TIP_SHA`, or the reverse) is
+/// exit 2 naming both, before any request, the template as it was; as `--cache` for that commit
+/// it is not used (a warning saying why), the whole commit is fetched and the result is a real
+/// repository of the commit's format.
+#[test]
+fn a_template_of_the_other_format_is_refused_and_not_used_as_a_cache() {
+    let b = Baked::new();
+    let w = &b.w;
+    let dir = b.baked_tree("t");
+    let (ours, theirs) = match crate::support::object_format() {
+        "sha1" => ("SHA-1", "sha256"),
+        _ => ("SHA-256", "sha1"),
+    };
+    let other = w.tmp.path().join("other");
+    let init = format!("--object-format={theirs}");
+    w.git(
+        w.tmp.path(),
+        &["init", "-q", "-b", "main", &init, other.to_str().unwrap()],
+    );
+    std::fs::write(other.join("other.txt"), "the other format\n").unwrap();
+    let tip = w.commit_all(&other, "other format");
+    w.serve_scratch(&other, "other.git");
+    let url = b.srv.url("other.git", Some(&crate::support::userinfo()));
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/other"),
+        ("TIP_SHA", tip.as_str()),
+    ];
+
+    b.srv.clear_log();
+    let run = w.run(&dir, &["restore", "--json"], &vars);
+    let said = if theirs == "sha256" {
+        "a 64-digit (SHA-256) id for a SHA-1 repository"
+    } else {
+        "a 40-digit id for a SHA-256 repository"
+    };
+    run.assert_says(2, &[said, &format!("baked from a {ours} repository")]);
+    assert!(
+        b.srv.log().is_empty(),
+        "a request was made: {:?}",
+        b.srv.log()
+    );
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert!(dir.join(".git/git-session-template.json").exists());
+    assert!(!dir.join(".git/git-session-boot.json").exists());
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+
+    let seeded = w.path("seeded");
+    let run = w.run(
+        &seeded,
+        &["restore", "--json", "--cache", dir.to_str().unwrap()],
+        &vars,
+    );
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("was not used") && warnings.contains(&format!("baked from a {ours}")),
+        "{warnings}"
+    );
+    assert_eq!(w.git(&seeded, &["rev-parse", "HEAD"]), tip);
+    assert_eq!(
+        w.git(&seeded, &["rev-parse", "--show-object-format"]),
+        theirs
+    );
+    assert_eq!(w.git(&seeded, &["status", "--porcelain"]), "");
+    w.git(&seeded, &["fsck", "--no-progress"]);
+}
+
+crate::sha256_too!(
+    a_baked_tree_boots_with_only_the_difference,
+    files_changed_after_the_bake_are_kept_or_refused,
+    a_killed_boot_is_completed_by_the_rerun,
+    a_base_the_server_lacks_still_boots,
+    a_restore_seeded_from_a_cache_fetches_only_the_difference,
+    a_refused_thin_pack_leaves_nothing_for_the_next_boot,
+    a_template_of_the_other_format_is_refused_and_not_used_as_a_cache,
+);

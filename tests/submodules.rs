@@ -297,3 +297,10 @@ fn the_submodule_bound_is_checked_before_any_submodule_is_fetched() {
     assert!(asked.is_empty(), "submodules fetched: {asked:?}");
     assert!(!dir.join(".git").exists());
 }
+
+crate::sha256_too!(
+    recursive_restores_two_nested_levels_that_git_submodule_status_reads_clean,
+    shallow_restores_only_the_tree_s_own_submodules_and_none_leaves_them_empty,
+    gitmodules_from_cve_reports_are_refused_before_anything_is_written,
+    a_restore_killed_mid_submodules_is_completed_by_the_rerun,
+);
