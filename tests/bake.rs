@@ -458,6 +458,26 @@ fn a_restore_seeded_from_a_cache_fetches_only_the_difference() {
     judge(&w.path("d"));
     w.git(&w.path("d"), &["fsck", "--no-progress"]);
 
+    // A cache whose `shallow` names a commit by an id of the other format's length.
+    let cache = w.path("cache3");
+    b.bake(&cache).assert_code(0);
+    let other_len = if crate::support::hex_len() == 40 {
+        64
+    } else {
+        40
+    };
+    std::fs::write(
+        cache.join(".git/shallow"),
+        format!("{}\n", "ab".repeat(other_len / 2)),
+    )
+    .unwrap();
+    let run = b.boot(&w.path("g"), &[], &["--cache", cache.to_str().unwrap()]);
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("malformed line"), "{warnings}");
+    judge(&w.path("g"));
+    w.git(&w.path("g"), &["fsck", "--no-progress"]);
+
     // A folder that is no template.
     let run = b.boot(&w.path("e"), &[], &["--cache", w.srv().to_str().unwrap()]);
     run.assert_code(0);
@@ -926,6 +946,46 @@ fn a_refused_thin_pack_leaves_nothing_for_the_next_boot() {
     b.assert_booted(&dir);
 }
 
+/// A boot at the template's base itself: no objects are fetched (the commit is there), no file
+/// is written, and the result is a session at the base that git reads as clean.
+#[test]
+fn a_boot_at_the_base_fetches_nothing_and_writes_nothing() {
+    let b = Baked::new();
+    let w = &b.w;
+    let dir = b.baked_tree("t");
+    use std::os::unix::fs::MetadataExt as _;
+    let before = std::fs::metadata(dir.join("edit.txt")).unwrap();
+    b.srv.clear_log();
+    let run = b.boot(&dir, &[("TIP_SHA", b.base())], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], b.base());
+    assert_eq!(run.json()["files"], 0);
+    let fetches = b
+        .srv
+        .log()
+        .iter()
+        .filter(|e| String::from_utf8_lossy(&e.body).contains("command=fetch"))
+        .count();
+    assert_eq!(fetches, 0, "the base is here: nothing to fetch");
+    let after = std::fs::metadata(dir.join("edit.txt")).unwrap();
+    assert_eq!(
+        (before.ino(), before.mtime_nsec()),
+        (after.ino(), after.mtime_nsec())
+    );
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert_eq!(
+        w.git(&dir, &["symbolic-ref", "HEAD"]),
+        "refs/heads/sessions/baked"
+    );
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+    w.git(&dir, &["fsck", "--no-progress"]);
+    assert_eq!(
+        w.git(&dir, &["rev-parse", "--show-object-format"]),
+        crate::support::object_format()
+    );
+    assert!(!dir.join(".git/git-session-template.json").exists());
+}
+
 /// Formats are never converted: a template of this test's format booted with a commit of a
 /// repository of the other format (a SHA-1 template and a 64-hex `TIP_SHA`, or the reverse) is
 /// exit 2 naming both, before any request, the template as it was; as `--cache` for that commit
@@ -1003,4 +1063,5 @@ crate::sha256_too!(
     a_restore_seeded_from_a_cache_fetches_only_the_difference,
     a_refused_thin_pack_leaves_nothing_for_the_next_boot,
     a_template_of_the_other_format_is_refused_and_not_used_as_a_cache,
+    a_boot_at_the_base_fetches_nothing_and_writes_nothing,
 );

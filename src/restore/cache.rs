@@ -13,6 +13,7 @@ use std::path::Path;
 use super::options::RestoreOptions;
 use crate::names::STAGING_DIR;
 use crate::repo::template::TemplateRecord;
+use crate::types::FullSha;
 
 /// Seed `opts.dir` (empty) from the template at `cache`: on success the target holds a `.git`
 /// that is a template with no files, and its record is returned; on failure nothing is left in
@@ -86,6 +87,18 @@ fn fill(
     let shallow = cache_git.join("shallow");
     let fix = "the cache is skipped; rebuild it";
     if let Some(ids) = crate::fs::state::read(&shallow, 1 << 20, fix).map_err(|e| e.to_string())? {
+        // Each line the boot sends as a `shallow` line: a full id of the template's format.
+        let malformed = ids.split(|&b| b == b'\n').find(|line| {
+            !line.is_empty() && FullSha::from_wire_in(template.object_format, line).is_none()
+        });
+        if let Some(line) = malformed {
+            return Err(format!(
+                "{} holds a malformed line '{}' (not a {} id)",
+                shallow.display(),
+                crate::text::line(&line[..line.len().min(80)]),
+                crate::types::format_title(template.object_format)
+            ));
+        }
         std::fs::write(staging.join("shallow"), ids)
             .map_err(|e| format!("copying {}: {e}", shallow.display()))?;
     }

@@ -78,7 +78,7 @@ pub(super) fn fetch_difference(
 ) -> Result<Fetched> {
     let repo = crate::repo::open(git_dir)?;
     let mut shallow = if use_base {
-        read_shallow(git_dir)?
+        read_shallow(git_dir, template.object_format)?
     } else {
         Vec::new()
     };
@@ -230,8 +230,11 @@ pub(super) fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bo
         .all(|p| gix::objs::Exists::exists(&repo.objects, p)))
 }
 
-/// The commits listed in `.git/shallow`.
-pub(super) fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
+/// The commits listed in `.git/shallow`, each a full id of the template's `format`.
+pub(super) fn read_shallow(
+    git_dir: &Path,
+    format: crate::types::Format,
+) -> Result<Vec<gix::ObjectId>> {
     let path = git_dir.join("shallow");
     let text = match crate::fs::read_regular(&path, false) {
         Ok(t) => String::from_utf8_lossy(&t).into_owned(),
@@ -241,12 +244,16 @@ pub(super) fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
     text.lines()
         .filter(|l| !l.is_empty())
         .map(|l| {
-            gix::ObjectId::from_hex(l.trim().as_bytes()).map_err(|_| {
-                Error::conflict(format!(
-                    "{} holds a malformed line '{l}': bake the template again",
-                    path.display()
-                ))
-            })
+            FullSha::from_wire_in(format, l.trim().as_bytes())
+                .map(|id| id.id())
+                .ok_or_else(|| {
+                    Error::conflict(format!(
+                        "{} holds a malformed line '{}' (not a {} id): bake the template again",
+                        path.display(),
+                        crate::text::line(&l.as_bytes()[..l.len().min(80)]),
+                        crate::types::format_title(format)
+                    ))
+                })
         })
         .collect()
 }
