@@ -953,6 +953,12 @@ fn a_boot_at_the_base_fetches_nothing_and_writes_nothing() {
     let b = Baked::new();
     let w = &b.w;
     let dir = b.baked_tree("t");
+    // Baked again at the same base: a no-op that says the format.
+    let again = b.bake(&dir).assert_code(0).json();
+    assert_eq!(again["noop"], true, "{again}");
+    assert_eq!(again["base"], b.base(), "{again}");
+    assert_eq!(again["object_format"], crate::support::object_format());
+    crate::support::assert_matches_schema(&again);
     use std::os::unix::fs::MetadataExt as _;
     let before = std::fs::metadata(dir.join("edit.txt")).unwrap();
     b.srv.clear_log();
