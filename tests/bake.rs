@@ -992,6 +992,41 @@ fn a_boot_at_the_base_fetches_nothing_and_writes_nothing() {
     assert!(!dir.join(".git/git-session-template.json").exists());
 }
 
+/// The boot over protocol v0 (a server that speaks nothing newer, forced here): the same thin
+/// fetch of only the difference (`shallow`, `have`, `thin-pack`, `deepen 1`, and the object
+/// format the server announced), and the same exact result.
+#[test]
+fn a_boot_over_protocol_v0_fetches_only_the_difference() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    b.srv.clear_log();
+    let run = b.boot(&dir, &[("GIT_SESSION_PROTOCOL", "0")], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["warnings"], serde_json::json!([]));
+    b.assert_booted(&dir);
+    let body = b
+        .srv
+        .log()
+        .into_iter()
+        .filter(|e| e.method == "POST" && e.path.ends_with("/git-upload-pack"))
+        .map(|e| String::from_utf8_lossy(&e.body).into_owned())
+        .find(|body| body.contains("want "))
+        .expect("a v0 fetch");
+    assert!(!body.contains("command=fetch"), "not v0: {body}");
+    for line in [
+        format!("want {}", b.tip()),
+        format!("shallow {}", b.base()),
+        format!("have {}", b.base()),
+        "thin-pack".to_owned(),
+        "deepen 1".to_owned(),
+    ] {
+        assert!(body.contains(&line), "no '{line}' in the fetch: {body}");
+    }
+    if crate::support::object_format() == "sha256" {
+        assert!(body.contains("object-format=sha256"), "{body}");
+    }
+}
+
 /// Formats are never converted: a template of this test's format booted with a commit of a
 /// repository of the other format (a SHA-1 template and a 64-hex `TIP_SHA`, or the reverse) is
 /// exit 2 naming both, before any request, the template as it was; as `--cache` for that commit
@@ -1063,11 +1098,11 @@ fn a_template_of_the_other_format_is_refused_and_not_used_as_a_cache() {
 
 crate::sha256_too!(
     a_baked_tree_boots_with_only_the_difference,
-    files_changed_after_the_bake_are_kept_or_refused,
     a_killed_boot_is_completed_by_the_rerun,
     a_base_the_server_lacks_still_boots,
     a_restore_seeded_from_a_cache_fetches_only_the_difference,
     a_refused_thin_pack_leaves_nothing_for_the_next_boot,
     a_template_of_the_other_format_is_refused_and_not_used_as_a_cache,
     a_boot_at_the_base_fetches_nothing_and_writes_nothing,
+    a_boot_over_protocol_v0_fetches_only_the_difference,
 );
