@@ -223,11 +223,6 @@ fn a_baked_tree_boots_with_only_the_difference() {
         "boot {boot_bytes} bytes, cold {cold_bytes}"
     );
 
-    if crate::support::object_format() == "sha256" {
-        // `save` on SHA-256 is the write path's part of issue 40 (branch sha256-write): drop
-        // this once it is merged.
-        return;
-    }
     std::fs::write(dir.join("keep.txt"), "edited after boot\n").unwrap();
     let url = b.url();
     w.run(

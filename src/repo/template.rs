@@ -32,8 +32,9 @@ pub struct TemplateRecord {
     /// The repository's object format (`sha1` or `sha256`), which `base` is in: a boot or a
     /// `--cache` of the other format cannot use the template.
     #[serde(
-        with = "crate::types::sha::format_serde",
-        default = "crate::types::sha::format_serde::sha1"
+        serialize_with = "crate::types::sha::serialize_format",
+        deserialize_with = "crate::types::sha::deserialize_format",
+        default = "crate::types::sha::sha1_format"
     )]
     pub object_format: crate::types::Format,
 }
