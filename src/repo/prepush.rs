@@ -494,6 +494,19 @@ fn check_update(
     to_the_session: bool,
     nothing: &str,
 ) -> Result<()> {
+    // git passes ids in the repository's own format; one of the other length is never compared
+    // with the lease (which it could not equal) or recorded.
+    let format = repo.object_hash();
+    if let Some(id) = [local, remote_tip]
+        .into_iter()
+        .find(|id| id.format() != format)
+    {
+        return Err(Error::conflict(format!(
+            "git passed the pre-push check {id}, a {} id, for this {} repository: {nothing}",
+            crate::types::format_title(id.format()),
+            crate::types::format_title(format)
+        )));
+    }
     if local.is_zero() {
         return Err(Error::conflict(format!(
             "refused: this push would delete the session branch '{}' on the remote; \
