@@ -873,6 +873,15 @@ mod tests {
         assert!(matches!(parse(&long), Err(Error::Conflict(..))));
         let bad = format!("x {a} refs/heads/sessions/x 123\n");
         assert!(matches!(parse(bad.as_bytes()), Err(Error::Conflict(..))));
+        // A SHA-256 repository's line: 64-digit ids, read as such; 41 to 63 digits are refused.
+        let (c, d) = ("3".repeat(64), "0".repeat(64));
+        let line = format!("HEAD {c} refs/heads/sessions/x {d}\n");
+        let updates = parse(line.as_bytes()).unwrap();
+        assert_eq!(updates[0].0.to_string(), c);
+        assert_eq!(updates[0].1.format(), crate::types::Format::Sha256);
+        assert!(updates[0].1.is_zero());
+        let cut = format!("HEAD {} refs/heads/sessions/x {d}\n", &c[..63]);
+        assert!(matches!(parse(cut.as_bytes()), Err(Error::Conflict(..))));
     }
 
     #[test]
