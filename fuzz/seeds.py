@@ -92,8 +92,10 @@ def sha256_seeds():
         commit = run("rev-parse", "HEAD").strip()
         assert commit == b"516c254a478a140b6edc3edf04ca4aeab6e38545c3c7a00d432a3a700c6089dc", commit
         pack = run("pack-objects", "--stdout", "--revs", "--delta-base-offset", stdin=b"HEAD\n")
+        archive = run("archive", "--format=tar", "HEAD")
     ref = b"refs/heads/sessions/abc"
     put("pack", "made-by-git-sha256", b"2" + pack)
+    put("tar", "git-archive-sha256.tar", b"\2" + archive)
     packfile = pkt(b"packfile\n") + b"".join(
         pkt(b"\x01" + pack[i:i + 65515]) for i in range(0, len(pack), 65515)) + b"0000"
     shallow = pkt(b"shallow-info\n") + pkt(b"shallow " + commit + b"\n") + b"0001"

@@ -139,8 +139,7 @@ pub fn upload_pack(data: &[u8]) {
 const BRANCH_REF: &str = "refs/heads/sessions/abc";
 
 /// The commit a SHA-256 fetch asks for (`fuzz/seeds.py` writes a pack holding it).
-pub(crate) const SHA256_COMMIT: &str =
-    "516c254a478a140b6edc3edf04ca4aeab6e38545c3c7a00d432a3a700c6089dc";
+const SHA256_COMMIT: &str = "516c254a478a140b6edc3edf04ca4aeab6e38545c3c7a00d432a3a700c6089dc";
 
 /// A protocol v0 server as git's http-backend advertises itself (side-band-64k, shallow).
 fn v0_server() -> crate::wire::upload_pack::Server {
@@ -659,11 +658,16 @@ pub fn tar(data: &[u8]) {
             total_bytes: 64 << 20,
         },
     };
+    // A leading byte 2 picks SHA-256 (`TIP_SHA` and the ids hashed): a tar starts with a name.
+    let (tip, ids, data) = match data.split_first() {
+        Some((2, rest)) => (SHA256_COMMIT, Hash::Ids(gix::hash::Kind::Sha256), rest),
+        _ => (ARCHIVE_TIP, Hash::Ids(gix::hash::Kind::Sha1), data),
+    };
     let result = if data.starts_with(&[0x1f, 0x8b]) {
-        unpack(data, &root, &options, ARCHIVE_TIP, Hash::Ids)
+        unpack(data, &root, &options, tip, ids)
     } else {
         // Raw tar: what the fuzzer mutates best; the same reader behind the gzip layer.
-        crate::restore::archive::unpack_tar(data, &root, &options, ARCHIVE_TIP, Hash::Ids)
+        crate::restore::archive::unpack_tar(data, &root, &options, tip, ids)
     };
     assert_eq!(
         names_in(dir.path()),

@@ -414,7 +414,8 @@ fn work_tree_id(r: &Restored, dir: &Path, name: &str) -> String {
         .unwrap();
     assert!(status.success());
     std::fs::remove_dir_all(copy.join(".git")).unwrap();
-    r.w.git(&copy, &["init", "-q"]);
+    let format = format!("--object-format={}", crate::support::object_format());
+    r.w.git(&copy, &["init", "-q", &format]);
     r.w.git(&copy, &["add", "-A"]);
     r.w.git(&copy, &["write-tree"])
 }
@@ -743,3 +744,12 @@ fn an_archive_alone_tree_has_no_upstream_git_calls_gone() {
     let status = r.git(&dir, &["status"]);
     assert!(!status.contains("gone"), "{status}");
 }
+
+crate::sha256_too!(
+    plain_git_sees_a_clean_tree_right_after_an_archive_restore,
+    plain_git_works_offline_in_a_tree_restored_from_an_archive_with_read_url,
+    an_archive_that_differs_from_the_commit_is_said_when_history_is_attached,
+    a_removed_or_tampered_promise_record_is_said_and_history_still_attached,
+    commits_made_with_plain_git_before_history_is_attached_are_pushed_on_tip,
+    plain_commits_in_a_tree_restored_from_an_archive_alone_are_moved_onto_tip,
+);

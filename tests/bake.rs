@@ -125,6 +125,14 @@ impl Baked {
         );
         w.git(dir, &["fsck", "--no-progress"]);
         assert_eq!(
+            w.git(dir, &["rev-parse", "--show-object-format"]),
+            crate::support::object_format()
+        );
+        assert_eq!(
+            crate::support::session_record(dir)["object_format"],
+            crate::support::object_format()
+        );
+        assert_eq!(
             std::fs::read_to_string(dir.join("node_modules/pkg/index.js")).unwrap(),
             "x\n"
         );
@@ -157,6 +165,13 @@ fn a_baked_tree_boots_with_only_the_difference() {
         "no URL in the image: {config}"
     );
     assert_no_secret(".git/config", config.as_bytes());
+    let format = crate::support::object_format();
+    assert_eq!(w.git(&dir, &["rev-parse", "--show-object-format"]), format);
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(".git/git-session-template.json")).unwrap())
+            .unwrap();
+    assert_eq!(record["object_format"], format, "{record}");
+    assert_eq!(record["base"], b.base(), "{record}");
     let status = w.run(&dir, &["status", "--json"], &[]);
     status.assert_code(2);
     assert!(status.stderr.contains("template"), "{}", status.stderr);
@@ -437,6 +452,26 @@ fn a_restore_seeded_from_a_cache_fetches_only_the_difference() {
     assert!(warnings.contains("damaged"), "{warnings}");
     judge(&w.path("d"));
     w.git(&w.path("d"), &["fsck", "--no-progress"]);
+
+    // A cache whose `shallow` names a commit by an id of the other format's length.
+    let cache = w.path("cache3");
+    b.bake(&cache).assert_code(0);
+    let other_len = if crate::support::hex_len() == 40 {
+        64
+    } else {
+        40
+    };
+    std::fs::write(
+        cache.join(".git/shallow"),
+        format!("{}\n", "ab".repeat(other_len / 2)),
+    )
+    .unwrap();
+    let run = b.boot(&w.path("g"), &[], &["--cache", cache.to_str().unwrap()]);
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("malformed line"), "{warnings}");
+    judge(&w.path("g"));
+    w.git(&w.path("g"), &["fsck", "--no-progress"]);
 
     // A folder that is no template.
     let run = b.boot(&w.path("e"), &[], &["--cache", w.srv().to_str().unwrap()]);
@@ -905,3 +940,164 @@ fn a_refused_thin_pack_leaves_nothing_for_the_next_boot() {
     run.assert_code(0);
     b.assert_booted(&dir);
 }
+
+/// A boot at the template's base itself: no objects are fetched (the commit is there), no file
+/// is written, and the result is a session at the base that git reads as clean.
+#[test]
+fn a_boot_at_the_base_fetches_nothing_and_writes_nothing() {
+    let b = Baked::new();
+    let w = &b.w;
+    let dir = b.baked_tree("t");
+    // Baked again at the same base: a no-op that says the format.
+    let again = b.bake(&dir).assert_code(0).json();
+    assert_eq!(again["noop"], true, "{again}");
+    assert_eq!(again["base"], b.base(), "{again}");
+    assert_eq!(again["object_format"], crate::support::object_format());
+    crate::support::assert_matches_schema(&again);
+    use std::os::unix::fs::MetadataExt as _;
+    let before = std::fs::metadata(dir.join("edit.txt")).unwrap();
+    b.srv.clear_log();
+    let run = b.boot(&dir, &[("TIP_SHA", b.base())], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["tip"], b.base());
+    assert_eq!(run.json()["files"], 0);
+    let fetches = b
+        .srv
+        .log()
+        .iter()
+        .filter(|e| String::from_utf8_lossy(&e.body).contains("command=fetch"))
+        .count();
+    assert_eq!(fetches, 0, "the base is here: nothing to fetch");
+    let after = std::fs::metadata(dir.join("edit.txt")).unwrap();
+    assert_eq!(
+        (before.ino(), before.mtime_nsec()),
+        (after.ino(), after.mtime_nsec())
+    );
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert_eq!(
+        w.git(&dir, &["symbolic-ref", "HEAD"]),
+        "refs/heads/sessions/baked"
+    );
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+    w.git(&dir, &["fsck", "--no-progress"]);
+    assert_eq!(
+        w.git(&dir, &["rev-parse", "--show-object-format"]),
+        crate::support::object_format()
+    );
+    assert!(!dir.join(".git/git-session-template.json").exists());
+}
+
+/// The boot over protocol v0 (a server that speaks nothing newer, forced here): the same thin
+/// fetch of only the difference (`shallow`, `have`, `thin-pack`, `deepen 1`, and the object
+/// format the server announced), and the same exact result.
+#[test]
+fn a_boot_over_protocol_v0_fetches_only_the_difference() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    b.srv.clear_log();
+    let run = b.boot(&dir, &[("GIT_SESSION_PROTOCOL", "0")], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["warnings"], serde_json::json!([]));
+    b.assert_booted(&dir);
+    let body = b
+        .srv
+        .log()
+        .into_iter()
+        .filter(|e| e.method == "POST" && e.path.ends_with("/git-upload-pack"))
+        .map(|e| String::from_utf8_lossy(&e.body).into_owned())
+        .find(|body| body.contains("want "))
+        .expect("a v0 fetch");
+    assert!(!body.contains("command=fetch"), "not v0: {body}");
+    for line in [
+        format!("want {}", b.tip()),
+        format!("shallow {}", b.base()),
+        format!("have {}", b.base()),
+        "thin-pack".to_owned(),
+        "deepen 1".to_owned(),
+    ] {
+        assert!(body.contains(&line), "no '{line}' in the fetch: {body}");
+    }
+    if crate::support::object_format() == "sha256" {
+        assert!(body.contains("object-format=sha256"), "{body}");
+    }
+}
+
+/// Formats are never converted: a template of this test's format booted with a commit of a
+/// repository of the other format (a SHA-1 template and a 64-hex `TIP_SHA`, or the reverse) is
+/// exit 2 naming both, before any request, the template as it was; as `--cache` for that commit
+/// it is not used (a warning saying why), the whole commit is fetched and the result is a real
+/// repository of the commit's format.
+#[test]
+fn a_template_of_the_other_format_is_refused_and_not_used_as_a_cache() {
+    let b = Baked::new();
+    let w = &b.w;
+    let dir = b.baked_tree("t");
+    let (ours, theirs) = match crate::support::object_format() {
+        "sha1" => ("SHA-1", "sha256"),
+        _ => ("SHA-256", "sha1"),
+    };
+    let other = w.tmp.path().join("other");
+    let init = format!("--object-format={theirs}");
+    w.git(
+        w.tmp.path(),
+        &["init", "-q", "-b", "main", &init, other.to_str().unwrap()],
+    );
+    std::fs::write(other.join("other.txt"), "the other format\n").unwrap();
+    let tip = w.commit_all(&other, "other format");
+    w.serve_scratch(&other, "other.git");
+    let url = b.srv.url("other.git", Some(&crate::support::userinfo()));
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "sessions/other"),
+        ("TIP_SHA", tip.as_str()),
+    ];
+
+    b.srv.clear_log();
+    let run = w.run(&dir, &["restore", "--json"], &vars);
+    let said = if theirs == "sha256" {
+        "a 64-digit (SHA-256) id for a SHA-1 repository"
+    } else {
+        "a 40-digit id for a SHA-256 repository"
+    };
+    run.assert_says(2, &[said, &format!("baked from a {ours} repository")]);
+    assert!(
+        b.srv.log().is_empty(),
+        "a request was made: {:?}",
+        b.srv.log()
+    );
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert!(dir.join(".git/git-session-template.json").exists());
+    assert!(!dir.join(".git/git-session-boot.json").exists());
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+
+    let seeded = w.path("seeded");
+    let run = w.run(
+        &seeded,
+        &["restore", "--json", "--cache", dir.to_str().unwrap()],
+        &vars,
+    );
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("was not used") && warnings.contains(&format!("baked from a {ours}")),
+        "{warnings}"
+    );
+    assert_eq!(w.git(&seeded, &["rev-parse", "HEAD"]), tip);
+    assert_eq!(
+        w.git(&seeded, &["rev-parse", "--show-object-format"]),
+        theirs
+    );
+    assert_eq!(w.git(&seeded, &["status", "--porcelain"]), "");
+    w.git(&seeded, &["fsck", "--no-progress"]);
+}
+
+crate::sha256_too!(
+    a_baked_tree_boots_with_only_the_difference,
+    a_killed_boot_is_completed_by_the_rerun,
+    a_base_the_server_lacks_still_boots,
+    a_restore_seeded_from_a_cache_fetches_only_the_difference,
+    a_refused_thin_pack_leaves_nothing_for_the_next_boot,
+    a_template_of_the_other_format_is_refused_and_not_used_as_a_cache,
+    a_boot_at_the_base_fetches_nothing_and_writes_nothing,
+    a_boot_over_protocol_v0_fetches_only_the_difference,
+);

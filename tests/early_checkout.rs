@@ -134,10 +134,12 @@ impl Held {
 }
 
 /// A `fetch` answer carrying `pack` in side-band packets of 512 bytes (`upload-pack` relays what
-/// `pack-objects` writes, a few KiB at a time) with its 20-byte checksum in a packet of its own,
-/// which is held back `hold_ms` with the flush: every entry has arrived, the pack has not ended.
+/// `pack-objects` writes, a few KiB at a time) with its checksum (20 bytes, 32 for SHA-256) in a
+/// packet of its own, which is held back `hold_ms` with the flush: every entry has arrived, the
+/// pack has not ended.
 fn held_answer(pack: &[u8], hold_ms: u64) -> Scripted {
-    let (entries, checksum) = pack.split_at(pack.len() - 20);
+    let trailer = crate::support::gix_format().len_in_bytes();
+    let (entries, checksum) = pack.split_at(pack.len() - trailer);
     let mut body = pkt("packfile\n").into_bytes();
     for chunk in entries.chunks(512) {
         body.extend_from_slice(&band(1, chunk));
@@ -164,13 +166,16 @@ fn work_tree_files(dir: &Path) -> Vec<String> {
 }
 
 impl Held {
-    /// [`Held::new`] of `files` as `(path, content)` pairs.
+    /// [`Held::new`] of `files` as `(path, content)` pairs, any deltas as offset deltas, as
+    /// `upload-pack` sends them to git-session (it asks for `ofs-delta`): which blobs `git
+    /// pack-objects` makes deltas of differs between the object formats, and a `REF_DELTA` is
+    /// left to the checkout after the transfer.
     fn of(files: &[(String, String)]) -> Self {
         let list: Vec<(&str, Option<&str>)> = files
             .iter()
             .map(|(p, c)| (p.as_str(), Some(c.as_str())))
             .collect();
-        Held::new(&list)
+        Held::with_pack_options(&list, &["--delta-base-offset"])
     }
 }
 
@@ -510,3 +515,12 @@ fn a_delta_far_from_its_base_is_named_from_the_pack() {
         "{verified}"
     );
 }
+
+crate::sha256_too!(
+    files_are_written_while_the_pack_is_still_on_the_wire,
+    files_the_attributes_may_convert_wait_for_the_checkout_after_the_transfer,
+    a_kill_during_the_early_checkout_is_completed_by_the_rerun,
+    a_restore_refused_after_files_were_written_early_leaves_nothing,
+    a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives,
+    a_delta_far_from_its_base_is_named_from_the_pack,
+);

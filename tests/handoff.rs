@@ -856,3 +856,12 @@ fn sigterm_during_a_save_stuck_in_retries_ends_within_the_final_save_time() {
     // The work is in the local commit.
     assert_eq!(f.w.git(&dir, &["show", "HEAD:pending.txt"]), "pending");
 }
+
+crate::sha256_too!(
+    every_commit_carries_its_owners_as_trailers_and_every_result_names_them,
+    watch_saves_an_edit_within_three_intervals_and_an_idle_tree_makes_no_commit,
+    sigterm_saves_the_pending_edit_and_exits_0_within_seconds,
+    a_takeover_by_another_sandbox_ends_watch_with_exit_3_and_keeps_its_work,
+    a_server_down_for_two_ticks_then_back_loses_nothing,
+    the_agent_recipes_save_after_a_turn_and_a_stale_sandbox_is_told_to_stop,
+);

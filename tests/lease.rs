@@ -829,3 +829,58 @@ fn a_push_to_another_repository_does_not_make_the_owners_commit_this_trees() {
     assert_eq!(s.remote(branch).as_deref(), Some(owner_tip.as_str()));
     assert_eq!(s.remote_state(&b), "moved");
 }
+
+/// The check reads git's ids in the repository's own format: a ref line whose ids have the other
+/// length (40 digits in a SHA-256 repository, 64 in a SHA-1 one) is refused with exit 7 and
+/// nothing recorded, never compared with the lease.
+#[test]
+fn the_check_refuses_ids_of_the_other_format() {
+    let s = Setup::new();
+    let branch = "sessions/len";
+    let a = s.sandbox("a", branch, &s.ids[1]);
+    let c1 = s.commit(&a, "f", "1\n");
+    let other = |id: &str| match crate::support::hex_len() {
+        40 => format!("{id}{}", &id[..24]),
+        _ => id[..40].to_owned(),
+    };
+    let zero = other(&crate::support::zero_id());
+    for (local, remote) in [(other(&c1), zero.clone()), (c1.clone(), zero)] {
+        let line = format!("HEAD {local} refs/heads/{branch} {remote}\n");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["hook", "pre-push"])
+            .current_dir(&a)
+            .env_clear()
+            .envs(s.w.env())
+            .env("GIT_SESSION_HOOK_REMOTE", "origin")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), line.as_bytes()).unwrap();
+        let run = crate::support::Run::of(&child.wait_with_output().unwrap());
+        run.assert_code(7);
+        assert!(
+            run.stderr.contains("git passed the pre-push check")
+                && run.stderr.contains("git pushed nothing"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(!a.join(".git/git-session-ledger").exists());
+    // The real push goes through.
+    s.shell_git_ok(&a, &["push", "-q"]);
+    assert_eq!(s.remote(branch).as_deref(), Some(c1.as_str()));
+}
+
+crate::sha256_too!(
+    a_stale_sandbox_cannot_take_the_session_with_git_pull_and_git_push,
+    the_owners_plain_pushes_to_origin_and_by_url_count_as_its_own,
+    force_pushes_and_deletions_are_refused_and_no_verify_is_not_own,
+    a_killed_save_is_completed_by_the_rerun_never_a_false_stale,
+    a_plain_push_racing_another_sandbox_exactly_one_wins,
+    fetches_get_read_url_and_pushes_push_url_even_on_the_same_host_and_path,
+    a_new_sessions_plain_git_has_no_gone_upstream,
+    a_plain_push_overtaken_by_this_trees_own_save_is_never_called_stale,
+    the_check_refuses_ids_of_the_other_format,
+);

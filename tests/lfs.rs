@@ -878,3 +878,11 @@ fn lfs_answers_no_retry_can_change_are_exit_6() {
         );
     }
 }
+
+crate::sha256_too!(
+    lfs_files_are_restored_from_a_real_lfs_server_and_read_clean_to_git_lfs,
+    lfs_never_leaves_the_pointer_files_and_fetches_nothing,
+    lfs_include_and_exclude_narrow_what_is_fetched,
+    a_kill_mid_lfs_is_completed_by_the_rerun_which_fetches_only_what_is_missing,
+    a_bake_holds_the_lfs_content_and_a_boot_fetches_only_the_changed_files,
+);

@@ -6,10 +6,8 @@ use std::sync::atomic::Ordering;
 
 use crate::support::wire::{band, pkt};
 use crate::support::{
-    GitServer, Run, TOKEN, World, git_session_peak_rss, incompressible, userinfo,
+    GitServer, Run, TOKEN, World, git_session_peak_rss, incompressible, userinfo, zero_id,
 };
-
-pub(crate) const ZERO: &str = "0000000000000000000000000000000000000000";
 
 /// A server with `repo.git` (two commits, `ids`) and sandboxes restored from it.
 pub(crate) struct Setup {
@@ -153,7 +151,7 @@ fn creates_the_branch_and_fast_forwards_it() {
     assert_eq!(j["command"], "push");
     assert_eq!(j["branch"], "sessions/a");
     assert_eq!(j["tip"], c1.as_str());
-    assert_eq!(j["previous_tip"], ZERO);
+    assert_eq!(j["previous_tip"], zero_id());
     assert_eq!(j["pushed"], true);
     assert_eq!(s.remote("sessions/a").as_deref(), Some(c1.as_str()));
     assert_eq!(s.lease(&dir), c1);
@@ -212,12 +210,12 @@ fn a_stale_lease_is_exit_3_and_nothing_is_uploaded() {
 fn a_branch_created_behind_a_zero_lease_is_stale() {
     let s = Setup::new();
     let a = s.sandbox("a", "sessions/z", &s.ids[1]);
-    assert_eq!(s.lease(&a), ZERO);
+    assert_eq!(s.lease(&a), zero_id());
     s.w.git(&s.bare(), &["branch", "sessions/z", &s.ids[0]]);
     s.commit(&a, "x", "x\n");
     let run = s.push(&a, &[]);
     run.assert_code(3);
-    assert_eq!(run.json()["lease"], ZERO);
+    assert_eq!(run.json()["lease"], zero_id());
     assert_eq!(s.remote("sessions/z").as_deref(), Some(s.ids[0].as_str()));
 }
 
@@ -401,7 +399,7 @@ fn http_200_without_a_good_report_is_a_failure() {
         assert_eq!(run.code, Some(code), "{what}: {}", run.stderr);
         assert_eq!(run.json()["ok"], false, "{what}");
         assert_eq!(s.remote(branch), None, "{what}: the remote changed");
-        assert_eq!(s.lease(&dir), ZERO, "{what}: the lease moved");
+        assert_eq!(s.lease(&dir), zero_id(), "{what}: the lease moved");
     }
     *s.srv.knobs.receive_pack_reply.lock().unwrap() = None;
     s.push(&dir, &[]).assert_code(0);
@@ -802,7 +800,7 @@ fn a_push_that_landed_before_a_crash_is_recorded_by_the_rerun() {
     assert_eq!(s.remote("sessions/crash").as_deref(), Some(c1.as_str()));
     assert_eq!(
         s.lease(&dir),
-        ZERO,
+        zero_id(),
         "the lease was recorded before the crash"
     );
     // The spooled request died with the process: nothing of it is left in the git dir.
@@ -1051,6 +1049,46 @@ fn a_big_file_committed_with_git_is_pushed_from_its_loose_object_in_bounded_memo
     assert_eq!(s.remote("sessions/huge").unwrap(), head);
 }
 
+/// On a SHA-256 session, a blob over the streaming size is streamed too, from its loose object
+/// (hashed as it goes with SHA-256 to check it is the blob it names) and from a pack of its own
+/// (found through that pack's SHA-256 index): memory stays under the blob's size, and the
+/// server's `git fsck` passes. (The SHA-1 case is the test above, at 96 MiB.)
+#[test]
+fn a_big_file_of_a_sha256_session_is_streamed_loose_and_packed() {
+    crate::support::as_sha256(|| {
+        let s = Setup::new();
+        let dir = s.sandbox("a", "sessions/huge", &s.ids[1]);
+        let url = s.url();
+        let mut x: u64 = 0x9E3779B97F4A7C15;
+        for (name, add) in [
+            ("loose.bin", &["add", "loose.bin"][..]),
+            (
+                "packed.bin",
+                &["-c", "core.bigFileThreshold=32m", "add", "packed.bin"],
+            ),
+        ] {
+            std::fs::write(dir.join(name), incompressible(40 << 20, &mut x)).unwrap();
+            s.w.git(&dir, add);
+            s.w.git(&dir, &["commit", "-qm", name]);
+            let vars = [("PUSH_URL", url.as_str())];
+            let kib = git_session_peak_rss(&dir, s.w.env(), &vars, &["push"]);
+            eprintln!("peak RSS of pushing a 40 MiB SHA-256 blob ({name}): {kib} KiB");
+            assert!(
+                kib < 32 * 1024,
+                "peak RSS {kib} KiB for a 40 MiB blob ({name})"
+            );
+            let head = s.w.git(&dir, &["rev-parse", "HEAD"]);
+            assert_eq!(head.len(), 64);
+            assert_eq!(s.remote("sessions/huge").unwrap(), head);
+            assert_eq!(
+                s.w.git(&s.bare(), &["rev-parse", &format!("{head}:{name}")]),
+                s.w.git(&dir, &["rev-parse", &format!("HEAD:{name}")])
+            );
+            s.w.git(&s.bare(), &["fsck", "--no-progress"]);
+        }
+    });
+}
+
 /// Nor in a commit message of plain git (or a file name: trees are scanned like blobs), and `save`
 /// refuses a message holding it before committing anything.
 #[test]
@@ -1170,9 +1208,10 @@ fn deletions_renames_modes_symlinks_and_an_emptied_tree_round_trip_through_save(
     }
     let j = save(&b);
     let tip = j["tip"].as_str().unwrap().to_owned();
+    // The empty tree, as git names it in the repository's format.
     assert_eq!(
         s.w.git(&s.bare(), &["rev-parse", &format!("{tip}^{{tree}}")]),
-        "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+        s.w.git(&s.bare(), &["hash-object", "-t", "tree", "/dev/null"])
     );
     s.w.git(&s.bare(), &["fsck", "--no-progress"]);
 }
@@ -1534,3 +1573,59 @@ fn a_server_advertising_no_thin_gets_whole_objects() {
     let thin = sent_for_an_edit(150_000, false);
     assert!(thin < 5_000, "{thin} bytes sent as a thin pack");
 }
+
+/// A session pushing to a repository of the other object format (a SHA-1 session to a SHA-256
+/// repository; in the sha256 run, the reverse) is exit 2 naming both formats, after the
+/// advertisement and before any upload: never a silent conversion. Nothing is recorded either.
+#[test]
+fn a_push_to_a_repository_of_the_other_format_is_exit_2_before_any_upload() {
+    let s = Setup::new();
+    let (ours, theirs) = match crate::support::object_format() {
+        "sha1" => ("SHA-1", "sha256"),
+        _ => ("SHA-256", "sha1"),
+    };
+    let other = s.w.srv().join("other.git");
+    s.w.git(
+        &s.w.srv(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            &format!("--object-format={theirs}"),
+            "other.git",
+        ],
+    );
+    s.w.git(&other, &["config", "http.receivepack", "true"]);
+    let dir = s.sandbox("a", "sessions/f", &s.ids[1]);
+    s.commit(&dir, "f", "1\n");
+    let url = s.srv.url("other.git", Some(&userinfo()));
+    let before = s.posts();
+    for args in [&["push", "--json"][..], &["save", "-m", "x", "--json"]] {
+        std::fs::write(dir.join("g"), "more\n").unwrap();
+        let run = s.w.run(&dir, args, &[("PUSH_URL", &url)]);
+        run.assert_code(2);
+        let msg = run.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(
+            msg.contains(&format!("object-format={theirs}")) && msg.contains(ours),
+            "{args:?}: {msg}"
+        );
+        assert!(msg.contains("nothing was uploaded"), "{args:?}: {msg}");
+    }
+    assert_eq!(s.posts(), before, "something was uploaded");
+    assert_eq!(s.w.git(&other, &["for-each-ref"]), "");
+    assert_eq!(s.lease(&dir), zero_id());
+    assert!(!dir.join(".git/git-session-ledger").exists());
+}
+
+crate::sha256_too!(
+    creates_the_branch_and_fast_forwards_it,
+    a_stale_lease_is_exit_3_and_nothing_is_uploaded,
+    a_branch_created_behind_a_zero_lease_is_stale,
+    rewritten_local_history_is_a_conflict_before_upload,
+    a_plain_git_push_from_this_tree_advances_the_lease,
+    after_a_plain_git_push_status_and_save_say_it_landed_plainly,
+    a_push_that_landed_before_a_crash_is_recorded_by_the_rerun,
+    edited_files_are_pushed_as_deltas,
+    deletions_renames_modes_symlinks_and_an_emptied_tree_round_trip_through_save,
+    a_push_to_a_repository_of_the_other_format_is_exit_2_before_any_upload,
+);

@@ -21,6 +21,12 @@ use crate::support::{assert_no_secret_in_files, output_with_stdin};
 
 /// The commit the shared cases are archives of.
 const TIP: &str = "3f2a9c5e8b7d6a1f0e4c2b9a8d7e6f5a4b3c2d1e";
+/// [`TIP`] in this test's object format: on SHA-256, 64 hex digits that begin with it (so that
+/// [`PREFIX`] still holds the id).
+fn tip() -> String {
+    let more = crate::support::hex_len() - TIP.len();
+    format!("{TIP}{}", &"0123456789abcdef01234567"[..more])
+}
 /// Their top-level folder.
 const PREFIX: &str = "repo-3f2a9c5e8b7d/";
 pub(crate) const BRANCH: &str = "sessions/arch";
@@ -205,7 +211,7 @@ fn gz(data: &[u8]) -> Vec<u8> {
 /// The start of an archive like the shared cases: the commit id, the prefix folder, a README.
 fn base() -> Tar {
     let mut t = Tar::new();
-    t.commit_id(TIP)
+    t.commit_id(&tip())
         .dir(PREFIX)
         .file(&format!("{PREFIX}README.md"), b"hello\n");
     t
@@ -411,7 +417,7 @@ impl Arena {
 
     /// [`restore_file`] of `archive` (at TIP) into the target.
     fn restore(&self, w: &World, archive: &Path, args: &[&str]) -> Run {
-        restore_file(w, &self.target, archive, TIP, args)
+        restore_file(w, &self.target, archive, &tip(), args)
     }
 
     /// [`Arena::restore`] with no arguments, killed at the failpoint `point`.
@@ -420,7 +426,7 @@ impl Arena {
             w,
             &self.target,
             archive,
-            TIP,
+            &tip(),
             &[],
             &[("GIT_SESSION_FAILPOINT", point)],
         )
@@ -1667,6 +1673,109 @@ fn commit_id_absent_warns_or_is_refused() {
     refused(&w, "id-mismatch-req", &a, &["--require-commit-id"], 6, &[]);
 }
 
+/// The id of the other object format beside `id`: its first 40 digits for a 64-digit id (an
+/// abbreviation there), 64 digits beginning with it for a 40-digit one.
+fn other_format_id(id: &str) -> String {
+    if id.len() == 64 {
+        id[..40].to_owned()
+    } else {
+        format!("{id}{}", "ab".repeat(12))
+    }
+}
+
+/// Issue 40: a pax commit id of a length no object format has (41, 63, 65 digits, each beginning
+/// with TIP_SHA's digits) or of the other format's (64 digits for a 40-digit TIP_SHA, 40 for a
+/// 64-digit one) is refused with exit 6 saying why, before anything is written; with
+/// `--require-commit-id` too.
+#[test]
+fn a_pax_commit_id_of_another_length_is_refused_saying_why() {
+    let w = World::new();
+    let tip = tip();
+    let padded = format!("{tip}{}", "f".repeat(65));
+    let mut cases: Vec<(String, String)> = [41, 63, 65]
+        .into_iter()
+        .map(|n| {
+            let why = format!("its id has {n} hex digits: a full id has 40 (SHA-1) or 64");
+            (padded[..n].to_owned(), why)
+        })
+        .collect();
+    cases.push((
+        other_format_id(&tip),
+        "an archive of a repository of the other object format".to_owned(),
+    ));
+    for (id, why) in cases {
+        let name = format!("pax-{}", id.len());
+        let archive = gz(&Tar::new()
+            .commit_id(&id)
+            .dir(PREFIX)
+            .file(&p("README.md"), b"hello\n")
+            .finish());
+        refused(&w, &name, &archive, &[], 6, &[]);
+        refused(
+            &w,
+            &format!("{name}-req"),
+            &archive,
+            &["--require-commit-id"],
+            6,
+            &[],
+        );
+        let arena = Arena::new(&w, &format!("{name}-said"), &[]);
+        let file = archive_file(&w, &format!("{name}-said.tar.gz"), &archive);
+        let run = arena.restore(&w, &file, &[]);
+        run.assert_says(
+            6,
+            &[&why, &id[..40], "not of TIP_SHA", "nothing was restored"],
+        );
+    }
+}
+
+/// Issue 40, with READ_URL: a TIP_SHA of the other object format than the server announces (40
+/// digits for a SHA-256 repository, 64 for a SHA-1 one) is exit 2 naming both, after the
+/// capability exchange and before anything is written; an archive whose pax id is of the other
+/// format than TIP_SHA (and the server) is exit 6, nothing written, though the commit's history
+/// is fetched beside the extraction.
+#[test]
+fn an_archive_restore_refuses_an_id_of_the_other_format_than_read_urls_server() {
+    let w = World::new();
+    let r = RealServed::new(&w, "format");
+    let tip = &r.ids[0];
+    let other = other_format_id(tip);
+    let said = if crate::support::hex_len() == 64 {
+        "a 40-digit id for a SHA-256 repository: give all 64 digits"
+    } else {
+        "a 64-digit (SHA-256) id for a SHA-1 repository"
+    };
+    let restores = |name: &str, archive: &Path, tip: &str| {
+        let arena = Arena::new(&w, name, &[]);
+        let before = snapshot(&arena.parent);
+        let vars = [("READ_URL", r.read.as_str())];
+        let run = restore_env(&w, &arena.target, archive, tip, &[], &vars);
+        assert_same(name, &snapshot(&arena.parent), &before);
+        run
+    };
+    // The commit's archive as git makes it, given with the other format's id.
+    let archive = git_archive(&w, &r.repo, tip, None, "format.tar.gz");
+    let run = restores("other-tip", &archive, &other);
+    run.assert_says(2, &[said, "TIP_SHA", &other]);
+    assert_failed(&run, 2);
+    // TIP_SHA the server's format, the archive's pax id the other's.
+    let wrong = gz(&Tar::new()
+        .commit_id(&other)
+        .file("README.md", b"# real\n")
+        .finish());
+    let wrong = archive_file(&w, "other-pax.tar.gz", &wrong);
+    let run = restores("other-pax", &wrong, tip);
+    run.assert_says(
+        6,
+        &[
+            "the other object format",
+            "not of TIP_SHA",
+            "nothing was restored",
+        ],
+    );
+    assert_failed(&run, 6);
+}
+
 #[test]
 fn prefix_stripping_rules() {
     let w = World::new();
@@ -1829,7 +1938,8 @@ fn tree_git_would_write(w: &World, dir: &Path) -> String {
         .unwrap();
     assert!(status.success());
     std::fs::remove_dir_all(copy.join(".git")).unwrap();
-    w.git(&copy, &["init", "-q"]);
+    let format = format!("--object-format={}", crate::support::object_format());
+    w.git(&copy, &["init", "-q", &format]);
     w.git(&copy, &["add", "-A"]);
     w.git(&copy, &["write-tree"])
 }
@@ -1848,7 +1958,9 @@ fn objects_of_new_packs(bare: &Path, packs_before: &[PathBuf]) -> (Vec<String>, 
             .unwrap();
         for line in String::from_utf8_lossy(&text.stdout).lines() {
             let first = line.split(' ').next().unwrap_or("");
-            if first.len() == 40 && first.bytes().all(|b| b.is_ascii_hexdigit()) {
+            if first.len() == crate::support::hex_len()
+                && first.bytes().all(|b| b.is_ascii_hexdigit())
+            {
                 objects.push(first.to_owned());
                 let fields: Vec<&str> = line.split_whitespace().collect();
                 if fields.len() == 7 {
@@ -2037,7 +2149,7 @@ fn push_after_an_archive_restore_attaches_history_and_sends_plain_git_commits() 
     run.assert_code(0);
     assert_eq!(
         run.json()["lease"],
-        "0000000000000000000000000000000000000000",
+        crate::support::zero_id(),
         "a new session branch"
     );
     // Nothing to push yet: push attaches history and reports the branch up to date or creates it.
@@ -2104,7 +2216,7 @@ fn the_lease_comes_from_read_url_when_given() {
         out.json()
     };
     let j = run_for("sessions/new", "new");
-    assert_eq!(j["lease"], "0000000000000000000000000000000000000000");
+    assert_eq!(j["lease"], crate::support::zero_id());
     let j = run_for("sessions/at-tip", "at-tip");
     assert_eq!(j["lease"], ids[0].as_str());
     let j = run_for("sessions/moved", "moved");
@@ -2605,7 +2717,13 @@ fn a_kill_at_every_failpoint_is_completed_by_the_next_run() {
         );
         let record = session_record(&arena.target);
         assert_eq!(record["source"], "archive", "{point}");
-        assert_eq!(record["tip"], TIP, "{point}");
+        assert_eq!(record["tip"], tip(), "{point}");
+        // A git dir of the archive's object format, which git reads.
+        assert_eq!(
+            w.git(&arena.target, &["rev-parse", "--show-object-format"]),
+            crate::support::object_format(),
+            "{point}"
+        );
     }
 }
 
@@ -2906,3 +3024,13 @@ fn an_archive_restore_with_only_a_push_url_configures_origin() {
     let config = std::fs::read_to_string(arena.target.join(".git/config")).unwrap();
     assert!(!config.contains("secret-push-token"), "{config}");
 }
+
+crate::sha256_too!(
+    real_git_archive_equals_git_checkout,
+    status_attaches_history_and_sees_exactly_the_agents_changes,
+    the_lease_comes_from_read_url_when_given,
+    a_kill_at_every_failpoint_is_completed_by_the_next_run,
+    a_pax_commit_id_of_another_length_is_refused_saying_why,
+    an_archive_restore_refuses_an_id_of_the_other_format_than_read_urls_server,
+    save_after_an_archive_restore_pushes_a_child_of_the_tip,
+);

@@ -402,7 +402,10 @@ fn sha256_repository(peer: Peer) {
             s.w.git(&dir, &["rev-parse", "--show-object-format"]),
             "sha256"
         );
-        // TODO(sha256-write): save and push on SHA-256 (helper branch), then assert them here.
+        std::fs::write(dir.join("README.md"), "sha-256\n").unwrap();
+        let pushed = s.save_pushed(&dir, "edit on SHA-256");
+        assert_eq!(pushed.len(), 64);
+        s.w.git(&s.bare(), &["fsck", "--no-progress"]);
     })
 }
 

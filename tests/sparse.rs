@@ -375,3 +375,11 @@ fn the_sparse_file_is_read_as_git_sparse_checkout_set_stdin_reads_it() {
         assert_eq!(files_in(&dir), files_in(&reference), "{what}: the files");
     }
 }
+
+crate::sha256_too!(
+    a_sparse_restore_over_a_server_with_filter_is_a_partial_clone_of_the_cone,
+    a_sparse_restore_over_a_server_without_filter_writes_the_whole_pack_sparsely,
+    a_sparse_restore_killed_mid_way_is_completed_by_the_rerun,
+    a_sparse_folder_the_tree_lacks_is_named_in_a_warning,
+    sparse_folders_are_read_as_git_sparse_checkout_set_cone_reads_them,
+);

@@ -297,3 +297,77 @@ fn the_submodule_bound_is_checked_before_any_submodule_is_fetched() {
     assert!(asked.is_empty(), "submodules fetched: {asked:?}");
     assert!(!dir.join(".git").exists());
 }
+
+/// Formats are never mixed: a submodule whose repository is of the other object format than its
+/// superproject (a SHA-1 one in a SHA-256 superproject, or the reverse; its gitlink is
+/// necessarily an id of the superproject's length) is refused with exit 2 naming it and both
+/// formats, once its server has said its format and before anything of it is asked for; nothing
+/// is published (no `.git`), and the rerun without `--submodules` restores the superproject.
+#[test]
+fn a_submodule_of_the_other_format_is_refused_clearly() {
+    let w = World::new();
+    let srv = GitServer::start(&w.srv(), None);
+    let (ours, theirs, theirs_title) = match crate::support::object_format() {
+        "sha1" => ("SHA-1", "sha256", "SHA-256"),
+        _ => ("SHA-256", "sha1", "SHA-1"),
+    };
+    let other = w.tmp.path().join("scratch-other");
+    let init = format!("--object-format={theirs}");
+    w.git(
+        w.tmp.path(),
+        &["init", "-q", "-b", "main", &init, other.to_str().unwrap()],
+    );
+    std::fs::write(other.join("o.txt"), "other format\n").unwrap();
+    let sub = w.commit_all(&other, "other format");
+    w.serve_scratch(&other, "other.git");
+    // The superproject's gitlink is an id of its own format: the other repository's id, cut or
+    // padded to that length.
+    let link = format!("{sub}{}", "0".repeat(64))[..crate::support::hex_len()].to_owned();
+    let top = repo_with_links(
+        &w,
+        "top.git",
+        &[("README.md", "top\n")],
+        &[("libs/other", &link)],
+        "[submodule \"other\"]\n\tpath = libs/other\n\turl = ../other.git\n",
+    );
+    let dir = w.path("s");
+    let url = srv.url("top.git", None);
+    let run = restore(&w, &dir, &url, &top, "shallow");
+    run.assert_says(
+        2,
+        &[
+            "submodule libs/other",
+            &format!("is a {theirs_title} repository, but its superproject is {ours}"),
+        ],
+    );
+    let asked: Vec<String> = srv
+        .log()
+        .iter()
+        .filter(|e| e.path.starts_with("/other.git/"))
+        .map(|e| String::from_utf8_lossy(&e.body).into_owned())
+        .collect();
+    assert!(!asked.is_empty(), "its format was not asked for");
+    assert!(
+        asked.iter().all(|body| !body.contains("want ")),
+        "an object of it was asked for: {asked:?}"
+    );
+    assert!(!dir.join(".git").exists());
+    assert!(!dir.join("libs/other/o.txt").exists());
+
+    restore(&w, &dir, &url, &top, "none").assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), top);
+    assert_eq!(
+        w.git(&dir, &["rev-parse", "--show-object-format"]),
+        crate::support::object_format()
+    );
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
+    w.git(&dir, &["fsck", "--no-progress"]);
+}
+
+crate::sha256_too!(
+    recursive_restores_two_nested_levels_that_git_submodule_status_reads_clean,
+    shallow_restores_only_the_tree_s_own_submodules_and_none_leaves_them_empty,
+    gitmodules_from_cve_reports_are_refused_before_anything_is_written,
+    a_restore_killed_mid_submodules_is_completed_by_the_rerun,
+    a_submodule_of_the_other_format_is_refused_clearly,
+);

@@ -500,3 +500,5 @@ fn state_files_are_never_followed_or_read_past_their_cap() {
     run.assert_code(7);
     assert!(run.stderr.contains("bytes (over"), "{}", run.stderr);
 }
+
+crate::sha256_too!(a_damaged_baked_pack_falls_back_to_a_full_fetch);

@@ -66,6 +66,7 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
             base: report.tip,
             noop: report.noop,
             files: report.files,
+            object_format: crate::types::format_name(report.tip.format()),
         }),
         branch: String::new(),
         warnings: report.warnings,

@@ -84,7 +84,7 @@ const PAGES: &[(&str, Described, Described)] = &[
             ("SESSION_BRANCH", "The session branch, e.g. sessions/4f1c."),
             (
                 "TIP_SHA",
-                "The full 40-hex-digit commit to restore (abbreviations are refused).",
+                "The full commit id to restore: 40 hex digits, 64 in a SHA-256 repository (abbreviations are refused).",
             ),
             (
                 "ARCHIVE_URL",

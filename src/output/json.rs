@@ -100,6 +100,9 @@ pub struct Baked {
     pub noop: bool,
     /// Files written.
     pub files: usize,
+    /// The repository's object format: `sha1` (ids of 40 hex digits) or `sha256` (64).
+    #[schemars(extend("enum" = ["sha1", "sha256"]))]
+    pub object_format: &'static str,
 }
 
 /// `save`'s and `push`'s fields.

@@ -45,14 +45,16 @@ pub struct BlobPack {
     idle: Option<Counted>,
     entries: Vec<(gix::ObjectId, u64, u32)>,
     seen: HashSet<gix::ObjectId>,
+    /// The repository's object format: the blobs' ids and the pack's checksum.
+    format: gix::hash::Kind,
 }
 
 impl BlobPack {
-    /// Start a pack in `dir` (an `objects/pack` folder).
+    /// Start a pack in `dir` (an `objects/pack` folder) of a repository of `format`.
     ///
     /// # Errors
     /// The I/O error of creating it.
-    pub fn create(dir: &Path) -> io::Result<Self> {
+    pub fn create(dir: &Path, format: gix::hash::Kind) -> io::Result<Self> {
         // Read back at the end for the checksum.
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -72,6 +74,7 @@ impl BlobPack {
             idle: Some(out),
             entries: Vec::new(),
             seen: HashSet::new(),
+            format,
         })
     }
 
@@ -117,6 +120,9 @@ impl BlobPack {
         let Some((start, z)) = self.current.take() else {
             return Err(io::Error::other("a blob ended that had not begun"));
         };
+        if id.kind() != self.format {
+            return Err(io::Error::other("a blob id of another object format"));
+        }
         let mut out = z.finish()?;
         if self.seen.insert(id) {
             self.entries.push((id, start, out.crc.clone().finalize()));
@@ -157,7 +163,7 @@ impl BlobPack {
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&header)?;
         file.seek(SeekFrom::Start(0))?;
-        let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+        let mut hasher = gix::hash::hasher(self.format);
         let mut buf = vec![0u8; 256 << 10];
         loop {
             let n = file.read(&mut buf)?;
@@ -191,16 +197,21 @@ mod tests {
 
     #[test]
     fn a_pack_of_blobs_is_read_back_by_gix() {
+        for format in [gix::hash::Kind::Sha1, gix::hash::Kind::Sha256] {
+            read_back(format);
+        }
+    }
+
+    fn read_back(format: gix::hash::Kind) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("objects/pack");
         std::fs::create_dir_all(&dir).unwrap();
-        let mut pack = BlobPack::create(&dir).unwrap();
+        let mut pack = BlobPack::create(&dir, format).unwrap();
         let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let blobs = [&b"hello\n"[..], &big, b"", b"hello\n"];
         let mut ids = Vec::new();
         for bytes in blobs {
-            let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
-                .unwrap();
+            let id = gix::objs::compute_hash(format, gix::objs::Kind::Blob, bytes).unwrap();
             pack.begin(bytes.len() as u64).unwrap();
             for chunk in bytes.chunks(65536) {
                 pack.data(chunk).unwrap();
@@ -209,10 +220,17 @@ mod tests {
             ids.push(id);
         }
         let path = pack.finish().unwrap();
-        let index =
-            gix_pack::index::File::at(path.with_extension("idx"), gix::hash::Kind::Sha1).unwrap();
+        // The trailer, and the name, are the format's hash of the rest.
+        let bytes = crate::fs::read_regular(&path, false).unwrap();
+        let (body, trailer) = bytes.split_at(bytes.len() - format.len_in_bytes());
+        let mut hasher = gix::hash::hasher(format);
+        hasher.update(body);
+        let sum = hasher.try_finalize().unwrap();
+        assert_eq!(trailer, sum.as_slice());
+        assert_eq!(path.file_name().unwrap(), &*format!("pack-{sum}.pack"));
+        let index = gix_pack::index::File::at(path.with_extension("idx"), format).unwrap();
         assert_eq!(index.num_objects(), 3, "the second hello is kept once");
-        let odb = gix::odb::at(tmp.path().join("objects"), gix::hash::Kind::Sha1).unwrap();
+        let odb = gix::odb::at(tmp.path().join("objects"), format).unwrap();
         let mut buf = Vec::new();
         for (id, want) in ids.iter().zip(blobs) {
             let data = gix::objs::Find::try_find(&odb, id, &mut buf)

@@ -561,9 +561,9 @@ mod tests {
         let sha1 = gix::ObjectId::empty_blob(gix::hash::Kind::Sha1);
         let sha256 = gix::ObjectId::empty_blob(gix::hash::Kind::Sha256);
         let mut out = Vec::new();
-        assert!(super::write_index(vec![(sha1, 12, 0)], &sha256, &mut out).is_err());
+        assert!(crate::pack::entries::write_index(vec![(sha1, 12, 0)], &sha256, &mut out).is_err());
         assert!(out.is_empty());
-        super::write_index(vec![(sha256, 12, 0)], &sha256, &mut out).unwrap();
+        crate::pack::entries::write_index(vec![(sha256, 12, 0)], &sha256, &mut out).unwrap();
         assert_eq!(out.len(), 8 + 1024 + 32 + 4 + 4 + 32 + 32);
     }
 }

@@ -134,6 +134,7 @@ pub fn spool(repo: &gix::Repository, update: &Update<'_>, secrets: &[String]) ->
     };
     write_pack(
         &db,
+        repo.object_hash(),
         repo.objects.store_ref().path(),
         counts,
         &bases,
@@ -210,9 +211,7 @@ fn objects_to_push(db: &Db, commits: &[gix::ObjectId]) -> Result<Vec<output::Cou
         let data = gix::objs::Find::try_find(db, c, &mut buf)
             .map_err(|e| Error::from_chain(format!("reading commit {c}"), &e))?;
         if let Some(data) = data {
-            for p in
-                gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).parent_ids()
-            {
+            for p in gix::objs::CommitRefIter::from_bytes(data.data, c.kind()).parent_ids() {
                 if !wanted.contains(&p) {
                     known.insert(p);
                 }
@@ -222,8 +221,7 @@ fn objects_to_push(db: &Db, commits: &[gix::ObjectId]) -> Result<Vec<output::Cou
     let mut known_trees = std::collections::HashSet::new();
     for p in &known {
         if let Ok(Some(data)) = gix::objs::Find::try_find(db, p, &mut buf)
-            && let Ok(tree) =
-                gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).tree_id()
+            && let Ok(tree) = gix::objs::CommitRefIter::from_bytes(data.data, p.kind()).tree_id()
         {
             known_trees.insert(tree);
         }
@@ -304,10 +302,11 @@ fn delta_bases(
     Ok(bases)
 }
 
-/// Write the pack of `counts` to `out` (`gitformat-pack`: header, entries, SHA-1 trailer), one
-/// object at a time, each a whole entry or a delta against its object in `bases` (when both are
-/// at most [`DELTA_MAX_BYTES`] and the delta is under half the object's size, as git's `try_delta`
-/// asks). A blob over [`STREAM_BYTES`] stored whole (a big file committed with plain `git
+/// Write the pack of `counts` to `out` (`gitformat-pack`: header, entries, a trailer hashed in
+/// the repository's `format`, SHA-1 or SHA-256, as receive-pack checks it), one object at a time,
+/// each a whole entry or a delta against its object in `bases` (when both are at most
+/// [`DELTA_MAX_BYTES`] and the delta is under half the object's size, as git's `try_delta` asks).
+/// A blob over [`STREAM_BYTES`] stored whole (a big file committed with plain `git
 /// commit`: loose, or in the pack `git add` writes for a file over `core.bigFileThreshold`) is
 /// streamed, inflated and deflated again 64 KiB at a time, so memory stays at [`STREAM_BYTES`]
 /// whatever the push holds; other objects are held whole one at a time.
@@ -318,6 +317,7 @@ fn delta_bases(
 /// commit message, an identity or a file name (commits and trees are scanned too).
 fn write_pack(
     db: &Db,
+    format: gix::hash::Kind,
     objects_dir: &std::path::Path,
     counts: Vec<output::Count>,
     bases: &HashMap<ObjectId, ObjectId>,
@@ -326,7 +326,7 @@ fn write_pack(
 ) -> Result<()> {
     let io = |e| Error::io("writing the push request", e);
     let compression = gix::zlib::Compression::default();
-    let mut out = gix::hash::io::Write::new(out, gix::hash::Kind::Sha1);
+    let mut out = gix::hash::io::Write::new(out, format);
     out.write_all(&gix_pack::data::header::encode(
         gix_pack::data::Version::V2,
         counts.len() as u32,
@@ -461,7 +461,7 @@ fn big_blob_content(
         if idx.extension().is_none_or(|x| x != "idx") {
             continue;
         }
-        let index = match gix_pack::index::File::at(&idx, gix::hash::Kind::Sha1) {
+        let index = match gix_pack::index::File::at(&idx, id.kind()) {
             Ok(index) => index,
             Err(e) => {
                 tracing::debug!("{}: {e}", idx.display());
@@ -471,7 +471,7 @@ fn big_blob_content(
         let Some(i) = index.lookup(id) else { continue };
         let offset = index.pack_offset_at_index(i);
         let pack_path = idx.with_extension("pack");
-        let pack = gix_pack::data::File::at(&pack_path, gix::hash::Kind::Sha1)
+        let pack = gix_pack::data::File::at(&pack_path, id.kind())
             .map_err(|e| Error::from_chain(format!("reading {}", pack_path.display()), &e))?;
         let entry = pack
             .entry(offset)
@@ -519,7 +519,7 @@ fn stream_blob(
     gix_pack::data::entry::Header::Blob
         .write_to(size, out)
         .map_err(|e| Error::io("writing the push request", e))?;
-    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let mut hasher = gix::hash::hasher(id.kind());
     hasher.update(&gix::objs::encode::loose_header(
         gix::objs::Kind::Blob,
         size,
@@ -582,8 +582,7 @@ fn check_names(db: &Db, commits: &[ObjectId], counts: &[output::Count]) -> Resul
     let mut roots = std::collections::HashSet::new();
     for c in commits {
         if let Ok(Some(data)) = gix::objs::Find::try_find(db, c, &mut buf)
-            && let Ok(tree) =
-                gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1).tree_id()
+            && let Ok(tree) = gix::objs::CommitRefIter::from_bytes(data.data, c.kind()).tree_id()
         {
             roots.insert(tree);
         }
@@ -600,7 +599,7 @@ fn check_names(db: &Db, commits: &[ObjectId], counts: &[output::Count]) -> Resul
         let Ok(Some(obj)) = gix::objs::Find::try_find(db, &count.id, &mut buf) else {
             continue;
         };
-        for entry in gix::objs::TreeRefIter::from_bytes(obj.data, gix::hash::Kind::Sha1).flatten() {
+        for entry in gix::objs::TreeRefIter::from_bytes(obj.data, count.id.kind()).flatten() {
             let link = entry.mode.kind() == gix::objs::tree::EntryKind::Link;
             if let Err(why) =
                 crate::names::check_component(entry.filename, roots.contains(&count.id), link)

@@ -23,12 +23,12 @@
 
 mod lfs;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::hint::Hint;
 use crate::pack::generate as pack;
 use crate::repo::lease::{Ledger, RemoteTip, classify, known_lease, stale};
 use crate::repo::session::Session;
-use crate::types::{FullSha, RemoteUrl, SessionBranch};
+use crate::types::{Format, FullSha, RemoteUrl, SessionBranch, format_name, format_title};
 use crate::wire::advertisement;
 use crate::wire::http::{Http, UrlSource};
 use crate::wire::receive_pack::{self, report};
@@ -196,9 +196,8 @@ impl Attempt<'_> {
 
     fn run(&self, url: &RemoteUrl) -> Result<PushOutcome> {
         let adv = advertisement::read(self.http, url, self.branch())?;
-        let remote = adv
-            .tip
-            .unwrap_or_else(|| FullSha::zero(self.local.format()));
+        check_format(url, adv.format, self.repo.object_hash())?;
+        let remote = adv.tip.unwrap_or_else(|| FullSha::zero(adv.format));
         let (old, warnings) = match self.check_lease(remote)? {
             LeaseCheck::Done(outcome) => return Ok(outcome),
             LeaseCheck::Send { old, warnings } => (old, warnings),
@@ -419,6 +418,31 @@ impl Attempt<'_> {
     }
 }
 
+/// Refuse a push to a repository of another object format than the session's (`server`, as
+/// receive-pack announced it; `ours`, the local repository's): its ids and pack would be
+/// meaningless there, and git-session never converts between formats (git's
+/// `compatObjectFormat` is not supported).
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2) before anything is uploaded.
+fn check_format(url: &RemoteUrl, server: Format, ours: Format) -> Result<()> {
+    if server == ours {
+        return Ok(());
+    }
+    Err(Error::Usage(
+        Refusal::Invalid,
+        format!(
+            "{url} serves a {} repository (object-format={}), but this session's repository is \
+             a {} one: git-session never converts between object formats, so nothing was \
+             uploaded (PUSH_URL must name a {} repository: the session's own)",
+            format_title(server),
+            format_name(server),
+            format_title(ours),
+            format_title(ours),
+        ),
+    ))
+}
+
 /// The capabilities a push asks for, from what receive-pack advertised
 /// (`gitprotocol-capabilities`): `report-status` (required: an unconfirmed push is never made;
 /// `report-status-v2` alone is not enough, as git's client too asks for the first),
@@ -438,8 +462,10 @@ fn request_capabilities(url: &RemoteUrl, adv: &advertisement::Advertised) -> Res
     if adv.has("side-band-64k") {
         caps.push("side-band-64k".into());
     }
-    if let Some(fmt) = adv.get("object-format") {
-        caps.push(format!("object-format={fmt}"));
+    // The format receive-pack announced, as this build names it (the value was checked when the
+    // advertisement was read): git's receive-pack reads the pack in it.
+    if adv.has("object-format") {
+        caps.push(format!("object-format={}", format_name(adv.format)));
     }
     caps.push(format!("agent=git-session/{}", env!("CARGO_PKG_VERSION")));
     Ok(caps)
@@ -485,6 +511,40 @@ mod tests {
             let mut expected: Vec<String> = expected.iter().map(|c| c.to_string()).collect();
             expected.push(agent.clone());
             assert_eq!(caps_for(recorded).unwrap(), expected, "{server}");
+        }
+    }
+
+    /// A SHA-256 receive-pack is asked for `object-format=sha256`; a push of one format to a
+    /// repository of the other is exit 2, naming both.
+    #[test]
+    fn a_sha256_server_is_asked_in_its_format_and_the_other_format_refused() {
+        let id = "9286c450ac867c0b3f83878bc15e185905286280".repeat(2);
+        let line = format!(
+            "{} refs/heads/main\0report-status side-band-64k object-format=sha256\n",
+            &id[..64]
+        );
+        let mut body = Vec::new();
+        gix_packetline::blocking_io::encode::data_to_write(line.as_bytes(), &mut body).unwrap();
+        body.extend_from_slice(b"0000");
+        let caps = caps_for(&body).unwrap();
+        assert!(
+            caps.contains(&"object-format=sha256".to_owned()),
+            "{caps:?}"
+        );
+        let url = RemoteUrl::parse("http://127.0.0.1:1/repo.git").unwrap();
+        assert!(check_format(&url, Format::Sha256, Format::Sha256).is_ok());
+        for (server, ours) in [
+            (Format::Sha256, Format::Sha1),
+            (Format::Sha1, Format::Sha256),
+        ] {
+            let err = check_format(&url, server, ours).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{err:?}");
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("a {} repository", format_title(server)))
+                    && text.contains(&format!("a {} one", format_title(ours))),
+                "{text}"
+            );
         }
     }
 

@@ -67,8 +67,9 @@ pub struct SessionRecord {
     pub depth: Option<u32>,
     /// The repository's object format (`sha1` or `sha256`), which `tip` and `lease` are in.
     #[serde(
-        with = "crate::types::sha::format_serde",
-        default = "crate::types::sha::format_serde::sha1"
+        serialize_with = "crate::types::sha::serialize_format",
+        deserialize_with = "crate::types::sha::deserialize_format",
+        default = "crate::types::sha::sha1_format"
     )]
     pub object_format: crate::types::Format,
 }

@@ -29,6 +29,14 @@ pub struct TemplateRecord {
     pub baked_at: String,
     /// The git-session version that baked it.
     pub tool_version: String,
+    /// The repository's object format (`sha1` or `sha256`), which `base` is in: a boot or a
+    /// `--cache` of the other format cannot use the template.
+    #[serde(
+        serialize_with = "crate::types::sha::serialize_format",
+        deserialize_with = "crate::types::sha::deserialize_format",
+        default = "crate::types::sha::sha1_format"
+    )]
+    pub object_format: crate::types::Format,
 }
 
 impl TemplateRecord {
@@ -64,6 +72,14 @@ impl TemplateRecord {
                             env!("CARGO_PKG_VERSION")
                         ),
                     ));
+                }
+                if record.base.format() != record.object_format {
+                    return Err(Error::conflict(format!(
+                        "the template record {} is malformed (its base is not a {} id): bake the \
+                         template again",
+                        path.display(),
+                        crate::types::format_title(record.object_format)
+                    )));
                 }
                 Ok(Some(record))
             }

@@ -13,6 +13,7 @@ use std::path::Path;
 use super::options::RestoreOptions;
 use crate::names::STAGING_DIR;
 use crate::repo::template::TemplateRecord;
+use crate::types::FullSha;
 
 /// Seed `opts.dir` (empty) from the template at `cache`: on success the target holds a `.git`
 /// that is a template with no files, and its record is returned; on failure nothing is left in
@@ -43,6 +44,14 @@ pub fn seed(opts: &RestoreOptions, cache: &Path) -> Result<TemplateRecord, Strin
         }
         Err(e) => return Err(e.to_string()),
     };
+    if template.object_format != opts.tip.format() {
+        // Formats are never converted: its objects cannot serve TIP_SHA's repository.
+        return Err(format!(
+            "it was baked from a {} repository, and TIP_SHA is a {} id",
+            crate::types::format_title(template.object_format),
+            crate::types::format_title(opts.tip.format())
+        ));
+    }
     let staging = opts.dir.join(STAGING_DIR);
     let result = fill(opts, &cache_git, &template, &staging);
     if result.is_err() {
@@ -65,7 +74,12 @@ fn fill(
             .map_err(|e| format!("removing the stale {}: {e}", staging.display()))?;
     }
     crate::repo::layout::init_template(staging, template.base).map_err(|e| e.to_string())?;
-    let packs = reindexed_packs(opts, &cache_git.join("objects/pack"), staging)?;
+    let packs = reindexed_packs(
+        opts,
+        &cache_git.join("objects/pack"),
+        staging,
+        template.object_format,
+    )?;
     if packs == 0 {
         return Err(format!("{} holds no packs", cache_git.display()));
     }
@@ -73,6 +87,18 @@ fn fill(
     let shallow = cache_git.join("shallow");
     let fix = "the cache is skipped; rebuild it";
     if let Some(ids) = crate::fs::state::read(&shallow, 1 << 20, fix).map_err(|e| e.to_string())? {
+        // Each line the boot sends as a `shallow` line: a full id of the template's format.
+        let malformed = ids.split(|&b| b == b'\n').find(|line| {
+            !line.is_empty() && FullSha::from_wire_in(template.object_format, line).is_none()
+        });
+        if let Some(line) = malformed {
+            return Err(format!(
+                "{} holds a malformed line '{}' (not a {} id)",
+                shallow.display(),
+                crate::text::line(&line[..line.len().min(80)]),
+                crate::types::format_title(template.object_format)
+            ));
+        }
         std::fs::write(staging.join("shallow"), ids)
             .map_err(|e| format!("copying {}: {e}", shallow.display()))?;
     }
@@ -88,11 +114,13 @@ fn fill(
 /// `index-pack` would: its trailer is checked and every object's id is computed from its bytes,
 /// so a damaged pack (cut short, a byte changed) or a changed index (an id naming another
 /// object's offset, its checksum recomputed) cannot reach the checkout: the cache's own indexes
-/// are never read. Returns how many packs were copied.
+/// are never read. The packs are read in the template's `format`. Returns how many packs were
+/// copied.
 fn reindexed_packs(
     opts: &RestoreOptions,
     pack_dir: &Path,
     staging: &Path,
+    format: crate::types::Format,
 ) -> Result<usize, String> {
     let entries =
         std::fs::read_dir(pack_dir).map_err(|e| format!("reading {}: {e}", pack_dir.display()))?;
@@ -109,7 +137,6 @@ fn reindexed_packs(
         let file = crate::fs::open_regular(&pack, true)
             .map_err(|e| format!("reading {}: {e}", pack.display()))?;
         let mut input = std::io::BufReader::with_capacity(256 << 10, file);
-        let format = opts.tip.format();
         crate::pack::receive(
             &mut input,
             &into,

@@ -155,6 +155,18 @@ pub(super) fn plan_template(
     template: crate::repo::template::TemplateRecord,
 ) -> Result<Decision> {
     if !opts.template {
+        // Formats are never converted: the template's objects, index and config are of its own.
+        if let Err(wrong) = opts.tip.check_format(template.object_format) {
+            return Err(Error::Usage(
+                Refusal::Invalid,
+                format!(
+                    "TIP_SHA: {wrong}; the template in {} was baked from a {} repository: boot \
+                     it with a commit of that repository, or bake a template of TIP_SHA's",
+                    opts.dir.display(),
+                    crate::types::format_title(template.object_format)
+                ),
+            ));
+        }
         return Ok(Decision::Boot(template));
     }
     if template.base == opts.tip {

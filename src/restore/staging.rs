@@ -91,6 +91,7 @@ pub(super) fn publish(opts: &RestoreOptions, staging: &Path, record: &SessionRec
             base: opts.tip,
             baked_at: record.restored_at.clone(),
             tool_version: record.tool_version.clone(),
+            object_format: opts.tip.format(),
         }
         .write(staging)?;
     } else {

@@ -14,8 +14,8 @@
 //! The branch is moved while the lock is held, by a ref transaction that takes `HEAD.lock` and the
 //! branch's `.lock` (made by gix, so their inodes cannot be known first). The record names the
 //! update first (`ref <new id> <time> <ref>`): a kill in the middle leaves locks that a later save
-//! removes when they were made within seconds of that time and hold nothing, the new id or
-//! HEAD's symbolic ref (a plain git command writes another id).
+//! removes when they were made within seconds of that time and hold a start of the new id's line
+//! or of HEAD's symbolic ref (a plain git command writes another id).
 
 use std::fs::File;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
@@ -248,8 +248,8 @@ fn remove_what_a_killed_save_left(git_dir: &Path, lock: &Path, record: &File) {
 }
 
 /// Remove `HEAD.lock` and the branch's lock left by a killed ref update (`update`: `<new id>
-/// <unix ms> <full ref>`): only files made within seconds of it holding nothing, the new id or
-/// HEAD's symbolic ref.
+/// <unix ms> <full ref>`): only files made within seconds of it holding the new id's line or
+/// HEAD's symbolic ref, or a start of either (nothing, or a write cut short).
 fn remove_ref_locks(git_dir: &Path, update: &str) {
     let mut fields = update.split(' ');
     let (Some(new), Some(Ok(at)), Some(full_ref)) = (
@@ -277,8 +277,10 @@ fn remove_ref_locks(git_dir: &Path, update: &str) {
             gap.is_ok_and(|g| g < std::time::Duration::from_secs(5))
         });
         let content = crate::fs::read_regular(&lock, false).unwrap_or_default();
+        // Any start of what gix writes there: the kill may fall between its writes (`writeln!`
+        // writes the id, then the line break).
         let ours =
-            content.is_empty() || content == new_line.as_bytes() || content == symref.as_bytes();
+            new_line.as_bytes().starts_with(&content) || symref.as_bytes().starts_with(&content);
         if meta.is_file() && meta.len() < 256 && near && ours {
             tracing::info!("removing the {} a killed save left", lock.display());
             let _ = std::fs::remove_file(&lock);
@@ -292,4 +294,50 @@ fn held_by_another(lock: &Path) -> Error {
          the file and save again)",
         lock.display()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A save killed while gix wrote a ref lock leaves any prefix of what it writes there (git's
+    /// `writeln!` is two writes: the id, then the line break): each is removed, in both formats.
+    #[test]
+    fn a_lock_cut_short_by_the_kill_is_removed_and_another_gits_is_not() {
+        for hex in ["1".repeat(40), "2".repeat(64)] {
+            let dir = tempfile::tempdir().unwrap();
+            let git_dir = dir.path();
+            std::fs::create_dir_all(git_dir.join("refs/heads/sessions")).unwrap();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis();
+            let update = format!("{hex} {now} refs/heads/sessions/x");
+            let symref = "ref: refs/heads/sessions/x\n";
+            let line = format!("{hex}\n");
+            for content in [
+                "",
+                &hex[..7],
+                hex.as_str(),
+                line.as_str(),
+                &symref[..9],
+                symref,
+            ] {
+                for lock in ["HEAD.lock", "refs/heads/sessions/x.lock"] {
+                    std::fs::write(git_dir.join(lock), content).unwrap();
+                }
+                remove_ref_locks(git_dir, &update);
+                for lock in ["HEAD.lock", "refs/heads/sessions/x.lock"] {
+                    assert!(!git_dir.join(lock).exists(), "{lock} holding {content:?}");
+                }
+            }
+            // Another id (a plain git command's), or more than git-session's line: kept.
+            let other = "3".repeat(hex.len());
+            for content in [format!("{other}\n"), format!("{line}x")] {
+                std::fs::write(git_dir.join("HEAD.lock"), &content).unwrap();
+                remove_ref_locks(git_dir, &update);
+                assert!(git_dir.join("HEAD.lock").exists(), "{content:?}");
+            }
+        }
+    }
 }

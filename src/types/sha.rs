@@ -122,32 +122,27 @@ pub fn format_from_name(value: Option<&str>) -> Option<Format> {
     }
 }
 
-/// Serde for a [`Format`] as git names it (`sha1`, `sha256`); a record without it is SHA-1.
-pub mod format_serde {
-    use super::{Format, format_from_name, format_name};
+/// Serde of a [`Format`] as git names it: write `sha1` or `sha256`.
+///
+/// # Errors
+/// The serializer's.
+pub fn serialize_format<S: serde::Serializer>(format: &Format, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(format_name(*format))
+}
 
-    /// Write `format` as `sha1` or `sha256`.
-    ///
-    /// # Errors
-    /// The serializer's.
-    pub fn serialize<S: serde::Serializer>(format: &Format, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(format_name(*format))
-    }
+/// Serde of a [`Format`]: read `sha1` or `sha256`.
+///
+/// # Errors
+/// Any other value.
+pub fn deserialize_format<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Format, D::Error> {
+    let s = <String as serde::Deserialize>::deserialize(d)?;
+    format_from_name(Some(&s))
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown object format {s:?}")))
+}
 
-    /// Read `sha1` or `sha256`.
-    ///
-    /// # Errors
-    /// Any other value.
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Format, D::Error> {
-        let s = <String as serde::Deserialize>::deserialize(d)?;
-        format_from_name(Some(&s))
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown object format {s:?}")))
-    }
-
-    /// SHA-1: what a record written before the field existed holds.
-    pub fn sha1() -> Format {
-        Format::Sha1
-    }
+/// SHA-1: the format of a record written before records said it.
+pub fn sha1_format() -> Format {
+    Format::Sha1
 }
 
 impl FullSha {

@@ -35,8 +35,12 @@ pub fn promise(git_dir: &std::path::Path, root: Option<gix::ObjectId>) -> Result
     crate::fs::write_atomic(&git_dir.join(PROMISED), format!("tree {root}\n").as_bytes())
 }
 
-/// `Some` when history is not attached yet, holding the archive's root tree id when known.
-fn promised(git_dir: &std::path::Path) -> Result<Option<Option<gix::ObjectId>>> {
+/// `Some` when history is not attached yet, holding the archive's root tree id when known (an id
+/// of `format`, the repository's).
+fn promised(
+    git_dir: &std::path::Path,
+    format: crate::types::Format,
+) -> Result<Option<Option<gix::ObjectId>>> {
     let fix = "remove it, then run the command again";
     let Some(bytes) = crate::fs::state::read(&git_dir.join(PROMISED), 4096, fix)? else {
         return Ok(None);
@@ -46,11 +50,13 @@ fn promised(git_dir: &std::path::Path) -> Result<Option<Option<gix::ObjectId>>> 
     if hex == Some("unknown") {
         return Ok(Some(None));
     }
-    let id = hex.and_then(|hex| gix::ObjectId::from_hex(hex.as_bytes()).ok());
+    let id = hex
+        .and_then(|hex| gix::ObjectId::from_hex(hex.as_bytes()).ok())
+        .filter(|id| id.kind() == format);
     // A record that cannot be read checks against an id no tree has: the difference is said.
-    Ok(Some(Some(id.unwrap_or_else(|| {
-        gix::ObjectId::null(gix::hash::Kind::Sha1)
-    }))))
+    Ok(Some(Some(
+        id.unwrap_or_else(|| gix::ObjectId::null(format)),
+    )))
 }
 
 /// Whether `session` is an archive restore whose history is not here yet: promised (see the
@@ -63,7 +69,7 @@ pub fn needs_history(session: &Session) -> Result<bool> {
     if session.record.source != Source::Archive {
         return Ok(false);
     }
-    if promised(&session.git_dir)?.is_some() {
+    if promised(&session.git_dir, session.record.object_format)?.is_some() {
         return Ok(true);
     }
     Ok(open_repo(&session.git_dir)
@@ -161,7 +167,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
         repo = open_repo(&session.git_dir)?;
     }
     super::replay::tree_of(&repo, record.tip.id())?;
-    let promised = promised(&session.git_dir)?;
+    let promised = promised(&session.git_dir, record.object_format)?;
     let head = branch_commit(&repo, &record.branch);
     let order = match head {
         Some(head) => super::replay::commits_to_replay(&repo, head, record.tip.id())?,

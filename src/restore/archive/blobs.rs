@@ -16,17 +16,52 @@ use std::thread::JoinHandle;
 use sha1::Digest as _;
 
 use crate::error::{Error, Result};
+use crate::types::Format;
+
+/// An object id being hashed, in the repository's format. SHA-1 through the `sha1` crate: gix's
+/// hasher adds git's collision detection, which costs more than the rest of the extraction.
+#[derive(Clone)]
+pub(super) enum IdHasher {
+    Sha1(sha1::Sha1),
+    Other(gix::hash::Hasher),
+}
+
+impl IdHasher {
+    pub(super) fn new(format: Format) -> Self {
+        match format {
+            Format::Sha1 => IdHasher::Sha1(sha1::Sha1::new()),
+            other => IdHasher::Other(gix::hash::hasher(other)),
+        }
+    }
+
+    pub(super) fn update(&mut self, bytes: &[u8]) {
+        match self {
+            IdHasher::Sha1(h) => h.update(bytes),
+            IdHasher::Other(h) => h.update(bytes),
+        }
+    }
+
+    /// The id. SHA-256 cannot fail; SHA-1 here has no collision detection to fail.
+    pub(super) fn finish(self) -> gix::ObjectId {
+        match self {
+            IdHasher::Sha1(h) => gix::ObjectId::from_bytes_or_panic(h.finalize().as_slice()),
+            IdHasher::Other(h) => h
+                .try_finalize()
+                .expect("only SHA-1's collision detection fails"),
+        }
+    }
+}
 
 /// What the extraction does with each file's bytes besides writing the file.
 #[derive(Debug, Clone, Copy)]
 pub enum Hash<'a> {
     /// Nothing.
     Skip,
-    /// Its blob id (for the index).
-    Ids,
-    /// Its blob id, and the blob kept in a pack in this `objects/pack` folder (see
+    /// Its blob id in this format (for the index).
+    Ids(Format),
+    /// Its blob id in this format, and the blob kept in a pack in this `objects/pack` folder (see
     /// [`crate::pack::blob_pack`]).
-    IdsAndPack(&'a std::path::Path),
+    IdsAndPack(&'a std::path::Path, Format),
 }
 
 /// One extracted file or symlink: its path below the tree ('/'-joined), index mode and blob id.
@@ -91,16 +126,17 @@ pub struct Hashing {
 }
 
 impl Hashing {
-    /// Start the thread; with `pack`, it keeps every blob in a pack there too.
+    /// Start the thread hashing ids of `format`; with `pack`, it keeps every blob in a pack there
+    /// too.
     ///
     /// # Errors
     /// The I/O error of creating the pack.
-    pub fn start(pack: Option<&std::path::Path>) -> Result<Self> {
+    pub fn start(format: Format, pack: Option<&std::path::Path>) -> Result<Self> {
         let (tx, rx) = sync_channel(IN_FLIGHT);
         let (back_tx, back) = sync_channel(IN_FLIGHT + 1);
         let pack = pack
             .map(|dir| {
-                crate::pack::blob_pack::BlobPack::create(dir)
+                crate::pack::blob_pack::BlobPack::create(dir, format)
                     .map_err(|e| Error::io(format!("creating a pack in {}", dir.display()), e))
             })
             .transpose()?;
@@ -108,7 +144,7 @@ impl Hashing {
         let done = whole.clone();
         let thread = std::thread::Builder::new()
             .name("blob-ids".into())
-            .spawn(move || hash_all(&rx, &back_tx, pack, &done))
+            .spawn(move || hash_all(format, &rx, &back_tx, pack, &done))
             .ok();
         Ok(Hashing {
             tx: Some(tx),
@@ -212,20 +248,21 @@ type Hashed = (
 
 /// The thread: a blob id per `Begin … End`, until the sender is gone; each blob into `pack` too.
 fn hash_all(
+    format: Format,
     rx: &Receiver<Batch>,
     back: &SyncSender<Batch>,
     mut pack: Option<crate::pack::blob_pack::BlobPack>,
     whole: &std::sync::atomic::AtomicBool,
 ) -> Hashed {
     let mut ids = Vec::new();
-    let mut hasher = sha1::Sha1::new();
+    let mut hasher = IdHasher::new(format);
     let mut failed = None;
     while let Ok(mut batch) = rx.recv() {
         let mut at = 0;
         for op in batch.ops.drain(..) {
             let packed = match op {
                 Op::Begin(size) => {
-                    hasher = sha1::Sha1::new();
+                    hasher = IdHasher::new(format);
                     hasher.update(format!("blob {size}\0").as_bytes());
                     pack.as_mut().map(|p| p.begin(size))
                 }
@@ -236,8 +273,7 @@ fn hash_all(
                     pack.as_mut().map(|p| p.data(bytes))
                 }
                 Op::End => {
-                    let digest = std::mem::take(&mut hasher).finalize();
-                    let id = gix::ObjectId::from_bytes_or_panic(digest.as_slice());
+                    let id = std::mem::replace(&mut hasher, IdHasher::new(format)).finish();
                     ids.push(id);
                     pack.as_mut().map(|p| p.end(id))
                 }
@@ -270,7 +306,13 @@ mod tests {
 
     #[test]
     fn ids_are_git_blob_ids_in_order() {
-        let mut h = Hashing::start(None).unwrap();
+        for format in [Format::Sha1, Format::Sha256] {
+            ids_in(format);
+        }
+    }
+
+    fn ids_in(format: Format) {
+        let mut h = Hashing::start(format, None).unwrap();
         let big = vec![b'x'; 300_000];
         for (path, bytes) in [("a", &b"hello\n"[..]), ("b/c", &big), ("d", b"")] {
             h.begin(
@@ -284,9 +326,7 @@ mod tests {
             h.end(None);
         }
         let blobs = h.finish().unwrap();
-        let want = |b: &[u8]| {
-            gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, b).unwrap()
-        };
+        let want = |b: &[u8]| gix::objs::compute_hash(format, gix::objs::Kind::Blob, b).unwrap();
         assert_eq!(blobs[0].id, want(b"hello\n"));
         assert_eq!(blobs[1].id, want(&big));
         assert_eq!(blobs[1].path, b"b/c");

@@ -105,8 +105,10 @@ pub fn extract<R: Read>(
         out: Extracted::default(),
         hashing: match hash {
             super::blobs::Hash::Skip => None,
-            super::blobs::Hash::Ids => Some(super::blobs::Hashing::start(None)?),
-            super::blobs::Hash::IdsAndPack(dir) => Some(super::blobs::Hashing::start(Some(dir))?),
+            super::blobs::Hash::Ids(format) => Some(super::blobs::Hashing::start(format, None)?),
+            super::blobs::Hash::IdsAndPack(dir, format) => {
+                Some(super::blobs::Hashing::start(format, Some(dir))?)
+            }
         },
     };
     while let Some(member) = stream.next_member()? {
@@ -495,17 +497,74 @@ fn check_raw_path(path: &[u8], kind: &Kind) -> Result<Vec<Vec<u8>>> {
 /// Compare the commit id an archive records with `TIP_SHA`.
 ///
 /// # Errors
-/// [`Error::Integrity`] when they differ.
+/// [`Error::Integrity`] when they differ, saying why when the lengths do: an id of the other object
+/// format (an archive of another repository), or a length no format has.
 pub(super) fn check_commit_id(id: &str, tip_hex: &str) -> Result<()> {
-    if id.trim().eq_ignore_ascii_case(tip_hex) {
+    let id = id.trim();
+    if id.eq_ignore_ascii_case(tip_hex) {
         return Ok(());
     }
+    let mut shown: String = id
+        .chars()
+        .take(64)
+        .collect::<String>()
+        .escape_debug()
+        .collect();
+    if id.chars().count() > 64 {
+        shown.push('…');
+    }
+    let digits = id.len();
+    let hex = !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit());
+    let title = |len: usize| match len {
+        64 => "SHA-256",
+        _ => "SHA-1",
+    };
+    let why = if hex && digits != tip_hex.len() {
+        if digits == 40 || digits == 64 {
+            format!(
+                " (a {} id of {digits} hex digits, TIP_SHA a {} one of {}: an archive of a \
+                 repository of the other object format)",
+                title(digits),
+                title(tip_hex.len()),
+                tip_hex.len()
+            )
+        } else {
+            format!(" (its id has {digits} hex digits: a full id has 40 (SHA-1) or 64 (SHA-256))")
+        }
+    } else {
+        String::new()
+    };
     Err(Error::Integrity(format!(
-        "the archive is of commit {}, not of TIP_SHA {tip_hex}: nothing was restored",
-        id.trim()
-            .chars()
-            .take(64)
-            .collect::<String>()
-            .escape_debug()
+        "the archive is of commit {shown}{why}, not of TIP_SHA {tip_hex}: nothing was restored"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_id_of_another_length_says_why() {
+        let sha1 = "a".repeat(40);
+        let sha256 = "a".repeat(64);
+        assert!(check_commit_id(&format!(" {} ", sha1.to_uppercase()), &sha1).is_ok());
+        assert!(check_commit_id(&sha256, &sha256).is_ok());
+        let said = |id: &str, tip: &str| check_commit_id(id, tip).unwrap_err().to_string();
+        let e = said(&sha256, &sha1);
+        assert!(
+            e.contains("a SHA-256 id of 64 hex digits, TIP_SHA a SHA-1 one of 40"),
+            "{e}"
+        );
+        let e = said(&sha1, &sha256);
+        assert!(
+            e.contains("a SHA-1 id of 40 hex digits, TIP_SHA a SHA-256 one of 64"),
+            "{e}"
+        );
+        for n in [39, 41, 63, 65] {
+            let e = said(&"b".repeat(n), &sha1);
+            assert!(e.contains(&format!("its id has {n} hex digits")), "{e}");
+        }
+        let e = said(&"b".repeat(40), &sha1);
+        assert!(!e.contains("hex digits"), "{e}");
+    }
 }

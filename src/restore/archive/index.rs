@@ -11,18 +11,23 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
 use gix::index::entry::Mode;
-use sha1::Digest as _;
 
-use super::blobs::Blob;
+use super::blobs::{Blob, IdHasher};
 use crate::error::{Error, Result};
 use crate::fs::tree::Tree;
+use crate::types::Format;
 
-/// Write `git_dir/index` for `blobs` (the whole tree), with stat data read from `tree`; returns
-/// the root tree's id.
+/// Write `git_dir/index` for `blobs` (the whole tree, ids of `format`), with stat data read from
+/// `tree`; returns the root tree's id.
 ///
 /// # Errors
 /// [`Error::LocalIo`] when the index cannot be written.
-pub fn write(git_dir: &Path, tree: &Tree, mut blobs: Vec<Blob>) -> Result<gix::ObjectId> {
+pub fn write(
+    git_dir: &Path,
+    tree: &Tree,
+    mut blobs: Vec<Blob>,
+    format: Format,
+) -> Result<gix::ObjectId> {
     // Full-path byte order is both the index's order and git's tree order.
     // A path twice in the archive: the later copy is on disk (as tar does), so it is indexed.
     // The sort is stable; the kept slot takes the later one's data.
@@ -34,7 +39,7 @@ pub fn write(git_dir: &Path, tree: &Tree, mut blobs: Vec<Blob>) -> Result<gix::O
         }
         same
     });
-    let mut state = gix::index::State::new(gix::hash::Kind::Sha1);
+    let mut state = gix::index::State::new(format);
     for blob in &blobs {
         let rel = Path::new(std::ffi::OsStr::from_bytes(&blob.path));
         // A file at the top was renamed into place itself, which changes its ctime; one below
@@ -54,7 +59,7 @@ pub fn write(git_dir: &Path, tree: &Tree, mut blobs: Vec<Blob>) -> Result<gix::O
         );
     }
     state.sort_entries();
-    let (root, cache_tree) = build_tree(&blobs, 0, b"");
+    let (root, cache_tree) = build_tree(&blobs, 0, b"", format);
     let mut bytes = Vec::new();
     state
         .write_to(&mut bytes, gix::index::write::Options::default())
@@ -64,8 +69,10 @@ pub fn write(git_dir: &Path, tree: &Tree, mut blobs: Vec<Blob>) -> Result<gix::O
     bytes.extend_from_slice(b"TREE");
     bytes.extend_from_slice(&u32::try_from(ext.len()).unwrap_or(u32::MAX).to_be_bytes());
     bytes.extend_from_slice(&ext);
-    let checksum = sha1::Sha1::digest(&bytes);
-    bytes.extend_from_slice(&checksum);
+    // The trailer is the format's hash of everything before it.
+    let mut checksum = IdHasher::new(format);
+    checksum.update(&bytes);
+    bytes.extend_from_slice(checksum.finish().as_slice());
     crate::fs::write_atomic(&git_dir.join("index"), &bytes)?;
     Ok(root)
 }
@@ -80,7 +87,7 @@ struct Node {
 
 /// The tree object of the folder holding `blobs` (all below it, `skip` bytes of their paths being
 /// the folder's own prefix), and its cache-tree node.
-fn build_tree(blobs: &[Blob], skip: usize, name: &[u8]) -> (gix::ObjectId, Node) {
+fn build_tree(blobs: &[Blob], skip: usize, name: &[u8], format: Format) -> (gix::ObjectId, Node) {
     let mut body = Vec::new();
     let mut children = Vec::new();
     let mut i = 0;
@@ -94,7 +101,7 @@ fn build_tree(blobs: &[Blob], skip: usize, name: &[u8]) -> (gix::ObjectId, Node)
                     r.len() > slash && &r[..slash] == dir && r[slash] == b'/'
                 };
                 let end = i + blobs[i..].iter().take_while(|b| inside(b)).count();
-                let (id, node) = build_tree(&blobs[i..end], skip + slash + 1, dir);
+                let (id, node) = build_tree(&blobs[i..end], skip + slash + 1, dir, format);
                 push_entry(&mut body, b"40000", dir, &id);
                 children.push(node);
                 i = end;
@@ -110,8 +117,8 @@ fn build_tree(blobs: &[Blob], skip: usize, name: &[u8]) -> (gix::ObjectId, Node)
             }
         }
     }
-    let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Tree, &body)
-        .unwrap_or_else(|_| gix::ObjectId::empty_tree(gix::hash::Kind::Sha1));
+    let id = gix::objs::compute_hash(format, gix::objs::Kind::Tree, &body)
+        .unwrap_or_else(|_| gix::ObjectId::empty_tree(format));
     let node = Node {
         name: name.to_vec(),
         id,

@@ -277,13 +277,9 @@ impl Staged<'_> {
             return Ok(0);
         };
         let index_path = self.staging.join("index");
-        let mut index = gix::index::File::at(
-            &index_path,
-            gix::hash::Kind::Sha1,
-            false,
-            Default::default(),
-        )
-        .map_err(|e| Error::from_chain("reading the index", &e))?;
+        let mut index =
+            gix::index::File::at(&index_path, opts.tip.format(), false, Default::default())
+                .map_err(|e| Error::from_chain("reading the index", &e))?;
         let mut plan = super::lfs::find_in_tree(target, &index, opts.lfs)?;
         self.warnings.append(&mut plan.notes);
         if plan.files.is_empty() {
@@ -347,9 +343,10 @@ impl Staged<'_> {
         fetched: &fetch::Fetched,
     ) -> Result<()> {
         let opts = self.opts;
-        let root = index::write(self.staging, target, blobs)?;
+        let format = opts.tip.format();
+        let root = index::write(self.staging, target, blobs, format)?;
         let objects = self.staging.join("objects");
-        let store = gix::odb::loose::Store::at(&objects, gix::hash::Kind::Sha1);
+        let store = gix::odb::loose::Store::at(&objects, format);
         for link in links {
             gix::objs::Write::write_buf(&store, gix::objs::Kind::Blob, link).map_err(|e| {
                 Error::from_chain(format!("writing a blob into {}", objects.display()), &e)
@@ -421,9 +418,10 @@ impl Staged<'_> {
         // a fetch without blobs (`filter`) leaves them to the archive's, kept in a pack: git needs
         // them to commit and diff (see `attach_history`).
         let pack_dir = self.staging.join("objects/pack");
+        let format = self.opts.tip.format();
         let hash = match (&self.opts.read, self.filter) {
-            (Some(_), true) => Hash::IdsAndPack(&pack_dir),
-            (Some(_), false) => Hash::Ids,
+            (Some(_), true) => Hash::IdsAndPack(&pack_dir, format),
+            (Some(_), false) => Hash::Ids(format),
             (None, _) => Hash::Skip,
         };
         match &archive.source {

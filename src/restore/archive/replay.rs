@@ -249,17 +249,12 @@ pub fn index_after(
     mut claimed: HashSet<usize>,
 ) -> Result<gix::index::File> {
     let claims = Claims::new(tip_tree);
-    let mut state = gix::index::State::new(gix::hash::Kind::Sha1);
+    let mut state = gix::index::State::new(repo.object_hash());
     let index_path = repo.index_path();
     let own = match index_path.exists() {
         true => Some(
-            gix::index::File::at(
-                &index_path,
-                gix::hash::Kind::Sha1,
-                false,
-                Default::default(),
-            )
-            .map_err(|e| failed("reading the index", e))?,
+            gix::index::File::at(&index_path, repo.object_hash(), false, Default::default())
+                .map_err(|e| failed("reading the index", e))?,
         ),
         false => match old_head {
             Some(head) => {
@@ -323,7 +318,7 @@ pub(super) fn tree_of(repo: &gix::Repository, id: gix::ObjectId) -> Result<gix::
         .map_err(|e| Error::Integrity(format!("cannot read {id}: {e}")))?
         .filter(|d| d.kind == gix::objs::Kind::Commit)
         .ok_or_else(|| Error::Integrity(format!("the remote did not send commit {id}")))?;
-    gix::objs::CommitRefIter::from_bytes(data.data, gix::hash::Kind::Sha1)
+    gix::objs::CommitRefIter::from_bytes(data.data, repo.object_hash())
         .tree_id()
         .map_err(|e| Error::Integrity(format!("commit {id} is malformed: {e}")))
 }
@@ -344,7 +339,7 @@ pub(super) fn matches_blob(
         }
         let target = std::fs::read_link(path).map_err(reading)?;
         let bytes = target.as_os_str().as_bytes();
-        let hash = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes);
+        let hash = gix::objs::compute_hash(id.kind(), gix::objs::Kind::Blob, bytes);
         return Ok(hash.is_ok_and(|h| h == id));
     }
     use std::io::Read as _;
@@ -356,7 +351,7 @@ pub(super) fn matches_blob(
     }
     let mut file = crate::fs::open_regular(path, false).map_err(reading)?;
     let hash = gix::objs::compute_stream_hash(
-        gix::hash::Kind::Sha1,
+        id.kind(),
         gix::objs::Kind::Blob,
         &mut file,
         meta.len(),

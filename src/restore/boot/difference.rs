@@ -26,7 +26,7 @@ pub(super) fn fetch_checked(
 ) -> Result<Fetched> {
     let pack_dir = git_dir.join("objects/pack");
     let packs = super::super::verify::list(&pack_dir);
-    let format = template.base.format();
+    let format = template.object_format;
     let mut damaged = super::super::verify::quick(&packs, format).err();
     if damaged.is_some() {
         super::super::verify::set_aside(&packs)?;
@@ -78,14 +78,14 @@ pub(super) fn fetch_difference(
 ) -> Result<Fetched> {
     let repo = crate::repo::open(git_dir)?;
     let mut shallow = if use_base {
-        read_shallow(git_dir)?
+        read_shallow(git_dir, template.object_format)?
     } else {
         Vec::new()
     };
     let have_tip = gix::objs::Exists::exists(&repo.objects, &opts.tip.id());
     let interrupt = AtomicBool::new(false);
     let pack_dir = git_dir.join("objects/pack");
-    let before = pack_indexes(&pack_dir, opts.tip.format())?;
+    let before = pack_indexes(&pack_dir, template.object_format)?;
     let mut warnings = Vec::new();
     let (remote_tip, fetched) = std::thread::scope(|scope| {
         let lookup = scope.spawn(|| {
@@ -142,7 +142,7 @@ pub(super) fn fetch_difference(
     if let Some(fetched) = fetched {
         tracing::info!("received {} objects", fetched.objects);
         if let Some(pack) = &fetched.pack_path {
-            let known = already_here(pack, &before)?;
+            let known = already_here(pack, &before, template.object_format)?;
             // A thin pack holds only new objects, plus at most one appended delta base per
             // delta; a server that ignored the `have` sends the unchanged objects too.
             if known > 0 && u64::from(known) * 2 > u64::from(fetched.objects) {
@@ -198,12 +198,14 @@ pub(super) fn pack_indexes(
     Ok(out)
 }
 
-/// How many objects of the pack at `pack` (its `.idx` beside it) the indexes `before` hold.
-pub(super) fn already_here(pack: &Path, before: &[gix::odb::pack::index::File]) -> Result<u32> {
+/// How many objects of the pack at `pack` (its `.idx` beside it, in `format`) the indexes
+/// `before` hold.
+pub(super) fn already_here(
+    pack: &Path,
+    before: &[gix::odb::pack::index::File],
+    format: crate::types::Format,
+) -> Result<u32> {
     let idx = pack.with_extension("idx");
-    let format = before
-        .first()
-        .map_or(gix::hash::Kind::Sha1, |b| b.object_hash());
     let received = gix::odb::pack::index::File::at(&idx, format)
         .map_err(|e| Error::from_chain(format!("reading {}", idx.display()), &e))?;
     let known = received
@@ -228,8 +230,11 @@ pub(super) fn parents_here(repo: &gix::Repository, commit: FullSha) -> Result<bo
         .all(|p| gix::objs::Exists::exists(&repo.objects, p)))
 }
 
-/// The commits listed in `.git/shallow`.
-pub(super) fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
+/// The commits listed in `.git/shallow`, each a full id of the template's `format`.
+pub(super) fn read_shallow(
+    git_dir: &Path,
+    format: crate::types::Format,
+) -> Result<Vec<gix::ObjectId>> {
     let path = git_dir.join("shallow");
     let text = match crate::fs::read_regular(&path, false) {
         Ok(t) => String::from_utf8_lossy(&t).into_owned(),
@@ -239,12 +244,16 @@ pub(super) fn read_shallow(git_dir: &Path) -> Result<Vec<gix::ObjectId>> {
     text.lines()
         .filter(|l| !l.is_empty())
         .map(|l| {
-            gix::ObjectId::from_hex(l.trim().as_bytes()).map_err(|_| {
-                Error::conflict(format!(
-                    "{} holds a malformed line '{l}': bake the template again",
-                    path.display()
-                ))
-            })
+            FullSha::from_wire_in(format, l.trim().as_bytes())
+                .map(|id| id.id())
+                .ok_or_else(|| {
+                    Error::conflict(format!(
+                        "{} holds a malformed line '{}' (not a {} id): bake the template again",
+                        path.display(),
+                        crate::text::line(&l.as_bytes()[..l.len().min(80)]),
+                        crate::types::format_title(format)
+                    ))
+                })
         })
         .collect()
 }

@@ -202,14 +202,27 @@ fn read_frame(
 mod tests {
     use super::*;
 
-    /// Trees in memory, by id, and how many times one was read.
-    #[derive(Default)]
+    /// Both object formats: the tree's ids are 20 or 32 bytes.
+    const FORMATS: [gix::hash::Kind; 2] = [gix::hash::Kind::Sha1, gix::hash::Kind::Sha256];
+
+    /// Trees in memory, by id, in one object format, and how many times one was read.
     struct Trees(
         std::collections::HashMap<gix::ObjectId, Vec<u8>>,
         std::cell::Cell<usize>,
+        gix::hash::Kind,
     );
 
+    /// A blob id of `format` (never read: only trees are).
+    fn blob(format: gix::hash::Kind) -> gix::ObjectId {
+        let hex = "0123456789".repeat(7);
+        gix::ObjectId::from_hex(&hex.as_bytes()[..format.len_in_hex()]).unwrap()
+    }
+
     impl Trees {
+        fn new(format: gix::hash::Kind) -> Self {
+            Trees(Default::default(), Default::default(), format)
+        }
+
         /// Store a tree of `entries` (mode, name, id) as written; returns its id.
         fn put(&mut self, entries: &[(&str, &str, gix::ObjectId)]) -> gix::ObjectId {
             let mut data = Vec::new();
@@ -217,8 +230,7 @@ mod tests {
                 data.extend_from_slice(format!("{mode} {name}\0").as_bytes());
                 data.extend_from_slice(id.as_slice());
             }
-            let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Tree, &data)
-                .unwrap();
+            let id = gix::objs::compute_hash(self.2, gix::objs::Kind::Tree, &data).unwrap();
             self.0.insert(id, data);
             id
         }
@@ -246,7 +258,7 @@ mod tests {
             Ok(Some(gix::objs::Data::new(
                 buffer,
                 gix::objs::Kind::Tree,
-                gix::hash::Kind::Sha1,
+                self.2,
             )))
         }
     }
@@ -260,8 +272,12 @@ mod tests {
 
     #[test]
     fn a_tree_is_measured_exactly_and_each_distinct_tree_read_once() {
-        let blob = gix::ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap();
-        let mut t = Trees::default();
+        FORMATS.into_iter().for_each(measured_exactly);
+    }
+
+    fn measured_exactly(format: gix::hash::Kind) {
+        let blob = blob(format);
+        let mut t = Trees::new(format);
         // 16 folders of 16 folders of 16 files: 4096 files and 272 folders.
         let leaf = t.of(16, "100644", blob);
         let mid = t.of(16, "40000", leaf);
@@ -285,8 +301,12 @@ mod tests {
 
     #[test]
     fn two_entries_of_one_name_are_refused_even_when_not_adjacent() {
-        let blob = gix::ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap();
-        let mut t = Trees::default();
+        FORMATS.into_iter().for_each(two_entries_refused);
+    }
+
+    fn two_entries_refused(format: gix::hash::Kind) {
+        let blob = blob(format);
+        let mut t = Trees::new(format);
         let sub = t.of(2, "100644", blob);
         // Git's order puts `a.b` between the file `a` and the folder `a` (sorted as `a/`).
         let root = t.put(&[
