@@ -151,11 +151,12 @@ def run(args):
 def intro(r):
     gs, git = BRANCHES["git-session"], BRANCHES["git"]
     init = "git init --object-format=sha256" if "sha256" in r.get("formats", []) else "git init"
+    only = "; the option on the SHA-256 repository only" if len(r.get("formats", [])) > 1 else ""
     return (
         "Both contenders push to the same loopback smart-HTTP server (`examples/serve`, `git http-backend` →\n"
         "`git receive-pack`), to a copy of the repository where both session branches start at `TIP_SHA`.\n"
         f"Set up once, unmeasured: a tree restored by `git-session restore` (depth 1) on `{gs}`, and a\n"
-        f"shallow clone made the git way (`{init}; git fetch --depth 1 $URL $SHA; git switch -c {git} $SHA`).\n"
+        f"shallow clone made the git way (`{init}; git fetch --depth 1 $URL $SHA; git switch -c {git} $SHA`{only}).\n"
         f"Every round appends one line to `{r['edit_file']}` ({r['edit_bytes']} bytes at TIP_SHA) in each tree "
         "(unmeasured), then measures:\n\n"
         "- **git-session**: `PUSH_URL=$URL git-session -C DIR save -m MSG`\n"
