@@ -464,6 +464,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
     // repository (a mirror, a `file://` copy) still at the lease would otherwise let a stale tree
     // record another sandbox's commit as its own, and take the session with its next save.
     for (local, remote_tip) in updates {
+        same_format(&repo, [local, remote_tip], &nothing)?;
         check_update(
             &repo,
             &ledger,
@@ -485,6 +486,20 @@ fn is_remote_name(remote: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
+/// git passes ids in the repository's own format: one of the other length is refused, never
+/// compared with the lease (which it could not equal) or recorded.
+fn same_format(repo: &gix::Repository, ids: [FullSha; 2], nothing: &str) -> Result<()> {
+    let format = repo.object_hash();
+    match ids.into_iter().find(|id| id.format() != format) {
+        None => Ok(()),
+        Some(id) => Err(Error::conflict(format!(
+            "git passed the pre-push check {id}, a {} id, for this {} repository: {nothing}",
+            crate::types::format_title(id.format()),
+            crate::types::format_title(format)
+        ))),
+    }
+}
+
 /// The check of one update of the session branch, `remote_tip` → `local`, as git passed it.
 fn check_update(
     repo: &gix::Repository,
@@ -494,19 +509,6 @@ fn check_update(
     to_the_session: bool,
     nothing: &str,
 ) -> Result<()> {
-    // git passes ids in the repository's own format; one of the other length is never compared
-    // with the lease (which it could not equal) or recorded.
-    let format = repo.object_hash();
-    if let Some(id) = [local, remote_tip]
-        .into_iter()
-        .find(|id| id.format() != format)
-    {
-        return Err(Error::conflict(format!(
-            "git passed the pre-push check {id}, a {} id, for this {} repository: {nothing}",
-            crate::types::format_title(id.format()),
-            crate::types::format_title(format)
-        )));
-    }
     if local.is_zero() {
         return Err(Error::conflict(format!(
             "refused: this push would delete the session branch '{}' on the remote; \
@@ -871,6 +873,15 @@ mod tests {
         assert!(matches!(parse(&long), Err(Error::Conflict(..))));
         let bad = format!("x {a} refs/heads/sessions/x 123\n");
         assert!(matches!(parse(bad.as_bytes()), Err(Error::Conflict(..))));
+        // A SHA-256 repository's line: 64-digit ids, read as such; 41 to 63 digits are refused.
+        let (c, d) = ("3".repeat(64), "0".repeat(64));
+        let line = format!("HEAD {c} refs/heads/sessions/x {d}\n");
+        let updates = parse(line.as_bytes()).unwrap();
+        assert_eq!(updates[0].0.to_string(), c);
+        assert_eq!(updates[0].1.format(), crate::types::Format::Sha256);
+        assert!(updates[0].1.is_zero());
+        let cut = format!("HEAD {} refs/heads/sessions/x {d}\n", &c[..63]);
+        assert!(matches!(parse(cut.as_bytes()), Err(Error::Conflict(..))));
     }
 
     #[test]
