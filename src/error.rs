@@ -42,6 +42,9 @@ pub enum Error {
     /// Exit 10, `io`: the local file system refused (no space left, a read-only file system,
     /// permission denied).
     LocalIo(LocalIo),
+    /// Exit 11, `signing`: signing was asked for and could not be done (a key that cannot sign,
+    /// a signature that does not verify), for one of the [`SigningCause`]s.
+    Signing(Box<Signing>),
     /// Exit 1, `internal`: an unexpected failure (a bug in git-session); a local fault is
     /// [`Error::LocalIo`] (10) or [`Error::Conflict`] (7).
     Internal(String),
@@ -195,6 +198,13 @@ pub fn exit_table() -> Vec<ExitRow> {
              completes"
                 .to_owned(),
         ),
+        (
+            11,
+            "signing",
+            "signing was asked for and could not be done: nothing was committed (fix the key or \
+             the service)"
+                .to_owned(),
+        ),
     ]
     .into_iter()
     .map(|(code, kind, meaning)| ExitRow {
@@ -281,6 +291,112 @@ pub struct LocalIo {
     pub kind: std::io::ErrorKind,
 }
 
+/// Why signing could not be done (exit 11). The key's bytes are never part of an error: what is
+/// shown is the cause, the variable, the file's path and words chosen here or by the parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigningCause {
+    /// The key file does not exist.
+    KeyMissing,
+    /// The key file is empty (0 bytes, or only white space).
+    KeyEmpty,
+    /// The key file cannot be read: permission denied, a folder or a device in its place.
+    KeyUnreadable,
+    /// The key is protected by a passphrase.
+    KeyEncrypted,
+    /// A key type or a key format git-session does not sign with (DSA, ECDSA P-384 or P-521, a
+    /// security key, a PEM or PKCS#8 private key).
+    KeyUnsupported,
+    /// A public key (or certificate) where the private key belongs.
+    KeyIsPublic,
+    /// Not a key at all, or an OpenSSH private key that does not decode (truncated, corrupt).
+    KeyMalformed,
+    /// The public key to verify against is not an OpenSSH public key.
+    PublicKeyMalformed,
+    /// The signature is not an armored SSH signature.
+    SignatureMalformed,
+    /// The signature was made by another key than the one expected.
+    SignatureByAnotherKey,
+    /// The signature does not verify: other bytes, another namespace, altered.
+    SignatureInvalid,
+    /// The key could not make a signature.
+    SignFailed,
+}
+
+/// A signing failure (exit 11).
+#[derive(Debug)]
+pub struct Signing {
+    /// Why.
+    pub cause: SigningCause,
+    /// The variable that set signing up (`SIGNING_KEY_FILE`, `SIGNING_PUBLIC_KEY`…).
+    pub variable: &'static str,
+    /// The file the variable names, when it names one.
+    pub path: Option<std::path::PathBuf>,
+    /// The particulars (a key type, the system's or the parser's words), never key material.
+    pub detail: String,
+}
+
+impl fmt::Display for Signing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let var = self.variable;
+        let source = match &self.path {
+            Some(p) => format!(
+                "{var} ({})",
+                crate::text::line_str(&p.display().to_string())
+            ),
+            None => var.to_owned(),
+        };
+        let detail = crate::text::line_str(&self.detail);
+        match self.cause {
+            SigningCause::KeyMissing => write!(
+                f,
+                "{source} does not exist: it must name the OpenSSH private key to sign with"
+            ),
+            SigningCause::KeyEmpty => write!(
+                f,
+                "{source} is empty: it must hold the OpenSSH private key to sign with (was the \
+                 key written into it?)"
+            ),
+            SigningCause::KeyUnreadable => write!(f, "cannot read {source}: {detail}"),
+            SigningCause::KeyEncrypted => write!(
+                f,
+                "{source} holds a passphrase-protected key: git-session signs with unencrypted \
+                 keys only (give it the key without a passphrase, or use a signing service)"
+            ),
+            SigningCause::KeyUnsupported => write!(
+                f,
+                "{source} holds {detail}, which git-session does not sign with: give it an \
+                 Ed25519, ECDSA P-256 or RSA private key in OpenSSH format"
+            ),
+            SigningCause::KeyIsPublic => write!(
+                f,
+                "{source} holds a public key ({detail}), not the private key: it must name the \
+                 private key's file"
+            ),
+            SigningCause::KeyMalformed => write!(
+                f,
+                "{source} does not hold an OpenSSH private key ({detail})"
+            ),
+            SigningCause::PublicKeyMalformed => write!(
+                f,
+                "{source} is not an OpenSSH public key (\"ssh-ed25519 AAAA…\"): {detail}"
+            ),
+            SigningCause::SignatureMalformed => write!(
+                f,
+                "the signature to check against {source} is not an SSH signature: {detail}"
+            ),
+            SigningCause::SignatureByAnotherKey => write!(
+                f,
+                "the signature was made by another key ({detail}) than {source}'s"
+            ),
+            SigningCause::SignatureInvalid => write!(
+                f,
+                "the signature does not verify against {source}: {detail}"
+            ),
+            SigningCause::SignFailed => write!(f, "the key of {source} could not sign: {detail}"),
+        }
+    }
+}
+
 /// The tail of a refusal of `save` ([`Conflict::save_again`]).
 const SAVE_AGAIN: &str = ", then save again; nothing was committed";
 
@@ -296,6 +412,7 @@ impl fmt::Display for Error {
             | Error::Internal(m) => f.write_str(m),
             Error::Stale(s) => s.fmt(f),
             Error::Auth(a) => a.fmt(f),
+            Error::Signing(s) => s.fmt(f),
             Error::Conflict(c) => {
                 f.write_str(&c.problem)?;
                 if c.save_again {
@@ -452,7 +569,7 @@ impl Error {
         }
     }
 
-    /// The process exit code of the SPEC's table (`1`–`10`).
+    /// The process exit code of the SPEC's table (`1`–`11`).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Internal(_) => 1,
@@ -465,6 +582,7 @@ impl Error {
             Error::NotFound(_) => 8,
             Error::Rejected(_) => 9,
             Error::LocalIo(_) => 10,
+            Error::Signing(_) => 11,
             Error::Noted { error, .. } => error.exit_code(),
         }
     }
@@ -482,6 +600,7 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::Rejected(_) => "rejected",
             Error::LocalIo(_) => "io",
+            Error::Signing(_) => "signing",
             Error::Noted { error, .. } => error.kind(),
         }
     }
@@ -545,6 +664,21 @@ impl Error {
             }),
             None => Error::Internal(format!("{context}: {text}")),
         }
+    }
+
+    /// A signing failure (exit 11) of `cause`, set up by `variable`, about the file `path`.
+    pub fn signing(
+        cause: SigningCause,
+        variable: &'static str,
+        path: Option<&std::path::Path>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Error::Signing(Box::new(Signing {
+            cause,
+            variable,
+            path: path.map(std::path::Path::to_path_buf),
+            detail: detail.into(),
+        }))
     }
 
     /// An internal error wrapping any lower-level error with context.
@@ -705,6 +839,7 @@ mod tests {
             Error::Rejected(m()),
             Error::io(m(), std::io::ErrorKind::StorageFull.into()),
             Error::Integrity(m()).with_note("n"),
+            Error::signing(SigningCause::KeyEmpty, "V", None, m()),
         ];
         all.extend(Refusal::ALL.map(|r| Error::Usage(r, m())));
         for e in &all {
@@ -719,6 +854,7 @@ mod tests {
                 | Error::NotFound(_)
                 | Error::Rejected(_)
                 | Error::LocalIo(_)
+                | Error::Signing(_)
                 | Error::Internal(_)
                 | Error::Noted { .. } => {}
             }
@@ -737,7 +873,7 @@ mod tests {
             }
         }
         let codes: Vec<u8> = table.iter().map(|r| r.code).collect();
-        assert_eq!(codes, (0..=10).collect::<Vec<u8>>());
+        assert_eq!(codes, (0..=11).collect::<Vec<u8>>());
         let markdown = exit_table_markdown();
         for (doc, text) in [
             ("README.md", include_str!("../README.md")),

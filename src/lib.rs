@@ -7,7 +7,7 @@
 //! [`types`]), [`knobs`] (the tuning variables, parsed once), [`commands`] (one file per command); the read path [`restore`], the write path
 //! [`save`] then [`push`]; the local repository [`repo`]; the wire [`wire`] and the pack format
 //! [`pack`]; [`fs`] at the bottom; [`error`] (the one error type and the exit codes), [`output`]
-//! (the only printing of results), [`redact`].
+//! (the only printing of results), [`redact`], [`signing`] (SSH signatures of commits).
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)] // exceptions: `pack` maps the received pack; `alloc_limit`, a test allocator
@@ -35,6 +35,7 @@ pub mod repo;
 pub mod restore;
 pub mod save;
 pub mod scan;
+pub mod signing;
 pub mod text;
 pub mod types;
 pub mod wire;
@@ -108,7 +109,7 @@ fn run_without_a_session(cli: &Cli) -> Option<u8> {
     }
 }
 
-/// Run a parsed command line; returns the process exit code (0–10).
+/// Run a parsed command line; returns the process exit code (0–11).
 pub fn run(cli: Cli) -> u8 {
     redact::learn_environment();
     init_logging(cli.verbose, cli.quiet);

@@ -155,7 +155,7 @@ pub struct Status {
     pub object_format: &'static str,
 }
 
-/// A command's failure (exit 1–10).
+/// A command's failure (exit 1–11).
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(extend("unevaluatedProperties" = false))]
 pub struct Failed {
@@ -165,7 +165,7 @@ pub struct Failed {
     /// The command that failed (empty when the command line named none).
     pub command: String,
     /// The process's exit code.
-    #[schemars(range(min = 1, max = 10))]
+    #[schemars(range(min = 1, max = 11))]
     pub exit_code: u8,
     /// What failed.
     pub error: ErrorReport,
@@ -186,8 +186,8 @@ pub struct Failed {
 #[serde(deny_unknown_fields)]
 pub struct ErrorReport {
     /// The kind, one per exit code: internal 1, usage 2, stale 3, auth 4, network 5,
-    /// integrity 6, conflict 7, not_found 8, rejected 9, io 10.
-    #[schemars(extend("enum" = ["internal", "usage", "stale", "auth", "network", "integrity", "conflict", "not_found", "rejected", "io"]))]
+    /// integrity 6, conflict 7, not_found 8, rejected 9, io 10, signing 11.
+    #[schemars(extend("enum" = ["internal", "usage", "stale", "auth", "network", "integrity", "conflict", "not_found", "rejected", "io", "signing"]))]
     pub kind: &'static str,
     /// What happened and what to do, for a person.
     pub message: String,
@@ -200,7 +200,7 @@ pub struct ErrorReport {
 pub enum Output {
     /// Exit 0.
     Succeeded(Succeeded),
-    /// Exit 1–10.
+    /// Exit 1–11.
     Failed(Failed),
 }
 
@@ -233,7 +233,7 @@ mod tests {
         let code = &defs["Failed"]["properties"]["exit_code"];
         assert_eq!(
             (code["minimum"].as_u64(), code["maximum"].as_u64()),
-            (Some(1), Some(10))
+            (Some(1), Some(11))
         );
     }
 }

@@ -1,0 +1,317 @@
+//! The private key of `SIGNING_KEY_FILE`: read, recognised, and signing with.
+
+use std::fmt;
+use std::io::Read as _;
+use std::path::Path;
+
+use zeroize::Zeroizing;
+
+use super::format::{self, KeyDescription, NAMESPACE};
+use super::public::PublicKey;
+use super::rsa_sign;
+use crate::error::{Error, Result, SigningCause};
+
+/// The variable naming the private key's file.
+pub const KEY_FILE_VAR: &str = "SIGNING_KEY_FILE";
+
+/// The largest key file read: an OpenSSH RSA key of 16384 bits takes about 12 KiB.
+pub const MAX_KEY_FILE: usize = 64 * 1024;
+
+/// An unencrypted OpenSSH private key of a type git-session signs with (Ed25519, ECDSA P-256,
+/// RSA). Its secret is zeroed when it is dropped (`ssh-key` does it); `Debug` shows only its type
+/// and fingerprint.
+pub struct SigningKey {
+    key: ssh_key::PrivateKey,
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.describe();
+        f.debug_struct("SigningKey")
+            .field("type", &d.key_type)
+            .field("fingerprint", &d.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a key file's content is not a key to sign with, and the particulars.
+type Refused = (SigningCause, String);
+
+impl SigningKey {
+    /// The key in the file at `path` (`SIGNING_KEY_FILE`), read afresh; symlinks are followed (a
+    /// mounted secret is one).
+    ///
+    /// # Errors
+    /// [`Error::Signing`] naming `SIGNING_KEY_FILE` and the path: the file missing, empty,
+    /// unreadable or too big, or holding an encrypted key, a key of another type or format, a
+    /// public key, or no key at all.
+    pub fn from_file(path: &Path) -> Result<SigningKey> {
+        let bytes = read_key_file(path)?;
+        Self::from_bytes(&bytes)
+            .map_err(|(cause, detail)| Error::signing(cause, KEY_FILE_VAR, Some(path), detail))
+    }
+
+    /// The key in `bytes`, the content of a key file.
+    ///
+    /// # Errors
+    /// As [`SigningKey::from_file`], without the file's own failures.
+    fn from_bytes(bytes: &[u8]) -> Result<SigningKey, Refused> {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return Err((
+                SigningCause::KeyMalformed,
+                "bytes that are not text".to_owned(),
+            ));
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            return Err((SigningCause::KeyEmpty, String::new()));
+        }
+        match pem_label(text) {
+            Some("OPENSSH PRIVATE KEY") => openssh(text).map(|key| SigningKey { key }),
+            Some(label) => Err(other_pem(label, text)),
+            None => Err(not_pem(text)),
+        }
+    }
+
+    /// A signature of `payload` as `ssh-keygen -Y sign -n git` writes it (what git puts in a
+    /// commit's `gpgsig` header): armored, namespace `git`, SHA-512.
+    ///
+    /// # Errors
+    /// [`Error::Signing`] ([`SigningCause::SignFailed`]) when the key cannot sign.
+    pub fn sign(&self, payload: &[u8]) -> Result<String> {
+        let failed =
+            |detail: String| Error::signing(SigningCause::SignFailed, KEY_FILE_VAR, None, detail);
+        let signature = match self.key.key_data() {
+            ssh_key::private::KeypairData::Rsa(keypair) => rsa_sign::sign(keypair, payload),
+            _ => self
+                .key
+                .sign(NAMESPACE, ssh_key::HashAlg::Sha512, payload)
+                .map_err(|e| e.to_string()),
+        }
+        .map_err(failed)?;
+        let armored = signature
+            .to_pem(ssh_key::LineEnding::LF)
+            .map_err(|e| failed(e.to_string()))?;
+        // Checked before it is used: a signature that does not verify (a library's fault) never
+        // reaches a commit.
+        self.public_key()
+            .verify(payload, armored.as_bytes())
+            .map_err(|e| failed(format!("its own signature does not verify: {e}")))?;
+        Ok(armored)
+    }
+
+    /// The public half, which checks this key's signatures.
+    pub fn public_key(&self) -> PublicKey {
+        PublicKey::new(self.key.public_key().clone(), KEY_FILE_VAR)
+    }
+
+    /// The key's type, size, fingerprint and comment, as `ssh-keygen -l` prints them.
+    pub fn describe(&self) -> KeyDescription {
+        KeyDescription::of(self.key.public_key())
+    }
+}
+
+/// The content of the key file at `path`, at most [`MAX_KEY_FILE`] bytes, in a buffer that is
+/// never reallocated (no copy of the key is left behind) and zeroed when dropped.
+fn read_key_file(path: &Path) -> Result<Zeroizing<Vec<u8>>> {
+    use std::io::ErrorKind;
+    let fail = |cause, detail: String| Error::signing(cause, KEY_FILE_VAR, Some(path), detail);
+    let unreadable = |e: std::io::Error| match e.kind() {
+        ErrorKind::NotFound => fail(SigningCause::KeyMissing, String::new()),
+        _ => fail(SigningCause::KeyUnreadable, e.to_string()),
+    };
+    let mut file = crate::fs::open_regular(path, true).map_err(unreadable)?;
+    let mut buf = Zeroizing::new(vec![0u8; MAX_KEY_FILE + 1]);
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(unreadable(e)),
+        }
+    }
+    if len > MAX_KEY_FILE {
+        return Err(fail(
+            SigningCause::KeyMalformed,
+            format!("over {} KiB, more than any key", MAX_KEY_FILE / 1024),
+        ));
+    }
+    // Shortening keeps the allocation: the bytes past `len` are zeroed with the rest.
+    buf.truncate(len);
+    Ok(buf)
+}
+
+/// The label of the PEM block `text` starts with (`OPENSSH PRIVATE KEY`), when it starts with one
+/// whose label is a plain one (capitals, digits, spaces: a label made of anything else is not
+/// shown).
+fn pem_label(text: &str) -> Option<&str> {
+    let first = text.lines().next()?.trim_end();
+    let label = first.strip_prefix("-----BEGIN ")?.strip_suffix("-----")?;
+    let plain = label.len() <= 40
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ');
+    Some(if plain { label } else { "" })
+}
+
+/// The OpenSSH private key `text`, when it is one git-session signs with.
+fn openssh(text: &str) -> Result<ssh_key::PrivateKey, Refused> {
+    let key = ssh_key::PrivateKey::from_openssh(text).map_err(|e| {
+        (
+            SigningCause::KeyMalformed,
+            format!("an OpenSSH private key that does not decode: {e}"),
+        )
+    })?;
+    if key.is_encrypted() {
+        return Err((SigningCause::KeyEncrypted, String::new()));
+    }
+    if !format::supported(key.public_key().key_data()) {
+        return Err((
+            SigningCause::KeyUnsupported,
+            format!("a key of type {}", key.algorithm()),
+        ));
+    }
+    Ok(key)
+}
+
+/// Why a PEM block labelled `label` is not a key to sign with.
+fn other_pem(label: &str, text: &str) -> Refused {
+    match label {
+        "SSH2 PUBLIC KEY" | "PUBLIC KEY" | "RSA PUBLIC KEY" => (
+            SigningCause::KeyIsPublic,
+            format!("a PEM block labelled {label}"),
+        ),
+        "ENCRYPTED PRIVATE KEY" => (SigningCause::KeyEncrypted, String::new()),
+        // OpenSSL's PEM form of an encrypted key says so in a header.
+        _ if label.ends_with("PRIVATE KEY") && text.contains("Proc-Type: 4,ENCRYPTED") => {
+            (SigningCause::KeyEncrypted, String::new())
+        }
+        _ if label.ends_with("PRIVATE KEY") => (
+            SigningCause::KeyUnsupported,
+            format!("a PEM private key labelled {label}, not the OpenSSH format"),
+        ),
+        "" => (
+            SigningCause::KeyMalformed,
+            "a PEM block of another kind".to_owned(),
+        ),
+        _ => (
+            SigningCause::KeyMalformed,
+            format!("a PEM block labelled {label}"),
+        ),
+    }
+}
+
+/// Why `text`, no PEM block, is not a key to sign with: a public key's line, or not a key.
+fn not_pem(text: &str) -> Refused {
+    let first = text.lines().next().unwrap_or_default().trim();
+    if let Ok(public) = ssh_key::PublicKey::from_openssh(first) {
+        let d = KeyDescription::of(&public);
+        return (
+            SigningCause::KeyIsPublic,
+            format!("{} {}", d.key_type, d.fingerprint),
+        );
+    }
+    let algorithm = first.split_ascii_whitespace().next().unwrap_or_default();
+    if algorithm.ends_with("-cert-v01@openssh.com") {
+        return (SigningCause::KeyIsPublic, "a certificate".to_owned());
+    }
+    // RFC 4716's form, which `ssh-keygen -e` writes.
+    if first == "---- BEGIN SSH2 PUBLIC KEY ----" {
+        return (SigningCause::KeyIsPublic, "RFC 4716's form".to_owned());
+    }
+    (
+        SigningCause::KeyMalformed,
+        "text that is no key: an OpenSSH private key begins \"-----BEGIN OPENSSH PRIVATE \
+         KEY-----\""
+            .to_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause(text: &str) -> SigningCause {
+        SigningKey::from_bytes(text.as_bytes()).unwrap_err().0
+    }
+
+    #[test]
+    fn text_that_is_no_private_key_is_refused_for_its_cause() {
+        use SigningCause::*;
+        assert_eq!(cause(""), KeyEmpty);
+        assert_eq!(cause(" \n\t\r\n"), KeyEmpty);
+        assert_eq!(
+            SigningKey::from_bytes(b"\xff\xfe").unwrap_err().0,
+            KeyMalformed
+        );
+        assert_eq!(cause("hello"), KeyMalformed);
+        assert_eq!(cause("-----BEGIN OPENSSH PRIVATE KEY-----"), KeyMalformed);
+        assert_eq!(
+            cause("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"),
+            KeyMalformed
+        );
+        assert_eq!(
+            cause("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----"),
+            KeyUnsupported
+        );
+        assert_eq!(
+            cause("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"),
+            KeyUnsupported
+        );
+        assert_eq!(
+            cause(
+                "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\nAAAA\n-----END RSA \
+                 PRIVATE KEY-----"
+            ),
+            KeyEncrypted
+        );
+        assert_eq!(
+            cause(
+                "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----"
+            ),
+            KeyEncrypted
+        );
+        assert_eq!(
+            cause("---- BEGIN SSH2 PUBLIC KEY ----\nAAAA\n---- END SSH2 PUBLIC KEY ----"),
+            KeyIsPublic
+        );
+        assert_eq!(
+            cause("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----"),
+            KeyIsPublic
+        );
+        assert_eq!(
+            cause("ssh-ed25519-cert-v01@openssh.com AAAA… x"),
+            KeyIsPublic
+        );
+    }
+
+    #[test]
+    fn a_public_key_line_is_named_by_its_type_and_fingerprint() {
+        let line =
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDFy+VJcbUYVfhpwcPBEenhvDwnKjU9KlEIFdkQ85WGl me@x";
+        let (cause, detail) = SigningKey::from_bytes(line.as_bytes()).unwrap_err();
+        assert_eq!(cause, SigningCause::KeyIsPublic);
+        // As `ssh-keygen -l` prints it.
+        assert_eq!(
+            detail,
+            "ED25519 SHA256:qyVD2fKaBxNoEO5Iy6BB38uYHzR8LA76I7+tBOaQRkA"
+        );
+    }
+
+    #[test]
+    fn a_pem_label_is_shown_only_when_plain() {
+        assert_eq!(
+            pem_label("-----BEGIN OPENSSH PRIVATE KEY-----\nx"),
+            Some("OPENSSH PRIVATE KEY")
+        );
+        assert_eq!(pem_label("-----BEGIN a\x1b[2J-----\nx"), Some(""));
+        assert_eq!(
+            pem_label(&format!("-----BEGIN {}-----", "A".repeat(41))),
+            Some("")
+        );
+        assert_eq!(pem_label("BEGIN X"), None);
+        let (_, detail) = other_pem("", "");
+        assert!(!detail.contains('\x1b'));
+    }
+}
