@@ -34,6 +34,12 @@ const NOT_VARIABLES: &[&str] = &[
     "ASSETS",
     "CARGO_PKG_VERSION",
     "PACK",
+    // Key types as `ssh-keygen -l` names them (src/signing).
+    "ED25519",
+    "ECDSA",
+    "RSA",
+    "DSA",
+    "UNKNOWN",
 ];
 
 /// Prefixes the code completes (`format!("{prefix}_NAME")`): GIT_AUTHOR_NAME, GIT_COMMITTER_DATE…

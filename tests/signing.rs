@@ -7,9 +7,12 @@ use std::process::{Command, Output, Stdio};
 
 use git_session::Error;
 use git_session::error::SigningCause;
-use git_session::signing::{KEY_FILE_VAR, MAX_KEY_FILE, PublicKey, SigningKey};
+use git_session::signing::{MAX_KEY_FILE, PublicKey, SigningKey};
 
 use crate::support::World;
+
+/// The variable the key file's path comes from.
+const KEY_FILE_VAR: &str = "SIGNING_KEY_FILE";
 
 /// The key types git-session signs with, as `ssh-keygen -t` names them.
 const TYPES: [&str; 3] = ["ed25519", "ecdsa", "rsa"];
@@ -125,7 +128,7 @@ fn signatures_of_every_key_type_verify_with_ssh_keygen_and_match_its_own() {
     let dir = w.tmp.path();
     for kind in TYPES {
         let key = keygen(dir, kind, &format!("id_{kind}"), &[]);
-        let signer = SigningKey::from_file(&key).unwrap();
+        let signer = SigningKey::from_file(&key, KEY_FILE_VAR).unwrap();
         let ours = signer.sign(PAYLOAD).unwrap();
         assert!(
             ours.starts_with("-----BEGIN SSH SIGNATURE-----\n")
@@ -190,7 +193,7 @@ fn ssh_keygen_signatures_verify_and_every_other_signature_is_refused() {
         let by_other = keygen_signs(dir, &other, "git", PAYLOAD);
         let err = public.verify(PAYLOAD, by_other.as_bytes()).unwrap_err();
         assert_eq!(signing_cause(&err), SigningCause::SignatureByAnotherKey);
-        let other_fp = SigningKey::from_file(&other)
+        let other_fp = SigningKey::from_file(&other, KEY_FILE_VAR)
             .unwrap()
             .describe()
             .fingerprint;
@@ -341,7 +344,7 @@ fn every_hostile_key_file_is_refused_for_its_cause_naming_the_variable_and_never
     let dir = w.tmp.path().join("keys");
     std::fs::create_dir(&dir).unwrap();
     for (name, path, cause) in hostile_key_files(&dir) {
-        let err = SigningKey::from_file(&path).unwrap_err();
+        let err = SigningKey::from_file(&path, KEY_FILE_VAR).unwrap_err();
         assert_eq!(signing_cause(&err), cause, "{name}: {err}");
         let message = err.to_string();
         assert!(message.contains(KEY_FILE_VAR), "{name}: {message}");
@@ -362,7 +365,7 @@ fn every_hostile_key_file_is_refused_for_its_cause_naming_the_variable_and_never
     }
     // A symlink to a good key (a mounted secret is one) is followed.
     std::os::unix::fs::symlink(dir.join("good"), dir.join("link")).unwrap();
-    SigningKey::from_file(&dir.join("link")).unwrap();
+    SigningKey::from_file(&dir.join("link"), KEY_FILE_VAR).unwrap();
 }
 
 #[test]
@@ -393,7 +396,10 @@ fn git_verify_commit_accepts_a_commit_whose_gpgsig_is_the_modules_signature() {
     );
     let commit = w.git_stdin_bytes(&repo, &["cat-file", "commit", &head], b"");
     for key in &keys_made {
-        let signature = SigningKey::from_file(key).unwrap().sign(&commit).unwrap();
+        let signature = SigningKey::from_file(key, KEY_FILE_VAR)
+            .unwrap()
+            .sign(&commit)
+            .unwrap();
         let signed = with_gpgsig(&commit, &signature);
         let id = w.git_stdin(
             &repo,

@@ -1,4 +1,4 @@
-//! The private key of `SIGNING_KEY_FILE`: read, recognised, and signing with.
+//! The private key of a key file (`SIGNING_KEY_FILE`): read, recognised, and signing with.
 
 use std::fmt;
 use std::io::Read as _;
@@ -11,9 +11,6 @@ use super::public::PublicKey;
 use super::rsa_sign;
 use crate::error::{Error, Result, SigningCause};
 
-/// The variable naming the private key's file.
-pub const KEY_FILE_VAR: &str = "SIGNING_KEY_FILE";
-
 /// The largest key file read: an OpenSSH RSA key of 16384 bits takes about 12 KiB.
 pub const MAX_KEY_FILE: usize = 64 * 1024;
 
@@ -22,6 +19,8 @@ pub const MAX_KEY_FILE: usize = 64 * 1024;
 /// and fingerprint.
 pub struct SigningKey {
     key: ssh_key::PrivateKey,
+    /// The variable that named its file, for messages.
+    variable: &'static str,
 }
 
 impl fmt::Debug for SigningKey {
@@ -38,24 +37,25 @@ impl fmt::Debug for SigningKey {
 type Refused = (SigningCause, String);
 
 impl SigningKey {
-    /// The key in the file at `path` (`SIGNING_KEY_FILE`), read afresh; symlinks are followed (a
-    /// mounted secret is one).
+    /// The key in the file at `path`, named by `variable` (`SIGNING_KEY_FILE`), read afresh;
+    /// symlinks are followed (a mounted secret is one).
     ///
     /// # Errors
-    /// [`Error::Signing`] naming `SIGNING_KEY_FILE` and the path: the file missing, empty,
-    /// unreadable or too big, or holding an encrypted key, a key of another type or format, a
-    /// public key, or no key at all.
-    pub fn from_file(path: &Path) -> Result<SigningKey> {
-        let bytes = read_key_file(path)?;
-        Self::from_bytes(&bytes)
-            .map_err(|(cause, detail)| Error::signing(cause, KEY_FILE_VAR, Some(path), detail))
+    /// [`Error::Signing`] naming `variable` and the path: the file missing, empty, unreadable or
+    /// too big, or holding an encrypted key, a key of another type or format, a public key, or no
+    /// key at all.
+    pub fn from_file(path: &Path, variable: &'static str) -> Result<SigningKey> {
+        let bytes = read_key_file(path, variable)?;
+        let key = Self::from_bytes(&bytes)
+            .map_err(|(cause, detail)| Error::signing(cause, variable, Some(path), detail))?;
+        Ok(SigningKey { key, variable })
     }
 
     /// The key in `bytes`, the content of a key file.
     ///
     /// # Errors
     /// As [`SigningKey::from_file`], without the file's own failures.
-    fn from_bytes(bytes: &[u8]) -> Result<SigningKey, Refused> {
+    fn from_bytes(bytes: &[u8]) -> Result<ssh_key::PrivateKey, Refused> {
         let Ok(text) = std::str::from_utf8(bytes) else {
             return Err((
                 SigningCause::KeyMalformed,
@@ -67,7 +67,7 @@ impl SigningKey {
             return Err((SigningCause::KeyEmpty, String::new()));
         }
         match pem_label(text) {
-            Some("OPENSSH PRIVATE KEY") => openssh(text).map(|key| SigningKey { key }),
+            Some("OPENSSH PRIVATE KEY") => openssh(text),
             Some(label) => Err(other_pem(label, text)),
             None => Err(not_pem(text)),
         }
@@ -80,7 +80,7 @@ impl SigningKey {
     /// [`Error::Signing`] ([`SigningCause::SignFailed`]) when the key cannot sign.
     pub fn sign(&self, payload: &[u8]) -> Result<String> {
         let failed =
-            |detail: String| Error::signing(SigningCause::SignFailed, KEY_FILE_VAR, None, detail);
+            |detail: String| Error::signing(SigningCause::SignFailed, self.variable, None, detail);
         let signature = match self.key.key_data() {
             ssh_key::private::KeypairData::Rsa(keypair) => rsa_sign::sign(keypair, payload),
             _ => self
@@ -102,7 +102,7 @@ impl SigningKey {
 
     /// The public half, which checks this key's signatures.
     pub fn public_key(&self) -> PublicKey {
-        PublicKey::new(self.key.public_key().clone(), KEY_FILE_VAR)
+        PublicKey::new(self.key.public_key().clone(), self.variable)
     }
 
     /// The key's type, size, fingerprint and comment, as `ssh-keygen -l` prints them.
@@ -113,9 +113,9 @@ impl SigningKey {
 
 /// The content of the key file at `path`, at most [`MAX_KEY_FILE`] bytes, in a buffer that is
 /// never reallocated (no copy of the key is left behind) and zeroed when dropped.
-fn read_key_file(path: &Path) -> Result<Zeroizing<Vec<u8>>> {
+fn read_key_file(path: &Path, variable: &'static str) -> Result<Zeroizing<Vec<u8>>> {
     use std::io::ErrorKind;
-    let fail = |cause, detail: String| Error::signing(cause, KEY_FILE_VAR, Some(path), detail);
+    let fail = |cause, detail: String| Error::signing(cause, variable, Some(path), detail);
     let unreadable = |e: std::io::Error| match e.kind() {
         ErrorKind::NotFound => fail(SigningCause::KeyMissing, String::new()),
         _ => fail(SigningCause::KeyUnreadable, e.to_string()),
