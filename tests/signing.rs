@@ -369,6 +369,27 @@ fn every_hostile_key_file_is_refused_for_its_cause_naming_the_variable_and_never
 }
 
 #[test]
+fn a_key_file_with_windows_line_ends_or_blank_lines_around_still_signs() {
+    let w = World::new();
+    let dir = w.tmp.path();
+    let key = keygen(dir, "ed25519", "id", &[]);
+    let text = std::fs::read_to_string(&key).unwrap();
+    let public = PublicKey::parse(&pub_line(&key), "SIGNING_PUBLIC_KEY").unwrap();
+    for (name, variant) in [
+        ("crlf", text.replace('\n', "\r\n")),
+        ("blank-lines", format!("\n\n{text}\n\n")),
+        ("no-final-newline", text.trim_end().to_owned()),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, variant).unwrap();
+        let signer =
+            SigningKey::from_file(&path, KEY_FILE_VAR).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let signature = signer.sign(PAYLOAD).unwrap();
+        public.verify(PAYLOAD, signature.as_bytes()).unwrap();
+    }
+}
+
+#[test]
 fn git_verify_commit_accepts_a_commit_whose_gpgsig_is_the_modules_signature() {
     let w = World::new();
     let repo = w.scratch("repo");

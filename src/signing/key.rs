@@ -189,7 +189,7 @@ fn other_pem(label: &str, text: &str) -> Refused {
         }
         _ if label.ends_with("PRIVATE KEY") => (
             SigningCause::KeyUnsupported,
-            format!("a PEM private key labelled {label}, not the OpenSSH format"),
+            format!("a private key in PEM form ({label}) rather than OpenSSH's"),
         ),
         "" => (
             SigningCause::KeyMalformed,
