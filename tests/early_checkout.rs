@@ -429,12 +429,7 @@ fn a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("indexed from the 33 ids"), "{out}");
     h.assert_restored(&dir);
-    let idx = std::fs::read_dir(dir.join(".git/objects/pack"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "idx"))
-        .unwrap();
-    let verified = h.w.git(&dir, &["verify-pack", "-v", idx.to_str().unwrap()]);
+    let verified = verify_pack(&h.w, &dir);
     let deltas = verified
         .lines()
         .filter(|l| l.split_whitespace().count() == 7)
@@ -504,12 +499,7 @@ fn a_delta_far_from_its_base_is_named_from_the_pack() {
     );
     assert!(out.contains("indexed from the 9 ids"), "{out}");
     h.assert_restored(&dir);
-    let idx = std::fs::read_dir(dir.join(".git/objects/pack"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "idx"))
-        .unwrap();
-    let verified = h.w.git(&dir, &["verify-pack", "-v", idx.to_str().unwrap()]);
+    let verified = verify_pack(&h.w, &dir);
     assert!(
         verified.contains("chain length = 1: 1 object"),
         "{verified}"
@@ -524,3 +514,13 @@ crate::sha256_too!(
     a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives,
     a_delta_far_from_its_base_is_named_from_the_pack,
 );
+
+/// `git verify-pack -v` of the restored tree's one pack (git checks it; its lines are returned).
+fn verify_pack(w: &crate::support::World, dir: &std::path::Path) -> String {
+    let idx = std::fs::read_dir(dir.join(".git/objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "idx"))
+        .unwrap();
+    w.git(dir, &["verify-pack", "-v", idx.to_str().unwrap()])
+}
