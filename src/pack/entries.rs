@@ -370,9 +370,14 @@ impl<'o, R: BufRead> EntryStream<'o, R> {
         let sha1 = self.tap.sha1.take().expect("hashing until the trailer");
         let mut trailer = [0u8; 32];
         let trailer = &mut trailer[..self.format.len_in_bytes()];
+        let what = format!(
+            "reading the pack's checksum ({} bytes: {})",
+            self.format.len_in_bytes(),
+            crate::types::format_title(self.format)
+        );
         self.tap
             .read_exact(trailer)
-            .map_err(|e| stream_error("reading the pack's checksum", e, &self.pack_dir))?;
+            .map_err(|e| stream_error(&what, e, &self.pack_dir))?;
         let expected = gix::ObjectId::from_bytes_or_panic(trailer);
         let actual = sha1
             .try_finalize()
