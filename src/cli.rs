@@ -393,6 +393,18 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     ("SESSION_BRANCH", "the session branch"),
     ("TIP_SHA", "the full commit id to restore"),
+    (
+        "SIGNING_KEY_FILE",
+        "an OpenSSH private key (Ed25519, ECDSA P-256, RSA; unencrypted) every commit is signed with",
+    ),
+    (
+        "SIGNING_URL, SIGNING_URL_FILE, SIGNING_PUBLIC_KEY",
+        "a signing service instead of a key file; its signatures are checked against the public key",
+    ),
+    (
+        "SIGNING_REQUIRED",
+        "1: no unsigned commit, or one signed by another key, is uploaded",
+    ),
     ("SESSION_DIR", "the work tree when -C is not given"),
     (
         "GIT_SESSION_SANDBOX, GIT_SESSION_AGENT, GIT_SESSION_PERSON",

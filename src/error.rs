@@ -320,6 +320,14 @@ pub enum SigningCause {
     SignatureInvalid,
     /// The key could not make a signature.
     SignFailed,
+    /// `SIGNING_KEY_FILE` and a signing service both given: which one signs is not clear.
+    TwoSources,
+    /// A signing service without `SIGNING_PUBLIC_KEY`, which its answers are checked against.
+    PublicKeyMissing,
+    /// `SIGNING_REQUIRED=1` with neither a key file nor a service to check signatures against.
+    NothingToCheckAgainst,
+    /// The signing service failed: unreachable, an HTTP error, a stall, an answer too big.
+    ServiceFailed,
 }
 
 /// A signing failure (exit 11).
@@ -393,6 +401,23 @@ impl fmt::Display for Signing {
                 "the signature does not verify against {source}: {detail}"
             ),
             SigningCause::SignFailed => write!(f, "the key of {source} could not sign: {detail}"),
+            SigningCause::TwoSources => write!(
+                f,
+                "SIGNING_KEY_FILE and SIGNING_URL (or SIGNING_URL_FILE) are both set: set one, \
+                 the key file or the signing service"
+            ),
+            SigningCause::PublicKeyMissing => write!(
+                f,
+                "a signing service (SIGNING_URL or SIGNING_URL_FILE) needs {source}, the public \
+                 key its signatures are checked against: set it to the service key's one-line \
+                 OpenSSH form"
+            ),
+            SigningCause::NothingToCheckAgainst => write!(
+                f,
+                "{source}=1 needs the key signatures are checked against: set SIGNING_KEY_FILE, \
+                 or SIGNING_URL with SIGNING_PUBLIC_KEY"
+            ),
+            SigningCause::ServiceFailed => write!(f, "the signing service ({source}) {detail}"),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod manpage;
 pub mod push;
 pub mod restore;
 pub mod save;
+pub mod sign;
 pub mod status;
 pub mod watch;
 

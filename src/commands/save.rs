@@ -15,6 +15,8 @@ use crate::types::Owner;
 /// Those of [`stage_and_commit`] and [`crate::commands::push::push_session`].
 pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Success> {
     let session = Session::open(&dir, args.push.session_branch.as_deref())?;
+    let signing = crate::inputs::signing()?;
+    let signer = super::sign::signer(&signing);
     let push_source = if args.no_push {
         None
     } else {
@@ -37,6 +39,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
             message: args.message.as_str(),
             secrets: &secrets,
             owner,
+            signer: signer.as_deref(),
         },
     )?;
     let mut warnings = [attached, committed.warnings].concat();

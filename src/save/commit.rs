@@ -16,6 +16,8 @@ pub struct CommitOptions<'a> {
     pub secrets: &'a [String],
     /// Who owns the session: added to the message as trailers (`Session-Sandbox:`, …).
     pub owner: &'a crate::types::Owner,
+    /// What signs the commit, when signing is set up: a failure to sign commits nothing.
+    pub signer: Option<&'a dyn crate::signing::Sign>,
 }
 
 /// The commit message, cleaned like `git commit -m` does, with the owners' trailers.
@@ -68,16 +70,19 @@ pub(super) fn identities(
     Ok((author, committer))
 }
 
-/// Write the commit of `tree` on top of `head`.
+/// Write the commit of `tree` on top of `head`, signed by `signer` when there is one: the
+/// signature is made over the commit as it would be without it (what git hands `ssh-keygen`) and
+/// goes in the header git reads it from, so a signing failure leaves no commit at all.
 pub(super) fn write_commit(
     repo: &gix::Repository,
     tree: gix::ObjectId,
     head: gix::ObjectId,
-    author: gix::actor::Signature,
-    committer: gix::actor::Signature,
+    (author, committer): (gix::actor::Signature, gix::actor::Signature),
     message: &str,
+    signer: Option<&dyn crate::signing::Sign>,
 ) -> Result<gix::ObjectId> {
-    let commit = gix::objs::Commit {
+    use gix::objs::WriteTo as _;
+    let mut commit = gix::objs::Commit {
         tree,
         parents: std::iter::once(head).collect(),
         author,
@@ -86,6 +91,15 @@ pub(super) fn write_commit(
         message: message.into(),
         extra_headers: Vec::new(),
     };
+    if let Some(signer) = signer {
+        let mut payload = Vec::new();
+        commit
+            .write_to(&mut payload)
+            .map_err(|e| fail("encoding the commit to sign", e))?;
+        let signature = signer.sign(&payload)?;
+        let header = crate::signing::header_name(repo.object_hash());
+        commit.extra_headers.push((header.into(), signature.into()));
+    }
     Ok(repo
         .write_object(&commit)
         .map_err(|e| fail("writing the commit", e))?

@@ -42,6 +42,8 @@ pub struct Committed {
     pub commit: Option<FullSha>,
     /// Warnings for the user (files over 50 MiB and nested repositories left out).
     pub warnings: Vec<String>,
+    /// Whether the new commit is signed.
+    pub signed: bool,
 }
 
 /// Stage every change in `workdir` (additions, edits, deletions, exec-bit changes, symlinks;
@@ -119,10 +121,12 @@ fn stage_and_commit_in(
         return Ok(Committed {
             commit: None,
             warnings,
+            signed: false,
         });
     };
 
-    let commit_id = write_commit(&repo, tree, head, author, committer.clone(), &message)?;
+    let identities = (author, committer.clone());
+    let commit_id = write_commit(&repo, tree, head, identities, &message, opts.signer)?;
     // Listed before the branch moves: a push of this commit uploads them first.
     crate::repo::lfs::add_pending(&git_dir, &staged.lfs)?;
     index_lock.ref_update_begins(&branch.full_ref(), commit_id)?;
@@ -138,5 +142,6 @@ fn stage_and_commit_in(
     Ok(Committed {
         commit: Some(FullSha::from_id(commit_id)),
         warnings,
+        signed: opts.signer.is_some(),
     })
 }

@@ -17,3 +17,40 @@ mod rsa_sign;
 pub use format::{KeyDescription, NAMESPACE};
 pub use key::{MAX_KEY_FILE, SigningKey};
 pub use public::PublicKey;
+
+use crate::error::Result;
+
+/// What signs a commit: the payload (the commit object without its signature header) in, the
+/// armored SSH signature out, verified before it is returned.
+pub trait Sign {
+    /// The armored signature of `payload` (`-----BEGIN SSH SIGNATURE-----` …), namespace `git`.
+    ///
+    /// # Errors
+    /// [`Error::Signing`](crate::error::Error::Signing) (exit 11) when no verified signature
+    /// can be had.
+    fn sign(&self, payload: &[u8]) -> Result<String>;
+}
+
+/// Signs with the key in a file, read afresh at each signature (a rotated key is used at once).
+#[derive(Debug, Clone)]
+pub struct KeyFileSigner {
+    /// The key file's path.
+    pub path: std::path::PathBuf,
+    /// The variable that named it (`SIGNING_KEY_FILE`).
+    pub variable: &'static str,
+}
+
+impl Sign for KeyFileSigner {
+    fn sign(&self, payload: &[u8]) -> Result<String> {
+        SigningKey::from_file(&self.path, self.variable)?.sign(payload)
+    }
+}
+
+/// The header a signature goes in: `gpgsig` in a SHA-1 repository, `gpgsig-sha256` in a
+/// SHA-256 one (as git writes them).
+pub fn header_name(format: crate::types::Format) -> &'static str {
+    match format {
+        crate::types::Format::Sha256 => "gpgsig-sha256",
+        _ => "gpgsig",
+    }
+}

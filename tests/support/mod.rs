@@ -9,6 +9,7 @@
 
 pub mod dulwich;
 pub mod jgit;
+pub mod keys;
 pub mod lfs;
 pub mod peer;
 pub mod real_repo;
