@@ -2,8 +2,8 @@
 //! key, or the signing service's answer checked against `SIGNING_PUBLIC_KEY`.
 
 use crate::error::{Error, Result, SigningCause};
-use crate::inputs::{SignatureSource, SigningSetup};
 use crate::signing::{KeyFileSigner, Sign};
+use crate::signing::{SignatureSource, SigningSetup};
 
 /// The signer of `setup`, `None` when signing is not set up.
 pub fn signer(setup: &SigningSetup) -> Option<Box<dyn Sign>> {

@@ -1,0 +1,109 @@
+//! The signing set-up from the environment (`SIGNING_*`, SPEC "Inputs"), read once per command
+//! into types; the key file itself is read at each use.
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Refusal, Result};
+use crate::inputs::{UrlSource, current_dir, env_nonempty, url};
+
+/// How commits are signed (SPEC "Inputs": `SIGNING_*`), read from the environment once per
+/// command. The key file itself is read at each use, like the `_FILE` URLs.
+#[derive(Debug, Clone)]
+pub struct SigningSetup {
+    /// What signs, when signing is set up.
+    pub source: Option<SignatureSource>,
+    /// `SIGNING_REQUIRED=1`: no unsigned commit, or one signed by another key, is uploaded.
+    pub required: bool,
+}
+
+/// Where signatures come from.
+#[derive(Debug, Clone)]
+pub enum SignatureSource {
+    /// `SIGNING_KEY_FILE`: an OpenSSH private key, read at each use (absolute path).
+    KeyFile(PathBuf),
+    /// `SIGNING_URL` or `SIGNING_URL_FILE`: a signing service whose every answer is verified
+    /// against `SIGNING_PUBLIC_KEY`.
+    Service {
+        /// The service's URL (its `_FILE` re-read at every use, for rotation).
+        url: UrlSource,
+        /// The key its signatures must verify against.
+        public: Box<super::public::PublicKey>,
+    },
+}
+
+impl SigningSetup {
+    /// Whether anything about signing is set (a source or the requirement).
+    pub fn is_set(&self) -> bool {
+        self.source.is_some() || self.required
+    }
+}
+
+/// The signing set-up from `SIGNING_KEY_FILE`, `SIGNING_URL(_FILE)`, `SIGNING_PUBLIC_KEY` and
+/// `SIGNING_REQUIRED`.
+///
+/// # Errors
+/// [`Error::Signing`] (exit 11, nothing done) for a set-up that cannot sign: a key file and a
+/// service both given, a service without `SIGNING_PUBLIC_KEY`, a malformed public key,
+/// `SIGNING_REQUIRED` with nothing to check against; [`Error::Usage`] for a `SIGNING_REQUIRED`
+/// other than `0` or `1`, or a service URL that is not one.
+pub fn signing() -> Result<SigningSetup> {
+    use crate::error::SigningCause;
+    let required = match env_nonempty("SIGNING_REQUIRED").as_deref() {
+        None | Some("0") => false,
+        Some("1") => true,
+        Some(_) => {
+            return Err(Error::Usage(
+                Refusal::Invalid,
+                "SIGNING_REQUIRED must be 1 (signatures required) or 0".into(),
+            ));
+        }
+    };
+    let key_file = env_nonempty("SIGNING_KEY_FILE");
+    let url = url(None, "SIGNING_URL", "SIGNING_URL_FILE")?;
+    let public = env_nonempty("SIGNING_PUBLIC_KEY")
+        .map(|text| super::public::PublicKey::parse(&text, "SIGNING_PUBLIC_KEY"))
+        .transpose()?;
+    let source = match (key_file, url) {
+        (Some(_), Some(_)) => {
+            return Err(Error::signing(
+                SigningCause::TwoSources,
+                "SIGNING_KEY_FILE",
+                None,
+                "",
+            ));
+        }
+        (Some(path), None) => {
+            let path = PathBuf::from(path);
+            let path = if path.is_absolute() {
+                path
+            } else {
+                current_dir()?.join(path)
+            };
+            Some(SignatureSource::KeyFile(path))
+        }
+        (None, Some(url)) => {
+            let public = public.ok_or_else(|| {
+                Error::signing(
+                    SigningCause::PublicKeyMissing,
+                    "SIGNING_PUBLIC_KEY",
+                    None,
+                    "",
+                )
+            })?;
+            Some(SignatureSource::Service {
+                url,
+                public: Box::new(public),
+            })
+        }
+        (None, None) => None,
+    };
+    if required && source.is_none() {
+        return Err(Error::signing(
+            SigningCause::NothingToCheckAgainst,
+            "SIGNING_REQUIRED",
+            None,
+            "",
+        ));
+    }
+    Ok(SigningSetup { source, required })
+}
