@@ -328,6 +328,9 @@ pub enum SigningCause {
     NothingToCheckAgainst,
     /// The signing service failed: unreachable, an HTTP error, a stall, an answer too big.
     ServiceFailed,
+    /// `SIGNING_REQUIRED=1` and commits to upload that are unsigned, signed by another key, or
+    /// whose signature does not verify (or too many, or too big, to check): nothing is uploaded.
+    UnsignedCommits,
 }
 
 /// A signing failure (exit 11).
@@ -418,6 +421,7 @@ impl fmt::Display for Signing {
                  or SIGNING_URL with SIGNING_PUBLIC_KEY"
             ),
             SigningCause::ServiceFailed => write!(f, "the signing service ({source}) {detail}"),
+            SigningCause::UnsignedCommits => write!(f, "{source}=1: {detail}"),
         }
     }
 }

@@ -92,6 +92,12 @@ impl PublicKey {
     pub fn describe(&self) -> KeyDescription {
         KeyDescription::of(&self.key)
     }
+
+    /// The variable that gave the key (`SIGNING_PUBLIC_KEY`, or `SIGNING_KEY_FILE` for a key
+    /// file's public half).
+    pub fn variable(&self) -> &'static str {
+        self.variable
+    }
 }
 
 /// Whether `armored` is the one encoding of `signature`, as `ssh-keygen` requires: `ssh-key`
