@@ -803,7 +803,7 @@ fn a_folder_that_is_no_session_becomes_one_by_the_printed_restore() {
 
 /// A served repository with Git LFS files (a real giftless server), restored, and an LFS file
 /// changed and saved without a push: its object waits in the pending list.
-fn lfs_saved_not_pushed() -> (
+pub(crate) fn lfs_saved_not_pushed() -> (
     World,
     GitServer,
     crate::support::lfs::Giftless,

@@ -261,7 +261,20 @@ fn the_lease_is_not_checked_and_a_merge_is() {
     let (dir, key) = sandbox(&s);
     let vars = required(&key);
     s.commit(&dir, "early.txt", "pushed unsigned\n");
-    s.push(&dir, &[]).assert_code(0);
+    // A set-up that could not sign (two sources) is save's refusal, not a push's — unless
+    // signatures are required, which it cannot check.
+    let two = [
+        ("SIGNING_KEY_FILE", vars[0].1),
+        ("SIGNING_URL", "http://127.0.0.1:9/sign"),
+    ];
+    let run = s.push(&dir, &[two[0], two[1], ("SIGNING_REQUIRED", "1")]);
+    run.assert_code(11);
+    assert!(
+        run.error_message().contains("are both set"),
+        "{}",
+        run.stdout
+    );
+    s.push(&dir, &two).assert_code(0);
     let lease = s.lease(&dir);
     signed_commit(&s, &dir, "later.txt", "signed\n", &key);
     s.push(&dir, &vars).assert_code(0);
@@ -333,6 +346,26 @@ fn a_commit_too_big_or_too_many_to_check_is_refused() {
         run.error_message()
     );
     nothing_uploaded(&s);
+}
+
+/// The Git LFS objects `save` stored go before the commits that point at them: with unsigned
+/// work, neither goes (the LFS server gets nothing, no receive-pack request is made).
+#[test]
+fn unsigned_work_sends_no_lfs_object_either() {
+    let (w, srv, lfs, dir, data) = crate::hints::lfs_saved_not_pushed();
+    let key = keygen(&w.path("keys"), "ed25519", "agent");
+    let url = srv.url("repo.git", Some(&userinfo()));
+    let mut vars = required(&key).to_vec();
+    vars.push(("PUSH_URL", &url));
+    let run = w.run(&dir, &["push", "--json"], &vars);
+    run.assert_code(11);
+    assert!(run.error_message().contains("(unsigned)"), "{}", run.stdout);
+    let object = lfs
+        .store
+        .join("org/repo")
+        .join(crate::support::lfs::oid(&data));
+    assert!(!object.exists(), "the LFS object was uploaded");
+    assert_eq!(srv.receive_pack_posts().len(), 0);
 }
 
 /// The private key of `SIGNING_KEY_FILE` is never committed: the key file copied into the tree,

@@ -21,7 +21,7 @@ use zeroize::Zeroizing;
 pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
     let source = push_source(args)?;
-    let signing = crate::signing::signing()?;
+    let signing = crate::signing::for_push()?;
     let (session, _lock) = lock_session(session, args.session_branch.as_deref())?;
     let check_was_off = super::check_hooks(&session);
     let attached = ensure_history(&session)?;

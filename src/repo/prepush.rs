@@ -438,7 +438,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
         )));
     }
     // `SIGNING_REQUIRED=1`: the key every commit git uploads must be signed by.
-    let required = crate::signing::signing()?.required_key()?;
+    let required = crate::signing::for_push()?.required_key()?;
     let _lock = WriteLock::acquire(&git_dir)?;
     // The record as of now: a save that held the lock may have moved the lease.
     let session = Session::open(git_dir.parent().unwrap_or(&git_dir), None)?;
@@ -570,28 +570,13 @@ fn check_update(
         }
     };
     if !crate::repo::descends_from(repo, local.id(), base.id())? {
-        if repo.git_dir().join(crate::repo::HISTORY_PROMISED).exists() {
-            // Restored from an archive alone: the commits are the person's, TIP_SHA is not here.
-            return Err(Error::conflict(format!(
-                "refused: this tree was restored from an archive without READ_URL and has no \
-                 history yet, so {local} does not descend from the restored TIP_SHA {}: run \
-                 {} with READ_URL set (it fetches TIP_SHA and moves your commits onto it), then \
-                 push again — {nothing}",
-                record.tip,
-                crate::hint::Hint::Status
-            )));
-        }
-        return Err(Error::conflict(format!(
-            "refused: {local} is not a fast-forward from {} {base} (a force push, or history \
-             rewritten after a push): git-session lets only fast-forwards through to the \
-             session branch '{}' — {nothing}; rebuild your work on top of {base}",
-            if remote_tip.is_zero() {
-                "the restored TIP_SHA"
-            } else {
-                "the remote tip"
-            },
-            record.branch
-        )));
+        return Err(not_a_fast_forward(
+            repo,
+            record,
+            (local, remote_tip),
+            base,
+            nothing,
+        ));
     }
     if let Some(key) = required {
         crate::repo::signed::refuse_unsigned(repo, (base, local), key, nothing, &Hint::GitPush)?;
@@ -607,6 +592,38 @@ fn check_update(
         record.lease
     );
     Ok(())
+}
+
+/// The refusal of an update `remote_tip` → `local` that does not descend from `base`.
+fn not_a_fast_forward(
+    repo: &gix::Repository,
+    record: &SessionRecord,
+    (local, remote_tip): (FullSha, FullSha),
+    base: FullSha,
+    nothing: &str,
+) -> Error {
+    if repo.git_dir().join(crate::repo::HISTORY_PROMISED).exists() {
+        // Restored from an archive alone: the commits are the person's, TIP_SHA is not here.
+        return Error::conflict(format!(
+            "refused: this tree was restored from an archive without READ_URL and has no \
+             history yet, so {local} does not descend from the restored TIP_SHA {}: run \
+             {} with READ_URL set (it fetches TIP_SHA and moves your commits onto it), then \
+             push again — {nothing}",
+            record.tip,
+            crate::hint::Hint::Status
+        ));
+    }
+    Error::conflict(format!(
+        "refused: {local} is not a fast-forward from {} {base} (a force push, or history \
+         rewritten after a push): git-session lets only fast-forwards through to the \
+         session branch '{}' — {nothing}; rebuild your work on top of {base}",
+        if remote_tip.is_zero() {
+            "the restored TIP_SHA"
+        } else {
+            "the remote tip"
+        },
+        record.branch
+    ))
 }
 
 /// Whether a push to `remote` (git's `$1`) at `url` (`$2`) visibly goes to the session's

@@ -53,13 +53,13 @@ impl SigningSetup {
     ///
     /// # Errors
     /// [`Error::Signing`] (exit 11) for a key file that cannot be read as a key.
-    pub fn required_key(&self) -> Result<Option<super::PublicKey>> {
+    pub fn required_key(&self) -> Result<Option<super::public::PublicKey>> {
         if !self.required {
             return Ok(None);
         }
         match &self.source {
             Some(SignatureSource::KeyFile(path)) => Ok(Some(
-                super::SigningKey::from_file(path, "SIGNING_KEY_FILE")?.public_key(),
+                super::key::SigningKey::from_file(path, "SIGNING_KEY_FILE")?.public_key(),
             )),
             Some(SignatureSource::Service { public, .. }) => Ok(Some((**public).clone())),
             None => Err(Error::signing(
@@ -70,6 +70,36 @@ impl SigningSetup {
             )),
         }
     }
+}
+
+/// The signing set-up as a push (`push`, the pre-push check of plain `git push`) needs it: with
+/// `SIGNING_REQUIRED` set, [`signing`] whole (a set-up that cannot check refuses the push);
+/// without, what can be read of it — a set-up that could not sign is `save`'s refusal, not a
+/// push's, but the key file's private key is still kept out of what is pushed.
+///
+/// # Errors
+/// Those of [`signing`], when `SIGNING_REQUIRED` is set.
+pub fn for_push() -> Result<SigningSetup> {
+    match signing() {
+        Err(e) if env_nonempty("SIGNING_REQUIRED").is_some_and(|v| v != "0") => Err(e),
+        Err(_) => Ok(SigningSetup {
+            source: key_file()?.map(SignatureSource::KeyFile),
+            required: false,
+        }),
+        setup => setup,
+    }
+}
+
+/// `SIGNING_KEY_FILE`, made absolute.
+fn key_file() -> Result<Option<PathBuf>> {
+    let Some(path) = env_nonempty("SIGNING_KEY_FILE").map(PathBuf::from) else {
+        return Ok(None);
+    };
+    Ok(Some(if path.is_absolute() {
+        path
+    } else {
+        current_dir()?.join(path)
+    }))
 }
 
 /// The signing set-up from `SIGNING_KEY_FILE`, `SIGNING_URL(_FILE)`, `SIGNING_PUBLIC_KEY` and
@@ -92,7 +122,7 @@ pub fn signing() -> Result<SigningSetup> {
             ));
         }
     };
-    let key_file = env_nonempty("SIGNING_KEY_FILE");
+    let key_file = key_file()?;
     let url = url(None, "SIGNING_URL", "SIGNING_URL_FILE")?;
     let public = env_nonempty("SIGNING_PUBLIC_KEY")
         .map(|text| super::public::PublicKey::parse(&text, "SIGNING_PUBLIC_KEY"))
@@ -106,15 +136,7 @@ pub fn signing() -> Result<SigningSetup> {
                 "",
             ));
         }
-        (Some(path), None) => {
-            let path = PathBuf::from(path);
-            let path = if path.is_absolute() {
-                path
-            } else {
-                current_dir()?.join(path)
-            };
-            Some(SignatureSource::KeyFile(path))
-        }
+        (Some(path), None) => Some(SignatureSource::KeyFile(path)),
         (None, Some(url)) => {
             let public = public.ok_or_else(|| {
                 Error::signing(
