@@ -364,6 +364,37 @@ fn a_service_without_its_public_key_or_beside_a_key_file_is_refused_before_anyth
     );
 }
 
+/// The service's token is a session secret: `save` refuses a file holding it (exit 6, the service
+/// never asked), whether `SIGNING_URL` or `SIGNING_URL_FILE` gave it. Before, the file was
+/// committed, signed and pushed.
+#[test]
+fn a_file_holding_the_service_token_is_refused_before_signing() {
+    const SERVICE_TOKEN: &str = "s1gning-Service-t0ken";
+    let sb = Sandbox::new("ed25519");
+    let head = sb.head();
+    let service = sb.service("service", "sign", &[]);
+    std::fs::write(service.token_file.as_path(), SERVICE_TOKEN).unwrap();
+    let url = service.url_with(SERVICE_TOKEN);
+    let url_file = sb.s.w.path("signing-url");
+    std::fs::write(&url_file, &url).unwrap();
+    std::fs::write(sb.dir.join("leak.txt"), format!("{SERVICE_TOKEN}\n")).unwrap();
+    for (var, value) in [
+        ("SIGNING_URL", url.as_str()),
+        ("SIGNING_URL_FILE", url_file.to_str().unwrap()),
+    ] {
+        let run = sb.save(&[(var, value)]);
+        run.assert_says(6, &["leak.txt"]);
+        assert!(!run.stderr.contains(SERVICE_TOKEN), "{var}: {}", run.stderr);
+        assert!(!run.stdout.contains(SERVICE_TOKEN), "{var}: {}", run.stdout);
+        sb.assert_nothing_committed(var, &head);
+    }
+    assert_eq!(
+        service.requests(),
+        Vec::<String>::new(),
+        "nothing was signed"
+    );
+}
+
 #[test]
 fn watch_checkpoints_are_signed_by_the_service() {
     use std::io::BufRead as _;
