@@ -373,7 +373,8 @@ impl fmt::Display for Signing {
             SigningCause::KeyUnsupported => write!(
                 f,
                 "{source} holds {detail}, which git-session does not sign with: give it an \
-                 Ed25519, ECDSA P-256 or RSA private key in OpenSSH format"
+                 Ed25519, ECDSA P-256 or RSA (2048 bits or more) private key in OpenSSH \
+                 format"
             ),
             SigningCause::KeyIsPublic => write!(
                 f,

@@ -166,12 +166,8 @@ fn openssh(text: &str) -> Result<ssh_key::PrivateKey, Refused> {
     if key.is_encrypted() {
         return Err((SigningCause::KeyEncrypted, String::new()));
     }
-    if !format::supported(key.public_key().key_data()) {
-        return Err((
-            SigningCause::KeyUnsupported,
-            format!("a key of type {}", key.algorithm()),
-        ));
-    }
+    format::supported(key.public_key().key_data())
+        .map_err(|detail| (SigningCause::KeyUnsupported, detail))?;
     Ok(key)
 }
 

@@ -27,12 +27,8 @@ impl PublicKey {
         let fail = |cause, detail: String| Error::signing(cause, variable, None, detail);
         let key = ssh_key::PublicKey::from_openssh(text.trim())
             .map_err(|e| fail(SigningCause::PublicKeyMalformed, e.to_string()))?;
-        if !format::supported(key.key_data()) {
-            return Err(fail(
-                SigningCause::KeyUnsupported,
-                format!("a key of type {}", key.algorithm()),
-            ));
-        }
+        format::supported(key.key_data())
+            .map_err(|detail| fail(SigningCause::KeyUnsupported, detail))?;
         Ok(PublicKey::new(key, variable))
     }
 
