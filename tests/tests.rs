@@ -33,6 +33,7 @@ mod root;
 mod save;
 mod servers;
 mod signed_save;
+mod signed_service;
 mod signing;
 mod slow_server;
 mod sparse;

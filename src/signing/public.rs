@@ -77,6 +77,34 @@ impl PublicKey {
             })
     }
 
+    /// `armored` as [`PublicKey::verify`] checks it, re-armored as a key file's signature is (LF
+    /// line ends): what goes in a commit, whatever line ends or wrapping it came with.
+    ///
+    /// # Errors
+    /// As [`PublicKey::verify`].
+    pub fn verified(&self, payload: &[u8], armored: &[u8]) -> Result<String> {
+        self.verify(payload, armored)?;
+        ssh_key::SshSig::from_pem(armored)
+            .and_then(|s| s.to_pem(ssh_key::LineEnding::LF))
+            .map_err(|e| {
+                Error::signing(
+                    SigningCause::SignatureMalformed,
+                    self.variable,
+                    None,
+                    e.to_string(),
+                )
+            })
+    }
+
+    /// The key's type and base64, without its comment (`ssh-ed25519 AAAA…`): the key itself.
+    pub fn key_line(&self) -> String {
+        let line = self.to_openssh();
+        line.split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The key in OpenSSH's one-line form, with its comment (what `user.signingkey` and an
     /// allowed-signers file hold).
     pub fn to_openssh(&self) -> String {
