@@ -798,6 +798,7 @@ mod tests {
             push_url: push.map(str::to_owned),
             depth: Some(1),
             object_format: gix::hash::Kind::Sha1,
+            signing: None,
         }
     }
 
