@@ -423,8 +423,8 @@ impl fmt::Display for Signing {
             SigningCause::ServiceFailed => write!(f, "the signing service ({source}) {detail}"),
             SigningCause::OtherKeyAsked => write!(
                 f,
-                "git asked to sign with another key than {source}'s: {detail}; a restore with \
-                 SIGNING_* set writes user.signingKey afresh"
+                "{source} is another key than the one git asks to sign with: {detail}; a restore \
+                 with SIGNING_* set writes user.signingKey afresh"
             ),
         }
     }

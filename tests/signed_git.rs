@@ -190,6 +190,26 @@ fn plain_git_commit_amend_rebase_and_merge_sign_with_no_ssh_keygen() {
         3
     );
     assert_signed(&s, &dir, &key, &merge);
+    git_ok(w, &dir, &["checkout", "-q", "-b", "picked", "HEAD~1"], &[]);
+    let side = w.git(&dir, &["rev-parse", "side"]);
+    git_ok(w, &dir, &["cherry-pick", side.as_str()], &[]);
+    let picked = w.git(&dir, &["rev-parse", "HEAD"]);
+    assert_ne!(picked, side);
+    assert_signed(&s, &dir, &key, &picked);
+    git_ok(w, &dir, &["checkout", "-q", BRANCH], &[]);
+    // A tag is signed when asked (`tag.gpgSign` is not set).
+    git_ok(w, &dir, &["tag", "-s", "-m", "signed tag", "v1"], &[]);
+    let allowed = allowed_signers(&w.path("keys"), &[&key]);
+    let allowed_arg = format!("gpg.ssh.allowedSignersFile={}", allowed.display());
+    let verify_tag = [
+        "-c",
+        "gpg.ssh.program=ssh-keygen",
+        "-c",
+        allowed_arg.as_str(),
+        "verify-tag",
+        "v1",
+    ];
+    w.git(&dir, &verify_tag);
 
     // With SIGNING_KEY_FILE in git's environment too.
     let vars = [("SIGNING_KEY_FILE", key.to_str().unwrap())];
@@ -207,6 +227,33 @@ fn ecdsa_and_rsa_keys_sign_plain_commits_too() {
         assert_signed(&s, &dir, &key, &id);
         assert_no_private_key_in(&dir.join(".git"), &key);
     }
+}
+
+/// git runs its signer in the work tree's top folder; in a linked work tree (`git worktree add`)
+/// it names the git dir, whose common dir holds the session record: both sign.
+#[test]
+fn commits_from_a_subfolder_and_a_linked_work_tree_are_signed() {
+    let s = Setup::new();
+    let (dir, key) = signed_sandbox(&s, "sandbox", "ed25519");
+    std::fs::write(dir.join("src/a.rs"), "edited\n").unwrap();
+    git_ok(
+        &s.w,
+        &dir.join("src"),
+        &["commit", "-qam", "from src/"],
+        &[],
+    );
+    let id = s.w.git(&dir, &["rev-parse", "HEAD"]);
+    assert_signed(&s, &dir, &key, &id);
+    let linked = s.w.path("linked");
+    let linked_arg = linked.to_str().unwrap();
+    git_ok(
+        &s.w,
+        &dir,
+        &["worktree", "add", "-q", "-b", "other", linked_arg],
+        &[],
+    );
+    let id = commit(&s, &linked, "README.md", &[]);
+    assert_signed(&s, &linked, &key, &id);
 }
 
 /// The key file made unusable after the restore: `git commit` fails with git-session's words,

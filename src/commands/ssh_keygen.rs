@@ -57,12 +57,11 @@ pub fn run(args: &[OsString]) -> u8 {
             None if op == "check-novalidate" => check_novalidate(&call).map(|()| 0),
             None => Err(Error::Usage(
                 Refusal::Missing,
-                format!(
-                    "ssh-keygen -Y {op} (git checking a signature against \
-                     gpg.ssh.allowedSignersFile) needs OpenSSH's ssh-keygen, which is not on \
-                     PATH: git-session signs without it, but leaves allowed-signers files to it \
-                     (install openssh-client to verify here)"
-                ),
+                "checking a signature against an allowed-signers file \
+                 (gpg.ssh.allowedSignersFile) needs OpenSSH's ssh-keygen, which is not on PATH: \
+                 git-session signs without it, but leaves allowed-signers files to it (install \
+                 openssh-client to verify here)"
+                    .to_owned(),
             )),
         },
     };
@@ -196,15 +195,15 @@ fn sign(call: &Call) -> Result<()> {
         },
         None => err,
     };
-    let (expected, variable) = public_of(&setup).map_err(noted)?;
+    let (expected, variable, path) = public_of(&setup).map_err(noted)?;
     let (a, e) = (asked.describe(), expected.describe());
     if a.fingerprint != e.fingerprint {
         return Err(noted(Error::signing(
             SigningCause::OtherKeyAsked,
             variable,
-            None,
+            path,
             format!(
-                "git asks for {} {} (user.signingKey), {variable} is {} {}",
+                "git asks for {} {} (user.signingKey), {variable} holds {} {}",
                 a.key_type, a.fingerprint, e.key_type, e.fingerprint
             ),
         )));
@@ -237,16 +236,17 @@ fn asked_key(path: &Path, public: bool) -> Result<PublicKey> {
     }
 }
 
-/// The key signatures are made with and the variable that names it: the key file's public half
-/// (the file read now: a broken key fails here), or `SIGNING_PUBLIC_KEY`.
-fn public_of(setup: &SigningSetup) -> Result<(PublicKey, &'static str)> {
+/// The key signatures are made with, the variable that names it and its file: the key file's
+/// public half (the file read now: a broken key fails here), or `SIGNING_PUBLIC_KEY`.
+fn public_of(setup: &SigningSetup) -> Result<(PublicKey, &'static str, Option<&Path>)> {
     match &setup.source {
         Some(SignatureSource::KeyFile(path)) => Ok((
             SigningKey::from_file(path, "SIGNING_KEY_FILE")?.public_key(),
             "SIGNING_KEY_FILE",
+            Some(path),
         )),
         Some(SignatureSource::Service { public, .. }) => {
-            Ok(((**public).clone(), "SIGNING_PUBLIC_KEY"))
+            Ok(((**public).clone(), "SIGNING_PUBLIC_KEY", None))
         }
         None => Err(not_set_up()),
     }
@@ -258,7 +258,9 @@ fn setup_now() -> Result<(SigningSetup, Option<PathBuf>)> {
     if SOURCE_VARS.iter().any(|v| env_nonempty(v).is_some()) {
         return Ok((crate::signing::signing()?, None));
     }
-    let git_dir = git_dir().ok_or_else(not_set_up)?;
+    // git runs its signer in the work tree's top folder (`GIT_DIR` set in a linked work tree).
+    let cwd = crate::inputs::current_dir()?;
+    let git_dir = crate::repo::prepush::common_git_dir(&cwd);
     let record = SessionRecord::read(&git_dir)?
         .and_then(|r| r.signing)
         .ok_or_else(not_set_up)?;
@@ -316,30 +318,6 @@ fn not_set_up() -> Error {
          and the session record names none (restore with them set)"
             .to_owned(),
     )
-}
-
-/// The repository git runs in: `GIT_DIR`, which git sets for the programs it runs, else the
-/// `.git` folder of the current folder or one above; a linked work tree's common git dir, where
-/// the session record is.
-fn git_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("GIT_DIR").filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => std::env::current_dir()
-            .ok()?
-            .ancestors()
-            .map(|d| d.join(".git"))
-            .find(|d| d.is_dir())?,
-    };
-    if let Some(common) = std::env::var_os("GIT_COMMON_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(common));
-    }
-    match crate::fs::read_regular(&dir.join("commondir"), false) {
-        Ok(text) => {
-            let text = String::from_utf8_lossy(&text);
-            Some(dir.join(text.trim_end_matches(['\n', '\r'])))
-        }
-        Err(_) => Some(dir),
-    }
 }
 
 /// The content of the regular file at `path`, at most `cap` bytes.
