@@ -32,6 +32,26 @@ impl PublicKey {
         Ok(PublicKey::new(key, variable))
     }
 
+    /// The key `armored` (`-----BEGIN SSH SIGNATURE-----` …) says made it, named `variable`;
+    /// nothing is checked yet ([`PublicKey::verify`] does).
+    ///
+    /// # Errors
+    /// [`Error::Signing`]: [`SigningCause::SignatureMalformed`] (not an armored SSH signature),
+    /// [`SigningCause::KeyUnsupported`] for a key of another type.
+    pub fn of_signature(armored: &[u8], variable: &'static str) -> Result<Self> {
+        let fail = |cause, detail: String| Error::signing(cause, variable, None, detail);
+        let signature = ssh_key::SshSig::from_pem(armored)
+            .map_err(|e| fail(SigningCause::SignatureMalformed, e.to_string()))?;
+        let key = ssh_key::PublicKey::from(signature.public_key().clone());
+        if !format::supported(key.key_data()) {
+            return Err(fail(
+                SigningCause::KeyUnsupported,
+                format!("a key of type {}", key.algorithm()),
+            ));
+        }
+        Ok(PublicKey::new(key, variable))
+    }
+
     /// Check that `armored` (`-----BEGIN SSH SIGNATURE-----` …) is this key's signature of
     /// `payload` in namespace `git`, as `ssh-keygen -Y verify -n git` does.
     ///
