@@ -33,6 +33,7 @@ mod root;
 mod save;
 mod servers;
 mod signed_git;
+mod signed_required;
 mod signed_save;
 mod signed_service;
 mod signing;

@@ -124,7 +124,7 @@ impl SigningKey {
 
 /// The content of the key file at `path`, at most [`MAX_KEY_FILE`] bytes, in a buffer that is
 /// never reallocated (no copy of the key is left behind) and zeroed when dropped.
-fn read_key_file(path: &Path, variable: &'static str) -> Result<Zeroizing<Vec<u8>>> {
+pub(super) fn read_key_file(path: &Path, variable: &'static str) -> Result<Zeroizing<Vec<u8>>> {
     use std::io::ErrorKind;
     let fail = |cause, detail: String| Error::signing(cause, variable, Some(path), detail);
     let unreadable = |e: std::io::Error| match e.kind() {

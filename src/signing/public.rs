@@ -43,12 +43,8 @@ impl PublicKey {
         let signature = ssh_key::SshSig::from_pem(armored)
             .map_err(|e| fail(SigningCause::SignatureMalformed, e.to_string()))?;
         let key = ssh_key::PublicKey::from(signature.public_key().clone());
-        if !format::supported(key.key_data()) {
-            return Err(fail(
-                SigningCause::KeyUnsupported,
-                format!("a key of type {}", key.algorithm()),
-            ));
-        }
+        format::supported(key.key_data())
+            .map_err(|detail| fail(SigningCause::KeyUnsupported, detail))?;
         Ok(PublicKey::new(key, variable))
     }
 
@@ -135,6 +131,12 @@ impl PublicKey {
     /// The key's type, size, fingerprint and comment, as `ssh-keygen -l` prints them.
     pub fn describe(&self) -> KeyDescription {
         KeyDescription::of(&self.key)
+    }
+
+    /// The variable that gave the key (`SIGNING_PUBLIC_KEY`, or `SIGNING_KEY_FILE` for a key
+    /// file's public half).
+    pub fn variable(&self) -> &'static str {
+        self.variable
     }
 }
 
