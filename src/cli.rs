@@ -468,6 +468,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "set by git and by the pre-push hook restore installs, for its check of plain git push",
     ),
     (
+        "PATH",
+        "where git-session, run by git as its ssh-keygen, finds OpenSSH's ssh-keygen to check \
+         signatures against an allowed-signers file (signing needs none)",
+    ),
+    (
         "RUST_LOG",
         "the log filter on stderr (overrides -v), e.g. git_session=debug",
     ),

@@ -164,6 +164,8 @@ impl PushOutcome {
             pushed: self.pushed,
             tip: self.tip,
             previous_tip: self.previous_tip,
+            signed: false,
+            signing_key: None,
         }
     }
 }

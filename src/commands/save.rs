@@ -42,11 +42,8 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
             signer: signer.as_deref(),
         },
     )?;
+    let (signing_key, human_commit) = described(&committed);
     let mut warnings = [attached, committed.warnings].concat();
-    let human_commit = match committed.commit {
-        Some(c) => format!("committed {c}"),
-        None => "nothing to commit".to_owned(),
-    };
     let Some(source) = push_source else {
         return Ok(Success {
             result: CommandResult::Save(Pushed {
@@ -55,6 +52,8 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
                 pushed: false,
                 tip: session.record.lease,
                 previous_tip: session.record.lease,
+                signed: committed.signed,
+                signing_key,
             }),
             branch: session.record.branch.to_string(),
             warnings,
@@ -102,10 +101,28 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
     })?;
     warnings.extend(pushed.warnings.iter().cloned());
     let human = format!("{human_commit}; {}", pushed.human());
+    let mut fields = pushed.fields(committed.commit);
+    fields.signed = committed.signed;
+    fields.signing_key = signing_key;
     Ok(Success {
-        result: CommandResult::Save(pushed.fields(committed.commit)),
+        result: CommandResult::Save(fields),
         branch: pushed.branch.to_string(),
         warnings,
         human,
     })
+}
+
+/// The key that signed the commit made, as `--json` names it (`ED25519 SHA256:…`), and the
+/// human words for the commit.
+fn described(committed: &crate::save::Committed) -> (Option<String>, String) {
+    let key = committed
+        .signing_key
+        .as_ref()
+        .map(|k| format!("{} {}", k.key_type, k.fingerprint));
+    let words = match (committed.commit, &key) {
+        (Some(c), Some(key)) => format!("committed {c} (signed by {key})"),
+        (Some(c), None) => format!("committed {c}"),
+        (None, _) => "nothing to commit".to_owned(),
+    };
+    (key, words)
 }

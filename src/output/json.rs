@@ -118,6 +118,13 @@ pub struct Pushed {
     pub tip: FullSha,
     /// Its tip before (the lease).
     pub previous_tip: FullSha,
+    /// Whether the commit this command made is signed (`false` when it made none; `push` makes
+    /// none).
+    pub signed: bool,
+    /// The key that signed it, `<type> SHA256:<fingerprint>` as `ssh-keygen -l` prints them
+    /// (`ED25519 SHA256:…`); only when `signed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_key: Option<String>,
 }
 
 /// `status`'s fields.

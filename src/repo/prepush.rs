@@ -692,7 +692,7 @@ impl Endpoint {
 
 /// The git dir holding the session record for a hook run in `cwd`: `GIT_DIR` when git set it,
 /// else `cwd/.git`; a linked work tree's `.git` file leads to its common dir.
-fn common_git_dir(cwd: &Path) -> PathBuf {
+pub(crate) fn common_git_dir(cwd: &Path) -> PathBuf {
     let dot_git = std::env::var_os("GIT_DIR")
         .map(|d| cwd.join(d))
         .unwrap_or_else(|| cwd.join(".git"));
@@ -824,6 +824,7 @@ mod tests {
             push_url: push.map(str::to_owned),
             depth: Some(1),
             object_format: gix::hash::Kind::Sha1,
+            signing: None,
         }
     }
 

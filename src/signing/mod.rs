@@ -52,6 +52,14 @@ impl Sign for KeyFileSigner {
     }
 }
 
+/// The key that made the armored signature `armored`, as `ssh-keygen -l` describes it; `None`
+/// when it is not an SSH signature.
+pub fn signed_by(armored: &str) -> Option<KeyDescription> {
+    let signature = ssh_key::SshSig::from_pem(armored).ok()?;
+    let key = ssh_key::PublicKey::from(signature.public_key().clone());
+    Some(KeyDescription::of(&key))
+}
+
 /// The header a signature goes in: `gpgsig` in a SHA-1 repository, `gpgsig-sha256` in a
 /// SHA-256 one (as git writes them).
 pub fn header_name(format: crate::types::Format) -> &'static str {
