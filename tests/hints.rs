@@ -1075,59 +1075,62 @@ fn a_plain_push_before_history_is_attached_goes_after_the_printed_status() {
     );
 }
 
-/// `SIGNING_REQUIRED=1` refuses plain, unsigned commits — `git push` and `git-session push` —
-/// and prints how to sign them again: the printed rebase makes them again, signed (git signs
-/// with the tree's signing set-up), and the printed push then lands them, each verified by
-/// `git verify-commit`.
+/// `SIGNING_REQUIRED=1` (restored with it and `SIGNING_KEY_FILE`) refuses commits made unsigned
+/// — by plain `git push` from a shell with only the session URLs (the requirement restore
+/// recorded), and by `git-session push` — and prints how to sign them again: the printed rebase
+/// makes them again, signed through restore's set-up, and the printed push then lands them,
+/// `git verify-commit` accepting each.
 #[test]
 fn unsigned_commits_are_signed_again_by_the_printed_rebase() {
     use crate::support::keys::{allowed_signers, keygen, verify_commit};
     let s = Session::new();
-    let a = s.sandbox("signing");
     let key = keygen(&s.w.path("keys"), "ed25519", "agent");
-    // git's signing set-up: SSH signatures, made by `ssh-keygen` with the key file.
-    for (name, value) in [
-        ("gpg.format", "ssh"),
-        ("gpg.ssh.program", "ssh-keygen"),
-        ("user.signingkey", key.to_str().unwrap()),
-    ] {
-        s.git(&a, &["config", name, value]);
-    }
-    let mut vars = s.vars();
-    vars.push(("SIGNING_KEY_FILE", key.display().to_string()));
-    vars.push(("SIGNING_REQUIRED", "1".to_owned()));
+    let a = s.w.path("signing");
+    let required = [
+        ("SIGNING_KEY_FILE", key.display().to_string()),
+        ("SIGNING_REQUIRED", "1".to_owned()),
+    ];
+    let restore_vars: Vec<(&str, &str)> = required.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    s.w.restore_with(&a, &s.url(), BRANCH, &s.tip, &["--json"], &restore_vars)
+        .assert_code(0);
     let allowed = allowed_signers(&s.w.path("keys"), &[&key]);
-    let signed_again = |printed_by: &str, hint_after: &Hint| {
+    let unsigned = |file: &str| {
+        std::fs::write(a.join(file), "unsigned\n").unwrap();
+        s.git(&a, &["add", file]);
+        s.git(&a, &["commit", "-q", "--no-gpg-sign", "-m", file]);
+    };
+    let signed_again = |push: &str, hint_after: &Hint, vars: &[(&str, String)]| {
         let lease = s.remote_tip();
-        let (refused, words) = match printed_by {
-            "git push" => {
-                let run = run_printed(&s.w, &a, "git push -q", &vars);
-                assert_ne!(run.code, Some(0), "the unsigned commit was pushed");
-                let words = run.stderr.clone();
-                (run, words)
-            }
-            _ => {
-                let run = run_printed(&s.w, &a, "git-session push --json", &vars);
-                let words = run.error_message();
-                (run, words)
-            }
+        let run = run_printed(&s.w, &a, push, vars);
+        assert_ne!(
+            run.code,
+            Some(0),
+            "{push}: the unsigned commits were pushed"
+        );
+        let words = if push.contains("--json") {
+            run.error_message()
+        } else {
+            run.stderr.clone()
         };
-        assert!(words.contains("(unsigned)"), "{}", refused.stderr);
+        assert!(words.contains("(unsigned)"), "{words}");
         assert_eq!(s.remote_tip(), lease, "uploaded");
         let resign = printed(&words, &Hint::Resign(sha(&lease)));
         let again = printed(&words, hint_after);
-        run_as_printed(&s.w, &a, &resign, &vars);
+        run_as_printed(&s.w, &a, &resign, vars);
         let head = s.head(&a);
-        let (ok, said) = verify_commit(&s.w, &a, &allowed, &head);
-        assert!(ok, "not signed again: {said}");
-        run_as_printed(&s.w, &a, &again, &vars);
+        for commit in [head.clone(), format!("{head}~1")] {
+            let (ok, said) = verify_commit(&s.w, &a, &allowed, &commit);
+            assert!(ok, "{commit} not signed again: {said}");
+        }
+        run_as_printed(&s.w, &a, &again, vars);
         assert_eq!(s.remote_tip(), head);
     };
-    s.commit(&a, "one.txt", "unsigned\n");
-    s.commit(&a, "two.txt", "unsigned too\n");
-    signed_again("git push", &Hint::GitPush);
-    s.commit(&a, "three.txt", "unsigned\n");
-    signed_again("git-session push", &Hint::Push);
+    unsigned("one.txt");
+    unsigned("two.txt");
+    signed_again("git push -q", &Hint::GitPush, &s.vars());
+    unsigned("three.txt");
+    let vars = [s.vars(), required.to_vec()].concat();
+    signed_again("git-session push --json", &Hint::Push, &vars);
 }
 
 #[test]

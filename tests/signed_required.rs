@@ -167,6 +167,8 @@ fn all_signed_work_pushes() {
             "side",
         ],
     );
+    let status = s.w.run(&dir, &["status", "--json"], &vars);
+    assert_eq!(status.json()["signing"]["unsigned"], 0, "{}", status.stdout);
     let out = s.shell_git(&dir, &["push", "-q", "origin", "HEAD"], &vars);
     assert!(
         out.status.success(),
@@ -292,6 +294,57 @@ fn the_lease_is_not_checked_and_a_merge_is() {
     says_refused(&msg, &merge, "(unsigned)", &lease2);
     assert!(msg.contains("1 commit(s) to upload is"), "{msg}");
     assert_eq!(s.remote(BRANCH), Some(lease2));
+}
+
+/// Restored with `SIGNING_KEY_FILE` and `SIGNING_REQUIRED=1`: where the environment is silent
+/// (git's in an agent's shell), the requirement restore recorded holds — plain `git push`,
+/// `push` and `status` go by it — and a commit plain git signed through restore's set-up
+/// pushes; `SIGNING_REQUIRED=0` in the environment wins.
+#[test]
+fn the_requirement_restore_recorded_holds_where_the_environment_is_silent() {
+    let s = Setup::new();
+    let key = keygen(&s.w.path("keys"), "ed25519", "agent");
+    let dir = s.w.path("sandbox");
+    s.w.restore_with(&dir, &s.url(), BRANCH, &s.ids[1], &[], &required(&key))
+        .assert_code(0);
+    std::fs::write(dir.join("plain.txt"), "unsigned\n").unwrap();
+    s.w.git(&dir, &["add", "-A"]);
+    s.w.git(&dir, &["commit", "-q", "--no-gpg-sign", "-m", "unsigned"]);
+    let unsigned = s.w.git(&dir, &["rev-parse", "HEAD"]);
+
+    let out = s.shell_git(&dir, &["push", "-q", "origin", "HEAD"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "git push went through: {stderr}");
+    says_refused(&stderr, &unsigned, "(unsigned)", &s.ids[1]);
+    let run = s.push(&dir, &[]);
+    run.assert_code(11);
+    says_refused(&run.error_message(), &unsigned, "(unsigned)", &s.ids[1]);
+    nothing_uploaded(&s);
+    let status = s.w.run(&dir, &["status", "--json"], &[]);
+    assert_eq!(
+        status.json()["signing"]["required"],
+        true,
+        "{}",
+        status.stdout
+    );
+    assert_eq!(status.json()["signing"]["unsigned"], 1, "{}", status.stdout);
+
+    // Signed by plain git through restore's set-up (git-session as its ssh-keygen).
+    s.w.git(&dir, &["reset", "-q", "--hard", &s.ids[1]]);
+    let signed = s.commit(&dir, "signed.txt", "signed\n");
+    let out = s.shell_git(&dir, &["push", "-q", "origin", "HEAD"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s.remote(BRANCH), Some(signed));
+
+    s.w.git(
+        &dir,
+        &["commit", "-q", "--allow-empty", "--no-gpg-sign", "-m", "u"],
+    );
+    s.push(&dir, &[("SIGNING_REQUIRED", "0")]).assert_code(0);
 }
 
 /// The bounds: a commit object over 1 MiB is refused unread; more than 10,000 commits in one

@@ -117,7 +117,7 @@ pub fn push_session(
     signing: &crate::signing::SigningSetup,
 ) -> Result<PushOutcome> {
     let url = source.load()?;
-    let required = signing.required_key()?;
+    let required = crate::repo::signed::required_key(signing, &session.record)?;
     let secrets = secret_forms(Some(source), signing)?;
     // Another repository behind PUSH_URL shows up only as a confusing stale (3) or missing-objects
     // (9) error: say so whatever the outcome (on stderr and in --json's warnings, failure too).

@@ -275,6 +275,7 @@ fn setup_of(record: &SigningRecord) -> Result<SigningSetup> {
             url_file,
             url,
             public_key,
+            ..
         } => {
             let url = match (url_file, url) {
                 (Some(path), _) => UrlSource::File {
@@ -437,6 +438,7 @@ pub fn for_plain_git(setup: &SigningSetup) -> Result<(Option<GitSigning>, Option
         Some(SignatureSource::KeyFile(path)) => SigningRecord::KeyFile {
             key_file: utf8(path, "SIGNING_KEY_FILE")?,
             public_key: bare(&SigningKey::from_file(path, "SIGNING_KEY_FILE")?.public_key()),
+            required: setup.required,
         },
         Some(SignatureSource::Service { url, public }) => {
             let (url_file, url) = match url {
@@ -458,6 +460,7 @@ pub fn for_plain_git(setup: &SigningSetup) -> Result<(Option<GitSigning>, Option
                 url_file,
                 url,
                 public_key: bare(public),
+                required: setup.required,
             }
         }
     };

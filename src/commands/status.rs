@@ -66,7 +66,6 @@ fn signing_state(local: &Local) -> (json::SigningState, Vec<String>) {
             return (state, Vec::new());
         }
     };
-    state.required = setup.required;
     let key = match &setup.source {
         None => None,
         Some(SignatureSource::KeyFile(path)) => {
@@ -86,14 +85,22 @@ fn signing_state(local: &Local) -> (json::SigningState, Vec<String>) {
             Some((**public).clone())
         }
     };
-    let mut warnings = Vec::new();
-    let Some(key) = key else {
-        return (state, warnings);
+    if let Some(key) = key {
+        let d = key.describe();
+        state.key_type = Some(d.key_type);
+        state.fingerprint = Some(d.fingerprint);
+    }
+    // Required by the environment, or by what restore recorded, as a push decides.
+    let key = match crate::repo::signed::required_key(&setup, &local.session.record) {
+        Ok(key) => key,
+        Err(e) => {
+            state.problem.get_or_insert(e.to_string());
+            None
+        }
     };
-    let d = key.describe();
-    state.key_type = Some(d.key_type);
-    state.fingerprint = Some(d.fingerprint);
-    if let (true, Some(tip)) = (setup.required, local.branch_tip) {
+    state.required = key.is_some() || setup.required;
+    let mut warnings = Vec::new();
+    if let (Some(key), Some(tip)) = (key, local.branch_tip) {
         match crate::repo::signed::check(&local.repo, local.base, tip, &key) {
             Ok(checked) => {
                 state.unsigned = Some(checked.refused.len());

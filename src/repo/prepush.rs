@@ -437,12 +437,13 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
             Hint::Push
         )));
     }
-    // `SIGNING_REQUIRED=1`: the key every commit git uploads must be signed by.
-    let required = crate::signing::for_push()?.required_key()?;
+    let signing = crate::signing::for_push()?;
     let _lock = WriteLock::acquire(&git_dir)?;
     // The record as of now: a save that held the lock may have moved the lease.
     let session = Session::open(git_dir.parent().unwrap_or(&git_dir), None)?;
     let record = &session.record;
+    // `SIGNING_REQUIRED=1`: the key every commit git uploads must be signed by.
+    let required = crate::repo::signed::required_key(&signing, record)?;
     let repo = crate::repo::open(&git_dir)?;
     let ledger = Ledger::new(&git_dir);
     let kept = "git pushed nothing, and your local commits are kept";

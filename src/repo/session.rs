@@ -89,6 +89,9 @@ pub enum SigningRecord {
         key_file: String,
         /// Its public half, `type base64` (what `user.signingkey` names).
         public_key: String,
+        /// `SIGNING_REQUIRED=1` at restore: pushes refuse commits not signed by the key.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        required: bool,
     },
     /// A signing service, its answers checked against `SIGNING_PUBLIC_KEY`.
     Service {
@@ -100,6 +103,9 @@ pub enum SigningRecord {
         url: Option<String>,
         /// `SIGNING_PUBLIC_KEY`, `type base64`.
         public_key: String,
+        /// `SIGNING_REQUIRED=1` at restore: pushes refuse commits not signed by the key.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        required: bool,
     },
 }
 
@@ -109,6 +115,16 @@ impl SigningRecord {
         match self {
             SigningRecord::KeyFile { public_key, .. }
             | SigningRecord::Service { public_key, .. } => public_key,
+        }
+    }
+
+    /// Whether restore found `SIGNING_REQUIRED=1`: what a push goes by where its environment
+    /// does not set `SIGNING_REQUIRED` (git's, in an agent's shell).
+    pub fn required(&self) -> bool {
+        match self {
+            SigningRecord::KeyFile { required, .. } | SigningRecord::Service { required, .. } => {
+                *required
+            }
         }
     }
 }

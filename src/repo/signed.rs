@@ -8,9 +8,12 @@
 //! (its size read from its header before it is read); beyond either, the push is refused, as a
 //! commit that is not checked is not let through.
 
+use std::path::Path;
+
 use crate::error::{Error, Result, SigningCause};
 use crate::hint::Hint;
-use crate::signing::{PublicKey, header_name, split_commit};
+use crate::repo::session::{SessionRecord, SigningRecord};
+use crate::signing::{PublicKey, SigningKey, SigningSetup, header_name, split_commit};
 use crate::types::FullSha;
 
 /// The most commits one push has checked: beyond it the push is refused (push them in parts).
@@ -22,6 +25,41 @@ pub const MAX_COMMIT_BYTES: u64 = 1 << 20;
 
 /// How many refused commits a message names; the rest are counted.
 const SHOWN: usize = 5;
+
+/// The key every commit a push uploads must be signed by, `None` when signatures are not
+/// required: `SIGNING_REQUIRED` of the environment (`env`, read by
+/// [`for_push`](crate::signing::for_push)) when it is set; else what restore recorded (git's
+/// environment in an agent's shell may lack `SIGNING_*`), the key being the environment's
+/// source when it names one, else the recorded one: the key file's public half (the file read
+/// now), or the service's public key.
+///
+/// # Errors
+/// [`Error::Signing`] (11) for a key that cannot be read.
+pub fn required_key(env: &SigningSetup, record: &SessionRecord) -> Result<Option<PublicKey>> {
+    if crate::signing::required_in_environment() {
+        return env.required_key();
+    }
+    match &record.signing {
+        Some(recorded) if recorded.required() => {
+            if env.source.is_some() {
+                let setup = SigningSetup {
+                    source: env.source.clone(),
+                    required: true,
+                };
+                return setup.required_key();
+            }
+            Ok(Some(match recorded {
+                SigningRecord::KeyFile { key_file, .. } => {
+                    SigningKey::from_file(Path::new(key_file), "SIGNING_KEY_FILE")?.public_key()
+                }
+                SigningRecord::Service { public_key, .. } => {
+                    PublicKey::parse(public_key, "SIGNING_PUBLIC_KEY")?
+                }
+            }))
+        }
+        _ => Ok(None),
+    }
+}
 
 /// Why a commit is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,7 +22,7 @@ pub use commit::split_commit;
 pub use format::{KeyDescription, NAMESPACE};
 pub use key::{MAX_KEY_FILE, SigningKey};
 pub use public::PublicKey;
-pub use setup::{SignatureSource, SigningSetup, for_push, signing};
+pub use setup::{SignatureSource, SigningSetup, for_push, required_in_environment, signing};
 
 use crate::error::Result;
 

@@ -90,6 +90,12 @@ pub fn for_push() -> Result<SigningSetup> {
     }
 }
 
+/// Whether the environment sets `SIGNING_REQUIRED` (to anything): it then decides, over what
+/// restore recorded.
+pub fn required_in_environment() -> bool {
+    env_nonempty("SIGNING_REQUIRED").is_some()
+}
+
 /// `SIGNING_KEY_FILE`, made absolute.
 fn key_file() -> Result<Option<PathBuf>> {
     let Some(path) = env_nonempty("SIGNING_KEY_FILE").map(PathBuf::from) else {
