@@ -517,7 +517,7 @@ fn json_fields(local: &Local, found: &Classified, signing: json::SigningState) -
             .unwrap_or(0),
         sparse: crate::repo::layout::sparse_dirs(&local.session.git_dir),
         object_format: crate::types::format_name(record.object_format),
-        signing,
+        signing: Box::new(signing),
     }
 }
 

@@ -161,7 +161,7 @@ pub struct Status {
     #[schemars(extend("enum" = ["sha1", "sha256"]))]
     pub object_format: &'static str,
     /// How commits are signed (`SIGNING_*`) and whether signatures are required.
-    pub signing: SigningState,
+    pub signing: Box<SigningState>,
 }
 
 /// `status`'s signing state: what signs commits, with which key, and what a push with

@@ -150,7 +150,8 @@ fn private_ranges(blob: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
             let _public = f.string()?;
             let pair = f.string()?;
             // The seed; the public key follows it.
-            vec![pair.start..pair.start + (pair.len() / 2)]
+            let seed = pair.start..pair.start + (pair.len() / 2);
+            vec![seed]
         }
         t if t.starts_with(b"ecdsa-sha2-") => {
             let _curve = f.string()?;
@@ -167,6 +168,7 @@ fn private_ranges(blob: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 
