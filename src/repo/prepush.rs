@@ -11,8 +11,10 @@
 //! nothing when it fails. For every push to the session branch's name, whatever the URL (the same
 //! server has many spellings), the hook asks [`crate::repo::lease::classify`] about the remote id,
 //! refuses a stale push (exit 3's words), a deletion, or anything but a fast-forward from the lease
-//! (a force push), and — for a push to the session's own repository (`origin`, or a URL naming the
-//! recorded read or push URL's scheme, host, port and path; a host by any name that resolves to
+//! (a force push), with `SIGNING_REQUIRED=1` every commit it would upload that is not signed by
+//! the expected key ([`crate::repo::signed`]), and — for a push to the session's own repository
+//! (`origin`, or a URL naming the recorded read or push URL's scheme, host, port and path; a host
+//! by any name that resolves to
 //! the same address) — records the new commit in the ledger before git uploads. A push elsewhere
 //! (a mirror still at the lease) is checked but never recorded: it would make another sandbox's
 //! commit this tree's own. The race between
