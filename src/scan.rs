@@ -13,6 +13,9 @@ use gix::bstr::ByteSlice;
 /// Looks for any of a set of byte strings in a stream of chunks.
 pub struct Scanner<'a> {
     secrets: Vec<&'a [u8]>,
+    /// All of `secrets` at once, one pass over the text whatever their number (the signing key
+    /// adds dozens of forms); `None` when it could not be built, and each is looked for alone.
+    all: Option<aho_corasick::AhoCorasick>,
     /// The tail of the data seen so far (enough for a secret written fully percent-encoded).
     carry: Vec<u8>,
     /// A window buffer: `carry` followed by the current chunk.
@@ -32,8 +35,10 @@ impl<'a> Scanner<'a> {
             .filter(|s| !s.is_empty())
             .collect();
         let longest = secrets.iter().map(|s| s.len()).max().unwrap_or(0);
+        let all = aho_corasick::AhoCorasick::new(&secrets).ok();
         Scanner {
             secrets,
+            all,
             carry: Vec::new(),
             window: Vec::new(),
             decoded: Vec::new(),
@@ -63,13 +68,13 @@ impl<'a> Scanner<'a> {
             self.window.extend_from_slice(chunk);
             &self.window
         };
-        if self.secrets.iter().any(|s| hay.find(s).is_some()) {
+        if self.holds_one(hay) {
             self.found = true;
             return;
         }
         if hay.contains(&b'%') {
             percent_decode(hay, &mut self.decoded);
-            if self.secrets.iter().any(|s| self.decoded.find(s).is_some()) {
+            if self.holds_one(&self.decoded) {
                 self.found = true;
                 return;
             }
@@ -78,13 +83,21 @@ impl<'a> Scanner<'a> {
             self.decoded.clear();
             self.decoded
                 .extend(hay.iter().filter(|b| !b.is_ascii_whitespace()));
-            if self.secrets.iter().any(|s| self.decoded.find(s).is_some()) {
+            if self.holds_one(&self.decoded) {
                 self.found = true;
                 return;
             }
         }
         let tail = hay[hay.len().saturating_sub(keep)..].to_vec();
         self.carry = tail;
+    }
+
+    /// Whether `text` holds one of the secrets.
+    fn holds_one(&self, text: &[u8]) -> bool {
+        match &self.all {
+            Some(all) => all.is_match(text),
+            None => self.secrets.iter().any(|s| text.find(s).is_some()),
+        }
     }
 
     /// Whether a secret was found in what was fed since the last reset.
