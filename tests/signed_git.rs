@@ -25,6 +25,7 @@ fn path_without_ssh_keygen(w: &World) -> String {
             .expect("git on PATH");
         std::os::unix::fs::symlink(git, bin.join("git")).unwrap();
     }
+    assert_eq!(crate::support::names_in(&bin), ["git"]);
     bin.display().to_string()
 }
 
