@@ -129,6 +129,27 @@ def sha256_seeds():
         tree([(b"100644", b"lib.rs", blob), (b"160000", b"module", blob)])))
 
 
+def signing_seeds():
+    """Key files of each type ssh-keygen makes (and one with a passphrase), a public key given as
+    the private one and as itself, and a signature of the target's payload by another key."""
+    payload = b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nfuzz\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, extra in [("ed25519", []), ("ecdsa", []), ("rsa", ["-b", "1024"]),
+                            ("ed25519-encrypted", ["-N", "pass"])]:
+            key = os.path.join(tmp, kind)
+            subprocess.run(["ssh-keygen", "-q", "-t", kind.split("-")[0], "-N", "", *extra, "-C", "seed",
+                            "-f", key], check=True)
+            put("signing", "key-" + kind, b"\0" + open(key, "rb").read())
+        public = open(os.path.join(tmp, "ed25519.pub"), "rb").read()
+        put("signing", "key-is-public", b"\0" + public)
+        put("signing", "public-key", b"\1" + public)
+        with open(os.path.join(tmp, "payload"), "wb") as f:
+            f.write(payload)
+        subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-n", "git", "-f", os.path.join(tmp, "ed25519"),
+                        os.path.join(tmp, "payload")], check=True, capture_output=True)
+        put("signing", "signature-by-another-key", b"\2" + open(os.path.join(tmp, "payload.sig"), "rb").read())
+
+
 def delta_of(base, target):
     def size(n):
         out = b""
@@ -256,6 +277,7 @@ def main():
     put("terminal", "escapes", b"ERR \x1b[2J\x1b]0;title\x07 bell\r overwritten\n")
     sha256_seeds()
     put("terminal", "c1-bidi-invalid", b"c1 \xc2\x9b31m bidi \xe2\x80\xae and \xff not utf-8\ttab\x7f")
+    signing_seeds()
 
 
 if __name__ == "__main__":

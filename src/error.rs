@@ -331,6 +331,9 @@ pub enum SigningCause {
     /// git asked git-session to sign with another key than the one signing is set up with
     /// (`user.signingKey` not the key of `SIGNING_KEY_FILE` or `SIGNING_PUBLIC_KEY`).
     OtherKeyAsked,
+    /// `SIGNING_REQUIRED=1` and commits to upload that are unsigned, signed by another key, or
+    /// whose signature does not verify (or too many, or too big, to check): nothing is uploaded.
+    UnsignedCommits,
 }
 
 /// A signing failure (exit 11).
@@ -376,7 +379,8 @@ impl fmt::Display for Signing {
             SigningCause::KeyUnsupported => write!(
                 f,
                 "{source} holds {detail}, which git-session does not sign with: give it an \
-                 Ed25519, ECDSA P-256 or RSA private key in OpenSSH format"
+                 Ed25519, ECDSA P-256 or RSA (2048 bits or more) private key in OpenSSH \
+                 format"
             ),
             SigningCause::KeyIsPublic => write!(
                 f,
@@ -426,6 +430,7 @@ impl fmt::Display for Signing {
                 "{source} is another key than the one git asks to sign with: {detail}; a restore \
                  with SIGNING_* set writes user.signingKey afresh"
             ),
+            SigningCause::UnsignedCommits => write!(f, "{source}=1: {detail}"),
         }
     }
 }

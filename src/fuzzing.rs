@@ -33,6 +33,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("credential", credential),
     ("prepush", prepush),
     ("terminal", terminal),
+    ("signing", signing),
 ];
 
 /// The URL the wire parsers' messages name.
@@ -1057,4 +1058,57 @@ pub fn terminal(data: &[u8]) {
             .chars()
             .any(|c| c.is_control() && !matches!(c, '\n' | '\t'))
     );
+}
+
+/// The signing module on arbitrary bytes; the first byte picks the part: 0, a key file's content
+/// (refused for a typed cause, or a key whose own signature verifies); 1, a public key's text;
+/// 2, an armored signature checked against a fixed key over a fixed payload, which verifies only
+/// when it is that key's signature of those bytes.
+pub fn signing(data: &[u8]) {
+    use crate::signing::{PublicKey, SigningKey};
+    const PAYLOAD: &[u8] = b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nfuzz\n";
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let dir = scratch();
+    let file = dir.path().join("key");
+    match which % 3 {
+        0 => {
+            std::fs::write(&file, rest).expect("writing the key file");
+            match SigningKey::from_file(&file, "SIGNING_KEY_FILE") {
+                // A signature made is one that verifies; a key that cannot make one is refused.
+                Ok(key) => match key.sign(PAYLOAD) {
+                    Ok(signature) => key
+                        .public_key()
+                        .verify(PAYLOAD, signature.as_bytes())
+                        .expect("its own signature verifies"),
+                    Err(e) => assert!(matches!(e, Error::Signing(_)), "{e}"),
+                },
+                Err(e) => assert!(matches!(e, Error::Signing(_)), "{e}"),
+            }
+        }
+        1 => {
+            if let Err(e) = PublicKey::parse(&String::from_utf8_lossy(rest), "SIGNING_PUBLIC_KEY") {
+                assert!(matches!(e, Error::Signing(_)), "{e}");
+            }
+        }
+        _ => {
+            let seed = ssh_key::private::Ed25519Keypair::from_seed(&[7; 32]);
+            let text = ssh_key::PrivateKey::from(seed)
+                .to_openssh(ssh_key::LineEnding::LF)
+                .expect("encoding the fixed key");
+            std::fs::write(&file, text.as_bytes()).expect("writing the key file");
+            let key = SigningKey::from_file(&file, "SIGNING_KEY_FILE").expect("the fixed key");
+            let ours = key.sign(PAYLOAD).expect("signing");
+            if key.public_key().verify(PAYLOAD, rest).is_ok() {
+                let theirs = ssh_key::SshSig::from_pem(rest).expect("a signature that verified");
+                let mine = ssh_key::SshSig::from_pem(&ours).expect("our signature");
+                assert_eq!(
+                    theirs.signature_bytes(),
+                    mine.signature_bytes(),
+                    "another signature verified"
+                );
+            }
+        }
+    }
 }

@@ -43,7 +43,7 @@ pub fn known() -> Vec<String> {
 /// Learn the secrets of every session URL in the environment, whichever of a variable and its
 /// `_FILE` wins: both may hold a token a server could echo; and those of the proxies' URLs.
 pub fn learn_environment() {
-    for var in ["READ_URL", "PUSH_URL", "ARCHIVE_URL"] {
+    for var in ["READ_URL", "PUSH_URL", "ARCHIVE_URL", "SIGNING_URL"] {
         let file_var = format!("{var}_FILE");
         let mut texts: Vec<String> = std::env::var(var).into_iter().collect();
         // The caller's own file, which may be a pipe (`READ_URL_FILE=<(…)`).

@@ -114,3 +114,8 @@ fn prepush() {
 fn terminal() {
     replay("terminal");
 }
+
+#[test]
+fn signing() {
+    replay("signing");
+}

@@ -285,6 +285,10 @@ fn a_public_key_that_is_no_key_or_of_another_type_is_refused_naming_its_variable
     let err = PublicKey::parse(&pub_line(&p384), "SIGNING_PUBLIC_KEY").unwrap_err();
     assert_eq!(signing_cause(&err), SigningCause::KeyUnsupported);
     assert!(err.to_string().contains("ecdsa-sha2-nistp384"), "{err}");
+    let small = keygen(dir, "rsa", "rsa-1024", &["-b", "1024"]);
+    let err = PublicKey::parse(&pub_line(&small), "SIGNING_PUBLIC_KEY").unwrap_err();
+    assert_eq!(signing_cause(&err), SigningCause::KeyUnsupported);
+    assert!(err.to_string().contains("1024-bit RSA key"), "{err}");
 }
 
 /// A hostile `SIGNING_KEY_FILE`: its path, and the cause it must be refused for.
@@ -315,6 +319,9 @@ fn hostile_key_files(dir: &Path) -> Vec<(&'static str, PathBuf, SigningCause)> {
     made("encrypted", "ed25519", &["-N", "passphrase"], KeyEncrypted);
     made("encrypted-rsa", "rsa", &["-N", "passphrase"], KeyEncrypted);
     made("p384", "ecdsa", &["-b", "384"], KeyUnsupported);
+    // ssh-keygen makes it and signs with it; its signatures verify nowhere (the fuzzer found it
+    // signing, then refusing its own signature).
+    made("rsa-1024", "rsa", &["-b", "1024"], KeyUnsupported);
     made("pem-rsa", "rsa", &["-m", "PEM"], KeyUnsupported);
     made(
         "pem-rsa-encrypted",
@@ -461,4 +468,18 @@ fn with_gpgsig(commit: &[u8], signature: &str) -> Vec<u8> {
         &commit[end + 1..],
     ]
     .concat()
+}
+
+#[test]
+fn a_key_file_whose_public_half_was_altered_is_refused_as_damaged_not_used() {
+    // The fuzzer's find: an ECDSA key file that decodes, whose public half is not its private
+    // half's, so every signature it makes fails verification.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/signing/ecdsa-public-half-altered");
+    let err = match SigningKey::from_file(&path, KEY_FILE_VAR) {
+        Ok(key) => key.sign(PAYLOAD).unwrap_err(),
+        Err(e) => e,
+    };
+    assert_eq!(signing_cause(&err), SigningCause::KeyMalformed, "{err}");
+    assert!(err.to_string().contains("damaged key file"), "{err}");
 }

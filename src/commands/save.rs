@@ -28,7 +28,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
     } else {
         None
     };
-    let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()))?;
+    let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()), &signing)?;
     let (session, _lock) = super::push::lock_session(session, args.push.session_branch.as_deref())?;
     let check_was_off = super::check_hooks(&session);
     let attached = super::push::ensure_history(&session)?;
@@ -42,11 +42,8 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
             signer: signer.as_deref(),
         },
     )?;
+    let (signing_key, human_commit) = described(&committed);
     let mut warnings = [attached, committed.warnings].concat();
-    let human_commit = match committed.commit {
-        Some(c) => format!("committed {c}"),
-        None => "nothing to commit".to_owned(),
-    };
     let Some(source) = push_source else {
         return Ok(Success {
             result: CommandResult::Save(Pushed {
@@ -55,6 +52,8 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
                 pushed: false,
                 tip: session.record.lease,
                 previous_tip: session.record.lease,
+                signed: committed.signed,
+                signing_key,
             }),
             branch: session.record.branch.to_string(),
             warnings,
@@ -84,7 +83,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
             _ => what,
         }
     };
-    let pushed = super::push::push_session(session, &source, &kept).map_err(|e| {
+    let pushed = super::push::push_session(session, &source, &kept, &signing).map_err(|e| {
         // What the commit warned of (an index it could not rewrite, and how to repair it) is
         // shown with the push's failure too.
         for w in &warnings {
@@ -102,10 +101,28 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
     })?;
     warnings.extend(pushed.warnings.iter().cloned());
     let human = format!("{human_commit}; {}", pushed.human());
+    let mut fields = pushed.fields(committed.commit);
+    fields.signed = committed.signed;
+    fields.signing_key = signing_key;
     Ok(Success {
-        result: CommandResult::Save(pushed.fields(committed.commit)),
+        result: CommandResult::Save(fields),
         branch: pushed.branch.to_string(),
         warnings,
         human,
     })
+}
+
+/// The key that signed the commit made, as `--json` names it (`ED25519 SHA256:…`), and the
+/// human words for the commit.
+fn described(committed: &crate::save::Committed) -> (Option<String>, String) {
+    let key = committed
+        .signing_key
+        .as_ref()
+        .map(|k| format!("{} {}", k.key_type, k.fingerprint));
+    let words = match (committed.commit, &key) {
+        (Some(c), Some(key)) => format!("committed {c} (signed by {key})"),
+        (Some(c), None) => format!("committed {c}"),
+        (None, _) => "nothing to commit".to_owned(),
+    };
+    (key, words)
 }

@@ -2,8 +2,11 @@
 //! key, or the signing service's answer checked against `SIGNING_PUBLIC_KEY`.
 
 use crate::error::{Error, Result, SigningCause};
-use crate::signing::{KeyFileSigner, Sign};
+use crate::inputs::UrlSource;
+use crate::signing::{KeyFileSigner, PublicKey, Sign};
 use crate::signing::{SignatureSource, SigningSetup};
+use crate::wire::http::Http;
+use crate::wire::signing as service;
 
 /// The signer of `setup`, `None` when signing is not set up.
 pub fn signer(setup: &SigningSetup) -> Option<Box<dyn Sign>> {
@@ -19,22 +22,43 @@ pub fn signer(setup: &SigningSetup) -> Option<Box<dyn Sign>> {
     }
 }
 
-/// Signs through the signing service; every answer is checked against the public key.
+/// Signs through the signing service (CONTRACT "Signing service"): one request per signature,
+/// its answer used only once it verifies against the public key.
 struct ServiceSigner {
-    #[allow(dead_code)]
-    url: crate::inputs::UrlSource,
-    #[allow(dead_code)]
-    public: crate::signing::PublicKey,
+    url: UrlSource,
+    public: PublicKey,
+}
+
+impl ServiceSigner {
+    /// The variable that gave the URL, as failures name it.
+    fn variable(&self) -> &'static str {
+        match &self.url {
+            UrlSource::File { var, .. } => var,
+            UrlSource::Fixed(_) => "SIGNING_URL",
+        }
+    }
 }
 
 impl Sign for ServiceSigner {
-    fn sign(&self, _payload: &[u8]) -> Result<String> {
-        // The HTTP exchange is the next increment; until then a service set up refuses to sign.
-        Err(Error::signing(
-            SigningCause::ServiceFailed,
-            "SIGNING_URL",
-            None,
-            "is not supported by this build yet",
-        ))
+    fn sign(&self, payload: &[u8]) -> Result<String> {
+        let variable = self.variable();
+        let http = Http::new()?;
+        let key = self.public.key_line();
+        let ask = service::Ask {
+            payload,
+            namespace: crate::signing::NAMESPACE,
+            public_key: &key,
+        };
+        let answer = service::sign(&http, &self.url, &ask).map_err(|e| {
+            Error::signing(SigningCause::ServiceFailed, variable, None, e.to_string())
+        })?;
+        // A service that signs other bytes, with another key or not at all is caught here,
+        // before the commit exists.
+        self.public.verified(payload, &answer).map_err(|e| {
+            e.with_note(&format!(
+                "The signature is the signing service's answer ({variable}), which must verify \
+                 against SIGNING_PUBLIC_KEY; nothing was committed"
+            ))
+        })
     }
 }

@@ -72,7 +72,8 @@ pub(super) fn identities(
 
 /// Write the commit of `tree` on top of `head`, signed by `signer` when there is one: the
 /// signature is made over the commit as it would be without it (what git hands `ssh-keygen`) and
-/// goes in the header git reads it from, so a signing failure leaves no commit at all.
+/// goes in the header git reads it from, so a signing failure leaves no commit at all. Returns
+/// the commit and the key that signed it.
 pub(super) fn write_commit(
     repo: &gix::Repository,
     tree: gix::ObjectId,
@@ -80,7 +81,7 @@ pub(super) fn write_commit(
     (author, committer): (gix::actor::Signature, gix::actor::Signature),
     message: &str,
     signer: Option<&dyn crate::signing::Sign>,
-) -> Result<gix::ObjectId> {
+) -> Result<(gix::ObjectId, Option<crate::signing::KeyDescription>)> {
     use gix::objs::WriteTo as _;
     let mut commit = gix::objs::Commit {
         tree,
@@ -91,19 +92,22 @@ pub(super) fn write_commit(
         message: message.into(),
         extra_headers: Vec::new(),
     };
+    let mut signed_by = None;
     if let Some(signer) = signer {
         let mut payload = Vec::new();
         commit
             .write_to(&mut payload)
             .map_err(|e| fail("encoding the commit to sign", e))?;
         let signature = signer.sign(&payload)?;
+        signed_by = crate::signing::signed_by(&signature);
         let header = crate::signing::header_name(repo.object_hash());
         commit.extra_headers.push((header.into(), signature.into()));
     }
-    Ok(repo
+    let id = repo
         .write_object(&commit)
         .map_err(|e| fail("writing the commit", e))?
-        .detach())
+        .detach();
+    Ok((id, signed_by))
 }
 
 /// The tree of the new commit, `None` when the edits leave `HEAD^{tree}` as it is.

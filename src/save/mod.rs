@@ -44,6 +44,8 @@ pub struct Committed {
     pub warnings: Vec<String>,
     /// Whether the new commit is signed.
     pub signed: bool,
+    /// The key that signed it, when it is signed.
+    pub signing_key: Option<crate::signing::KeyDescription>,
 }
 
 /// Stage every change in `workdir` (additions, edits, deletions, exec-bit changes, symlinks;
@@ -122,11 +124,13 @@ fn stage_and_commit_in(
             commit: None,
             warnings,
             signed: false,
+            signing_key: None,
         });
     };
 
     let identities = (author, committer.clone());
-    let commit_id = write_commit(&repo, tree, head, identities, &message, opts.signer)?;
+    let (commit_id, signing_key) =
+        write_commit(&repo, tree, head, identities, &message, opts.signer)?;
     // Listed before the branch moves: a push of this commit uploads them first.
     crate::repo::lfs::add_pending(&git_dir, &staged.lfs)?;
     index_lock.ref_update_begins(&branch.full_ref(), commit_id)?;
@@ -143,5 +147,6 @@ fn stage_and_commit_in(
         commit: Some(FullSha::from_id(commit_id)),
         warnings,
         signed: opts.signer.is_some(),
+        signing_key,
     })
 }

@@ -72,13 +72,22 @@ fn mpint_bits(n: &ssh_key::Mpint) -> u32 {
     }
 }
 
+/// The smallest RSA modulus `ssh-key` verifies signatures of (and GitHub accepts).
+pub const MIN_RSA_BITS: u32 = 2048;
+
 /// Whether git-session signs with (and checks signatures of) keys like `key`: Ed25519, ECDSA
-/// P-256, RSA.
-pub(super) fn supported(key: &ssh_key::public::KeyData) -> bool {
+/// P-256, RSA of at least [`MIN_RSA_BITS`]; else what the key is, for the refusal.
+pub(super) fn supported(key: &ssh_key::public::KeyData) -> Result<(), String> {
     use ssh_key::public::KeyData;
     match key {
-        KeyData::Ed25519(_) | KeyData::Rsa(_) => true,
-        KeyData::Ecdsa(k) => k.curve() == ssh_key::EcdsaCurve::NistP256,
-        _ => false,
+        KeyData::Ed25519(_) => Ok(()),
+        KeyData::Ecdsa(k) if k.curve() == ssh_key::EcdsaCurve::NistP256 => Ok(()),
+        // A smaller one signs, but its signatures verify nowhere (`ssh-key`, GitHub).
+        KeyData::Rsa(k) if mpint_bits(&k.n) < MIN_RSA_BITS => Err(format!(
+            "a {}-bit RSA key (RSA keys need at least {MIN_RSA_BITS} bits)",
+            mpint_bits(&k.n)
+        )),
+        KeyData::Rsa(_) => Ok(()),
+        other => Err(format!("a key of type {}", other.algorithm())),
     }
 }

@@ -10,12 +10,15 @@
 //! [`SigningCause`](crate::error::SigningCause) and the variable; the key's bytes are zeroed
 //! after use and never reach a message or a `Debug`.
 
+mod commit;
 mod format;
 mod key;
 mod public;
 mod rsa_sign;
+mod secrets;
 mod setup;
 
+pub use commit::split_commit;
 pub use format::{KeyDescription, NAMESPACE};
 pub use key::{MAX_KEY_FILE, SigningKey};
 pub use public::PublicKey;
@@ -47,6 +50,14 @@ impl Sign for KeyFileSigner {
     fn sign(&self, payload: &[u8]) -> Result<String> {
         SigningKey::from_file(&self.path, self.variable)?.sign(payload)
     }
+}
+
+/// The key that made the armored signature `armored`, as `ssh-keygen -l` describes it; `None`
+/// when it is not an SSH signature.
+pub fn signed_by(armored: &str) -> Option<KeyDescription> {
+    let signature = ssh_key::SshSig::from_pem(armored).ok()?;
+    let key = ssh_key::PublicKey::from(signature.public_key().clone());
+    Some(KeyDescription::of(&key))
 }
 
 /// The header a signature goes in: `gpgsig` in a SHA-1 repository, `gpgsig-sha256` in a

@@ -27,12 +27,8 @@ impl PublicKey {
         let fail = |cause, detail: String| Error::signing(cause, variable, None, detail);
         let key = ssh_key::PublicKey::from_openssh(text.trim())
             .map_err(|e| fail(SigningCause::PublicKeyMalformed, e.to_string()))?;
-        if !format::supported(key.key_data()) {
-            return Err(fail(
-                SigningCause::KeyUnsupported,
-                format!("a key of type {}", key.algorithm()),
-            ));
-        }
+        format::supported(key.key_data())
+            .map_err(|detail| fail(SigningCause::KeyUnsupported, detail))?;
         Ok(PublicKey::new(key, variable))
     }
 
@@ -47,12 +43,8 @@ impl PublicKey {
         let signature = ssh_key::SshSig::from_pem(armored)
             .map_err(|e| fail(SigningCause::SignatureMalformed, e.to_string()))?;
         let key = ssh_key::PublicKey::from(signature.public_key().clone());
-        if !format::supported(key.key_data()) {
-            return Err(fail(
-                SigningCause::KeyUnsupported,
-                format!("a key of type {}", key.algorithm()),
-            ));
-        }
+        format::supported(key.key_data())
+            .map_err(|detail| fail(SigningCause::KeyUnsupported, detail))?;
         Ok(PublicKey::new(key, variable))
     }
 
@@ -101,6 +93,34 @@ impl PublicKey {
             })
     }
 
+    /// `armored` as [`PublicKey::verify`] checks it, re-armored as a key file's signature is (LF
+    /// line ends): what goes in a commit, whatever line ends or wrapping it came with.
+    ///
+    /// # Errors
+    /// As [`PublicKey::verify`].
+    pub fn verified(&self, payload: &[u8], armored: &[u8]) -> Result<String> {
+        self.verify(payload, armored)?;
+        ssh_key::SshSig::from_pem(armored)
+            .and_then(|s| s.to_pem(ssh_key::LineEnding::LF))
+            .map_err(|e| {
+                Error::signing(
+                    SigningCause::SignatureMalformed,
+                    self.variable,
+                    None,
+                    e.to_string(),
+                )
+            })
+    }
+
+    /// The key's type and base64, without its comment (`ssh-ed25519 AAAA…`): the key itself.
+    pub fn key_line(&self) -> String {
+        let line = self.to_openssh();
+        line.split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The key in OpenSSH's one-line form, with its comment (what `user.signingkey` and an
     /// allowed-signers file hold).
     pub fn to_openssh(&self) -> String {
@@ -111,6 +131,12 @@ impl PublicKey {
     /// The key's type, size, fingerprint and comment, as `ssh-keygen -l` prints them.
     pub fn describe(&self) -> KeyDescription {
         KeyDescription::of(&self.key)
+    }
+
+    /// The variable that gave the key (`SIGNING_PUBLIC_KEY`, or `SIGNING_KEY_FILE` for a key
+    /// file's public half).
+    pub fn variable(&self) -> &'static str {
+        self.variable
     }
 }
 

@@ -14,6 +14,7 @@ pub mod lfs;
 pub mod peer;
 pub mod real_repo;
 pub mod server;
+pub mod signing_service;
 pub mod slow_proxy;
 pub mod squid;
 pub mod wire;
