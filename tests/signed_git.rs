@@ -600,3 +600,49 @@ fn verification_through_git_session_needs_ssh_keygen_for_allowed_signers() {
 }
 
 crate::sha256_too!(plain_git_commit_amend_rebase_and_merge_sign_with_no_ssh_keygen);
+
+/// Through the reference signing service: restore with `SIGNING_URL_FILE` (the URL with its
+/// token in the file) and `SIGNING_PUBLIC_KEY`; plain `git commit` with neither in its
+/// environment signs through the service, the file re-read; a service answering garbage fails
+/// the commit with git-session's words, no commit made.
+#[test]
+fn plain_git_signs_through_a_signing_service() {
+    use crate::support::signing_service::SigningService;
+    let s = Setup::new();
+    let w = &s.w;
+    let key = keygen(&w.path("keys"), "ed25519", "service");
+    let public = public_line(&key);
+    let service = SigningService::start(&w.path("service"), &key, "sign", &[]);
+    let url_file = w.path("signing-url");
+    std::fs::write(&url_file, service.url()).unwrap();
+    let dir = w.path("sandbox");
+    let vars = [
+        ("SIGNING_URL_FILE", url_file.to_str().unwrap()),
+        ("SIGNING_PUBLIC_KEY", public.as_str()),
+    ];
+    w.restore_with(&dir, &s.url(), BRANCH, s.ids.last().unwrap(), &[], &vars)
+        .assert_code(0);
+    assert!(service.requests().is_empty(), "restore asks nothing");
+    let id = commit(&s, &dir, "README.md", &[]);
+    assert_signed(&s, &dir, &key, &id);
+    assert_eq!(service.requests(), ["POST /sign 200"]);
+    crate::support::assert_no_secret_in_files(&dir.join(".git"));
+
+    let garbage = SigningService::start(&w.path("garbage"), &key, "garbage", &[]);
+    std::fs::write(&url_file, garbage.url()).unwrap();
+    let head = w.git(&dir, &["rev-parse", "HEAD"]);
+    std::fs::write(dir.join("README.md"), "more work\n").unwrap();
+    let out = git_bare_path(w, &dir, &["commit", "-qam", "x"], &[]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for said in [
+        "git-session could not sign",
+        "is not an SSH signature",
+        "SIGNING_URL_FILE",
+    ] {
+        assert!(stderr.contains(said), "no {said:?} in {stderr}");
+    }
+    crate::support::assert_no_secret("git's stderr", stderr.as_bytes());
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
+    assert_eq!(garbage.requests(), ["POST /sign 200"]);
+}

@@ -436,7 +436,9 @@ pub fn for_plain_git(setup: &SigningSetup) -> Result<(Option<GitSigning>, Option
         None => return Ok((None, None)),
         Some(SignatureSource::KeyFile(path)) => SigningRecord::KeyFile {
             key_file: utf8(path, "SIGNING_KEY_FILE")?,
-            public_key: bare(&SigningKey::from_file(path, "SIGNING_KEY_FILE")?.public_key()),
+            public_key: SigningKey::from_file(path, "SIGNING_KEY_FILE")?
+                .public_key()
+                .key_line(),
         },
         Some(SignatureSource::Service { url, public }) => {
             let (url_file, url) = match url {
@@ -457,22 +459,11 @@ pub fn for_plain_git(setup: &SigningSetup) -> Result<(Option<GitSigning>, Option
             SigningRecord::Service {
                 url_file,
                 url,
-                public_key: bare(public),
+                public_key: public.key_line(),
             }
         }
     };
     Ok((Some(GitSigning::new(record)?), warning))
-}
-
-/// `key`'s one-line form without its comment (`ssh-ed25519 AAAA…`): the comment is the key
-/// owner's text, kept out of `.git/config`.
-fn bare(key: &PublicKey) -> String {
-    let line = key.to_openssh();
-    let mut fields = line.split_ascii_whitespace();
-    match (fields.next(), fields.next()) {
-        (Some(kind), Some(data)) => format!("{kind} {data}"),
-        _ => line,
-    }
 }
 
 #[cfg(test)]
