@@ -302,14 +302,13 @@ fn a_key_that_cannot_sign_fails_git_commit_and_commits_nothing() {
         assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), head, "{case}");
     }
     // git-session's own exit, and no signature file beside the payload.
-    let payload = s.w.path("payload");
+    let tmp = s.w.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let payload = tmp.join("payload");
     std::fs::write(&payload, "tree x\n").unwrap();
-    let pubfile = s.w.path("asked.pub");
-    std::fs::write(
-        &pubfile,
-        signing_key_value(&key).trim_start_matches("key::"),
-    )
-    .unwrap();
+    let pubfile = tmp.join("asked.pub");
+    let asked = signing_key_value(&key);
+    std::fs::write(&pubfile, asked.trim_start_matches("key::")).unwrap();
     let args = [
         "-Y",
         "sign",
@@ -320,13 +319,25 @@ fn a_key_that_cannot_sign_fails_git_commit_and_commits_nothing() {
         "-U",
         payload.to_str().unwrap(),
     ];
-    let git_dir = dir.join(".git");
-    let run =
-        s.w.run(&dir, &args, &[("GIT_DIR", git_dir.to_str().unwrap())]);
+    let run = s.w.run(&dir, &args, &[]);
     run.assert_says(11, &["could not sign", "holds a public key"]);
-    assert!(!s.w.path("payload.sig").exists());
-    // The key back: the same commit signs.
+    assert_eq!(crate::support::names_in(&tmp), ["asked.pub", "payload"]);
+    // The key back: git-session as ssh-keygen writes `<payload>.sig` (0644, as ssh-keygen
+    // does), which ssh-keygen accepts, and nothing else; then the same commit signs.
     std::fs::write(&key, &private).unwrap();
+    s.w.run(&dir, &args, &[]).assert_code(0);
+    assert_eq!(
+        crate::support::names_in(&tmp),
+        ["asked.pub", "payload", "payload.sig"]
+    );
+    assert_eq!(crate::support::mode_of(&tmp.join("payload.sig")), 0o644);
+    let check = std::process::Command::new("ssh-keygen")
+        .args(["-Y", "check-novalidate", "-n", "git", "-s"])
+        .arg(tmp.join("payload.sig"))
+        .stdin(std::fs::File::open(&payload).unwrap())
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{check:?}");
     git_ok(&s.w, &dir, &["commit", "-qm", "signed now"], &[]);
     let id = s.w.git(&dir, &["rev-parse", "HEAD"]);
     assert_signed(&s, &dir, &key, &id);

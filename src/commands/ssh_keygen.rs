@@ -338,8 +338,12 @@ fn read_capped(from: impl std::io::Read, cap: u64, what: &str) -> Result<Vec<u8>
         return Err(Error::Usage(
             Refusal::Invalid,
             format!(
-                "{what} is over {} MiB, more than git-session signs or checks",
-                cap >> 20
+                "{what} is over {}, more than git-session signs or checks",
+                if cap >= 1 << 20 {
+                    format!("{} MiB", cap >> 20)
+                } else {
+                    format!("{cap} bytes")
+                }
             ),
         ));
     }
@@ -504,6 +508,18 @@ mod tests {
         assert!(Call::parse(&args(&["-Y", "sign", "-n"])).is_err());
         assert!(is_call(&args(&["-Y", "sign"])));
         assert!(!is_call(&args(&["restore", "-Y"])));
+    }
+
+    #[test]
+    fn a_payload_over_the_cap_is_refused() {
+        let cap = 64;
+        let read = |len: u64| read_capped(std::io::repeat(b'x').take(len), cap, "the data");
+        assert_eq!(read(cap).unwrap().len(), 64);
+        let err = read(cap + 1).unwrap_err();
+        assert!(
+            err.to_string().contains("the data is over 64 bytes"),
+            "{err}"
+        );
     }
 
     #[test]
