@@ -25,11 +25,11 @@ use crate::repo::layout::GitSigning;
 use crate::repo::session::{SessionRecord, SigningRecord};
 use crate::signing::{NAMESPACE, PublicKey, SignatureSource, SigningKey, SigningSetup};
 
-/// The most git-session signs at once. git signs a commit's (or tag's) headers and message: a
-/// few KiB, an octopus merge's parents or a long message some more. The payload is read whole
-/// (hashed, or sent to a signing service), so it is bounded; 16 MiB is far above any commit a
-/// person or an agent writes.
-pub const MAX_PAYLOAD: u64 = 16 << 20;
+/// The most git-session signs at once: the largest commit it accepts, the one `SIGNING_REQUIRED`'s
+/// check reads ([`crate::repo::signed::MAX_COMMIT_BYTES`], 1 MiB). git signs a commit's (or a
+/// tag's) headers and message, a few KiB; a larger one could not be pushed where signatures are
+/// required. The payload is read whole (hashed, or sent to a signing service), so it is bounded.
+pub const MAX_PAYLOAD: u64 = crate::repo::signed::MAX_COMMIT_BYTES;
 
 /// The variables that name where signatures come from: one of them set in git's environment
 /// wins over the session record.
