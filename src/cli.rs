@@ -62,7 +62,7 @@ pub enum Command {
     /// Save (commit and push) every interval while there is work, until SIGTERM or SIGINT
     #[command(after_long_help = network_help())]
     Watch(WatchArgs),
-    /// Show the session: branch, lease, HEAD, commits ahead, changed files
+    /// Show the session: branch, lease, HEAD, commits ahead, changed files, the signing state
     #[command(after_long_help = network_help())]
     Status(StatusArgs),
     /// A git credential helper answering from the environment (configured by restore)
@@ -403,7 +403,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "SIGNING_REQUIRED",
-        "1: no unsigned commit, or one signed by another key, is uploaded",
+        "1: save, push and plain git push refuse, before upload, any commit since the lease that is unsigned, signed by another key or not verifying (exit 11)",
     ),
     ("SESSION_DIR", "the work tree when -C is not given"),
     (
@@ -466,6 +466,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "GIT_DIR, GIT_SESSION_HOOK_REMOTE, GIT_SESSION_HOOK_URL, GIT_SESSION_HOOK_ACTIVE",
         "set by git and by the pre-push hook restore installs, for its check of plain git push",
+    ),
+    (
+        "PATH",
+        "where git-session, run by git as its ssh-keygen, finds OpenSSH's ssh-keygen to check \
+         signatures against an allowed-signers file (signing needs none)",
     ),
     (
         "RUST_LOG",

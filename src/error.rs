@@ -328,6 +328,12 @@ pub enum SigningCause {
     NothingToCheckAgainst,
     /// The signing service failed: unreachable, an HTTP error, a stall, an answer too big.
     ServiceFailed,
+    /// git asked git-session to sign with another key than the one signing is set up with
+    /// (`user.signingKey` not the key of `SIGNING_KEY_FILE` or `SIGNING_PUBLIC_KEY`).
+    OtherKeyAsked,
+    /// `SIGNING_REQUIRED=1` and commits to upload that are unsigned, signed by another key, or
+    /// whose signature does not verify (or too many, or too big, to check): nothing is uploaded.
+    UnsignedCommits,
 }
 
 /// A signing failure (exit 11).
@@ -419,6 +425,12 @@ impl fmt::Display for Signing {
                  or SIGNING_URL with SIGNING_PUBLIC_KEY"
             ),
             SigningCause::ServiceFailed => write!(f, "the signing service ({source}) {detail}"),
+            SigningCause::OtherKeyAsked => write!(
+                f,
+                "{source} is another key than the one git asks to sign with: {detail}; a restore \
+                 with SIGNING_* set writes user.signingKey afresh"
+            ),
+            SigningCause::UnsignedCommits => write!(f, "{source}=1: {detail}"),
         }
     }
 }

@@ -1076,12 +1076,14 @@ pub fn signing(data: &[u8]) {
         0 => {
             std::fs::write(&file, rest).expect("writing the key file");
             match SigningKey::from_file(&file, "SIGNING_KEY_FILE") {
-                Ok(key) => {
-                    let signature = key.sign(PAYLOAD).expect("a key that loads signs");
-                    key.public_key()
+                // A signature made is one that verifies; a key that cannot make one is refused.
+                Ok(key) => match key.sign(PAYLOAD) {
+                    Ok(signature) => key
+                        .public_key()
                         .verify(PAYLOAD, signature.as_bytes())
-                        .expect("its own signature verifies");
-                }
+                        .expect("its own signature verifies"),
+                    Err(e) => assert!(matches!(e, Error::Signing(_)), "{e}"),
+                },
                 Err(e) => assert!(matches!(e, Error::Signing(_)), "{e}"),
             }
         }

@@ -105,11 +105,15 @@ pub enum Hint {
     /// `git-session status`, run with `READ_URL` set: in a tree restored from an archive alone,
     /// it attaches history (fetches `TIP_SHA`, moves the person's plain commits onto it).
     Status,
+    /// `git rebase --rebase-merges --force-rebase --gpg-sign BASE`: every commit since `base`
+    /// made again, signed (with the signing set-up restore wrote into `.git/config`), merges
+    /// kept as merges.
+    Resign(FullSha),
 }
 
 impl Hint {
     /// The name of every variant, in declaration order: `tests/hints.rs` has a run for each.
-    pub const ALL: [&'static str; 32] = [
+    pub const ALL: [&'static str; 33] = [
         "AmContinue",
         "AmAbort",
         "RebaseContinue",
@@ -142,6 +146,7 @@ impl Hint {
         "BringCommitsOver",
         "SaveIn",
         "Status",
+        "Resign",
     ];
 
     /// This hint's variant name (one of [`Hint::ALL`]).
@@ -179,6 +184,7 @@ impl Hint {
             Hint::BringCommitsOver { .. } => "BringCommitsOver",
             Hint::SaveIn(_) => "SaveIn",
             Hint::Status => "Status",
+            Hint::Resign(_) => "Resign",
         }
     }
 
@@ -248,6 +254,10 @@ impl Hint {
                 dir = path_word(dir)
             ),
             Hint::SaveIn(dir) => format!("git-session -C {} save", path_word(dir)),
+            // Forced, or rebase would keep the commits that need no replaying as they are.
+            Hint::Resign(base) => {
+                format!("git rebase --rebase-merges --force-rebase --gpg-sign {base}")
+            }
             fixed => fixed.command(),
         }
     }
@@ -358,6 +368,7 @@ mod tests {
             },
             Hint::SaveIn("/w".into()),
             Hint::Status,
+            Hint::Resign(id),
         ];
         for hint in &all {
             match hint {
@@ -392,7 +403,8 @@ mod tests {
                 | Hint::RestoreAt { .. }
                 | Hint::BringCommitsOver { .. }
                 | Hint::SaveIn(_)
-                | Hint::Status => {}
+                | Hint::Status
+                | Hint::Resign(_) => {}
             }
         }
         all

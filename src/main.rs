@@ -73,6 +73,11 @@ fn main() -> std::process::ExitCode {
         // Exit 1 here, before any unwinding or abort: never 101 (unwind) or 134 (abort).
         std::process::exit(1);
     }));
+    // git running its `ssh-keygen` (restore sets `gpg.ssh.program` to this binary for signing).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if git_session::commands::ssh_keygen::is_call(&args) {
+        return std::process::ExitCode::from(git_session::commands::ssh_keygen::run(&args));
+    }
     let json = json_arg();
     let cli = match git_session::cli::Cli::try_parse() {
         Ok(cli) => cli,

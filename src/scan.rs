@@ -1,5 +1,5 @@
 //! The secret scan (SPEC rule 5: `save` refuses to commit, and `push` to send, content that holds
-//! a session token).
+//! a session token; and the private key of `SIGNING_KEY_FILE`, in the forms `signing` gives).
 //!
 //! Content is fed in chunks; the scanner keeps the tail of the previous chunk so a secret split
 //! across two chunks is still found. Besides the literal forms it is given, it also finds them

@@ -1075,6 +1075,61 @@ fn a_plain_push_before_history_is_attached_goes_after_the_printed_status() {
     );
 }
 
+/// `SIGNING_REQUIRED=1` refuses plain, unsigned commits — `git push` and `git-session push` —
+/// and prints how to sign them again: the printed rebase makes them again, signed (git signs
+/// with the tree's signing set-up), and the printed push then lands them, each verified by
+/// `git verify-commit`.
+#[test]
+fn unsigned_commits_are_signed_again_by_the_printed_rebase() {
+    use crate::support::keys::{allowed_signers, keygen, verify_commit};
+    let s = Session::new();
+    let a = s.sandbox("signing");
+    let key = keygen(&s.w.path("keys"), "ed25519", "agent");
+    // git's signing set-up: SSH signatures, made by `ssh-keygen` with the key file.
+    for (name, value) in [
+        ("gpg.format", "ssh"),
+        ("gpg.ssh.program", "ssh-keygen"),
+        ("user.signingkey", key.to_str().unwrap()),
+    ] {
+        s.git(&a, &["config", name, value]);
+    }
+    let mut vars = s.vars();
+    vars.push(("SIGNING_KEY_FILE", key.display().to_string()));
+    vars.push(("SIGNING_REQUIRED", "1".to_owned()));
+    let allowed = allowed_signers(&s.w.path("keys"), &[&key]);
+    let signed_again = |printed_by: &str, hint_after: &Hint| {
+        let lease = s.remote_tip();
+        let (refused, words) = match printed_by {
+            "git push" => {
+                let run = run_printed(&s.w, &a, "git push -q", &vars);
+                assert_ne!(run.code, Some(0), "the unsigned commit was pushed");
+                let words = run.stderr.clone();
+                (run, words)
+            }
+            _ => {
+                let run = run_printed(&s.w, &a, "git-session push --json", &vars);
+                let words = run.error_message();
+                (run, words)
+            }
+        };
+        assert!(words.contains("(unsigned)"), "{}", refused.stderr);
+        assert_eq!(s.remote_tip(), lease, "uploaded");
+        let resign = printed(&words, &Hint::Resign(sha(&lease)));
+        let again = printed(&words, hint_after);
+        run_as_printed(&s.w, &a, &resign, &vars);
+        let head = s.head(&a);
+        let (ok, said) = verify_commit(&s.w, &a, &allowed, &head);
+        assert!(ok, "not signed again: {said}");
+        run_as_printed(&s.w, &a, &again, &vars);
+        assert_eq!(s.remote_tip(), head);
+    };
+    s.commit(&a, "one.txt", "unsigned\n");
+    s.commit(&a, "two.txt", "unsigned too\n");
+    signed_again("git push", &Hint::GitPush);
+    s.commit(&a, "three.txt", "unsigned\n");
+    signed_again("git-session push", &Hint::Push);
+}
+
 #[test]
 fn every_hint_has_a_run_or_is_named_as_missing() {
     let source = include_str!("hints.rs");

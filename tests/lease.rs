@@ -28,7 +28,7 @@ impl Setup {
     }
 
     /// Plain git in `dir` with the session URLs in the environment (no other credentials).
-    fn shell_git(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    pub(crate) fn shell_git(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
         let url = self.url();
         let out = std::process::Command::new("git")
             .args(args)

@@ -469,3 +469,17 @@ fn with_gpgsig(commit: &[u8], signature: &str) -> Vec<u8> {
     ]
     .concat()
 }
+
+#[test]
+fn a_key_file_whose_public_half_was_altered_is_refused_as_damaged_not_used() {
+    // The fuzzer's find: an ECDSA key file that decodes, whose public half is not its private
+    // half's, so every signature it makes fails verification.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/signing/ecdsa-public-half-altered");
+    let err = match SigningKey::from_file(&path, KEY_FILE_VAR) {
+        Ok(key) => key.sign(PAYLOAD).unwrap_err(),
+        Err(e) => e,
+    };
+    assert_eq!(signing_cause(&err), SigningCause::KeyMalformed, "{err}");
+    assert!(err.to_string().contains("damaged key file"), "{err}");
+}

@@ -32,6 +32,8 @@ mod restore_git;
 mod root;
 mod save;
 mod servers;
+mod signed_git;
+mod signed_required;
 mod signed_save;
 mod signed_service;
 mod signing;

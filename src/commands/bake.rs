@@ -47,6 +47,8 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
         sparse: None,
         template: true,
         cache: None,
+        // An image carries no signing set-up: each session's boot writes its own.
+        signing: None,
     };
     let report = restore(&opts, &mut Git::default())?;
     let human = if report.noop {

@@ -9,6 +9,7 @@ pub mod push;
 pub mod restore;
 pub mod save;
 pub mod sign;
+pub mod ssh_keygen;
 pub mod status;
 pub mod watch;
 

@@ -12,6 +12,7 @@ use crate::repo::lease::WriteLock;
 use crate::repo::session::Session;
 use crate::types::FullSha;
 use crate::wire::http::UrlSource;
+use zeroize::Zeroizing;
 
 /// Run `push` in `dir`.
 ///
@@ -20,15 +21,17 @@ use crate::wire::http::UrlSource;
 pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
     let session = Session::open(&dir, args.session_branch.as_deref())?;
     let source = push_source(args)?;
+    let signing = crate::signing::signing()?;
     let (session, _lock) = lock_session(session, args.session_branch.as_deref())?;
     let check_was_off = super::check_hooks(&session);
     let attached = ensure_history(&session)?;
-    let pushed =
-        push_session(session, &source, "nothing local was touched").map_err(|e| match e {
+    let pushed = push_session(session, &source, "nothing local was touched", &signing).map_err(
+        |e| match e {
             Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
             Error::Stale { .. } => e,
             other => other.with_note("Local commits are kept"),
-        })?;
+        },
+    )?;
     Ok(Success {
         result: CommandResult::Push(pushed.fields(None)),
         branch: pushed.branch.to_string(),
@@ -77,12 +80,17 @@ pub fn push_source(args: &PushArgs) -> Result<UrlSource> {
     })
 }
 
-/// The secret forms of every session URL in the environment (push and read), for `save`'s scan.
+/// The secret forms of every session URL in the environment (push and read), and of the private
+/// key of `SIGNING_KEY_FILE` (in `signing`), for the scans of `save` and `push`.
 ///
 /// # Errors
 /// [`Error::Usage`] when a URL variable is set but invalid.
-pub fn secret_forms(push: Option<&UrlSource>) -> Result<Vec<String>> {
-    let mut forms = Vec::new();
+pub fn secret_forms(
+    push: Option<&UrlSource>,
+    signing: &crate::signing::SigningSetup,
+) -> Result<Zeroizing<Vec<String>>> {
+    let mut forms = Zeroizing::new(Vec::new());
+    forms.extend(signing.secret_forms().iter().cloned());
     if let Some(p) = push {
         forms.extend(p.load()?.secret_forms());
     }
@@ -97,13 +105,20 @@ pub fn secret_forms(push: Option<&UrlSource>) -> Result<Vec<String>> {
 }
 
 /// Push the session and record the new lease; `kept` says in a stale error what became of local
-/// work.
+/// work. With `SIGNING_REQUIRED=1` (in `signing`), every commit to upload must be signed by the
+/// expected key; the private key of `SIGNING_KEY_FILE`, like the tokens, is never uploaded.
 ///
 /// # Errors
-/// Those of [`push`].
-pub fn push_session(mut session: Session, source: &UrlSource, kept: &str) -> Result<PushOutcome> {
+/// Those of [`push`]; [`Error::Signing`] (11) for a required key that cannot be read.
+pub fn push_session(
+    mut session: Session,
+    source: &UrlSource,
+    kept: &str,
+    signing: &crate::signing::SigningSetup,
+) -> Result<PushOutcome> {
     let url = source.load()?;
-    let secrets = secret_forms(Some(source))?;
+    let required = signing.required_key()?;
+    let secrets = secret_forms(Some(source), signing)?;
     // Another repository behind PUSH_URL shows up only as a confusing stale (3) or missing-objects
     // (9) error: say so whatever the outcome (on stderr and in --json's warnings, failure too).
     let elsewhere = session
@@ -121,7 +136,7 @@ pub fn push_session(mut session: Session, source: &UrlSource, kept: &str) -> Res
     if let Some(w) = elsewhere {
         crate::output::warn_early(w);
     }
-    let mut outcome = push(&mut session, source, &secrets, kept)?;
+    let mut outcome = push(&mut session, source, &secrets, kept, required.as_ref())?;
     outcome
         .warnings
         .extend(super::expiry_warnings([("PUSH_URL", &url)]));

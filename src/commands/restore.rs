@@ -14,8 +14,12 @@ use crate::restore::{Archive, Git, RestoreOptions, RestoreReport, restore};
 /// # Errors
 /// See [`restore`]; usage errors (exit 2) for invalid or missing inputs come first.
 pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
-    let (opts, from, archive_source) = validate(args, dir)?;
-    let expiry = expiry_warnings(&opts)?;
+    let (mut opts, from, archive_source) = validate(args, dir)?;
+    let mut expiry = expiry_warnings(&opts)?;
+    // Plain git signs as save does: the key read now, so one that cannot sign fails here.
+    let (signing, warning) = super::ssh_keygen::for_plain_git(&crate::signing::signing()?)?;
+    opts.signing = signing;
+    expiry.extend(warning);
     let mut report = match from {
         From::Git => restore(&opts, &mut Git::default())?,
         From::Archive => {
@@ -90,6 +94,7 @@ fn validate(
         sparse: crate::restore::sparse::Cone::from_inputs(&args.sparse)?,
         template: false,
         cache: args.cache.clone(),
+        signing: None,
     };
     Ok((opts, from, archive_source))
 }

@@ -28,7 +28,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
     } else {
         None
     };
-    let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()))?;
+    let secrets = super::push::secret_forms(push_source.as_ref().or(scan_only.as_ref()), &signing)?;
     let (session, _lock) = super::push::lock_session(session, args.push.session_branch.as_deref())?;
     let check_was_off = super::check_hooks(&session);
     let attached = super::push::ensure_history(&session)?;
@@ -83,7 +83,7 @@ pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Su
             _ => what,
         }
     };
-    let pushed = super::push::push_session(session, &source, &kept).map_err(|e| {
+    let pushed = super::push::push_session(session, &source, &kept, &signing).map_err(|e| {
         // What the commit warned of (an index it could not rewrite, and how to repair it) is
         // shown with the push's failure too.
         for w in &warnings {

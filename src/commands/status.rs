@@ -1,5 +1,6 @@
 //! `git session status`: where this session stands — branch, lease, `HEAD`, commits ahead, changed
-//! files, and with `--remote` the remote tip; the expiry of a JWT in the session URLs.
+//! files, and with `--remote` the remote tip; the expiry of a JWT in the session URLs; the signing
+//! state.
 
 use crate::output::json;
 
@@ -30,13 +31,121 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
         None
     };
     let found = Classified::of(&local, remote_tip)?;
+    let (signing, signing_warnings) = signing_state(&local);
     let record = &session.record;
+    let mut human = human_lines(&local, &found);
+    human.push(signing_line(&signing, local.base));
     Ok(Success {
-        result: json::CommandResult::Status(json_fields(&local, &found)),
+        result: json::CommandResult::Status(json_fields(&local, &found, signing)),
         branch: record.branch.to_string(),
-        human: human_lines(&local, &found).join("\n"),
-        warnings: local.warnings,
+        human: human.join("\n"),
+        warnings: [local.warnings, signing_warnings].concat(),
     })
+}
+
+/// The signing state, from `SIGNING_*` as `save` and `push` read it: a set-up that cannot sign
+/// is described (`problem`), never an error of `status`. With `SIGNING_REQUIRED=1`, the commits
+/// of the session branch since the lease are checked as a push checks them.
+fn signing_state(local: &Local) -> (json::SigningState, Vec<String>) {
+    use crate::signing::SignatureSource;
+    let mut state = json::SigningState {
+        source: "none",
+        key_file: None,
+        url: None,
+        key_type: None,
+        fingerprint: None,
+        problem: None,
+        required: false,
+        unsigned: None,
+    };
+    let setup = match crate::signing::signing() {
+        Ok(setup) => setup,
+        Err(e) => {
+            state.source = "invalid";
+            state.problem = Some(e.to_string());
+            return (state, Vec::new());
+        }
+    };
+    state.required = setup.required;
+    let key = match &setup.source {
+        None => None,
+        Some(SignatureSource::KeyFile(path)) => {
+            state.source = "key_file";
+            state.key_file = Some(path.display().to_string());
+            crate::signing::SigningKey::from_file(path, "SIGNING_KEY_FILE")
+                .map(|k| k.public_key())
+                .map_err(|e| state.problem = Some(e.to_string()))
+                .ok()
+        }
+        Some(SignatureSource::Service { url, public }) => {
+            state.source = "service";
+            match url.load() {
+                Ok(url) => state.url = Some(url.public()),
+                Err(e) => state.problem = Some(e.to_string()),
+            }
+            Some((**public).clone())
+        }
+    };
+    let mut warnings = Vec::new();
+    let Some(key) = key else {
+        return (state, warnings);
+    };
+    let d = key.describe();
+    state.key_type = Some(d.key_type);
+    state.fingerprint = Some(d.fingerprint);
+    if let (true, Some(tip)) = (setup.required, local.branch_tip) {
+        match crate::repo::signed::check(&local.repo, local.base, tip, &key) {
+            Ok(checked) => {
+                state.unsigned = Some(checked.refused.len());
+                if checked.over_cap {
+                    warnings.push(format!(
+                        "more than {} commits since the lease: those past it were not checked, \
+                         and a push refuses them all",
+                        crate::repo::signed::MAX_COMMITS_CHECKED
+                    ));
+                }
+            }
+            Err(e) => state.problem = Some(e.to_string()),
+        }
+    }
+    (state, warnings)
+}
+
+/// The `Signing:` line: what signs, with which key (or why it cannot), and what a push with
+/// `SIGNING_REQUIRED=1` would refuse.
+fn signing_line(state: &json::SigningState, base: FullSha) -> String {
+    let key = match (state.key_type, &state.fingerprint) {
+        (Some(t), Some(f)) => format!("{t} {f}"),
+        _ => String::new(),
+    };
+    let problem = state.problem.as_deref().unwrap_or_default();
+    let source = match (state.source, &state.problem) {
+        ("none", _) => "off".to_owned(),
+        ("invalid", _) => format!("not set up: {problem}"),
+        ("key_file", None) => format!(
+            "with SIGNING_KEY_FILE ({}), {key}",
+            state.key_file.as_deref().unwrap_or_default()
+        ),
+        ("key_file", Some(_)) => format!("cannot sign, save exits 11: {problem}"),
+        (_, None) => format!(
+            "with the signing service {}, checked against SIGNING_PUBLIC_KEY ({key})",
+            state.url.as_deref().unwrap_or_default()
+        ),
+        (_, Some(_)) => format!("with a signing service: {problem}"),
+    };
+    let required = match (state.required, state.unsigned) {
+        (false, _) => "signatures not required".to_owned(),
+        (true, Some(0)) => {
+            "signatures required: every commit since the lease is signed by the key".to_owned()
+        }
+        (true, Some(n)) => format!(
+            "signatures required: {n} commit(s) since the lease are not signed by the key, and a \
+             push refuses them ({} signs them again)",
+            Hint::Resign(base)
+        ),
+        (true, None) => "signatures required (SIGNING_REQUIRED=1)".to_owned(),
+    };
+    format!("Signing: {source}; {required}")
 }
 
 /// The session URLs as given, loaded: an unreadable URL file fails status before anything else.
@@ -380,7 +489,7 @@ fn remote_line(rt: FullSha, state: RemoteTip) -> String {
 }
 
 /// The JSON report's fields.
-fn json_fields(local: &Local, found: &Classified) -> json::Status {
+fn json_fields(local: &Local, found: &Classified, signing: json::SigningState) -> json::Status {
     let record = &local.session.record;
     let changed = match &local.changes {
         Changes::Listed { changes, .. } => Some(changes),
@@ -401,6 +510,7 @@ fn json_fields(local: &Local, found: &Classified) -> json::Status {
             .unwrap_or(0),
         sparse: crate::repo::layout::sparse_dirs(&local.session.git_dir),
         object_format: crate::types::format_name(record.object_format),
+        signing,
     }
 }
 

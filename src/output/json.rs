@@ -160,6 +160,38 @@ pub struct Status {
     /// The repository's object format: `sha1` (ids of 40 hex digits) or `sha256` (64).
     #[schemars(extend("enum" = ["sha1", "sha256"]))]
     pub object_format: &'static str,
+    /// How commits are signed (`SIGNING_*`) and whether signatures are required.
+    pub signing: SigningState,
+}
+
+/// `status`'s signing state: what signs commits, with which key, and what a push with
+/// `SIGNING_REQUIRED=1` would refuse. A set-up that cannot sign is shown here, not an error.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SigningState {
+    /// What signs commits: `none`, `key_file` (`SIGNING_KEY_FILE`), `service` (`SIGNING_URL` or
+    /// `SIGNING_URL_FILE`), or `invalid` (the variables make no set-up: `problem` says why).
+    #[schemars(extend("enum" = ["none", "key_file", "service", "invalid"]))]
+    pub source: &'static str,
+    /// The key file's path (with `key_file`), else `null`.
+    pub key_file: Option<String>,
+    /// The signing service's URL without its credentials or query (with `service`), else `null`.
+    pub url: Option<String>,
+    /// The key's type as `ssh-keygen -l` names it (`ED25519`, `ECDSA`, `RSA`): the key file's,
+    /// or `SIGNING_PUBLIC_KEY`'s with a service; `null` when there is none or it cannot be read.
+    pub key_type: Option<&'static str>,
+    /// The key's fingerprint as `ssh-keygen -l` prints it (`SHA256:…`), or `null`.
+    pub fingerprint: Option<String>,
+    /// Why commits cannot be signed or checked (the key file cannot be read as a key, the
+    /// variables make no set-up): what `save` would exit 11 (or 2) with; `null` when they can.
+    pub problem: Option<String>,
+    /// Whether `SIGNING_REQUIRED=1` is in effect: `save`, `push` and plain `git push` refuse
+    /// commits that are not signed by the key.
+    pub required: bool,
+    /// With `required`: how many commits of the session branch since the lease a push would
+    /// refuse (unsigned, signed by another key, not verifying); `null` otherwise or when they
+    /// cannot be checked (`problem`).
+    pub unsigned: Option<usize>,
 }
 
 /// A command's failure (exit 1–11).

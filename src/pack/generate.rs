@@ -90,7 +90,8 @@ pub struct Update<'a> {
 /// with blobs as deltas against `base`'s blob at the same path when `thin` and smaller.
 ///
 /// # Errors
-/// [`Error::Integrity`] when an object to push holds a session token (`secrets`);
+/// [`Error::Integrity`] when an object to push holds a secret (`secrets`: the session tokens,
+/// the signing key);
 /// [`Error::Internal`] when objects cannot be read, [`Error::LocalIo`] when the file cannot be
 /// written.
 pub fn spool(repo: &gix::Repository, update: &Update<'_>, secrets: &[String]) -> Result<Spooled> {
@@ -617,7 +618,8 @@ fn check_names(db: &Db, commits: &[ObjectId], counts: &[output::Count]) -> Resul
     Ok(())
 }
 
-/// The refusal of an object holding a session token, naming where it sits.
+/// The refusal of an object holding a secret (a session token, the signing key), naming where
+/// it sits.
 fn token_found(kind: gix::objs::Kind, id: gix::ObjectId) -> Error {
     let what = match kind {
         gix::objs::Kind::Blob => format!("a file in the commits to push (blob {id})"),
@@ -626,7 +628,7 @@ fn token_found(kind: gix::objs::Kind, id: gix::ObjectId) -> Error {
         gix::objs::Kind::Tag => format!("tag {id}"),
     };
     Error::Integrity(format!(
-        "{what} contains a session token: nothing was uploaded; remove the token from those \
-         commits (e.g. amend them) and push again"
+        "{what} contains a secret (a session token, or the private key of SIGNING_KEY_FILE): \
+         nothing was uploaded; remove it from those commits (e.g. amend them) and push again"
     ))
 }

@@ -12,6 +12,8 @@
 //!    (the ledger) → the lease advances, and if it is the local tip the push already landed;
 //!    anywhere else → exit 3 before uploading, naming both ids; rewritten → exit 7;
 //! 3. check locally that the new commit descends from the lease (and from `TIP_SHA`) → else exit 7;
+//!    with `SIGNING_REQUIRED=1`, that every commit to send is signed by the expected key
+//!    ([`crate::repo::signed`]) → else exit 11 (and before the LFS objects go, when there are);
 //! 4. record `<old> <new>` in the ledger, then send `<old> <new> refs/heads/<branch>` with
 //!    report-status (and side-band-64k when offered) and a pack of exactly the objects between
 //!    the two, spooled to a temporary file;
@@ -28,10 +30,14 @@ use crate::hint::Hint;
 use crate::pack::generate as pack;
 use crate::repo::lease::{Ledger, RemoteTip, classify, known_lease, stale};
 use crate::repo::session::Session;
+use crate::repo::signed::refuse_unsigned;
 use crate::types::{Format, FullSha, RemoteUrl, SessionBranch, format_name, format_title};
 use crate::wire::advertisement;
 use crate::wire::http::{Http, UrlSource};
 use crate::wire::receive_pack::{self, report};
+
+/// What a push refused before upload says of it.
+const NOTHING_SENT: &str = "nothing was uploaded";
 
 /// What a push did.
 #[derive(Debug, Clone)]
@@ -58,13 +64,15 @@ pub struct PushOutcome {
 /// [`Error::Stale`] (3) when the remote branch is not at the lease; [`Error::Auth`] (4);
 /// [`Error::Network`] (5) after bounded retries, or for a missing report; [`Error::Conflict`] (7)
 /// when local history does not descend from the lease; [`Error::Rejected`] (9) when the remote
-/// declines (a hook, a protected branch).
+/// declines (a hook, a protected branch); [`Error::Signing`] (11) when `required` names a key and
+/// a commit to send is not signed by it.
 #[tracing::instrument(skip_all, fields(branch = %session.record.branch))]
 pub fn push(
     session: &mut Session,
     source: &UrlSource,
     secrets: &[String],
     kept: &str,
+    required: Option<&crate::signing::PublicKey>,
 ) -> Result<PushOutcome> {
     let repo = crate::repo::open(&session.git_dir)?;
     let branch = session.record.branch.clone();
@@ -91,6 +99,17 @@ pub fn push(
         session.record.lease = known;
         session.record.write(&session.git_dir)?;
     }
+    // The LFS objects go before the commits: unsigned work sends neither.
+    if let Some(key) = required
+        && !crate::repo::lfs::pending(&session.git_dir)?.is_empty()
+    {
+        let base = if known.is_zero() {
+            session.record.tip
+        } else {
+            known
+        };
+        refuse_unsigned(&repo, (base, local), key, NOTHING_SENT, &Hint::Push)?;
+    }
     let http = Http::new()?;
     lfs::upload_pending(&http, session, &source.load()?)?;
     let attempt = Attempt {
@@ -102,6 +121,7 @@ pub fn push(
         spool: std::cell::RefCell::new(None),
         secrets,
         kept,
+        required,
     };
     let outcome = http.with_retries(source, "pushing", |url| attempt.run(url));
     drop(attempt);
@@ -159,6 +179,8 @@ struct Attempt<'a> {
     spool: std::cell::RefCell<Option<pack::Spooled>>,
     secrets: &'a [String],
     kept: &'a str,
+    /// With `SIGNING_REQUIRED=1`: the key every commit to upload is signed by.
+    required: Option<&'a crate::signing::PublicKey>,
 }
 
 /// What step 2 decided.
@@ -207,6 +229,15 @@ impl Attempt<'_> {
             return Ok(self.outcome(old, false, warnings));
         }
         self.check_fast_forward(old)?;
+        if let Some(key) = self.required {
+            refuse_unsigned(
+                self.repo,
+                (self.base(old), self.local),
+                key,
+                NOTHING_SENT,
+                &Hint::Push,
+            )?;
+        }
         let caps = request_capabilities(url, &adv)?;
         self.spool_request(&adv, &caps, old)?;
         self.ledger.record(old, self.local, "push")?;

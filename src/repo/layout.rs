@@ -35,6 +35,60 @@ pub struct OriginConfig<'a> {
     pub promisor_filter: bool,
     /// The repository's object format (`extensions.objectFormat = sha256` for SHA-256).
     pub format: Format,
+    /// Plain git signs commits through git-session (`SIGNING_*` set at restore).
+    pub signing: Option<&'a GitSigning>,
+}
+
+/// What makes plain git sign its commits through git-session: git runs `gpg.ssh.program` as it
+/// would run `ssh-keygen -Y sign`, with the public key `user.signingKey` names (`key::`: git
+/// writes it to a temporary file and passes `-U`), and git-session signs with the key or service
+/// the record names (gpg-interface.c `sign_buffer_ssh`; git-config(1) `gpg.*`).
+#[derive(Debug, Clone)]
+pub struct GitSigning {
+    /// What the session record keeps: where signatures come from, and the public key.
+    pub record: crate::repo::session::SigningRecord,
+    /// This binary's absolute path, which git runs as its `ssh-keygen`.
+    pub program: String,
+}
+
+impl GitSigning {
+    /// The set-up for `record`, git running this binary.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when this binary's path cannot be known or written into a config
+    /// value (not UTF-8, or a line break in it).
+    pub fn new(record: crate::repo::session::SigningRecord) -> Result<Self> {
+        let exe = std::env::current_exe().map_err(|e| {
+            Error::internal("finding git-session's own path for gpg.ssh.program", e)
+        })?;
+        let program = exe
+            .to_str()
+            .filter(|p| !p.contains(['\n', '\r', '\0']))
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "git-session's own path {} cannot be gpg.ssh.program (not UTF-8, or a line \
+                     break in it): plain git could not sign through it",
+                    crate::text::line(exe.as_os_str().as_encoded_bytes())
+                ))
+            })?
+            .to_owned();
+        Ok(GitSigning { record, program })
+    }
+
+    /// The config values, as `(section, subsection, key, value)`.
+    fn values(&self) -> [(&'static str, Option<&'static str>, &'static str, String); 4] {
+        [
+            ("gpg", None, "format", "ssh".to_owned()),
+            ("gpg", Some("ssh"), "program", self.program.clone()),
+            ("commit", None, "gpgSign", "true".to_owned()),
+            (
+                "user",
+                None,
+                "signingKey",
+                format!("key::{}", self.record.public_key()),
+            ),
+        ]
+    }
 }
 
 /// The made-up, secret-free user name of `remote.origin.url`: git's credential request carries no
@@ -149,6 +203,12 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
     let promisor = origin.promisor && origin.url.is_some();
     let mut c = core_section(origin.format, promisor);
     c.push_str(&extensions_section(origin.format, promisor));
+    if let Some(signing) = origin.signing {
+        for (section, sub, key, value) in signing.values() {
+            let sub = sub.map(|s| format!(" {}", quote(s))).unwrap_or_default();
+            let _ = write!(c, "[{section}{sub}]\n\t{key} = {}\n", quote(&value));
+        }
+    }
     // Without a read URL (an archive restore given only PUSH_URL), the push URL names the same
     // repository: `origin` fetches from it too, so plain git has a remote at all.
     if let Some(url) = origin.url.or(origin.push_url) {
@@ -204,6 +264,39 @@ fn config_text(origin: &OriginConfig<'_>) -> String {
         }
     }
     c
+}
+
+/// Make plain git in `git_dir` sign as `signing` says, the rest of its config kept (a restore of
+/// a finished tree given `SIGNING_*`: a new key replaces the old); returns whether anything
+/// changed.
+///
+/// # Errors
+/// [`Error::Internal`] when the config cannot be read or written.
+pub fn set_signing(git_dir: &Path, signing: &GitSigning) -> Result<bool> {
+    let path = git_dir.join("config");
+    let mut config =
+        gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
+            .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
+    let mut changed = false;
+    for (section, sub, key, value) in signing.values() {
+        let current = config.raw_value_by(section, sub.map(Into::into), key).ok();
+        if current.as_ref().is_some_and(|v| *v == value.as_str()) {
+            continue;
+        }
+        config
+            .set_raw_value_by(section, sub.map(Into::into), key, value.as_str())
+            .map_err(|e| Error::internal(format!("editing {}", path.display()), e))?;
+        changed = true;
+    }
+    if !changed {
+        return Ok(false);
+    }
+    let mut bytes = Vec::new();
+    config
+        .write_to(&mut bytes)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    write_atomic(&path, &bytes)?;
+    Ok(true)
 }
 
 /// Create the git dir of a submodule (`.git/modules/<name>`, as `git submodule update` lays it

@@ -1,6 +1,7 @@
 //! The local repository: its layout and config ([`layout`]), the session record ([`session`]),
 //! the template record of a baked tree ([`template`]), the lease decision ([`lease`]) and the check that holds plain `git push` to it
-//! ([`prepush`]), and what git is in the middle of ([`operations`]).
+//! ([`prepush`]), the signatures `SIGNING_REQUIRED` asks of what a push uploads ([`signed`]), and
+//! what git is in the middle of ([`operations`]).
 //!
 //! Opened with nothing from user or system git config (SPEC rule 8). Knows no wire and no
 //! command.
@@ -11,6 +12,7 @@ pub mod lfs;
 pub mod operations;
 pub mod prepush;
 pub mod session;
+pub mod signed;
 pub mod template;
 
 use std::path::Path;

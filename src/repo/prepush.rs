@@ -401,7 +401,9 @@ fn shim_chained_hooks(ours: &Path, workdir: &Path, dir: &str) -> Result<()> {
 /// # Errors
 /// [`Error::Stale`] (3) when the remote branch is not at the lease or at this tree's own commit;
 /// [`Error::Conflict`] (7) for a push that is not a fast-forward from it or that deletes the
-/// session branch; [`Error::Usage`] (2) when the session record cannot be found.
+/// session branch; [`Error::Usage`] (2) when the session record cannot be found;
+/// [`Error::Signing`] (11) with `SIGNING_REQUIRED=1` for a commit to upload not signed by the
+/// expected key.
 pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) -> Result<()> {
     let git_dir = common_git_dir(cwd);
     let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
@@ -435,6 +437,8 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
             Hint::Push
         )));
     }
+    // `SIGNING_REQUIRED=1`: the key every commit git uploads must be signed by.
+    let required = crate::signing::signing()?.required_key()?;
     let _lock = WriteLock::acquire(&git_dir)?;
     // The record as of now: a save that held the lock may have moved the lease.
     let session = Session::open(git_dir.parent().unwrap_or(&git_dir), None)?;
@@ -470,7 +474,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
             &ledger,
             record,
             (local, remote_tip),
-            !elsewhere,
+            (!elsewhere, required.as_ref()),
             &nothing,
         )?;
     }
@@ -500,13 +504,15 @@ fn same_format(repo: &gix::Repository, ids: [FullSha; 2], nothing: &str) -> Resu
     }
 }
 
-/// The check of one update of the session branch, `remote_tip` → `local`, as git passed it.
+/// The check of one update of the session branch, `remote_tip` → `local`, as git passed it, to
+/// the session's repository or not, with the key every commit must be signed by when
+/// `SIGNING_REQUIRED=1`.
 fn check_update(
     repo: &gix::Repository,
     ledger: &Ledger,
     record: &SessionRecord,
     (local, remote_tip): (FullSha, FullSha),
-    to_the_session: bool,
+    (to_the_session, required): (bool, Option<&crate::signing::PublicKey>),
     nothing: &str,
 ) -> Result<()> {
     if local.is_zero() {
@@ -587,6 +593,9 @@ fn check_update(
             record.branch
         )));
     }
+    if let Some(key) = required {
+        crate::repo::signed::refuse_unsigned(repo, (base, local), key, nothing, &Hint::GitPush)?;
+    }
     if to_the_session {
         ledger.record(remote_tip, local, "git-push")?;
     }
@@ -666,7 +675,7 @@ impl Endpoint {
 
 /// The git dir holding the session record for a hook run in `cwd`: `GIT_DIR` when git set it,
 /// else `cwd/.git`; a linked work tree's `.git` file leads to its common dir.
-fn common_git_dir(cwd: &Path) -> PathBuf {
+pub(crate) fn common_git_dir(cwd: &Path) -> PathBuf {
     let dot_git = std::env::var_os("GIT_DIR")
         .map(|d| cwd.join(d))
         .unwrap_or_else(|| cwd.join(".git"));
@@ -798,6 +807,7 @@ mod tests {
             push_url: push.map(str::to_owned),
             depth: Some(1),
             object_format: gix::hash::Kind::Sha1,
+            signing: None,
         }
     }
 

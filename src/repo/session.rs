@@ -72,6 +72,45 @@ pub struct SessionRecord {
         default = "crate::types::sha::sha1_format"
     )]
     pub object_format: crate::types::Format,
+    /// How plain git signs commits in this tree (restore's `SIGNING_*`), for git-session answering
+    /// git's `ssh-keygen -Y sign` where git's environment lacks `SIGNING_*`; `None`: no signing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing: Option<SigningRecord>,
+}
+
+/// Where plain git's signatures come from, as restore found it in `SIGNING_*`: paths and public
+/// keys only, never a key's private half or a URL that carries credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "kebab-case")]
+pub enum SigningRecord {
+    /// `SIGNING_KEY_FILE`: the key file, read at each signature.
+    KeyFile {
+        /// The key file's absolute path.
+        key_file: String,
+        /// Its public half, `type base64` (what `user.signingkey` names).
+        public_key: String,
+    },
+    /// A signing service, its answers checked against `SIGNING_PUBLIC_KEY`.
+    Service {
+        /// `SIGNING_URL_FILE`'s absolute path, re-read at each signature.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url_file: Option<String>,
+        /// `SIGNING_URL` when it carries no credentials (no user name, password or query).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        /// `SIGNING_PUBLIC_KEY`, `type base64`.
+        public_key: String,
+    },
+}
+
+impl SigningRecord {
+    /// The public key signatures are made with, `type base64`.
+    pub fn public_key(&self) -> &str {
+        match self {
+            SigningRecord::KeyFile { public_key, .. }
+            | SigningRecord::Service { public_key, .. } => public_key,
+        }
+    }
 }
 
 impl SessionRecord {
@@ -105,6 +144,7 @@ impl SessionRecord {
             push_url: push_url.map(|u| u.public()),
             depth,
             object_format: tip.format(),
+            signing: None,
         }
     }
 

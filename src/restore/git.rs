@@ -149,6 +149,7 @@ impl Run<'_> {
             promisor: self.filtered,
             promisor_filter: self.filtered,
             format: self.opts.tip.format(),
+            signing: self.opts.signing.as_ref(),
         }
     }
 

@@ -89,7 +89,8 @@ pub(crate) fn restore(opts: &RestoreOptions, source: &mut impl Source) -> Result
     let result = source
         .fill(opts, &plan, &staging)
         // 6. Publish: the session record, then the rename to `.git`.
-        .and_then(|(record, report)| {
+        .and_then(|(mut record, report)| {
+            record.signing = opts.signing.as_ref().map(|s| s.record.clone());
             staging::publish(opts, &staging, &record)?;
             Ok(report)
         });

@@ -37,6 +37,9 @@ pub struct RestoreOptions {
     /// A baked template (or its git dir) whose objects seed a restore into an empty folder
     /// (`--cache`, see [`cache`]).
     pub cache: Option<PathBuf>,
+    /// Plain git signs commits through git-session (`SIGNING_*` set): written into `.git/config`
+    /// and the session record.
+    pub signing: Option<crate::repo::layout::GitSigning>,
 }
 
 /// The branch name a bake's intent carries (a bake has no session branch).

@@ -1,6 +1,6 @@
 //! A restore into a tree that already holds the session is a no-op, but for what the first one
 //! left out on request: with `--submodules`, the submodules left empty are fetched now (the
-//! warning about them suggests this rerun).
+//! warning about them suggests this rerun); with `SIGNING_*`, plain git signs as they say now.
 
 use super::options::RestoreOptions;
 use super::report::RestoreReport;
@@ -16,6 +16,7 @@ use crate::wire::http::Http;
 /// # Errors
 /// Those of [`plan`] and [`Fetcher::restore_all`].
 pub(super) fn complete(opts: &RestoreOptions, mut done: RestoreReport) -> Result<RestoreReport> {
+    sign_as_now(opts)?;
     let Some(read) = opts
         .read
         .as_ref()
@@ -68,4 +69,23 @@ pub(super) fn complete(opts: &RestoreOptions, mut done: RestoreReport) -> Result
     done.noop = false;
     done.extras.submodules = missing.into_iter().map(|s| s.path).collect();
     Ok(done)
+}
+
+/// With `SIGNING_*` set, plain git in the finished tree signs as they say (a rotated key, a
+/// service instead of a key file). Without, what the first restore set up is kept: the shell an
+/// agent reruns restore in may lack `SIGNING_*`, and that must not turn signing off.
+fn sign_as_now(opts: &RestoreOptions) -> Result<()> {
+    use crate::repo::session::SessionRecord;
+    let Some(signing) = &opts.signing else {
+        return Ok(());
+    };
+    let git_dir = opts.dir.join(".git");
+    crate::repo::layout::set_signing(&git_dir, signing)?;
+    if let Some(mut record) = SessionRecord::read(&git_dir)?
+        && record.signing.as_ref() != Some(&signing.record)
+    {
+        record.signing = Some(signing.record.clone());
+        record.write(&git_dir)?;
+    }
+    Ok(())
 }

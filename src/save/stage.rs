@@ -284,7 +284,9 @@ impl Stager<'_> {
             ));
         }
         Err(Error::Integrity(format!(
-            "refusing to commit a session token: found in {}; remove it (or ignore the file) and save again. Nothing was committed",
+            "refusing to commit a secret (a session token, or the private key of \
+             SIGNING_KEY_FILE): found in {}; remove it (or ignore the file) and save again. \
+             Nothing was committed",
             shown.join(", "),
         )))
     }

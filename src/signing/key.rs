@@ -92,11 +92,22 @@ impl SigningKey {
         let armored = signature
             .to_pem(ssh_key::LineEnding::LF)
             .map_err(|e| failed(e.to_string()))?;
-        // Checked before it is used: a signature that does not verify (a library's fault) never
-        // reaches a commit.
+        // Checked before it is used: a signature that does not verify never reaches a commit. A
+        // key file whose public half was altered loads, signs with its private half, and lands
+        // here (the fuzzer found one).
         self.public_key()
             .verify(payload, armored.as_bytes())
-            .map_err(|e| failed(format!("its own signature does not verify: {e}")))?;
+            .map_err(|e| {
+                Error::signing(
+                    SigningCause::KeyMalformed,
+                    self.variable,
+                    None,
+                    format!(
+                        "its public half does not match its private half, so its signatures do \
+                         not verify ({e}): a damaged key file"
+                    ),
+                )
+            })?;
         Ok(armored)
     }
 
@@ -113,7 +124,7 @@ impl SigningKey {
 
 /// The content of the key file at `path`, at most [`MAX_KEY_FILE`] bytes, in a buffer that is
 /// never reallocated (no copy of the key is left behind) and zeroed when dropped.
-fn read_key_file(path: &Path, variable: &'static str) -> Result<Zeroizing<Vec<u8>>> {
+pub(super) fn read_key_file(path: &Path, variable: &'static str) -> Result<Zeroizing<Vec<u8>>> {
     use std::io::ErrorKind;
     let fail = |cause, detail: String| Error::signing(cause, variable, Some(path), detail);
     let unreadable = |e: std::io::Error| match e.kind() {

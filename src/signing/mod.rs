@@ -10,12 +10,15 @@
 //! [`SigningCause`](crate::error::SigningCause) and the variable; the key's bytes are zeroed
 //! after use and never reach a message or a `Debug`.
 
+mod commit;
 mod format;
 mod key;
 mod public;
 mod rsa_sign;
+mod secrets;
 mod setup;
 
+pub use commit::split_commit;
 pub use format::{KeyDescription, NAMESPACE};
 pub use key::{MAX_KEY_FILE, SigningKey};
 pub use public::PublicKey;

@@ -32,6 +32,22 @@ impl PublicKey {
         Ok(PublicKey::new(key, variable))
     }
 
+    /// The key `armored` (`-----BEGIN SSH SIGNATURE-----` …) says made it, named `variable`;
+    /// nothing is checked yet ([`PublicKey::verify`] does).
+    ///
+    /// # Errors
+    /// [`Error::Signing`]: [`SigningCause::SignatureMalformed`] (not an armored SSH signature),
+    /// [`SigningCause::KeyUnsupported`] for a key of another type.
+    pub fn of_signature(armored: &[u8], variable: &'static str) -> Result<Self> {
+        let fail = |cause, detail: String| Error::signing(cause, variable, None, detail);
+        let signature = ssh_key::SshSig::from_pem(armored)
+            .map_err(|e| fail(SigningCause::SignatureMalformed, e.to_string()))?;
+        let key = ssh_key::PublicKey::from(signature.public_key().clone());
+        format::supported(key.key_data())
+            .map_err(|detail| fail(SigningCause::KeyUnsupported, detail))?;
+        Ok(PublicKey::new(key, variable))
+    }
+
     /// Check that `armored` (`-----BEGIN SSH SIGNATURE-----` …) is this key's signature of
     /// `payload` in namespace `git`, as `ssh-keygen -Y verify -n git` does.
     ///
@@ -115,6 +131,12 @@ impl PublicKey {
     /// The key's type, size, fingerprint and comment, as `ssh-keygen -l` prints them.
     pub fn describe(&self) -> KeyDescription {
         KeyDescription::of(&self.key)
+    }
+
+    /// The variable that gave the key (`SIGNING_PUBLIC_KEY`, or `SIGNING_KEY_FILE` for a key
+    /// file's public half).
+    pub fn variable(&self) -> &'static str {
+        self.variable
     }
 }
 

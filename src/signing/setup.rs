@@ -36,6 +36,40 @@ impl SigningSetup {
     pub fn is_set(&self) -> bool {
         self.source.is_some() || self.required
     }
+
+    /// The forms in which the private key of `SIGNING_KEY_FILE` must never be committed or
+    /// pushed (none without a key file, or when it holds no key that can be read): see
+    /// `secrets.rs`.
+    pub fn secret_forms(&self) -> zeroize::Zeroizing<Vec<String>> {
+        match &self.source {
+            Some(SignatureSource::KeyFile(path)) => super::secrets::key_file_forms(path),
+            _ => zeroize::Zeroizing::new(Vec::new()),
+        }
+    }
+
+    /// With `SIGNING_REQUIRED=1`, the key every commit to upload must be signed by: the key
+    /// file's public half (the file read now), or `SIGNING_PUBLIC_KEY` with a service; `None`
+    /// when signatures are not required.
+    ///
+    /// # Errors
+    /// [`Error::Signing`] (exit 11) for a key file that cannot be read as a key.
+    pub fn required_key(&self) -> Result<Option<super::PublicKey>> {
+        if !self.required {
+            return Ok(None);
+        }
+        match &self.source {
+            Some(SignatureSource::KeyFile(path)) => Ok(Some(
+                super::SigningKey::from_file(path, "SIGNING_KEY_FILE")?.public_key(),
+            )),
+            Some(SignatureSource::Service { public, .. }) => Ok(Some((**public).clone())),
+            None => Err(Error::signing(
+                crate::error::SigningCause::NothingToCheckAgainst,
+                "SIGNING_REQUIRED",
+                None,
+                "",
+            )),
+        }
+    }
 }
 
 /// The signing set-up from `SIGNING_KEY_FILE`, `SIGNING_URL(_FILE)`, `SIGNING_PUBLIC_KEY` and

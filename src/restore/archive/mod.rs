@@ -252,6 +252,7 @@ impl Staged<'_> {
             push_url: push_public,
             depth: opts.depth,
             object_format: opts.tip.format(),
+            signing: opts.signing.as_ref().map(|s| s.record.clone()),
         };
         let report = RestoreReport {
             branch: opts.branch.clone(),
@@ -322,6 +323,7 @@ impl Staged<'_> {
                 promisor: self.filter,
                 promisor_filter: self.filter,
                 format: opts.tip.format(),
+                signing: opts.signing.as_ref(),
             },
         )?;
         crate::repo::prepush::install(self.staging)?;

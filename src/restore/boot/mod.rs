@@ -134,6 +134,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         promisor: false,
         promisor_filter: false,
         format: opts.tip.format(),
+        signing: opts.signing.as_ref(),
     };
     layout::write_shallow(&git_dir, &shallow)?;
     layout::write_ref(&git_dir, &opts.branch.full_ref(), opts.tip)?;
@@ -151,7 +152,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     warnings.extend(crate::repo::prepush::remove_template_hooks(&git_dir)?);
     crate::repo::prepush::install(&git_dir)?;
     crate::failpoint::hit("before-record");
-    let record = SessionRecord::of_git_restore(
+    let mut record = SessionRecord::of_git_restore(
         opts.branch.clone(),
         opts.tip,
         lease,
@@ -159,6 +160,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         push_url.as_ref(),
         opts.depth,
     );
+    record.signing = opts.signing.as_ref().map(|s| s.record.clone());
     record.write(&git_dir)?;
     let _ = std::fs::remove_file(TemplateRecord::path(&git_dir));
     let _ = std::fs::remove_file(git_dir.join(BOOT_INTENT));
