@@ -32,6 +32,7 @@ not hold), 500 (ssh-keygen failed).
 For git-session's tests only, --mode makes it a hostile service (the client must refuse each):
 garbage (200 and no signature), other-key (signs with --other-key), other-bytes (signs other bytes),
 stall (reads the request, never answers), 500 (always HTTP 500), huge (200 and an endless answer),
+huge-length (200 announcing a 1 GiB Content-Length, then nothing),
 401-then-rotate (a request with another token than the file's is answered 401 after the URL
 with the file's token is written to --rotate-url-file, as a backend rotating a token does).
 """
@@ -47,7 +48,10 @@ import time
 import urllib.parse
 
 MAX_REQUEST = 16 << 20
-MODES = ["sign", "garbage", "other-key", "other-bytes", "stall", "500", "huge", "401-then-rotate"]
+MODES = [
+    "sign", "garbage", "other-key", "other-bytes", "stall", "500", "huge", "huge-length",
+    "401-then-rotate",
+]
 
 
 def public_line(key):
@@ -142,6 +146,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(200, b"this is no signature\n")
         if mode == "huge":
             return self.endless()
+        if mode == "huge-length":
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 30))
+            self.end_headers()
+            self.wfile.flush()
+            self.record(200)
+            while True:
+                time.sleep(3600)
         if mode == "other-key":
             key = opts.other_key
         if mode == "other-bytes":

@@ -25,6 +25,7 @@ fn path_without_ssh_keygen(w: &World) -> String {
             .expect("git on PATH");
         std::os::unix::fs::symlink(git, bin.join("git")).unwrap();
     }
+    assert_eq!(crate::support::names_in(&bin), ["git"]);
     bin.display().to_string()
 }
 
@@ -301,14 +302,13 @@ fn a_key_that_cannot_sign_fails_git_commit_and_commits_nothing() {
         assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), head, "{case}");
     }
     // git-session's own exit, and no signature file beside the payload.
-    let payload = s.w.path("payload");
+    let tmp = s.w.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let payload = tmp.join("payload");
     std::fs::write(&payload, "tree x\n").unwrap();
-    let pubfile = s.w.path("asked.pub");
-    std::fs::write(
-        &pubfile,
-        signing_key_value(&key).trim_start_matches("key::"),
-    )
-    .unwrap();
+    let pubfile = tmp.join("asked.pub");
+    let asked = signing_key_value(&key);
+    std::fs::write(&pubfile, asked.trim_start_matches("key::")).unwrap();
     let args = [
         "-Y",
         "sign",
@@ -319,13 +319,25 @@ fn a_key_that_cannot_sign_fails_git_commit_and_commits_nothing() {
         "-U",
         payload.to_str().unwrap(),
     ];
-    let git_dir = dir.join(".git");
-    let run =
-        s.w.run(&dir, &args, &[("GIT_DIR", git_dir.to_str().unwrap())]);
+    let run = s.w.run(&dir, &args, &[]);
     run.assert_says(11, &["could not sign", "holds a public key"]);
-    assert!(!s.w.path("payload.sig").exists());
-    // The key back: the same commit signs.
+    assert_eq!(crate::support::names_in(&tmp), ["asked.pub", "payload"]);
+    // The key back: git-session as ssh-keygen writes `<payload>.sig` (0644, as ssh-keygen
+    // does), which ssh-keygen accepts, and nothing else; then the same commit signs.
     std::fs::write(&key, &private).unwrap();
+    s.w.run(&dir, &args, &[]).assert_code(0);
+    assert_eq!(
+        crate::support::names_in(&tmp),
+        ["asked.pub", "payload", "payload.sig"]
+    );
+    assert_eq!(crate::support::mode_of(&tmp.join("payload.sig")), 0o644);
+    let check = std::process::Command::new("ssh-keygen")
+        .args(["-Y", "check-novalidate", "-n", "git", "-s"])
+        .arg(tmp.join("payload.sig"))
+        .stdin(std::fs::File::open(&payload).unwrap())
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{check:?}");
     git_ok(&s.w, &dir, &["commit", "-qm", "signed now"], &[]);
     let id = s.w.git(&dir, &["rev-parse", "HEAD"]);
     assert_signed(&s, &dir, &key, &id);
@@ -599,3 +611,49 @@ fn verification_through_git_session_needs_ssh_keygen_for_allowed_signers() {
 }
 
 crate::sha256_too!(plain_git_commit_amend_rebase_and_merge_sign_with_no_ssh_keygen);
+
+/// Through the reference signing service: restore with `SIGNING_URL_FILE` (the URL with its
+/// token in the file) and `SIGNING_PUBLIC_KEY`; plain `git commit` with neither in its
+/// environment signs through the service, the file re-read; a service answering garbage fails
+/// the commit with git-session's words, no commit made.
+#[test]
+fn plain_git_signs_through_a_signing_service() {
+    use crate::support::signing_service::SigningService;
+    let s = Setup::new();
+    let w = &s.w;
+    let key = keygen(&w.path("keys"), "ed25519", "service");
+    let public = public_line(&key);
+    let service = SigningService::start(&w.path("service"), &key, "sign", &[]);
+    let url_file = w.path("signing-url");
+    std::fs::write(&url_file, service.url()).unwrap();
+    let dir = w.path("sandbox");
+    let vars = [
+        ("SIGNING_URL_FILE", url_file.to_str().unwrap()),
+        ("SIGNING_PUBLIC_KEY", public.as_str()),
+    ];
+    w.restore_with(&dir, &s.url(), BRANCH, s.ids.last().unwrap(), &[], &vars)
+        .assert_code(0);
+    assert!(service.requests().is_empty(), "restore asks nothing");
+    let id = commit(&s, &dir, "README.md", &[]);
+    assert_signed(&s, &dir, &key, &id);
+    assert_eq!(service.requests(), ["POST /sign 200"]);
+    crate::support::assert_no_secret_in_files(&dir.join(".git"));
+
+    let garbage = SigningService::start(&w.path("garbage"), &key, "garbage", &[]);
+    std::fs::write(&url_file, garbage.url()).unwrap();
+    let head = w.git(&dir, &["rev-parse", "HEAD"]);
+    std::fs::write(dir.join("README.md"), "more work\n").unwrap();
+    let out = git_bare_path(w, &dir, &["commit", "-qam", "x"], &[]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for said in [
+        "git-session could not sign",
+        "is not an SSH signature",
+        "SIGNING_URL_FILE",
+    ] {
+        assert!(stderr.contains(said), "no {said:?} in {stderr}");
+    }
+    crate::support::assert_no_secret("git's stderr", stderr.as_bytes());
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
+    assert_eq!(garbage.requests(), ["POST /sign 200"]);
+}

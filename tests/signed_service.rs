@@ -204,6 +204,13 @@ fn a_hostile_service_commits_nothing_and_exits_11() {
             &["signing service (SIGNING_URL)", "more than 65536 bytes"],
             &["POST /sign 200"],
         ),
+        // Refused by its Content-Length: the bytes it announces never come.
+        case(
+            "huge-length",
+            &[],
+            &["signing service (SIGNING_URL)", "more than 65536 bytes"],
+            &["POST /sign 200"],
+        ),
     ];
     for Hostile {
         mode,

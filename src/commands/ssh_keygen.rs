@@ -25,11 +25,11 @@ use crate::repo::layout::GitSigning;
 use crate::repo::session::{SessionRecord, SigningRecord};
 use crate::signing::{NAMESPACE, PublicKey, SignatureSource, SigningKey, SigningSetup};
 
-/// The most git-session signs at once. git signs a commit's (or tag's) headers and message: a
-/// few KiB, an octopus merge's parents or a long message some more. The payload is read whole
-/// (hashed, or sent to a signing service), so it is bounded; 16 MiB is far above any commit a
-/// person or an agent writes.
-pub const MAX_PAYLOAD: u64 = 16 << 20;
+/// The most git-session signs at once: the largest commit it accepts, the one `SIGNING_REQUIRED`'s
+/// check reads ([`crate::repo::signed::MAX_COMMIT_BYTES`], 1 MiB). git signs a commit's (or a
+/// tag's) headers and message, a few KiB; a larger one could not be pushed where signatures are
+/// required. The payload is read whole (hashed, or sent to a signing service), so it is bounded.
+pub const MAX_PAYLOAD: u64 = crate::repo::signed::MAX_COMMIT_BYTES;
 
 /// The variables that name where signatures come from: one of them set in git's environment
 /// wins over the session record.
@@ -339,8 +339,12 @@ fn read_capped(from: impl std::io::Read, cap: u64, what: &str) -> Result<Vec<u8>
         return Err(Error::Usage(
             Refusal::Invalid,
             format!(
-                "{what} is over {} MiB, more than git-session signs or checks",
-                cap >> 20
+                "{what} is over {}, more than git-session signs or checks",
+                if cap >= 1 << 20 {
+                    format!("{} MiB", cap >> 20)
+                } else {
+                    format!("{cap} bytes")
+                }
             ),
         ));
     }
@@ -437,7 +441,9 @@ pub fn for_plain_git(setup: &SigningSetup) -> Result<(Option<GitSigning>, Option
         None => return Ok((None, None)),
         Some(SignatureSource::KeyFile(path)) => SigningRecord::KeyFile {
             key_file: utf8(path, "SIGNING_KEY_FILE")?,
-            public_key: bare(&SigningKey::from_file(path, "SIGNING_KEY_FILE")?.public_key()),
+            public_key: SigningKey::from_file(path, "SIGNING_KEY_FILE")?
+                .public_key()
+                .key_line(),
             required: setup.required,
         },
         Some(SignatureSource::Service { url, public }) => {
@@ -459,23 +465,12 @@ pub fn for_plain_git(setup: &SigningSetup) -> Result<(Option<GitSigning>, Option
             SigningRecord::Service {
                 url_file,
                 url,
-                public_key: bare(public),
+                public_key: public.key_line(),
                 required: setup.required,
             }
         }
     };
     Ok((Some(GitSigning::new(record)?), warning))
-}
-
-/// `key`'s one-line form without its comment (`ssh-ed25519 AAAA…`): the comment is the key
-/// owner's text, kept out of `.git/config`.
-fn bare(key: &PublicKey) -> String {
-    let line = key.to_openssh();
-    let mut fields = line.split_ascii_whitespace();
-    match (fields.next(), fields.next()) {
-        (Some(kind), Some(data)) => format!("{kind} {data}"),
-        _ => line,
-    }
 }
 
 #[cfg(test)]
@@ -516,6 +511,18 @@ mod tests {
         assert!(Call::parse(&args(&["-Y", "sign", "-n"])).is_err());
         assert!(is_call(&args(&["-Y", "sign"])));
         assert!(!is_call(&args(&["restore", "-Y"])));
+    }
+
+    #[test]
+    fn a_payload_over_the_cap_is_refused() {
+        let cap = 64;
+        let read = |len: u64| read_capped(std::io::repeat(b'x').take(len), cap, "the data");
+        assert_eq!(read(cap).unwrap().len(), 64);
+        let err = read(cap + 1).unwrap_err();
+        assert!(
+            err.to_string().contains("the data is over 64 bytes"),
+            "{err}"
+        );
     }
 
     #[test]
