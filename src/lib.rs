@@ -166,20 +166,30 @@ pub fn run(cli: Cli) -> u8 {
 }
 
 fn init_logging(verbose: u8, quiet: bool) {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let default = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "git_session=info,warn",
         (false, _) => "git_session=debug,info",
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // `RUST_LOG`'s `target=level` directives (span and field filters are not read: `Targets`
+    // needs no regex engine, which an `EnvFilter` would add to the binary); one that does not
+    // parse leaves the default.
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse::<Targets>().ok())
+        .unwrap_or_else(|| default.parse().unwrap_or_default());
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(redact::Stderr)
         .with_target(false)
         // No colours: the terminal rule shows every escape sequence escaped.
         .with_ansi(false)
-        .without_time()
+        .without_time();
+    let _ = tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
         .try_init();
 }
