@@ -1,7 +1,7 @@
 """Usage: python3 -m bench.suite [MODE...] [--write] [--tables] [--link RATE[,RTT_MS]] [--protocol 0|2]
                            [--object-format sha1|sha256|both] [BARE_REPO_PATH]
 
-(scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, or
+(scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, signing, or
 all (the default: restore, save, archive, baked and version, in that order; with only --link or
 --protocol, restore).
 
@@ -9,7 +9,7 @@ Each mode runs, keeps its raw results in bench/results/SECTION.json and prints i
 BENCHMARKS.md, generated from them; --write also replaces that section of BENCHMARKS.md (the others
 are kept). --tables runs nothing: it regenerates the sections of the results kept (of the modes
 given, or all). Sections: restore, restore-v0, restore-link-RATE, restore-sha256, save, save-sha256,
-archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse.
+save-signed, archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse.
 
 Whole-command timings go through hyperfine (installed when missing) with --export-json; peak RSS and
 CPU through GNU time (/usr/bin/time -f), the server's CPU through /proc. Restore, save, archive and
@@ -54,9 +54,9 @@ import sys
 
 from . import common, link
 
-MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse"]
+MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse", "signing"]
 DEFAULT = MODES[:5]
-WITH_REPO = {"restore", "save", "archive", "baked"}
+WITH_REPO = {"restore", "save", "archive", "baked", "signing"}
 EXTRAS = ["link", "protocol", "formats"]  # the options' modules, described after the modes
 
 

@@ -45,11 +45,12 @@ def _ready(line):
     return line.split()[1] if line.startswith("ready ") else None
 
 
-def serve(root, sent=None, v0=False):
+def serve(root, sent=None, v0=False, requests=None):
     """examples/serve (git http-backend) over the bare repositories under `root`: base URL. With
     `sent`, that file holds the bytes of the response bodies sent so far; `v0`: a server that
     speaks protocol v0/v1 only."""
     cmd = [common.SERVE, root] + (["--sent-bytes", sent] if sent else []) + (["--v0"] if v0 else [])
+    cmd += ["--requests", requests] if requests else []
     return Process(cmd, _ready)
 
 
@@ -60,13 +61,13 @@ class GitServer:
     own config (not the repository's): git's v0 fetch asks for a commit no ref tips only from a
     server that advertises allow-reachable-sha1-in-want."""
 
-    def __init__(self, repo, ref, v0=False):
+    def __init__(self, repo, ref, v0=False, requests=None):
         self.root, self.sent = common.WORK / "srv", common.WORK / "serve.sent"
         shutil.rmtree(self.root, ignore_errors=True)
         self.root.mkdir(parents=True)
         (self.root / "repo.git").symlink_to(repo)
         self.sent.unlink(missing_ok=True)
-        self.proc = serve(self.root, self.sent, v0)
+        self.proc = serve(self.root, self.sent, v0, requests)
         self.base = self.proc.value
         self.url = f"{self.base}/repo.git"
         if v0:
@@ -114,6 +115,12 @@ def giftless(store, port, workers=0):
         [py, common.ROOT / "tests/peers/giftless_server.py", store, port] + ([workers] if workers else []),
         lambda l: f"http://127.0.0.1:{l.split()[1]}" if l.startswith("PORT ") else None,
     )
+
+
+def signing_service(key, log):
+    """examples/signing-service.py signing with `key` on 127.0.0.1, a line a request in `log`: its URL."""
+    return Process([sys.executable, "-u", common.ROOT / "examples/signing-service.py", "--key", key,
+                    "--port", "0", "--log", log], lambda l: f"http://127.0.0.1:{l.strip()}" if l.strip().isdigit() else None)
 
 
 def replay_proxy(upstream, rate, rtt, port=0, keep_host=False, stats=None):
