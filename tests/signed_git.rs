@@ -657,3 +657,44 @@ fn plain_git_signs_through_a_signing_service() {
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), head);
     assert_eq!(garbage.requests(), ["POST /sign 200"]);
 }
+
+#[test]
+fn save_in_a_shell_without_signing_variables_signs_as_restore_set_up() {
+    // The agent's shell lacks SIGNING_*: save signs with the source restore recorded, as plain
+    // git commit there does (it committed unsigned before).
+    let s = Setup::new();
+    let (dir, key) = signed_sandbox(&s, "sandbox", "ed25519");
+    std::fs::write(dir.join("README.md"), "saved by the agent\n").unwrap();
+    let url = s.url();
+    let run = s.w.run(
+        &dir,
+        &["save", "-m", "Saved without SIGNING_*", "--json"],
+        &[("PUSH_URL", url.as_str())],
+    );
+    run.assert_code(0);
+    assert_eq!(run.json()["signed"], true, "{}", run.stdout);
+    let commit = run.json()["commit"].as_str().unwrap().to_owned();
+    assert_signed(&s, &dir, &key, &commit);
+    // A key file gone since the restore: nothing is committed, the work stays.
+    std::fs::write(dir.join("README.md"), "again\n").unwrap();
+    std::fs::remove_file(&key).unwrap();
+    let run = s.w.run(
+        &dir,
+        &["save", "-m", "again", "--json"],
+        &[("PUSH_URL", url.as_str())],
+    );
+    run.assert_says(11, &["SIGNING_KEY_FILE", "does not exist"]);
+    assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), commit);
+}
+
+#[test]
+fn status_in_a_shell_without_signing_variables_shows_what_restore_recorded() {
+    let s = Setup::new();
+    let (dir, key) = signed_sandbox(&s, "sandbox", "ed25519");
+    let run = s.w.run(&dir, &["status", "--json"], &[]);
+    run.assert_code(0);
+    let signing = &run.json()["signing"];
+    assert_eq!(signing["source"], "key_file", "{}", run.stdout);
+    assert_eq!(signing["key_file"], key.to_str().unwrap());
+    assert_eq!(signing["key_type"], "ED25519");
+}

@@ -15,7 +15,7 @@ use crate::types::Owner;
 /// Those of [`stage_and_commit`] and [`crate::commands::push::push_session`].
 pub fn run(args: &SaveArgs, dir: std::path::PathBuf, owner: &Owner) -> Result<Success> {
     let session = Session::open(&dir, args.push.session_branch.as_deref())?;
-    let signing = crate::signing::signing()?;
+    let signing = super::sign::setup_in(&session.record)?;
     let signer = super::sign::signer(&signing);
     let push_source = if args.no_push {
         None

@@ -20,7 +20,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Refusal, Result, SigningCause};
-use crate::inputs::{UrlSource, env_nonempty};
+use crate::inputs::UrlSource;
 use crate::repo::layout::GitSigning;
 use crate::repo::session::{SessionRecord, SigningRecord};
 use crate::signing::{NAMESPACE, PublicKey, SignatureSource, SigningKey, SigningSetup};
@@ -30,10 +30,6 @@ use crate::signing::{NAMESPACE, PublicKey, SignatureSource, SigningKey, SigningS
 /// tag's) headers and message, a few KiB; a larger one could not be pushed where signatures are
 /// required. The payload is read whole (hashed, or sent to a signing service), so it is bounded.
 pub const MAX_PAYLOAD: u64 = crate::repo::signed::MAX_COMMIT_BYTES;
-
-/// The variables that name where signatures come from: one of them set in git's environment
-/// wins over the session record.
-const SOURCE_VARS: [&str; 3] = ["SIGNING_KEY_FILE", "SIGNING_URL", "SIGNING_URL_FILE"];
 
 /// Whether `args` (argv without the program) is git running its `ssh-keygen`: `-Y <operation>`.
 pub fn is_call(args: &[OsString]) -> bool {
@@ -255,7 +251,7 @@ fn public_of(setup: &SigningSetup) -> Result<(PublicKey, &'static str, Option<&P
 /// The signing set-up now: the environment's `SIGNING_*` when one names a source, else the
 /// session record's (with the git dir it was read from).
 fn setup_now() -> Result<(SigningSetup, Option<PathBuf>)> {
-    if SOURCE_VARS.iter().any(|v| env_nonempty(v).is_some()) {
+    if super::sign::source_in_environment() {
         return Ok((crate::signing::signing()?, None));
     }
     // git runs its signer in the work tree's top folder (`GIT_DIR` set in a linked work tree).
@@ -264,50 +260,7 @@ fn setup_now() -> Result<(SigningSetup, Option<PathBuf>)> {
     let record = SessionRecord::read(&git_dir)?
         .and_then(|r| r.signing)
         .ok_or_else(not_set_up)?;
-    Ok((setup_of(&record)?, Some(git_dir)))
-}
-
-/// The set-up a session record names.
-fn setup_of(record: &SigningRecord) -> Result<SigningSetup> {
-    let source = match record {
-        SigningRecord::KeyFile { key_file, .. } => SignatureSource::KeyFile(key_file.into()),
-        SigningRecord::Service {
-            url_file,
-            url,
-            public_key,
-            ..
-        } => {
-            let url = match (url_file, url) {
-                (Some(path), _) => UrlSource::File {
-                    path: path.into(),
-                    var: "SIGNING_URL_FILE",
-                },
-                (None, Some(url)) => UrlSource::Fixed(
-                    crate::types::RemoteUrl::parse(url)
-                        .map_err(|e| Error::Usage(Refusal::Invalid, format!("SIGNING_URL: {e}")))?,
-                ),
-                (None, None) => {
-                    return Err(Error::signing(
-                        SigningCause::ServiceFailed,
-                        "SIGNING_URL",
-                        None,
-                        "is not in git's environment: restore never writes down a URL that \
-                         carries credentials, so plain git signs only where SIGNING_URL is set \
-                         (export it in the shell that runs git, or restore with \
-                         SIGNING_URL_FILE, whose path is recorded)",
-                    ));
-                }
-            };
-            SignatureSource::Service {
-                url,
-                public: Box::new(PublicKey::parse(public_key, "SIGNING_PUBLIC_KEY")?),
-            }
-        }
-    };
-    Ok(SigningSetup {
-        source: Some(source),
-        required: false,
-    })
+    Ok((super::sign::setup_of(&record)?, Some(git_dir)))
 }
 
 /// Signing asked for where none is set up.

@@ -43,7 +43,7 @@ pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
     })
 }
 
-/// The signing state, from `SIGNING_*` as `save` and `push` read it: a set-up that cannot sign
+/// The signing state, from `SIGNING_*` or what restore recorded, as `save` reads it: a set-up that cannot sign
 /// is described (`problem`), never an error of `status`. With `SIGNING_REQUIRED=1`, the commits
 /// of the session branch since the lease are checked as a push checks them.
 fn signing_state(local: &Local) -> (json::SigningState, Vec<String>) {
@@ -58,7 +58,7 @@ fn signing_state(local: &Local) -> (json::SigningState, Vec<String>) {
         required: false,
         unsigned: None,
     };
-    let setup = match crate::signing::signing() {
+    let setup = match super::sign::setup_in(&local.session.record) {
         Ok(setup) => setup,
         Err(e) => {
             state.source = "invalid";

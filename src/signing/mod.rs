@@ -22,7 +22,9 @@ pub use commit::split_commit;
 pub use format::{KeyDescription, NAMESPACE};
 pub use key::{MAX_KEY_FILE, SigningKey};
 pub use public::PublicKey;
-pub use setup::{SignatureSource, SigningSetup, for_push, required_in_environment, signing};
+pub use setup::{
+    SignatureSource, SigningSetup, for_push, required_in_environment, required_value, signing,
+};
 
 use crate::error::Result;
 

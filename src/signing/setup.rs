@@ -96,6 +96,21 @@ pub fn required_in_environment() -> bool {
     env_nonempty("SIGNING_REQUIRED").is_some()
 }
 
+/// `SIGNING_REQUIRED`'s value: `1` true, `0` or unset false.
+///
+/// # Errors
+/// [`Error::Usage`] for any other value.
+pub fn required_value() -> Result<bool> {
+    match env_nonempty("SIGNING_REQUIRED").as_deref() {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(_) => Err(Error::Usage(
+            Refusal::Invalid,
+            "SIGNING_REQUIRED must be 1 (signatures required) or 0".into(),
+        )),
+    }
+}
+
 /// `SIGNING_KEY_FILE`, made absolute.
 fn key_file() -> Result<Option<PathBuf>> {
     let Some(path) = env_nonempty("SIGNING_KEY_FILE").map(PathBuf::from) else {
@@ -118,16 +133,7 @@ fn key_file() -> Result<Option<PathBuf>> {
 /// other than `0` or `1`, or a service URL that is not one.
 pub fn signing() -> Result<SigningSetup> {
     use crate::error::SigningCause;
-    let required = match env_nonempty("SIGNING_REQUIRED").as_deref() {
-        None | Some("0") => false,
-        Some("1") => true,
-        Some(_) => {
-            return Err(Error::Usage(
-                Refusal::Invalid,
-                "SIGNING_REQUIRED must be 1 (signatures required) or 0".into(),
-            ));
-        }
-    };
+    let required = required_value()?;
     let key_file = key_file()?;
     let url = url(None, "SIGNING_URL", "SIGNING_URL_FILE")?;
     let public = env_nonempty("SIGNING_PUBLIC_KEY")
