@@ -578,3 +578,46 @@ crate::sha256_too!(
     all_signed_work_pushes,
     signatures_by_another_key_or_that_do_not_verify_are_refused,
 );
+
+/// Plain `git push` of unsigned work under another name than the session branch's — another
+/// branch, a tag (lightweight or annotated), several refs at once — uploads it as surely as a
+/// push to the session branch: the requirement refuses it before anything is uploaded. Signed
+/// work goes under any name, the restored history (which the server has) unchecked.
+#[test]
+fn unsigned_work_pushed_under_another_name_is_refused_too() {
+    let s = Setup::new();
+    let (dir, key) = sandbox(&s);
+    let vars = required(&key);
+    let unsigned = s.commit(&dir, "plain.txt", "by plain git\n");
+    s.w.git(&dir, &["tag", "light"]);
+    s.w.git(&dir, &["tag", "-a", "-m", "annotated", "annotated"]);
+    for refspec in [
+        "HEAD:refs/heads/other",
+        "light",
+        "annotated",
+        "+HEAD:refs/heads/forced",
+    ] {
+        let out = s.shell_git(&dir, &["push", "-q", "origin", refspec], &vars);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "git push {refspec} went through");
+        says_refused(&stderr, &unsigned, "(unsigned)", &s.ids[1]);
+        assert_eq!(s.posts(), 0, "git push {refspec} reached the server");
+    }
+    assert_eq!(s.remote("other"), None);
+
+    // Signed on top of the restored tip: pushed under another name and as a tag.
+    s.w.git(&dir, &["reset", "-q", "--hard", &s.ids[1]]);
+    let signed = signed_commit(&s, &dir, "signed.txt", "signed\n", &key);
+    s.w.git(&dir, &["tag", "-f", "light"]);
+    let out = s.shell_git(
+        &dir,
+        &["push", "-q", "origin", "HEAD:refs/heads/other", "light"],
+        &vars,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s.remote("other"), Some(signed));
+}

@@ -423,9 +423,12 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
     // Every push to the session branch's name is checked, whatever the URL says: the same server
     // can be spelled in many ways (`localhost`, another DNS name, `/./`).
     let elsewhere = !targets_session(&record, remote, url);
-    let updates = session_updates(stdin, record.branch.full_ref().as_bytes())?;
+    let RefUpdates {
+        session: updates,
+        other,
+    } = ref_updates(stdin, record.branch.full_ref().as_bytes())?;
     if updates.is_empty() {
-        return Ok(());
+        return other_refs_signed(&git_dir, &record, &other);
     }
     // Git LFS objects `save` stored are uploaded by git-session's own push; plain git would push
     // commits whose pointers the LFS server lacks.
@@ -467,6 +470,9 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
              another repository, push it under another branch name)"
         )
     };
+    if let Some(key) = &required {
+        other_refs_checked(&repo, record, &other, key, kept)?;
+    }
     // Only a push to the session's own repository is recorded as this tree's: one to another
     // repository (a mirror, a `file://` copy) still at the lease would otherwise let a stale tree
     // record another sandbox's commit as its own, and take the session with its next save.
@@ -479,6 +485,49 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
             (local, remote_tip),
             (!elsewhere, required.as_ref()),
             &nothing,
+        )?;
+    }
+    Ok(())
+}
+
+/// A push of refs other than the session branch (other branches, tags): git's business, but for
+/// `SIGNING_REQUIRED=1`, which holds for every commit uploaded under any name.
+fn other_refs_signed(
+    git_dir: &Path,
+    record: &SessionRecord,
+    other: &[(FullSha, FullSha)],
+) -> Result<()> {
+    if other.is_empty() {
+        return Ok(());
+    }
+    let signing = crate::signing::for_push()?;
+    match crate::repo::signed::required_key(&signing, record)? {
+        None => Ok(()),
+        Some(key) => {
+            let repo = crate::repo::open(git_dir)?;
+            let kept = "git pushed nothing, and your local commits are kept";
+            other_refs_checked(&repo, record, other, &key, kept)
+        }
+    }
+}
+
+/// Every commit the updates `other` (`local`, `remote`) upload — each local tip's history but
+/// what the server has: the restored tip, the lease, the ref's remote tip — signed by `key`.
+fn other_refs_checked(
+    repo: &gix::Repository,
+    record: &SessionRecord,
+    other: &[(FullSha, FullSha)],
+    key: &crate::signing::PublicKey,
+    nothing: &str,
+) -> Result<()> {
+    for &(local, remote_tip) in other {
+        crate::repo::signed::refuse_unsigned_hiding(
+            repo,
+            (record.tip, local),
+            &[record.lease, remote_tip],
+            key,
+            nothing,
+            &Hint::GitPush,
         )?;
     }
     Ok(())
@@ -737,11 +786,30 @@ pub const MAX_REF_LINE: usize = 1 << 20;
 /// [`Error::Conflict`] (7: nothing pushed) for a line over [`MAX_REF_LINE`] and for a malformed
 /// id in a line naming `full`; [`Error::LocalIo`] when stdin cannot be read.
 pub fn session_updates(
-    mut input: impl std::io::BufRead,
+    input: impl std::io::BufRead,
     full: &[u8],
 ) -> Result<Vec<(FullSha, FullSha)>> {
+    ref_updates(input, full).map(|u| u.session)
+}
+
+/// git's pre-push lines as [`session_updates`] reads them: the session branch's updates, and
+/// those of every other ref whose line holds two ids (`SIGNING_REQUIRED` checks what they
+/// upload; a line that does not is skipped, as it was before).
+#[derive(Debug, Default)]
+pub struct RefUpdates {
+    /// The updates (`local`, `remote`) of the session branch.
+    pub session: Vec<(FullSha, FullSha)>,
+    /// The updates of other refs.
+    pub other: Vec<(FullSha, FullSha)>,
+}
+
+/// [`RefUpdates`] from git's lines in `input`, `full` being the session branch's ref.
+///
+/// # Errors
+/// As [`session_updates`].
+pub fn ref_updates(mut input: impl std::io::BufRead, full: &[u8]) -> Result<RefUpdates> {
     use std::io::BufRead as _;
-    let mut updates = Vec::new();
+    let mut updates = RefUpdates::default();
     let mut line = Vec::new();
     for number in 1.. {
         line.clear();
@@ -777,7 +845,7 @@ pub fn session_updates(
 fn parse_ref_line(
     line: &[u8],
     full: &[u8],
-    updates: &mut Vec<(FullSha, FullSha)>,
+    updates: &mut RefUpdates,
 ) -> std::result::Result<(), String> {
     let mut fields = line.rsplitn(4, |b| *b == b' ');
     let (Some(remote_id), Some(remote_ref), Some(local_id), Some(_local_ref)) =
@@ -788,13 +856,18 @@ fn parse_ref_line(
         return Ok(());
     };
     if remote_ref != full {
+        if let (Some(local), Some(remote)) =
+            (FullSha::from_wire(local_id), FullSha::from_wire(remote_id))
+        {
+            updates.other.push((local, remote));
+        }
         return Ok(());
     }
     let id = |s: &[u8]| {
         FullSha::from_wire(s)
             .ok_or_else(|| format!("a malformed object id '{}'", crate::text::line(s)))
     };
-    updates.push((id(local_id)?, id(remote_id)?));
+    updates.session.push((id(local_id)?, id(remote_id)?));
     Ok(())
 }
 

@@ -112,13 +112,37 @@ pub fn check(
     tip: FullSha,
     key: &PublicKey,
 ) -> Result<Checked> {
+    check_hiding(repo, &[base], tip, key)
+}
+
+/// Check every commit of `tip`'s history that none of `hidden` reaches (the zero id, and ids not
+/// in this repository, hide nothing) against `key`.
+///
+/// # Errors
+/// As [`check`].
+pub fn check_hiding(
+    repo: &gix::Repository,
+    hidden: &[FullSha],
+    tip: FullSha,
+    key: &PublicKey,
+) -> Result<Checked> {
     let walk_err = |e: &(dyn std::error::Error + 'static)| {
         Error::from_chain("walking the commits to check for signatures", e)
     };
-    let hidden = (!base.is_zero()).then(|| base.id());
+    let mut peeled = Vec::new();
+    // What is not here hides nothing (the server's tip of a ref this tree never fetched).
+    for id in hidden
+        .iter()
+        .filter(|id| !id.is_zero() && repo.has_object(id.id()))
+    {
+        peeled.extend(peeled_commit(repo, *id)?);
+    }
+    let Some(tip) = peeled_commit(repo, tip)? else {
+        return Ok(Checked::default());
+    };
     let walk = repo
-        .rev_walk([tip.id()])
-        .with_hidden(hidden)
+        .rev_walk([tip])
+        .with_hidden(peeled)
         .all()
         .map_err(|e| walk_err(&e))?;
     let header = header_name(repo.object_hash());
@@ -134,6 +158,23 @@ pub fn check(
         }
     }
     Ok(checked)
+}
+
+/// The commit `id` names, through any tags (`None`: the zero id, or a tag of a tree or blob: no
+/// commit).
+///
+/// # Errors
+/// [`Error::Internal`] when an object is not here or cannot be read.
+fn peeled_commit(repo: &gix::Repository, id: FullSha) -> Result<Option<gix::ObjectId>> {
+    if id.is_zero() {
+        return Ok(None);
+    }
+    let fail = |e: &(dyn std::error::Error + 'static)| {
+        Error::from_chain(format!("reading {id} to check its commits' signatures"), e)
+    };
+    let object = repo.find_object(id.id()).map_err(|e| fail(&e))?;
+    let object = object.peel_tags_to_end().map_err(|e| fail(&e))?;
+    Ok((object.kind == gix::object::Kind::Commit).then_some(object.id))
 }
 
 /// Why the commit `id` is refused, `None` when it is signed by `key`.
@@ -180,7 +221,27 @@ pub fn refuse_unsigned(
     nothing: &str,
     again: &Hint,
 ) -> Result<()> {
-    let checked = check(repo, base, tip, key)?;
+    refuse_unsigned_hiding(repo, (base, tip), &[], key, nothing, again)
+}
+
+/// [`refuse_unsigned`] of `base..tip` less what `also_hidden` reaches too (the commits a push
+/// under another name than the session branch's would upload: the server has the restored
+/// history and the ref's own tip).
+///
+/// # Errors
+/// As [`refuse_unsigned`].
+pub fn refuse_unsigned_hiding(
+    repo: &gix::Repository,
+    (base, tip): (FullSha, FullSha),
+    also_hidden: &[FullSha],
+    key: &PublicKey,
+    nothing: &str,
+    again: &Hint,
+) -> Result<()> {
+    let hidden: Vec<FullSha> = std::iter::once(base)
+        .chain(also_hidden.iter().copied())
+        .collect();
+    let checked = check_hiding(repo, &hidden, tip, key)?;
     let d = key.describe();
     let whose = format!(
         "the key of {} ({} {})",
