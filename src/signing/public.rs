@@ -66,6 +66,15 @@ impl PublicKey {
                     .to_owned(),
             ));
         }
+        // `ssh-keygen -Y verify` checks every signature over an empty reserved field, whatever
+        // the blob holds; `ssh-key` checks it over the blob's: one that is not empty would pass
+        // here and fail in git (an "Unverified" commit).
+        if !signature.reserved().is_empty() {
+            return Err(fail(
+                SigningCause::SignatureMalformed,
+                "its reserved field is not empty, so ssh-keygen and git never verify it".to_owned(),
+            ));
+        }
         if signature.namespace() != NAMESPACE {
             return Err(fail(
                 SigningCause::SignatureInvalid,
@@ -161,4 +170,76 @@ fn pem_body(armored: &[u8]) -> Option<Vec<u8>> {
         .filter(|l| !l.starts_with("-----"))
         .collect();
     base64::engine::general_purpose::STANDARD.decode(body).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rsa::signature::Signer as _;
+    use ssh_key::sha2::{Digest as _, Sha512};
+
+    /// `bytes` as an SSH string: its length (4 bytes, big-endian), then itself.
+    fn string(bytes: &[u8]) -> Vec<u8> {
+        [&(bytes.len() as u32).to_be_bytes()[..], bytes].concat()
+    }
+
+    /// An armored SSHSIG of `payload` in namespace `git` whose reserved field holds `reserved`,
+    /// made over that field as `ssh-key` checks it (OpenSSH signs and checks with it empty).
+    fn signature_with_reserved(key: &ssh_key::private::Ed25519Keypair, reserved: &[u8]) -> String {
+        use base64::Engine as _;
+        let hash = Sha512::digest(PAYLOAD);
+        let signed = [
+            &b"SSHSIG"[..],
+            &string(NAMESPACE.as_bytes()),
+            &string(reserved),
+            &string(b"sha512"),
+            &string(&hash),
+        ]
+        .concat();
+        let signature = key.sign(&signed);
+        let public = [string(b"ssh-ed25519"), string(key.public.as_ref())].concat();
+        let sig = [string(b"ssh-ed25519"), string(signature.as_bytes())].concat();
+        let blob = [
+            &b"SSHSIG"[..],
+            &1u32.to_be_bytes(),
+            &string(&public),
+            &string(NAMESPACE.as_bytes()),
+            &string(reserved),
+            &string(b"sha512"),
+            &string(&sig),
+        ]
+        .concat();
+        let body = base64::engine::general_purpose::STANDARD.encode(blob);
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(70)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN SSH SIGNATURE-----\n{}\n-----END SSH SIGNATURE-----\n",
+            lines.join("\n")
+        )
+    }
+
+    const PAYLOAD: &[u8] = b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nmessage\n";
+
+    #[test]
+    fn a_signature_with_a_reserved_field_is_refused_as_ssh_keygen_refuses_it() {
+        let key = ssh_key::private::Ed25519Keypair::from_seed(&[7; 32]);
+        let public = PublicKey::new(
+            ssh_key::PublicKey::from(ssh_key::public::KeyData::from(key.public)),
+            "SIGNING_PUBLIC_KEY",
+        );
+        // Built right: with the field empty, as OpenSSH writes it, the signature verifies.
+        let plain = signature_with_reserved(&key, b"");
+        public.verify(PAYLOAD, plain.as_bytes()).unwrap();
+        // ssh-keygen -Y verify (so git, GitHub) checks the signature over an empty field
+        // whatever the blob holds: one made over anything else never verifies there.
+        let reserved = signature_with_reserved(&key, b"x");
+        let err = public.verify(PAYLOAD, reserved.as_bytes()).unwrap_err();
+        assert!(
+            matches!(&err, Error::Signing(s) if s.cause == SigningCause::SignatureMalformed),
+            "{err:?}"
+        );
+    }
 }
