@@ -53,7 +53,8 @@ pub enum Command {
     /// fetches and writes only what changed since
     #[command(after_long_help = network_help())]
     Bake(BakeArgs),
-    /// Stage everything, commit, and push to the session branch (fast-forward only)
+    /// Stage everything, commit (signed when SIGNING_* set signing up), and push to the session
+    /// branch (fast-forward only)
     #[command(after_long_help = network_help())]
     Save(SaveArgs),
     /// Push the session branch's local commits (fast-forward only, against the lease)

@@ -61,6 +61,18 @@ const PAGES: &[(&str, Described, Described)] = &[
                 "The URL each save pushes to (a _FILE is re-read at every save).",
             ),
             ("SESSION_BRANCH", "Must match the session record when set."),
+            (
+                "SIGNING_KEY_FILE",
+                "An OpenSSH private key (Ed25519, ECDSA P-256, RSA of 2048 bits or more; unencrypted), read at each use: the commit is signed with it (exit 11 when it cannot sign: nothing is committed).",
+            ),
+            (
+                "SIGNING_URL, SIGNING_URL_FILE, SIGNING_PUBLIC_KEY",
+                "A signing service instead (one POST per commit); its signature is used only once it verifies against SIGNING_PUBLIC_KEY. Without SIGNING_*, the source restore recorded signs.",
+            ),
+            (
+                "SIGNING_REQUIRED",
+                "1: commits since the lease that are unsigned or signed by another key are refused before upload (exit 11, with the rebase that signs them again).",
+            ),
         ],
         &[
             (
@@ -110,6 +122,14 @@ const PAGES: &[(&str, Described, Described)] = &[
                 "GIT_SESSION_SPARSE_FILE",
                 "The folders of a sparse restore, one per line (as --sparse).",
             ),
+            (
+                "SIGNING_KEY_FILE, SIGNING_URL, SIGNING_URL_FILE, SIGNING_PUBLIC_KEY",
+                "Signing set up for plain git: gpg.format ssh, commit.gpgSign, user.signingKey and gpg.ssh.program (git-session itself) in .git/config, the source recorded (never the private key, nor a URL with credentials).",
+            ),
+            (
+                "SIGNING_REQUIRED",
+                "Recorded: plain git push and push refuse unsigned work where the environment does not say otherwise.",
+            ),
         ],
         &[
             (
@@ -146,6 +166,18 @@ const PAGES: &[(&str, Described, Described)] = &[
             ("PUSH_URL, PUSH_URL_FILE", "The URL to push to."),
             ("SESSION_BRANCH", "Must match the session record when set."),
             (
+                "SIGNING_KEY_FILE",
+                "An OpenSSH private key (Ed25519, ECDSA P-256, RSA of 2048 bits or more; unencrypted), read at each use: the commit is signed with it (exit 11 when it cannot sign: nothing is committed).",
+            ),
+            (
+                "SIGNING_URL, SIGNING_URL_FILE, SIGNING_PUBLIC_KEY",
+                "A signing service instead (one POST per commit); its signature is used only once it verifies against SIGNING_PUBLIC_KEY. Without SIGNING_*, the source restore recorded signs.",
+            ),
+            (
+                "SIGNING_REQUIRED",
+                "1: commits since the lease that are unsigned or signed by another key are refused before upload (exit 11, with the rebase that signs them again).",
+            ),
+            (
                 "GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_*",
                 "The commit's identities (else user.name and user.email, as git reads them).",
             ),
@@ -163,6 +195,10 @@ const PAGES: &[(&str, Described, Described)] = &[
         &[
             ("PUSH_URL, PUSH_URL_FILE", "The URL to push to."),
             ("SESSION_BRANCH", "Must match the session record when set."),
+            (
+                "SIGNING_REQUIRED",
+                "1: commits since the lease that are unsigned or signed by another key are refused before upload (exit 11, with the rebase that signs them again).",
+            ),
         ],
         &[(
             "Push commits made with plain git commit",
@@ -177,6 +213,10 @@ const PAGES: &[(&str, Described, Described)] = &[
                 "With --remote: the URL asked for the session branch.",
             ),
             ("SESSION_BRANCH", "Must match the session record when set."),
+            (
+                "SIGNING_KEY_FILE, SIGNING_URL, SIGNING_URL_FILE, SIGNING_PUBLIC_KEY, SIGNING_REQUIRED",
+                "The signing state shown (else what restore recorded): the key's type and fingerprint or the service, why it cannot sign, and with signatures required the commits a push would refuse.",
+            ),
         ],
         &[(
             "Where the session stands, remote included",
