@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::watch::Watch;
 use crate::support::{GitServer, Run, TOKEN, World, assert_matches_schema, pct, userinfo};
 
 const BRANCH: &str = "sessions/own";
@@ -267,109 +268,6 @@ fn an_owner_holding_the_session_token_is_exit_6_and_nothing_is_committed() {
     }
 }
 
-/// A running `git-session watch --json`, its stdout read line by line.
-struct Watch {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
-    seen: Vec<serde_json::Value>,
-}
-
-impl Watch {
-    fn start(f: &Fixture, dir: &std::path::Path, args: &[&str], url: &str) -> Self {
-        Self::start_with(f, dir, args, url, &[])
-    }
-
-    fn start_with(
-        f: &Fixture,
-        dir: &std::path::Path,
-        args: &[&str],
-        url: &str,
-        vars: &[(&str, &str)],
-    ) -> Self {
-        use std::io::BufRead as _;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
-            .arg("watch")
-            .args(args)
-            .arg("--json")
-            .current_dir(dir)
-            .env_clear()
-            .envs(f.w.env())
-            .env("GIT_SESSION_RETRY_BASE_MS", "5")
-            .env("GIT_SESSION_AGENT", "watcher")
-            .env("PUSH_URL", url)
-            .envs(vars.iter().copied())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Watch {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// The next JSON line within `secs`, checked against the schema.
-    fn next(&mut self, secs: u64) -> Option<serde_json::Value> {
-        let line = self
-            .lines
-            .recv_timeout(std::time::Duration::from_secs(secs))
-            .ok()?;
-        crate::support::assert_no_secret("watch stdout", line.as_bytes());
-        let j: serde_json::Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("not one JSON object per line ({e}): {line}"));
-        assert_matches_schema(&j);
-        self.seen.push(j.clone());
-        Some(j)
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = std::process::Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig}");
-    }
-
-    /// Wait up to `secs` for the exit; its code and stderr.
-    fn wait(mut self, secs: u64) -> (Option<i32>, String, Vec<serde_json::Value>) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("watch did not exit within {secs} s");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
-        while self.next(1).is_some() {}
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-        crate::support::assert_no_secret("watch stderr", stderr.as_bytes());
-        (status.code(), stderr, std::mem::take(&mut self.seen))
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl Fixture {
     fn remote_tip(&self) -> String {
         let bare = self.w.srv().join("repo.git");
@@ -407,7 +305,7 @@ fn watch_saves_an_edit_within_three_intervals_and_an_idle_tree_makes_no_commit()
     let f = Fixture::new();
     let dir = f.restore("s");
     let url = f.url();
-    let mut watch = Watch::start(&f, &dir, &["--every", "1s"], &url);
+    let mut watch = Watch::start(&f.w, &dir, &["--every", "1s"], &url);
     // Idle: three intervals, no commit, no line.
     assert!(watch.next(3).is_none(), "an idle tree printed a save");
     assert_eq!(f.remote_tip(), "", "an idle tree created the branch");
@@ -460,7 +358,7 @@ fn sigterm_saves_the_pending_edit_and_exits_0_within_seconds() {
     let f = Fixture::new();
     let dir = f.restore("s");
     let url = f.url();
-    let watch = Watch::start(&f, &dir, &["--every", "10m"], &url);
+    let watch = Watch::start(&f.w, &dir, &["--every", "10m"], &url);
     std::thread::sleep(std::time::Duration::from_millis(300));
     std::fs::write(dir.join("pending.txt"), "not yet saved\n").unwrap();
     let t0 = std::time::Instant::now();
@@ -475,7 +373,7 @@ fn sigterm_saves_the_pending_edit_and_exits_0_within_seconds() {
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(f.w.git(&dir, &["status", "--porcelain"]), "");
     // SIGINT with nothing pending: exit 0 at once, no commit.
-    let watch = Watch::start(&f, &dir, &["--every", "10m"], &url);
+    let watch = Watch::start(&f.w, &dir, &["--every", "10m"], &url);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let head = f.w.git(&dir, &["rev-parse", "HEAD"]);
     watch.signal("-INT");
@@ -495,7 +393,7 @@ fn a_takeover_by_another_sandbox_ends_watch_with_exit_3_and_keeps_its_work() {
     f.w.run(&b, &["save", "-m", "B takes over"], &[("PUSH_URL", &url)])
         .assert_code(0);
     let b_tip = f.remote_tip();
-    let mut watch = Watch::start(&f, &a, &["--every", "1s"], &url);
+    let mut watch = Watch::start(&f.w, &a, &["--every", "1s"], &url);
     std::fs::write(a.join("a.txt"), "a's work\n").unwrap();
     let j = watch.next(5).expect("no line for the refused save");
     assert_eq!(
@@ -518,7 +416,7 @@ fn a_server_down_for_two_ticks_then_back_loses_nothing() {
     let dir = f.restore("s");
     let url = f.url();
     let port = f.srv.as_ref().unwrap().addr.port();
-    let mut watch = Watch::start(&f, &dir, &["--every", "1s"], &url);
+    let mut watch = Watch::start(&f.w, &dir, &["--every", "1s"], &url);
     f.srv = None; // down
     std::fs::write(
         dir.join("during.txt"),
@@ -748,7 +646,7 @@ fn watch_waits_for_a_quiet_tree_and_lets_a_person_save_meanwhile() {
     let dir = f.restore("s");
     let url = f.url();
     let mut watch = Watch::start(
-        &f,
+        &f.w,
         &dir,
         &["--every", "300ms", "--quiet-for", "1500ms"],
         &url,
@@ -798,7 +696,7 @@ fn watch_retries_a_token_in_a_file_and_gives_up_after_three_refused_tokens() {
     let dir = f.restore("s");
     // Integrity (6): a file holding the session token is refused and retried, not fatal.
     let url = f.url();
-    let mut watch = Watch::start(&f, &dir, &["--every", "300ms"], &url);
+    let mut watch = Watch::start(&f.w, &dir, &["--every", "300ms"], &url);
     std::fs::write(dir.join("leak.txt"), format!("token={TOKEN}\n")).unwrap();
     for _ in 0..2 {
         let j = watch.next(5).expect("no line for the refused save");
@@ -817,7 +715,7 @@ fn watch_retries_a_token_in_a_file_and_gives_up_after_three_refused_tokens() {
     // Auth (4): a refused token three ticks in a row ends the loop with exit 4; commits stay local.
     let srv = f.srv.as_ref().unwrap();
     let bad = srv.url("repo.git", Some("t:not-the-token"));
-    let mut watch = Watch::start(&f, &dir, &["--every", "300ms"], &bad);
+    let mut watch = Watch::start(&f.w, &dir, &["--every", "300ms"], &bad);
     std::fs::write(dir.join("more.txt"), "more\n").unwrap();
     for _ in 0..3 {
         let j = watch.next(10).expect("no line for the refused token");
@@ -835,7 +733,7 @@ fn sigterm_during_a_save_stuck_in_retries_ends_within_the_final_save_time() {
     let url = f.url();
     f.srv = None; // down: every save retries, 4 attempts over about 15 s with this base
     let watch = Watch::start_with(
-        &f,
+        &f.w,
         &dir,
         &["--every", "500ms"],
         &url,

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use crate::push::Setup;
 use crate::support::keys::{allowed_signers, keygen, public_line, verify_commit};
 use crate::support::signing_service::SigningService;
-use crate::support::{Run, TOKEN, assert_matches_schema, assert_no_secret};
+use crate::support::watch::Watch;
+use crate::support::{Run, TOKEN, assert_matches_schema};
 
 const BRANCH: &str = "sessions/service";
 
@@ -404,52 +405,25 @@ fn a_file_holding_the_service_token_is_refused_before_signing() {
 
 #[test]
 fn watch_checkpoints_are_signed_by_the_service() {
-    use std::io::BufRead as _;
     let sb = Sandbox::new("ed25519");
     let service = sb.service("service", "sign", &[]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
-        .args(["watch", "--every", "300ms", "--json"])
-        .current_dir(&sb.dir)
-        .env_clear()
-        .envs(sb.s.w.env())
-        .env("GIT_SESSION_RETRY_BASE_MS", "5")
-        .env("PUSH_URL", sb.s.url())
-        .env("SIGNING_URL", service.url())
-        .env("SIGNING_PUBLIC_KEY", public_line(&sb.key))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let next = |what: &str| {
-        let line = lines
-            .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|_| panic!("no checkpoint for {what} within 20 s"));
-        assert_no_secret("watch stdout", line.as_bytes());
-        let j: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_matches_schema(&j);
-        j
+    let (url, public) = (service.url(), public_line(&sb.key));
+    let vars = [
+        ("SIGNING_URL", url.as_str()),
+        ("SIGNING_PUBLIC_KEY", public.as_str()),
+    ];
+    let mut watch = Watch::start_with(&sb.s.w, &sb.dir, &["--every", "300ms"], &sb.s.url(), &vars);
+    let mut next = |what: &str| {
+        watch
+            .next(20)
+            .unwrap_or_else(|| panic!("no checkpoint for {what} within 20 s"))
     };
     // The edit made before it started, then a second one.
     let first = next("the first edit");
     std::fs::write(sb.dir.join("notes.md"), "more work\n").unwrap();
     let second = next("the second edit");
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let out = crate::support::wait_with_limit(child, Duration::from_secs(20));
-    assert_no_secret("watch stderr", &out.stderr);
+    watch.signal("-TERM");
+    watch.wait(20);
     for j in [&first, &second] {
         assert_eq!(j["ok"], true, "{j}");
         assert_eq!(j["signed"], true, "{j}");

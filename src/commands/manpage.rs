@@ -62,16 +62,8 @@ const PAGES: &[(&str, Described, Described)] = &[
             ),
             ("SESSION_BRANCH", "Must match the session record when set."),
             (
-                "SIGNING_KEY_FILE",
-                "An OpenSSH private key (Ed25519, ECDSA P-256, RSA of 2048 bits or more; unencrypted), read at each use: the commit is signed with it (exit 11 when it cannot sign: nothing is committed).",
-            ),
-            (
-                "SIGNING_URL, SIGNING_URL_FILE, SIGNING_PUBLIC_KEY",
-                "A signing service instead (one POST per commit); its signature is used only once it verifies against SIGNING_PUBLIC_KEY. Without SIGNING_*, the source restore recorded signs.",
-            ),
-            (
-                "SIGNING_REQUIRED",
-                "1: commits since the lease that are unsigned or signed by another key are refused before upload (exit 11, with the rebase that signs them again).",
+                "SIGNING_KEY_FILE, SIGNING_URL, SIGNING_URL_FILE, SIGNING_PUBLIC_KEY, SIGNING_REQUIRED",
+                "Each save signs and checks as git-session-save(1) says: a checkpoint that cannot be signed commits nothing and ends the watch (exit 11).",
             ),
         ],
         &[

@@ -17,6 +17,7 @@ pub mod server;
 pub mod signing_service;
 pub mod slow_proxy;
 pub mod squid;
+pub mod watch;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
