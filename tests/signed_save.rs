@@ -51,17 +51,37 @@ fn save_with_a_key_file_pushes_commits_git_verify_commit_accepts() {
 #[test]
 fn a_key_file_that_cannot_sign_commits_nothing_and_keeps_the_work() {
     let s = Setup::new();
-    let (dir, _key) = signed_sandbox(&s, "ed25519");
+    let (dir, key) = signed_sandbox(&s, "ed25519");
     let head = s.w.git(&dir, &["rev-parse", "HEAD"]);
-    let empty = s.w.path("keys/empty");
+    let keys = s.w.path("keys");
+    let empty = keys.join("empty");
     std::fs::write(&empty, "").unwrap();
-    let run = save(&s, &dir, &[("SIGNING_KEY_FILE", empty.to_str().unwrap())]);
-    run.assert_says(11, &["SIGNING_KEY_FILE", "is empty"]);
-    assert_eq!(run.json()["error"]["kind"], "signing", "{}", run.stdout);
-    assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), head);
-    assert_eq!(s.remote(BRANCH), None, "nothing reached the server");
-    let status = s.w.git(&dir, &["status", "--porcelain"]);
-    assert!(status.contains("README.md"), "the edit is kept: {status}");
+    let encrypted = keys.join("encrypted");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "a passphrase", "-f"])
+        .arg(&encrypted)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let public = key.with_extension("pub");
+    for (file, words) in [
+        (&empty, "is empty"),
+        (&encrypted, "passphrase-protected"),
+        (&public, "holds a public key"),
+    ] {
+        let run = save(&s, &dir, &[("SIGNING_KEY_FILE", file.to_str().unwrap())]);
+        run.assert_says(11, &["SIGNING_KEY_FILE", words]);
+        assert_eq!(run.json()["error"]["kind"], "signing", "{}", run.stdout);
+        assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), head, "{words}");
+        assert_eq!(s.remote(BRANCH), None, "nothing reached the server");
+        let status = s.w.git(&dir, &["status", "--porcelain"]);
+        assert!(status.contains("README.md"), "the edit is kept: {status}");
+        // Nothing of the key in what the run showed (the public key is no secret).
+        let private = std::fs::read_to_string(&key).unwrap();
+        for line in private.lines().filter(|l| !l.starts_with("-----")).skip(2) {
+            assert!(!run.stdout.contains(line) && !run.stderr.contains(line));
+        }
+    }
 }
 
 crate::sha256_too!(save_with_a_key_file_pushes_commits_git_verify_commit_accepts);
