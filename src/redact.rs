@@ -40,6 +40,18 @@ pub fn known() -> Vec<String> {
     SECRETS.lock().map(|k| k.clone()).unwrap_or_default()
 }
 
+/// git-session's inputs that hold no URL, where one pasted by mistake would be echoed.
+const INPUT_VARS: [&str; 8] = [
+    "SESSION_BRANCH",
+    "TIP_SHA",
+    "SESSION_DIR",
+    "GIT_SESSION_SANDBOX",
+    "GIT_SESSION_AGENT",
+    "GIT_SESSION_PERSON",
+    "SIGNING_KEY_FILE",
+    "SIGNING_PUBLIC_KEY",
+];
+
 /// Learn the secrets of every session URL in the environment, whichever of a variable and its
 /// `_FILE` wins: both may hold a token a server could echo; and those of the proxies' URLs.
 pub fn learn_environment() {
@@ -54,6 +66,24 @@ pub fn learn_environment() {
         }
         for t in texts {
             if let Ok(url) = RemoteUrl::parse(t.trim()) {
+                learn(&url);
+            }
+        }
+    }
+    // A credentialed URL in another of git-session's inputs, on the command line or in the
+    // environment (given as SESSION_BRANCH or TIP_SHA by mistake): whatever echoes an input value
+    // cannot show it. Only git-session's own inputs: what is learned is also refused by save's
+    // scan, and another program's variable (a DATABASE_URL's password) is none of its business.
+    let elsewhere = INPUT_VARS
+        .iter()
+        .filter_map(std::env::var_os)
+        .chain(std::env::args_os().skip(1));
+    for value in elsewhere {
+        let Some(value) = value.to_str() else {
+            continue;
+        };
+        for word in value.split_whitespace().filter(|w| w.contains("://")) {
+            if let Ok(url) = RemoteUrl::parse(word.trim_matches(['\'', '"'])) {
                 learn(&url);
             }
         }

@@ -657,3 +657,39 @@ fn watch_durations_take_digits_and_a_unit_within_their_range() {
 }
 
 crate::sha256_too!(upper_case_sha_is_normalised);
+
+#[test]
+fn a_credentialed_url_given_in_another_input_is_never_echoed() {
+    // A URL pasted into the wrong variable or flag: the refusal names the input, and `World::run`
+    // fails the test if the token shows in any encoding.
+    let w = World::new();
+    let dir = w.path("sandbox");
+    let url = format!("http://{}@127.0.0.1:1/r.git", userinfo());
+    let read = "http://127.0.0.1:1/r.git";
+    for (branch, tip) in [(url.as_str(), GOOD_SHA), ("sessions/x", url.as_str())] {
+        let run = w.restore_with(&dir, read, branch, tip, &["--json"], &[]);
+        run.assert_code(2);
+        let run = w.run(
+            &dir,
+            &[
+                "restore",
+                "--json",
+                "--session-branch",
+                branch,
+                "--tip-sha",
+                tip,
+            ],
+            &[("READ_URL", read)],
+        );
+        run.assert_code(2);
+    }
+    let run = w.restore_with(
+        &dir,
+        read,
+        "sessions/x",
+        GOOD_SHA,
+        &[],
+        &[("GIT_SESSION_AGENT", &url)],
+    );
+    assert_ne!(run.code, Some(0));
+}
