@@ -1,0 +1,410 @@
+//! `restore` of a sessions manifest (`GIT_SESSION_SESSIONS_FILE`, `--sessions`): a bad manifest is
+//! exit 2 before any request; several repositories restored at once, one failing without harm to
+//! the others; a rerun completing only what is unfinished.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    GitServer, Run, TOKEN, World, assert_matches_schema, hex_len, left_nothing, userinfo,
+};
+
+/// Three repositories `a.git`, `b.git`, `c.git` on one server that wants the token.
+struct Three {
+    w: World,
+    srv: GitServer,
+    /// Each repository's tip, in the order a, b, c.
+    tips: Vec<String>,
+}
+
+impl Three {
+    fn start() -> Self {
+        let w = World::new();
+        let mut tips = Vec::new();
+        for name in ["a", "b", "c"] {
+            let readme = format!("{name} one\n");
+            let lib = format!("pub fn {name}() {{}}\n");
+            let ids = w.repo(
+                &format!("{name}.git"),
+                &[
+                    &[("README.md", Some(readme.as_str()))],
+                    &[
+                        ("src/lib.rs", Some(lib.as_str())),
+                        ("bin/run.sh", Some("#!/bin/sh\n")),
+                    ],
+                ],
+            );
+            tips.push(ids.last().unwrap().clone());
+        }
+        let srv = GitServer::start(&w.srv(), Some(TOKEN));
+        Three { w, srv, tips }
+    }
+
+    fn url(&self, name: &str) -> String {
+        self.srv.url(&format!("{name}.git"), Some(&userinfo()))
+    }
+
+    /// An entry restoring repository `name` at `tip` into `dir` (relative to the manifest).
+    fn entry(&self, name: &str, dir: &str, tip: &str) -> Value {
+        json!({
+            "dir": dir,
+            "read_url": self.url(name),
+            "push_url": self.url(name),
+            "session_branch": format!("sessions/{name}"),
+            "tip_sha": tip,
+        })
+    }
+
+    /// The three sessions into `<folder>/a`, `/b`, `/c`, `c` at `c_tip`.
+    fn manifest(&self, folder: &str, c_tip: &str) -> Value {
+        json!({"sessions": [
+            self.entry("a", &format!("{folder}/a"), &self.tips[0]),
+            self.entry("b", &format!("{folder}/b"), &self.tips[1]),
+            self.entry("c", &format!("{folder}/c"), c_tip),
+        ]})
+    }
+
+    /// Write `manifest` to `work/sessions.json` and restore it with `--json` and `vars`.
+    fn restore(&self, manifest: &Value, vars: &[(&str, &str)]) -> Run {
+        let file = self.w.path("sessions.json");
+        std::fs::write(&file, manifest.to_string()).unwrap();
+        let mut all = vec![("GIT_SESSION_SESSIONS_FILE", file.to_str().unwrap())];
+        all.extend_from_slice(vars);
+        self.w.run(&self.w.path(""), &["restore", "--json"], &all)
+    }
+
+    fn dir(&self, rel: &str) -> PathBuf {
+        self.w.path(rel)
+    }
+
+    /// `dir` holds `tip` as git sees it: HEAD there, nothing changed, the index the commit's tree.
+    #[track_caller]
+    fn assert_restored(&self, dir: &Path, tip: &str, branch: &str) {
+        let w = &self.w;
+        assert_eq!(w.git(dir, &["rev-parse", "HEAD"]), tip, "{}", dir.display());
+        assert_eq!(
+            w.git(dir, &["status", "--porcelain"]),
+            "",
+            "{}",
+            dir.display()
+        );
+        assert_eq!(
+            w.git(dir, &["symbolic-ref", "--short", "HEAD"]),
+            branch,
+            "{}",
+            dir.display()
+        );
+        assert_eq!(
+            w.git(dir, &["ls-files"]),
+            w.git(dir, &["ls-tree", "-r", "--name-only", "HEAD"]),
+            "{}",
+            dir.display()
+        );
+    }
+}
+
+/// A full object id that no repository holds.
+fn missing_tip() -> String {
+    "7".repeat(hex_len())
+}
+
+#[test]
+fn three_sessions_one_with_a_wrong_tip_the_others_restored_and_a_rerun_completes_it() {
+    let t = Three::start();
+    let run = t.restore(&t.manifest("trees", &missing_tip()), &[]);
+    let out = run.json();
+    assert_matches_schema(&out);
+    let failed = out["sessions"][2]["exit_code"].as_u64().unwrap();
+    assert_ne!(failed, 0, "{out:#}");
+    // The documented rule: the first failing session's code, in the manifest's order.
+    run.assert_code(i32::try_from(failed).unwrap());
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["command"], "restore");
+    assert_eq!(out["exit_code"], failed);
+    assert_eq!(out["sessions"][2]["kind"], "not_found", "{out:#}");
+    assert!(
+        out["sessions"][2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("TIP_SHA")
+    );
+    for (i, name) in ["a", "b"].iter().enumerate() {
+        let s = &out["sessions"][i];
+        let dir = t.dir(&format!("trees/{name}"));
+        assert_eq!(s["dir"], dir.to_str().unwrap());
+        assert_eq!(
+            (s["ok"].clone(), s["exit_code"].clone()),
+            (json!(true), json!(0))
+        );
+        assert_eq!(s["tip"], t.tips[i].as_str());
+        assert_eq!(s["lease"], crate::support::zero_id());
+        assert_eq!(s["branch"], format!("sessions/{name}"));
+        assert_eq!(s["noop"], false);
+        t.assert_restored(&dir, &t.tips[i], &format!("sessions/{name}"));
+    }
+    assert_eq!(
+        out["sessions"][2]["dir"],
+        t.dir("trees/c").to_str().unwrap()
+    );
+    assert!(
+        left_nothing(&t.dir("trees/c")),
+        "the failed session left files"
+    );
+    // The manifest fixed: only c is restored, a and b are left as they are.
+    let rerun = t.restore(&t.manifest("trees", &t.tips[2]), &[]);
+    rerun.assert_code(0);
+    let out = rerun.json();
+    assert_matches_schema(&out);
+    assert_eq!(out["ok"], true);
+    let noops: Vec<&Value> = out["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["noop"])
+        .collect();
+    assert_eq!(
+        noops,
+        [&json!(true), &json!(true), &json!(false)],
+        "{out:#}"
+    );
+    for (i, name) in ["a", "b", "c"].iter().enumerate() {
+        t.assert_restored(
+            &t.dir(&format!("trees/{name}")),
+            &t.tips[i],
+            &format!("sessions/{name}"),
+        );
+    }
+}
+
+#[test]
+fn without_json_each_session_has_its_line_and_a_failure_its_error() {
+    let t = Three::start();
+    let file = t.w.path("sessions.json");
+    std::fs::write(&file, t.manifest("trees", &missing_tip()).to_string()).unwrap();
+    let run = t.w.run(
+        &t.w.path(""),
+        &["restore", "--sessions", file.to_str().unwrap()],
+        &[("GIT_SESSION_SESSIONS_CONCURRENCY", "1")],
+    );
+    run.assert_code(8);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    assert!(lines[0].starts_with("restored sessions/a"), "{}", lines[0]);
+    assert!(lines[1].starts_with("restored sessions/b"), "{}", lines[1]);
+    let c = t.dir("trees/c");
+    assert!(lines[2].contains(c.to_str().unwrap()), "{}", lines[2]);
+    assert!(lines[2].contains("exit 8"), "{}", lines[2]);
+    assert!(run.stderr.contains("error: "), "{}", run.stderr);
+}
+
+/// A kill at each of restore's failpoints while three sessions restore, then a rerun: every
+/// session restored, and only those the kill left unfinished restored again.
+#[test]
+fn a_kill_at_each_failpoint_then_a_rerun_completes_exactly_what_was_missing() {
+    let t = Three::start();
+    for point in [
+        "after-staging",
+        "after-fetch",
+        "mid-checkout",
+        "before-record",
+        "after-publish",
+    ] {
+        let manifest = t.manifest(point, &t.tips[2]);
+        let killed = t.restore(&manifest, &[("GIT_SESSION_FAILPOINT", point)]);
+        killed.assert_killed_at(point);
+        let finished: Vec<bool> = ["a", "b", "c"]
+            .iter()
+            .map(|n| t.dir(&format!("{point}/{n}/.git")).is_dir())
+            .collect();
+        let rerun = t.restore(&manifest, &[]);
+        rerun.assert_code(0);
+        let out = rerun.json();
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            assert_eq!(
+                out["sessions"][i]["noop"],
+                json!(finished[i]),
+                "{point}: {name}: {out:#}"
+            );
+            t.assert_restored(
+                &t.dir(&format!("{point}/{name}")),
+                &t.tips[i],
+                &format!("sessions/{name}"),
+            );
+        }
+    }
+}
+
+/// Each kind of bad manifest: exit 2 naming the entry and the field, before any request, and
+/// nothing written.
+#[test]
+fn a_bad_manifest_is_exit_2_naming_the_entry_and_field_before_any_request() {
+    let t = Three::start();
+    let good = |name: &str, dir: &str| t.entry(name, dir, &t.tips[0]);
+    let with = |dir: &str, key: &str, value: Value| {
+        let mut e = good("a", dir);
+        e[key] = value;
+        e
+    };
+    let without = |dir: &str, key: &str| {
+        let mut e = good("a", dir);
+        e.as_object_mut().unwrap().remove(key);
+        e
+    };
+    let secret_url = t.url("a");
+    let a_file = t.w.path("plain-file");
+    std::fs::write(&a_file, "x").unwrap();
+    let two = |second: Value| json!({"sessions": [good("a", "bad/x"), second]});
+    let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+        ("not an object", json!([1]), vec!["must be a JSON object"]),
+        ("no sessions", json!({"sessions": []}), vec!["0 sessions"]),
+        (
+            "an unknown top-level field",
+            json!({"sessions": [good("a", "bad/x")], "session": 1}),
+            vec!["unknown field \"session\""],
+        ),
+        (
+            "an unknown entry field",
+            two(with("bad/y", "tip", json!("x"))),
+            vec!["session 1 (", "bad/y", "unknown field \"tip\""],
+        ),
+        (
+            "an abbreviated tip",
+            two(with("bad/y", "tip_sha", json!(&t.tips[0][..12]))),
+            vec!["session 1 (", "bad/y", "tip_sha"],
+        ),
+        (
+            "a tip of another type",
+            two(with("bad/y", "tip_sha", json!(7))),
+            vec!["session 1 (", "tip_sha", "must be a string"],
+        ),
+        (
+            "a bad branch",
+            two(with("bad/y", "session_branch", json!("a..b"))),
+            vec!["session 1 (", "session_branch"],
+        ),
+        (
+            "no branch",
+            two(without("bad/y", "session_branch")),
+            vec!["session 1 (", "session_branch", "missing"],
+        ),
+        (
+            "no dir",
+            two(without("bad/y", "dir")),
+            vec!["session 1:", "dir", "missing"],
+        ),
+        (
+            "no read URL",
+            two(without("bad/y", "read_url")),
+            vec!["session 1 (", "read_url", "missing"],
+        ),
+        (
+            "both a URL and its file",
+            two(with("bad/y", "read_url_file", json!("url.txt"))),
+            vec!["session 1 (", "read_url_file", "not both"],
+        ),
+        (
+            "a URL file that is missing",
+            two({
+                let mut e = without("bad/y", "push_url");
+                e["push_url_file"] = json!("no-such-file");
+                e
+            }),
+            vec!["session 1 (", "push_url_file", "no-such-file"],
+        ),
+        (
+            "a URL of another scheme",
+            two(with("bad/y", "read_url", json!("ftp://127.0.0.1/a.git"))),
+            vec!["session 1 (", "read_url"],
+        ),
+        (
+            "a negative depth",
+            two(with("bad/y", "depth", json!(-1))),
+            vec!["session 1 (", "depth", "whole number"],
+        ),
+        (
+            "a depth holding a credentialed URL",
+            two(with("bad/y", "depth", json!(secret_url))),
+            vec!["session 1 (", "depth"],
+        ),
+        (
+            "a branch holding a credentialed URL",
+            two(with("bad/y", "session_branch", json!(secret_url))),
+            vec!["session 1 (", "session_branch"],
+        ),
+        (
+            "an absolute sparse folder",
+            two(with("bad/y", "sparse", json!(["/etc"]))),
+            vec!["session 1 (", "sparse"],
+        ),
+        (
+            "an unknown lfs mode",
+            two(with("bad/y", "lfs", json!("sometimes"))),
+            vec!["session 1 (", "lfs", "auto, always, never"],
+        ),
+        (
+            "an unknown submodules mode",
+            two(with("bad/y", "submodules", json!("all"))),
+            vec!["session 1 (", "submodules", "none, shallow, recursive"],
+        ),
+        (
+            "the same dir twice",
+            two(good("b", "bad/x")),
+            vec!["session 1 (", "dir", "session 0 (", "the same folder"],
+        ),
+        (
+            "a dir inside another",
+            two(good("b", "bad/x/inner")),
+            vec!["session 1 (", "dir", "session 0 (", "inside"],
+        ),
+        (
+            "a dir that is a file",
+            two(good("b", a_file.to_str().unwrap())),
+            vec!["session 1 (", "plain-file", "dir", "not a directory"],
+        ),
+        (
+            "too many sessions",
+            json!({"sessions": (0..65).map(|i| good("a", &format!("bad/{i}"))).collect::<Vec<_>>()}),
+            vec!["65 sessions", "1 to 64"],
+        ),
+    ];
+    for (what, manifest, words) in &cases {
+        let run = t.restore(manifest, &[]);
+        run.assert_case_says(what, 2, &[&["sessions manifest"][..], words].concat());
+        assert_eq!(run.json()["error"]["kind"], "usage", "{what}");
+        assert_matches_schema(&run.json());
+        assert!(t.srv.log().is_empty(), "{what}: a request was made");
+        assert!(
+            left_nothing(&t.w.path("bad")),
+            "{what}: something was written"
+        );
+    }
+    // Not JSON, and a file over the bound.
+    for (what, bytes, word) in [
+        ("not JSON", b"{\"sessions\": [".to_vec(), "not JSON"),
+        ("too big", vec![b' '; (1 << 20) + 1], "over 1048576 bytes"),
+    ] {
+        let file = t.w.path("raw.json");
+        std::fs::write(&file, bytes).unwrap();
+        let run = t.w.run(
+            &t.w.path(""),
+            &["restore", "--sessions", file.to_str().unwrap()],
+            &[],
+        );
+        run.assert_case_says(what, 2, &[word]);
+        assert!(t.srv.log().is_empty(), "{what}: a request was made");
+    }
+}
+
+#[test]
+fn the_concurrency_knob_is_range_checked() {
+    let t = Three::start();
+    for value in ["0", "65", "two", " 4"] {
+        let run = t.restore(
+            &t.manifest("trees", &t.tips[2]),
+            &[("GIT_SESSION_SESSIONS_CONCURRENCY", value)],
+        );
+        run.assert_case_says(value, 2, &["GIT_SESSION_SESSIONS_CONCURRENCY", "1 to 64"]);
+        assert!(t.srv.log().is_empty());
+    }
+}
