@@ -262,10 +262,9 @@ pub struct RestoreArgs {
     /// "read_url_file", "push_url" or "push_url_file", "session_branch", "tip_sha", optional
     /// "archive_url" or "archive_url_file", "depth", "sparse", "submodules", "lfs", "cache"}, …]}.
     /// The exit code: 0 when every session was restored, else the first failing session's
+    /// [env: GIT_SESSION_SESSIONS_FILE]
     #[arg(
         long,
-        env = "GIT_SESSION_SESSIONS_FILE",
-        hide_env_values = true,
         value_name = "FILE",
         conflicts_with_all = ["read_url", "push_url", "archive_url", "archive", "sparse", "from"]
     )]

@@ -140,9 +140,9 @@ pub fn run(cli: Cli) -> u8 {
         return commands::watch::run(args, dir.clone(), owner, cli.json, cli.quiet);
     }
     if let (Command::Restore(args), Ok(_)) = (&cli.command, &result)
-        && let Some(manifest) = &args.sessions
+        && let Some(manifest) = commands::sessions::manifest(args)
     {
-        return commands::sessions::run(args, manifest, cli.json, cli.quiet);
+        return commands::sessions::run(args, &manifest, cli.json, cli.quiet);
     }
     let result = result.and_then(|(dir, owner)| match &cli.command {
         Command::Restore(args) => commands::restore::run(args, dir),

@@ -408,3 +408,94 @@ fn the_concurrency_knob_is_range_checked() {
         assert!(t.srv.log().is_empty());
     }
 }
+
+/// The credential in the Basic `Authorization` header `value`, decoded.
+fn basic(value: &str) -> String {
+    use base64::Engine as _;
+    let b64 = value.strip_prefix("Basic ").unwrap_or(value);
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn each_sessions_credential_goes_only_to_its_own_server() {
+    const OTHER: &str = "0ther-Secr3t";
+    let t = Three::start();
+    let other = GitServer::start(&t.w.srv(), Some(OTHER));
+    let mut b = t.entry("b", "trees/b", &t.tips[1]);
+    let b_url = other.url("b.git", Some(&format!("t:{OTHER}")));
+    b["read_url"] = json!(b_url);
+    b["push_url"] = json!(b_url);
+    let manifest = json!({"sessions": [t.entry("a", "trees/a", &t.tips[0]), b]});
+    t.restore(&manifest, &[]).assert_code(0);
+    t.assert_restored(&t.dir("trees/a"), &t.tips[0], "sessions/a");
+    t.assert_restored(&t.dir("trees/b"), &t.tips[1], "sessions/b");
+    let sent = |srv: &GitServer| -> Vec<String> {
+        srv.log()
+            .iter()
+            .filter_map(|e| e.authorization.as_deref().map(basic))
+            .collect()
+    };
+    let (to_a, to_b) = (sent(&t.srv), sent(&other));
+    assert!(!to_a.is_empty() && !to_b.is_empty(), "{to_a:?} {to_b:?}");
+    assert!(to_a.iter().all(|c| c.ends_with(TOKEN)), "{to_a:?}");
+    assert!(to_b.iter().all(|c| c.ends_with(OTHER)), "{to_b:?}");
+}
+
+/// Three sessions each hold at a barrier until all three reach it: only sessions restored at once
+/// get past it (one after another, the first would wait there 60 s and say so).
+#[test]
+fn the_sessions_are_restored_at_once() {
+    let t = Three::start();
+    let barrier = t.w.path("barrier");
+    let started = std::time::Instant::now();
+    let run = t.restore(
+        &t.manifest("trees", &t.tips[2]),
+        &[
+            ("GIT_SESSION_FAILPOINT", "before-lock"),
+            ("GIT_SESSION_BARRIER_DIR", barrier.to_str().unwrap()),
+            ("GIT_SESSION_BARRIER_COUNT", "3"),
+            ("GIT_SESSION_SESSIONS_CONCURRENCY", "3"),
+        ],
+    );
+    run.assert_code(0);
+    assert!(!run.stderr.contains("timed out"), "{}", run.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert_eq!(crate::support::names_in(&barrier).len(), 3);
+}
+
+#[test]
+fn an_empty_variable_is_unset_and_a_single_sessions_flag_beside_a_manifest_is_refused() {
+    let t = Three::start();
+    let run = t.w.run(
+        &t.w.path(""),
+        &["restore", "--json"],
+        &[("GIT_SESSION_SESSIONS_FILE", "")],
+    );
+    // The single restore, which misses its inputs.
+    run.assert_says(2, &["TIP_SHA, SESSION_BRANCH, READ_URL are not set"]);
+    let file = t.w.path("sessions.json");
+    std::fs::write(&file, t.manifest("trees", &t.tips[2]).to_string()).unwrap();
+    let run = t.w.run(
+        &t.w.path(""),
+        &["restore", "--sparse", "src"],
+        &[("GIT_SESSION_SESSIONS_FILE", file.to_str().unwrap())],
+    );
+    run.assert_says(2, &["--sparse", "GIT_SESSION_SESSIONS_FILE"]);
+    let run = t.w.run(
+        &t.w.path(""),
+        &[
+            "restore",
+            "--sessions",
+            file.to_str().unwrap(),
+            "--sparse",
+            "src",
+        ],
+        &[],
+    );
+    run.assert_says(2, &["--sparse", "--sessions"]);
+    assert!(t.srv.log().is_empty());
+    assert!(left_nothing(&t.w.path("trees")));
+}

@@ -4,12 +4,12 @@
 //! (`GIT_SESSION_SESSIONS_CONCURRENCY`), each with its own inputs and its own HTTP client, so one
 //! session's credentials reach only its own URLs. One failing neither stops nor touches the others.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cli::RestoreArgs;
-use crate::error::Result;
+use crate::error::{Error, Refusal, Result};
 use crate::manifest::Session;
 use crate::output::json::{CommandResult, SessionRestored};
 use crate::output::{SessionLine, Success};
@@ -19,16 +19,49 @@ use crate::restore::archive::{ArchiveOptions, ArchiveSource};
 /// Each session's work stack: a restore's threads are the single restore's, run on this one.
 const STACK_BYTES: usize = 8 << 20;
 
+/// The manifest to restore: `--sessions FILE`, else `GIT_SESSION_SESSIONS_FILE` (empty: unset, as
+/// every variable); `None`: a single restore.
+pub fn manifest(args: &RestoreArgs) -> Option<PathBuf> {
+    args.sessions
+        .clone()
+        .or_else(|| crate::inputs::env_nonempty("GIT_SESSION_SESSIONS_FILE").map(PathBuf::from))
+}
+
+/// A single session's flag beside a manifest (clap refuses them beside `--sessions`; this, beside
+/// the variable): each session's inputs come from the manifest only.
+fn single_session_flags(args: &RestoreArgs) -> Result<()> {
+    let given = [
+        (args.read_url.is_some(), "--read-url"),
+        (args.push_url.is_some(), "--push-url"),
+        (args.archive_url.is_some(), "--archive-url"),
+        (args.archive.is_some(), "--archive"),
+        (!args.sparse.is_empty(), "--sparse"),
+        (args.from.is_some(), "--from"),
+    ];
+    match given.iter().find(|(set, _)| *set) {
+        Some((_, flag)) => Err(Error::Usage(
+            Refusal::Invalid,
+            format!(
+                "{flag} names one session's input, but GIT_SESSION_SESSIONS_FILE names a \
+                 manifest of sessions: put it in the manifest's entries, or unset the variable"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Restore every session of the manifest at `manifest`; prints the result and returns the exit
 /// code (0 when every session was restored, else the first failing session's, in the manifest's
 /// order; 2 for a bad manifest, before any request).
 pub fn run(args: &RestoreArgs, manifest: &Path, json: bool, quiet: bool) -> u8 {
-    let jobs = crate::manifest::read(manifest).and_then(|sessions| {
-        sessions
-            .into_iter()
-            .map(|s| Job::new(args, s))
-            .collect::<Result<Vec<Job>>>()
-    });
+    let jobs = single_session_flags(args)
+        .and_then(|()| crate::manifest::read(manifest))
+        .and_then(|sessions| {
+            sessions
+                .into_iter()
+                .map(|s| Job::new(args, s))
+                .collect::<Result<Vec<Job>>>()
+        });
     let jobs = match jobs {
         Ok(jobs) => jobs,
         Err(err) => {
