@@ -50,8 +50,12 @@ pub const FIELDS: [&str; 14] = [
 pub struct Session {
     /// Its place in the manifest, from 0.
     pub index: usize,
-    /// The work tree, absolute (relative `dir`s are joined to the manifest's folder).
+    /// The work tree, absolute (relative `dir`s are joined to the manifest's folder), resolved as
+    /// `-C` is.
     pub dir: PathBuf,
+    /// The work tree as given (joined to the manifest's folder, its symlinks not resolved), whose
+    /// symlinks a root run checks ([`crate::fs::owner::become_owner`]).
+    pub given: PathBuf,
     /// `read_url` or `read_url_file`.
     pub read: Option<UrlSource>,
     /// `push_url` or `push_url_file`.
@@ -292,7 +296,7 @@ impl<'a> Field<'a> {
                 ),
             ));
         }
-        let dir = field.dir()?;
+        let (dir, given) = field.dir()?;
         field.entry = format!("session {index} ({})", dir.display());
         let archive = field.url("archive_url", "archive_url_file")?;
         let read = field.url("read_url", "read_url_file")?;
@@ -315,6 +319,7 @@ impl<'a> Field<'a> {
             lfs: field.choice("lfs")?.unwrap_or_default(),
             cache: field.cache()?,
             dir,
+            given,
         })
     }
 
@@ -361,11 +366,11 @@ impl<'a> Field<'a> {
         })
     }
 
-    fn dir(&self) -> Result<PathBuf> {
+    fn dir(&self) -> Result<(PathBuf, PathBuf)> {
         let text = self.required("dir")?;
         let joined = self.path("dir", text)?;
         // Resolved as -C is: symlinks followed, a file in its place refused.
-        crate::inputs::session_dir(Some(&joined)).map_err(|e| self.refuse("dir", e))
+        crate::inputs::session_dirs(Some(&joined)).map_err(|e| self.refuse("dir", e))
     }
 
     /// A URL from `plain` or `file` (one of them at most), checked now.

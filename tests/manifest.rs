@@ -79,27 +79,28 @@ impl Three {
     }
 
     /// `dir` holds `tip` as git sees it: HEAD there, nothing changed, the index the commit's tree.
+    /// (A tree restored as another user is read by root's git: `safe.directory` lets it.)
     #[track_caller]
     fn assert_restored(&self, dir: &Path, tip: &str, branch: &str) {
-        let w = &self.w;
-        assert_eq!(w.git(dir, &["rev-parse", "HEAD"]), tip, "{}", dir.display());
+        let git = |args: &[&str]| {
+            self.w.git_with_env(
+                dir,
+                args,
+                &[
+                    ("GIT_CONFIG_COUNT", "1"),
+                    ("GIT_CONFIG_KEY_0", "safe.directory"),
+                    ("GIT_CONFIG_VALUE_0", "*"),
+                ],
+            )
+        };
+        let at = dir.display();
+        assert_eq!(git(&["rev-parse", "HEAD"]), tip, "{at}");
+        assert_eq!(git(&["status", "--porcelain"]), "", "{at}");
+        assert_eq!(git(&["symbolic-ref", "--short", "HEAD"]), branch, "{at}");
         assert_eq!(
-            w.git(dir, &["status", "--porcelain"]),
-            "",
-            "{}",
-            dir.display()
-        );
-        assert_eq!(
-            w.git(dir, &["symbolic-ref", "--short", "HEAD"]),
-            branch,
-            "{}",
-            dir.display()
-        );
-        assert_eq!(
-            w.git(dir, &["ls-files"]),
-            w.git(dir, &["ls-tree", "-r", "--name-only", "HEAD"]),
-            "{}",
-            dir.display()
+            git(&["ls-files"]),
+            git(&["ls-tree", "-r", "--name-only", "HEAD"]),
+            "{at}"
         );
     }
 }
@@ -498,4 +499,24 @@ fn an_empty_variable_is_unset_and_a_single_sessions_flag_beside_a_manifest_is_re
     run.assert_says(2, &["--sparse", "--sessions"]);
     assert!(t.srv.log().is_empty());
     assert!(left_nothing(&t.w.path("trees")));
+}
+
+/// SPEC rule 9 for each session: run as root, the sessions in a folder another user owns are
+/// restored as that user, nothing in them root's.
+#[test]
+fn run_as_root_the_sessions_in_another_users_folder_are_restored_as_that_user() {
+    if !crate::support::is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let t = Three::start();
+    crate::support::give_to_nobody(&t.dir("owned"));
+    let manifest = json!({"sessions": [
+        t.entry("a", "owned/a", &t.tips[0]),
+        t.entry("b", "owned/b", &t.tips[1]),
+    ]});
+    t.restore(&manifest, &[]).assert_code(0);
+    crate::support::assert_all_nobodys(&t.dir("owned"));
+    t.assert_restored(&t.dir("owned/a"), &t.tips[0], "sessions/a");
+    t.assert_restored(&t.dir("owned/b"), &t.tips[1], "sessions/b");
 }

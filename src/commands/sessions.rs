@@ -56,6 +56,7 @@ fn single_session_flags(args: &RestoreArgs) -> Result<()> {
 pub fn run(args: &RestoreArgs, manifest: &Path, json: bool, quiet: bool) -> u8 {
     let jobs = single_session_flags(args)
         .and_then(|()| crate::manifest::read(manifest))
+        .and_then(|sessions| become_owner(&sessions).map(|()| sessions))
         .and_then(|sessions| {
             sessions
                 .into_iter()
@@ -72,6 +73,20 @@ pub fn run(args: &RestoreArgs, manifest: &Path, json: bool, quiet: bool) -> u8 {
     crate::progress::lines_only();
     let lines = restore_all(jobs, crate::knobs::get().sessions_concurrency);
     crate::output::sessions(json, quiet, lines)
+}
+
+/// SPEC rule 9 for each session's folder, before any thread starts: run as root, git-session
+/// becomes the owner of the first folder another user owns (and checks every folder's path as for
+/// `-C`); from then on it works as that user, so a folder of someone else's fails to be written
+/// (exit 10) rather than being written as root.
+fn become_owner(sessions: &[Session]) -> Result<()> {
+    for s in sessions {
+        crate::fs::owner::become_owner(&s.given, &s.dir).map_err(|e| match e {
+            Error::Usage(why, text) => Error::Usage(why, format!("{}: {text}", s.name())),
+            other => other,
+        })?;
+    }
+    Ok(())
 }
 
 /// One session's restore, ready to run.
