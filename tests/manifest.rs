@@ -520,3 +520,135 @@ fn run_as_root_the_sessions_in_another_users_folder_are_restored_as_that_user() 
     t.assert_restored(&t.dir("owned/a"), &t.tips[0], "sessions/a");
     t.assert_restored(&t.dir("owned/b"), &t.tips[1], "sessions/b");
 }
+
+/// The optional fields reach each session's restore: a URL file relative to the manifest's
+/// folder and the whole history (`depth: 0`), a sparse cone, an archive.
+#[test]
+fn each_sessions_own_options_reach_its_restore() {
+    let t = Three::start();
+    std::fs::create_dir_all(t.w.path("urls")).unwrap();
+    std::fs::write(t.w.path("urls/a.txt"), t.url("a")).unwrap();
+    let files = t.w.path("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let archive = files.join("c.tar.gz");
+    let prefix = format!("c-{}/", &t.tips[2][..7]);
+    t.w.git(
+        &t.w.srv().join("c.git"),
+        &[
+            "archive",
+            "--format=tar.gz",
+            &format!("--prefix={prefix}"),
+            "-o",
+            archive.to_str().unwrap(),
+            &t.tips[2],
+        ],
+    );
+    t.srv.serve_files(&files);
+    let mut a = t.entry("a", "opts/a", &t.tips[0]);
+    a.as_object_mut().unwrap().remove("read_url");
+    a["read_url_file"] = json!("urls/a.txt");
+    a["depth"] = json!(0);
+    let mut b = t.entry("b", "opts/b", &t.tips[1]);
+    b["sparse"] = json!(["src"]);
+    let mut c = t.entry("c", "opts/c", &t.tips[2]);
+    c["archive_url"] = json!(t.srv.file_url("c.tar.gz", Some(&userinfo())));
+    let run = t.restore(&json!({"sessions": [a, b, c]}), &[]);
+    run.assert_code(0);
+    let out = run.json();
+    assert_matches_schema(&out);
+    let (a, b, c) = (t.dir("opts/a"), t.dir("opts/b"), t.dir("opts/c"));
+    t.assert_restored(&a, &t.tips[0], "sessions/a");
+    assert_eq!(t.w.git(&a, &["rev-list", "--count", "HEAD"]), "2");
+    t.assert_restored(&b, &t.tips[1], "sessions/b");
+    assert_eq!(out["sessions"][1]["sparse"], json!(["src"]));
+    assert!(b.join("src/lib.rs").is_file() && b.join("README.md").is_file());
+    assert!(!b.join("bin").exists(), "outside the cone");
+    assert_eq!(out["sessions"][2]["source"], "archive");
+    t.assert_restored(&c, &t.tips[2], "sessions/c");
+    assert!(c.join("bin/run.sh").is_file());
+}
+
+/// `git-session schema` describes the manifest (`$defs.Document`): the manifests of these tests
+/// match it, and one with an unknown field does not.
+#[test]
+fn the_schema_describes_the_manifest() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+        .arg("schema")
+        .output()
+        .unwrap();
+    let mut schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        schema["$defs"]["Document"].is_object(),
+        "no Document in the schema"
+    );
+    let defs = schema["$defs"].take();
+    let document = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": defs,
+        "$ref": "#/$defs/Document",
+    });
+    let validator = jsonschema::draft202012::new(&document).unwrap();
+    let t = Three::start();
+    let mut full = t.entry("a", "x", &t.tips[0]);
+    full["depth"] = json!(0);
+    full["sparse"] = json!(["src"]);
+    full["lfs"] = json!("never");
+    full["submodules"] = json!("shallow");
+    full["cache"] = json!("/opt/template");
+    full["archive_url_file"] = json!("archive-url.txt");
+    for good in [t.manifest("trees", &t.tips[2]), json!({"sessions": [full]})] {
+        let errors: Vec<String> = validator
+            .iter_errors(&good)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}\n{good:#}");
+    }
+    let mut unknown = t.entry("a", "x", &t.tips[0]);
+    unknown["tip"] = json!("x");
+    for bad in [
+        json!({"sessions": [unknown]}),
+        json!({"sessions": []}),
+        json!({"sessions": [t.entry("a", "x", &t.tips[0])], "extra": 1}),
+        json!({"sessions": [{"dir": "x"}]}),
+    ] {
+        assert!(!validator.is_valid(&bad), "{bad:#}");
+    }
+}
+
+/// On a terminal, no bars of restores running at once drawn over each other: a line as each
+/// session finishes.
+#[test]
+fn on_a_terminal_a_line_as_each_session_finishes() {
+    let t = Three::start();
+    let file = t.w.path("sessions.json");
+    std::fs::write(&file, t.manifest("trees", &t.tips[2]).to_string()).unwrap();
+    let tty_log = t.w.tmp.path().join("tty.log");
+    let cmd = format!(
+        "{} restore --sessions {}",
+        env!("CARGO_BIN_EXE_git-session"),
+        file.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, tty_log.to_str().unwrap()])
+        .current_dir(t.w.path(""))
+        .env_clear()
+        .envs(t.w.env())
+        .env("TERM", "xterm")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux script");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = std::fs::read_to_string(&tty_log).unwrap();
+    crate::support::assert_no_secret("terminal", shown.as_bytes());
+    for k in 1..=3 {
+        assert!(
+            shown.contains(&format!("[{k}/3] restored sessions/")),
+            "{shown}"
+        );
+    }
+    assert!(!shown.contains("receiving objects"), "{shown}");
+}

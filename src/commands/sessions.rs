@@ -139,6 +139,7 @@ fn restore_all(jobs: Vec<Job>, at_once: usize) -> Vec<SessionLine> {
     let queue: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
     let done: Vec<Mutex<Option<SessionLine>>> = (0..count).map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
     let worker = || {
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -147,7 +148,8 @@ fn restore_all(jobs: Vec<Job>, at_once: usize) -> Vec<SessionLine> {
                 continue;
             };
             let line = job.run();
-            crate::progress::finished(&line.human);
+            let k = finished.fetch_add(1, Ordering::Relaxed) + 1;
+            crate::progress::finished(&format!("[{k}/{count}] {}", line.human));
             if let Ok(mut d) = done[i].lock() {
                 *d = Some(line);
             }
