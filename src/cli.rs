@@ -266,7 +266,8 @@ pub struct RestoreArgs {
     #[arg(
         long,
         value_name = "FILE",
-        conflicts_with_all = ["read_url", "push_url", "archive_url", "archive", "sparse", "from"]
+        conflicts_with_all = ["read_url", "push_url", "archive_url", "archive", "sparse", "from",
+                              "depth", "lfs", "submodules"]
     )]
     pub sessions: Option<PathBuf>,
 }

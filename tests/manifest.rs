@@ -497,6 +497,12 @@ fn an_empty_variable_is_unset_and_a_single_sessions_flag_beside_a_manifest_is_re
         &[],
     );
     run.assert_says(2, &["--sparse", "--sessions"]);
+    let run = t.w.run(
+        &t.w.path(""),
+        &["restore", "--depth", "5"],
+        &[("GIT_SESSION_SESSIONS_FILE", file.to_str().unwrap())],
+    );
+    run.assert_says(2, &["--depth", "GIT_SESSION_SESSIONS_FILE"]);
     assert!(t.srv.log().is_empty());
     assert!(left_nothing(&t.w.path("trees")));
 }
@@ -652,3 +658,8 @@ fn on_a_terminal_a_line_as_each_session_finishes() {
     }
     assert!(!shown.contains("receiving objects"), "{shown}");
 }
+
+crate::sha256_too!(
+    three_sessions_one_with_a_wrong_tip_the_others_restored_and_a_rerun_completes_it,
+    a_bad_manifest_is_exit_2_naming_the_entry_and_field_before_any_request,
+);

@@ -16,7 +16,7 @@ use crate::output::{SessionLine, Success};
 use crate::restore::RestoreOptions;
 use crate::restore::archive::{ArchiveOptions, ArchiveSource};
 
-/// Each session's work stack: a restore's threads are the single restore's, run on this one.
+/// Each session's stack: the main thread's, which a single restore runs on.
 const STACK_BYTES: usize = 8 << 20;
 
 /// The manifest to restore: `--sessions FILE`, else `GIT_SESSION_SESSIONS_FILE` (empty: unset, as
@@ -37,6 +37,13 @@ fn single_session_flags(args: &RestoreArgs) -> Result<()> {
         (args.archive.is_some(), "--archive"),
         (!args.sparse.is_empty(), "--sparse"),
         (args.from.is_some(), "--from"),
+        // Those with a default: any other value was given.
+        (args.depth != 1, "--depth"),
+        (args.lfs != crate::restore::LfsMode::Auto, "--lfs"),
+        (
+            args.submodules != crate::restore::SubmoduleMode::None,
+            "--submodules",
+        ),
     ];
     match given.iter().find(|(set, _)| *set) {
         Some((_, flag)) => Err(Error::Usage(
