@@ -311,8 +311,14 @@ impl<'a> Field<'a> {
             read,
             push: field.url("push_url", "push_url_file")?,
             archive,
-            branch: field.parsed("session_branch")?,
-            tip: field.parsed("tip_sha")?,
+            branch: field.parsed(
+                "session_branch",
+                "it is not a branch name by git's rules (git-check-ref-format(1))",
+            )?,
+            tip: field.parsed(
+                "tip_sha",
+                "it is not a full object id: 40 hex digits (64 in a SHA-256 repository)",
+            )?,
             depth: field.depth()?,
             sparse: field.sparse()?,
             submodules: field.choice("submodules")?.unwrap_or_default(),
@@ -396,13 +402,12 @@ impl<'a> Field<'a> {
         Ok(Some(source))
     }
 
-    fn parsed<T: std::str::FromStr>(&self, field: &str) -> Result<T>
-    where
-        T::Err: std::fmt::Display,
-    {
+    /// The field parsed as its variable is; refused with `why`, not the parser's words, which
+    /// quote the value (it may be a credentialed URL put in the wrong field).
+    fn parsed<T: std::str::FromStr>(&self, field: &str, why: &str) -> Result<T> {
         self.required(field)?
             .parse()
-            .map_err(|e| self.refuse(field, e))
+            .map_err(|_| self.refuse(field, why))
     }
 
     fn depth(&self) -> Result<u32> {

@@ -663,3 +663,33 @@ crate::sha256_too!(
     three_sessions_one_with_a_wrong_tip_the_others_restored_and_a_rerun_completes_it,
     a_bad_manifest_is_exit_2_naming_the_entry_and_field_before_any_request,
 );
+
+/// A credentialed URL put in the wrong field is refused without being shown, though nothing else
+/// in the manifest holds that credential for the redaction to learn (`Run` checks every output
+/// for the token).
+#[test]
+fn a_credential_in_the_wrong_field_is_never_shown() {
+    let t = Three::start();
+    let secret = t.url("a");
+    for field in [
+        "session_branch",
+        "tip_sha",
+        "depth",
+        "lfs",
+        "submodules",
+        "sparse",
+    ] {
+        let mut e = t.entry("a", "bad/x", &t.tips[0]);
+        e["read_url"] = json!(t.srv.url("a.git", None));
+        e.as_object_mut().unwrap().remove("push_url");
+        e[field] = json!(secret);
+        let run = t.restore(&json!({"sessions": [e]}), &[]);
+        assert_ne!(run.code, Some(0), "{field}");
+        assert!(
+            run.error_message().contains(field),
+            "{field}: {}",
+            run.stderr
+        );
+        assert!(t.srv.log().is_empty(), "{field}: a request was made");
+    }
+}
