@@ -261,7 +261,7 @@ pub struct RestoreArgs {
     /// at once (GIT_SESSION_SESSIONS_CONCURRENCY): {"sessions": [{"dir", "read_url" or
     /// "read_url_file", "push_url" or "push_url_file", "session_branch", "tip_sha", optional
     /// "archive_url" or "archive_url_file", "depth", "sparse", "submodules", "lfs", "cache"}, …]}.
-    /// The exit code: 0 when every session was restored, else the first failing session's
+    /// The exit code: 0 when every session was restored, else that of the first one that failed.
     /// [env: GIT_SESSION_SESSIONS_FILE]
     #[arg(
         long,
