@@ -256,6 +256,20 @@ pub struct RestoreArgs {
         value_name = "DIR"
     )]
     pub cache: Option<PathBuf>,
+
+    /// A JSON manifest of several sessions, each restored as a single restore would be, several
+    /// at once (GIT_SESSION_SESSIONS_CONCURRENCY): {"sessions": [{"dir", "read_url" or
+    /// "read_url_file", "push_url" or "push_url_file", "session_branch", "tip_sha", optional
+    /// "archive_url" or "archive_url_file", "depth", "sparse", "submodules", "lfs", "cache"}, …]}.
+    /// The exit code: 0 when every session was restored, else that of the first one that failed.
+    /// [env: GIT_SESSION_SESSIONS_FILE]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["read_url", "push_url", "archive_url", "archive", "sparse", "from",
+                              "depth", "lfs", "submodules"]
+    )]
+    pub sessions: Option<PathBuf>,
 }
 
 /// `bake` flags. Without flags everything comes from the environment.
@@ -410,6 +424,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "GIT_SESSION_SANDBOX, GIT_SESSION_AGENT, GIT_SESSION_PERSON",
         "the session's owners, recorded in every commit's trailers and every --json result",
+    ),
+    (
+        "GIT_SESSION_SESSIONS_FILE, GIT_SESSION_SESSIONS_CONCURRENCY",
+        "a JSON manifest of several sessions restore restores together (as --sessions), and how \
+         many at once (4; 1 to 64)",
     ),
     (
         "GIT_SESSION_CACHE",

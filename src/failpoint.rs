@@ -51,7 +51,12 @@ pub fn barrier(name: &str) {
         .unwrap_or(2);
     let dir = std::path::PathBuf::from(dir);
     let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join(std::process::id().to_string()), b"");
+    // One marker per thread: the sessions of a manifest restore on threads of one process.
+    let marker = format!("{}-{:?}", std::process::id(), std::thread::current().id());
+    let _ = std::fs::write(
+        dir.join(marker.replace(|c: char| !c.is_ascii_alphanumeric(), "-")),
+        b"",
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::time::Instant::now() < deadline {
         let n = std::fs::read_dir(&dir).map(|rd| rd.count()).unwrap_or(0);

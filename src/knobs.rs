@@ -103,6 +103,8 @@ pub struct Knobs {
     pub big_object_bytes: u64,
     /// `GIT_SESSION_PROTOCOL`: the fetch protocol.
     pub protocol: Protocol,
+    /// `GIT_SESSION_SESSIONS_CONCURRENCY`: sessions of a manifest restored at once (4).
+    pub sessions_concurrency: usize,
 }
 
 /// One numeric knob: its variable, unit (for messages), range and default.
@@ -147,6 +149,14 @@ const LFS_CONCURRENCY: Number = Number {
     min: 1,
     max: 64,
     default: 8,
+};
+const SESSIONS_CONCURRENCY: Number = Number {
+    var: "GIT_SESSION_SESSIONS_CONCURRENCY",
+    unit: "sessions",
+    min: 1,
+    // A manifest's most sessions (`manifest::MAX_SESSIONS`).
+    max: 64,
+    default: 4,
 };
 const MAX_SUBMODULES: Number = Number {
     var: "GIT_SESSION_MAX_SUBMODULES",
@@ -256,6 +266,7 @@ impl Knobs {
             max_submodules: usize::try_from(MAX_SUBMODULES.read(&lookup)?).unwrap_or(usize::MAX),
             big_object_bytes: BIG_OBJECT_BYTES.read(&lookup)?,
             protocol: Protocol::read(lookup("GIT_SESSION_PROTOCOL"))?,
+            sessions_concurrency: usize::try_from(SESSIONS_CONCURRENCY.read(&lookup)?).unwrap_or(1),
         })
     }
 
@@ -316,6 +327,7 @@ mod tests {
         assert_eq!(knobs.lfs_concurrency, 8);
         assert_eq!(knobs.max_submodules, 256);
         assert_eq!(knobs.big_object_bytes, 512 << 20);
+        assert_eq!(knobs.sessions_concurrency, 4);
         assert_eq!(knobs, Knobs::default());
     }
 
@@ -328,6 +340,7 @@ mod tests {
             ("GIT_SESSION_RETRY_BASE_MS", "0"),
             ("GIT_SESSION_LOCK_WAIT_S", "0"),
             ("GIT_SESSION_MAX_SUBMODULES", "1"),
+            ("GIT_SESSION_SESSIONS_CONCURRENCY", "64"),
             ("GIT_SESSION_BIG_OBJECT_BYTES", "01048576"),
             ("GIT_SESSION_LFS_INCLUDE", " /assets/ ,, docs"),
         ])
@@ -338,6 +351,7 @@ mod tests {
         assert_eq!(knobs.retry_base, Duration::ZERO);
         assert_eq!(knobs.lock_wait, Duration::ZERO);
         assert_eq!(knobs.max_submodules, 1);
+        assert_eq!(knobs.sessions_concurrency, 64);
         assert_eq!(knobs.big_object_bytes, 1 << 20);
         // Spaces around a pattern go, as git-lfs drops them; its slashes mean something.
         assert_eq!(knobs.lfs_include, ["/assets/", "docs"]);
@@ -371,6 +385,9 @@ mod tests {
             ("GIT_SESSION_LOW_SPEED_LIMIT", "1073741825"),
             ("GIT_SESSION_BIG_OBJECT_BYTES", "1048575"),
             ("GIT_SESSION_MAX_SUBMODULES", "0"),
+            ("GIT_SESSION_SESSIONS_CONCURRENCY", "0"),
+            ("GIT_SESSION_SESSIONS_CONCURRENCY", "65"),
+            ("GIT_SESSION_SESSIONS_CONCURRENCY", "4 "),
         ] {
             let err = with(&[(var, value)]).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{var}={value}");

@@ -25,6 +25,7 @@ pub mod glob;
 pub mod hint;
 pub mod inputs;
 pub mod knobs;
+pub mod manifest;
 pub mod names;
 pub mod output;
 pub mod pack;
@@ -75,7 +76,7 @@ fn run_without_a_session(cli: &Cli) -> Option<u8> {
             Some(0)
         }
         Command::Schema => {
-            output::stdout::line(&output::json::schema());
+            output::stdout::line(&output::json::schema_with::<manifest::Document>());
             Some(0)
         }
         Command::Manpage { out } => {
@@ -137,6 +138,11 @@ pub fn run(cli: Cli) -> u8 {
     });
     if let (Command::Watch(args), Ok((dir, owner))) = (&cli.command, &result) {
         return commands::watch::run(args, dir.clone(), owner, cli.json, cli.quiet);
+    }
+    if let (Command::Restore(args), Ok(_)) = (&cli.command, &result)
+        && let Some(manifest) = commands::sessions::manifest(args)
+    {
+        return commands::sessions::run(args, &manifest, cli.json, cli.quiet);
     }
     let result = result.and_then(|(dir, owner)| match &cli.command {
         Command::Restore(args) => commands::restore::run(args, dir),

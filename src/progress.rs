@@ -5,6 +5,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
+/// Several restores run at once (a sessions manifest): their bars would draw over each other, so
+/// there are none, and one line per finished session instead ([`finished`]).
+static LINES_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// No bars from now on: one line per finished session ([`finished`]).
+pub fn lines_only() {
+    LINES_ONLY.store(true, Ordering::Relaxed);
+}
+
+/// A line saying that one of several sessions finished, when progress is on.
+pub fn finished(line: &str) {
+    if ENABLED.load(Ordering::Relaxed) {
+        crate::redact::Stderr::line(line);
+    }
+}
+
 /// Turn progress on when stderr is a terminal and the output is for a person.
 pub fn enable(json: bool, quiet: bool) {
     let tty = crate::redact::Stderr::is_terminal();
@@ -26,7 +42,7 @@ impl Progress {
     }
 
     fn with_template(label: &str, template: &str) -> Self {
-        if !ENABLED.load(Ordering::Relaxed) {
+        if !ENABLED.load(Ordering::Relaxed) || LINES_ONLY.load(Ordering::Relaxed) {
             return Progress(None);
         }
         let bar =

@@ -24,6 +24,7 @@ mod inputs;
 mod lease;
 mod lfs;
 mod local_faults;
+mod manifest;
 mod pack_thin;
 mod proxy;
 mod push;

@@ -8,6 +8,7 @@ pub mod manpage;
 pub mod push;
 pub mod restore;
 pub mod save;
+pub mod sessions;
 pub mod sign;
 pub mod ssh_keygen;
 pub mod status;

@@ -14,18 +14,31 @@ use crate::restore::{Archive, Git, RestoreOptions, RestoreReport, restore};
 /// # Errors
 /// See [`restore`]; usage errors (exit 2) for invalid or missing inputs come first.
 pub fn run(args: &RestoreArgs, dir: std::path::PathBuf) -> Result<Success> {
-    let (mut opts, from, archive_source) = validate(args, dir)?;
+    let (opts, from, archive_source) = validate(args, dir)?;
+    let archive = match from {
+        From::Git => None,
+        From::Archive => Some(archive_options(args, archive_source)?),
+    };
+    execute(opts, archive.as_ref())
+}
+
+/// The restore of validated inputs, from the archive when one is given, else by git: a single
+/// restore, and each session of a manifest.
+///
+/// # Errors
+/// See [`restore`].
+pub(super) fn execute(
+    mut opts: RestoreOptions,
+    archive: Option<&ArchiveOptions>,
+) -> Result<Success> {
     let mut expiry = expiry_warnings(&opts)?;
     // Plain git signs as save does: the key read now, so one that cannot sign fails here.
     let (signing, warning) = super::ssh_keygen::for_plain_git(&crate::signing::signing()?)?;
     opts.signing = signing;
     expiry.extend(warning);
-    let mut report = match from {
-        From::Git => restore(&opts, &mut Git::default())?,
-        From::Archive => {
-            let options = archive_options(args, archive_source)?;
-            restore(&opts, &mut Archive::new(&options))?
-        }
+    let mut report = match archive {
+        None => restore(&opts, &mut Git::default())?,
+        Some(options) => restore(&opts, &mut Archive::new(options))?,
     };
     report.warnings.extend(expiry);
     if report.noop
@@ -138,7 +151,10 @@ fn expiry_warnings(opts: &RestoreOptions) -> Result<Vec<String>> {
 }
 
 /// How to read the archive; `--from archive` without a source is a usage error.
-fn archive_options(args: &RestoreArgs, source: Option<ArchiveSource>) -> Result<ArchiveOptions> {
+pub(super) fn archive_options(
+    args: &RestoreArgs,
+    source: Option<ArchiveSource>,
+) -> Result<ArchiveOptions> {
     let source = source.ok_or_else(|| {
         Error::Usage(
             Refusal::Missing,

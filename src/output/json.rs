@@ -232,6 +232,53 @@ pub struct ErrorReport {
     pub message: String,
 }
 
+/// `restore` of a sessions manifest (`GIT_SESSION_SESSIONS_FILE`): one result per session.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(extend("unevaluatedProperties" = false))]
+pub struct SessionsRestored {
+    /// `true` when every session was restored.
+    pub ok: bool,
+    /// Always `restore`.
+    #[schemars(extend("const" = "restore"))]
+    pub command: &'static str,
+    /// The process's exit code: 0 when every session was restored, else the exit code of the
+    /// first session that failed, in the manifest's order.
+    #[schemars(range(max = 11))]
+    pub exit_code: u8,
+    /// Each session's result, in the manifest's order.
+    pub sessions: Vec<SessionRestored>,
+    /// What the user should know of the run as a whole.
+    pub warnings: Vec<String>,
+    /// Who owns the sessions, as `GIT_SESSION_SANDBOX`, `_AGENT`, `_PERSON` set it.
+    pub owner: Owner,
+}
+
+/// One session of a [`SessionsRestored`].
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionRestored {
+    /// Its work tree, absolute.
+    pub dir: String,
+    /// Whether it was restored (or already held).
+    pub ok: bool,
+    /// What a single restore of it would have exited with (0: restored).
+    #[schemars(range(max = 11))]
+    pub exit_code: u8,
+    /// The session branch (without `refs/heads/`).
+    pub branch: String,
+    /// On failure: the kind, as `error.kind` of a failed command names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["internal", "usage", "stale", "auth", "network", "integrity", "conflict", "not_found", "rejected", "io", "signing"]))]
+    pub kind: Option<&'static str>,
+    /// On failure: what happened and what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// On success: what a single `restore --json` reports (`tip`, `lease`, `noop`, …).
+    #[serde(flatten)]
+    pub restored: Option<Restored>,
+    /// What the user should know of this session.
+    pub warnings: Vec<String>,
+}
+
 /// Any one `--json` object.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
@@ -241,11 +288,22 @@ pub enum Output {
     Succeeded(Succeeded),
     /// Exit 1–11.
     Failed(Failed),
+    /// `restore` of a sessions manifest, whatever its exit code.
+    Sessions(SessionsRestored),
 }
 
 /// The JSON Schema (draft 2020-12) of every `--json` object, pretty-printed.
 pub fn schema() -> String {
     let schema = schemars::schema_for!(Output);
+    serde_json::to_string_pretty(&schema).unwrap_or_default()
+}
+
+/// [`schema`], its `$defs` also holding `T` (the sessions manifest `restore` reads, which lives
+/// above this module).
+pub fn schema_with<T: JsonSchema>() -> String {
+    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let _ = generator.subschema_for::<T>();
+    let schema = generator.into_root_schema_for::<Output>();
     serde_json::to_string_pretty(&schema).unwrap_or_default()
 }
 

@@ -114,3 +114,59 @@ pub fn failure(json_mode: bool, command: &str, err: &Error) {
         stdout::line(&redact::json(value).to_string());
     }
 }
+
+/// One session's line for a person: the result's, or its failure's.
+pub struct SessionLine {
+    /// The session's result for `--json`.
+    pub result: json::SessionRestored,
+    /// The human line (a success's, or the failure's message).
+    pub human: String,
+}
+
+/// Print the restore of a sessions manifest: each failure and warning on stderr (warnings unless
+/// quiet), then one line per session on stdout, or the one JSON object. Returns the exit code:
+/// 0 when every session was restored, else the first failing session's, in the manifest's order.
+///
+/// # Security
+/// As [`success`]: every text goes through [`redact`].
+pub fn sessions(json_mode: bool, quiet: bool, lines: Vec<SessionLine>) -> u8 {
+    let warnings: Vec<String> = take_early().iter().map(|w| redact::text(w)).collect();
+    let exit_code = lines
+        .iter()
+        .map(|l| l.result.exit_code)
+        .find(|code| *code != 0)
+        .unwrap_or(0);
+    if !quiet {
+        for w in &warnings {
+            redact::Stderr::line(&format!("warning: {w}"));
+        }
+    }
+    for line in &lines {
+        let r = &line.result;
+        if !quiet {
+            for w in &r.warnings {
+                redact::Stderr::line(&format!("warning: {}: {}", r.dir, redact::text(w)));
+            }
+        }
+        if let Some(message) = &r.message {
+            redact::Stderr::line(&format!("error: {}: {}", r.dir, redact::text(message)));
+        }
+    }
+    if json_mode {
+        let obj = json::SessionsRestored {
+            ok: exit_code == 0,
+            command: "restore",
+            exit_code,
+            sessions: lines.into_iter().map(|l| l.result).collect(),
+            warnings,
+            owner: owner(),
+        };
+        let value = serde_json::to_value(obj).unwrap_or(Value::Null);
+        stdout::line(&redact::json(value).to_string());
+    } else {
+        for line in &lines {
+            stdout::line(&crate::text::terminal(&redact::text(&line.human)));
+        }
+    }
+    exit_code
+}

@@ -41,6 +41,8 @@ pub struct LogEntry {
     pub chunked: bool,
     /// The request body when it is small (protocol requests), else empty.
     pub body: Vec<u8>,
+    /// The `Authorization` header as sent, if any (which credential reached this server).
+    pub authorization: Option<String>,
 }
 
 /// Fault injection and auth, changeable while the server runs.
@@ -590,6 +592,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         body_len: 0,
         chunked,
         body: Vec::new(),
+        authorization: req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     };
     let respond = |state: &State, mut entry: LogEntry, resp: Response<Body>| {
         entry.status = resp.status().as_u16();
