@@ -248,9 +248,7 @@ impl UrlSource {
         let url = match self {
             UrlSource::Fixed(url) => url.clone(),
             UrlSource::File { path, var } => {
-                // The caller's own file, which may be a pipe (`READ_URL_FILE=<(…)`).
-                #[allow(clippy::disallowed_methods)]
-                let text = std::fs::read_to_string(path).map_err(|e| {
+                let text = crate::types::read_url_file(path).map_err(|e| {
                     Error::Usage(
                         Refusal::Invalid,
                         format!("cannot read {var} ({}): {e}", path.display()),

@@ -58,9 +58,7 @@ pub fn learn_environment() {
     for var in ["READ_URL", "PUSH_URL", "ARCHIVE_URL", "SIGNING_URL"] {
         let file_var = format!("{var}_FILE");
         let mut texts: Vec<String> = std::env::var(var).into_iter().collect();
-        // The caller's own file, which may be a pipe (`READ_URL_FILE=<(…)`).
-        #[allow(clippy::disallowed_methods)]
-        let content = std::env::var(&file_var).map(std::fs::read_to_string);
+        let content = std::env::var(&file_var).map(|p| crate::types::read_url_file(p.as_ref()));
         if let Ok(Ok(content)) = content {
             texts.push(content);
         }

@@ -693,3 +693,24 @@ fn a_credentialed_url_given_in_another_input_is_never_echoed() {
     );
     assert_ne!(run.code, Some(0));
 }
+
+#[test]
+fn a_url_file_that_never_ends_is_refused_not_read_forever() {
+    // /dev/zero in a _FILE's place (and so in a manifest's read_url_file): bounded, exit 2.
+    let w = World::new();
+    let dir = w.path("sandbox");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = w
+        .run_limited(
+            &dir,
+            &["restore", "--json"],
+            &[
+                ("READ_URL_FILE", "/dev/zero"),
+                ("SESSION_BRANCH", "sessions/x"),
+                ("TIP_SHA", GOOD_SHA),
+            ],
+            std::time::Duration::from_secs(30),
+        )
+        .expect("the restore ended by itself");
+    run.assert_says(2, &["READ_URL_FILE", "longer than any URL"]);
+}

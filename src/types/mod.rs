@@ -13,4 +13,6 @@ pub use owner::{MAX_OWNER_BYTES, OWNER_FIELDS, Owner, OwnerError};
 pub use sha::{
     Format, FullSha, ShaError, WrongFormat, format_from_name, format_name, format_title,
 };
-pub use url::{Credentials, MAX_JWT_EXPIRY, RemoteUrl, Secret, UrlError};
+pub use url::{
+    Credentials, MAX_JWT_EXPIRY, MAX_URL_FILE, RemoteUrl, Secret, UrlError, read_url_file,
+};

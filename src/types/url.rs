@@ -413,6 +413,31 @@ pub fn base64_cores(secret: &[u8]) -> Vec<String> {
     cores
 }
 
+/// The most a URL file is read: no URL is longer (a presigned one is a few KiB).
+pub const MAX_URL_FILE: u64 = 64 * 1024;
+
+/// The text of a `_FILE` holding a URL, at most [`MAX_URL_FILE`] bytes: `/dev/zero` or an endless
+/// pipe in its place is refused, not read forever.
+///
+/// # Errors
+/// The system's, or [`std::io::ErrorKind::InvalidData`] for a file over the bound or not UTF-8.
+pub fn read_url_file(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    // The caller's own file, which may be a pipe (`READ_URL_FILE=<(…)`).
+    #[allow(clippy::disallowed_methods)]
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_URL_FILE + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_URL_FILE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("over {} KiB, longer than any URL", MAX_URL_FILE / 1024),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
