@@ -129,6 +129,19 @@ def sha256_seeds():
         tree([(b"100644", b"lib.rs", blob), (b"160000", b"module", blob)])))
 
 
+def manifest_seeds():
+    """A manifest of three sessions with every field, one bad entry, and nested folders."""
+    tip = b"1" * 40
+    entry = lambda d, extra=b"": (b'{"dir": "%s", "read_url": "http://t:tok@127.0.0.1:1/r.git", '
+                                  b'"push_url_file": "push.url", "session_branch": "sessions/%s", '
+                                  b'"tip_sha": "%s"%s}' % (d, d, tip, extra))
+    full = b', "depth": 0, "sparse": ["src", "docs"], "submodules": "shallow", "lfs": "never"'
+    put("manifest", "three", b'{"sessions": [' + b", ".join([entry(b"a", full), entry(b"b"), entry(b"c")]) + b"]}")
+    put("manifest", "nested", b'{"sessions": [' + entry(b"a") + b", " + entry(b"a/b") + b"]}")
+    put("manifest", "bad-tip", b'{"sessions": [{"dir": "x", "read_url": "http://h/r", "session_branch": "s", '
+                               b'"tip_sha": "abc"}]}')
+
+
 def signing_seeds():
     """Key files of each type ssh-keygen makes (and one with a passphrase), a public key given as
     the private one and as itself, and a signature of the target's payload by another key."""
@@ -278,6 +291,7 @@ def main():
     sha256_seeds()
     put("terminal", "c1-bidi-invalid", b"c1 \xc2\x9b31m bidi \xe2\x80\xae and \xff not utf-8\ttab\x7f")
     signing_seeds()
+    manifest_seeds()
 
 
 if __name__ == "__main__":

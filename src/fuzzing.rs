@@ -34,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("prepush", prepush),
     ("terminal", terminal),
     ("signing", signing),
+    ("manifest", manifest),
 ];
 
 /// The URL the wire parsers' messages name.
@@ -1110,5 +1111,29 @@ pub fn signing(data: &[u8]) {
                 );
             }
         }
+    }
+}
+
+/// A sessions manifest (`GIT_SESSION_SESSIONS_FILE`): refused as bad input (exit 2), or sessions
+/// within the bound, each in its own absolute folder, none inside another.
+pub fn manifest(data: &[u8]) {
+    let base = Path::new("/nonexistent-fuzz");
+    match crate::manifest::parse(&base.join("sessions.json"), base, data) {
+        Ok(sessions) => {
+            assert!(!sessions.is_empty() && sessions.len() <= crate::manifest::MAX_SESSIONS);
+            for (i, a) in sessions.iter().enumerate() {
+                assert_eq!(a.index, i);
+                assert!(a.dir.is_absolute(), "{}", a.dir.display());
+                for b in &sessions[i + 1..] {
+                    assert!(
+                        !a.dir.starts_with(&b.dir) && !b.dir.starts_with(&a.dir),
+                        "{} and {}",
+                        a.dir.display(),
+                        b.dir.display()
+                    );
+                }
+            }
+        }
+        Err(e) => assert!(matches!(e, Error::Usage(..)), "{e}"),
     }
 }

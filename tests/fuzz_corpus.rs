@@ -119,3 +119,8 @@ fn terminal() {
 fn signing() {
     replay("signing");
 }
+
+#[test]
+fn manifest() {
+    replay("manifest");
+}
