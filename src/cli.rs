@@ -464,8 +464,8 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "GIT_SESSION_SESSIONS_FILE, GIT_SESSION_SESSIONS_CONCURRENCY",
-        "a JSON manifest of several sessions restore restores together (as --sessions), and how \
-         many at once (4; 1 to 64)",
+        "a JSON manifest of several sessions restore restores together (as --sessions), and save, \
+         push and status --all act on, and how many at once (4; 1 to 64)",
     ),
     (
         "GIT_SESSION_CACHE",

@@ -297,3 +297,32 @@ fn status_and_push_all_list_each_session() {
     assert_eq!(t.remote_tip("a"), Some(a_head));
     assert_eq!(session(&out, 2)["committed"], false);
 }
+
+#[test]
+fn all_needs_a_manifest_takes_sessions_and_refuses_a_single_sessions_push_url() {
+    let t = Trees::restore();
+    let work = t.w.path("");
+    t.w.run(&work, &["save", "--all"], &[]).assert_says(
+        2,
+        &[
+            "--all needs a sessions manifest",
+            "GIT_SESSION_SESSIONS_FILE",
+        ],
+    );
+    t.run(&["push", "--all", "--push-url", "http://127.0.0.1:1/x.git"])
+        .assert_says(2, &["--push-url names one session's input"]);
+    // --sessions without --all is refused by the parser.
+    t.w.run(&work, &["status", "--sessions", "sessions.json"], &[])
+        .assert_code(2);
+    let run = t.w.run(
+        &work,
+        &["status", "--all", "--sessions", "sessions.json"],
+        &[],
+    );
+    run.assert_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    for (line, name) in lines.iter().zip(["a", "b", "c"]) {
+        assert!(line.contains(&format!("trees/{name}: ")), "{}", run.stdout);
+    }
+}
