@@ -126,7 +126,7 @@ impl Trees {
     }
 }
 
-fn session<'a>(out: &'a Value, i: usize) -> &'a Value {
+fn session(out: &Value, i: usize) -> &Value {
     &out["sessions"][i]
 }
 

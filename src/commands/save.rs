@@ -72,24 +72,6 @@ pub fn run(
         Some(c) => format!("the commit {c} this save made is kept locally"),
         None => "nothing local was touched".to_owned(),
     };
-    let note = |e: &Error| {
-        let what = match committed.commit {
-            Some(c) => format!("This save committed {c} locally, and it is kept"),
-            None => "Local commits are kept".to_owned(),
-        };
-        match e {
-            Error::Network(_) | Error::Protocol(_) => {
-                format!("{what}: rerunning {} pushes it", Hint::Save)
-            }
-            Error::Auth(_) => {
-                format!(
-                    "{what}: rerunning {} with a valid PUSH_URL pushes it",
-                    Hint::Save
-                )
-            }
-            _ => what,
-        }
-    };
     let pushed =
         super::push::push_session(session, &source, &kept, &signing, given).map_err(|e| {
             // What the commit warned of (an index it could not rewrite, and how to repair it) is
@@ -102,7 +84,7 @@ pub fn run(
                 Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
                 Error::Stale { .. } => e,
                 other => {
-                    let n = note(&other);
+                    let n = failed_push_note(committed.commit, &other);
                     other.with_note(&n)
                 }
             }
@@ -118,6 +100,27 @@ pub fn run(
         warnings,
         human,
     })
+}
+
+/// What a failed push's error adds: what became of the commit `commit` this save made, and how
+/// to push it.
+fn failed_push_note(commit: Option<crate::types::FullSha>, e: &Error) -> String {
+    let what = match commit {
+        Some(c) => format!("This save committed {c} locally, and it is kept"),
+        None => "Local commits are kept".to_owned(),
+    };
+    match e {
+        Error::Network(_) | Error::Protocol(_) => {
+            format!("{what}: rerunning {} pushes it", Hint::Save)
+        }
+        Error::Auth(_) => {
+            format!(
+                "{what}: rerunning {} with a valid PUSH_URL pushes it",
+                Hint::Save
+            )
+        }
+        _ => what,
+    }
 }
 
 /// The key that signed the commit made, as `--json` names it (`ED25519 SHA256:…`), and the
