@@ -61,12 +61,15 @@ impl Trees {
 
     /// Run git-session in the work folder with the manifest in `GIT_SESSION_SESSIONS_FILE`.
     fn run(&self, args: &[&str]) -> Run {
+        self.run_with(args, &[])
+    }
+
+    /// [`Trees::run`] with `vars` too.
+    fn run_with(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
         let file = self.manifest.to_str().unwrap();
-        self.w.run(
-            &self.w.path(""),
-            args,
-            &[("GIT_SESSION_SESSIONS_FILE", file)],
-        )
+        let mut all = vec![("GIT_SESSION_SESSIONS_FILE", file)];
+        all.extend_from_slice(vars);
+        self.w.run(&self.w.path(""), args, &all)
     }
 
     fn edit(&self, name: &str, text: &str) {
@@ -218,7 +221,12 @@ fn a_stale_session_stops_only_itself_and_sets_the_exit_code() {
         t.edit(name, &format!("{name} mine\n"));
     }
     let theirs = t.move_branch("a");
-    let run = t.run(&["save", "--all", "--json"]);
+    // The environment's URLs are a single session's: --all never uses them.
+    let nowhere = "http://127.0.0.1:1/nowhere.git";
+    let run = t.run_with(
+        &["save", "--all", "--json"],
+        &[("PUSH_URL", nowhere), ("READ_URL", nowhere)],
+    );
     run.assert_code(3);
     let out = run.json();
     assert_matches_schema(&out);
