@@ -333,4 +333,36 @@ fn all_needs_a_manifest_takes_sessions_and_refuses_a_single_sessions_push_url() 
     for (line, name) in lines.iter().zip(["a", "b", "c"]) {
         assert!(line.contains(&format!("trees/{name}: ")), "{}", run.stdout);
     }
+    // A session the manifest gives no push URL fails alone, naming its entry.
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&t.manifest).unwrap()).unwrap();
+    m["sessions"][1].as_object_mut().unwrap().remove("push_url");
+    std::fs::write(t.w.path("no-push.json"), m.to_string()).unwrap();
+    let run = t.w.run(
+        &work,
+        &["push", "--all", "--json", "--sessions", "no-push.json"],
+        &[],
+    );
+    run.assert_code(2);
+    let out = run.json();
+    assert_matches_schema(&out);
+    let b = session(&out, 1);
+    assert_eq!(
+        (b["exit_code"].clone(), b["kind"].clone()),
+        (json!(2), json!("usage"))
+    );
+    assert!(
+        b["message"].as_str().unwrap().contains("session 1 ("),
+        "{out:#}"
+    );
+    assert!(
+        b["message"].as_str().unwrap().contains("no push_url"),
+        "{out:#}"
+    );
+    assert_eq!(
+        (
+            session(&out, 0)["ok"].clone(),
+            session(&out, 2)["ok"].clone()
+        ),
+        (json!(true), json!(true))
+    );
 }
