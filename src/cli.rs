@@ -59,7 +59,7 @@ pub enum Command {
     Save(SaveArgs),
     /// Push the session branch's local commits (fast-forward only, against the lease)
     #[command(after_long_help = network_help())]
-    Push(PushArgs),
+    Push(PushCommandArgs),
     /// Save (commit and push) every interval while there is work, until SIGTERM or SIGINT
     #[command(after_long_help = network_help())]
     Watch(WatchArgs),
@@ -309,6 +309,39 @@ pub struct SaveArgs {
     /// Push flags.
     #[command(flatten)]
     pub push: PushArgs,
+
+    /// `--all`.
+    #[command(flatten)]
+    pub all: AllArgs,
+}
+
+/// `push`'s flags: those `save` shares, and `--all`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PushCommandArgs {
+    /// Push flags.
+    #[command(flatten)]
+    pub push: PushArgs,
+
+    /// `--all`.
+    #[command(flatten)]
+    pub all: AllArgs,
+}
+
+/// `--all` of `save`, `push` and `status`: the command in every session of a manifest.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AllArgs {
+    /// Run the command in every session of the sessions manifest (--sessions FILE, else
+    /// GIT_SESSION_SESSIONS_FILE), as restore reads it: each in its own dir, against its own lease,
+    /// with its own push_url (or push_url_file) and read_url, several at once
+    /// (GIT_SESSION_SESSIONS_CONCURRENCY); one failing stops only itself. One result per session;
+    /// the exit code: 0 when every session succeeded, else that of the first one that failed, in
+    /// the manifest's order
+    #[arg(long)]
+    pub all: bool,
+
+    /// The sessions manifest --all reads [env: GIT_SESSION_SESSIONS_FILE]
+    #[arg(long, value_name = "FILE", requires = "all")]
+    pub sessions: Option<PathBuf>,
 }
 
 /// `watch` flags.
@@ -374,6 +407,10 @@ pub struct StatusArgs {
         value_name = "BRANCH"
     )]
     pub session_branch: Option<String>,
+
+    /// `--all`.
+    #[command(flatten)]
+    pub all: AllArgs,
 }
 
 /// `credential` arguments (git passes the operation).
@@ -427,8 +464,8 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "GIT_SESSION_SESSIONS_FILE, GIT_SESSION_SESSIONS_CONCURRENCY",
-        "a JSON manifest of several sessions restore restores together (as --sessions), and how \
-         many at once (4; 1 to 64)",
+        "a JSON manifest of several sessions restore restores together (as --sessions), and save, \
+         push and status --all act on, and how many at once (4; 1 to 64)",
     ),
     (
         "GIT_SESSION_CACHE",

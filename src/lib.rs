@@ -144,12 +144,25 @@ pub fn run(cli: Cli) -> u8 {
     {
         return commands::sessions::run(args, &manifest, cli.json, cli.quiet);
     }
+    if let Ok((_, owner)) = &result
+        && let Some((each, all, push_url)) = every_session(&cli.command, owner)
+    {
+        return commands::sessions::run_all(each, all, push_url, cli.json, cli.quiet);
+    }
     let result = result.and_then(|(dir, owner)| match &cli.command {
         Command::Restore(args) => commands::restore::run(args, dir),
         Command::Bake(args) => commands::bake::run(args, dir),
-        Command::Save(args) => commands::save::run(args, dir, &owner),
-        Command::Push(args) => commands::push::run(args, dir),
-        Command::Status(args) => commands::status::run(args, dir),
+        Command::Save(args) => {
+            commands::save::run(args, dir, &owner, commands::Given::environment(&args.push))
+        }
+        Command::Push(args) => commands::push::run(dir, commands::Given::environment(&args.push)),
+        Command::Status(args) => {
+            let given = commands::Given::Environment {
+                push_url: None,
+                branch: args.session_branch.as_deref(),
+            };
+            commands::status::run(args, dir, given)
+        }
         Command::Credential(_)
         | Command::Watch(_)
         | Command::Hook(_)
@@ -169,6 +182,22 @@ pub fn run(cli: Cli) -> u8 {
             err.exit_code()
         }
     }
+}
+
+/// `save`, `push` or `status` with `--all`: the command for each session, its `--all` flags, and
+/// whether `--push-url` was given too.
+fn every_session<'a>(
+    command: &'a Command,
+    owner: &'a types::Owner,
+) -> Option<(commands::sessions::Each<'a>, &'a cli::AllArgs, bool)> {
+    use commands::sessions::Each;
+    let (each, all, push_url) = match command {
+        Command::Save(args) => (Each::Save(args, owner), &args.all, &args.push.push_url),
+        Command::Push(args) => (Each::Push, &args.all, &args.push.push_url),
+        Command::Status(args) => (Each::Status(args), &args.all, &None),
+        _ => return None,
+    };
+    all.all.then_some((each, all, push_url.is_some()))
 }
 
 fn init_logging(verbose: u8, quiet: bool) {

@@ -25,6 +25,7 @@ mod lease;
 mod lfs;
 mod local_faults;
 mod manifest;
+mod manifest_save;
 mod pack_thin;
 mod proxy;
 mod push;

@@ -70,3 +70,72 @@ pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
 pub const CHECK_WAS_OFF: &str = "git-session's check of plain git push was off in this tree \
     until now (see the warning): a plain push made from here meanwhile was not recorded as this \
     tree's, so it counts as another sandbox's";
+
+/// Where one session's inputs come from: the environment (and the flags) for a single command, or
+/// its manifest entry with `--all`, so a session's credentials reach only its own URLs.
+#[derive(Debug, Clone, Copy)]
+pub enum Given<'a> {
+    /// `PUSH_URL`, `READ_URL` (or their `_FILE` forms), `--push-url`, `--session-branch`.
+    Environment {
+        /// `--push-url`.
+        push_url: Option<&'a str>,
+        /// `--session-branch` (or `SESSION_BRANCH`).
+        branch: Option<&'a str>,
+    },
+    /// One entry of a sessions manifest.
+    Manifest(&'a crate::manifest::Session),
+}
+
+impl<'a> Given<'a> {
+    /// A single command's inputs, from its flags and the environment.
+    pub fn environment(args: &'a crate::cli::PushArgs) -> Self {
+        Given::Environment {
+            push_url: args.push_url.as_deref(),
+            branch: args.session_branch.as_deref(),
+        }
+    }
+
+    /// The session branch the tree must hold, when given.
+    pub fn branch(&self) -> Option<String> {
+        match self {
+            Given::Environment { branch, .. } => branch.map(str::to_owned),
+            Given::Manifest(s) => Some(s.branch.to_string()),
+        }
+    }
+
+    /// The push URL.
+    ///
+    /// # Errors
+    /// [`crate::Error::Usage`] when none is given or it is invalid.
+    pub fn push(&self) -> crate::Result<crate::wire::http::UrlSource> {
+        use crate::error::{Error, Refusal};
+        match self {
+            Given::Environment { push_url, .. } => {
+                crate::inputs::url(*push_url, "PUSH_URL", "PUSH_URL_FILE")?.ok_or_else(|| {
+                    Error::Usage(Refusal::Missing, "PUSH_URL is not set: put the write URL in PUSH_URL or PUSH_URL_FILE (--push-url takes only a URL without credentials)".into())
+                })
+            }
+            Given::Manifest(s) => s.push.clone().ok_or_else(|| {
+                Error::Usage(
+                    Refusal::Missing,
+                    format!(
+                        "{}: the sessions manifest gives it no push_url: add push_url or \
+                         push_url_file to its entry",
+                        s.name()
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// The read URL, when given.
+    ///
+    /// # Errors
+    /// [`crate::Error::Usage`] when it is invalid.
+    pub fn read(&self) -> crate::Result<Option<crate::wire::http::UrlSource>> {
+        match self {
+            Given::Environment { .. } => crate::inputs::url(None, "READ_URL", "READ_URL_FILE"),
+            Given::Manifest(s) => Ok(s.read.clone()),
+        }
+    }
+}

@@ -5,7 +5,6 @@ use crate::output::json::{CommandResult, Pushed};
 
 use crate::cli::PushArgs;
 use crate::error::{Error, Refusal, Result};
-use crate::inputs;
 use crate::output::Success;
 use crate::push::{PushOutcome, push};
 use crate::repo::lease::WriteLock;
@@ -14,24 +13,30 @@ use crate::types::FullSha;
 use crate::wire::http::UrlSource;
 use zeroize::Zeroizing;
 
-/// Run `push` in `dir`.
+/// Run `push` in `dir`, with the session's inputs from `given`.
 ///
 /// # Errors
 /// Those of [`push`].
-pub fn run(args: &PushArgs, dir: std::path::PathBuf) -> Result<Success> {
-    let session = Session::open(&dir, args.session_branch.as_deref())?;
-    let source = push_source(args)?;
+pub fn run(dir: std::path::PathBuf, given: super::Given) -> Result<Success> {
+    let branch = given.branch();
+    let session = Session::open(&dir, branch.as_deref())?;
+    let source = given.push()?;
     let signing = crate::signing::for_push()?;
-    let (session, _lock) = lock_session(session, args.session_branch.as_deref())?;
+    let (session, _lock) = lock_session(session, branch.as_deref())?;
     let check_was_off = super::check_hooks(&session);
-    let attached = ensure_history(&session)?;
-    let pushed = push_session(session, &source, "nothing local was touched", &signing).map_err(
-        |e| match e {
-            Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
-            Error::Stale { .. } => e,
-            other => other.with_note("Local commits are kept"),
-        },
-    )?;
+    let attached = ensure_history(&session, given)?;
+    let pushed = push_session(
+        session,
+        &source,
+        "nothing local was touched",
+        &signing,
+        given,
+    )
+    .map_err(|e| match e {
+        Error::Stale { .. } if check_was_off => e.with_note(super::CHECK_WAS_OFF),
+        Error::Stale { .. } => e,
+        other => other.with_note("Local commits are kept"),
+    })?;
     Ok(Success {
         result: CommandResult::Push(pushed.fields(None)),
         branch: pushed.branch.to_string(),
@@ -56,11 +61,11 @@ pub fn lock_session(session: Session, branch: Option<&str>) -> Result<(Session, 
 ///
 /// # Errors
 /// [`Error::Usage`] when the tree needs history and no `READ_URL` is set; those of the fetch.
-pub fn ensure_history(session: &Session) -> Result<Vec<String>> {
+pub fn ensure_history(session: &Session, given: super::Given) -> Result<Vec<String>> {
     if !crate::restore::archive::attach::needs_history(session)? {
         return Ok(Vec::new());
     }
-    let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?.ok_or_else(|| {
+    let read = given.read()?.ok_or_else(|| {
         Error::Usage(Refusal::Missing,
             "this tree was restored from an archive and has no history yet: set READ_URL (or READ_URL_FILE) \
              so that TIP_SHA can be fetched before the first save or push"
@@ -75,12 +80,10 @@ pub fn ensure_history(session: &Session) -> Result<Vec<String>> {
 /// # Errors
 /// [`Error::Usage`] when none is set or it is invalid.
 pub fn push_source(args: &PushArgs) -> Result<UrlSource> {
-    inputs::url(args.push_url.as_deref(), "PUSH_URL", "PUSH_URL_FILE")?.ok_or_else(|| {
-        Error::Usage(Refusal::Missing, "PUSH_URL is not set: put the write URL in PUSH_URL or PUSH_URL_FILE (--push-url takes only a URL without credentials)".into())
-    })
+    super::Given::environment(args).push()
 }
 
-/// The secret forms of every session URL in the environment (push and read), and of the private
+/// The secret forms of the session's URLs (push, and read from `given`), and of the private
 /// key of `SIGNING_KEY_FILE` (in `signing`), for the scans of `save` and `push`.
 ///
 /// # Errors
@@ -88,13 +91,14 @@ pub fn push_source(args: &PushArgs) -> Result<UrlSource> {
 pub fn secret_forms(
     push: Option<&UrlSource>,
     signing: &crate::signing::SigningSetup,
+    given: super::Given,
 ) -> Result<Zeroizing<Vec<String>>> {
     let mut forms = Zeroizing::new(Vec::new());
     forms.extend(signing.secret_forms().iter().cloned());
     if let Some(p) = push {
         forms.extend(p.load()?.secret_forms());
     }
-    if let Some(r) = inputs::url(None, "READ_URL", "READ_URL_FILE")? {
+    if let Some(r) = given.read()? {
         forms.extend(r.load()?.secret_forms());
     }
     // And every other secret of the environment (ARCHIVE_URL, a proxy's credentials).
@@ -115,10 +119,11 @@ pub fn push_session(
     source: &UrlSource,
     kept: &str,
     signing: &crate::signing::SigningSetup,
+    given: super::Given,
 ) -> Result<PushOutcome> {
     let url = source.load()?;
     let required = crate::repo::signed::required_key(signing, &session.record)?;
-    let secrets = secret_forms(Some(source), signing)?;
+    let secrets = secret_forms(Some(source), signing, given)?;
     // Another repository behind PUSH_URL shows up only as a confusing stale (3) or missing-objects
     // (9) error: say so whatever the outcome (on stderr and in --json's warnings, failure too).
     let elsewhere = session

@@ -3,18 +3,22 @@
 //! as a single restore is ([`super::restore::execute`]), several at once
 //! (`GIT_SESSION_SESSIONS_CONCURRENCY`), each with its own inputs and its own HTTP client, so one
 //! session's credentials reach only its own URLs. One failing neither stops nor touches the others.
+//! `save`, `push` and `status` with `--all` run the same way over the manifest's trees
+//! ([`run_all`]), each single command given its session's inputs ([`super::Given::Manifest`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cli::RestoreArgs;
+use crate::cli::{AllArgs, SaveArgs, StatusArgs};
 use crate::error::{Error, Refusal, Result};
 use crate::manifest::Session;
-use crate::output::json::{CommandResult, SessionRestored};
+use crate::output::json::{CommandResult, SessionFields, SessionRestored};
 use crate::output::{SessionLine, Success};
 use crate::restore::RestoreOptions;
 use crate::restore::archive::{ArchiveOptions, ArchiveSource};
+use crate::types::Owner;
 
 /// Each session's stack: the main thread's, which a single restore runs on.
 const STACK_BYTES: usize = 8 << 20;
@@ -78,8 +82,95 @@ pub fn run(args: &RestoreArgs, manifest: &Path, json: bool, quiet: bool) -> u8 {
         }
     };
     crate::progress::lines_only();
-    let lines = restore_all(jobs, crate::knobs::get().sessions_concurrency);
-    crate::output::sessions(json, quiet, lines)
+    let lines = each(jobs, crate::knobs::get().sessions_concurrency, Job::run);
+    crate::output::sessions(json, quiet, "restore", lines)
+}
+
+/// The single command `--all` runs in each session.
+#[derive(Clone, Copy)]
+pub enum Each<'a> {
+    /// `save --all`.
+    Save(&'a SaveArgs, &'a Owner),
+    /// `push --all`.
+    Push,
+    /// `status --all`.
+    Status(&'a StatusArgs),
+}
+
+impl Each<'_> {
+    fn name(self) -> &'static str {
+        match self {
+            Each::Save(..) => "save",
+            Each::Push => "push",
+            Each::Status(_) => "status",
+        }
+    }
+
+    /// The session's line: the single command run in its tree with its inputs.
+    fn run(self, s: &Session) -> SessionLine {
+        let given = super::Given::Manifest(s);
+        let dir = s.dir.clone();
+        let result = match self {
+            Each::Save(args, owner) => super::save::run(args, dir, owner, given),
+            Each::Push => super::push::run(dir, given),
+            Each::Status(args) => super::status::run(args, dir, given),
+        };
+        let failed = match self {
+            Each::Save(..) => "not saved",
+            Each::Push => "not pushed",
+            Each::Status(_) => "no status",
+        };
+        line(
+            failed,
+            s.dir.display().to_string(),
+            s.branch.to_string(),
+            result,
+        )
+    }
+}
+
+/// `save`, `push` or `status` with `--all`: the command in every session of the manifest
+/// (`--sessions FILE`, else `GIT_SESSION_SESSIONS_FILE`), each with its own inputs; prints the
+/// result and returns the exit code, by [`run`]'s rule.
+pub fn run_all(command: Each, all: &AllArgs, push_url: bool, json: bool, quiet: bool) -> u8 {
+    let sessions = all_manifest(all, push_url)
+        .and_then(|path| crate::manifest::read(&path))
+        .and_then(|sessions| become_owner(&sessions).map(|()| sessions));
+    let sessions = match sessions {
+        Ok(sessions) => sessions,
+        Err(err) => {
+            crate::output::failure(json, command.name(), &err);
+            return err.exit_code();
+        }
+    };
+    crate::progress::lines_only();
+    let lines = each(sessions, crate::knobs::get().sessions_concurrency, |s| {
+        command.run(&s)
+    });
+    crate::output::sessions(json, quiet, command.name(), lines)
+}
+
+/// The manifest `--all` reads; `--push-url` names one session's input and is refused beside it.
+fn all_manifest(all: &AllArgs, push_url: bool) -> Result<PathBuf> {
+    if push_url {
+        return Err(Error::Usage(
+            Refusal::Invalid,
+            "--push-url names one session's input, but --all runs in every session of the \
+             manifest: put each push_url in the manifest's entries"
+                .into(),
+        ));
+    }
+    all.sessions
+        .clone()
+        .or_else(|| crate::inputs::env_nonempty("GIT_SESSION_SESSIONS_FILE").map(PathBuf::from))
+        .ok_or_else(|| {
+            Error::Usage(
+                Refusal::Missing,
+                "--all needs a sessions manifest: give --sessions FILE or set \
+                 GIT_SESSION_SESSIONS_FILE"
+                    .into(),
+            )
+        })
 }
 
 /// SPEC rule 9 for each session's folder, before any thread starts: run as root, git-session
@@ -136,14 +227,18 @@ impl Job {
         let dir = self.opts.dir.display().to_string();
         let branch = self.opts.branch.to_string();
         let result = super::restore::execute(self.opts, self.archive.as_ref());
-        line(dir, branch, result)
+        line("not restored", dir, branch, result)
     }
 }
 
 /// Run `jobs`, `at_once` at a time, each on a thread of its own; the lines in the jobs' order.
-fn restore_all(jobs: Vec<Job>, at_once: usize) -> Vec<SessionLine> {
+fn each<J: Send>(
+    jobs: Vec<J>,
+    at_once: usize,
+    run: impl Fn(J) -> SessionLine + Sync,
+) -> Vec<SessionLine> {
     let count = jobs.len();
-    let queue: Vec<Mutex<Option<Job>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
+    let queue: Vec<Mutex<Option<J>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
     let done: Vec<Mutex<Option<SessionLine>>> = (0..count).map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let finished = AtomicUsize::new(0);
@@ -154,7 +249,7 @@ fn restore_all(jobs: Vec<Job>, at_once: usize) -> Vec<SessionLine> {
             let Some(job) = slot.lock().ok().and_then(|mut j| j.take()) else {
                 continue;
             };
-            let line = job.run();
+            let line = run(job);
             let k = finished.fetch_add(1, Ordering::Relaxed) + 1;
             crate::progress::finished(&format!("[{k}/{count}] {}", line.human));
             if let Ok(mut d) = done[i].lock() {
@@ -181,45 +276,51 @@ fn restore_all(jobs: Vec<Job>, at_once: usize) -> Vec<SessionLine> {
         .collect()
 }
 
-/// A session's outcome as its line of the result.
-fn line(dir: String, branch: String, result: Result<Success>) -> SessionLine {
+/// A session's outcome as its line of the result; `failed` names a failure (`not restored`).
+fn line(failed: &str, dir: String, branch: String, result: Result<Success>) -> SessionLine {
     match result {
         Ok(Success {
-            result: CommandResult::Restore(restored),
+            result,
             branch,
             warnings,
             human,
-        }) => SessionLine {
-            result: SessionRestored {
-                dir,
-                ok: true,
-                exit_code: 0,
-                branch,
-                kind: None,
-                message: None,
-                restored: Some(restored),
-                warnings,
-            },
-            human,
-        },
-        Ok(other) => SessionLine {
-            human: other.human,
-            result: SessionRestored {
-                dir,
-                ok: true,
-                exit_code: 0,
-                branch,
-                kind: None,
-                message: None,
-                restored: None,
-                warnings: other.warnings,
-            },
-        },
+        }) => {
+            // A restore's line names its folder already.
+            let human = match result {
+                CommandResult::Restore(_) => human,
+                _ => format!("{dir}: {}", human.lines().collect::<Vec<_>>().join("; ")),
+            };
+            let fields = match result {
+                CommandResult::Restore(r) => Some(SessionFields::Restore(r)),
+                CommandResult::Save(p) | CommandResult::Push(p) => Some(SessionFields::Pushed(p)),
+                CommandResult::Status(s) => Some(SessionFields::Status(Box::new(s))),
+                _ => None,
+            };
+            SessionLine {
+                human,
+                result: SessionRestored {
+                    dir,
+                    ok: true,
+                    exit_code: 0,
+                    branch,
+                    kind: None,
+                    message: None,
+                    stale_lease: None,
+                    stale_remote_tip: None,
+                    restored: fields,
+                    warnings,
+                },
+            }
+        }
         Err(err) => {
             let message = err.to_string();
+            let stale = match err.root() {
+                Error::Stale(s) => Some((s.lease, s.remote_tip)),
+                _ => None,
+            };
             SessionLine {
                 human: format!(
-                    "{dir}: not restored (exit {}, {}): {message}",
+                    "{dir}: {failed} (exit {}, {}): {message}",
                     err.exit_code(),
                     err.kind()
                 ),
@@ -230,6 +331,8 @@ fn line(dir: String, branch: String, result: Result<Success>) -> SessionLine {
                     branch,
                     kind: Some(err.kind()),
                     message: Some(message),
+                    stale_lease: stale.map(|s| s.0),
+                    stale_remote_tip: stale.map(|s| s.1),
                     restored: None,
                     warnings: Vec::new(),
                 },

@@ -17,14 +17,15 @@ use crate::types::FullSha;
 use crate::wire::http::{Http, UrlSource};
 use crate::wire::upload_pack as fetch;
 
-/// Run `status` in `dir`.
+/// Run `status` in `dir`, with the session's inputs from `given` (`--session-branch` from `args`
+/// for a single status).
 ///
 /// # Errors
 /// [`crate::Error::Usage`] outside a restored session; network errors with `--remote`.
-pub fn run(args: &StatusArgs, dir: std::path::PathBuf) -> Result<Success> {
-    let session = Session::open(&dir, args.session_branch.as_deref())?;
-    let urls = Urls::read(&session)?;
-    let local = Local::gather(&session, &urls)?;
+pub fn run(args: &StatusArgs, dir: std::path::PathBuf, given: super::Given) -> Result<Success> {
+    let session = Session::open(&dir, given.branch().as_deref())?;
+    let urls = Urls::read(&session, given)?;
+    let local = Local::gather(&session, &urls, given)?;
     let remote_tip = if args.remote {
         Some(ask_remote(&urls, &session)?)
     } else {
@@ -166,9 +167,13 @@ struct Urls {
 }
 
 impl Urls {
-    fn read(session: &Session) -> Result<Self> {
-        let read = inputs::url(None, "READ_URL", "READ_URL_FILE")?;
-        let push = inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?;
+    fn read(session: &Session, given: super::Given) -> Result<Self> {
+        let read = given.read()?;
+        // A missing push URL is no error of status.
+        let push = match given {
+            super::Given::Environment { .. } => inputs::url(None, "PUSH_URL", "PUSH_URL_FILE")?,
+            super::Given::Manifest(s) => s.push.clone(),
+        };
         super::check_hooks(session);
         let mut urls = Vec::new();
         for (name, source) in [("READ_URL", &read), ("PUSH_URL", &push)] {
@@ -217,9 +222,9 @@ enum Changes {
 }
 
 impl<'a> Local<'a> {
-    fn gather(session: &'a Session, urls: &Urls) -> Result<Self> {
+    fn gather(session: &'a Session, urls: &Urls, given: super::Given) -> Result<Self> {
         let attached = if urls.read.is_some() {
-            super::push::ensure_history(session)?
+            super::push::ensure_history(session, given)?
         } else {
             Vec::new()
         };

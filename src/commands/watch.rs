@@ -117,6 +117,10 @@ fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool)
         message: args.message.clone(),
         no_push: false,
         push: args.push.clone(),
+        all: crate::cli::AllArgs {
+            all: false,
+            sessions: None,
+        },
     };
     tracing::info!("watching {} every {:?}", dir.display(), every);
     let mut refused = 0;
@@ -188,7 +192,12 @@ fn save_within(
     let (tx, rx) = std::sync::mpsc::channel();
     let (args, dir, owner) = (args.clone(), dir.to_owned(), owner.clone());
     std::thread::spawn(move || {
-        let _ = tx.send(super::save::run(&args, dir, &owner));
+        let _ = tx.send(super::save::run(
+            &args,
+            dir,
+            &owner,
+            super::Given::environment(&args.push),
+        ));
     });
     loop {
         match rx.recv_timeout(Duration::from_millis(50)) {

@@ -232,16 +232,17 @@ pub struct ErrorReport {
     pub message: String,
 }
 
-/// `restore` of a sessions manifest (`GIT_SESSION_SESSIONS_FILE`): one result per session.
+/// `restore` of a sessions manifest (`GIT_SESSION_SESSIONS_FILE`), or `save`, `push`, `status`
+/// with `--all`: one result per session.
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(extend("unevaluatedProperties" = false))]
 pub struct SessionsRestored {
-    /// `true` when every session was restored.
+    /// `true` when every session succeeded.
     pub ok: bool,
-    /// Always `restore`.
-    #[schemars(extend("const" = "restore"))]
+    /// The command run in each session.
+    #[schemars(extend("enum" = ["restore", "save", "push", "status"]))]
     pub command: &'static str,
-    /// The process's exit code: 0 when every session was restored, else the exit code of the
+    /// The process's exit code: 0 when every session succeeded, else the exit code of the
     /// first session that failed, in the manifest's order.
     #[schemars(range(max = 11))]
     pub exit_code: u8,
@@ -258,9 +259,9 @@ pub struct SessionsRestored {
 pub struct SessionRestored {
     /// Its work tree, absolute.
     pub dir: String,
-    /// Whether it was restored (or already held).
+    /// Whether the command succeeded in it (a restore: restored, or already held).
     pub ok: bool,
-    /// What a single restore of it would have exited with (0: restored).
+    /// What the single command in it would have exited with (0: success).
     #[schemars(range(max = 11))]
     pub exit_code: u8,
     /// The session branch (without `refs/heads/`).
@@ -272,11 +273,30 @@ pub struct SessionRestored {
     /// On failure: what happened and what to do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// On success: what a single `restore --json` reports (`tip`, `lease`, `noop`, …).
+    /// For `stale` (exit 3): the lease this tree holds (as a failed command's `lease`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_lease: Option<FullSha>,
+    /// For `stale` (exit 3): the remote tip another sandbox left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_remote_tip: Option<FullSha>,
+    /// On success: what the single command's `--json` reports (restore: `tip`, `lease`, `noop`,
+    /// …; save and push: `committed`, `pushed`, `tip`, …; status: `lease`, `head`, `ahead`, …).
     #[serde(flatten)]
-    pub restored: Option<Restored>,
+    pub restored: Option<SessionFields>,
     /// What the user should know of this session.
     pub warnings: Vec<String>,
+}
+
+/// A session's own fields in a [`SessionRestored`]: the single command's.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SessionFields {
+    /// `restore`.
+    Restore(Restored),
+    /// `save` or `push`.
+    Pushed(Pushed),
+    /// `status`.
+    Status(Box<Status>),
 }
 
 /// Any one `--json` object.
@@ -288,7 +308,7 @@ pub enum Output {
     Succeeded(Succeeded),
     /// Exit 1–11.
     Failed(Failed),
-    /// `restore` of a sessions manifest, whatever its exit code.
+    /// `restore` of a sessions manifest, or `save`/`push`/`status --all`, whatever its exit code.
     Sessions(SessionsRestored),
 }
 

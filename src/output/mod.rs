@@ -123,13 +123,18 @@ pub struct SessionLine {
     pub human: String,
 }
 
-/// Print the restore of a sessions manifest: each failure and warning on stderr (warnings unless
+/// Print `command` run over a sessions manifest: each failure and warning on stderr (warnings unless
 /// quiet), then one line per session on stdout, or the one JSON object. Returns the exit code:
-/// 0 when every session was restored, else the first failing session's, in the manifest's order.
+/// 0 when every session succeeded, else the first failing session's, in the manifest's order.
 ///
 /// # Security
 /// As [`success`]: every text goes through [`redact`].
-pub fn sessions(json_mode: bool, quiet: bool, lines: Vec<SessionLine>) -> u8 {
+pub fn sessions(
+    json_mode: bool,
+    quiet: bool,
+    command: &'static str,
+    lines: Vec<SessionLine>,
+) -> u8 {
     let warnings: Vec<String> = take_early().iter().map(|w| redact::text(w)).collect();
     let exit_code = lines
         .iter()
@@ -155,7 +160,7 @@ pub fn sessions(json_mode: bool, quiet: bool, lines: Vec<SessionLine>) -> u8 {
     if json_mode {
         let obj = json::SessionsRestored {
             ok: exit_code == 0,
-            command: "restore",
+            command,
             exit_code,
             sessions: lines.into_iter().map(|l| l.result).collect(),
             warnings,
