@@ -95,12 +95,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def answer(self, status, body=b"", content_type="text/plain"):
+        # Logged before it is sent: a client that has the answer finds its line in the log.
+        self.record(status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        self.record(status)
 
     def record(self, status):
         if self.server.log:
@@ -147,11 +148,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "huge":
             return self.endless()
         if mode == "huge-length":
+            self.record(200)
             self.send_response(200)
             self.send_header("Content-Length", str(1 << 30))
             self.end_headers()
             self.wfile.flush()
-            self.record(200)
             while True:
                 time.sleep(3600)
         if mode == "other-key":
@@ -166,11 +167,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def endless(self):
         """200 and bytes until the client goes away (no Content-Length)."""
+        self.record(200)
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Connection", "close")
         self.end_headers()
-        self.record(200)
         self.close_connection = True
         chunk = b"-----BEGIN SSH SIGNATURE-----\n" + b"A" * 65536
         try:
