@@ -682,31 +682,18 @@ fn save_as_root_leaves_git_usable_for_the_trees_owner() {
 #[test]
 fn progress_shows_on_a_terminal_only() {
     let f = Fixture::new();
-    let tty_log = f.w.tmp.path().join("tty.log");
     let dir = f.w.path("tty");
-    let cmd = format!(
-        "{} -C {} restore",
-        env!("CARGO_BIN_EXE_git-session"),
-        dir.display()
+    let url = f.url();
+    let vars = [
+        ("READ_URL", url.as_str()),
+        ("SESSION_BRANCH", "s"),
+        ("TIP_SHA", f.ids[1].as_str()),
+    ];
+    let shown = f.w.on_a_terminal(
+        f.w.tmp.path(),
+        &format!("-C {} restore", dir.display()),
+        &vars,
     );
-    let out = std::process::Command::new("script")
-        .args(["-qec", &cmd, tty_log.to_str().unwrap()])
-        .env_clear()
-        .envs(f.w.env())
-        .env("READ_URL", f.url())
-        .env("SESSION_BRANCH", "s")
-        .env("TIP_SHA", &f.ids[1])
-        .env("TERM", "xterm")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("util-linux script");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shown = std::fs::read_to_string(&tty_log).unwrap();
-    crate::support::assert_no_secret("terminal", shown.as_bytes());
     assert!(
         shown.contains("receiving objects") && shown.contains("checking out"),
         "{shown}"

@@ -628,28 +628,8 @@ fn on_a_terminal_a_line_as_each_session_finishes() {
     let t = Three::start();
     let file = t.w.path("sessions.json");
     std::fs::write(&file, t.manifest("trees", &t.tips[2]).to_string()).unwrap();
-    let tty_log = t.w.tmp.path().join("tty.log");
-    let cmd = format!(
-        "{} restore --sessions {}",
-        env!("CARGO_BIN_EXE_git-session"),
-        file.display()
-    );
-    let out = std::process::Command::new("script")
-        .args(["-qec", &cmd, tty_log.to_str().unwrap()])
-        .current_dir(t.w.path(""))
-        .env_clear()
-        .envs(t.w.env())
-        .env("TERM", "xterm")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("util-linux script");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shown = std::fs::read_to_string(&tty_log).unwrap();
-    crate::support::assert_no_secret("terminal", shown.as_bytes());
+    let args = format!("restore --sessions {}", file.display());
+    let shown = t.w.on_a_terminal(&t.w.path(""), &args, &[]);
     for k in 1..=3 {
         assert!(
             shown.contains(&format!("[{k}/3] restored sessions/")),

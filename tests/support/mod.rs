@@ -649,6 +649,31 @@ impl World {
         out.status.code().map(|_| Run::of(&out))
     }
 
+    /// `git-session ARGS` on a terminal (util-linux `script`), in `cwd` with `vars`: what the
+    /// terminal showed, checked for secrets; the run must succeed.
+    pub fn on_a_terminal(&self, cwd: &Path, args: &str, vars: &[(&str, &str)]) -> String {
+        let tty_log = self.tmp.path().join("tty.log");
+        let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_git-session"));
+        let out = Command::new("script")
+            .args(["-qec", &cmd, tty_log.to_str().unwrap()])
+            .current_dir(cwd)
+            .env_clear()
+            .envs(self.env())
+            .envs(vars.iter().copied())
+            .env("TERM", "xterm")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("util-linux script");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let shown = std::fs::read_to_string(&tty_log).unwrap();
+        assert_no_secret("terminal", shown.as_bytes());
+        shown
+    }
+
     /// [`World::run`] with the variables `remove` taken out of the isolated environment.
     pub fn run_without(
         &self,
