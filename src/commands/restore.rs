@@ -97,11 +97,7 @@ fn validate(
         push,
         depth: (args.depth > 0).then_some(args.depth),
         force: args.force,
-        limits: crate::pack::PackLimits {
-            max_object_bytes: args.max_object_bytes,
-            max_tree_entries: args.max_entries,
-            ..Default::default()
-        },
+        limits: pack_limits(args),
         lfs: args.lfs,
         submodules: args.submodules,
         sparse: crate::restore::sparse::Cone::from_inputs(&args.sparse)?,
@@ -211,5 +207,15 @@ fn success(opts: &RestoreOptions, report: RestoreReport) -> Success {
         branch: report.branch.to_string(),
         warnings: report.warnings,
         human,
+    }
+}
+
+/// The pack bounds of the command line (`--max-object-bytes`, `--max-entries`), which a
+/// manifest's every session gets too.
+pub(super) fn pack_limits(args: &RestoreArgs) -> crate::pack::PackLimits {
+    crate::pack::PackLimits {
+        max_object_bytes: args.max_object_bytes,
+        max_tree_entries: args.max_entries,
+        ..Default::default()
     }
 }

@@ -208,11 +208,7 @@ impl Job {
             push: s.push,
             depth: (s.depth > 0).then_some(s.depth),
             force: args.force,
-            limits: crate::pack::PackLimits {
-                max_object_bytes: args.max_object_bytes,
-                max_tree_entries: args.max_entries,
-                ..Default::default()
-            },
+            limits: super::restore::pack_limits(args),
             lfs: s.lfs,
             submodules: s.submodules,
             sparse: s.sparse,
