@@ -29,6 +29,7 @@ mod manifest_save;
 mod pack_thin;
 mod proxy;
 mod push;
+mod reflink;
 mod restore_archive;
 mod restore_git;
 mod root;

@@ -1,7 +1,7 @@
 """Usage: python3 -m bench.suite [MODE...] [--write] [--tables] [--link RATE[,RTT_MS]] [--protocol 0|2]
                            [--object-format sha1|sha256|both] [BARE_REPO_PATH]
 
-(scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, signing, or
+(scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, signing, agents, or
 all (the default: restore, save, archive, baked and version, in that order; with only --link or
 --protocol, restore).
 
@@ -9,7 +9,7 @@ Each mode runs, keeps its raw results in bench/results/SECTION.json and prints i
 BENCHMARKS.md, generated from them; --write also replaces that section of BENCHMARKS.md (the others
 are kept). --tables runs nothing: it regenerates the sections of the results kept (of the modes
 given, or all). Sections: restore, restore-v0, restore-link-RATE, restore-sha256, save, save-sha256,
-save-signed, archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse.
+save-signed, archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse, agents.
 
 Whole-command timings go through hyperfine (installed when missing) with --export-json; peak RSS and
 CPU through GNU time (/usr/bin/time -f), the server's CPU through /proc. Restore, save, archive and
@@ -37,6 +37,8 @@ Environment knobs:
   BENCH_SETTLE_MAX=900     then wait at most this long for the I/O pressure to fall below 1%
   BENCH_LFS_FILES=200      lfs: files of 1 MiB (BENCH_LFS_PORT=18765: giftless's port)
   BENCH_SPARSE_REPO, BENCH_SPARSE_DIR   sparse: the repository (git/git's mirror) and folder
+  BENCH_AGENTS_REPO        agents: the repository (git/git's mirror)
+  BENCH_AGENTS_FS_MIB=4096 agents: size of each loop-device file system (a sparse image)
   BENCH_LINK=RATE[,RTT]    lfs: the remote-server model (as --link)
   BENCH_NO_BUILD=1         skip `cargo build` (use the binaries already in target/release)
   BENCH_BIN=PATH           the git-session binary to measure (default: target/release/git-session)
@@ -54,7 +56,7 @@ import sys
 
 from . import common, link
 
-MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse", "signing"]
+MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse", "signing", "agents"]
 DEFAULT = MODES[:5]
 WITH_REPO = {"restore", "save", "archive", "baked", "signing"}
 EXTRAS = ["link", "protocol", "formats"]  # the options' modules, described after the modes

@@ -1,7 +1,9 @@
 //! File-system helpers at the bottom of every data flow: atomic writes ([`write_atomic`]) and
-//! ownership ([`owner`]: what restore creates as root belongs to the tree's owner, SPEC rule 9).
+//! ownership ([`owner`]: what restore creates as root belongs to the tree's owner, SPEC rule 9);
+//! copy-on-write copies ([`reflink`]).
 
 pub mod owner;
+pub mod reflink;
 pub mod state;
 pub mod tree;
 

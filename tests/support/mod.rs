@@ -13,6 +13,7 @@ pub mod keys;
 pub mod lfs;
 pub mod peer;
 pub mod real_repo;
+pub mod reflink;
 pub mod server;
 pub mod signing_service;
 pub mod slow_proxy;
