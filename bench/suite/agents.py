@@ -14,7 +14,6 @@ contenders take turns on it in an order that changes every round (BENCH_ROUNDS).
 import os
 import subprocess
 import time
-from pathlib import Path
 
 from . import common, servers
 
@@ -73,7 +72,7 @@ def commands(session, url, name, i):
         return f'git -C {session} worktree add -q -b agent-{i} {tree}', tree
     if name == "git-clone-depth-1":
         return f'git clone -q --depth 1 {url} {tree}', tree
-    return f'{common.BIN} -q -C {session} agent add agent-{i}', None
+    return f'{common.BIN} -q -C {session} agent add agent-{i} --dir {tree}', tree
 
 
 def contender(session, url, name, env, fs):
@@ -86,7 +85,7 @@ def contender(session, url, name, env, fs):
         if out.returncode:
             common.show(out.stderr)
             common.die(f"{name} {i} failed (exit {out.returncode}): {cmd}")
-        trees.append(tree or Path(out.stdout.strip().splitlines()[-1]))
+        trees.append(tree)
     wall = time.monotonic() - start
     extra = before - fs.free()
     du = int(common.sh(["du", "-s", "-B1", "-c"] + trees).splitlines()[-1].split()[0])
