@@ -57,19 +57,25 @@ pub struct Success {
 ///
 /// # Security
 /// Every text goes through [`redact`] first: a server's words may hold the session's secret.
-pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
+pub fn success(json_mode: bool, quiet: bool, s: Success) {
+    success_in(json_mode, quiet, None, s);
+}
+
+/// [`success`] of one session of several (`watch --all`): `dir` names it on each line.
+pub fn success_in(json_mode: bool, quiet: bool, dir: Option<&str>, mut s: Success) {
     let mut warnings = take_early();
     warnings.retain(|w| !s.warnings.contains(w));
     warnings.append(&mut s.warnings);
     s.warnings = warnings;
     if !quiet {
         for w in &s.warnings {
-            redact::Stderr::line(&format!("warning: {w}"));
+            redact::Stderr::line(&format!("warning: {}{w}", prefix(dir)));
         }
     }
     if json_mode {
         let obj = json::Succeeded {
             ok: true,
+            dir: dir.map(str::to_owned),
             result: s.result,
             // A template (bake) has no session branch.
             branch: (!s.branch.is_empty()).then_some(s.branch),
@@ -80,18 +86,29 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
         stdout::line(&redact::json(value).to_string());
     } else {
         // Values in it (paths, names) may come from others: the terminal rule, as on stderr.
-        stdout::line(&crate::text::terminal(&redact::text(&s.human)));
+        let human = format!("{}{}", prefix(dir), s.human);
+        stdout::line(&crate::text::terminal(&redact::text(&human)));
     }
+}
+
+/// `DIR: `, or nothing for a single session.
+fn prefix(dir: Option<&str>) -> String {
+    dir.map(|d| format!("{d}: ")).unwrap_or_default()
 }
 
 /// Print a failure: the message on stderr; with `--json` also the JSON object on stdout.
 pub fn failure(json_mode: bool, command: &str, err: &Error) {
+    failure_in(json_mode, command, None, err);
+}
+
+/// [`failure`] of one session of several (`watch --all`): `dir` names it on each line.
+pub fn failure_in(json_mode: bool, command: &str, dir: Option<&str>, err: &Error) {
     let warnings: Vec<String> = take_early().iter().map(|w| redact::text(w)).collect();
     for w in &warnings {
-        redact::Stderr::line(&format!("warning: {w}"));
+        redact::Stderr::line(&format!("warning: {}{w}", prefix(dir)));
     }
     let message = redact::text(&err.to_string());
-    redact::Stderr::line(&format!("error: {message}"));
+    redact::Stderr::line(&format!("error: {}{message}", prefix(dir)));
     if json_mode {
         let stale = match err.root() {
             Error::Stale(s) => Some((s.lease, s.remote_tip)),
@@ -99,6 +116,7 @@ pub fn failure(json_mode: bool, command: &str, err: &Error) {
         };
         let obj = json::Failed {
             ok: false,
+            dir: dir.map(str::to_owned),
             command: command.to_owned(),
             exit_code: err.exit_code(),
             error: json::ErrorReport {
