@@ -528,3 +528,91 @@ fn watch_all_saves_every_session_on_sigterm_within_the_bound() {
         );
     }
 }
+
+#[test]
+fn save_all_killed_mid_save_then_rerun_pushes_every_session_exactly_once() {
+    // One at a time, the kill lands in a's save with b and c not begun; three at once, wherever
+    // the others are then.
+    for (point, at_once) in [
+        ("after-push", "1"),
+        ("after-push", "3"),
+        ("index-lock-taken", "1"),
+        ("index-lock-taken", "3"),
+    ] {
+        let case = format!("{point}, {at_once} at once");
+        let t = Trees::restore();
+        let base: Vec<String> = ["a", "b", "c"]
+            .iter()
+            .map(|name| {
+                t.w.git(
+                    &t.w.srv().join(format!("{name}.git")),
+                    &["rev-parse", "HEAD"],
+                )
+            })
+            .collect();
+        for name in ["a", "b", "c"] {
+            t.edit(name, &format!("{name} once\n"));
+        }
+        let concurrency = ("GIT_SESSION_SESSIONS_CONCURRENCY", at_once);
+        t.run_with(
+            &["save", "--all", "-m", "once"],
+            &[("GIT_SESSION_FAILPOINT", point), concurrency],
+        )
+        .assert_killed_at(point);
+        if at_once == "1" {
+            // Killed in a's save: a pushed and not recorded (after-push) or not pushed; b and c
+            // untouched.
+            let a_pushed = t.remote_tip("a").is_some();
+            assert_eq!(a_pushed, point == "after-push", "{case}");
+            assert_eq!(
+                (t.remote_tip("b"), t.remote_tip("c")),
+                (None, None),
+                "{case}"
+            );
+        }
+        let run = t.run_with(&["save", "--all", "--json", "-m", "once"], &[concurrency]);
+        run.assert_code(0);
+        let out = run.json();
+        assert_matches_schema(&out);
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            let s = session(&out, i);
+            assert_eq!(s["ok"], true, "{case}: {out:#}");
+            let tip = t
+                .remote_tip(name)
+                .unwrap_or_else(|| panic!("{case}: {name} lost"));
+            let bare = t.w.srv().join(format!("{name}.git"));
+            // One commit over the restored tip: pushed once, not committed or pushed twice.
+            assert_eq!(
+                t.w.git(
+                    &bare,
+                    &["rev-list", "--count", &format!("{}..{tip}", base[i])]
+                ),
+                "1",
+                "{case}: {name}"
+            );
+            assert_eq!(
+                t.w.git(&bare, &["show", &format!("{tip}:notes.txt")]),
+                format!("{name} once"),
+                "{case}: {name}"
+            );
+            let tree = t.w.path(&format!("trees/{name}"));
+            assert_eq!(
+                t.w.git(&tree, &["rev-parse", "HEAD"]),
+                tip,
+                "{case}: {name}"
+            );
+            assert_eq!(
+                t.w.git(&tree, &["status", "--porcelain"]),
+                "",
+                "{case}: {name}"
+            );
+        }
+        // A third run has nothing left to do.
+        let run = t.run_with(&["save", "--all", "--json"], &[concurrency]);
+        run.assert_code(0);
+        let out = run.json();
+        for i in 0..3 {
+            assert_eq!(session(&out, i)["committed"], false, "{case}: {out:#}");
+        }
+    }
+}
