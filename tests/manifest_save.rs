@@ -320,6 +320,18 @@ fn all_needs_a_manifest_takes_sessions_and_refuses_a_single_sessions_push_url() 
     );
     t.run(&["push", "--all", "--push-url", "http://127.0.0.1:1/x.git"])
         .assert_says(2, &["--push-url names one session's input"]);
+    // watch --all likewise, before it watches anything.
+    t.w.run(&work, &["watch", "--all", "--every", "1s"], &[])
+        .assert_says(2, &["--all needs a sessions manifest"]);
+    t.run(&[
+        "watch",
+        "--all",
+        "--every",
+        "1s",
+        "--push-url",
+        "http://127.0.0.1:1/x.git",
+    ])
+    .assert_says(2, &["--push-url names one session's input"]);
     // --sessions without --all is refused by the parser.
     t.w.run(&work, &["status", "--sessions", "sessions.json"], &[])
         .assert_code(2);

@@ -212,8 +212,13 @@ fn watch_session(w: &Watching, s: Arc<manifest::Session>) -> u8 {
         }
     };
     if code != 0 {
+        let others = if w.stop.load(Ordering::SeqCst) {
+            ""
+        } else {
+            "; the other sessions are watched on"
+        };
         redact::Stderr::line(&format!(
-            "{}: no longer watched (exit {code}); the other sessions are watched on",
+            "{}: no longer watched (exit {code}){others}",
             crate::text::terminal(&label)
         ));
     }
