@@ -71,7 +71,9 @@ def run(args):
         meter = servers.Meter(srv.pid, sent)
         if model:
             os.environ["BENCH_WARMUP"] = str(max(int(os.environ.get("BENCH_WARMUP", "1")), 1))
-            px, stats = link.proxy(srv, model)
+            stats = common.WORK / "proxy.stats"
+            stats.unlink(missing_ok=True)
+            px = servers.replay_proxy(srv.value, model[0], model[1], stats=stats)
             with px:
                 meter.proxy_stats = stats
                 cmds = commands(px.value, tip, work, runs)
@@ -113,4 +115,9 @@ def table(r):
         sent = o.get("proxy_bytes") if r.get("link") else o.get("sent_bytes")
         cost.append(f"| {n} | {o.get('wall_s', float('nan')):.2f} | {o.get('server_cpu_s', float('nan')):.2f} | "
                     f"{(sent or 0) / 1048576:.1f} |")
+    if r.get("link"):
+        wire = c["sequential"].get("one_run", {}).get("proxy_bytes", 0) / (r["link"][0] * 1e6)
+        cost += ["", f"The three packs over one shared {r['link'][0]:g} MB/s link would take at least "
+                 f"{wire:.2f} s; a manifest wall below that comes from the model pacing each answer on its "
+                 "own (a remote whose limit is per connection), not from a shared pipe."]
     return head + common.contender_table(r, NAMES) + "\n" + "\n".join(cost)
