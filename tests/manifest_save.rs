@@ -628,3 +628,36 @@ fn save_all_killed_mid_save_then_rerun_pushes_every_session_exactly_once() {
         }
     }
 }
+
+#[test]
+fn watch_all_shows_a_sessions_warning_on_its_own_line_only() {
+    let t = Trees::restore();
+    // A hook manager turns off the check of plain git push in a only: a's save warns of it.
+    let a = t.w.path("trees/a");
+    t.w.git(&a, &["config", "core.hooksPath", ".husky/_"]);
+    let mut watch = watch_all(&t, "300ms");
+    for name in ["a", "b", "c"] {
+        t.edit(name, &format!("{name} two\n"));
+    }
+    let mut others = Vec::new();
+    let lines: Vec<Value> = ["a", "b", "c"]
+        .iter()
+        .map(|name| next_of(&t, &mut watch, name, &mut others))
+        .collect();
+    let warned = |j: &Value| {
+        j["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("core.hooksPath"))
+    };
+    assert!(warned(&lines[0]), "{lines:#?}");
+    assert!(!warned(&lines[1]) && !warned(&lines[2]), "{lines:#?}");
+    watch.signal("-TERM");
+    let (code, stderr, _) = watch.wait(15);
+    assert_eq!(code, Some(0), "{stderr}");
+    let a_dir = a.display().to_string();
+    for line in stderr.lines().filter(|l| l.contains("core.hooksPath")) {
+        assert!(line.starts_with(&format!("warning: {a_dir}: ")), "{stderr}");
+    }
+}

@@ -104,6 +104,14 @@ enum Source {
 }
 
 impl Source {
+    /// The manifest session's place, which its warnings are kept under ([`output::in_session`]).
+    fn index(&self) -> Option<usize> {
+        match self {
+            Source::Environment(_) => None,
+            Source::Manifest(s) => Some(s.index),
+        }
+    }
+
     fn given(&self) -> Given<'_> {
         match self {
             Source::Environment(push) => Given::environment(push),
@@ -200,6 +208,7 @@ pub fn run_all(args: &WatchArgs, owner: &Owner, json: bool, quiet: bool) -> u8 {
 /// One session of `watch --all`: checked as a single watch is, then watched; its end is said on
 /// its own line.
 fn watch_session(w: &Watching, s: Arc<manifest::Session>) -> u8 {
+    output::in_session(Some(s.index));
     let dir = s.dir.clone();
     let label = dir.display().to_string();
     let given = Given::Manifest(&s);
@@ -304,6 +313,7 @@ fn save_within(
         source.clone(),
     );
     std::thread::spawn(move || {
+        output::in_session(source.index());
         let _ = tx.send(super::save::run(&args, dir, &owner, source.given()));
     });
     loop {

@@ -9,16 +9,29 @@ use crate::redact;
 pub mod json;
 pub mod stdout;
 
-/// Warnings found before a command's outcome is known (see [`warn_early`]).
-static EARLY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// Warnings found before a command's outcome is known (see [`warn_early`]), each with the
+/// session it is about ([`in_session`]).
+static EARLY: std::sync::Mutex<Vec<(Option<usize>, String)>> = std::sync::Mutex::new(Vec::new());
+
+std::thread_local! {
+    /// The manifest session this thread works for (`watch --all`); `None`: the process's only one.
+    static SESSION: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Mark this thread as working for session `index` of a manifest: the warnings it keeps
+/// ([`warn_early`]) are shown only with that session's results, whichever session prints first.
+pub fn in_session(index: Option<usize>) {
+    SESSION.with(|s| s.set(index));
+}
 
 /// Keep a warning to show with the command's result, whether it succeeds or fails: a failure's
 /// cause may be what the warning names (the pre-push check found turned off, say).
 pub fn warn_early(warning: String) {
+    let entry = (SESSION.with(std::cell::Cell::get), warning);
     if let Ok(mut early) = EARLY.lock()
-        && !early.contains(&warning)
+        && !early.contains(&entry)
     {
-        early.push(warning);
+        early.push(entry);
     }
 }
 
@@ -34,11 +47,17 @@ fn owner() -> crate::types::Owner {
     OWNER.get().cloned().unwrap_or_default()
 }
 
+/// The kept warnings of this thread's session ([`in_session`]), taken.
 fn take_early() -> Vec<String> {
-    EARLY
-        .lock()
-        .map(|mut e| std::mem::take(&mut *e))
-        .unwrap_or_default()
+    let session = SESSION.with(std::cell::Cell::get);
+    let Ok(mut early) = EARLY.lock() else {
+        return Vec::new();
+    };
+    let (mine, rest) = std::mem::take(&mut *early)
+        .into_iter()
+        .partition(|(s, _)| *s == session);
+    *early = rest;
+    mine.into_iter().map(|(_, w)| w).collect()
 }
 
 /// A command's successful result.
