@@ -60,7 +60,8 @@ pub enum Command {
     /// Push the session branch's local commits (fast-forward only, against the lease)
     #[command(after_long_help = network_help())]
     Push(PushCommandArgs),
-    /// Save (commit and push) every interval while there is work, until SIGTERM or SIGINT
+    /// Save (commit and push) every interval while there is work, until SIGTERM or SIGINT (--all:
+    /// every session of a manifest)
     #[command(after_long_help = network_help())]
     Watch(WatchArgs),
     /// Show the session: branch, lease, HEAD, commits ahead, changed files, the signing state
@@ -327,15 +328,16 @@ pub struct PushCommandArgs {
     pub all: AllArgs,
 }
 
-/// `--all` of `save`, `push` and `status`: the command in every session of a manifest.
+/// `--all` of `save`, `push`, `status` and `watch`: the command in every session of a manifest.
 #[derive(Debug, Clone, clap::Args)]
 pub struct AllArgs {
     /// Run the command in every session of the sessions manifest (--sessions FILE, else
     /// GIT_SESSION_SESSIONS_FILE), as restore reads it: each in its own dir, against its own lease,
     /// with its own push_url (or push_url_file) and read_url, several at once
-    /// (GIT_SESSION_SESSIONS_CONCURRENCY); one failing stops only itself. One result per session;
-    /// the exit code: 0 when every session succeeded, else that of the first one that failed, in
-    /// the manifest's order
+    /// (GIT_SESSION_SESSIONS_CONCURRENCY; watch: every session at once, in one process); one
+    /// failing stops only itself. One result per session (watch: each line names its dir); the
+    /// exit code: 0 when every session succeeded, else that of the first one that failed, in the
+    /// manifest's order
     #[arg(long)]
     pub all: bool,
 
@@ -373,6 +375,10 @@ pub struct WatchArgs {
     /// Push flags.
     #[command(flatten)]
     pub push: PushArgs,
+
+    /// `--all`.
+    #[command(flatten)]
+    pub all: AllArgs,
 }
 
 /// `push` flags (also used by `save`).

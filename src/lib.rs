@@ -136,6 +136,11 @@ pub fn run(cli: Cli) -> u8 {
         fs::owner::become_owner(&given, &dir)?;
         Ok((dir, owner))
     });
+    if let (Command::Watch(args), Ok((_, owner))) = (&cli.command, &result)
+        && args.all.all
+    {
+        return commands::watch::run_all(args, owner, cli.json, cli.quiet);
+    }
     if let (Command::Watch(args), Ok((dir, owner))) = (&cli.command, &result) {
         return commands::watch::run(args, dir.clone(), owner, cli.json, cli.quiet);
     }

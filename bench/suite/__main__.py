@@ -1,7 +1,8 @@
 """Usage: python3 -m bench.suite [MODE...] [--write] [--tables] [--link RATE[,RTT_MS]] [--protocol 0|2]
                            [--object-format sha1|sha256|both] [BARE_REPO_PATH]
 
-(scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, signing, agents, or
+(scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, signing,
+agents, sessions, or
 all (the default: restore, save, archive, baked and version, in that order; with only --link or
 --protocol, restore).
 
@@ -9,7 +10,8 @@ Each mode runs, keeps its raw results in bench/results/SECTION.json and prints i
 BENCHMARKS.md, generated from them; --write also replaces that section of BENCHMARKS.md (the others
 are kept). --tables runs nothing: it regenerates the sections of the results kept (of the modes
 given, or all). Sections: restore, restore-v0, restore-link-RATE, restore-sha256, save, save-sha256,
-save-signed, archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse, agents.
+save-signed, archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse, agents, sessions,
+sessions-link-RATE.
 
 Whole-command timings go through hyperfine (installed when missing) with --export-json; peak RSS and
 CPU through GNU time (/usr/bin/time -f), the server's CPU through /proc. Restore, save, archive and
@@ -39,6 +41,7 @@ Environment knobs:
   BENCH_SPARSE_REPO, BENCH_SPARSE_DIR   sparse: the repository (git/git's mirror) and folder
   BENCH_AGENTS_REPO        agents: the repository (git/git's mirror)
   BENCH_AGENTS_FS_MIB=4096 agents: size of each loop-device file system (a sparse image)
+  BENCH_SESSIONS_REPO      sessions: the repository served three times (git/git's mirror)
   BENCH_LINK=RATE[,RTT]    lfs: the remote-server model (as --link)
   BENCH_NO_BUILD=1         skip `cargo build` (use the binaries already in target/release)
   BENCH_BIN=PATH           the git-session binary to measure (default: target/release/git-session)
@@ -56,7 +59,8 @@ import sys
 
 from . import common, link
 
-MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse", "signing", "agents"]
+MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse", "signing", "agents",
+         "sessions"]
 DEFAULT = MODES[:5]
 WITH_REPO = {"restore", "save", "archive", "baked", "signing"}
 EXTRAS = ["link", "protocol", "formats"]  # the options' modules, described after the modes
@@ -70,7 +74,7 @@ def parser():
     p.add_argument("words", nargs="*", metavar="MODE|BARE_REPO_PATH")
     p.add_argument("--write", action="store_true", help="replace each mode's section of BENCHMARKS.md")
     p.add_argument("--tables", action="store_true", help="regenerate the sections of the results kept")
-    p.add_argument("--link", metavar="RATE[,RTT_MS]", help="restore, baked, lfs: the remote-server model")
+    p.add_argument("--link", metavar="RATE[,RTT_MS]", help="restore, baked, lfs, sessions: the remote-server model")
     p.add_argument("--protocol", choices=["0", "2"], help="restore: over one protocol")
     p.add_argument("--object-format", choices=["sha1", "sha256", "both"],
                    help="restore, save: the repository in that object format, or both in the same rounds")
@@ -99,8 +103,8 @@ def parse(argv):
         spec = args.link
         args.link = link.parse(spec)
         os.environ["BENCH_LINK"] = spec  # for lfs
-        if bad := [m for m in args.modes if m not in ("restore", "baked", "lfs")]:
-            p.error(f"--link models the restore, the baked boot and lfs only (not {', '.join(bad)})")
+        if bad := [m for m in args.modes if m not in ("restore", "baked", "lfs", "sessions")]:
+            p.error(f"--link models the restore, the baked boot, lfs and sessions only (not {', '.join(bad)})")
     if args.protocol:
         if args.link:
             p.error("--protocol and --link do not go together (the replaying proxy speaks v2)")

@@ -27,7 +27,7 @@ BRANCH = "sessions/bench"
 # BENCHMARKS.md's sections by kind, in their order (a section named after a kind and a link rate,
 # restore-link-12.5, sits with its kind).
 SECTIONS = ["restore", "restore-v0", "restore-link", "restore-sha256", "save", "save-sha256", "save-signed", "archive", "baked",
-            "baked-link", "version", "lfs", "sparse", "lfs-link", "agents"]
+            "baked-link", "version", "lfs", "sparse", "lfs-link", "agents", "sessions", "sessions-link"]
 # The knobs and their defaults: those that differ are written into the command a section gives.
 KNOBS = {"BENCH_ROUNDS": "5", "BENCH_WARMUP": "1", "BENCH_ARCHIVE_ROUNDS": "3", "BENCH_BIG_MIB": "1024",
          "BENCH_VERSION_RUNS": "200", "BENCH_BAKED_BASE": "30", "BENCH_BAKED_TIP": "3",
@@ -35,7 +35,8 @@ KNOBS = {"BENCH_ROUNDS": "5", "BENCH_WARMUP": "1", "BENCH_ARCHIVE_ROUNDS": "3", 
          "BENCH_SETTLE_MAX": "900",
          "BENCH_BIN": None,
          "BENCH_LFS_FILES": "200", "BENCH_SPARSE_REPO": None, "BENCH_SPARSE_DIR": "Documentation",
-         "BENCH_AGENTS_REPO": None, "BENCH_AGENTS_FS_MIB": "4096"}
+         "BENCH_AGENTS_REPO": None, "BENCH_AGENTS_FS_MIB": "4096",
+         "BENCH_SESSIONS_REPO": None}
 
 
 class Failed(SystemExit):

@@ -62,6 +62,10 @@ const PAGES: &[(&str, Described, Described)] = &[
             ),
             ("SESSION_BRANCH", "Must match the session record when set."),
             (
+                "GIT_SESSION_SESSIONS_FILE",
+                "With --all (or --sessions FILE): the manifest whose sessions are watched, each with its own push_url and read_url; PUSH_URL and SESSION_BRANCH are not read then.",
+            ),
+            (
                 "SIGNING_KEY_FILE, SIGNING_URL, SIGNING_URL_FILE, SIGNING_PUBLIC_KEY, SIGNING_REQUIRED",
                 "Each save signs and checks as git-session-save(1) says: a checkpoint that cannot be signed commits nothing and ends the watch (exit 11).",
             ),
@@ -72,6 +76,10 @@ const PAGES: &[(&str, Described, Described)] = &[
                 "git-session watch --every 2m --quiet-for 5s --json",
             ),
             ("Stop it, saving what is pending", "kill -TERM $WATCH_PID"),
+            (
+                "Watch every session of a manifest, each against its own lease",
+                "GIT_SESSION_SESSIONS_FILE=/run/sessions.json git-session watch --all --every 2m --json",
+            ),
         ],
     ),
     (

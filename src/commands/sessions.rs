@@ -4,7 +4,8 @@
 //! (`GIT_SESSION_SESSIONS_CONCURRENCY`), each with its own inputs and its own HTTP client, so one
 //! session's credentials reach only its own URLs. One failing neither stops nor touches the others.
 //! `save`, `push` and `status` with `--all` run the same way over the manifest's trees
-//! ([`run_all`]), each single command given its session's inputs ([`super::Given::Manifest`]).
+//! ([`run_all`]), each single command given its session's inputs ([`super::Given::Manifest`]);
+//! `watch --all` reads the manifest here too ([`read_all`]) and runs its loop per session.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -133,10 +134,7 @@ impl Each<'_> {
 /// (`--sessions FILE`, else `GIT_SESSION_SESSIONS_FILE`), each with its own inputs; prints the
 /// result and returns the exit code, by [`run`]'s rule.
 pub fn run_all(command: Each, all: &AllArgs, push_url: bool, json: bool, quiet: bool) -> u8 {
-    let sessions = all_manifest(all, push_url)
-        .and_then(|path| crate::manifest::read(&path))
-        .and_then(|sessions| become_owner(&sessions).map(|()| sessions));
-    let sessions = match sessions {
+    let sessions = match read_all(all, push_url) {
         Ok(sessions) => sessions,
         Err(err) => {
             crate::output::failure(json, command.name(), &err);
@@ -148,6 +146,17 @@ pub fn run_all(command: Each, all: &AllArgs, push_url: bool, json: bool, quiet: 
         command.run(&s)
     });
     crate::output::sessions(json, quiet, command.name(), lines)
+}
+
+/// The sessions of the manifest `--all` reads (`--push-url`, a single session's, refused beside
+/// it), their folders made the owner's (SPEC rule 9) before any thread starts.
+///
+/// # Errors
+/// [`Error::Usage`] for no manifest, a bad one or `--push-url`; what reading it fails with.
+pub fn read_all(all: &AllArgs, push_url: bool) -> Result<Vec<Session>> {
+    all_manifest(all, push_url)
+        .and_then(|path| crate::manifest::read(&path))
+        .and_then(|sessions| become_owner(&sessions).map(|()| sessions))
 }
 
 /// The manifest `--all` reads; `--push-url` names one session's input and is refused beside it.

@@ -10,18 +10,22 @@
 //! save's code). Network failures (5), integrity refusals (6), local conflicts (7), a refusing
 //! remote (9) and a full disk (10) are reported and retried on the next tick. No lock is held
 //! between saves: a person's `git-session save` or plain git waits for one save at most.
+//!
+//! `watch --all` runs this loop once per session of a manifest, each on a thread of its own with
+//! its entry's inputs ([`Given::Manifest`]); one session's end stops only it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::cli::{SaveArgs, WatchArgs};
+use super::Given;
+use crate::cli::{PushArgs, SaveArgs, WatchArgs};
 use crate::error::{Error, Refusal, Result};
 use crate::hint::Hint;
-use crate::output;
 use crate::repo::session::Session;
 use crate::types::Owner;
+use crate::{manifest, output, redact};
 
 /// How long the final save on SIGTERM/SIGINT may take before watch gives up on it.
 pub const FINAL_SAVE_SECS: u64 = 8;
@@ -90,10 +94,81 @@ fn duration(flag: &str, text: &str, min: Duration) -> Result<Duration> {
     Ok(total)
 }
 
+/// Where a watched session's inputs come from (owned: each save runs on a thread of its own).
+#[derive(Clone)]
+enum Source {
+    /// A single watch: the environment and the flags.
+    Environment(PushArgs),
+    /// `watch --all`: one entry of the manifest, so its credentials reach only its own URLs.
+    Manifest(Arc<manifest::Session>),
+}
+
+impl Source {
+    /// The manifest session's place, which its warnings are kept under ([`output::in_session`]).
+    fn index(&self) -> Option<usize> {
+        match self {
+            Source::Environment(_) => None,
+            Source::Manifest(s) => Some(s.index),
+        }
+    }
+
+    fn given(&self) -> Given<'_> {
+        match self {
+            Source::Environment(push) => Given::environment(push),
+            Source::Manifest(s) => Given::Manifest(s),
+        }
+    }
+}
+
+/// What every watched session shares: the command line's knobs and the stop flag.
+struct Watching {
+    every: Duration,
+    quiet_for: Duration,
+    save: SaveArgs,
+    owner: Owner,
+    json: bool,
+    quiet: bool,
+    /// Set by SIGTERM or SIGINT.
+    stop: Arc<AtomicBool>,
+}
+
+impl Watching {
+    fn new(args: &WatchArgs, owner: &Owner, json: bool, quiet: bool) -> Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            signal_hook::flag::register(signal, stop.clone())
+                .map_err(|e| Error::io("installing the signal handlers", e))?;
+        }
+        Ok(Watching {
+            every: duration("--every", &args.every, MIN_EVERY)?,
+            quiet_for: duration("--quiet-for", &args.quiet_for, Duration::ZERO)?,
+            save: SaveArgs {
+                message: args.message.clone(),
+                no_push: false,
+                push: args.push.clone(),
+                all: crate::cli::AllArgs {
+                    all: false,
+                    sessions: None,
+                },
+            },
+            owner: owner.clone(),
+            json,
+            quiet,
+            stop,
+        })
+    }
+}
+
 /// Run the loop in `dir`; returns the exit code. Every outcome is printed here.
 pub fn run(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool) -> u8 {
-    match watch(args, dir, owner, json, quiet) {
-        Ok(code) => code,
+    let started = Watching::new(args, owner, json, quiet).and_then(|w| {
+        // Refuse at once what every save would refuse: no session here, no PUSH_URL.
+        Session::open(&dir, args.push.session_branch.as_deref())?;
+        super::push::push_source(&args.push)?;
+        Ok(w)
+    });
+    match started {
+        Ok(w) => watch(&w, &dir, &Source::Environment(args.push.clone()), None),
         Err(err) => {
             output::failure(json, "watch", &err);
             err.exit_code()
@@ -101,42 +176,84 @@ pub fn run(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: boo
     }
 }
 
-fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool) -> Result<u8> {
-    let every = duration("--every", &args.every, MIN_EVERY)?;
-    let quiet_for = duration("--quiet-for", &args.quiet_for, Duration::ZERO)?;
-    let branch = args.push.session_branch.as_deref();
-    // Refuse at once what every save would refuse: no session here, no PUSH_URL.
-    Session::open(&dir, branch)?;
-    super::push::push_source(&args.push)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| Error::io("installing the signal handlers", e))?;
-    }
-    let save_args = SaveArgs {
-        message: args.message.clone(),
-        no_push: false,
-        push: args.push.clone(),
-        all: crate::cli::AllArgs {
-            all: false,
-            sessions: None,
-        },
+/// `watch --all`: every session of the manifest watched at once, each in its own tree against its
+/// own lease with its own inputs, on a thread of its own; one that ends (stale, say) stops only
+/// itself. Returns the exit code by the manifest's rule: 0 when every session's watch ended well,
+/// else the first failing session's, in the manifest's order.
+pub fn run_all(args: &WatchArgs, owner: &Owner, json: bool, quiet: bool) -> u8 {
+    let push_url = args.push.push_url.is_some();
+    let started = super::sessions::read_all(&args.all, push_url)
+        .and_then(|sessions| Ok((Watching::new(args, owner, json, quiet)?, sessions)));
+    let (w, sessions) = match started {
+        Ok(started) => started,
+        Err(err) => {
+            output::failure(json, "watch", &err);
+            return err.exit_code();
+        }
     };
-    tracing::info!("watching {} every {:?}", dir.display(), every);
+    crate::progress::lines_only();
+    let codes: Vec<u8> = std::thread::scope(|scope| {
+        let threads: Vec<_> = sessions
+            .into_iter()
+            .map(|s| {
+                let w = &w;
+                scope.spawn(move || watch_session(w, Arc::new(s)))
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap_or(1)).collect()
+    });
+    codes.into_iter().find(|c| *c != 0).unwrap_or(0)
+}
+
+/// One session of `watch --all`: checked as a single watch is, then watched; its end is said on
+/// its own line.
+fn watch_session(w: &Watching, s: Arc<manifest::Session>) -> u8 {
+    output::in_session(Some(s.index));
+    let dir = s.dir.clone();
+    let label = dir.display().to_string();
+    let given = Given::Manifest(&s);
+    let checked = Session::open(&dir, given.branch().as_deref()).and_then(|_| given.push());
+    let code = match checked {
+        Ok(_) => watch(w, &dir, &Source::Manifest(s.clone()), Some(&label)),
+        Err(err) => {
+            output::failure_in(w.json, "watch", Some(&label), &err);
+            err.exit_code()
+        }
+    };
+    if code != 0 {
+        let others = if w.stop.load(Ordering::SeqCst) {
+            ""
+        } else {
+            "; the other sessions are watched on"
+        };
+        redact::Stderr::line(&format!(
+            "{}: no longer watched (exit {code}){others}",
+            crate::text::terminal(&label)
+        ));
+    }
+    code
+}
+
+/// The loop of one session in `dir`; `label` names it on each line (`watch --all`). Returns its
+/// exit code.
+fn watch(w: &Watching, dir: &Path, source: &Source, label: Option<&str>) -> u8 {
+    let branch = source.given().branch();
+    let branch = branch.as_deref();
+    tracing::info!("watching {} every {:?}", dir.display(), w.every);
     let mut refused = 0;
-    let mut next = Instant::now() + every;
+    let mut next = Instant::now() + w.every;
     // Set once SIGTERM/SIGINT came: what is pending must be pushed by then.
     let mut deadline: Option<Instant> = None;
     loop {
-        while Instant::now() < next && !stop.load(Ordering::SeqCst) {
+        while Instant::now() < next && !w.stop.load(Ordering::SeqCst) {
             std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
         }
-        if stop.load(Ordering::SeqCst) && deadline.is_none() {
+        if w.stop.load(Ordering::SeqCst) && deadline.is_none() {
             deadline = Some(Instant::now() + Duration::from_secs(FINAL_SAVE_SECS));
         }
-        next = Instant::now() + every;
-        let newest = match pending(&dir, branch) {
-            Ok(Pending::Nothing) if deadline.is_some() => return Ok(0),
+        next = Instant::now() + w.every;
+        let newest = match pending(dir, branch) {
+            Ok(Pending::Nothing) if deadline.is_some() => return 0,
             Ok(Pending::Nothing) => continue,
             Ok(Pending::Work(newest)) => newest,
             // The save reports it the way it reports everything.
@@ -145,34 +262,34 @@ fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool)
         if deadline.is_none()
             && let Some(newest) = newest
             && let Ok(age) = SystemTime::now().duration_since(newest)
-            && age < quiet_for
+            && age < w.quiet_for
         {
             // A file is being written: look again once it has been quiet long enough.
-            next = next.min(Instant::now() + (quiet_for - age));
+            next = next.min(Instant::now() + (w.quiet_for - age));
             continue;
         }
-        match save_within(&save_args, &dir, owner, &stop, &mut deadline) {
+        match save_within(w, dir, source, &mut deadline) {
             Ok(success) => {
                 refused = 0;
-                output::success(json, quiet, success);
+                output::success_in(w.json, w.quiet, label, success);
                 // Stopping: the next round returns 0 when nothing is left, else saves again
                 // within what is left of the deadline.
             }
             Err(err) => {
-                output::failure(json, "save", &err);
+                output::failure_in(w.json, "save", label, &err);
                 let code = err.exit_code();
                 if deadline.is_some() {
-                    return Ok(code);
+                    return code;
                 }
                 match code {
                     4 => {
                         refused += 1;
                         if refused >= AUTH_REFUSALS {
-                            return Ok(4);
+                            return 4;
                         }
                     }
                     5..=7 | 9 | 10 => refused = 0,
-                    other => return Ok(other),
+                    other => return other,
                 }
             }
         }
@@ -183,21 +300,21 @@ fn watch(args: &WatchArgs, dir: PathBuf, owner: &Owner, json: bool, quiet: bool)
 /// then, [`FINAL_SAVE_SECS`] after it), a save still running when the deadline passes is given up
 /// on — a sandbox being stopped waits no longer, whatever retries the save was in.
 fn save_within(
-    args: &SaveArgs,
+    w: &Watching,
     dir: &Path,
-    owner: &Owner,
-    stop: &AtomicBool,
+    source: &Source,
     deadline: &mut Option<Instant>,
 ) -> Result<output::Success> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let (args, dir, owner) = (args.clone(), dir.to_owned(), owner.clone());
+    let (args, dir, owner, source) = (
+        w.save.clone(),
+        dir.to_owned(),
+        w.owner.clone(),
+        source.clone(),
+    );
     std::thread::spawn(move || {
-        let _ = tx.send(super::save::run(
-            &args,
-            dir,
-            &owner,
-            super::Given::environment(&args.push),
-        ));
+        output::in_session(source.index());
+        let _ = tx.send(super::save::run(&args, dir, &owner, source.given()));
     });
     loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
@@ -207,7 +324,7 @@ fn save_within(
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
-        if stop.load(Ordering::SeqCst) && deadline.is_none() {
+        if w.stop.load(Ordering::SeqCst) && deadline.is_none() {
             *deadline = Some(Instant::now() + Duration::from_secs(FINAL_SAVE_SECS));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {

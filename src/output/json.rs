@@ -14,6 +14,9 @@ pub struct Succeeded {
     /// Always `true`.
     #[schemars(extend("const" = true))]
     pub ok: bool,
+    /// `watch --all`: the work tree, absolute, of the session this line is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
     /// The command and its own fields.
     #[serde(flatten)]
     pub result: CommandResult,
@@ -201,6 +204,9 @@ pub struct Failed {
     /// Always `false`.
     #[schemars(extend("const" = false))]
     pub ok: bool,
+    /// `watch --all`: the work tree, absolute, of the session this line is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
     /// The command that failed (empty when the command line named none).
     pub command: String,
     /// The process's exit code.

@@ -9,16 +9,29 @@ use crate::redact;
 pub mod json;
 pub mod stdout;
 
-/// Warnings found before a command's outcome is known (see [`warn_early`]).
-static EARLY: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// Warnings found before a command's outcome is known (see [`warn_early`]), each with the
+/// session it is about ([`in_session`]).
+static EARLY: std::sync::Mutex<Vec<(Option<usize>, String)>> = std::sync::Mutex::new(Vec::new());
+
+std::thread_local! {
+    /// The manifest session this thread works for (`watch --all`); `None`: the process's only one.
+    static SESSION: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Mark this thread as working for session `index` of a manifest: the warnings it keeps
+/// ([`warn_early`]) are shown only with that session's results, whichever session prints first.
+pub fn in_session(index: Option<usize>) {
+    SESSION.with(|s| s.set(index));
+}
 
 /// Keep a warning to show with the command's result, whether it succeeds or fails: a failure's
 /// cause may be what the warning names (the pre-push check found turned off, say).
 pub fn warn_early(warning: String) {
+    let entry = (SESSION.with(std::cell::Cell::get), warning);
     if let Ok(mut early) = EARLY.lock()
-        && !early.contains(&warning)
+        && !early.contains(&entry)
     {
-        early.push(warning);
+        early.push(entry);
     }
 }
 
@@ -34,11 +47,17 @@ fn owner() -> crate::types::Owner {
     OWNER.get().cloned().unwrap_or_default()
 }
 
+/// The kept warnings of this thread's session ([`in_session`]), taken.
 fn take_early() -> Vec<String> {
-    EARLY
-        .lock()
-        .map(|mut e| std::mem::take(&mut *e))
-        .unwrap_or_default()
+    let session = SESSION.with(std::cell::Cell::get);
+    let Ok(mut early) = EARLY.lock() else {
+        return Vec::new();
+    };
+    let (mine, rest) = std::mem::take(&mut *early)
+        .into_iter()
+        .partition(|(s, _)| *s == session);
+    *early = rest;
+    mine.into_iter().map(|(_, w)| w).collect()
 }
 
 /// A command's successful result.
@@ -57,19 +76,25 @@ pub struct Success {
 ///
 /// # Security
 /// Every text goes through [`redact`] first: a server's words may hold the session's secret.
-pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
+pub fn success(json_mode: bool, quiet: bool, s: Success) {
+    success_in(json_mode, quiet, None, s);
+}
+
+/// [`success`] of one session of several (`watch --all`): `dir` names it on each line.
+pub fn success_in(json_mode: bool, quiet: bool, dir: Option<&str>, mut s: Success) {
     let mut warnings = take_early();
     warnings.retain(|w| !s.warnings.contains(w));
     warnings.append(&mut s.warnings);
     s.warnings = warnings;
     if !quiet {
         for w in &s.warnings {
-            redact::Stderr::line(&format!("warning: {w}"));
+            redact::Stderr::line(&format!("warning: {}{w}", prefix(dir)));
         }
     }
     if json_mode {
         let obj = json::Succeeded {
             ok: true,
+            dir: dir.map(str::to_owned),
             result: s.result,
             // A template (bake) has no session branch.
             branch: (!s.branch.is_empty()).then_some(s.branch),
@@ -80,18 +105,29 @@ pub fn success(json_mode: bool, quiet: bool, mut s: Success) {
         stdout::line(&redact::json(value).to_string());
     } else {
         // Values in it (paths, names) may come from others: the terminal rule, as on stderr.
-        stdout::line(&crate::text::terminal(&redact::text(&s.human)));
+        let human = format!("{}{}", prefix(dir), s.human);
+        stdout::line(&crate::text::terminal(&redact::text(&human)));
     }
+}
+
+/// `DIR: `, or nothing for a single session.
+fn prefix(dir: Option<&str>) -> String {
+    dir.map(|d| format!("{d}: ")).unwrap_or_default()
 }
 
 /// Print a failure: the message on stderr; with `--json` also the JSON object on stdout.
 pub fn failure(json_mode: bool, command: &str, err: &Error) {
+    failure_in(json_mode, command, None, err);
+}
+
+/// [`failure`] of one session of several (`watch --all`): `dir` names it on each line.
+pub fn failure_in(json_mode: bool, command: &str, dir: Option<&str>, err: &Error) {
     let warnings: Vec<String> = take_early().iter().map(|w| redact::text(w)).collect();
     for w in &warnings {
-        redact::Stderr::line(&format!("warning: {w}"));
+        redact::Stderr::line(&format!("warning: {}{w}", prefix(dir)));
     }
     let message = redact::text(&err.to_string());
-    redact::Stderr::line(&format!("error: {message}"));
+    redact::Stderr::line(&format!("error: {}{message}", prefix(dir)));
     if json_mode {
         let stale = match err.root() {
             Error::Stale(s) => Some((s.lease, s.remote_tip)),
@@ -99,6 +135,7 @@ pub fn failure(json_mode: bool, command: &str, err: &Error) {
         };
         let obj = json::Failed {
             ok: false,
+            dir: dir.map(str::to_owned),
             command: command.to_owned(),
             exit_code: err.exit_code(),
             error: json::ErrorReport {
