@@ -485,6 +485,37 @@ pub fn settle_origin(git_dir: &Path, b: &SessionBranch) -> Result<()> {
     write_atomic(&path, &bytes)
 }
 
+/// Make `origin`'s `b` the upstream of the local branch `b` (`branch.<b>.remote`/`merge`, what a
+/// clone has), unless one is set; an agent's branch gets it at `agent add`.
+///
+/// # Errors
+/// [`Error::Internal`] when the config cannot be read or written.
+pub fn set_upstream(git_dir: &Path, b: &SessionBranch) -> Result<()> {
+    let path = git_dir.join("config");
+    let mut config =
+        gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
+            .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
+    if config
+        .string(format!("branch.{}.merge", b.as_str()).as_str())
+        .is_some()
+    {
+        return Ok(());
+    }
+    let err = |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
+    let sub = Some(b.as_str().into());
+    config
+        .set_raw_value_by("branch", sub, "remote", "origin")
+        .map_err(|e| err(&e))?;
+    config
+        .set_raw_value_by("branch", sub, "merge", b.full_ref().as_str())
+        .map_err(|e| err(&e))?;
+    let mut bytes = Vec::new();
+    config
+        .write_to(&mut bytes)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    write_atomic(&path, &bytes)
+}
+
 /// Write the loose ref `name` (e.g. `refs/heads/x`) to point at `id`.
 ///
 /// # Errors

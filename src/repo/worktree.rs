@@ -1,0 +1,312 @@
+//! Linked work trees (`git worktree add`'s layout), which `git-session agent add` makes for
+//! agents: which git dir holds what, the agents of a repository, and who owns each session branch.
+//!
+//! A work tree's own git dir (the main tree's `.git`, an agent's `<common>/worktrees/<NAME>`)
+//! holds `HEAD`, the index, the session record, the ledger, the write lock and
+//! `info/sparse-checkout`; the common dir (the main tree's `.git`) holds what every work tree
+//! shares: objects, refs, packed-refs, config, hooks, shallow and the LFS store.
+//!
+//! # Security
+//! A `.git` file is followed only when the link holds both ways: it names
+//! `<common>/worktrees/<NAME>` (a real folder, no symlink on the way there below the common dir),
+//! whose `gitdir` file names this tree's `.git` again. Anything else is not an agent's tree.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Refusal, Result};
+use crate::repo::session::SessionRecord;
+use crate::types::{AgentName, FullSha, SessionBranch};
+
+/// The folder of the common dir holding the linked work trees' git dirs.
+pub const WORKTREES: &str = "worktrees";
+
+/// The most a `.git` file, `commondir` or `gitdir` may hold.
+const LINK_CAP: u64 = 4096;
+
+/// A work tree's two git dirs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitDirs {
+    /// Its own: `HEAD`, index, the session record, the ledger, the write lock.
+    pub git_dir: PathBuf,
+    /// The shared one: objects, refs, config, hooks, the LFS store.
+    pub common_dir: PathBuf,
+}
+
+impl GitDirs {
+    /// The main tree's: both are `<workdir>/.git`.
+    pub fn main(workdir: &Path) -> Self {
+        let git_dir = workdir.join(".git");
+        GitDirs {
+            common_dir: git_dir.clone(),
+            git_dir,
+        }
+    }
+
+    /// The git dirs of the work tree at `workdir`: its `.git` folder, or the linked work tree its
+    /// `.git` file names when the link holds both ways (`None` otherwise).
+    pub fn of(workdir: &Path) -> Option<Self> {
+        let dot_git = workdir.join(".git");
+        let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+        if meta.is_dir() {
+            return Some(Self::main(workdir));
+        }
+        if !meta.is_file() {
+            return None;
+        }
+        linked(workdir)
+    }
+
+    /// Whether this is a linked work tree's (an agent's).
+    pub fn is_linked(&self) -> bool {
+        self.git_dir != self.common_dir
+    }
+}
+
+fn read_link(path: &Path) -> Option<String> {
+    let bytes = crate::fs::state::read(path, LINK_CAP, "").ok()??;
+    let text = String::from_utf8(bytes).ok()?;
+    Some(text.trim_end_matches(['\n', '\r']).to_owned())
+}
+
+/// A linked work tree's git dirs, checked both ways.
+fn linked(workdir: &Path) -> Option<GitDirs> {
+    let named = read_link(&workdir.join(".git"))?;
+    let named = Path::new(named.strip_prefix("gitdir: ")?);
+    let git_dir = workdir.join(named).canonicalize().ok()?;
+    let common = read_link(&git_dir.join("commondir"))?;
+    let common_dir = git_dir.join(common).canonicalize().ok()?;
+    let name = git_dir.file_name()?;
+    let worktrees = common_dir.join(WORKTREES);
+    let real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    if git_dir != worktrees.join(name) || !real_dir(&worktrees) || !real_dir(&git_dir) {
+        return None;
+    }
+    if back_link(&git_dir)? != workdir.canonicalize().ok()? {
+        return None;
+    }
+    Some(GitDirs {
+        git_dir,
+        common_dir,
+    })
+}
+
+/// The work tree a linked git dir's `gitdir` file names (its `.git`'s folder), canonical.
+fn back_link(git_dir: &Path) -> Option<PathBuf> {
+    let dot_git = PathBuf::from(read_link(&git_dir.join("gitdir"))?);
+    if !dot_git.is_absolute() || dot_git.file_name()? != ".git" {
+        return None;
+    }
+    dot_git.parent()?.canonicalize().ok()
+}
+
+/// The work tree of the git dir `git_dir`: its parent for a main tree's `.git`, the folder its
+/// `gitdir` file names for a linked one (`None` when that does not lead back to `git_dir`).
+pub fn workdir_of(git_dir: &Path) -> Option<PathBuf> {
+    if !git_dir.join("commondir").exists() {
+        return git_dir.parent().map(Path::to_path_buf);
+    }
+    let workdir = back_link(git_dir)?;
+    let dirs = linked(&workdir)?;
+    (dirs.git_dir == git_dir.canonicalize().ok()?).then_some(workdir)
+}
+
+/// One agent of a repository, as its record says.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// Its name (`<common>/worktrees/<NAME>`).
+    pub name: String,
+    /// Its git dir.
+    pub git_dir: PathBuf,
+    /// Its work tree, as its `gitdir` file names it (`None` when that is gone or does not lead
+    /// back).
+    pub workdir: Option<PathBuf>,
+    /// Its session record.
+    pub record: SessionRecord,
+}
+
+/// The agents of the repository whose common dir is `common_dir`: each linked work tree with a
+/// session record (a plain `git worktree add` tree has none and is not listed).
+///
+/// # Errors
+/// Those of [`SessionRecord::read`] for a record that is not git-session's (exit 7 naming it).
+pub fn agents(common_dir: &Path) -> Result<Vec<Agent>> {
+    let worktrees = common_dir.join(WORKTREES);
+    let Ok(entries) = std::fs::read_dir(&worktrees) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let git_dir = entry.path();
+        if !std::fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let Some(record) = SessionRecord::read(&git_dir)? else {
+            continue;
+        };
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let workdir =
+            back_link(&git_dir).filter(|w| linked(w).is_some_and(|d| d.git_dir == git_dir));
+        out.push(Agent {
+            name,
+            git_dir,
+            workdir,
+            record,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Who holds a session branch in this repository: the main session or an agent.
+#[derive(Debug, Clone)]
+pub struct BranchOwner {
+    /// The branch.
+    pub branch: SessionBranch,
+    /// The agent's name; `None` for the main session.
+    pub agent: Option<String>,
+    /// The owner's work tree.
+    pub workdir: PathBuf,
+    /// The owner's git dir.
+    pub git_dir: PathBuf,
+}
+
+impl BranchOwner {
+    /// "agent b's session branch (/work/repo-b)", "the main session's branch (/work/repo)".
+    pub fn describe(&self) -> String {
+        match &self.agent {
+            Some(name) => format!(
+                "{} is agent {name}'s session branch ({})",
+                self.branch,
+                self.workdir.display()
+            ),
+            None => format!(
+                "{} is the main session's branch ({})",
+                self.branch,
+                self.workdir.display()
+            ),
+        }
+    }
+}
+
+/// Every session branch of the repository whose common dir is `common_dir` and who holds it: the
+/// main record's, then each agent's. The one list the pre-push check, `agent add` and `push`
+/// decide by.
+///
+/// # Errors
+/// Those of [`agents`] and [`SessionRecord::read`].
+pub fn owners(common_dir: &Path) -> Result<Vec<BranchOwner>> {
+    let mut out = Vec::new();
+    if let Some(main) = SessionRecord::read(common_dir)? {
+        out.push(BranchOwner {
+            branch: main.branch,
+            agent: None,
+            workdir: common_dir.parent().unwrap_or(common_dir).to_path_buf(),
+            git_dir: common_dir.to_path_buf(),
+        });
+    }
+    for agent in agents(common_dir)? {
+        out.push(BranchOwner {
+            branch: agent.record.branch,
+            workdir: agent.workdir.unwrap_or_else(|| agent.git_dir.clone()),
+            agent: Some(agent.name),
+            git_dir: agent.git_dir,
+        });
+    }
+    Ok(out)
+}
+
+/// Refuse a push from the work tree whose own git dir is `git_dir` to `full_ref` when another
+/// session of the repository (the main one, an agent) holds that branch.
+///
+/// # Errors
+/// [`Error::Usage`] ([`Refusal::AnotherSession`], exit 2) naming the owner.
+pub fn refuse_foreign_branch(dirs: &GitDirs, full_ref: &str, nothing: &str) -> Result<()> {
+    let own = dirs.git_dir.canonicalize().unwrap_or(dirs.git_dir.clone());
+    for owner in owners(&dirs.common_dir)? {
+        if owner.branch.full_ref() != full_ref {
+            continue;
+        }
+        let theirs = owner
+            .git_dir
+            .canonicalize()
+            .unwrap_or(owner.git_dir.clone());
+        if theirs != own {
+            return Err(Error::Usage(
+                Refusal::AnotherSession,
+                format!(
+                    "refused: {} — another session of this repository holds it, so no other \
+                     tree pushes to it: {nothing}",
+                    owner.describe()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Write an agent's linked git dir: `<common>/worktrees/<NAME>/{HEAD, commondir, gitdir}`, the
+/// branch `branch` at `start` unless it is there already, and its upstream (`origin`). A git dir
+/// of that name left by an interrupted `agent add` into the same folder is completed; one of
+/// another work tree is refused. Returns the agent's git dir.
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2) for a `worktrees/<NAME>` of another tree or not a real folder;
+/// [`Error::LocalIo`] on I/O failure.
+pub fn write_agent_git_dir(
+    common_dir: &Path,
+    name: &AgentName,
+    workdir: &Path,
+    branch: &SessionBranch,
+    start: FullSha,
+) -> Result<PathBuf> {
+    let worktrees = common_dir.join(WORKTREES);
+    let git_dir = worktrees.join(name.as_str());
+    let refused = |what: &Path| {
+        Error::Usage(
+            Refusal::Invalid,
+            format!(
+                "{} is not a folder git made (a symlink or a file): remove it, then add the \
+                 agent again",
+                what.display()
+            ),
+        )
+    };
+    for dir in [&worktrees, &git_dir] {
+        match std::fs::create_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+                    return Err(refused(dir));
+                }
+            }
+            Err(e) => return Err(Error::io(format!("creating {}", dir.display()), e)),
+        }
+    }
+    let dot_git = workdir.join(".git");
+    let gitdir_text = format!("{}\n", dot_git.display());
+    if let Some(existing) = read_link(&git_dir.join("gitdir"))
+        && PathBuf::from(&existing) != dot_git
+    {
+        return Err(Error::Usage(
+            Refusal::Invalid,
+            format!(
+                "the linked work tree {name} exists already, for {existing}: choose another \
+                 name (git worktree list shows them)"
+            ),
+        ));
+    }
+    let write = crate::fs::write_atomic;
+    write(&git_dir.join("commondir"), b"../..\n")?;
+    write(&git_dir.join("gitdir"), gitdir_text.as_bytes())?;
+    write(
+        &git_dir.join("HEAD"),
+        format!("ref: {}\n", branch.full_ref()).as_bytes(),
+    )?;
+    if !common_dir.join(branch.full_ref()).exists() {
+        crate::repo::layout::write_ref(common_dir, &branch.full_ref(), start)?;
+    }
+    crate::repo::layout::set_upstream(common_dir, branch)?;
+    Ok(git_dir)
+}
