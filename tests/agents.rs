@@ -99,3 +99,248 @@ fn add_list_remove_round_trip() {
         s.w.git(&main, &["branch", "--list", "sessions/main-reviewer"]);
     assert_eq!(branches, "");
 }
+
+/// `n` agents each save a file of their own at once (separate processes held at `before-lock`
+/// until all arrived): each lands on its own branch on the server, none moves another's, and the
+/// main session's branch stays where it was.
+fn agents_save_at_once(n: usize) {
+    let s = Setup::new();
+    let main = s.main_tree();
+    s.save_in(&main, "nothing yet").assert_code(0);
+    let main_before = s.remote(BRANCH);
+    let dirs: Vec<PathBuf> = (0..n)
+        .map(|i| s.add_agent(&main, &format!("a{i}")))
+        .collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        std::fs::write(dir.join(format!("by-a{i}.txt")), format!("agent {i}\n")).unwrap();
+    }
+    let barrier = s.w.tmp.path().join(format!("agents-{n}"));
+    let count = n.to_string();
+    let url = s.url();
+    let vars = [
+        ("GIT_SESSION_FAILPOINT", "before-lock"),
+        ("GIT_SESSION_BARRIER_DIR", barrier.to_str().unwrap()),
+        ("GIT_SESSION_BARRIER_COUNT", count.as_str()),
+        ("PUSH_URL", url.as_str()),
+        ("READ_URL", url.as_str()),
+    ];
+    let runs: Vec<Run> = std::thread::scope(|sc| {
+        let handles: Vec<_> = dirs
+            .iter()
+            .map(|d| {
+                let vars = &vars;
+                let w = &s.w;
+                sc.spawn(move || w.run(d, &["save", "-m", "agent work", "--json"], vars))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(std::fs::read_dir(&barrier).unwrap().count(), n);
+    for (i, (run, dir)) in runs.iter().zip(&dirs).enumerate() {
+        assert_eq!(run.code, Some(0), "a{i}: {}\n{}", run.stdout, run.stderr);
+        let head = s.w.git(dir, &["rev-parse", "HEAD"]);
+        let branch = format!("sessions/main-a{i}");
+        assert_eq!(s.remote(&branch), Some(head.clone()), "a{i}");
+        let files = s.w.git(&s.bare(), &["ls-tree", "--name-only", &head]);
+        let mine = format!("by-a{i}.txt");
+        assert!(files.lines().any(|f| f == mine), "a{i}: {files}");
+        assert_eq!(
+            files.lines().filter(|f| f.starts_with("by-a")).count(),
+            1,
+            "a{i} holds another agent's file: {files}"
+        );
+        assert_eq!(s.w.git(dir, &["status", "--porcelain"]), "");
+    }
+    assert_eq!(
+        s.remote(BRANCH),
+        main_before,
+        "the main session's branch moved"
+    );
+    assert_eq!(s.w.git(&main, &["rev-parse", "HEAD"]), s.ids[1]);
+}
+
+#[test]
+fn two_agents_saving_at_once_each_land_on_their_own_branch() {
+    agents_save_at_once(2);
+}
+
+#[test]
+fn eight_agents_saving_at_once_each_land_on_their_own_branch() {
+    agents_save_at_once(8);
+}
+
+/// A plain `git push` to another session's branch of the same repository is refused by the
+/// pre-push check before anything is uploaded, naming the owner: agent A → agent B's branch,
+/// the main tree → an agent's, an agent → the main session's. The server's refs stay.
+#[test]
+fn a_plain_push_to_another_sessions_branch_is_refused_naming_its_owner() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let b = s.add_agent(&main, "b");
+    s.save_in(&b, "b's first").assert_code(0);
+    let b_tip = s.remote("sessions/main-b");
+    assert!(b_tip.is_some());
+    s.commit(&a, "a.txt", "a\n");
+    let said = s.shell_git_refused(&a, &["push", "origin", "HEAD:refs/heads/sessions/main-b"]);
+    assert!(
+        said.contains("sessions/main-b is agent b's session branch"),
+        "{said}"
+    );
+    assert!(said.contains(&b.display().to_string()), "{said}");
+    assert_eq!(s.remote("sessions/main-b"), b_tip, "B's branch moved");
+
+    let said = s.shell_git_refused(
+        &a,
+        &["push", "origin", &format!("HEAD:refs/heads/{BRANCH}")],
+    );
+    assert!(said.contains("is the main session's branch"), "{said}");
+    assert_eq!(
+        s.remote(BRANCH),
+        None,
+        "the main session's branch was created"
+    );
+
+    s.commit(&main, "m.txt", "m\n");
+    let said = s.shell_git_refused(
+        &main,
+        &["push", "origin", "HEAD:refs/heads/sessions/main-b"],
+    );
+    assert!(
+        said.contains("sessions/main-b is agent b's session branch"),
+        "{said}"
+    );
+    assert_eq!(s.remote("sessions/main-b"), b_tip, "B's branch moved");
+
+    // A's own branch goes through, by plain git too.
+    s.shell_git_ok(&a, &["push", "origin", "HEAD:refs/heads/sessions/main-a"]);
+    assert_eq!(
+        s.remote("sessions/main-a"),
+        Some(s.w.git(&a, &["rev-parse", "HEAD"]))
+    );
+}
+
+/// Someone else creates the agent's branch on the server: the agent's save is stale (exit 3,
+/// both ids), the other agent and the main session are not.
+#[test]
+fn an_agents_branch_moved_by_someone_else_is_stale_for_that_agent_only() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let b = s.add_agent(&main, "b");
+    s.w.git(&s.bare(), &["branch", "sessions/main-a", &s.ids[0]]);
+    std::fs::write(a.join("a.txt"), "a\n").unwrap();
+    let run = s.save_in(&a, "a's work");
+    run.assert_code(3);
+    let message = run.error_message();
+    assert!(message.contains(&s.ids[0]), "{message}");
+    assert!(message.contains("its lease is the zero id"), "{message}");
+    assert_eq!(run.json()["lease"], zero_id().as_str());
+    assert_eq!(run.json()["remote_tip"], s.ids[0].as_str());
+    assert_eq!(s.remote("sessions/main-a"), Some(s.ids[0].clone()));
+    std::fs::write(b.join("b.txt"), "b\n").unwrap();
+    s.save_in(&b, "b's work").assert_code(0);
+    std::fs::write(main.join("m.txt"), "m\n").unwrap();
+    s.save_in(&main, "main's work").assert_code(0);
+}
+
+/// `agent remove` refuses a tree with uncommitted changes, then one with unpushed commits (exit
+/// 7, nothing removed); `--force` removes it and keeps its branch.
+#[test]
+fn remove_refuses_unpushed_work_unless_forced() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    std::fs::write(a.join("dirty.txt"), "x\n").unwrap();
+    let run = s.agent(&main, &["remove", "a"]);
+    run.assert_says(7, &["1 changed file(s)", "--force"]);
+    assert!(a.join("dirty.txt").exists());
+    s.w.git(&a, &["add", "-A"]);
+    s.w.git(&a, &["commit", "-qm", "local"]);
+    let head = s.w.git(&a, &["rev-parse", "HEAD"]);
+    s.agent(&main, &["remove", "a"])
+        .assert_says(7, &["1 unpushed commit(s)"]);
+    assert!(a.exists());
+    let run = s.agent(&main, &["remove", "a", "--force"]);
+    run.assert_code(0);
+    assert_eq!(run.json()["branch_kept"], true);
+    assert!(!a.exists());
+    assert_eq!(
+        s.w.git(&main, &["rev-parse", "refs/heads/sessions/main-a"]),
+        head
+    );
+    let list = s.w.git(&main, &["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("main-a"), "{list}");
+}
+
+/// Killed mid-way (the layout written, then half of the files), `agent add` run again completes:
+/// the agent's tree equals the commit and git status is clean.
+#[test]
+fn a_killed_agent_add_is_completed_by_the_rerun() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    for (name, point) in [("k1", "agent-layout-written"), ("k2", "mid-agent-checkout")] {
+        let run = s.w.run(
+            &main,
+            &["agent", "add", name],
+            &[("GIT_SESSION_FAILPOINT", point)],
+        );
+        run.assert_killed_at(point);
+        let dir = s.add_agent(&main, name);
+        assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "", "{point}");
+        s.w.git(&dir, &["diff", "--quiet", "HEAD"]);
+        assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), s.ids[1]);
+    }
+    let listed = s.agent(&main, &["list"]).json();
+    assert_eq!(listed["agents"].as_array().unwrap().len(), 2, "{listed}");
+}
+
+/// A plain `git worktree add` tree is still no session (exit 2), and the refusal names `agent
+/// add`, which then works as printed.
+#[test]
+fn a_plain_linked_work_tree_is_refused_with_the_agent_hint() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let plain = s.w.path("plain");
+    s.w.git(
+        &main,
+        &["worktree", "add", "-q", plain.to_str().unwrap(), "-b", "x"],
+    );
+    let run = s.w.run(&plain, &["status", "--json"], &[]);
+    run.assert_says(2, &["linked work tree", "agent add agent"]);
+    let _ = s.add_agent(&main, "agent");
+}
+
+/// Hostile names and layouts: exit 2, nothing written outside.
+#[test]
+fn hostile_names_and_links_are_refused() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    for bad in ["../x", "a/b", "..", "a\u{1}b", "-f", "x.lock", ""] {
+        let run = s.agent(&main, &["add", bad]);
+        run.assert_code(2);
+    }
+    assert!(!s.w.path("x").exists());
+    assert!(!main.join(".git/worktrees").exists());
+
+    // `<common>/worktrees/NAME` a symlink to a folder elsewhere: refused, nothing written there.
+    let elsewhere = s.w.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir_all(main.join(".git/worktrees")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, main.join(".git/worktrees/evil")).unwrap();
+    s.agent(&main, &["add", "evil"]).assert_code(2);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+    // A tree whose `.git` file points at another repository's git dir is not an agent's tree.
+    let a = s.add_agent(&main, "a");
+    let other = s.sandbox("other", "sessions/other", &s.ids[1]);
+    std::fs::write(
+        a.join(".git"),
+        format!("gitdir: {}\n", other.join(".git").display()),
+    )
+    .unwrap();
+    s.w.run(&a, &["status", "--json"], &[]).assert_code(2);
+    std::fs::write(a.join("f.txt"), "x\n").unwrap();
+    s.save_in(&a, "through a forged link").assert_code(2);
+    assert_eq!(s.remote("sessions/other"), None);
+}

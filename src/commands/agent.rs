@@ -208,20 +208,46 @@ fn plan(args: &AgentAddArgs, session: &Session) -> Result<AddPlan> {
             ),
         ));
     }
-    let dir = match &args.dir {
-        Some(d) => crate::inputs::current_dir()?.join(d),
-        None => {
-            let main = &session.workdir;
-            let base = main.file_name().unwrap_or_default().to_string_lossy();
-            main.with_file_name(format!("{base}-{name}"))
-        }
-    };
+    let dir = agent_dir(args.dir.as_deref(), &session.workdir, &name)?;
+    worktree::check_agent_slot(&session.common_dir, &name, &dir)?;
     Ok(AddPlan {
         name,
         branch,
         start,
         dir,
     })
+}
+
+/// `--dir DIR` (absolute from the current folder), else `<main tree>-<NAME>` beside the main
+/// tree; its parent made canonical (it must exist), so the link git keeps is one path.
+fn agent_dir(given: Option<&Path>, main: &Path, name: &AgentName) -> Result<PathBuf> {
+    let dir = match given {
+        Some(d) => crate::inputs::current_dir()?.join(d),
+        None => {
+            let base = main.file_name().unwrap_or_default().to_string_lossy();
+            main.with_file_name(format!("{base}-{name}"))
+        }
+    };
+    let (Some(parent), Some(leaf)) = (dir.parent(), dir.file_name()) else {
+        return Err(Error::Usage(
+            Refusal::Invalid,
+            format!(
+                "{} names no folder: choose one with --dir DIR",
+                dir.display()
+            ),
+        ));
+    };
+    let parent = parent.canonicalize().map_err(|e| {
+        Error::Usage(
+            Refusal::Invalid,
+            format!(
+                "the folder {} cannot be used for the agent's tree ({e}): choose one with --dir \
+                 DIR",
+                parent.display()
+            ),
+        )
+    })?;
+    Ok(parent.join(leaf))
 }
 
 /// `--at SHA` (full, in the repository's format, present locally), else the session's tip: its
@@ -258,8 +284,8 @@ fn start(at: Option<&str>, session: &Session) -> Result<FullSha> {
     Ok(id)
 }
 
-/// Make the agent's folder (absolute), empty; an unfinished add's folder of the same agent is
-/// removed first. Returns it canonical.
+/// Make the agent's folder (its parent canonical), empty; an unfinished add's folder of the same
+/// agent is removed first. Returns it.
 fn make_folder(plan: &AddPlan) -> Result<PathBuf> {
     let dir = &plan.dir;
     let parent = dir.parent().unwrap_or(dir);
@@ -278,7 +304,17 @@ fn make_folder(plan: &AddPlan) -> Result<PathBuf> {
             ),
         )
     })?;
-    if let Ok(Some(_)) = parent_tree.kind(leaf) {
+    if let Ok(Some(kind)) = parent_tree.kind(leaf) {
+        if kind != crate::fs::tree::Kind::Dir {
+            return Err(Error::Usage(
+                Refusal::Invalid,
+                format!(
+                    "{} exists and is not a folder (a file or a symlink): choose the agent's \
+                     folder with --dir DIR (a new or empty one)",
+                    dir.display()
+                ),
+            ));
+        }
         let unfinished = GitDirs::of(dir).filter(|d| {
             d.is_linked()
                 && d.git_dir.file_name() == Some(plan.name.as_str().as_ref())
@@ -312,8 +348,8 @@ fn make_folder(plan: &AddPlan) -> Result<PathBuf> {
             ));
         }
     }
-    dir.canonicalize()
-        .map_err(|e| Error::io(format!("reading {}", dir.display()), e))
+    // A real folder (made here, or checked above) below a canonical parent: canonical itself.
+    Ok(dir.clone())
 }
 
 /// `agent list`: every agent of the session, with what is unpushed and changed in its tree.

@@ -246,6 +246,40 @@ pub fn refuse_foreign_branch(dirs: &GitDirs, full_ref: &str, nothing: &str) -> R
     Ok(())
 }
 
+/// Refuse to make agent `name`'s git dir for the work tree `workdir` when `<common>/worktrees` or
+/// `<common>/worktrees/<NAME>` is there but not a real folder, or is another work tree's (a plain
+/// `git worktree add` of that name). One left by an interrupted `agent add` into `workdir` passes.
+///
+/// # Errors
+/// [`Error::Usage`] (exit 2) naming what is in the way.
+pub fn check_agent_slot(common_dir: &Path, name: &AgentName, workdir: &Path) -> Result<()> {
+    let worktrees = common_dir.join(WORKTREES);
+    let git_dir = worktrees.join(name.as_str());
+    for dir in [&worktrees, &git_dir] {
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::Usage(
+                Refusal::Invalid,
+                format!(
+                    "{} is not a folder git made (a symlink or a file): remove it, then add the \
+                     agent again",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    let dot_git = workdir.join(".git");
+    match read_link(&git_dir.join("gitdir")) {
+        Some(existing) if PathBuf::from(&existing) != dot_git => Err(Error::Usage(
+            Refusal::Invalid,
+            format!(
+                "the linked work tree {name} exists already, for {existing}: choose another \
+                 name (git worktree list shows them)"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Write an agent's linked git dir: `<common>/worktrees/<NAME>/{HEAD, commondir, gitdir}`, the
 /// branch `branch` at `start` unless it is there already, and its upstream (`origin`). A git dir
 /// of that name left by an interrupted `agent add` into the same folder is completed; one of
@@ -261,6 +295,7 @@ pub fn write_agent_git_dir(
     branch: &SessionBranch,
     start: FullSha,
 ) -> Result<PathBuf> {
+    check_agent_slot(common_dir, name, workdir)?;
     let worktrees = common_dir.join(WORKTREES);
     let git_dir = worktrees.join(name.as_str());
     let refused = |what: &Path| {
@@ -284,19 +319,7 @@ pub fn write_agent_git_dir(
             Err(e) => return Err(Error::io(format!("creating {}", dir.display()), e)),
         }
     }
-    let dot_git = workdir.join(".git");
-    let gitdir_text = format!("{}\n", dot_git.display());
-    if let Some(existing) = read_link(&git_dir.join("gitdir"))
-        && PathBuf::from(&existing) != dot_git
-    {
-        return Err(Error::Usage(
-            Refusal::Invalid,
-            format!(
-                "the linked work tree {name} exists already, for {existing}: choose another \
-                 name (git worktree list shows them)"
-            ),
-        ));
-    }
+    let gitdir_text = format!("{}\n", workdir.join(".git").display());
     let write = crate::fs::write_atomic;
     write(&git_dir.join("commondir"), b"../..\n")?;
     write(&git_dir.join("gitdir"), gitdir_text.as_bytes())?;
