@@ -446,8 +446,9 @@ pub struct AgentAddArgs {
     #[arg(long, value_name = "SHA")]
     pub at: Option<String>,
     /// The agent's folder, new or empty [default: <main tree>-<NAME> beside the main tree]
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    // Its own id: `dir` is the global -C's, which clap would fill this from.
+    #[arg(long = "dir", id = "agent_dir", value_name = "DIR")]
+    pub folder: Option<PathBuf>,
 }
 
 /// `agent remove` arguments.

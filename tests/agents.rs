@@ -344,3 +344,45 @@ fn hostile_names_and_links_are_refused() {
     s.save_in(&a, "through a forged link").assert_code(2);
     assert_eq!(s.remote("sessions/other"), None);
 }
+
+/// `-C MAIN` names the session, `--dir DIR` the agent's folder: they are two flags (clap once
+/// filled `--dir` from `-C`); a folder that is not empty, or whose parent is missing, is refused
+/// (exit 2) with `--dir` in the words.
+#[test]
+fn dir_and_c_are_separate_and_a_taken_folder_is_refused() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let elsewhere = s.w.path("elsewhere");
+    let main_arg = main.to_str().unwrap();
+    let run = s.w.run(
+        &elsewhere,
+        &["-C", main_arg, "agent", "add", "x", "--json"],
+        &[],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        PathBuf::from(run.json()["dir"].as_str().unwrap()),
+        main.with_file_name("main-x").canonicalize().unwrap()
+    );
+    let chosen = s.w.path("chosen");
+    let run = s.w.run(
+        &elsewhere,
+        &[
+            "-C", main_arg, "agent", "add", "y", "--dir", "chosen-y", "--json",
+        ],
+        &[],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        PathBuf::from(run.json()["dir"].as_str().unwrap()),
+        elsewhere.join("chosen-y").canonicalize().unwrap()
+    );
+    std::fs::create_dir_all(&chosen).unwrap();
+    std::fs::write(chosen.join("keep"), "mine\n").unwrap();
+    let taken = chosen.to_str().unwrap();
+    s.agent(&main, &["add", "z", "--dir", taken])
+        .assert_says(2, &["not an empty folder", "--dir"]);
+    assert_eq!(crate::support::names_in(&chosen), ["keep"]);
+    s.agent(&main, &["add", "z", "--dir", "/nonexistent-parent/z"])
+        .assert_says(2, &["--dir"]);
+}

@@ -208,7 +208,7 @@ fn plan(args: &AgentAddArgs, session: &Session) -> Result<AddPlan> {
             ),
         ));
     }
-    let dir = agent_dir(args.dir.as_deref(), &session.workdir, &name)?;
+    let dir = agent_dir(args.folder.as_deref(), &session.workdir, &name)?;
     worktree::check_agent_slot(&session.common_dir, &name, &dir)?;
     Ok(AddPlan {
         name,
