@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Refusal, Result};
 use crate::hint::Hint;
-use crate::repo::worktree::GitDirs;
+use crate::repo::dirs::GitDirs;
 use crate::types::{FullSha, SessionBranch};
 
 /// The file name of the record inside the git dir.

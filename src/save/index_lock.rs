@@ -47,7 +47,7 @@ impl IndexLock {
     /// # Errors
     /// [`Error::Conflict`] (exit 7) when another git process holds `index.lock`; local I/O
     /// errors otherwise.
-    pub fn acquire(dirs: &crate::repo::worktree::GitDirs) -> Result<IndexLock> {
+    pub fn acquire(dirs: &crate::repo::dirs::GitDirs) -> Result<IndexLock> {
         let git_dir = dirs.git_dir.as_path();
         let index = git_dir.join("index");
         let lock = git_dir.join("index.lock");
@@ -214,11 +214,7 @@ fn open_record(git_dir: &Path) -> Result<File> {
 
 /// With the record's `flock` held (so whoever wrote it is gone): remove the `index.lock` it names,
 /// and the files a killed save was making.
-fn remove_what_a_killed_save_left(
-    dirs: &crate::repo::worktree::GitDirs,
-    lock: &Path,
-    record: &File,
-) {
+fn remove_what_a_killed_save_left(dirs: &crate::repo::dirs::GitDirs, lock: &Path, record: &File) {
     let git_dir = dirs.git_dir.as_path();
     use std::io::Read as _;
     let mut text = String::new();

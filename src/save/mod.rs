@@ -72,12 +72,6 @@ pub fn stage_and_commit(
     stage_and_commit_in(workdir, branch, opts, &config::ProcessEnv)
 }
 
-/// The git dirs of the work tree `workdir` (an agent's linked one, or `.git`).
-fn git_dirs(workdir: &Path) -> crate::repo::worktree::GitDirs {
-    crate::repo::worktree::GitDirs::of(workdir)
-        .unwrap_or_else(|| crate::repo::worktree::GitDirs::main(workdir))
-}
-
 fn stage_and_commit_in(
     workdir: &Path,
     branch: &SessionBranch,
@@ -85,7 +79,7 @@ fn stage_and_commit_in(
     env: &dyn config::Env,
 ) -> Result<Committed> {
     let message = commit_message(opts)?;
-    let dirs = git_dirs(workdir);
+    let dirs = crate::repo::dirs::GitDirs::of_or_main(workdir);
     let git_dir = dirs.git_dir.clone();
     let user = config::UserConfig::load(&dirs.common_dir, workdir, env);
     let mut warnings = user.warnings.clone();
