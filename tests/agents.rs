@@ -386,3 +386,83 @@ fn dir_and_c_are_separate_and_a_taken_folder_is_refused() {
     s.agent(&main, &["add", "z", "--dir", "/nonexistent-parent/z"])
         .assert_says(2, &["--dir"]);
 }
+
+/// In an agent's tree, `status` and `push` work against the agent's record: its branch, its
+/// lease (the zero id, then its own push), not the main session's.
+#[test]
+fn status_and_push_in_an_agents_tree_use_its_own_lease() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let status = s.w.run(&a, &["status", "--json"], &[]);
+    status.assert_code(0);
+    assert_eq!(status.json()["branch"], "sessions/main-a");
+    assert_eq!(status.json()["lease"], zero_id().as_str());
+    let head = s.commit(&a, "a.txt", "a\n");
+    s.push(&a, &[]).assert_code(0);
+    assert_eq!(s.remote("sessions/main-a"), Some(head.clone()));
+    let status = s.w.run(&a, &["status", "--json"], &[]);
+    assert_eq!(status.json()["lease"], head.as_str());
+    assert_eq!(
+        s.w.run(&main, &["status", "--json"], &[]).json()["lease"],
+        zero_id().as_str()
+    );
+    assert_eq!(s.remote(BRANCH), None);
+    assert_eq!(
+        s.w.git(&a, &["rev-parse", "refs/remotes/origin/sessions/main-a"]),
+        head
+    );
+}
+
+/// A sparse main tree: `agent add` says "not yet" (exit 2) and writes nothing.
+#[test]
+fn a_sparse_main_tree_is_not_copied_yet() {
+    let s = Setup::new();
+    let main = s.w.path("main");
+    s.w.restore_with(
+        &main,
+        &s.url(),
+        BRANCH,
+        &s.ids[1],
+        &["--sparse", "src"],
+        &[],
+    )
+    .assert_code(0);
+    s.agent(&main, &["add", "a"])
+        .assert_says(2, &["sparse", "not", "yet"]);
+    assert!(!main.with_file_name("main-a").exists());
+    assert!(!main.join(".git/worktrees").exists());
+}
+
+/// LFS files appear in the agent's tree with their content: a clean one copied from the main
+/// tree, one whose stat data changed there written from the shared LFS store; git with git-lfs
+/// sees the agent's tree clean.
+#[test]
+fn lfs_files_appear_in_an_agents_tree_with_their_content() {
+    use crate::support::lfs::Giftless;
+    let w = crate::support::World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, files) = crate::lfs::make(&w, &lfs.url("org/repo"));
+    let srv = crate::support::GitServer::start(&w.srv(), Some(crate::support::TOKEN));
+    let main = w.path("main");
+    let url = srv.url("repo.git", Some(&crate::support::userinfo()));
+    w.restore_with(&main, &url, "sessions/lfs", &tip, &[], &[])
+        .assert_code(0);
+    // Same content, new stat data: not clean by the main index, so not copied from there.
+    let (_, big) = files.iter().find(|(p, _)| *p == "big.bin").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(main.join("big.bin"), big).unwrap();
+    let run = w.run(&main, &["agent", "add", "a", "--json"], &[]);
+    run.assert_code(0);
+    let json = run.json();
+    assert!(json["copied"].as_u64().unwrap() >= 2, "{json}");
+    assert!(json["written"].as_u64().unwrap() >= 1, "{json}");
+    let dir = PathBuf::from(json["dir"].as_str().unwrap());
+    for (path, data) in &files {
+        assert_eq!(&std::fs::read(dir.join(path)).unwrap(), data, "{path}");
+    }
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+}
