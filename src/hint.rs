@@ -122,7 +122,7 @@ pub enum Hint {
 
 impl Hint {
     /// The name of every variant, in declaration order: `tests/hints.rs` has a run for each.
-    pub const ALL: [&'static str; 33] = [
+    pub const ALL: [&'static str; 35] = [
         "AmContinue",
         "AmAbort",
         "RebaseContinue",
@@ -154,6 +154,8 @@ impl Hint {
         "RestoreAt",
         "BringCommitsOver",
         "SaveIn",
+        "AgentAdd",
+        "AgentRemoveForce",
         "Status",
         "Resign",
     ];

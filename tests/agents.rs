@@ -261,6 +261,19 @@ fn remove_refuses_unpushed_work_unless_forced() {
     s.agent(&main, &["remove", "a"])
         .assert_says(7, &["1 unpushed commit(s)"]);
     assert!(a.exists());
+    // Pushed with plain git, the commit is no longer unpushed work.
+    let pushed = s.agent(&main, &["list"]).json();
+    assert_eq!(pushed["agents"][0]["ahead"], 1, "{pushed}");
+    let b = s.add_agent(&main, "b");
+    s.commit(&b, "b.txt", "b\n");
+    s.shell_git_ok(
+        &b,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/main-b"],
+    );
+    let listed = s.agent(&main, &["list"]).json();
+    assert_eq!(listed["agents"][1]["ahead"], 0, "{listed}");
+    s.agent(&main, &["remove", "b"]).assert_code(0);
+    assert!(!b.exists());
     let run = s.agent(&main, &["remove", "a", "--force"]);
     run.assert_code(0);
     assert_eq!(run.json()["branch_kept"], true);

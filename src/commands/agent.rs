@@ -395,11 +395,11 @@ fn describe(repo: &gix::Repository, agent: &worktree::Agent) -> json::AgentEntry
         .flatten()
         .and_then(|mut r| r.peel_to_id().ok())
         .map(|id| FullSha::from_id(id.detach()));
-    let base = if record.lease.is_zero() {
-        record.tip
-    } else {
-        record.lease
-    };
+    // A plain `git push` of the agent's that git saw land counts as pushed, as for `status`.
+    let ledger = crate::repo::lease::Ledger::new(&agent.git_dir);
+    let lease = crate::repo::lease::known_lease(repo, &ledger, record.lease, &record.branch, head)
+        .unwrap_or(record.lease);
+    let base = if lease.is_zero() { record.tip } else { lease };
     let ahead = super::status::commits_ahead(repo, head, base) as u64;
     let changed = agent
         .workdir
@@ -410,7 +410,7 @@ fn describe(repo: &gix::Repository, agent: &worktree::Agent) -> json::AgentEntry
         name: agent.name.clone(),
         dir: agent.workdir.as_ref().map(|w| w.display().to_string()),
         agent_branch: record.branch.to_string(),
-        lease: record.lease,
+        lease,
         head,
         ahead,
         changed,
