@@ -240,6 +240,6 @@ pub fn write_agent_git_dir(
     if !common_dir.join(branch.full_ref()).exists() {
         crate::repo::layout::write_ref(common_dir, &branch.full_ref(), start)?;
     }
-    crate::repo::layout::set_upstream(common_dir, branch)?;
+    crate::repo::layout::track_branch(common_dir, branch)?;
     Ok(git_dir)
 }
