@@ -67,6 +67,10 @@ pub enum Command {
     /// Show the session: branch, lease, HEAD, commits ahead, changed files, the signing state
     #[command(after_long_help = network_help())]
     Status(StatusArgs),
+    /// Several agents in one repository: a linked work tree per agent, each on its own session
+    /// branch with its own lease (add, list, remove)
+    #[command(subcommand)]
+    Agent(AgentCommand),
     /// A git credential helper answering from the environment (configured by restore)
     Credential(CredentialArgs),
     /// The check git runs before a plain `git push` (installed by restore as a pre-push hook)
@@ -97,6 +101,9 @@ impl Command {
             Command::Push(_) => "push",
             Command::Watch(_) => "watch",
             Command::Status(_) => "status",
+            Command::Agent(AgentCommand::Add(_)) => "agent_add",
+            Command::Agent(AgentCommand::List) => "agent_list",
+            Command::Agent(AgentCommand::Remove(_)) => "agent_remove",
             Command::Credential(_) => "credential",
             Command::Hook(_) => "hook",
             Command::Schema => "schema",
@@ -417,6 +424,48 @@ pub struct StatusArgs {
     /// `--all`.
     #[command(flatten)]
     pub all: AllArgs,
+}
+
+/// `agent`'s commands, run in the session's main tree (or with -C).
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Make a linked work tree for agent NAME on its own session branch, sharing the object
+    /// store; prints its folder
+    Add(AgentAddArgs),
+    /// List the session's agents: folder, branch, lease, head, unpushed commits, changed files
+    List,
+    /// Remove agent NAME's tree (refused while it holds unpushed commits or changes, unless
+    /// --force)
+    Remove(AgentRemoveArgs),
+}
+
+/// `agent add` arguments.
+#[derive(Debug, clap::Args)]
+pub struct AgentAddArgs {
+    /// The agent's name: 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit
+    pub name: String,
+    /// The agent's session branch [default: <session branch>-<NAME>]
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+    /// The full commit id the agent starts at [default: the session's tip: its lease, else the
+    /// restored TIP_SHA]
+    #[arg(long, value_name = "SHA")]
+    pub at: Option<String>,
+    /// The agent's folder, new or empty [default: <main tree>-<NAME> beside the main tree]
+    // Its own id: `dir` is the global -C's, which clap would fill this from.
+    #[arg(long = "dir", id = "agent_dir", value_name = "DIR")]
+    pub folder: Option<PathBuf>,
+}
+
+/// `agent remove` arguments.
+#[derive(Debug, clap::Args)]
+pub struct AgentRemoveArgs {
+    /// The agent's name
+    pub name: String,
+    /// Remove it even with unpushed commits or uncommitted changes (they are lost; its local
+    /// branch is kept, so its commits stay reachable)
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `credential` arguments (git passes the operation).

@@ -106,12 +106,15 @@ impl Refusal {
             Refusal::CredentialsOnArgv => "credentials on argv",
             Refusal::NotASessionFolder => {
                 "a -C or SESSION_DIR that is not a session's folder (not a directory, not restored \
-                 by git-session, a template, a linked work tree)"
+                 by git-session, a template, a linked work tree no agent add made)"
             }
-            Refusal::AnotherSession => "another session's tree",
+            Refusal::AnotherSession => {
+                "another session's tree, or a push to a branch another session of the repository \
+                 holds (an agent's, the main session's)"
+            }
             Refusal::Unsupported => {
                 "a newer git-session's record, a submodule of another object format than its \
-                 superproject"
+                 superproject, an agent of a sparse tree or of one with submodules (not yet)"
             }
             Refusal::UnsafeAsRoot => {
                 "run as root below a folder another user could change, through a path being \
@@ -178,7 +181,7 @@ pub fn exit_table() -> Vec<ExitRow> {
             "conflict",
             "local content in the way (a symlink, FIFO or oversized file in place of a record \
              git-session wrote among it), a merge in progress, a locked index, history not \
-             descending from the lease"
+             descending from the lease, unpushed work in an agent's tree to remove"
                 .to_owned(),
         ),
         (

@@ -9,7 +9,9 @@
 //! are written), `mid-big-file` (half of a file over the big-object threshold written), `mid-lfs` (an LFS
 //! object stored whole), `mid-smudge` (half of the LFS files written with their content),
 //! `mid-submodules` (a submodule checked out), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
-//! the lease is not recorded yet). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of
+//! the lease is not recorded yet). `agent add`'s: `agent-layout-written` (the folder, the linked git dir,
+//! the branch and the `.git` file written; no file yet), `mid-agent-checkout` (half of the agent's
+//! files written). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of
 //! the files after the transfer are read; no early checkout runs), `hold-mid-extract` (an archive
 //! restore, once ten files are extracted), `before-lock` (restore, and `save`,
 //! `push` and the pre-push check before the tree's write lock), `after-lease-check` (`push`, and

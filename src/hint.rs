@@ -102,6 +102,15 @@ pub enum Hint {
     },
     /// `git-session -C DIR save`.
     SaveIn(PathBuf),
+    /// `git-session -C DIR agent add NAME`: a linked work tree of its own for another agent.
+    AgentAdd {
+        /// The session's main tree.
+        dir: PathBuf,
+        /// The agent's name.
+        name: crate::types::AgentName,
+    },
+    /// `git-session agent remove NAME --force`: remove an agent's tree with what it holds.
+    AgentRemoveForce(crate::types::AgentName),
     /// `git-session status`, run with `READ_URL` set: in a tree restored from an archive alone,
     /// it attaches history (fetches `TIP_SHA`, moves the person's plain commits onto it).
     Status,
@@ -113,7 +122,7 @@ pub enum Hint {
 
 impl Hint {
     /// The name of every variant, in declaration order: `tests/hints.rs` has a run for each.
-    pub const ALL: [&'static str; 33] = [
+    pub const ALL: [&'static str; 35] = [
         "AmContinue",
         "AmAbort",
         "RebaseContinue",
@@ -145,6 +154,8 @@ impl Hint {
         "RestoreAt",
         "BringCommitsOver",
         "SaveIn",
+        "AgentAdd",
+        "AgentRemoveForce",
         "Status",
         "Resign",
     ];
@@ -183,6 +194,8 @@ impl Hint {
             Hint::RestoreAt { .. } => "RestoreAt",
             Hint::BringCommitsOver { .. } => "BringCommitsOver",
             Hint::SaveIn(_) => "SaveIn",
+            Hint::AgentAdd { .. } => "AgentAdd",
+            Hint::AgentRemoveForce(_) => "AgentRemoveForce",
             Hint::Status => "Status",
             Hint::Resign(_) => "Resign",
         }
@@ -254,6 +267,10 @@ impl Hint {
                 dir = path_word(dir)
             ),
             Hint::SaveIn(dir) => format!("git-session -C {} save", path_word(dir)),
+            Hint::AgentAdd { dir, name } => {
+                format!("git-session -C {} agent add {name}", path_word(dir))
+            }
+            Hint::AgentRemoveForce(name) => format!("git-session agent remove {name} --force"),
             // Forced, or rebase would keep the commits that need no replaying as they are.
             Hint::Resign(base) => {
                 format!("git rebase --rebase-merges --force-rebase --gpg-sign {base}")
@@ -367,6 +384,11 @@ mod tests {
                 dir: "/w 2".into(),
             },
             Hint::SaveIn("/w".into()),
+            Hint::AgentAdd {
+                dir: "/w".into(),
+                name: "a".parse().unwrap(),
+            },
+            Hint::AgentRemoveForce("a".parse().unwrap()),
             Hint::Status,
             Hint::Resign(id),
         ];
@@ -403,6 +425,8 @@ mod tests {
                 | Hint::RestoreAt { .. }
                 | Hint::BringCommitsOver { .. }
                 | Hint::SaveIn(_)
+                | Hint::AgentAdd { .. }
+                | Hint::AgentRemoveForce(_)
                 | Hint::Status
                 | Hint::Resign(_) => {}
             }

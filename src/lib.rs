@@ -168,6 +168,7 @@ pub fn run(cli: Cli) -> u8 {
             };
             commands::status::run(args, dir, given)
         }
+        Command::Agent(command) => commands::agent::run(command, dir),
         Command::Credential(_)
         | Command::Watch(_)
         | Command::Hook(_)

@@ -1025,6 +1025,41 @@ fn an_index_not_rewritten_is_repaired_by_the_printed_reset() {
     assert_eq!(s.remote_tip(), s.head(&a));
 }
 
+/// A plain `git worktree add` tree is refused with `agent add`, which makes an agent's tree as
+/// printed; that agent's dirty tree refuses `agent remove`, whose `--force` then removes it.
+#[test]
+fn agent_hints_run_as_printed() {
+    let s = Session::new();
+    let main = s.sandbox("main");
+    let plain = s.w.path("plain");
+    s.git(
+        &main,
+        &["worktree", "add", "-q", plain.to_str().unwrap(), "-b", "p"],
+    );
+    let run = s.w.run(&plain, &["status", "--json"], &[]);
+    run.assert_code(2);
+    let words = run.error_message();
+    let add = printed(
+        &words,
+        &Hint::AgentAdd {
+            dir: main.canonicalize().unwrap(),
+            name: "agent".parse().unwrap(),
+        },
+    );
+    let made = run_as_printed(&s.w, &plain, &add, &[]);
+    let dir = PathBuf::from(made.stdout.trim());
+    assert_eq!(s.git(&dir, &["status", "--porcelain"]), "");
+    std::fs::write(dir.join("f.txt"), "changed\n").unwrap();
+    let run = s.w.run(&main, &["agent", "remove", "agent", "--json"], &[]);
+    run.assert_code(7);
+    let force = printed(
+        &run.error_message(),
+        &Hint::AgentRemoveForce("agent".parse().unwrap()),
+    );
+    run_as_printed(&s.w, &main, &force, &[]);
+    assert!(!dir.exists());
+}
+
 /// Every variant of [`Hint::ALL`] is run by a scenario above (one that takes it with
 /// `printed(…, &Hint::…)`), or named in [`NOT_YET`]; a name there that has a run is an error too.
 /// A plain `git push` in a tree restored from an archive alone (no history yet): the pre-push

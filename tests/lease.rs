@@ -47,7 +47,7 @@ impl Setup {
 
     /// [`Self::shell_git`] that must succeed.
     #[track_caller]
-    fn shell_git_ok(&self, dir: &Path, args: &[&str]) -> String {
+    pub(crate) fn shell_git_ok(&self, dir: &Path, args: &[&str]) -> String {
         let out = self.shell_git(dir, args, &[]);
         assert!(
             out.status.success(),
@@ -59,7 +59,7 @@ impl Setup {
 
     /// [`Self::shell_git`] that must fail; its stderr.
     #[track_caller]
-    fn shell_git_refused(&self, dir: &Path, args: &[&str]) -> String {
+    pub(crate) fn shell_git_refused(&self, dir: &Path, args: &[&str]) -> String {
         let out = self.shell_git(dir, args, &[]);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(!out.status.success(), "git {args:?} succeeded:\n{stderr}");

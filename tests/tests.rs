@@ -10,6 +10,7 @@ mod support;
 #[global_allocator]
 static ALLOC: git_session::alloc_limit::Limited = git_session::alloc_limit::Limited::new();
 
+mod agents;
 mod alloc_limit;
 mod archive_git;
 mod bake;

@@ -224,6 +224,53 @@ const PAGES: &[(&str, Described, Described)] = &[
         )],
     ),
     (
+        "agent",
+        &[],
+        &[
+            (
+                "A tree of its own for a second agent, then its usual save",
+                "cd \"$(git-session agent add reviewer)\" && git-session save -m \"Review\" --json",
+            ),
+            (
+                "The agents and their unpushed work",
+                "git-session agent list",
+            ),
+        ],
+    ),
+    (
+        "agent add",
+        &[],
+        &[
+            (
+                "On a branch of its choosing, at a given commit, in a given folder",
+                "git-session agent add fixer --branch sessions/4f1c-fix --at \"$TIP_SHA\" --dir /work/fixer",
+            ),
+            (
+                "From outside the main tree",
+                "git-session -C /work/repo agent add reviewer --json",
+            ),
+        ],
+    ),
+    (
+        "agent list",
+        &[],
+        &[("Each agent as JSON", "git-session agent list --json")],
+    ),
+    (
+        "agent remove",
+        &[],
+        &[
+            (
+                "Once its work is pushed",
+                "git-session -C /work/repo-reviewer save -m done && git-session agent remove reviewer",
+            ),
+            (
+                "Dropping what it did not push (its branch is kept)",
+                "git-session agent remove reviewer --force",
+            ),
+        ],
+    ),
+    (
         "credential",
         &[(
             "READ_URL, PUSH_URL (and their _FILE forms)",
@@ -386,6 +433,7 @@ fn page(cmd: clap::Command, short_name: &str) -> std::io::Result<Vec<u8>> {
         format!("git-session {short_name}")
     };
     let usage = synopsis(&cmd, &name);
+    let has_subcommands = cmd.has_subcommands();
     let man = clap_mangen::Man::new(cmd.override_usage(usage));
     let mut w = Vec::new();
     man.render_title(&mut w)?;
@@ -393,7 +441,7 @@ fn page(cmd: clap::Command, short_name: &str) -> std::io::Result<Vec<u8>> {
     man.render_synopsis_section(&mut w)?;
     man.render_description_section(&mut w)?;
     man.render_options_section(&mut w)?;
-    if short_name.is_empty() {
+    if has_subcommands {
         man.render_subcommands_section(&mut w)?;
     }
     extra_sections(short_name, &mut w)?;
@@ -424,6 +472,20 @@ pub fn write_pages(root: clap::Command, dir: &Path) -> Result<Vec<PathBuf>> {
             .name(full.clone())
             .bin_name(format!("git-session {name}"))
             .version(root.get_version().unwrap_or_default().to_owned());
+        // `agent add`, `agent list`, …: a page each, as git has `git-worktree` for its own.
+        for nested in sub.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let leaf = nested.get_name();
+            if leaf == "help" {
+                continue;
+            }
+            let nested_full = format!("{full}-{leaf}");
+            let nested_cmd = nested
+                .clone()
+                .name(nested_full.clone())
+                .bin_name(format!("git-session {name} {leaf}"))
+                .version(root.get_version().unwrap_or_default().to_owned());
+            pages.push((nested_full, format!("{name} {leaf}"), nested_cmd));
+        }
         pages.push((full, name, cmd));
     }
     let mut written = Vec::new();

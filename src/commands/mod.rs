@@ -1,6 +1,7 @@
 //! One file per command: each validates its inputs, runs its data flow and returns an
 //! [`output::Success`](crate::output::Success).
 
+pub mod agent;
 pub mod bake;
 pub mod credential;
 pub mod hook;
@@ -46,7 +47,7 @@ pub fn expiry_warnings<'a>(
 /// replaced it) and re-install it; its warnings are shown with the command's result, success or
 /// failure ([`crate::output::warn_early`]). Returns whether the check had been off.
 pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
-    let warnings = crate::repo::prepush::ensure(&session.git_dir).unwrap_or_else(|e| {
+    let warnings = crate::repo::prepush::ensure(&session.common_dir).unwrap_or_else(|e| {
         vec![format!(
             "could not verify git-session's check of plain git push ({e}): a plain push from \
              this tree may not be held to the lease"
@@ -55,8 +56,8 @@ pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
     let was_off = !warnings.is_empty();
     // A branch a plain `git push` created: fetch exactly it from now on.
     let branch = &session.record.branch;
-    if session.git_dir.join(branch.tracking_ref()).exists()
-        && let Err(e) = crate::repo::layout::settle_origin(&session.git_dir, branch)
+    if session.common_dir.join(branch.tracking_ref()).exists()
+        && let Err(e) = crate::repo::layout::settle_origin(&session.common_dir, branch)
     {
         tracing::warn!("could not set the session branch's upstream: {e}");
     }

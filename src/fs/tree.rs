@@ -244,6 +244,22 @@ impl Tree {
         self.open_in(rel, OFlags::WRONLY | OFlags::NONBLOCK, 0)
     }
 
+    /// Open the existing regular file `rel` for reading (never through a symlink, never a FIFO).
+    ///
+    /// # Errors
+    /// From `openat2` (`ELOOP` for a symlink at `rel`); `InvalidInput` for anything but a
+    /// regular file.
+    pub fn open_read(&self, rel: &Path) -> io::Result<std::fs::File> {
+        let file = self.open_in(rel, OFlags::RDONLY | OFlags::NONBLOCK, 0)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+        Ok(file)
+    }
+
     /// Create the symlink `rel` holding `contents` as recorded (not interpreted, as git does).
     ///
     /// # Errors

@@ -44,6 +44,12 @@ pub enum CommandResult {
     Status(Status),
     /// `git-session manpage`.
     Manpage(Pages),
+    /// `git-session agent add`.
+    AgentAdd(AgentAdded),
+    /// `git-session agent list`.
+    AgentList(AgentList),
+    /// `git-session agent remove`.
+    AgentRemove(AgentRemoved),
 }
 
 impl CommandResult {
@@ -56,6 +62,9 @@ impl CommandResult {
             CommandResult::Push(_) => "push",
             CommandResult::Status(_) => "status",
             CommandResult::Manpage(_) => "manpage",
+            CommandResult::AgentAdd(_) => "agent_add",
+            CommandResult::AgentList(_) => "agent_list",
+            CommandResult::AgentRemove(_) => "agent_remove",
         }
     }
 }
@@ -65,6 +74,64 @@ impl CommandResult {
 pub struct Pages {
     /// The pages written, one path each.
     pub pages: Vec<String>,
+}
+
+/// `agent add`'s fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentAdded {
+    /// The agent's name.
+    pub name: String,
+    /// The agent's work tree (a linked work tree of the session's repository).
+    pub dir: String,
+    /// The agent's session branch (without `refs/heads/`).
+    pub agent_branch: String,
+    /// The commit the agent's branch starts at.
+    pub start: FullSha,
+    /// The agent's lease: the zero id (its branch is new on the server).
+    pub lease: FullSha,
+    /// Files copied from the main tree's checkout (clean there).
+    pub copied: u64,
+    /// Files written from the object store.
+    pub written: u64,
+    /// `true` when the agent existed already (a rerun of a finished `agent add`): nothing written.
+    pub noop: bool,
+}
+
+/// One agent, as `agent list` shows it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentEntry {
+    /// The agent's name.
+    pub name: String,
+    /// Its work tree; `null` when it is gone.
+    pub dir: Option<String>,
+    /// Its session branch.
+    pub agent_branch: String,
+    /// Its lease (the zero id until its first push).
+    pub lease: FullSha,
+    /// The commit its branch is at; `null` when unreadable.
+    pub head: Option<FullSha>,
+    /// Commits on its branch not pushed yet (not reachable from the lease or its start).
+    pub ahead: u64,
+    /// Files changed in its tree (what its next `save` would commit).
+    pub changed: u64,
+}
+
+/// `agent list`'s fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentList {
+    /// The session's agents, by name.
+    pub agents: Vec<AgentEntry>,
+}
+
+/// `agent remove`'s fields.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentRemoved {
+    /// The agent's name.
+    pub name: String,
+    /// The work tree removed.
+    pub dir: Option<String>,
+    /// Whether the local branch was kept (it held commits not pushed, removed with `--force`).
+    pub branch_kept: bool,
 }
 
 /// `restore`'s fields.

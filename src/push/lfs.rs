@@ -38,7 +38,7 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
                 continue;
             };
             // Asked first: an object the server already has needs no local copy.
-            if !store::has(git_dir, pointer) {
+            if !store::has(&session.common_dir, pointer) {
                 return Err(Error::conflict(format!(
                     "LFS object {} is gone from .git/lfs/objects and the LFS server does not have \
                      it, so it cannot be uploaded: put the content of the file it belongs to back \
@@ -46,7 +46,7 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
                     pointer.oid
                 )));
             }
-            let path = store::object_path(git_dir, pointer);
+            let path = store::object_path(&session.common_dir, pointer);
             http.retrying("uploading an LFS object", || {
                 let file = crate::fs::open_regular(&path, false)
                     .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;

@@ -85,6 +85,13 @@ pub fn push(
              nothing was uploaded"
         )));
     }
+    // The record names the branch; another session of this repository (an agent, the main
+    // tree) holding it too would be pushed over.
+    crate::repo::worktree::refuse_foreign_branch(
+        &session.dirs(),
+        &branch.full_ref(),
+        NOTHING_SENT,
+    )?;
     let local = local_tip(&repo, &branch)?;
     // A plain `git push` that git saw land moved the lease: recorded, so no warning follows.
     let known = known_lease(
@@ -147,9 +154,9 @@ pub fn push(
         session.record.lease = outcome.tip;
         session.record.write(&session.git_dir)?;
     }
-    crate::repo::layout::write_ref(&session.git_dir, &branch.tracking_ref(), outcome.tip)?;
+    crate::repo::layout::write_ref(&session.common_dir, &branch.tracking_ref(), outcome.tip)?;
     if !outcome.tip.is_zero() {
-        crate::repo::layout::settle_origin(&session.git_dir, &branch)?;
+        crate::repo::layout::settle_origin(&session.common_dir, &branch)?;
     }
     Ok(outcome)
 }

@@ -452,13 +452,25 @@ pub fn settle_origin(git_dir: &Path, b: &SessionBranch) -> Result<()> {
     let err = |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
     let mut changed = false;
     let pending = pending_refspec(b);
-    if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
-        && origin.value("fetch").is_some_and(|v| v == pending.as_str())
-    {
-        origin
-            .set("fetch", exact_refspec(b).as_str())
-            .map_err(|e| err(&e))?;
-        changed = true;
+    // `origin` fetches the main session's branch and each agent's (one `fetch` line each): the
+    // line of `b`'s pattern becomes exact, the others stay as they are, in their order.
+    if let Ok(mut origin) = config.section_mut("remote", Some("origin".into())) {
+        let mut lines = Vec::new();
+        while let Some(line) = origin.remove("fetch") {
+            lines.push(line);
+        }
+        lines.reverse();
+        for line in lines {
+            let line = if line == pending.as_str() {
+                changed = true;
+                exact_refspec(b).into()
+            } else {
+                line
+            };
+            origin
+                .push("fetch", Some(line.as_ref()))
+                .map_err(|e| err(&e))?;
+        }
     }
     let merge_key = format!("branch.{}.merge", b.as_str());
     if config.string(merge_key.as_str()).is_none() {
@@ -472,6 +484,55 @@ pub fn settle_origin(git_dir: &Path, b: &SessionBranch) -> Result<()> {
                 "merge",
                 b.full_ref().as_str(),
             )
+            .map_err(|e| err(&e))?;
+        changed = true;
+    }
+    if !changed {
+        return Ok(());
+    }
+    let mut bytes = Vec::new();
+    config
+        .write_to(&mut bytes)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    write_atomic(&path, &bytes)
+}
+
+/// Make `origin`'s `b` the upstream of the local branch `b` (`branch.<b>.remote`/`merge`, what a
+/// clone has), unless one is set, and have `origin` fetch it (a `fetch` line of its own, the
+/// pattern of a branch not on the server yet, so plain git's pushes to it move its remote-tracking
+/// ref): an agent's branch gets both at `agent add`.
+///
+/// # Errors
+/// [`Error::Internal`] when the config cannot be read or written.
+pub fn track_branch(git_dir: &Path, b: &SessionBranch) -> Result<()> {
+    let path = git_dir.join("config");
+    let mut config =
+        gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
+            .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
+    let err = |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
+    let mut changed = false;
+    let fetched = [pending_refspec(b), exact_refspec(b)];
+    if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
+        && !origin
+            .values("fetch")
+            .iter()
+            .any(|v| fetched.iter().any(|f| v == f.as_str()))
+    {
+        origin
+            .push("fetch", Some(fetched[0].as_str().into()))
+            .map_err(|e| err(&e))?;
+        changed = true;
+    }
+    if config
+        .string(format!("branch.{}.merge", b.as_str()).as_str())
+        .is_none()
+    {
+        let sub = Some(b.as_str().into());
+        config
+            .set_raw_value_by("branch", sub, "remote", "origin")
+            .map_err(|e| err(&e))?;
+        config
+            .set_raw_value_by("branch", sub, "merge", b.full_ref().as_str())
             .map_err(|e| err(&e))?;
         changed = true;
     }

@@ -6,6 +6,7 @@
 //! Opened with nothing from user or system git config (SPEC rule 8). Knows no wire and no
 //! command.
 
+pub mod dirs;
 pub mod layout;
 pub mod lease;
 pub mod lfs;
@@ -14,6 +15,7 @@ pub mod prepush;
 pub mod session;
 pub mod signed;
 pub mod template;
+pub mod worktree;
 
 use std::path::Path;
 
@@ -124,7 +126,7 @@ where
     };
     let mut repo = gix::open_opts(git_dir, options).map_err(|e| failed(&e))?;
     if repo.workdir().is_some()
-        && let Some(parent) = git_dir.parent()
+        && let Some(parent) = dirs::workdir_of(git_dir)
     {
         // `core.worktree` chose the work tree at open: this tree's own folder instead.
         repo.set_workdir(parent.to_path_buf())

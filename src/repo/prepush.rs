@@ -50,7 +50,7 @@ use gix::bstr::ByteSlice as _;
 use crate::error::{Error, Refusal, Result};
 use crate::hint::Hint;
 use crate::repo::lease::{Ledger, RemoteTip, WriteLock};
-use crate::repo::session::{Session, SessionRecord};
+use crate::repo::session::SessionRecord;
 use crate::types::FullSha;
 
 /// The line that marks a hook script as git-session's own.
@@ -407,7 +407,8 @@ fn shim_chained_hooks(ours: &Path, workdir: &Path, dir: &str) -> Result<()> {
 /// [`Error::Signing`] (11) with `SIGNING_REQUIRED=1` for a commit to upload not signed by the
 /// expected key.
 pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) -> Result<()> {
-    let git_dir = common_git_dir(cwd);
+    let dirs = hook_dirs(cwd);
+    let git_dir = dirs.git_dir.clone();
     let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
         Error::Usage(
             Refusal::NotASessionFolder,
@@ -426,7 +427,15 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
     let RefUpdates {
         session: updates,
         other,
+        other_refs,
     } = ref_updates(stdin, record.branch.full_ref().as_bytes())?;
+    // Another session of this repository (an agent's, the main tree's) holds its branch alone.
+    for name in other_refs
+        .iter()
+        .filter_map(|r| std::str::from_utf8(r).ok())
+    {
+        crate::repo::worktree::refuse_foreign_branch(&dirs, name, "git pushed nothing")?;
+    }
     if updates.is_empty() {
         return other_refs_signed(&git_dir, &record, &other);
     }
@@ -445,8 +454,7 @@ pub fn check(cwd: &Path, remote: &str, url: &str, stdin: impl std::io::BufRead) 
     let signing = crate::signing::for_push()?;
     let _lock = WriteLock::acquire(&git_dir)?;
     // The record as of now: a save that held the lock may have moved the lease.
-    let session = Session::open(git_dir.parent().unwrap_or(&git_dir), None)?;
-    let record = &session.record;
+    let record = &SessionRecord::read(&git_dir)?.unwrap_or(record);
     // `SIGNING_REQUIRED=1`: the key every commit git uploads must be signed by.
     let required = crate::repo::signed::required_key(&signing, record)?;
     let repo = crate::repo::open(&git_dir)?;
@@ -745,10 +753,33 @@ impl Endpoint {
 /// The git dir holding the session record for a hook run in `cwd`: `GIT_DIR` when git set it,
 /// else `cwd/.git`; a linked work tree's `.git` file leads to its common dir.
 pub(crate) fn common_git_dir(cwd: &Path) -> PathBuf {
+    common_of(own_git_dir(cwd))
+}
+
+/// The git dirs whose session a hook run in `cwd` checks against: an agent's tree's own git dir
+/// when it holds a record (`agent add`), else the common dir's session for both (the main tree,
+/// a plain `git worktree add` tree).
+pub(crate) fn hook_dirs(cwd: &Path) -> crate::repo::worktree::GitDirs {
+    let own = own_git_dir(cwd);
+    let common_dir = common_of(own.clone());
+    let git_dir = if own != common_dir && SessionRecord::path(&own).is_file() {
+        own.canonicalize().unwrap_or(own)
+    } else {
+        common_dir.clone()
+    };
+    crate::repo::worktree::GitDirs {
+        git_dir,
+        common_dir,
+    }
+}
+
+/// The work tree's own git dir for a hook run in `cwd`: `GIT_DIR` when git set it, else
+/// `cwd/.git`, a `.git` file followed.
+fn own_git_dir(cwd: &Path) -> PathBuf {
     let dot_git = std::env::var_os("GIT_DIR")
         .map(|d| cwd.join(d))
         .unwrap_or_else(|| cwd.join(".git"));
-    let git_dir = if dot_git.is_file() {
+    if dot_git.is_file() {
         crate::fs::read_regular(&dot_git, true)
             .ok()
             .and_then(|t| String::from_utf8(t).ok())
@@ -761,7 +792,11 @@ pub(crate) fn common_git_dir(cwd: &Path) -> PathBuf {
             .unwrap_or(dot_git)
     } else {
         dot_git
-    };
+    }
+}
+
+/// The common dir of the git dir `git_dir` (itself unless it has a `commondir`).
+fn common_of(git_dir: PathBuf) -> PathBuf {
     match crate::fs::read_regular(&git_dir.join("commondir"), true) {
         Ok(common) => {
             let common = String::from_utf8_lossy(&common);
@@ -801,6 +836,8 @@ pub struct RefUpdates {
     pub session: Vec<(FullSha, FullSha)>,
     /// The updates of other refs.
     pub other: Vec<(FullSha, FullSha)>,
+    /// The remote refs of the other lines, as git named them.
+    pub other_refs: Vec<Vec<u8>>,
 }
 
 /// [`RefUpdates`] from git's lines in `input`, `full` being the session branch's ref.
@@ -856,6 +893,7 @@ fn parse_ref_line(
         return Ok(());
     };
     if remote_ref != full {
+        updates.other_refs.push(remote_ref.to_vec());
         if let (Some(local), Some(remote)) =
             (FullSha::from_wire(local_id), FullSha::from_wire(remote_id))
         {
@@ -901,6 +939,7 @@ mod tests {
             depth: Some(1),
             object_format: gix::hash::Kind::Sha1,
             signing: None,
+            agent: None,
         }
     }
 

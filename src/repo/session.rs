@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Refusal, Result};
 use crate::hint::Hint;
+use crate::repo::dirs::GitDirs;
 use crate::types::{FullSha, SessionBranch};
 
 /// The file name of the record inside the git dir.
@@ -76,6 +77,10 @@ pub struct SessionRecord {
     /// git's `ssh-keygen -Y sign` where git's environment lacks `SIGNING_*`; `None`: no signing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signing: Option<SigningRecord>,
+    /// The agent whose linked work tree this is (`git-session agent add NAME`); `None` for the
+    /// main tree's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Where plain git's signatures come from, as restore found it in `SIGNING_*`: paths and public
@@ -161,6 +166,7 @@ impl SessionRecord {
             depth,
             object_format: tip.format(),
             signing: None,
+            agent: None,
         }
     }
 
@@ -236,8 +242,12 @@ impl SessionRecord {
 pub struct Session {
     /// The work tree.
     pub workdir: PathBuf,
-    /// Its `.git`.
+    /// Its own git dir: `.git`, or an agent's `<common>/worktrees/<NAME>` (HEAD, index, the
+    /// record, the ledger, the write lock).
     pub git_dir: PathBuf,
+    /// The git dir every work tree of the repository shares (objects, refs, config, hooks, the LFS
+    /// store): `git_dir` in the main tree.
+    pub common_dir: PathBuf,
     /// The session record.
     pub record: SessionRecord,
 }
@@ -265,11 +275,16 @@ fn linked_work_tree(linked: &Path) -> Error {
         Refusal::NotASessionFolder,
         match main {
             Some(main) => format!(
-                "{} is a linked work tree (git worktree add) of {}: the session lives \
-                 there — run git-session in it (or with -C {})",
+                "{} is a linked work tree (git worktree add) of {}, not an agent's: the session \
+                 lives there — run git-session in it (or with -C {}); {} there makes a tree of \
+                 its own for another agent",
                 linked.display(),
                 main.display(),
-                main.display()
+                main.display(),
+                Hint::AgentAdd {
+                    dir: main.clone(),
+                    name: crate::types::AgentName::agent(),
+                }
             ),
             None => format!(
                 "{} is a linked work tree (git worktree add): run git-session in the main \
@@ -294,7 +309,13 @@ impl Session {
             .ancestors()
             .find(|d| Self::path_in(d).is_file() || d.join(".git").is_file());
         if let Some(linked) = found.filter(|d| d.join(".git").is_file()) {
-            return Err(linked_work_tree(linked));
+            // An agent's tree (`agent add`): a linked work tree whose own git dir holds a record.
+            return match GitDirs::of(linked).filter(GitDirs::is_linked) {
+                Some(dirs) if SessionRecord::path(&dirs.git_dir).is_file() => {
+                    Self::open_dirs(linked, dirs, branch)
+                }
+                _ => Err(linked_work_tree(linked)),
+            };
         }
         let workdir = found.unwrap_or(workdir);
         let git_dir = workdir.join(".git");
@@ -326,6 +347,15 @@ impl Session {
                 ),
             ));
         }
+        Self::open_dirs(workdir, GitDirs::main(workdir), branch)
+    }
+
+    /// Open the session of the work tree `workdir` whose git dirs are `dirs`.
+    fn open_dirs(workdir: &Path, dirs: GitDirs, branch: Option<&str>) -> Result<Self> {
+        let GitDirs {
+            git_dir,
+            common_dir,
+        } = dirs;
         let record = SessionRecord::read(&git_dir)?.ok_or_else(|| {
             Error::Usage(Refusal::NotASessionFolder, format!(
                 "{} is not inside a tree restored by git-session (no .git/{RECORD_FILE} there or \
@@ -351,17 +381,27 @@ impl Session {
         }
         // Before anything (the pre-push check's config, gix) reads the git dir's files whole.
         super::check_read_files(&git_dir)?;
+        super::check_read_files(&common_dir)?;
         let refs = [record.branch.full_ref(), record.branch.tracking_ref()];
-        super::check_regular_files(&git_dir, refs.iter().map(String::as_str))?;
+        super::check_regular_files(&common_dir, refs.iter().map(String::as_str))?;
         Ok(Session {
             workdir: workdir.to_path_buf(),
             git_dir,
+            common_dir,
             record,
         })
     }
 }
 
 impl Session {
+    /// Its git dirs.
+    pub fn dirs(&self) -> GitDirs {
+        GitDirs {
+            git_dir: self.git_dir.clone(),
+            common_dir: self.common_dir.clone(),
+        }
+    }
+
     fn path_in(dir: &Path) -> PathBuf {
         SessionRecord::path(&dir.join(".git"))
     }

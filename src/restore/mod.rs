@@ -19,6 +19,7 @@
 //! folder and checks out through `checkout`, `early` and `write`, then adds `lfs`, `submodules` and
 //! `sparse`; what comes back is `report`.
 
+pub mod agent;
 pub mod archive;
 mod boot;
 mod cache;

@@ -140,7 +140,7 @@ impl<'t> Writer<'t> {
     }
 
     /// Make the symlink `rel` to `target`; returns its stat data.
-    fn symlink(&mut self, rel: &Path, target: &Path) -> Result<Stat> {
+    pub(crate) fn symlink(&mut self, rel: &Path, target: &Path) -> Result<Stat> {
         let made = self.create(rel, |tree| tree.symlink(target, rel))?;
         self.made.push(made);
         self.tree
@@ -149,7 +149,7 @@ impl<'t> Writer<'t> {
     }
 
     /// Make the folder `rel` (an empty folder for a submodule) and those above it.
-    fn folder(&mut self, rel: &Path) -> Result<()> {
+    pub(crate) fn folder(&mut self, rel: &Path) -> Result<()> {
         if self.folders.contains(rel) {
             return Ok(());
         }

@@ -42,16 +42,17 @@ pub struct IndexLock {
 }
 
 impl IndexLock {
-    /// Take `index.lock` in `git_dir`, first removing one a killed save left.
+    /// Take `index.lock` in the work tree's own git dir, first removing one a killed save left.
     ///
     /// # Errors
     /// [`Error::Conflict`] (exit 7) when another git process holds `index.lock`; local I/O
     /// errors otherwise.
-    pub fn acquire(git_dir: &Path) -> Result<IndexLock> {
+    pub fn acquire(dirs: &crate::repo::dirs::GitDirs) -> Result<IndexLock> {
+        let git_dir = dirs.git_dir.as_path();
         let index = git_dir.join("index");
         let lock = git_dir.join("index.lock");
         let record = open_record(git_dir)?;
-        remove_what_a_killed_save_left(git_dir, &lock, &record);
+        remove_what_a_killed_save_left(dirs, &lock, &record);
         let making = git_dir.join(format!("index.lock.{}{MAKING_SUFFIX}", std::process::id()));
         let _ = std::fs::remove_file(&making);
         let file = std::fs::OpenOptions::new()
@@ -213,7 +214,8 @@ fn open_record(git_dir: &Path) -> Result<File> {
 
 /// With the record's `flock` held (so whoever wrote it is gone): remove the `index.lock` it names,
 /// and the files a killed save was making.
-fn remove_what_a_killed_save_left(git_dir: &Path, lock: &Path, record: &File) {
+fn remove_what_a_killed_save_left(dirs: &crate::repo::dirs::GitDirs, lock: &Path, record: &File) {
+    let git_dir = dirs.git_dir.as_path();
     use std::io::Read as _;
     let mut text = String::new();
     // Bounded: the record is a few short lines of ours.
@@ -226,7 +228,7 @@ fn remove_what_a_killed_save_left(git_dir: &Path, lock: &Path, record: &File) {
         .and_then(|l| l.strip_prefix("ino "))
         .and_then(|n| n.trim().parse::<u64>().ok());
     if let Some(update) = lines.next().and_then(|l| l.strip_prefix("ref ")) {
-        remove_ref_locks(git_dir, update);
+        remove_ref_locks(git_dir, &dirs.common_dir, update);
     }
     if let (Some(ino), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
         && meta.is_file()
@@ -248,9 +250,10 @@ fn remove_what_a_killed_save_left(git_dir: &Path, lock: &Path, record: &File) {
 }
 
 /// Remove `HEAD.lock` and the branch's lock left by a killed ref update (`update`: `<new id>
-/// <unix ms> <full ref>`): only files made within seconds of it holding the new id's line or
+/// <unix ms> <full ref>`; `HEAD.lock` in the work tree's own git dir, the branch's in the common
+/// dir): only files made within seconds of it holding the new id's line or
 /// HEAD's symbolic ref, or a start of either (nothing, or a write cut short).
-fn remove_ref_locks(git_dir: &Path, update: &str) {
+fn remove_ref_locks(git_dir: &Path, common_dir: &Path, update: &str) {
     let mut fields = update.split(' ');
     let (Some(new), Some(Ok(at)), Some(full_ref)) = (
         fields.next(),
@@ -267,7 +270,7 @@ fn remove_ref_locks(git_dir: &Path, update: &str) {
     let new_line = format!("{new}\n");
     for lock in [
         git_dir.join("HEAD.lock"),
-        git_dir.join(format!("{full_ref}.lock")),
+        common_dir.join(format!("{full_ref}.lock")),
     ] {
         let Ok(meta) = std::fs::symlink_metadata(&lock) else {
             continue;
@@ -326,7 +329,7 @@ mod tests {
                 for lock in ["HEAD.lock", "refs/heads/sessions/x.lock"] {
                     std::fs::write(git_dir.join(lock), content).unwrap();
                 }
-                remove_ref_locks(git_dir, &update);
+                remove_ref_locks(git_dir, git_dir, &update);
                 for lock in ["HEAD.lock", "refs/heads/sessions/x.lock"] {
                     assert!(!git_dir.join(lock).exists(), "{lock} holding {content:?}");
                 }
@@ -335,7 +338,7 @@ mod tests {
             let other = "3".repeat(hex.len());
             for content in [format!("{other}\n"), format!("{line}x")] {
                 std::fs::write(git_dir.join("HEAD.lock"), &content).unwrap();
-                remove_ref_locks(git_dir, &update);
+                remove_ref_locks(git_dir, git_dir, &update);
                 assert!(git_dir.join("HEAD.lock").exists(), "{content:?}");
             }
         }

@@ -79,8 +79,9 @@ fn stage_and_commit_in(
     env: &dyn config::Env,
 ) -> Result<Committed> {
     let message = commit_message(opts)?;
-    let git_dir = workdir.join(".git");
-    let user = config::UserConfig::load(&git_dir, workdir, env);
+    let dirs = crate::repo::dirs::GitDirs::of_or_main(workdir);
+    let git_dir = dirs.git_dir.clone();
+    let user = config::UserConfig::load(&dirs.common_dir, workdir, env);
     let mut warnings = user.warnings.clone();
     let (author, committer) = identities(&user, env, opts.secrets)?;
 
@@ -93,7 +94,7 @@ fn stage_and_commit_in(
 
     // Held from here to the end, like `git commit` does: no other git process writes the index
     // meanwhile. Dropping it (on any error) removes it.
-    let mut index_lock = index_lock::IndexLock::acquire(repo.git_dir())?;
+    let mut index_lock = index_lock::IndexLock::acquire(&dirs)?;
     let index = repo
         .index_or_empty()
         .map_err(|e| fail("reading the index", e))?;

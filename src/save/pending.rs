@@ -28,8 +28,9 @@ pub struct PendingChanges {
 /// # Errors
 /// [`Error::Conflict`] when `HEAD` is not on the session branch; [`Error::Internal`] otherwise.
 pub fn pending_changes(workdir: &Path, branch: &SessionBranch) -> Result<PendingChanges> {
-    let git_dir = workdir.join(".git");
-    let user = config::UserConfig::load(&git_dir, workdir, &config::ProcessEnv);
+    let dirs = crate::repo::dirs::GitDirs::of_or_main(workdir);
+    let git_dir = dirs.git_dir;
+    let user = config::UserConfig::load(&dirs.common_dir, workdir, &config::ProcessEnv);
     let repo = open(&git_dir, user.excludes_file.as_deref())?;
     let head = session_head(&repo, branch)?;
     let head_tree = head_tree_of(&repo, head)?;

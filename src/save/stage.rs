@@ -538,7 +538,7 @@ impl<'r> Hasher<'r> {
         if !self.is_lfs(rela)? || crate::types::lfs::Pointer::parse(&self.buf).is_some() {
             return Ok(None);
         }
-        crate::repo::lfs::store(self.repo.git_dir(), &self.buf).map(Some)
+        crate::repo::lfs::store(self.repo.common_dir(), &self.buf).map(Some)
     }
 
     /// Whether the tree's `.gitattributes` mark `rela` `filter=lfs`.

@@ -1,5 +1,6 @@
 //! Session inputs parsed once into types, so the contract's rules cannot be skipped.
 
+pub mod agent;
 mod branch;
 pub mod lfs;
 mod message;
@@ -7,6 +8,7 @@ mod owner;
 pub mod sha;
 mod url;
 
+pub use agent::{AgentName, AgentNameError};
 pub use branch::{BranchError, SessionBranch};
 pub use message::{CommitMessage, MessageError};
 pub use owner::{MAX_OWNER_BYTES, OWNER_FIELDS, Owner, OwnerError};

@@ -253,6 +253,7 @@ impl Staged<'_> {
             depth: opts.depth,
             object_format: opts.tip.format(),
             signing: opts.signing.as_ref().map(|s| s.record.clone()),
+            agent: None,
         };
         let report = RestoreReport {
             branch: opts.branch.clone(),

@@ -1,0 +1,481 @@
+//! Several agents in one repository (`git-session agent add|list|remove`): each agent's linked
+//! work tree, on its own session branch with its own lease and ledger, checked with the git CLI
+//! against git's http-backend.
+
+use std::path::{Path, PathBuf};
+
+use crate::push::Setup;
+use crate::support::{Run, zero_id};
+
+const BRANCH: &str = "sessions/main";
+
+impl Setup {
+    /// The session `sessions/main` (new on the server) restored at the seed's second commit into
+    /// `main`.
+    fn main_tree(&self) -> PathBuf {
+        self.sandbox("main", BRANCH, &self.ids[1])
+    }
+
+    fn agent(&self, main: &Path, args: &[&str]) -> Run {
+        self.w
+            .run(main, &[&["agent"][..], args, &["--json"]].concat(), &[])
+    }
+
+    /// `agent add NAME`, which must succeed; the agent's folder.
+    fn add_agent(&self, main: &Path, name: &str) -> PathBuf {
+        let run = self.agent(main, &["add", name]);
+        run.assert_code(0);
+        PathBuf::from(run.json()["dir"].as_str().unwrap())
+    }
+
+    fn save_in(&self, dir: &Path, message: &str) -> Run {
+        let url = self.url();
+        self.w.run(
+            dir,
+            &["save", "-m", message, "--json"],
+            &[("PUSH_URL", url.as_str()), ("READ_URL", url.as_str())],
+        )
+    }
+}
+
+/// `agent add` makes a linked work tree git knows (`git worktree list`), on `<session>-<NAME>` at
+/// the session's tip, its files equal to the commit and `git status` clean at once; `agent list`
+/// shows it; `agent remove` takes it away, with its branch (nothing was unpushed).
+#[test]
+fn add_list_remove_round_trip() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let run = s.agent(&main, &["add", "reviewer"]);
+    run.assert_code(0);
+    let json = run.json();
+    let dir = PathBuf::from(json["dir"].as_str().unwrap());
+    assert_eq!(
+        dir,
+        main.with_file_name("main-reviewer").canonicalize().unwrap()
+    );
+    assert_eq!(json["agent_branch"], "sessions/main-reviewer");
+    assert_eq!(json["start"], s.ids[1].as_str());
+    assert_eq!(json["lease"], zero_id().as_str());
+    let files = json["copied"].as_u64().unwrap() + json["written"].as_u64().unwrap();
+    assert_eq!(files, 4, "{json}");
+    assert!(json["copied"].as_u64().unwrap() >= 1, "{json}");
+    crate::support::assert_matches_schema(&json);
+
+    let list = s.w.git(&main, &["worktree", "list", "--porcelain"]);
+    assert!(
+        list.contains(&format!("worktree {}", dir.display())),
+        "{list}"
+    );
+    assert!(
+        list.contains("branch refs/heads/sessions/main-reviewer"),
+        "{list}"
+    );
+    assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "");
+    s.w.git(&dir, &["diff", "--quiet", "HEAD"]);
+    assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), s.ids[1]);
+    assert_eq!(
+        s.w.git(&dir, &["symbolic-ref", "HEAD"]),
+        "refs/heads/sessions/main-reviewer"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "two\n"
+    );
+
+    let listed = s.agent(&main, &["list"]);
+    listed.assert_code(0);
+    let agents = listed.json()["agents"].clone();
+    assert_eq!(agents.as_array().unwrap().len(), 1, "{agents}");
+    assert_eq!(agents[0]["name"], "reviewer");
+    assert_eq!(agents[0]["ahead"], 0);
+    assert_eq!(agents[0]["changed"], 0);
+    crate::support::assert_matches_schema(&listed.json());
+
+    s.agent(&main, &["remove", "reviewer"]).assert_code(0);
+    assert!(!dir.exists());
+    let list = s.w.git(&main, &["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("reviewer"), "{list}");
+    let branches =
+        s.w.git(&main, &["branch", "--list", "sessions/main-reviewer"]);
+    assert_eq!(branches, "");
+}
+
+/// `n` agents each save a file of their own at once (separate processes held at `before-lock`
+/// until all arrived): each lands on its own branch on the server, none moves another's, and the
+/// main session's branch stays where it was.
+fn agents_save_at_once(n: usize) {
+    let s = Setup::new();
+    let main = s.main_tree();
+    s.save_in(&main, "nothing yet").assert_code(0);
+    let main_before = s.remote(BRANCH);
+    let dirs: Vec<PathBuf> = (0..n)
+        .map(|i| s.add_agent(&main, &format!("a{i}")))
+        .collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        std::fs::write(dir.join(format!("by-a{i}.txt")), format!("agent {i}\n")).unwrap();
+    }
+    let barrier = s.w.tmp.path().join(format!("agents-{n}"));
+    let count = n.to_string();
+    let url = s.url();
+    let vars = [
+        ("GIT_SESSION_FAILPOINT", "before-lock"),
+        ("GIT_SESSION_BARRIER_DIR", barrier.to_str().unwrap()),
+        ("GIT_SESSION_BARRIER_COUNT", count.as_str()),
+        ("PUSH_URL", url.as_str()),
+        ("READ_URL", url.as_str()),
+    ];
+    let runs: Vec<Run> = std::thread::scope(|sc| {
+        let handles: Vec<_> = dirs
+            .iter()
+            .map(|d| {
+                let vars = &vars;
+                let w = &s.w;
+                sc.spawn(move || w.run(d, &["save", "-m", "agent work", "--json"], vars))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(std::fs::read_dir(&barrier).unwrap().count(), n);
+    for (i, (run, dir)) in runs.iter().zip(&dirs).enumerate() {
+        assert_eq!(run.code, Some(0), "a{i}: {}\n{}", run.stdout, run.stderr);
+        let head = s.w.git(dir, &["rev-parse", "HEAD"]);
+        let branch = format!("sessions/main-a{i}");
+        assert_eq!(s.remote(&branch), Some(head.clone()), "a{i}");
+        let files = s.w.git(&s.bare(), &["ls-tree", "--name-only", &head]);
+        let mine = format!("by-a{i}.txt");
+        assert!(files.lines().any(|f| f == mine), "a{i}: {files}");
+        assert_eq!(
+            files.lines().filter(|f| f.starts_with("by-a")).count(),
+            1,
+            "a{i} holds another agent's file: {files}"
+        );
+        assert_eq!(s.w.git(dir, &["status", "--porcelain"]), "");
+    }
+    assert_eq!(
+        s.remote(BRANCH),
+        main_before,
+        "the main session's branch moved"
+    );
+    assert_eq!(s.w.git(&main, &["rev-parse", "HEAD"]), s.ids[1]);
+}
+
+#[test]
+fn two_agents_saving_at_once_each_land_on_their_own_branch() {
+    agents_save_at_once(2);
+}
+
+#[test]
+fn eight_agents_saving_at_once_each_land_on_their_own_branch() {
+    agents_save_at_once(8);
+}
+
+/// A plain `git push` to another session's branch of the same repository is refused by the
+/// pre-push check before anything is uploaded, naming the owner: agent A → agent B's branch,
+/// the main tree → an agent's, an agent → the main session's. The server's refs stay.
+#[test]
+fn a_plain_push_to_another_sessions_branch_is_refused_naming_its_owner() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let b = s.add_agent(&main, "b");
+    s.save_in(&b, "b's first").assert_code(0);
+    let b_tip = s.remote("sessions/main-b");
+    assert!(b_tip.is_some());
+    s.commit(&a, "a.txt", "a\n");
+    let said = s.shell_git_refused(&a, &["push", "origin", "HEAD:refs/heads/sessions/main-b"]);
+    assert!(
+        said.contains("sessions/main-b is agent b's session branch"),
+        "{said}"
+    );
+    assert!(said.contains(&b.display().to_string()), "{said}");
+    assert_eq!(s.remote("sessions/main-b"), b_tip, "B's branch moved");
+
+    let said = s.shell_git_refused(
+        &a,
+        &["push", "origin", &format!("HEAD:refs/heads/{BRANCH}")],
+    );
+    assert!(said.contains("is the main session's branch"), "{said}");
+    assert_eq!(
+        s.remote(BRANCH),
+        None,
+        "the main session's branch was created"
+    );
+
+    s.commit(&main, "m.txt", "m\n");
+    let said = s.shell_git_refused(
+        &main,
+        &["push", "origin", "HEAD:refs/heads/sessions/main-b"],
+    );
+    assert!(
+        said.contains("sessions/main-b is agent b's session branch"),
+        "{said}"
+    );
+    assert_eq!(s.remote("sessions/main-b"), b_tip, "B's branch moved");
+
+    // A's own branch goes through, by plain git too.
+    s.shell_git_ok(&a, &["push", "origin", "HEAD:refs/heads/sessions/main-a"]);
+    assert_eq!(
+        s.remote("sessions/main-a"),
+        Some(s.w.git(&a, &["rev-parse", "HEAD"]))
+    );
+}
+
+/// Someone else creates the agent's branch on the server: the agent's save is stale (exit 3,
+/// both ids), the other agent and the main session are not.
+#[test]
+fn an_agents_branch_moved_by_someone_else_is_stale_for_that_agent_only() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let b = s.add_agent(&main, "b");
+    s.w.git(&s.bare(), &["branch", "sessions/main-a", &s.ids[0]]);
+    std::fs::write(a.join("a.txt"), "a\n").unwrap();
+    let run = s.save_in(&a, "a's work");
+    run.assert_code(3);
+    let message = run.error_message();
+    assert!(message.contains(&s.ids[0]), "{message}");
+    assert!(message.contains("its lease is the zero id"), "{message}");
+    assert_eq!(run.json()["lease"], zero_id().as_str());
+    assert_eq!(run.json()["remote_tip"], s.ids[0].as_str());
+    assert_eq!(s.remote("sessions/main-a"), Some(s.ids[0].clone()));
+    std::fs::write(b.join("b.txt"), "b\n").unwrap();
+    s.save_in(&b, "b's work").assert_code(0);
+    std::fs::write(main.join("m.txt"), "m\n").unwrap();
+    s.save_in(&main, "main's work").assert_code(0);
+}
+
+/// `agent remove` refuses a tree with uncommitted changes, then one with unpushed commits (exit
+/// 7, nothing removed); `--force` removes it and keeps its branch.
+#[test]
+fn remove_refuses_unpushed_work_unless_forced() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    std::fs::write(a.join("dirty.txt"), "x\n").unwrap();
+    let run = s.agent(&main, &["remove", "a"]);
+    run.assert_says(7, &["1 changed file(s)", "--force"]);
+    assert!(a.join("dirty.txt").exists());
+    s.w.git(&a, &["add", "-A"]);
+    s.w.git(&a, &["commit", "-qm", "local"]);
+    let head = s.w.git(&a, &["rev-parse", "HEAD"]);
+    s.agent(&main, &["remove", "a"])
+        .assert_says(7, &["1 unpushed commit(s)"]);
+    assert!(a.exists());
+    // Pushed with plain git, the commit is no longer unpushed work.
+    let pushed = s.agent(&main, &["list"]).json();
+    assert_eq!(pushed["agents"][0]["ahead"], 1, "{pushed}");
+    let b = s.add_agent(&main, "b");
+    s.commit(&b, "b.txt", "b\n");
+    s.shell_git_ok(
+        &b,
+        &["push", "-q", "origin", "HEAD:refs/heads/sessions/main-b"],
+    );
+    let listed = s.agent(&main, &["list"]).json();
+    assert_eq!(listed["agents"][1]["ahead"], 0, "{listed}");
+    s.agent(&main, &["remove", "b"]).assert_code(0);
+    assert!(!b.exists());
+    let run = s.agent(&main, &["remove", "a", "--force"]);
+    run.assert_code(0);
+    assert_eq!(run.json()["branch_kept"], true);
+    assert!(!a.exists());
+    assert_eq!(
+        s.w.git(&main, &["rev-parse", "refs/heads/sessions/main-a"]),
+        head
+    );
+    let list = s.w.git(&main, &["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("main-a"), "{list}");
+}
+
+/// Killed mid-way (the layout written, then half of the files), `agent add` run again completes:
+/// the agent's tree equals the commit and git status is clean.
+#[test]
+fn a_killed_agent_add_is_completed_by_the_rerun() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    for (name, point) in [("k1", "agent-layout-written"), ("k2", "mid-agent-checkout")] {
+        let run = s.w.run(
+            &main,
+            &["agent", "add", name],
+            &[("GIT_SESSION_FAILPOINT", point)],
+        );
+        run.assert_killed_at(point);
+        let dir = s.add_agent(&main, name);
+        assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "", "{point}");
+        s.w.git(&dir, &["diff", "--quiet", "HEAD"]);
+        assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), s.ids[1]);
+    }
+    let listed = s.agent(&main, &["list"]).json();
+    assert_eq!(listed["agents"].as_array().unwrap().len(), 2, "{listed}");
+}
+
+/// A plain `git worktree add` tree is still no session (exit 2), and the refusal names `agent
+/// add`, which then works as printed.
+#[test]
+fn a_plain_linked_work_tree_is_refused_with_the_agent_hint() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let plain = s.w.path("plain");
+    s.w.git(
+        &main,
+        &["worktree", "add", "-q", plain.to_str().unwrap(), "-b", "x"],
+    );
+    let run = s.w.run(&plain, &["status", "--json"], &[]);
+    run.assert_says(2, &["linked work tree", "agent add agent"]);
+    let _ = s.add_agent(&main, "agent");
+}
+
+/// Hostile names and layouts: exit 2, nothing written outside.
+#[test]
+fn hostile_names_and_links_are_refused() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    for bad in ["../x", "a/b", "..", "a\u{1}b", "-f", "x.lock", ""] {
+        let run = s.agent(&main, &["add", bad]);
+        run.assert_code(2);
+    }
+    assert!(!s.w.path("x").exists());
+    assert!(!main.join(".git/worktrees").exists());
+
+    // `<common>/worktrees/NAME` a symlink to a folder elsewhere: refused, nothing written there.
+    let elsewhere = s.w.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::create_dir_all(main.join(".git/worktrees")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, main.join(".git/worktrees/evil")).unwrap();
+    s.agent(&main, &["add", "evil"]).assert_code(2);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+    // A tree whose `.git` file points at another repository's git dir is not an agent's tree.
+    let a = s.add_agent(&main, "a");
+    let other = s.sandbox("other", "sessions/other", &s.ids[1]);
+    std::fs::write(
+        a.join(".git"),
+        format!("gitdir: {}\n", other.join(".git").display()),
+    )
+    .unwrap();
+    s.w.run(&a, &["status", "--json"], &[]).assert_code(2);
+    std::fs::write(a.join("f.txt"), "x\n").unwrap();
+    s.save_in(&a, "through a forged link").assert_code(2);
+    assert_eq!(s.remote("sessions/other"), None);
+}
+
+/// `-C MAIN` names the session, `--dir DIR` the agent's folder: they are two flags (clap once
+/// filled `--dir` from `-C`); a folder that is not empty, or whose parent is missing, is refused
+/// (exit 2) with `--dir` in the words.
+#[test]
+fn dir_and_c_are_separate_and_a_taken_folder_is_refused() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let elsewhere = s.w.path("elsewhere");
+    let main_arg = main.to_str().unwrap();
+    let run = s.w.run(
+        &elsewhere,
+        &["-C", main_arg, "agent", "add", "x", "--json"],
+        &[],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        PathBuf::from(run.json()["dir"].as_str().unwrap()),
+        main.with_file_name("main-x").canonicalize().unwrap()
+    );
+    let chosen = s.w.path("chosen");
+    let run = s.w.run(
+        &elsewhere,
+        &[
+            "-C", main_arg, "agent", "add", "y", "--dir", "chosen-y", "--json",
+        ],
+        &[],
+    );
+    run.assert_code(0);
+    assert_eq!(
+        PathBuf::from(run.json()["dir"].as_str().unwrap()),
+        elsewhere.join("chosen-y").canonicalize().unwrap()
+    );
+    std::fs::create_dir_all(&chosen).unwrap();
+    std::fs::write(chosen.join("keep"), "mine\n").unwrap();
+    let taken = chosen.to_str().unwrap();
+    s.agent(&main, &["add", "z", "--dir", taken])
+        .assert_says(2, &["not an empty folder", "--dir"]);
+    assert_eq!(crate::support::names_in(&chosen), ["keep"]);
+    s.agent(&main, &["add", "z", "--dir", "/nonexistent-parent/z"])
+        .assert_says(2, &["--dir"]);
+}
+
+/// In an agent's tree, `status` and `push` work against the agent's record: its branch, its
+/// lease (the zero id, then its own push), not the main session's.
+#[test]
+fn status_and_push_in_an_agents_tree_use_its_own_lease() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let status = s.w.run(&a, &["status", "--json"], &[]);
+    status.assert_code(0);
+    assert_eq!(status.json()["branch"], "sessions/main-a");
+    assert_eq!(status.json()["lease"], zero_id().as_str());
+    let head = s.commit(&a, "a.txt", "a\n");
+    s.push(&a, &[]).assert_code(0);
+    assert_eq!(s.remote("sessions/main-a"), Some(head.clone()));
+    let status = s.w.run(&a, &["status", "--json"], &[]);
+    assert_eq!(status.json()["lease"], head.as_str());
+    assert_eq!(
+        s.w.run(&main, &["status", "--json"], &[]).json()["lease"],
+        zero_id().as_str()
+    );
+    assert_eq!(s.remote(BRANCH), None);
+    assert_eq!(
+        s.w.git(&a, &["rev-parse", "refs/remotes/origin/sessions/main-a"]),
+        head
+    );
+}
+
+/// A sparse main tree: `agent add` says "not yet" (exit 2) and writes nothing.
+#[test]
+fn a_sparse_main_tree_is_not_copied_yet() {
+    let s = Setup::new();
+    let main = s.w.path("main");
+    s.w.restore_with(
+        &main,
+        &s.url(),
+        BRANCH,
+        &s.ids[1],
+        &["--sparse", "src"],
+        &[],
+    )
+    .assert_code(0);
+    s.agent(&main, &["add", "a"])
+        .assert_says(2, &["sparse", "not", "yet"]);
+    assert!(!main.with_file_name("main-a").exists());
+    assert!(!main.join(".git/worktrees").exists());
+}
+
+/// LFS files appear in the agent's tree with their content: a clean one copied from the main
+/// tree, one whose stat data changed there written from the shared LFS store; git with git-lfs
+/// sees the agent's tree clean.
+#[test]
+fn lfs_files_appear_in_an_agents_tree_with_their_content() {
+    use crate::support::lfs::Giftless;
+    let w = crate::support::World::new();
+    let lfs = Giftless::start(&w.tmp.path().join("lfs-store"));
+    let (tip, files) = crate::lfs::make(&w, &lfs.url("org/repo"));
+    let srv = crate::support::GitServer::start(&w.srv(), Some(crate::support::TOKEN));
+    let main = w.path("main");
+    let url = srv.url("repo.git", Some(&crate::support::userinfo()));
+    w.restore_with(&main, &url, "sessions/lfs", &tip, &[], &[])
+        .assert_code(0);
+    // Same content, new stat data: not clean by the main index, so not copied from there.
+    let (_, big) = files.iter().find(|(p, _)| *p == "big.bin").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(main.join("big.bin"), big).unwrap();
+    let run = w.run(&main, &["agent", "add", "a", "--json"], &[]);
+    run.assert_code(0);
+    let json = run.json();
+    assert!(json["copied"].as_u64().unwrap() >= 2, "{json}");
+    assert!(json["written"].as_u64().unwrap() >= 1, "{json}");
+    let dir = PathBuf::from(json["dir"].as_str().unwrap());
+    for (path, data) in &files {
+        assert_eq!(&std::fs::read(dir.join(path)).unwrap(), data, "{path}");
+    }
+    assert_eq!(
+        w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+}
