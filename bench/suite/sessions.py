@@ -119,12 +119,12 @@ def table(r):
     cost = ["", "One more run of each, with the CPU it took:", "",
             "| contender | wall (s) | server CPU (s) | git-session CPU (s) | bytes sent (MiB) |",
             "| --- | --- | --- | --- | --- |"]
-    nan = float("nan")
+    num = lambda o, k: f"{o[k]:.2f}" if k in o else "n/a"  # noqa: E731 (not kept by older runs)
     for n in NAMES:
         o = c[n].get("one_run", {})
         sent = o.get("proxy_bytes") if r.get("link") else o.get("sent_bytes")
-        cost.append(f"| {n} | {o.get('wall_s', nan):.2f} | {o.get('server_cpu_s', nan):.2f} | "
-                    f"{o.get('client_cpu_s', nan):.2f} | {(sent or 0) / 1048576:.1f} |")
+        cost.append(f"| {n} | {num(o, 'wall_s')} | {num(o, 'server_cpu_s')} | {num(o, 'client_cpu_s')} | "
+                    f"{(sent or 0) / 1048576:.1f} |")
     seq = c["sequential"].get("one_run", {})
     if not r.get("link") and "client_cpu_s" in seq:
         cpu = seq["server_cpu_s"] + seq["client_cpu_s"]
