@@ -407,6 +407,9 @@ fn status_and_push_in_an_agents_tree_use_its_own_lease() {
     let s = Setup::new();
     let main = s.main_tree();
     let a = s.add_agent(&main, "a");
+    // Plain `git fetch` works in both trees before the agent's branch exists on the server.
+    s.shell_git_ok(&main, &["fetch", "-q", "origin"]);
+    s.shell_git_ok(&a, &["fetch", "-q", "origin"]);
     let status = s.w.run(&a, &["status", "--json"], &[]);
     status.assert_code(0);
     assert_eq!(status.json()["branch"], "sessions/main-a");
@@ -425,6 +428,16 @@ fn status_and_push_in_an_agents_tree_use_its_own_lease() {
         s.w.git(&a, &["rev-parse", "refs/remotes/origin/sessions/main-a"]),
         head
     );
+    // And after: the agent's line of origin's fetch is exact now, the main session's unchanged.
+    let fetch =
+        s.w.git(&main, &["config", "--get-all", "remote.origin.fetch"]);
+    assert!(
+        fetch.contains("+refs/heads/sessions/main-a:refs/remotes/origin/sessions/main-a"),
+        "{fetch}"
+    );
+    assert_eq!(fetch.lines().count(), 2, "{fetch}");
+    s.shell_git_ok(&main, &["fetch", "-q", "origin"]);
+    s.shell_git_ok(&a, &["pull", "-q", "--ff-only"]);
 }
 
 /// A sparse main tree: `agent add` says "not yet" (exit 2) and writes nothing.
