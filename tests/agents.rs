@@ -492,3 +492,46 @@ fn lfs_files_appear_in_an_agents_tree_with_their_content() {
         ""
     );
 }
+
+/// Checked-out submodules in the main tree: `agent add` says "not yet" (exit 2), nothing written.
+/// Without them (gitlinks left empty, as restore leaves them) the agent gets the empty folders.
+#[test]
+fn submodules_checked_out_are_not_copied_yet() {
+    use crate::submodules::repo_with_links;
+    let w = crate::support::World::new();
+    let srv = crate::support::GitServer::start(&w.srv(), None);
+    let leaf = repo_with_links(&w, "c.git", &[("c.txt", "leaf\n")], &[], "");
+    let top = repo_with_links(
+        &w,
+        "top.git",
+        &[("README.md", "top\n")],
+        &[("libs/c", &leaf)],
+        "[submodule \"c\"]\n\tpath = libs/c\n\turl = ../c.git\n",
+    );
+    let url = srv.url("top.git", None);
+    let with = w.path("with");
+    w.restore_with(
+        &with,
+        &url,
+        "sessions/sub",
+        &top,
+        &["--submodules", "shallow"],
+        &[],
+    )
+    .assert_code(0);
+    w.run(&with, &["agent", "add", "a", "--json"], &[])
+        .assert_says(2, &["submodules", "not", "yet"]);
+    assert!(!with.with_file_name("with-a").exists());
+    let without = w.path("without");
+    w.restore_with(&without, &url, "sessions/sub", &top, &[], &[])
+        .assert_code(0);
+    let run = w.run(&without, &["agent", "add", "a", "--json"], &[]);
+    run.assert_code(0);
+    let dir = PathBuf::from(run.json()["dir"].as_str().unwrap());
+    assert_eq!(std::fs::read_dir(dir.join("libs/c")).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "top\n"
+    );
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
+}
