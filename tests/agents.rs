@@ -535,3 +535,35 @@ fn submodules_checked_out_are_not_copied_yet() {
     );
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
 }
+
+/// Run as root in a main tree another user owns, `agent add` works as that user (as restore
+/// does): the agent's tree and git dir are the owner's; a parent folder the owner cannot write is
+/// refused with `--dir` in the words, nothing made as root.
+#[test]
+fn as_root_an_agent_is_added_as_the_main_trees_owner() {
+    use crate::support::{assert_all_nobodys, give_to_nobody, is_root};
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let s = Setup::new();
+    let main = s.w.path("owned/main");
+    give_to_nobody(&main);
+    s.w.restore_with(&main, &s.url(), BRANCH, &s.ids[1], &[], &[])
+        .assert_code(0);
+    let run = s.agent(&main, &["add", "a"]);
+    run.assert_code(10);
+    assert!(run.error_message().contains("--dir"), "{}", run.stderr);
+    assert!(!main.with_file_name("main-a").exists());
+    let agents = s.w.path("agents");
+    give_to_nobody(&agents);
+    let dir = agents.join("a");
+    let run = s.agent(&main, &["add", "a", "--dir", dir.to_str().unwrap()]);
+    run.assert_code(0);
+    assert_all_nobodys(&agents);
+    assert_all_nobodys(&main);
+    // git run as root checks the owner's tree only when told it is safe.
+    let status =
+        s.w.git(&dir, &["-c", "safe.directory=*", "status", "--porcelain"]);
+    assert_eq!(status, "");
+}
