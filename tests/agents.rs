@@ -567,3 +567,31 @@ fn as_root_an_agent_is_added_as_the_main_trees_owner() {
         s.w.git(&dir, &["-c", "safe.directory=*", "status", "--porcelain"]);
     assert_eq!(status, "");
 }
+
+/// `watch` in an agent's tree checkpoints onto the agent's branch (its own lease), the main
+/// session's branch untouched; SIGTERM ends it with nothing unpushed.
+#[test]
+fn watch_in_an_agents_tree_saves_to_the_agents_branch() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let url = s.url();
+    let mut watch = crate::support::watch::Watch::start(&s.w, &a, &["--every", "1s"], &url);
+    std::fs::write(a.join("notes.md"), "working\n").unwrap();
+    let j = watch.next(10).expect("no save within 10 s");
+    assert_eq!(j["branch"], "sessions/main-a", "{j}");
+    assert_eq!(j["pushed"], true, "{j}");
+    let tip = j["tip"].as_str().unwrap().to_owned();
+    assert_eq!(s.remote("sessions/main-a"), Some(tip.clone()));
+    assert_eq!(s.remote(BRANCH), None);
+    watch.signal("-TERM");
+    let (code, stderr, _) = watch.wait(20);
+    assert_eq!(code, Some(0), "{stderr}");
+    let status = s.w.run(&a, &["status", "--json"], &[]);
+    assert_eq!(status.json()["lease"], tip.as_str());
+    let record = main.join(".git/worktrees/a/git-session.json");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    assert_eq!(record["lease"], tip.as_str());
+    assert_eq!(record["agent"], "a");
+}
