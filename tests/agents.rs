@@ -595,3 +595,34 @@ fn watch_in_an_agents_tree_saves_to_the_agents_branch() {
     assert_eq!(record["lease"], tip.as_str());
     assert_eq!(record["agent"], "a");
 }
+
+/// `agent remove --force` never follows a symlink out: one inside the agent's tree goes itself,
+/// and an agent's folder replaced by a symlink (to a folder whose forged `.git` links back) loses
+/// only the symlink; the folders pointed at keep every file.
+#[test]
+fn remove_follows_no_symlink_out_of_the_agents_tree() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let outside = s.w.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("precious"), "keep\n").unwrap();
+    let a = s.add_agent(&main, "a");
+    std::os::unix::fs::symlink(&outside, a.join("escape")).unwrap();
+    s.agent(&main, &["remove", "a", "--force"]).assert_code(0);
+    assert!(!a.exists());
+    assert_eq!(crate::support::names_in(&outside), ["precious"]);
+
+    let b = s.add_agent(&main, "b");
+    let target = s.w.path("target");
+    std::fs::rename(&b, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &b).unwrap();
+    s.agent(&main, &["remove", "b", "--force"]).assert_code(0);
+    assert!(
+        std::fs::symlink_metadata(&b).is_err(),
+        "the symlink is left"
+    );
+    assert!(
+        target.join("README.md").is_file(),
+        "the folder pointed at was removed"
+    );
+}

@@ -487,7 +487,15 @@ fn remove_tree(workdir: &Path) -> Result<()> {
     };
     let tree = crate::fs::tree::Tree::open(parent)
         .map_err(|e| Error::io(format!("opening {}", parent.display()), e))?;
-    match tree.remove_all(Path::new(leaf)) {
+    let leaf = Path::new(leaf);
+    // A symlink put in the folder's place goes itself; what it points to is not the agent's.
+    let removed = match tree.kind(leaf) {
+        Ok(Some(crate::fs::tree::Kind::Dir)) => tree.remove_all(leaf),
+        Ok(Some(_)) => tree.remove_file(leaf),
+        Ok(None) => Ok(()),
+        Err(e) => Err(e),
+    };
+    match removed {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(Error::io(format!("removing {}", workdir.display()), e))
         }

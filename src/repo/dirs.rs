@@ -78,7 +78,7 @@ pub(super) fn linked(workdir: &Path) -> Option<GitDirs> {
     if git_dir != worktrees.join(name) || !real_dir(&worktrees) || !real_dir(&git_dir) {
         return None;
     }
-    if back_link(&git_dir)? != workdir.canonicalize().ok()? {
+    if back_link(&git_dir)?.canonicalize().ok()? != workdir.canonicalize().ok()? {
         return None;
     }
     Some(GitDirs {
@@ -87,13 +87,14 @@ pub(super) fn linked(workdir: &Path) -> Option<GitDirs> {
     })
 }
 
-/// The work tree a linked git dir's `gitdir` file names (its `.git`'s folder), canonical.
+/// The work tree a linked git dir's `gitdir` file names (its `.git`'s folder), as named: not
+/// resolved, so a symlink put in the folder's place is seen as one, never followed.
 pub(super) fn back_link(git_dir: &Path) -> Option<PathBuf> {
     let dot_git = PathBuf::from(read_link(&git_dir.join("gitdir"))?);
     if !dot_git.is_absolute() || dot_git.file_name()? != ".git" {
         return None;
     }
-    dot_git.parent()?.canonicalize().ok()
+    dot_git.parent().map(Path::to_path_buf)
 }
 
 /// The work tree of the git dir `git_dir`: its parent for a main tree's `.git`, the folder its
