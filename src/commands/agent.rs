@@ -75,6 +75,9 @@ fn add(args: &AgentAddArgs, dir: &Path) -> Result<Success> {
     let session = main_session(dir)?;
     super::check_hooks(&session);
     not_yet(&session)?;
+    // One add or remove at a time, and none while the main tree saves: they edit the shared
+    // config and the list of agents.
+    let _lock = crate::repo::lease::WriteLock::acquire(&session.git_dir)?;
     let plan = plan(args, &session)?;
     let repo = crate::repo::open(&session.git_dir)?;
     let start_tree = repo
@@ -129,7 +132,6 @@ fn add(args: &AgentAddArgs, dir: &Path) -> Result<Success> {
             lease: record.lease,
             copied: done.copied,
             written: done.written,
-            noop: false,
         }),
         branch: plan.branch.to_string(),
         warnings: Vec::new(),
@@ -427,6 +429,7 @@ fn describe(repo: &gix::Repository, agent: &worktree::Agent) -> json::AgentEntry
 fn remove(args: &AgentRemoveArgs, dir: &Path) -> Result<Success> {
     let session = main_session(dir)?;
     let name = name(&args.name)?;
+    let _main_lock = crate::repo::lease::WriteLock::acquire(&session.git_dir)?;
     let agent = worktree::agents(&session.common_dir)?
         .into_iter()
         .find(|a| a.name == name.as_str())
