@@ -15,7 +15,7 @@ pub const WORKTREES: &str = "worktrees";
 /// The most a `.git` file, `commondir` or `gitdir` may hold.
 const LINK_CAP: u64 = 4096;
 
-/// A work tree's two git dirs.
+/// A work tree's two git dirs, each file reached through the accessor of its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitDirs {
     /// Its own: `HEAD`, index, the session record, the ledger, the write lock.
@@ -51,6 +51,33 @@ impl GitDirs {
     /// [`GitDirs::of`], else the main tree's layout (whose files are then found missing).
     pub fn of_or_main(workdir: &Path) -> Self {
         Self::of(workdir).unwrap_or_else(|| Self::main(workdir))
+    }
+
+    /// Where the refs are (loose refs, `packed-refs`): shared.
+    pub fn refs_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Where the repository's `config` is: shared.
+    pub fn config_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Where the hooks (`hooks/`) are: shared.
+    pub fn hooks_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Where the objects (`objects/`, `shallow`), the LFS store (`lfs/objects`) and the
+    /// submodules' git dirs (`modules/`) are: shared.
+    pub fn objects_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Where this work tree's own state is: `HEAD`, the index, the session record, the ledger,
+    /// the write lock, the LFS pending list, `info/sparse-checkout`.
+    pub fn own_dir(&self) -> &Path {
+        &self.git_dir
     }
 
     /// Whether this is a linked work tree's (an agent's).
