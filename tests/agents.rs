@@ -407,6 +407,9 @@ fn status_and_push_in_an_agents_tree_use_its_own_lease() {
     let s = Setup::new();
     let main = s.main_tree();
     let a = s.add_agent(&main, "a");
+    // Plain `git fetch` works in both trees before the agent's branch exists on the server.
+    s.shell_git_ok(&main, &["fetch", "-q", "origin"]);
+    s.shell_git_ok(&a, &["fetch", "-q", "origin"]);
     let status = s.w.run(&a, &["status", "--json"], &[]);
     status.assert_code(0);
     assert_eq!(status.json()["branch"], "sessions/main-a");
@@ -425,6 +428,16 @@ fn status_and_push_in_an_agents_tree_use_its_own_lease() {
         s.w.git(&a, &["rev-parse", "refs/remotes/origin/sessions/main-a"]),
         head
     );
+    // And after: the agent's line of origin's fetch is exact now, the main session's unchanged.
+    let fetch =
+        s.w.git(&main, &["config", "--get-all", "remote.origin.fetch"]);
+    assert!(
+        fetch.contains("+refs/heads/sessions/main-a:refs/remotes/origin/sessions/main-a"),
+        "{fetch}"
+    );
+    assert_eq!(fetch.lines().count(), 2, "{fetch}");
+    s.shell_git_ok(&main, &["fetch", "-q", "origin"]);
+    s.shell_git_ok(&a, &["pull", "-q", "--ff-only"]);
 }
 
 /// A sparse main tree: `agent add` says "not yet" (exit 2) and writes nothing.
@@ -477,5 +490,139 @@ fn lfs_files_appear_in_an_agents_tree_with_their_content() {
     assert_eq!(
         w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
         ""
+    );
+}
+
+/// Checked-out submodules in the main tree: `agent add` says "not yet" (exit 2), nothing written.
+/// Without them (gitlinks left empty, as restore leaves them) the agent gets the empty folders.
+#[test]
+fn submodules_checked_out_are_not_copied_yet() {
+    use crate::submodules::repo_with_links;
+    let w = crate::support::World::new();
+    let srv = crate::support::GitServer::start(&w.srv(), None);
+    let leaf = repo_with_links(&w, "c.git", &[("c.txt", "leaf\n")], &[], "");
+    let top = repo_with_links(
+        &w,
+        "top.git",
+        &[("README.md", "top\n")],
+        &[("libs/c", &leaf)],
+        "[submodule \"c\"]\n\tpath = libs/c\n\turl = ../c.git\n",
+    );
+    let url = srv.url("top.git", None);
+    let with = w.path("with");
+    w.restore_with(
+        &with,
+        &url,
+        "sessions/sub",
+        &top,
+        &["--submodules", "shallow"],
+        &[],
+    )
+    .assert_code(0);
+    w.run(&with, &["agent", "add", "a", "--json"], &[])
+        .assert_says(2, &["submodules", "not", "yet"]);
+    assert!(!with.with_file_name("with-a").exists());
+    let without = w.path("without");
+    w.restore_with(&without, &url, "sessions/sub", &top, &[], &[])
+        .assert_code(0);
+    let run = w.run(&without, &["agent", "add", "a", "--json"], &[]);
+    run.assert_code(0);
+    let dir = PathBuf::from(run.json()["dir"].as_str().unwrap());
+    assert_eq!(std::fs::read_dir(dir.join("libs/c")).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        "top\n"
+    );
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
+}
+
+/// Run as root in a main tree another user owns, `agent add` works as that user (as restore
+/// does): the agent's tree and git dir are the owner's; a parent folder the owner cannot write is
+/// refused with `--dir` in the words, nothing made as root.
+#[test]
+fn as_root_an_agent_is_added_as_the_main_trees_owner() {
+    use crate::support::{assert_all_nobodys, give_to_nobody, is_root};
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let s = Setup::new();
+    let main = s.w.path("owned/main");
+    give_to_nobody(&main);
+    s.w.restore_with(&main, &s.url(), BRANCH, &s.ids[1], &[], &[])
+        .assert_code(0);
+    let run = s.agent(&main, &["add", "a"]);
+    run.assert_code(10);
+    assert!(run.error_message().contains("--dir"), "{}", run.stderr);
+    assert!(!main.with_file_name("main-a").exists());
+    let agents = s.w.path("agents");
+    give_to_nobody(&agents);
+    let dir = agents.join("a");
+    let run = s.agent(&main, &["add", "a", "--dir", dir.to_str().unwrap()]);
+    run.assert_code(0);
+    assert_all_nobodys(&agents);
+    assert_all_nobodys(&main);
+    // git run as root checks the owner's tree only when told it is safe.
+    let status =
+        s.w.git(&dir, &["-c", "safe.directory=*", "status", "--porcelain"]);
+    assert_eq!(status, "");
+}
+
+/// `watch` in an agent's tree checkpoints onto the agent's branch (its own lease), the main
+/// session's branch untouched; SIGTERM ends it with nothing unpushed.
+#[test]
+fn watch_in_an_agents_tree_saves_to_the_agents_branch() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let url = s.url();
+    let mut watch = crate::support::watch::Watch::start(&s.w, &a, &["--every", "1s"], &url);
+    std::fs::write(a.join("notes.md"), "working\n").unwrap();
+    let j = watch.next(10).expect("no save within 10 s");
+    assert_eq!(j["branch"], "sessions/main-a", "{j}");
+    assert_eq!(j["pushed"], true, "{j}");
+    let tip = j["tip"].as_str().unwrap().to_owned();
+    assert_eq!(s.remote("sessions/main-a"), Some(tip.clone()));
+    assert_eq!(s.remote(BRANCH), None);
+    watch.signal("-TERM");
+    let (code, stderr, _) = watch.wait(20);
+    assert_eq!(code, Some(0), "{stderr}");
+    let status = s.w.run(&a, &["status", "--json"], &[]);
+    assert_eq!(status.json()["lease"], tip.as_str());
+    let record = main.join(".git/worktrees/a/git-session.json");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    assert_eq!(record["lease"], tip.as_str());
+    assert_eq!(record["agent"], "a");
+}
+
+/// `agent remove --force` never follows a symlink out: one inside the agent's tree goes itself,
+/// and an agent's folder replaced by a symlink (to a folder whose forged `.git` links back) loses
+/// only the symlink; the folders pointed at keep every file.
+#[test]
+fn remove_follows_no_symlink_out_of_the_agents_tree() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let outside = s.w.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("precious"), "keep\n").unwrap();
+    let a = s.add_agent(&main, "a");
+    std::os::unix::fs::symlink(&outside, a.join("escape")).unwrap();
+    s.agent(&main, &["remove", "a", "--force"]).assert_code(0);
+    assert!(!a.exists());
+    assert_eq!(crate::support::names_in(&outside), ["precious"]);
+
+    let b = s.add_agent(&main, "b");
+    let target = s.w.path("target");
+    std::fs::rename(&b, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &b).unwrap();
+    s.agent(&main, &["remove", "b", "--force"]).assert_code(0);
+    assert!(
+        std::fs::symlink_metadata(&b).is_err(),
+        "the symlink is left"
+    );
+    assert!(
+        target.join("README.md").is_file(),
+        "the folder pointed at was removed"
     );
 }

@@ -75,6 +75,9 @@ fn add(args: &AgentAddArgs, dir: &Path) -> Result<Success> {
     let session = main_session(dir)?;
     super::check_hooks(&session);
     not_yet(&session)?;
+    // One add or remove at a time, and none while the main tree saves: they edit the shared
+    // config and the list of agents.
+    let _lock = crate::repo::lease::WriteLock::acquire(session.own_dir())?;
     let plan = plan(args, &session)?;
     let repo = crate::repo::open(&session.git_dir)?;
     let start_tree = repo
@@ -129,7 +132,6 @@ fn add(args: &AgentAddArgs, dir: &Path) -> Result<Success> {
             lease: record.lease,
             copied: done.copied,
             written: done.written,
-            noop: false,
         }),
         branch: plan.branch.to_string(),
         warnings: Vec::new(),
@@ -139,12 +141,15 @@ fn add(args: &AgentAddArgs, dir: &Path) -> Result<Success> {
 
 /// What this build does not copy into an agent's tree yet: exit 2, nothing written.
 fn not_yet(session: &Session) -> Result<()> {
-    let common = &session.common_dir;
-    let why = if session.git_dir.join("info/sparse-checkout").exists() {
+    let why = if session.own_dir().join("info/sparse-checkout").exists() {
         Some("a sparse checkout")
-    } else if common.join("modules").exists() {
+    } else if session.objects_dir().join("modules").exists() {
         Some("submodules checked out")
-    } else if common.join(crate::repo::HISTORY_PROMISED).exists() {
+    } else if session
+        .own_dir()
+        .join(crate::repo::HISTORY_PROMISED)
+        .exists()
+    {
         Some("no history yet (restored from an archive without READ_URL)")
     } else {
         None
@@ -196,7 +201,7 @@ fn plan(args: &AgentAddArgs, session: &Session) -> Result<AddPlan> {
         ));
     }
     let start = start(args.at.as_deref(), session)?;
-    let local = session.common_dir.join(branch.full_ref());
+    let local = session.refs_dir().join(branch.full_ref());
     if let Ok(bytes) = crate::fs::read_regular(&local, false)
         && bytes.trim_ascii() != start.to_string().as_bytes()
     {
@@ -427,6 +432,7 @@ fn describe(repo: &gix::Repository, agent: &worktree::Agent) -> json::AgentEntry
 fn remove(args: &AgentRemoveArgs, dir: &Path) -> Result<Success> {
     let session = main_session(dir)?;
     let name = name(&args.name)?;
+    let _main_lock = crate::repo::lease::WriteLock::acquire(session.own_dir())?;
     let agent = worktree::agents(&session.common_dir)?
         .into_iter()
         .find(|a| a.name == name.as_str())
@@ -458,7 +464,7 @@ fn remove(args: &AgentRemoveArgs, dir: &Path) -> Result<Success> {
         .map_err(|e| Error::io(format!("removing {}", agent.git_dir.display()), e))?;
     let branch_kept = unpushed;
     if !branch_kept {
-        let local = session.common_dir.join(agent.record.branch.full_ref());
+        let local = session.refs_dir().join(agent.record.branch.full_ref());
         let _ = std::fs::remove_file(local);
     }
     Ok(Success {
@@ -487,7 +493,15 @@ fn remove_tree(workdir: &Path) -> Result<()> {
     };
     let tree = crate::fs::tree::Tree::open(parent)
         .map_err(|e| Error::io(format!("opening {}", parent.display()), e))?;
-    match tree.remove_all(Path::new(leaf)) {
+    let leaf = Path::new(leaf);
+    // A symlink put in the folder's place goes itself; what it points to is not the agent's.
+    let removed = match tree.kind(leaf) {
+        Ok(Some(crate::fs::tree::Kind::Dir)) => tree.remove_all(leaf),
+        Ok(Some(_)) => tree.remove_file(leaf),
+        Ok(None) => Ok(()),
+        Err(e) => Err(e),
+    };
+    match removed {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(Error::io(format!("removing {}", workdir.display()), e))
         }

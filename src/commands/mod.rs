@@ -47,7 +47,7 @@ pub fn expiry_warnings<'a>(
 /// replaced it) and re-install it; its warnings are shown with the command's result, success or
 /// failure ([`crate::output::warn_early`]). Returns whether the check had been off.
 pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
-    let warnings = crate::repo::prepush::ensure(&session.common_dir).unwrap_or_else(|e| {
+    let warnings = crate::repo::prepush::ensure(session.hooks_dir()).unwrap_or_else(|e| {
         vec![format!(
             "could not verify git-session's check of plain git push ({e}): a plain push from \
              this tree may not be held to the lease"
@@ -56,8 +56,8 @@ pub fn check_hooks(session: &crate::repo::session::Session) -> bool {
     let was_off = !warnings.is_empty();
     // A branch a plain `git push` created: fetch exactly it from now on.
     let branch = &session.record.branch;
-    if session.common_dir.join(branch.tracking_ref()).exists()
-        && let Err(e) = crate::repo::layout::settle_origin(&session.common_dir, branch)
+    if session.refs_dir().join(branch.tracking_ref()).exists()
+        && let Err(e) = crate::repo::layout::settle_origin(session.config_dir(), branch)
     {
         tracing::warn!("could not set the session branch's upstream: {e}");
     }

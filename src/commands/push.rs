@@ -51,7 +51,7 @@ pub fn run(dir: std::path::PathBuf, given: super::Given) -> Result<Success> {
 /// # Errors
 /// Those of [`WriteLock::acquire`] and [`Session::open`].
 pub fn lock_session(session: Session, branch: Option<&str>) -> Result<(Session, WriteLock)> {
-    let lock = WriteLock::acquire(&session.git_dir)?;
+    let lock = WriteLock::acquire(session.own_dir())?;
     let session = Session::open(&session.workdir, branch)?;
     Ok((session, lock))
 }

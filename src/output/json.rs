@@ -93,8 +93,6 @@ pub struct AgentAdded {
     pub copied: u64,
     /// Files written from the object store.
     pub written: u64,
-    /// `true` when the agent existed already (a rerun of a finished `agent add`): nothing written.
-    pub noop: bool,
 }
 
 /// One agent, as `agent list` shows it.

@@ -17,8 +17,7 @@ use crate::wire::lfs::{self as wire, Answer, Endpoint, Operation};
 /// Those of [`wire::batch`] and [`wire::upload`]; [`Error::Conflict`] when a pending object is
 /// gone from `.git/lfs/objects`.
 pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result<usize> {
-    let git_dir = &session.git_dir;
-    let pending = store::pending(git_dir)?;
+    let pending = store::pending(session.own_dir())?;
     if pending.is_empty() {
         return Ok(0);
     }
@@ -38,7 +37,7 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
                 continue;
             };
             // Asked first: an object the server already has needs no local copy.
-            if !store::has(&session.common_dir, pointer) {
+            if !store::has(session.objects_dir(), pointer) {
                 return Err(Error::conflict(format!(
                     "LFS object {} is gone from .git/lfs/objects and the LFS server does not have \
                      it, so it cannot be uploaded: put the content of the file it belongs to back \
@@ -46,7 +45,7 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
                     pointer.oid
                 )));
             }
-            let path = store::object_path(&session.common_dir, pointer);
+            let path = store::object_path(session.objects_dir(), pointer);
             http.retrying("uploading an LFS object", || {
                 let file = crate::fs::open_regular(&path, false)
                     .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
@@ -54,7 +53,7 @@ pub fn upload_pending(http: &Http, session: &Session, url: &RemoteUrl) -> Result
             })?;
             sent += 1;
         }
-        store::clear_pending(git_dir, chunk)?;
+        store::clear_pending(session.own_dir(), chunk)?;
     }
     tracing::info!("{sent} LFS objects uploaded to {endpoint}");
     Ok(sent)

@@ -96,7 +96,7 @@ pub fn push(
     // A plain `git push` that git saw land moved the lease: recorded, so no warning follows.
     let known = known_lease(
         &repo,
-        &Ledger::new(&session.git_dir),
+        &Ledger::new(session.own_dir()),
         session.record.lease,
         &branch,
         Some(local),
@@ -104,11 +104,11 @@ pub fn push(
     if known != session.record.lease {
         tracing::info!("git saw this tree's push of {known} land: the lease advances to it");
         session.record.lease = known;
-        session.record.write(&session.git_dir)?;
+        session.record.write(session.own_dir())?;
     }
     // The LFS objects go before the commits: unsigned work sends neither.
     if let Some(key) = required
-        && !crate::repo::lfs::pending(&session.git_dir)?.is_empty()
+        && !crate::repo::lfs::pending(session.own_dir())?.is_empty()
     {
         let base = if known.is_zero() {
             session.record.tip
@@ -123,7 +123,7 @@ pub fn push(
         http: &http,
         repo: &repo,
         session: &*session,
-        ledger: Ledger::new(&session.git_dir),
+        ledger: Ledger::new(session.own_dir()),
         local,
         spool: std::cell::RefCell::new(None),
         secrets,
@@ -152,11 +152,11 @@ pub fn push(
     }
     if outcome.tip != session.record.lease {
         session.record.lease = outcome.tip;
-        session.record.write(&session.git_dir)?;
+        session.record.write(session.own_dir())?;
     }
-    crate::repo::layout::write_ref(&session.common_dir, &branch.tracking_ref(), outcome.tip)?;
+    crate::repo::layout::write_ref(session.refs_dir(), &branch.tracking_ref(), outcome.tip)?;
     if !outcome.tip.is_zero() {
-        crate::repo::layout::settle_origin(&session.common_dir, &branch)?;
+        crate::repo::layout::settle_origin(session.config_dir(), &branch)?;
     }
     Ok(outcome)
 }

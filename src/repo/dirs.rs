@@ -15,7 +15,7 @@ pub const WORKTREES: &str = "worktrees";
 /// The most a `.git` file, `commondir` or `gitdir` may hold.
 const LINK_CAP: u64 = 4096;
 
-/// A work tree's two git dirs.
+/// A work tree's two git dirs, each file reached through the accessor of its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitDirs {
     /// Its own: `HEAD`, index, the session record, the ledger, the write lock.
@@ -53,6 +53,33 @@ impl GitDirs {
         Self::of(workdir).unwrap_or_else(|| Self::main(workdir))
     }
 
+    /// Where the refs are (loose refs, `packed-refs`): shared.
+    pub fn refs_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Where the repository's `config` is: shared.
+    pub fn config_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Where the hooks (`hooks/`) are: shared.
+    pub fn hooks_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Where the objects (`objects/`, `shallow`), the LFS store (`lfs/objects`) and the
+    /// submodules' git dirs (`modules/`) are: shared.
+    pub fn objects_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Where this work tree's own state is: `HEAD`, the index, the session record, the ledger,
+    /// the write lock, the LFS pending list, `info/sparse-checkout`.
+    pub fn own_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
     /// Whether this is a linked work tree's (an agent's).
     pub fn is_linked(&self) -> bool {
         self.git_dir != self.common_dir
@@ -78,7 +105,7 @@ pub(super) fn linked(workdir: &Path) -> Option<GitDirs> {
     if git_dir != worktrees.join(name) || !real_dir(&worktrees) || !real_dir(&git_dir) {
         return None;
     }
-    if back_link(&git_dir)? != workdir.canonicalize().ok()? {
+    if back_link(&git_dir)?.canonicalize().ok()? != workdir.canonicalize().ok()? {
         return None;
     }
     Some(GitDirs {
@@ -87,13 +114,14 @@ pub(super) fn linked(workdir: &Path) -> Option<GitDirs> {
     })
 }
 
-/// The work tree a linked git dir's `gitdir` file names (its `.git`'s folder), canonical.
+/// The work tree a linked git dir's `gitdir` file names (its `.git`'s folder), as named: not
+/// resolved, so a symlink put in the folder's place is seen as one, never followed.
 pub(super) fn back_link(git_dir: &Path) -> Option<PathBuf> {
     let dot_git = PathBuf::from(read_link(&git_dir.join("gitdir"))?);
     if !dot_git.is_absolute() || dot_git.file_name()? != ".git" {
         return None;
     }
-    dot_git.parent()?.canonicalize().ok()
+    dot_git.parent().map(Path::to_path_buf)
 }
 
 /// The work tree of the git dir `git_dir`: its parent for a main tree's `.git`, the folder its

@@ -454,12 +454,12 @@ pub fn settle_origin(git_dir: &Path, b: &SessionBranch) -> Result<()> {
     let pending = pending_refspec(b);
     // `origin` fetches the main session's branch and each agent's (one `fetch` line each): the
     // line of `b`'s pattern becomes exact, the others stay as they are, in their order.
-    if let Ok(mut origin) = config.section_mut("remote", Some("origin".into())) {
-        let mut lines = Vec::new();
-        while let Some(line) = origin.remove("fetch") {
-            lines.push(line);
-        }
-        lines.reverse();
+    if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
+        && origin.values("fetch").iter().any(|v| v == pending.as_str())
+    {
+        // Normalised (unquoted): `push` quotes each again as it needs.
+        let lines = origin.values("fetch");
+        while origin.remove("fetch").is_some() {}
         for line in lines {
             let line = if line == pending.as_str() {
                 changed = true;

@@ -394,6 +394,31 @@ impl Session {
 }
 
 impl Session {
+    /// [`GitDirs::refs_dir`].
+    pub fn refs_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// [`GitDirs::config_dir`].
+    pub fn config_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// [`GitDirs::hooks_dir`].
+    pub fn hooks_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// [`GitDirs::objects_dir`].
+    pub fn objects_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// [`GitDirs::own_dir`].
+    pub fn own_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
     /// Its git dirs.
     pub fn dirs(&self) -> GitDirs {
         GitDirs {

@@ -56,8 +56,9 @@ pub fn agents(common_dir: &Path) -> Result<Vec<Agent>> {
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
         };
-        let workdir =
-            back_link(&git_dir).filter(|w| linked(w).is_some_and(|d| d.git_dir == git_dir));
+        let real = git_dir.canonicalize().ok();
+        let workdir = back_link(&git_dir)
+            .filter(|w| linked(w).is_some_and(|d| Some(&d.git_dir) == real.as_ref()));
         out.push(Agent {
             name,
             git_dir,

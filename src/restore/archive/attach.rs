@@ -152,7 +152,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
     // What plain git fetched already (a lazy fetch) is not fetched again.
     if !here {
         let http = Http::new()?;
-        let pack_dir = session.git_dir.join("objects/pack");
+        let pack_dir = session.objects_dir().join("objects/pack");
         let interrupt = AtomicBool::new(false);
         let fetched = fetch_commit(
             &http,
@@ -163,7 +163,7 @@ pub fn attach_history(session: &Session, read: &UrlSource) -> Result<Vec<String>
             false,
             &interrupt,
         )?;
-        crate::repo::layout::write_shallow(&session.git_dir, &fetched.shallow)?;
+        crate::repo::layout::write_shallow(session.objects_dir(), &fetched.shallow)?;
         repo = open_repo(&session.git_dir)?;
     }
     super::replay::tree_of(&repo, record.tip.id())?;
@@ -218,7 +218,7 @@ fn move_onto_tip(
         )?;
     }
     let new_head = FullSha::from_id(replayed.head);
-    crate::repo::layout::write_ref(&session.git_dir, &record.branch.full_ref(), new_head)?;
+    crate::repo::layout::write_ref(session.refs_dir(), &record.branch.full_ref(), new_head)?;
     Ok(head.filter(|_| !order.is_empty()).map(|old| {
         format!(
             "the {} commit(s) made with plain git before history was attached now descend \
