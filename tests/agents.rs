@@ -626,3 +626,47 @@ fn remove_follows_no_symlink_out_of_the_agents_tree() {
         "the folder pointed at was removed"
     );
 }
+
+/// On a file system that shares extents (XFS with reflink), `agent add` clones the main tree's
+/// clean files (`FICLONE`): `cloned` counts every copied file, and the agent's tree takes almost no
+/// space (its index and folders), where written files would take their size. On the tests' own
+/// file system (ext4 or tmpfs) nothing is cloned.
+#[test]
+fn an_agents_files_are_cloned_where_the_file_system_shares_extents() {
+    let s = Setup::new();
+    let Some(xfs) = crate::support::reflink::Xfs::mount(&s.w.path("fs")) else {
+        return;
+    };
+    // The same on the tests' own file system, before the session's branch moves.
+    let plain = s.main_tree();
+    let run = s.agent(&plain, &["add", "copy"]);
+    run.assert_code(0);
+    let json = run.json();
+    assert!(json["copied"].as_u64().unwrap() >= 1, "{json}");
+    assert_eq!(json["cloned"], 0, "{json}");
+
+    let main = xfs.path().join("main");
+    s.w.restore_with(&main, &s.url(), BRANCH, &s.ids[1], &[], &[])
+        .assert_code(0);
+    // A 16 MiB file committed in the main tree, so a written copy would show in the free space.
+    let big: Vec<u8> = (0..16u32 << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(main.join("big.bin"), &big).unwrap();
+    let pushed = s.save_in(&main, "a big file");
+    pushed.assert_code(0);
+    let before = xfs.free_bytes();
+    let run = s.agent(&main, &["add", "cow"]);
+    run.assert_code(0);
+    let json = run.json();
+    let copied = json["copied"].as_u64().unwrap();
+    assert!(copied >= 2, "{json}");
+    assert_eq!(json["cloned"].as_u64().unwrap(), copied, "{json}");
+    let used = before.saturating_sub(xfs.free_bytes());
+    assert!(used < 4 << 20, "the agent's tree took {used} bytes: {json}");
+    let dir = PathBuf::from(json["dir"].as_str().unwrap());
+    assert_eq!(std::fs::read(dir.join("big.bin")).unwrap(), big);
+    assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "");
+
+    drop(xfs);
+}

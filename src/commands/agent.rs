@@ -131,6 +131,7 @@ fn add(args: &AgentAddArgs, dir: &Path) -> Result<Success> {
             start: plan.start,
             lease: record.lease,
             copied: done.copied,
+            cloned: done.cloned,
             written: done.written,
         }),
         branch: plan.branch.to_string(),

@@ -93,6 +93,9 @@ pub struct AgentAdded {
     pub copied: u64,
     /// Files written from the object store.
     pub written: u64,
+    /// Of the files copied (and LFS objects taken from the shared store), those the file system
+    /// cloned (copy-on-write, `FICLONE`: XFS with reflink, Btrfs): no bytes written.
+    pub cloned: u64,
 }
 
 /// One agent, as `agent list` shows it.

@@ -31,6 +31,9 @@ pub struct Materialised {
     pub copied: u64,
     /// Written from the object store.
     pub written: u64,
+    /// Of the copied (and of the LFS objects), those whose extents the file system shares
+    /// (`FICLONE`): no bytes written.
+    pub cloned: u64,
 }
 
 /// The stat comparison git makes (`core.checkStat` default, no `core.trustctime` change).
@@ -79,7 +82,7 @@ pub fn materialise(
         let stat = match entry.mode {
             Mode::COMMIT => writer.folder(rel).map(|()| Stat::default())?,
             Mode::FILE | Mode::FILE_EXECUTABLE => {
-                if let Some(stat) = copy_if_clean(main, &mut writer, entry, path, rel)? {
+                if let Some(stat) = copy_if_clean(main, &mut writer, entry, path, rel, &mut done)? {
                     done.copied += 1;
                     stat
                 } else {
@@ -88,7 +91,7 @@ pub fn materialise(
                     let executable = entry.mode == Mode::FILE_EXECUTABLE;
                     match lfs_object(repo, &blob) {
                         // The LFS store is shared: the content, as the main tree has it.
-                        Some(stored) => copy_file(&mut writer, stored, rel, executable)?,
+                        Some(stored) => copy_file(&mut writer, stored, rel, executable, &mut done)?,
                         None => writer.file(rel, executable, &form.convert(blob, path)?)?,
                     }
                 }
@@ -134,6 +137,7 @@ fn copy_if_clean(
     entry: &gix::index::Entry,
     path: &gix::bstr::BStr,
     rel: &Path,
+    done: &mut Materialised,
 ) -> Result<Option<Stat>> {
     let Some(theirs) = main.index.entry_by_path(path) else {
         return Ok(None);
@@ -155,20 +159,28 @@ fn copy_if_clean(
     {
         return Ok(None);
     }
-    copy_file(writer, src, rel, entry.mode == Mode::FILE_EXECUTABLE).map(Some)
+    copy_file(writer, src, rel, entry.mode == Mode::FILE_EXECUTABLE, done).map(Some)
 }
 
 /// Create `rel` in the agent's tree holding what `src` holds; returns its stat data. The one
-/// place a file is copied (the copy-on-write clone goes here).
+/// place a file is copied: by copy-on-write where the file system shares extents, exactly the
+/// length `src` has when opened (one growing meanwhile is not copied without end).
 fn copy_file(
     writer: &mut super::write::Writer<'_>,
-    mut src: std::fs::File,
+    src: std::fs::File,
     rel: &Path,
     executable: bool,
+    done: &mut Materialised,
 ) -> Result<Stat> {
-    let mut dst = writer.open_new(rel, executable)?;
+    let dst = writer.open_new(rel, executable)?;
     let shown = writer.shown(rel).display().to_string();
-    std::io::copy(&mut src, &mut dst).map_err(|e| Error::io(format!("copying {shown}"), e))?;
+    let copying = |e| Error::io(format!("copying {shown}"), e);
+    let len = src.metadata().map_err(copying)?.len();
+    if crate::fs::reflink::clone_into(&src, &dst, len).map_err(copying)?
+        == crate::fs::reflink::Copied::Cloned
+    {
+        done.cloned += 1;
+    }
     let meta = gix::index::fs::Metadata::from_file(&dst)
         .map_err(|e| Error::io(format!("reading {shown}"), e))?;
     Stat::from_fs(&meta).map_err(|e| Error::internal("reading a file's times", e))
