@@ -1,17 +1,18 @@
-"""Usage: python3 -m bench.suite [MODE...] [--write] [--tables] [--link RATE[,RTT_MS]] [--protocol 0|2]
+"""Usage: python3 -m bench.suite [MODE...] [charts] [--write] [--tables] [--link RATE[,RTT_MS]] [--protocol 0|2]
                            [--object-format sha1|sha256|both] [BARE_REPO_PATH]
 
 (scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, signing,
-agents, sessions, or
+agents, sessions, timeline, or
 all (the default: restore, save, archive, baked and version, in that order; with only --link or
 --protocol, restore).
 
 Each mode runs, keeps its raw results in bench/results/SECTION.json and prints its section of
 BENCHMARKS.md, generated from them; --write also replaces that section of BENCHMARKS.md (the others
 are kept). --tables runs nothing: it regenerates the sections of the results kept (of the modes
-given, or all). Sections: restore, restore-v0, restore-link-RATE, restore-sha256, save, save-sha256,
+given, or all). `charts` (alone: runs nothing) draws the charts at the top of BENCHMARKS.md from the
+results kept (charts.py); every --write and --tables redraws them too. Sections: restore, restore-v0, restore-link-RATE, restore-sha256, save, save-sha256,
 save-signed, archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse, agents, sessions,
-sessions-link-RATE.
+sessions-link-RATE, timeline.
 
 Whole-command timings go through hyperfine (installed when missing) with --export-json; peak RSS and
 CPU through GNU time (/usr/bin/time -f), the server's CPU through /proc. Restore, save, archive and
@@ -57,13 +58,13 @@ import os
 import shutil
 import sys
 
-from . import common, link
+from . import charts, common, link
 
 MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse", "signing", "agents",
-         "sessions"]
+         "sessions", "timeline"]
 DEFAULT = MODES[:5]
-WITH_REPO = {"restore", "save", "archive", "baked", "signing"}
-EXTRAS = ["link", "protocol", "formats"]  # the options' modules, described after the modes
+WITH_REPO = {"restore", "save", "archive", "baked", "signing", "timeline"}
+EXTRAS = ["link", "protocol", "formats", "charts"]  # the options' modules, described after the modes
 
 
 def parser():
@@ -89,15 +90,17 @@ def describe(mode):
 def parse(argv):
     p = parser()
     args = p.parse_intermixed_args(argv)
-    args.argv, args.repo, args.modes = list(argv), None, []
+    args.argv, args.repo, args.modes, args.charts = list(argv), None, [], False
     for w in args.words:
-        if w in MODES or w == "all":
+        if w == "charts":
+            args.charts = True
+        elif w in MODES or w == "all":
             args.modes += [m for m in (DEFAULT if w == "all" else [w]) if m not in args.modes]
         elif args.repo is None:
             args.repo = w
         else:
             p.error(f"only one repository path, please (modes: {', '.join(MODES)}, all)")
-    if not args.modes and not args.tables:
+    if not args.modes and not args.tables and not args.charts:
         args.modes = ["restore"] if args.link or args.protocol else list(DEFAULT)
     if args.link:
         spec = args.link
@@ -116,7 +119,8 @@ def parse(argv):
         if bad := [m for m in args.modes if m not in ("restore", "save")]:
             p.error(f"--object-format applies to restore and save only (not {', '.join(bad)})")
     if args.repo and not WITH_REPO & set(args.modes) and not args.tables:
-        p.error(f"no repository to give {', '.join(args.modes)} (only restore, save, archive and baked read one)")
+        p.error(f"no repository to give {', '.join(args.modes)} (only restore, save, archive, baked, signing and "
+                "timeline read one)")
     return args
 
 
@@ -178,8 +182,10 @@ def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
     if args.tables:
         tables(args)
-    else:
+    elif args.modes:
         run(args)
+    if args.charts or args.write or args.tables:
+        charts.write()
 
 
 main()

@@ -26,7 +26,7 @@ TIME = "/usr/bin/time"
 BRANCH = "sessions/bench"
 # BENCHMARKS.md's sections by kind, in their order (a section named after a kind and a link rate,
 # restore-link-12.5, sits with its kind).
-SECTIONS = ["restore", "restore-v0", "restore-link", "restore-sha256", "save", "save-sha256", "save-signed", "archive", "baked",
+SECTIONS = ["restore", "restore-v0", "restore-link", "restore-sha256", "timeline", "save", "save-sha256", "save-signed", "archive", "baked",
             "baked-link", "version", "lfs", "sparse", "lfs-link", "agents", "sessions", "sessions-link"]
 # The knobs and their defaults: those that differ are written into the command a section gives.
 KNOBS = {"BENCH_ROUNDS": "5", "BENCH_WARMUP": "1", "BENCH_ARCHIVE_ROUNDS": "3", "BENCH_BIG_MIB": "1024",

@@ -1,0 +1,311 @@
+"""charts: the pictures at the top of BENCHMARKS.md, drawn as SVG (standard library only: text,
+rects, lines) from the results kept in bench/results/, into bench/results/charts/:
+  ratios.svg    each git-session contender's median wall ÷ git's, per section (every results file
+                whose contenders include git's and git-session's; PAIRS says which git contender a
+                section compares with), one bar per section and contender, a line at 1.0×
+  fleet.svg     the fleet's boot times (fleet.json: {"kinds": {KIND: {"walls": [seconds...], ...}}}),
+                a histogram per kind with p50 and p95 marked; skipped when fleet.json is absent
+  timeline.svg  one restore's time line (timeline.json, written by the timeline mode from a
+                `restore -vv`): requests, the pack's bytes, resolving it, the checkout, the index, so
+                the tail after the last byte shows; skipped when timeline.json is absent
+`python3 -m bench.suite charts` draws them and writes their links between `<!-- bench:charts -->`
+and `<!-- /bench:charts -->` at the top of BENCHMARKS.md; every `--write` and `--tables` does too."""
+
+import json
+import math
+import os
+import statistics
+import xml.sax.saxutils
+from pathlib import Path
+
+from . import common
+
+CHARTS = common.RESULTS / "charts"
+FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
+# Per kind: (git-session contender, git contender it is compared with). A kind not listed counts
+# when its contenders include "git-session" and "git".
+PAIRS = {
+    "restore": [("git-session", "git-shallow")],
+    "save": [("git-session", "git")],
+    "signing": [("git-session", "git"), ("gs-key", "git-signed"), ("gs-service", "git-signed")],
+    "baked": [("baked-boot", "git-recipe"), ("cache-boot", "git-recipe")],
+    "lfs": [("git-session", "git-clone+lfs-pull")],
+    "sparse": [("git-session", "git-clone-sparse")],
+    "agents": [("git-session-agent-add", "git-worktree-add"), ("git-session-agent-add", "git-clone-depth-1")],
+    "version": [("git-session", "git")],
+}
+FASTER, SLOWER, GIT = "#2e7d32", "#e65100", "#c62828"
+
+
+def esc(s):
+    return xml.sax.saxutils.escape(str(s), {'"': "&quot;"})
+
+
+HALO = ' stroke="#fff" stroke-width="4" stroke-linejoin="round" paint-order="stroke"'
+
+
+def text(x, y, s, size=13, anchor="start", weight="normal", fill="#222", extra=""):
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
+            f'font-weight="{weight}" fill="{fill}"{extra}>{esc(s)}</text>')
+
+
+def rect(x, y, w, h, fill, cls=None, title=None):
+    c = f' class="{cls}"' if cls else ""
+    t = f"<title>{esc(title)}</title>" if title else ""
+    return f'<rect{c} x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" fill="{fill}">{t}</rect>'
+
+
+def line(x1, y1, x2, y2, stroke="#999", width=1, dash=None):
+    d = f' stroke-dasharray="{dash}"' if dash else ""
+    return f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{stroke}" stroke-width="{width}"{d}/>'
+
+
+def svg(width, height, parts):
+    return "\n".join([
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="{FONT}">',
+        rect(0, 0, width, height, "#ffffff"), *parts, "</svg>", ""])
+
+
+def chars(s, size=13):
+    """A width for `s` in DejaVu Sans at `size` px (0.6 em a character on average)."""
+    return len(str(s)) * size * 0.6
+
+
+def nice_step(span, ticks=6):
+    """A round tick step that cuts `span` into about `ticks` parts."""
+    raw = span / ticks
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+
+
+def x_axis(x0, x1, y, vmax, label, fmt, top=None):
+    """Ticks from 0 to `vmax` along y, grid lines up to `top`, and the axis label under them."""
+    step, parts, v = nice_step(vmax), [line(x0, y, x1, y, "#444")], 0.0
+    while v <= vmax * 1.0001:
+        x = x0 + (x1 - x0) * v / vmax
+        if top is not None:
+            parts.append(line(x, top, x, y, "#e0e0e0"))
+        parts += [line(x, y, x, y + 5, "#444"), text(x, y + 19, fmt(v), 12, "middle", fill="#444")]
+        v += step
+    parts.append(text((x0 + x1) / 2, y + 40, label, 13, "middle", "bold"))
+    return parts
+
+
+# --- 1. wall ÷ git's, per section ---
+
+
+def medians(r):
+    """{group: {contender: median wall in seconds}}; a group splits a section by object format or
+    file system when its runs say which."""
+    runs = r.get("runs")
+    if isinstance(runs, list) and runs and ("wall_s" in runs[0] or "ms" in runs[0]):
+        by = {}
+        for x in runs:
+            group = x.get("format") or x.get("fs") or ""
+            wall = x["wall_s"] if "wall_s" in x else x["ms"] / 1000
+            by.setdefault(group, {}).setdefault(x["name"], []).append(wall)
+        return {g: {n: statistics.median(v) for n, v in c.items()} for g, c in by.items()}
+    c = r.get("contenders")
+    if isinstance(c, dict):
+        return {"": {n: v["median"] for n, v in c.items() if isinstance(v, dict) and "median" in v}}
+    return {}
+
+
+def ratio_rows(results):
+    """[(section title, [(label, ratio, ours_s, git_s)])] of every section that compares a
+    git-session contender with git's, in BENCHMARKS.md's order."""
+    rank = lambda name: common.SECTIONS.index(common.kind(name)) if common.kind(name) in common.SECTIONS else 99
+    out = []
+    for name in sorted(results, key=lambda n: (rank(n), n)):
+        r = results[name]
+        kind = r.get("kind", name.split("-")[0])
+        for group, walls in sorted(medians(r).items(), key=lambda g: g[0] != "sha256"):
+            pairs = PAIRS.get(kind, [("git-session", "git")])
+            rows = [(f"{ours} ÷ {git}", walls[ours] / walls[git], walls[ours], walls[git])
+                    for ours, git in pairs if walls.get(ours) and walls.get(git)]
+            if rows:
+                out.append((f"{name} ({group})" if group else name, rows))
+    return out
+
+
+def seconds(v):
+    return f"{v * 1000:.1f} ms" if v < 0.1 else f"{v:.2f} s"
+
+
+def ratios_svg(sections, cap=3.0):
+    """Horizontal bars, one per row, grouped under each section's title; a line at 1.0×."""
+    label_w = max(chars(lab) for _, rows in sections for lab, *_ in rows) + 40
+    plot_w, row_h, head_h, top = 560, 24, 26, 78
+    xmax = min(cap, max(1.25, max(r for _, rows in sections for _, r, *_ in rows) * 1.08))
+    xmax = nice_step(xmax) * math.ceil(xmax / nice_step(xmax))
+    x0, width = label_w, label_w + plot_w + 190
+    height = top + sum(head_h + row_h * len(rows) for _, rows in sections) + 70
+    sx = lambda v: x0 + plot_w * min(v, xmax) / xmax
+    parts = [text(16, 28, "Wall time ÷ git's, per benchmark (median of each section's rounds)", 18, weight="bold"),
+             text(16, 50, "Shorter is faster; left of the red line git-session beats git. "
+                  "Each section's own run (command, date, machine: its section below).", 13, fill="#555")]
+    y, bars = top, []
+    for title, rows in sections:
+        bars.append(text(16, y + 17, title, 13, weight="bold"))
+        y += head_h
+        for label, r, ours, git in rows:
+            colour = FASTER if r < 1 else SLOWER
+            bars.append(text(x0 - 10, y + 16, label, 13, "end"))
+            bars.append(rect(x0, y + 4, sx(r) - x0, row_h - 8, colour, "bar",
+                             f"{label}: {r:.2f}× ({seconds(ours)} vs {seconds(git)})"))
+            over = "▸ " if r > xmax else ""
+            bars.append(text(sx(r) + 6, y + 16, f"{over}{r:.2f}×  ({seconds(ours)} vs {seconds(git)})", 12,
+                             weight="bold", fill=colour, extra=HALO))
+            y += row_h
+    parts += x_axis(x0, x0 + plot_w, y + 6, xmax, "git-session's wall ÷ git's wall (×)", lambda v: f"{v:g}×",
+                    top=top)
+    parts += [line(sx(1.0), top - 6, sx(1.0), y + 6, GIT, 2, "6 4"),
+              text(sx(1.0), top - 10, "git = 1.0×", 12, "middle", "bold", GIT)]
+    return svg(width, height, parts + bars)
+
+
+# --- 2. the fleet's boot times ---
+
+
+def percentile(values, p):
+    """The p-th percentile (nearest rank), as the fleet and baked modes report it."""
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, -(-len(v) * p // 100) - 1))] if v else float("nan")
+
+
+def fleet_svg(fleet, bins=20):
+    """A histogram of each kind's boot walls, one panel each (its own scale), p50 and p95 marked."""
+    kinds = [(k, v) for k, v in fleet["kinds"].items() if v.get("walls")]
+    panel_h, plot_w, x0, top = 190, 640, 70, 70
+    width, height = x0 + plot_w + 40, top + panel_h * len(kinds) + 20
+    n = max(len(v["walls"]) for _, v in kinds)
+    parts = [text(16, 28, f"Boot times of the fleet ({n} boots at once, per kind)", 18, weight="bold"),
+             text(16, 50, "How many boots took how long; dashed: the median (p50) and p95. "
+                  "Each panel has its own time scale.", 13, fill="#555")]
+    for i, (k, v) in enumerate(kinds):
+        walls, y = v["walls"], top + i * panel_h
+        p50, p95 = percentile(walls, 50), percentile(walls, 95)
+        vmax = max(walls) * 1.05 or 1.0
+        counts = [0] * bins
+        for w in walls:
+            counts[min(bins - 1, int(w / vmax * bins))] += 1
+        base, h = y + panel_h - 60, panel_h - 100
+        cpu = f", server CPU {v['server_cpu_s']:.1f} s" if isinstance(v.get("server_cpu_s"), (int, float)) else ""
+        parts.append(text(16, y + 14, f"{k}: {len(walls)} boots, p50 {seconds(p50)}, p95 {seconds(p95)}, "
+                          f"p95 ÷ p50 {p95 / p50:.2f}{cpu}", 14, weight="bold"))
+        cmax, bw = max(counts), plot_w / bins
+        for j, c in enumerate(counts):
+            bh = h * c / cmax
+            parts.append(rect(x0 + j * bw + 1, base - bh, bw - 2, bh, "#1565c0", "bar",
+                              f"{seconds(j * vmax / bins)}–{seconds((j + 1) * vmax / bins)}: {c}"))
+            if c:
+                parts.append(text(x0 + (j + 0.5) * bw, base - bh - 4, c, 11, "middle", fill="#1565c0"))
+        parts += x_axis(x0, x0 + plot_w, base, vmax, "", lambda s: seconds(s) if s else "0")[:-1]
+        for p, val in (("p50", p50), ("p95", p95)):
+            x = x0 + plot_w * val / vmax
+            parts += [line(x, base - h - 8, x, base, GIT, 2, "5 3"), text(x + 4, base - h - 2, p, 12, fill=GIT)]
+    parts.append(text(x0 + plot_w / 2, height - 12, "boot wall time (each boot's own, all started at once)", 13,
+                      "middle", "bold"))
+    return svg(width, height, parts)
+
+
+# --- 3. one restore's time line ---
+
+
+def timeline_svg(t):
+    """A row per phase (bars from start to end, ms since the process started), the last byte of
+    the pack and the exit marked, the tail between them printed."""
+    phases, wall = t["phases"], t["wall_ms"]
+    last = t.get("last_byte_ms")
+    label_w = max(chars(p["name"]) for p in phases) + 40
+    plot_w, row_h, top = 640, 30, 96
+    x0, width = label_w, label_w + plot_w + 150
+    height = top + row_h * len(phases) + 70
+    sx = lambda ms: x0 + plot_w * ms / wall
+    repo = t.get("repo", {}).get("label", "")
+    parts = [text(16, 28, f"One restore, step by step ({wall:.0f} ms in all)", 18, weight="bold"),
+             text(16, 50, f"`git-session restore -vv` of {repo}: when each step ran, "
+                  "from its log lines' arrival and the times they print.", 13, fill="#555")]
+    if last is not None:
+        tail = wall - last
+        parts += [rect(sx(last), top - 4, sx(wall) - sx(last), row_h * len(phases) + 8, "#fff3e0"),
+                  text(16, 72, f"Tail after the pack's last byte: {tail:.0f} ms ({100 * tail / wall:.0f}% of the "
+                       "wall), shaded.", 13, weight="bold", fill=SLOWER)]
+    bars = []
+    for i, p in enumerate(phases):
+        y = top + i * row_h
+        bars.append(text(x0 - 10, y + 19, p["name"], 13, "end"))
+        dur = p["end_ms"] - p["start_ms"]
+        bars.append(rect(sx(p["start_ms"]), y + 6, max(sx(p["end_ms"]) - sx(p["start_ms"]), 2), row_h - 12,
+                         p.get("colour", "#1565c0"), "bar", f"{p['name']}: {p['start_ms']:.0f}–{p['end_ms']:.0f} ms"))
+        bars.append(text(sx(p["end_ms"]) + 6, y + 19, f"{dur:.0f} ms" if dur >= 1 else f"at {p['start_ms']:.0f} ms",
+                         12, fill="#333"))
+    end = top + row_h * len(phases)
+    parts += x_axis(x0, x0 + plot_w, end + 4, wall, "milliseconds since the process started", lambda v: f"{v:g}",
+                    top=top - 4)
+    parts += bars
+    if last is not None:
+        parts += [line(sx(last), top - 14, sx(last), end + 4, SLOWER, 2, "6 4"),
+                  text(sx(last), top - 18, "last byte", 12, "middle", "bold", SLOWER)]
+    parts += [line(sx(wall), top - 14, sx(wall), end + 4, "#333", 2), text(sx(wall), top - 18, "exit", 12,
+                                                                         "middle", "bold")]
+    return svg(width, height, parts)
+
+
+# --- writing them ---
+
+
+def load_all():
+    """{section: results} of every results file kept."""
+    return {p.stem: json.loads(p.read_text()) for p in sorted(common.RESULTS.glob("*.json"))}
+
+
+def draw(results=None, out=CHARTS):
+    """The charts the results kept allow, written to `out`: [(file name, alt text)]."""
+    results = load_all() if results is None else results
+    out.mkdir(parents=True, exist_ok=True)
+    made = []
+    rows = ratio_rows({n: r for n, r in results.items() if n not in ("fleet", "timeline")})
+    if rows:
+        (out / "ratios.svg").write_text(ratios_svg(rows))
+        made.append(("ratios.svg", "git-session's wall time ÷ git's, per benchmark"))
+    if results.get("fleet", {}).get("kinds"):
+        (out / "fleet.svg").write_text(fleet_svg(results["fleet"]))
+        made.append(("fleet.svg", "the fleet's boot times, per kind"))
+    else:
+        common.say("charts: no fleet results (bench/results/fleet.json): no fleet chart")
+    if results.get("timeline", {}).get("phases"):
+        (out / "timeline.svg").write_text(timeline_svg(results["timeline"]))
+        made.append(("timeline.svg", "one restore's time line"))
+    else:
+        common.say("charts: no time line (bench/results/timeline.json): no time line chart")
+    for stale in {p.name for p in out.glob("*.svg")} - {m for m, _ in made}:
+        (out / stale).unlink()
+    return made
+
+
+def markdown(made, doc=common.DOC):
+    """The charts' links, relative to BENCHMARKS.md."""
+    rel = Path(os.path.relpath(CHARTS, doc.parent))
+    lines = [f"![{alt}]({(rel / name).as_posix()})" for name, alt in made]
+    return "\n\n".join(lines) + ("\n\n" if lines else "") + (
+        "(Drawn by `python3 -m bench.suite charts` from `bench/results/*.json`; each `--write` redraws them.)")
+
+
+def write(doc=common.DOC):
+    """Draw the charts and put their links at the top of BENCHMARKS.md, after its first lines
+    (the title), between `<!-- bench:charts -->` markers."""
+    made = draw()
+    block = f"<!-- bench:charts -->\n{markdown(made, doc)}\n<!-- /bench:charts -->"
+    text_ = doc.read_text()
+    start, end = "<!-- bench:charts -->", "<!-- /bench:charts -->"
+    if start in text_:
+        before, rest = text_.split(start, 1)
+        text_ = before + block + rest.split(end, 1)[1]
+    else:
+        head, _, tail = text_.partition("\n\n")
+        text_ = f"{head}\n\n{block}\n\n{tail}"
+    doc.write_text(text_)
+    common.say(f"charts: drew {', '.join(n for n, _ in made) or 'none'} in {CHARTS}; linked them in {doc.name}")
+    return made

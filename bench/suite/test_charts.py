@@ -1,0 +1,100 @@
+"""Tests of charts.py and timeline.py's log reading: `python3 -m unittest bench.suite.test_charts`
+(from the repository's root). Each SVG must parse as XML and hold one bar per row of its data."""
+
+import json
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from . import charts, common, timeline
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def bars(svg_text):
+    root = ET.fromstring(svg_text)
+    return [r for r in root.iter(f"{NS}rect") if r.get("class") == "bar"]
+
+
+def run(name, wall, rnd=1, **tags):
+    return {"round": rnd, "name": name, "wall_s": wall, **tags}
+
+
+RESULTS = {
+    "restore": {"kind": "restore", "runs": [run("git-session", 2.0), run("git-shallow", 4.0), run("server-floor", 1.0),
+                                            run("git-session", 2.2, 2), run("git-shallow", 4.0, 2)]},
+    "save-sha256": {"kind": "save", "runs": [run("git", 0.2, format="sha1"), run("git-session", 0.1, format="sha1"),
+                                             run("git", 0.2, format="sha256"), run("git-session", 0.3, format="sha256")]},
+    "lfs": {"mode": "lfs", "contenders": {"git-session": {"median": 2.0}, "git-clone+lfs-pull": {"median": 3.0}}},
+    "sessions": {"kind": "sessions", "contenders": {"manifest": {"median": 8.0}, "sequential": {"median": 8.4}}},
+    "version": {"kind": "version", "runs": [{"name": "git", "round": 1, "ms": 1.5},
+                                            {"name": "git-session", "round": 1, "ms": 1.8}]},
+}
+
+
+class Ratios(unittest.TestCase):
+    def test_one_bar_per_section_and_contender(self):
+        rows = charts.ratio_rows(RESULTS)
+        # sessions has no git contender; save-sha256 splits into its two formats.
+        self.assertEqual([t for t, _ in rows], ["restore", "save-sha256 (sha256)", "save-sha256 (sha1)", "version", "lfs"])
+        self.assertAlmostEqual(rows[0][1][0][1], 2.1 / 4.0)  # the medians' ratio
+        self.assertAlmostEqual(rows[1][1][0][1], 1.5)
+        found = bars(charts.ratios_svg(rows))
+        self.assertEqual(len(found), sum(len(r) for _, r in rows))
+        widths = [float(b.get("width")) for b in found]
+        self.assertAlmostEqual(widths[1] / widths[2], 1.5 / 0.5, places=2)  # lengths follow the ratios
+
+    def test_the_results_kept_draw(self):
+        rows = charts.ratio_rows({p.stem: json.loads(p.read_text()) for p in common.RESULTS.glob("*.json")
+                                  if p.stem not in ("fleet", "timeline")})
+        if not rows:
+            self.skipTest("no results kept")
+        self.assertEqual(len(bars(charts.ratios_svg(rows))), sum(len(r) for _, r in rows))
+
+
+class Fleet(unittest.TestCase):
+    def test_a_histogram_per_kind(self):
+        fleet = {"kinds": {"baked": {"walls": [0.1 + i / 1000 for i in range(100)], "server_cpu_s": 3.5},
+                           "cold": {"walls": [2.0 + i / 100 for i in range(100)]}}}
+        svg = charts.fleet_svg(fleet, bins=20)
+        self.assertEqual(len(bars(svg)), 40)
+        self.assertIn("p95 ÷ p50", svg)
+
+    def test_no_fleet_results_no_chart(self):
+        with tempfile.TemporaryDirectory() as out:
+            made = charts.draw(dict(RESULTS), Path(out))
+            self.assertEqual([m for m, _ in made], ["ratios.svg"])
+            self.assertEqual(sorted(p.name for p in Path(out).iterdir()), ["ratios.svg"])
+
+
+LOG = """ DEBUG GET http://127.0.0.1:4000/repo.git/info/refs
+ DEBUG POST http://127.0.0.1:4000/repo.git/git-upload-pack
+ DEBUG POST http://127.0.0.1:4000/repo.git/git-upload-pack
+ DEBUG pack: 5074 objects; stream ended after 900 ms, deltas resolved and indexed after 1000 ms
+  INFO received 5074 objects
+ DEBUG index built from the tree in 20 ms
+ DEBUG 4847 files checked out after 400 ms
+ DEBUG index written after 450 ms"""
+TIMES = [50, 60, 80, 1400, 1401, 1430, 1810, 1860]
+
+
+class Timeline(unittest.TestCase):
+    def test_steps_from_the_log(self):
+        events = [{"t_ms": t, "text": s} for t, s in zip(TIMES, LOG.splitlines())]
+        steps, last = timeline.phases(events, 1900)
+        self.assertEqual(last, 1300)  # 1400 - 1000 + 900
+        names = [p["name"] for p in steps]
+        self.assertEqual(names[:4], ["start-up (to the first request)", "GET info/refs: until the next step",
+                                     "POST git-upload-pack: until the next step", "POST git-upload-pack: until the next step"])
+        self.assertEqual(steps[3]["end_ms"], 400)  # the fetch's answer: until the pack's first byte
+        self.assertIn("checkout: 4847 files written", names)
+        self.assertEqual(steps[-1], {"name": "the rest, to the exit", "start_ms": 1860, "end_ms": 1900,
+                                     "colour": "#757575"})
+        svg = charts.timeline_svg({"phases": steps, "wall_ms": 1900, "last_byte_ms": last})
+        self.assertEqual(len(bars(svg)), len(steps))
+        self.assertIn("Tail after the pack's last byte: 600 ms", svg)
+
+
+if __name__ == "__main__":
+    unittest.main()
