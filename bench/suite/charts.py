@@ -133,6 +133,11 @@ def seconds(v):
     return f"{v * 1000:.1f} ms" if v < 0.1 else f"{v:.2f} s"
 
 
+def tick_seconds(v):
+    """An axis tick: 0, 50 ms, 0.25 s, 5 s."""
+    return "0" if not v else f"{v * 1000:g} ms" if v < 0.1 else f"{v:g} s"
+
+
 def ratios_svg(sections, cap=3.0):
     """Horizontal bars, one per row, grouped under each section's title; a line at 1.0×."""
     label_w = max(chars(lab) for _, rows in sections for lab, *_ in rows) + 40
@@ -190,7 +195,7 @@ def fleet_svg(fleet, bins=20):
         counts = [0] * bins
         for w in walls:
             counts[min(bins - 1, int(w / vmax * bins))] += 1
-        base, h = y + panel_h - 60, panel_h - 100
+        base, h = y + panel_h - 50, panel_h - 110
         cpu = f", server CPU {v['server_cpu_s']:.1f} s" if isinstance(v.get("server_cpu_s"), (int, float)) else ""
         parts.append(text(16, y + 14, f"{k}: {len(walls)} boots, p50 {seconds(p50)}, p95 {seconds(p95)}, "
                           f"p95 ÷ p50 {p95 / p50:.2f}{cpu}", 14, weight="bold"))
@@ -200,11 +205,12 @@ def fleet_svg(fleet, bins=20):
             parts.append(rect(x0 + j * bw + 1, base - bh, bw - 2, bh, "#1565c0", "bar",
                               f"{seconds(j * vmax / bins)}–{seconds((j + 1) * vmax / bins)}: {c}"))
             if c:
-                parts.append(text(x0 + (j + 0.5) * bw, base - bh - 4, c, 11, "middle", fill="#1565c0"))
-        parts += x_axis(x0, x0 + plot_w, base, vmax, "", lambda s: seconds(s) if s else "0")[:-1]
+                parts.append(text(x0 + (j + 0.5) * bw, base - bh - 4, c, 11, "middle", fill="#1565c0", extra=HALO))
+        parts += x_axis(x0, x0 + plot_w, base, vmax, "", tick_seconds)[:-1]
         for p, val in (("p50", p50), ("p95", p95)):
             x = x0 + plot_w * val / vmax
-            parts += [line(x, base - h - 8, x, base, GIT, 2, "5 3"), text(x + 4, base - h - 2, p, 12, fill=GIT)]
+            parts += [line(x, base - h - 24, x, base, GIT, 2, "5 3"),
+                      text(x + 4, base - h - 14, f"{p} {seconds(val)}", 12, weight="bold", fill=GIT, extra=HALO)]
     parts.append(text(x0 + plot_w / 2, height - 12, "boot wall time (each boot's own, all started at once)", 13,
                       "middle", "bold"))
     return svg(width, height, parts)
@@ -240,7 +246,7 @@ def timeline_svg(t):
         bars.append(rect(sx(p["start_ms"]), y + 6, max(sx(p["end_ms"]) - sx(p["start_ms"]), 2), row_h - 12,
                          p.get("colour", "#1565c0"), "bar", f"{p['name']}: {p['start_ms']:.0f}–{p['end_ms']:.0f} ms"))
         bars.append(text(sx(p["end_ms"]) + 6, y + 19, f"{dur:.0f} ms" if dur >= 1 else f"at {p['start_ms']:.0f} ms",
-                         12, fill="#333"))
+                         12, fill="#333", extra=HALO))
     end = top + row_h * len(phases)
     parts += x_axis(x0, x0 + plot_w, end + 4, wall, "milliseconds since the process started", lambda v: f"{v:g}",
                     top=top - 4)
