@@ -3,8 +3,10 @@ rects, lines) from the results kept in bench/results/, into bench/results/charts
   ratios.svg    each git-session contender's median wall ÷ git's, per section (every results file
                 whose contenders include git's and git-session's; PAIRS says which git contender a
                 section compares with), one bar per section and contender, a line at 1.0×
-  fleet.svg     the fleet's boot times (fleet.json: {"kinds": {KIND: {"walls": [seconds...], ...}}}),
-                a histogram per kind with p50 and p95 marked; skipped when fleet.json is absent
+  fleet.svg     the fleet's boot times (fleet.json, the fleet mode's: {"n": N, "kinds": {KIND: {"walls":
+                [seconds...], "p50", "p95", "n", "server_cpu_s", ...}}}, the walls of the successful
+                boots; p50/p95 computed by nearest rank when absent), a histogram per kind with p50
+                and p95 marked; skipped when fleet.json is absent
   timeline.svg  one restore's time line (timeline.json, written by the timeline mode from a
                 `restore -vv`): requests, the pack's bytes, resolving it, the checkout, the index, so
                 the tail after the last byte shows; skipped when timeline.json is absent
@@ -184,20 +186,22 @@ def fleet_svg(fleet, bins=20):
     kinds = [(k, v) for k, v in fleet["kinds"].items() if v.get("walls")]
     panel_h, plot_w, x0, top = 190, 640, 70, 70
     width, height = x0 + plot_w + 40, top + panel_h * len(kinds) + 20
-    n = max(len(v["walls"]) for _, v in kinds)
+    n = fleet.get("n") or max(len(v["walls"]) for _, v in kinds)
     parts = [text(16, 28, f"Boot times of the fleet ({n} boots at once, per kind)", 18, weight="bold"),
              text(16, 50, "How many boots took how long; dashed: the median (p50) and p95. "
                   "Each panel has its own time scale.", 13, fill="#555")]
     for i, (k, v) in enumerate(kinds):
         walls, y = v["walls"], top + i * panel_h
-        p50, p95 = percentile(walls, 50), percentile(walls, 95)
+        p50, p95 = v.get("p50") or percentile(walls, 50), v.get("p95") or percentile(walls, 95)
         vmax = max(walls) * 1.05 or 1.0
         counts = [0] * bins
         for w in walls:
             counts[min(bins - 1, int(w / vmax * bins))] += 1
         base, h = y + panel_h - 50, panel_h - 110
-        cpu = f", server CPU {v['server_cpu_s']:.1f} s" if isinstance(v.get("server_cpu_s"), (int, float)) else ""
-        parts.append(text(16, y + 14, f"{k}: {len(walls)} boots, p50 {seconds(p50)}, p95 {seconds(p95)}, "
+        cpu = v.get("server_cpu_s")
+        cpu = f", server CPU {cpu:.1f} s ({cpu / len(walls):.3f} s a boot)" if isinstance(cpu, (int, float)) else ""
+        ok = f"{len(walls)} of {v['n']}" if v.get("n", len(walls)) != len(walls) else f"{len(walls)}"
+        parts.append(text(16, y + 14, f"{k}: {ok} boots, p50 {seconds(p50)}, p95 {seconds(p95)}, "
                           f"p95 ÷ p50 {p95 / p50:.2f}{cpu}", 14, weight="bold"))
         cmax, bw = max(counts), plot_w / bins
         for j, c in enumerate(counts):

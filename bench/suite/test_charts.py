@@ -21,6 +21,10 @@ def run(name, wall, rnd=1, **tags):
     return {"round": rnd, "name": name, "wall_s": wall, **tags}
 
 
+def texts(svg_text):
+    return [t.text for t in ET.fromstring(svg_text).iter(f"{NS}text")]
+
+
 RESULTS = {
     "restore": {"kind": "restore", "runs": [run("git-session", 2.0), run("git-shallow", 4.0), run("server-floor", 1.0),
                                             run("git-session", 2.2, 2), run("git-shallow", 4.0, 2)]},
@@ -55,11 +59,17 @@ class Ratios(unittest.TestCase):
 
 class Fleet(unittest.TestCase):
     def test_a_histogram_per_kind(self):
-        fleet = {"kinds": {"baked": {"walls": [0.1 + i / 1000 for i in range(100)], "server_cpu_s": 3.5},
-                           "cold": {"walls": [2.0 + i / 100 for i in range(100)]}}}
+        # The fleet mode's shape (the walls of the successful boots, sorted; p50/p95 by nearest rank).
+        fleet = {"n": 100, "kinds": {
+            "baked-boot": {"n": 100, "walls": [0.1 + i / 1000 for i in range(100)], "server_cpu_s": 3.5},
+            "cold-restore": {"n": 100, "walls": [2.0 + i / 100 for i in range(98)], "p50": 2.49, "p95": 2.93},
+            "git-cold": {"n": 100, "walls": []}}}  # a kind without a successful boot: no panel
         svg = charts.fleet_svg(fleet, bins=20)
         self.assertEqual(len(bars(svg)), 40)
-        self.assertIn("p95 ÷ p50", svg)
+        heads = texts(svg)
+        self.assertIn("baked-boot: 100 boots, p50 0.15 s, p95 0.19 s, p95 ÷ p50 1.30, server CPU 3.5 s "
+                      "(0.035 s a boot)", heads)
+        self.assertIn("cold-restore: 98 of 100 boots, p50 2.49 s, p95 2.93 s, p95 ÷ p50 1.18", heads)
 
     def test_no_fleet_results_no_chart(self):
         with tempfile.TemporaryDirectory() as out:
@@ -93,7 +103,7 @@ class Timeline(unittest.TestCase):
                                      "colour": "#757575"})
         svg = charts.timeline_svg({"phases": steps, "wall_ms": 1900, "last_byte_ms": last})
         self.assertEqual(len(bars(svg)), len(steps))
-        self.assertIn("Tail after the pack's last byte: 600 ms", svg)
+        self.assertIn("Tail after the pack's last byte: 600 ms (32% of the wall), shaded.", texts(svg))
 
 
 if __name__ == "__main__":
