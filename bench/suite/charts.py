@@ -16,6 +16,7 @@ and `<!-- /bench:charts -->` at the top of BENCHMARKS.md; every `--write` and `-
 import json
 import math
 import os
+import re
 import statistics
 import xml.sax.saxutils
 from pathlib import Path
@@ -115,7 +116,7 @@ def medians(r):
 
 
 def ratio_rows(results):
-    """[(section title, [(label, ratio, ours_s, git_s)])] of every section that compares a
+    """[(section title, [(label, ratio, ours_s, git_s)], repository and date)] of every section that compares a
     git-session contender with git's, in BENCHMARKS.md's order."""
     rank = lambda name: common.SECTIONS.index(common.kind(name)) if common.kind(name) in common.SECTIONS else 99
     out = []
@@ -127,8 +128,21 @@ def ratio_rows(results):
             rows = [(f"{ours} ÷ {git}", walls[ours] / walls[git], walls[ours], walls[git])
                     for ours, git in pairs if walls.get(ours) and walls.get(git)]
             if rows:
-                out.append((f"{name} ({group})" if group else name, rows))
+                out.append((f"{name} ({group})" if group else name, rows, where(r)))
     return out
+
+
+def where(r):
+    """The repository and date of a section's run, short: 'git/git, 2026-12-04'."""
+    repo = r.get("repo")
+    label = repo.get("label", "") if isinstance(repo, dict) else str(repo or "")
+    if m := re.search(r"\.mirror/([^/+]+)\+([^/]+)/", label + "/"):
+        label = f"{m.group(1)}/{m.group(2)}"
+    label = "generated" if label.startswith("generated") else label
+    if not label and r.get("files") and r.get("file_bytes"):
+        label = f"{r['files']} LFS files of {r['file_bytes'] / 1048576:g} MiB"
+    date = (r.get("finished") or r.get("machine", {}).get("date") or "")[:10]
+    return ", ".join(x for x in (label, date) if x)
 
 
 def seconds(v):
@@ -142,28 +156,29 @@ def tick_seconds(v):
 
 def ratios_svg(sections, cap=3.0):
     """Horizontal bars, one per row, grouped under each section's title; a line at 1.0×."""
-    label_w = max(chars(lab) for _, rows in sections for lab, *_ in rows) + 40
+    label_w = max(chars(lab) for _, rows, _ in sections for lab, *_ in rows) + 40
     plot_w, row_h, head_h, top = 560, 24, 26, 78
-    xmax = min(cap, max(1.25, max(r for _, rows in sections for _, r, *_ in rows) * 1.08))
+    xmax = min(cap, max(1.25, max(r for _, rows, _ in sections for _, r, *_ in rows) * 1.08))
     xmax = nice_step(xmax) * math.ceil(xmax / nice_step(xmax))
     x0, width = label_w, label_w + plot_w + 190
-    height = top + sum(head_h + row_h * len(rows) for _, rows in sections) + 70
+    height = top + sum(head_h + row_h * len(rows) for _, rows, _ in sections) + 70
     sx = lambda v: x0 + plot_w * min(v, xmax) / xmax
     parts = [text(16, 28, "Wall time ÷ git's, per benchmark (median of each section's rounds)", 18, weight="bold"),
              text(16, 50, "Shorter is faster; left of the red line git-session beats git. "
                   "Each section's own run (command, date, machine: its section below).", 13, fill="#555")]
     y, bars = top, []
-    for title, rows in sections:
-        bars.append(text(16, y + 17, title, 13, weight="bold"))
+    for title, rows, run in sections:
+        bars.append(f'<text x="16" y="{y + 17:.1f}" font-size="13" fill="#222"><tspan font-weight="bold">'
+                    f'{esc(title)}</tspan><tspan dx="8" fill="#777">{esc(run)}</tspan></text>')
         y += head_h
         for label, r, ours, git in rows:
             colour = FASTER if r < 1 else SLOWER
             bars.append(text(x0 - 10, y + 16, label, 13, "end"))
             bars.append(rect(x0, y + 4, sx(r) - x0, row_h - 8, colour, "bar",
                              f"{label}: {r:.2f}× ({seconds(ours)} vs {seconds(git)})"))
-            over = "▸ " if r > xmax else ""
-            bars.append(text(sx(r) + 6, y + 16, f"{over}{r:.2f}×  ({seconds(ours)} vs {seconds(git)})", 12,
-                             weight="bold", fill=colour, extra=HALO))
+            value = f"{'▸ ' if r > xmax else ''}{r:.2f}×  ({seconds(ours)} vs {seconds(git)})"
+            bars += [rect(sx(r) + 3, y + 4, chars(value, 12) + 4, row_h - 8, "#ffffff"),
+                     text(sx(r) + 6, y + 16, value, 12, weight="bold", fill=colour)]
             y += row_h
     parts += x_axis(x0, x0 + plot_w, y + 6, xmax, "git-session's wall ÷ git's wall (×)", lambda v: f"{v:g}×",
                     top=top)

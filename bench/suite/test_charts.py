@@ -41,11 +41,11 @@ class Ratios(unittest.TestCase):
     def test_one_bar_per_section_and_contender(self):
         rows = charts.ratio_rows(RESULTS)
         # sessions has no git contender; save-sha256 splits into its two formats.
-        self.assertEqual([t for t, _ in rows], ["restore", "save-sha256 (sha256)", "save-sha256 (sha1)", "version", "lfs"])
+        self.assertEqual([t for t, _, _ in rows], ["restore", "save-sha256 (sha256)", "save-sha256 (sha1)", "version", "lfs"])
         self.assertAlmostEqual(rows[0][1][0][1], 2.1 / 4.0)  # the medians' ratio
         self.assertAlmostEqual(rows[1][1][0][1], 1.5)
         found = bars(charts.ratios_svg(rows))
-        self.assertEqual(len(found), sum(len(r) for _, r in rows))
+        self.assertEqual(len(found), sum(len(r) for _, r, _ in rows))
         widths = [float(b.get("width")) for b in found]
         self.assertAlmostEqual(widths[1] / widths[2], 1.5 / 0.5, places=2)  # lengths follow the ratios
 
@@ -54,7 +54,7 @@ class Ratios(unittest.TestCase):
                                   if p.stem not in ("fleet", "timeline")})
         if not rows:
             self.skipTest("no results kept")
-        self.assertEqual(len(bars(charts.ratios_svg(rows))), sum(len(r) for _, r in rows))
+        self.assertEqual(len(bars(charts.ratios_svg(rows))), sum(len(r) for _, r, _ in rows))
 
 
 class Fleet(unittest.TestCase):
