@@ -20,6 +20,7 @@ PACK = re.compile(r"pack: (\d+) objects; stream ended after (\d+) ms, deltas res
 TREE = re.compile(r"index built from the tree in (\d+) ms")
 FILES = re.compile(r"(\d+) files checked out after (\d+) ms")
 INDEX = re.compile(r"index written after (\d+) ms")
+EARLY = re.compile(r"early checkout: (\d+) files written")
 
 
 def record(url, sha, d):
@@ -48,7 +49,7 @@ def phases(events, wall):
     """The steps, each {"name", "start_ms", "end_ms"} in ms since the process started, and the
     pack's last byte (None when no pack line was logged)."""
     out, sent, last_byte = [], [], None
-    pack_start = None
+    pack_start = early = None
     for e in events:
         t, s = e["t_ms"], e["text"]
         if m := REQUEST.search(s):
@@ -61,6 +62,8 @@ def phases(events, wall):
                      "end_ms": last_byte, "colour": "#6a1b9a"},
                     {"name": "pack: deltas resolved, indexed", "start_ms": last_byte, "end_ms": t,
                      "colour": "#8e24aa"}]
+        elif m := EARLY.search(s):
+            early = (t, int(m.group(1)))
         elif m := TREE.search(s):
             out.append({"name": "index built from the tree", "start_ms": t - int(m.group(1)), "end_ms": t,
                         "colour": "#00838f"})
@@ -71,6 +74,9 @@ def phases(events, wall):
         elif INDEX.search(s):
             begun = max([p["end_ms"] for p in out if p["name"].startswith("checkout")] or [t])
             out.append({"name": "index file written", "start_ms": begun, "end_ms": t, "colour": "#00838f"})
+    if early and pack_start is not None:
+        out.append({"name": f"early checkout: {early[1]} files written as the pack arrives", "start_ms": pack_start,
+                    "end_ms": early[0], "colour": "#66bb6a"})
     first = sent[0][0] if sent else (out[0]["start_ms"] if out else wall)
     steps = [{"name": "start-up (to the first request)", "start_ms": 0, "end_ms": first, "colour": "#757575"}]
     for i, (t, name) in enumerate(sent):
