@@ -82,11 +82,12 @@ def nice_step(span, ticks=6):
     return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
 
 
-def x_axis(x0, x1, y, vmax, label, fmt, top=None):
-    """Ticks from 0 to `vmax` along y, grid lines up to `top`, and the axis label under them."""
-    step, parts, v = nice_step(vmax), [line(x0, y, x1, y, "#444")], 0.0
+def x_axis(x0, x1, y, vmax, label, fmt, top=None, vmin=0.0):
+    """Ticks from `vmin` to `vmax` along y, grid lines up to `top`, and the axis label under them."""
+    step = nice_step(vmax - vmin)
+    parts, v = [line(x0, y, x1, y, "#444")], math.ceil(vmin / step - 1e-9) * step
     while v <= vmax * 1.0001:
-        x = x0 + (x1 - x0) * v / vmax
+        x = x0 + (x1 - x0) * (v - vmin) / (vmax - vmin)
         if top is not None:
             parts.append(line(x, top, x, y, "#e0e0e0"))
         parts += [line(x, y, x, y + 5, "#444"), text(x, y + 19, fmt(v), 12, "middle", fill="#444")]
@@ -238,44 +239,70 @@ def fleet_svg(fleet, bins=20):
 # --- 3. one restore's time line ---
 
 
+def gantt(phases, lo, hi, x0, plot_w, top, cls):
+    """Rows of bars for the phases over [lo, hi] ms (clipped to it), with their labels: (parts, sx)."""
+    sx = lambda ms: x0 + plot_w * (min(max(ms, lo), hi) - lo) / (hi - lo)
+    parts = []
+    for i, p in enumerate(phases):
+        y, dur = top + i * ROW, p["end_ms"] - p["start_ms"]
+        parts.append(text(x0 - 10, y + 19, p["name"], 13, "end"))
+        parts.append(rect(sx(p["start_ms"]), y + 6, max(sx(p["end_ms"]) - sx(p["start_ms"]), 2), ROW - 12,
+                          p.get("colour", "#1565c0"), cls, f"{p['name']}: {p['start_ms']:.0f}–{p['end_ms']:.0f} ms"))
+        label = f"{dur:.0f} ms" if dur >= 1 else f"at {p['start_ms']:.0f} ms"
+        label += f" (from {p['start_ms']:.0f} ms)" if p["start_ms"] < lo else ""
+        parts.append(text(sx(p["end_ms"]) + 6, y + 19, label, 12, fill="#333", extra=HALO))
+    return parts, sx
+
+
+def marks(sx, top, bottom, last, wall):
+    """The pack's last byte and the exit, as vertical lines over the rows."""
+    out = []
+    if last is not None:
+        out += [line(sx(last), top - 14, sx(last), bottom, SLOWER, 2, "6 4"),
+                text(sx(last), top - 18, "last byte", 12, "end", "bold", SLOWER)]
+    return out + [line(sx(wall), top - 14, sx(wall), bottom, "#333", 2),
+                  text(sx(wall), top - 18, "exit", 12, "start", "bold")]
+
+
+ROW = 30
+
+
 def timeline_svg(t):
     """A row per phase (bars from start to end, ms since the process started), the last byte of
-    the pack and the exit marked, the tail between them printed."""
-    phases, wall = t["phases"], t["wall_ms"]
-    last = t.get("last_byte_ms")
-    label_w = max(chars(p["name"]) for p in phases) + 40
-    plot_w, row_h, top = 640, 30, 96
-    x0, width = label_w, label_w + plot_w + 150
-    height = top + row_h * len(phases) + 70
-    sx = lambda ms: x0 + plot_w * ms / wall
+    the pack and the exit marked, the tail between them printed; under it, the tail zoomed (the
+    phases from a little before the last byte to the exit)."""
+    phases, wall, last = t["phases"], t["wall_ms"], t.get("last_byte_ms")
+    plot_w, top = 640, 106
+    x0 = max(chars(p["name"]) for p in phases) + 40
+    end = top + ROW * len(phases)
     repo = t.get("repo", {}).get("label", "")
     parts = [text(16, 28, f"One restore, step by step ({wall:.0f} ms in all)", 18, weight="bold"),
              text(16, 50, f"`git-session restore -vv` of {repo}: when each step ran, "
                   "from its log lines' arrival and the times they print.", 13, fill="#555")]
+    lo = max(0.0, last - 0.25 * (wall - last)) if last is not None else None
+    zoom = [p for p in phases if lo is not None and p["end_ms"] >= lo and p["start_ms"] <= wall]
     if last is not None:
         tail = wall - last
-        parts += [rect(sx(last), top - 4, sx(wall) - sx(last), row_h * len(phases) + 8, "#fff3e0"),
-                  text(16, 72, f"Tail after the pack's last byte: {tail:.0f} ms ({100 * tail / wall:.0f}% of the "
-                       "wall), shaded.", 13, weight="bold", fill=SLOWER)]
-    bars = []
-    for i, p in enumerate(phases):
-        y = top + i * row_h
-        bars.append(text(x0 - 10, y + 19, p["name"], 13, "end"))
-        dur = p["end_ms"] - p["start_ms"]
-        bars.append(rect(sx(p["start_ms"]), y + 6, max(sx(p["end_ms"]) - sx(p["start_ms"]), 2), row_h - 12,
-                         p.get("colour", "#1565c0"), "bar", f"{p['name']}: {p['start_ms']:.0f}–{p['end_ms']:.0f} ms"))
-        bars.append(text(sx(p["end_ms"]) + 6, y + 19, f"{dur:.0f} ms" if dur >= 1 else f"at {p['start_ms']:.0f} ms",
-                         12, fill="#333", extra=HALO))
-    end = top + row_h * len(phases)
+        parts.append(text(16, 72, f"Tail after the pack's last byte: {tail:.0f} ms ({100 * tail / wall:.0f}% of the "
+                          "wall), shaded; zoomed in below.", 13, weight="bold", fill=SLOWER))
+        parts.append(rect(x0 + plot_w * last / wall, top - 4, plot_w * tail / wall, end - top + 8, "#fff3e0"))
     parts += x_axis(x0, x0 + plot_w, end + 4, wall, "milliseconds since the process started", lambda v: f"{v:g}",
                     top=top - 4)
-    parts += bars
-    if last is not None:
-        parts += [line(sx(last), top - 14, sx(last), end + 4, SLOWER, 2, "6 4"),
-                  text(sx(last), top - 18, "last byte", 12, "middle", "bold", SLOWER)]
-    parts += [line(sx(wall), top - 14, sx(wall), end + 4, "#333", 2), text(sx(wall), top - 18, "exit", 12,
-                                                                         "middle", "bold")]
-    return svg(width, height, parts)
+    rows, sx = gantt(phases, 0.0, wall, x0, plot_w, top, "bar")
+    parts += rows + marks(sx, top, end + 4, last, wall)
+    height = end + 70
+    if zoom:
+        ztop = end + 120
+        zend = ztop + ROW * len(zoom)
+        parts.append(text(16, ztop - 34, f"The tail, zoomed: {lo:.0f} to {wall:.0f} ms", 15, weight="bold"))
+        parts.append(rect(x0 + plot_w * (last - lo) / (wall - lo), ztop - 4, plot_w * (wall - last) / (wall - lo),
+                          zend - ztop + 8, "#fff3e0"))
+        parts += x_axis(x0, x0 + plot_w, zend + 4, wall, "milliseconds since the process started",
+                        lambda v: f"{v:g}", top=ztop - 4, vmin=lo)
+        rows, zx = gantt(zoom, lo, wall, x0, plot_w, ztop, "zoom")
+        parts += rows + marks(zx, ztop, zend + 4, last, wall)
+        height = zend + 70
+    return svg(x0 + plot_w + 150, height, parts)
 
 
 # --- writing them ---

@@ -82,11 +82,12 @@ LOG = """ DEBUG GET http://127.0.0.1:4000/repo.git/info/refs
  DEBUG POST http://127.0.0.1:4000/repo.git/git-upload-pack
  DEBUG POST http://127.0.0.1:4000/repo.git/git-upload-pack
  DEBUG pack: 5074 objects; stream ended after 900 ms, deltas resolved and indexed after 1000 ms
+ DEBUG early checkout: 4739 files written
   INFO received 5074 objects
  DEBUG index built from the tree in 20 ms
  DEBUG 4847 files checked out after 400 ms
  DEBUG index written after 450 ms"""
-TIMES = [50, 60, 80, 1400, 1401, 1430, 1810, 1860]
+TIMES = [50, 60, 80, 1400, 1420, 1421, 1430, 1810, 1860]
 
 
 class Timeline(unittest.TestCase):
@@ -95,15 +96,21 @@ class Timeline(unittest.TestCase):
         steps, last = timeline.phases(events, 1900)
         self.assertEqual(last, 1300)  # 1400 - 1000 + 900
         names = [p["name"] for p in steps]
-        self.assertEqual(names[:4], ["start-up (to the first request)", "GET info/refs: until the next step",
-                                     "POST git-upload-pack: until the next step", "POST git-upload-pack: until the next step"])
-        self.assertEqual(steps[3]["end_ms"], 400)  # the fetch's answer: until the pack's first byte
+        self.assertEqual(names[:5], ["start-up (to the first request)", "request 1: GET info/refs",
+                                     "request 2: POST git-upload-pack", "request 3: POST git-upload-pack",
+                                     "to the pack's first byte"])
+        self.assertEqual((steps[4]["start_ms"], steps[4]["end_ms"]), (80, 400))
+        self.assertIn({"name": "early checkout: 4739 files written as the pack arrives", "start_ms": 400, "end_ms": 1420,
+                       "colour": "#66bb6a"}, steps)
         self.assertIn("checkout: 4847 files written", names)
         self.assertEqual(steps[-1], {"name": "the rest, to the exit", "start_ms": 1860, "end_ms": 1900,
                                      "colour": "#757575"})
         svg = charts.timeline_svg({"phases": steps, "wall_ms": 1900, "last_byte_ms": last})
         self.assertEqual(len(bars(svg)), len(steps))
-        self.assertIn("Tail after the pack's last byte: 600 ms (32% of the wall), shaded.", texts(svg))
+        zoomed = [r for r in ET.fromstring(svg).iter(f"{NS}rect") if r.get("class") == "zoom"]
+        self.assertEqual(len(zoomed), len([p for p in steps if p["end_ms"] >= 1150]))  # from 1300 - 0.25 × 600
+        self.assertIn("Tail after the pack's last byte: 600 ms (32% of the wall), shaded; zoomed in below.",
+                      texts(svg))
 
 
 if __name__ == "__main__":

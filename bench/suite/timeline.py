@@ -15,6 +15,7 @@ from pathlib import Path
 from . import common, repo, rounds, servers
 from .report import machine_md, repo_md, sections
 
+SPAN = re.compile(r"(?<=[A-Z] )restore\{[^}]*\}: ")  # the restore span's fields, the same on every line
 REQUEST = re.compile(r"\b(GET|POST) (\S+)$")
 PACK = re.compile(r"pack: (\d+) objects; stream ended after (\d+) ms, deltas resolved and indexed after (\d+) ms")
 TREE = re.compile(r"index built from the tree in (\d+) ms")
@@ -30,7 +31,7 @@ def record(url, sha, d):
     t0 = time.monotonic()
     proc = subprocess.Popen([str(common.BIN), "-vv", "-C", str(d), "restore"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=os.environ | env)
-    events = [{"t_ms": round((time.monotonic() - t0) * 1000, 1), "text": line.rstrip("\n")}
+    events = [{"t_ms": round((time.monotonic() - t0) * 1000, 1), "text": SPAN.sub("", line.rstrip("\n"), 1)}
               for line in proc.stderr]
     code = proc.wait()
     wall = round((time.monotonic() - t0) * 1000, 1)
@@ -58,7 +59,7 @@ def phases(events, wall):
             stream, indexed = int(m.group(2)), int(m.group(3))
             pack_start = t - indexed
             last_byte = pack_start + stream
-            out += [{"name": f"pack: bytes arriving ({m.group(1)} objects)", "start_ms": pack_start,
+            out += [{"name": f"pack: first byte to last ({m.group(1)} objects)", "start_ms": pack_start,
                      "end_ms": last_byte, "colour": "#6a1b9a"},
                     {"name": "pack: deltas resolved, indexed", "start_ms": last_byte, "end_ms": t,
                      "colour": "#8e24aa"}]
@@ -79,10 +80,12 @@ def phases(events, wall):
                     "end_ms": early[0], "colour": "#66bb6a"})
     first = sent[0][0] if sent else (out[0]["start_ms"] if out else wall)
     steps = [{"name": "start-up (to the first request)", "start_ms": 0, "end_ms": first, "colour": "#757575"}]
-    for i, (t, name) in enumerate(sent):
-        end = sent[i + 1][0] if i + 1 < len(sent) else (pack_start if pack_start is not None else t)
-        steps.append({"name": f"{name}: until the next step", "start_ms": t, "end_ms": max(end, t),
-                      "colour": "#1565c0"})
+    # A request's line says when it was sent, not when its answer came (requests may overlap).
+    steps += [{"name": f"request {i + 1}: {name}", "start_ms": t, "end_ms": t, "colour": "#1565c0"}
+              for i, (t, name) in enumerate(sent)]
+    if sent and pack_start is not None and pack_start > sent[-1][0]:
+        steps.append({"name": "to the pack's first byte", "start_ms": sent[-1][0], "end_ms": pack_start,
+                      "colour": "#90caf9"})
     done = max([p["end_ms"] for p in out] or [first])
     tail = [{"name": "the rest, to the exit", "start_ms": done, "end_ms": wall, "colour": "#757575"}]
     return steps + sorted(out, key=lambda p: p["start_ms"]) + tail, last_byte
@@ -117,8 +120,8 @@ def table(r):
             if last is not None else "No pack was received (nothing logged its stream).")
     intro = ("One `git-session -vv -C DIR restore` into an empty folder (after one unrecorded warm-up restore), "
              "each log line stamped with when it arrived; a step's start is its line's arrival less the ms it "
-             "prints. A request's row runs from its sending to the next step (its answer, and for the fetch the "
-             "server's making of the pack until its first byte). Chart: "
+             "prints. A request's line says when it was sent (its answer is not logged; requests may overlap); "
+             "the pack's rows run from the response's first byte, after the server began making it. Chart: "
              "[charts/timeline.svg](bench/results/charts/timeline.svg).")
     log = "\n".join(f"{e['t_ms']:8.1f} ms  {e['text']}" for e in r["events"])
     made = f"Produced by `{r['command']}` on {r['finished']}."
