@@ -197,40 +197,63 @@ def percentile(values, p):
     return v[min(len(v) - 1, max(0, -(-len(v) * p // 100) - 1))] if v else float("nan")
 
 
+def span_of(walls):
+    """The time range a panel shows: from 0 when the fastest boot is within a quarter of the
+    slowest's time, else from a round value under the fastest (the spread is what it shows)."""
+    lo, hi = min(walls), max(walls)
+    step = nice_step(max(hi - lo, hi * 0.05, 1e-6), 5)
+    start = math.floor(lo / step) * step
+    start = 0.0 if start < hi * 0.25 else start
+    return start, max(math.ceil(hi / step + 1e-9) * step, start + step)
+
+
+def panel(k, v, y, x0, plot_w, bins):
+    """One kind's histogram: its header, its bars (with counts), its axis, p50 and p95."""
+    walls = v["walls"]
+    p50, p95 = v.get("p50") or percentile(walls, 50), v.get("p95") or percentile(walls, 95)
+    lo, hi = span_of(walls)
+    counts = [0] * bins
+    for w in walls:
+        counts[min(bins - 1, int((w - lo) / (hi - lo) * bins))] += 1
+    base, h = y + PANEL - 50, PANEL - 110
+    cpu = v.get("server_cpu_s")
+    cpu = f", server CPU {cpu:.1f} s ({cpu / len(walls):.3f} s a boot)" if isinstance(cpu, (int, float)) else ""
+    ok = f"{len(walls)} of {v['n']}" if v.get("n", len(walls)) != len(walls) else f"{len(walls)}"
+    head = f"{k}: {ok} boots, p50 {seconds(p50)}, p95 {seconds(p95)}, p95 ÷ p50 {p95 / p50:.2f}{cpu}"
+    parts = [text(16, y + 14, head, 14, weight="bold")]
+    for p, val, side in (("p50", p50, -1), ("p95", p95, 1)):
+        x = x0 + plot_w * (val - lo) / (hi - lo)
+        parts += [line(x, base - h - 24, x, base, GIT, 2, "5 3"),
+                  text(x + 4 * side, base - h - 14, f"{p} {seconds(val)}", 12, "start" if side > 0 else "end",
+                       "bold", GIT, extra=HALO)]
+    cmax, bw = max(counts), plot_w / bins
+    for j, c in enumerate(counts):
+        bh = h * c / cmax
+        parts.append(rect(x0 + j * bw + 1, base - bh, bw - 2, bh, "#1565c0", "bar",
+                          f"{seconds(lo + j * (hi - lo) / bins)}–{seconds(lo + (j + 1) * (hi - lo) / bins)}: {c}"))
+        if c:
+            parts.append(text(x0 + (j + 0.5) * bw, base - bh - 4, c, 11, "middle", fill="#1565c0", extra=HALO))
+    parts += x_axis(x0, x0 + plot_w, base, hi, "", tick_seconds, vmin=lo)[:-1]
+    return parts, chars(head, 14)
+
+
+PANEL = 190
+
+
 def fleet_svg(fleet, bins=20):
     """A histogram of each kind's boot walls, one panel each (its own scale), p50 and p95 marked."""
     kinds = [(k, v) for k, v in fleet["kinds"].items() if v.get("walls")]
-    panel_h, plot_w, x0, top = 190, 640, 70, 70
-    width, height = x0 + plot_w + 40, top + panel_h * len(kinds) + 20
+    plot_w, x0, top = 640, 70, 70
+    height = top + PANEL * len(kinds) + 20
     n = fleet.get("n") or max(len(v["walls"]) for _, v in kinds)
     parts = [text(16, 28, f"Boot times of the fleet ({n} boots at once, per kind)", 18, weight="bold"),
              text(16, 50, "How many boots took how long; dashed: the median (p50) and p95. "
-                  "Each panel has its own time scale.", 13, fill="#555")]
+                  "Each panel has its own time scale, not always from 0.", 13, fill="#555")]
+    width = x0 + plot_w + 40
     for i, (k, v) in enumerate(kinds):
-        walls, y = v["walls"], top + i * panel_h
-        p50, p95 = v.get("p50") or percentile(walls, 50), v.get("p95") or percentile(walls, 95)
-        vmax = max(walls) * 1.05 or 1.0
-        counts = [0] * bins
-        for w in walls:
-            counts[min(bins - 1, int(w / vmax * bins))] += 1
-        base, h = y + panel_h - 50, panel_h - 110
-        cpu = v.get("server_cpu_s")
-        cpu = f", server CPU {cpu:.1f} s ({cpu / len(walls):.3f} s a boot)" if isinstance(cpu, (int, float)) else ""
-        ok = f"{len(walls)} of {v['n']}" if v.get("n", len(walls)) != len(walls) else f"{len(walls)}"
-        parts.append(text(16, y + 14, f"{k}: {ok} boots, p50 {seconds(p50)}, p95 {seconds(p95)}, "
-                          f"p95 ÷ p50 {p95 / p50:.2f}{cpu}", 14, weight="bold"))
-        cmax, bw = max(counts), plot_w / bins
-        for j, c in enumerate(counts):
-            bh = h * c / cmax
-            parts.append(rect(x0 + j * bw + 1, base - bh, bw - 2, bh, "#1565c0", "bar",
-                              f"{seconds(j * vmax / bins)}–{seconds((j + 1) * vmax / bins)}: {c}"))
-            if c:
-                parts.append(text(x0 + (j + 0.5) * bw, base - bh - 4, c, 11, "middle", fill="#1565c0", extra=HALO))
-        parts += x_axis(x0, x0 + plot_w, base, vmax, "", tick_seconds)[:-1]
-        for p, val in (("p50", p50), ("p95", p95)):
-            x = x0 + plot_w * val / vmax
-            parts += [line(x, base - h - 24, x, base, GIT, 2, "5 3"),
-                      text(x + 4, base - h - 14, f"{p} {seconds(val)}", 12, weight="bold", fill=GIT, extra=HALO)]
+        drawn, wide = panel(k, v, top + i * PANEL, x0, plot_w, bins)
+        parts += drawn
+        width = max(width, wide + 40)
     parts.append(text(x0 + plot_w / 2, height - 12, "boot wall time (each boot's own, all started at once)", 13,
                       "middle", "bold"))
     return svg(width, height, parts)
