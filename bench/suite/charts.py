@@ -344,15 +344,22 @@ def draw(results=None, out=CHARTS):
     rows = ratio_rows({n: r for n, r in results.items() if n not in ("fleet", "timeline")})
     if rows:
         (out / "ratios.svg").write_text(ratios_svg(rows))
-        made.append(("ratios.svg", "git-session's wall time ÷ git's, per benchmark"))
+        every = [r for _, rs, _ in rows for _, r, *_ in rs]
+        made.append(("ratios.svg", f"git-session's wall time ÷ git's, per benchmark: {sum(r < 1 for r in every)} "
+                                   f"of {len(every)} below 1.0×, {min(every):.2f}× to {max(every):.2f}×"))
     if results.get("fleet", {}).get("kinds"):
         (out / "fleet.svg").write_text(fleet_svg(results["fleet"]))
-        made.append(("fleet.svg", "the fleet's boot times, per kind"))
+        kinds = results["fleet"]["kinds"]
+        made.append(("fleet.svg", "the fleet's boot times, per kind: " + "; ".join(
+            f"{k} p50 {seconds(v['p50'])}, p95 {seconds(v['p95'])}" for k, v in kinds.items() if v.get("p50"))))
     else:
         common.say("charts: no fleet results (bench/results/fleet.json): no fleet chart")
     if results.get("timeline", {}).get("phases"):
         (out / "timeline.svg").write_text(timeline_svg(results["timeline"]))
-        made.append(("timeline.svg", "one restore's time line"))
+        t = results["timeline"]
+        tail = (f", {t['wall_ms'] - t['last_byte_ms']:.0f} ms of them after the pack's last byte"
+                if t.get("last_byte_ms") is not None else "")
+        made.append(("timeline.svg", f"one restore's time line: {t['wall_ms']:.0f} ms{tail}"))
     else:
         common.say("charts: no time line (bench/results/timeline.json): no time line chart")
     for stale in {p.name for p in out.glob("*.svg")} - {m for m, _ in made}:

@@ -71,6 +71,14 @@ class Fleet(unittest.TestCase):
                       "(0.035 s a boot)", heads)
         self.assertIn("cold-restore: 98 of 100 boots, p50 2.49 s, p95 2.93 s, p95 ÷ p50 1.18", heads)
 
+    def test_fleet_results_draw(self):
+        fleet = {"mode": "fleet", "kind": "fleet", "n": 3, "kinds": {
+            "baked-boot": {"n": 3, "walls": [0.1, 0.12, 0.2], "p50": 0.12, "p95": 0.2}}}
+        with tempfile.TemporaryDirectory() as out:
+            made = dict(charts.draw(dict(RESULTS, fleet=fleet), Path(out)))
+            self.assertEqual(made["fleet.svg"], "the fleet's boot times, per kind: baked-boot p50 0.12 s, p95 0.20 s")
+            self.assertEqual(len(bars((Path(out) / "fleet.svg").read_text())), 20)
+
     def test_no_fleet_results_no_chart(self):
         with tempfile.TemporaryDirectory() as out:
             made = charts.draw(dict(RESULTS), Path(out))
