@@ -7,9 +7,11 @@ rects, lines) from the results kept in bench/results/, into bench/results/charts
                 [seconds...], "p50", "p95", "n", "server_cpu_s", ...}}}, the walls of the successful
                 boots; p50/p95 computed by nearest rank when absent), a histogram per kind with p50
                 and p95 marked; skipped when fleet.json is absent
-  timeline.svg  one restore's time line (timeline.json, written by the timeline mode from a
-                `restore -vv`): requests, the pack's bytes, resolving it, the checkout, the index, so
-                the tail after the last byte shows; skipped when timeline.json is absent
+  timeline-restore.svg, timeline-boot.svg   the time line of one restore and of one boot from a
+                baked template (timeline.json, written by the timeline mode from `restore -vv`):
+                requests, the pack's bytes, resolving it, the checkout or the switch, the index, so
+                the tail after the last byte shows (zoomed in a second panel); skipped when
+                timeline.json is absent
 `python3 -m bench.suite charts` draws them and writes their links between `<!-- bench:charts -->`
 and `<!-- /bench:charts -->` at the top of BENCHMARKS.md; every `--write` and `--tables` does too."""
 
@@ -290,7 +292,7 @@ def marks(sx, top, bottom, last, wall):
 ROW = 30
 
 
-def timeline_svg(t):
+def timeline_svg(t, repo=""):
     """A row per phase (bars from start to end, ms since the process started), the last byte of
     the pack and the exit marked, the tail between them printed; under it, the tail zoomed (the
     phases from a little before the last byte to the exit)."""
@@ -298,16 +300,18 @@ def timeline_svg(t):
     plot_w, top = 640, 106
     x0 = max(chars(p["name"]) for p in phases) + 40
     end = top + ROW * len(phases)
-    repo = t.get("repo", {}).get("label", "")
-    parts = [text(16, 28, f"One restore, step by step ({wall:.0f} ms in all)", 18, weight="bold"),
-             text(16, 50, f"`git-session restore -vv` of {repo}: when each step ran, "
+    title = t.get("title", "one restore")
+    parts = [text(16, 28, f"{title[0].upper()}{title[1:]}, step by step ({wall:.0f} ms in all)", 18, weight="bold"),
+             text(16, 50, f"`git-session -vv restore`{' of ' + repo if repo else ''}: when each step ran, "
                   "from its log lines' arrival and the times they print.", 13, fill="#555")]
     lo = max(0.0, last - 0.25 * (wall - last)) if last is not None else None
-    zoom = [p for p in phases if lo is not None and p["end_ms"] >= lo and p["start_ms"] <= wall]
+    # The tail zoomed in, when it is too short a part of the wall to read.
+    small = last is not None and wall - last < wall / 3
+    zoom = [p for p in phases if small and p["end_ms"] >= lo and p["start_ms"] <= wall]
     if last is not None:
         tail = wall - last
         parts.append(text(16, 72, f"Tail after the pack's last byte: {tail:.0f} ms ({100 * tail / wall:.0f}% of the "
-                          "wall), shaded; zoomed in below.", 13, weight="bold", fill=SLOWER))
+                          f"wall), shaded{'; zoomed in below' if zoom else ''}.", 13, weight="bold", fill=SLOWER))
         parts.append(rect(x0 + plot_w * last / wall, top - 4, plot_w * tail / wall, end - top + 8, "#fff3e0"))
     parts += x_axis(x0, x0 + plot_w, end + 4, wall, "milliseconds since the process started", lambda v: f"{v:g}",
                     top=top - 4)
@@ -354,13 +358,14 @@ def draw(results=None, out=CHARTS):
             f"{k} p50 {seconds(v['p50'])}, p95 {seconds(v['p95'])}" for k, v in kinds.items() if v.get("p50"))))
     else:
         common.say("charts: no fleet results (bench/results/fleet.json): no fleet chart")
-    if results.get("timeline", {}).get("phases"):
-        (out / "timeline.svg").write_text(timeline_svg(results["timeline"]))
-        t = results["timeline"]
+    timeline = results.get("timeline", {})
+    for t in timeline.get("recordings", []):
+        name = f"timeline-{t['name']}.svg"
+        (out / name).write_text(timeline_svg(t, timeline.get("repo", {}).get("label", "")))
         tail = (f", {t['wall_ms'] - t['last_byte_ms']:.0f} ms of them after the pack's last byte"
                 if t.get("last_byte_ms") is not None else "")
-        made.append(("timeline.svg", f"one restore's time line: {t['wall_ms']:.0f} ms{tail}"))
-    else:
+        made.append((name, f"the time line of {t['title']}: {t['wall_ms']:.0f} ms{tail}"))
+    if not timeline.get("recordings"):
         common.say("charts: no time line (bench/results/timeline.json): no time line chart")
     for stale in {p.name for p in out.glob("*.svg")} - {m for m, _ in made}:
         (out / stale).unlink()

@@ -113,12 +113,49 @@ class Timeline(unittest.TestCase):
         self.assertIn("checkout: 4847 files written", names)
         self.assertEqual(steps[-1], {"name": "the rest, to the exit", "start_ms": 1860, "end_ms": 1900,
                                      "colour": "#757575"})
-        svg = charts.timeline_svg({"phases": steps, "wall_ms": 1900, "last_byte_ms": last})
+        svg = charts.timeline_svg({"phases": steps, "wall_ms": 1900, "last_byte_ms": last,
+                                   "title": "a restore into an empty folder"})
         self.assertEqual(len(bars(svg)), len(steps))
         zoomed = [r for r in ET.fromstring(svg).iter(f"{NS}rect") if r.get("class") == "zoom"]
         self.assertEqual(len(zoomed), len([p for p in steps if p["end_ms"] >= 1150]))  # from 1300 - 0.25 × 600
         self.assertIn("Tail after the pack's last byte: 600 ms (32% of the wall), shaded; zoomed in below.",
                       texts(svg))
+
+
+BOOT = """ DEBUG GET http://127.0.0.1:4000/repo.git/info/refs
+ DEBUG POST http://127.0.0.1:4000/repo.git/git-upload-pack
+ DEBUG POST http://127.0.0.1:4000/repo.git/git-upload-pack
+ DEBUG thin pack: received after 30 ms, 2 delta bases
+ DEBUG thin pack: 2 bases appended after 31 ms
+ DEBUG pack: 7 objects; stream ended after 0 ms, deltas resolved and indexed after 1 ms
+  INFO received 12 objects
+ DEBUG switch: the index of 3f664917c20733253934d3c4ff8330a7a60f27b7 built after 4 ms
+ DEBUG switch: 7 to write, 1 to remove, 4839 kept, planned after 60 ms
+ DEBUG switch: removed after 61 ms
+ DEBUG switch: 7 files rewritten in place after 65 ms
+ DEBUG switch: written after 66 ms
+ DEBUG switch: the index written after 80 ms"""
+
+
+class Boot(unittest.TestCase):
+    def test_the_switch_step_by_step(self):
+        events = [{"t_ms": t, "text": s} for t, s in zip([20, 40, 41, 100, 101, 102, 103, 110, 166, 167, 171, 172, 186],
+                                                          BOOT.splitlines())]
+        steps, last = timeline.phases(events, 200)
+        self.assertEqual(last, 100)
+        got = [(p["name"], p["start_ms"], p["end_ms"]) for p in steps]
+        self.assertEqual(got[4:], [("to the pack's first byte", 41, 70), ("pack (thin): first byte to last", 70, 100),
+                                   ("pack (thin): 2 delta bases appended", 100, 101),
+                                   ("pack: the completed pack indexed (7 objects)", 101, 102),
+                                   ("switch: the index of TIP_SHA built", 106, 110),
+                                   ("switch: 7 to write, 1 to remove, 4839 kept", 110, 166),
+                                   ("switch: removed", 166, 167), ("switch: 7 files rewritten in place", 167, 171),
+                                   ("switch: written", 171, 172), ("switch: the index written", 172, 186),
+                                   ("the rest, to the exit", 186, 200)])
+        svg = charts.timeline_svg({"phases": steps, "wall_ms": 200, "last_byte_ms": last, "title": "a boot"})
+        self.assertEqual(len(bars(svg)), len(steps))
+        self.assertIn("Tail after the pack's last byte: 100 ms (50% of the wall), shaded.", texts(svg))
+        self.assertFalse([r for r in ET.fromstring(svg).iter(f"{NS}rect") if r.get("class") == "zoom"])
 
 
 if __name__ == "__main__":
