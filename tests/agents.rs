@@ -727,7 +727,7 @@ fn a_file_rewritten_while_agent_add_copies_it_is_not_called_clean() {
     let s = Setup::new();
     let main = s.main_tree();
     let barrier = s.w.tmp.path().join("copy-barrier");
-    let mut add = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+    let add = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
         .args(["agent", "add", "a", "--json"])
         .current_dir(&main)
         .env_clear()
@@ -750,6 +750,9 @@ fn a_file_rewritten_while_agent_add_copies_it_is_not_called_clean() {
     // Every tracked file rewritten in place, the same length, other bytes.
     for file in s.w.git(&main, &["ls-files"]).lines() {
         let path = main.join(file);
+        if std::fs::symlink_metadata(&path).unwrap().is_symlink() {
+            continue;
+        }
         let len = std::fs::read(&path).unwrap().len();
         std::fs::write(&path, vec![b'#'; len]).unwrap();
     }
@@ -759,6 +762,12 @@ fn a_file_rewritten_while_agent_add_copies_it_is_not_called_clean() {
     run.assert_code(0);
     let dir = PathBuf::from(run.json()["dir"].as_str().unwrap());
     for file in s.w.git(&dir, &["ls-files"]).lines() {
+        if std::fs::symlink_metadata(dir.join(file))
+            .unwrap()
+            .is_symlink()
+        {
+            continue;
+        }
         let want =
             s.w.git_output(&dir, &["cat-file", "blob", &format!("HEAD:{file}")]);
         assert_eq!(
@@ -820,7 +829,7 @@ fn agents_editing_the_shared_config_at_once_lose_no_edit() {
         "b's upstream was lost"
     );
     let fetch = String::from_utf8_lossy(&config("remote.origin.fetch").stdout).into_owned();
-    assert!(fetch.contains("main-b"), "b's fetch line was lost: {fetch}");
+    assert_eq!(fetch.lines().count(), 3, "a fetch line was lost: {fetch}");
     assert!(
         fetch.contains("+refs/heads/sessions/main-a:refs/remotes/origin/sessions/main-a"),
         "a's exact fetch line was lost: {fetch}"

@@ -575,7 +575,7 @@ pub fn write_shallow(git_dir: &Path, ids: &[gix::ObjectId]) -> Result<()> {
 /// read or written; those of `edit`.
 fn edit_config(
     git_dir: &Path,
-    edit: impl FnOnce(&mut gix::config::File<'static>, &Path) -> Result<bool>,
+    edit: impl FnOnce(&mut gix::config::File, &Path) -> Result<bool>,
 ) -> Result<()> {
     let path = git_dir.join("config");
     let lock = ConfigLock::take(&path)?;
