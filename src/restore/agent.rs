@@ -223,9 +223,10 @@ fn rewrite(
     stat_of(writer, &dst, rel)
 }
 
-/// Create `rel` in the agent's tree holding what `src` holds; returns its stat data. The one
-/// place a file is copied: by copy-on-write where the file system shares extents, exactly the
-/// length `src` has when opened (one growing meanwhile is not copied without end).
+/// Create `rel` in the agent's tree holding what `src` (an LFS object of the shared store, which
+/// is never rewritten) holds; returns its stat data. By copy-on-write where the file system shares
+/// extents, exactly the length `src` has when opened (one growing meanwhile is not copied without
+/// end).
 fn copy_file(
     writer: &mut super::write::Writer<'_>,
     src: std::fs::File,
@@ -242,9 +243,7 @@ fn copy_file(
     {
         done.cloned += 1;
     }
-    let meta = gix::index::fs::Metadata::from_file(&dst)
-        .map_err(|e| Error::io(format!("reading {shown}"), e))?;
-    Stat::from_fs(&meta).map_err(|e| Error::internal("reading a file's times", e))
+    stat_of(writer, &dst, rel)
 }
 
 /// The shared LFS store's object for `blob` when it is an LFS pointer whose object is there.
