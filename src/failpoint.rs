@@ -15,8 +15,10 @@
 //! the files after the transfer are read; no early checkout runs), `hold-mid-extract` (an archive
 //! restore, once ten files are extracted), `before-lock` (restore, and `save`,
 //! `push` and the pre-push check before the tree's write lock), `after-lease-check` (`push`, and
-//! the pre-push check once it let a plain `git push` through) and `hold-save-hash` (`save`, each
-//! file between its lstat and its open).
+//! the pre-push check once it let a plain `git push` through), `hold-save-hash` (`save`, each
+//! file between its lstat and its open), `hold-agent-copy` (`agent add`, each clean main-tree file
+//! between its check and its copy) and `hold-config-edit` (the shared config read under
+//! `config.lock`, not yet written).
 
 /// The variable that names the failpoint to trigger.
 pub const VAR: &str = "GIT_SESSION_FAILPOINT";

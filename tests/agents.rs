@@ -670,3 +670,208 @@ fn an_agents_files_are_cloned_where_the_file_system_shares_extents() {
 
     drop(xfs);
 }
+
+/// Red team: `agent remove` decides what is unpushed only once it holds the agent's write lock. A
+/// save of the agent's under way holds that lock (here the test holds it, as such a save does) and
+/// commits meanwhile: the removal that waited for it must see the commit, refuse (7) and keep the
+/// tree and the branch. Deciding before the lock removed both, the commit with them.
+#[test]
+fn remove_decides_what_is_unpushed_holding_the_agents_lock() {
+    use std::io::BufRead as _;
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let held = std::fs::File::open(main.join(".git/worktrees/a")).unwrap();
+    held.lock().unwrap();
+    let mut remove = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+        .args(["agent", "remove", "a", "--json"])
+        .current_dir(&main)
+        .env_clear()
+        .envs(s.w.env())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(remove.stderr.take().unwrap());
+    let mut said = String::new();
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 || line.contains("waiting for it") {
+            said.push_str(&line);
+            break;
+        }
+        said.push_str(&line);
+    }
+    assert!(said.contains("waiting for it"), "{said}");
+    // The save's commit, its push to come.
+    let commit = s.commit(&a, "work.txt", "the agent's work\n");
+    drop(held);
+    let out = remove.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(7), "{said}{stdout}");
+    assert!(a.join("work.txt").is_file(), "the agent's tree was removed");
+    assert_eq!(
+        s.w.git(&main, &["rev-parse", "refs/heads/sessions/main-a"]),
+        commit
+    );
+}
+
+/// Red team: a main-tree file rewritten in place (same length) after `agent add` found it clean
+/// but before it copied it (held at `hold-agent-copy`) must not reach the agent's tree as a copy
+/// its index calls clean: every file of the agent's holds the start commit's bytes and `git
+/// status` is clean. Copying without looking again gave the agent the main tree's new bytes under
+/// the old blob's index entry, which git's stat check never reads again.
+#[test]
+fn a_file_rewritten_while_agent_add_copies_it_is_not_called_clean() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let barrier = s.w.tmp.path().join("copy-barrier");
+    let add = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+        .args(["agent", "add", "a", "--json"])
+        .current_dir(&main)
+        .env_clear()
+        .envs(s.w.env())
+        .env("GIT_SESSION_FAILPOINT", "hold-agent-copy")
+        .env("GIT_SESSION_BARRIER_DIR", &barrier)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_dir(&barrier).map_or(0, |d| d.count()) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "agent add never copied"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Every tracked file rewritten in place, the same length, other bytes.
+    for file in s.w.git(&main, &["ls-files"]).lines() {
+        let path = main.join(file);
+        if std::fs::symlink_metadata(&path).unwrap().is_symlink() {
+            continue;
+        }
+        let len = std::fs::read(&path).unwrap().len();
+        std::fs::write(&path, vec![b'#'; len]).unwrap();
+    }
+    std::fs::write(barrier.join("test"), b"").unwrap();
+    let out = add.wait_with_output().unwrap();
+    let run = crate::support::Run::of(&out);
+    run.assert_code(0);
+    let dir = PathBuf::from(run.json()["dir"].as_str().unwrap());
+    for file in s.w.git(&dir, &["ls-files"]).lines() {
+        if std::fs::symlink_metadata(dir.join(file))
+            .unwrap()
+            .is_symlink()
+        {
+            continue;
+        }
+        let want =
+            s.w.git_output(&dir, &["cat-file", "blob", &format!("HEAD:{file}")]);
+        assert_eq!(
+            std::fs::read(dir.join(file)).unwrap(),
+            want.stdout,
+            "{file} holds the main tree's new bytes"
+        );
+    }
+    assert_eq!(s.w.git(&dir, &["status", "--porcelain"]), "");
+}
+
+/// Red team: the shared config is edited by one process at a time. Agent a's first save sets its
+/// branch's fetch line in `<common>/config` (held at `hold-config-edit` once it has read it) while
+/// `agent add b` writes b's fetch line and upstream there: both edits are kept. Read, edit and
+/// rename without a lock, a's write put back the config it had read, and b lost its upstream
+/// (plain `git push` in b's tree then had none) and its fetch line.
+#[test]
+fn agents_editing_the_shared_config_at_once_lose_no_edit() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    std::fs::write(a.join("by-a.txt"), "a\n").unwrap();
+    let barrier = s.w.tmp.path().join("config-barrier");
+    let url = s.url();
+    let vars = [
+        ("PUSH_URL", url.as_str()),
+        ("READ_URL", url.as_str()),
+        ("GIT_SESSION_FAILPOINT", "hold-config-edit"),
+        ("GIT_SESSION_BARRIER_DIR", barrier.to_str().unwrap()),
+    ];
+    std::thread::scope(|sc| {
+        let w = &s.w;
+        let a = &a;
+        let vars = &vars;
+        let save = sc.spawn(move || w.run(a, &["save", "-m", "a's work", "--json"], vars));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::fs::read_dir(&barrier).map_or(0, |d| d.count()) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a's save never edited the config"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // b's add, given a few seconds (it may wait for a's edit to end), then a goes on.
+        let add = sc.spawn(|| s.agent(&main, &["add", "b"]));
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while !add.is_finished() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::fs::write(barrier.join("test"), b"").unwrap();
+        save.join().unwrap().assert_code(0);
+        add.join().unwrap().assert_code(0);
+    });
+    let config = |key: &str| s.w.git_output(&main, &["config", "--get-all", key]);
+    let merge = config("branch.sessions/main-b.merge");
+    assert_eq!(
+        String::from_utf8_lossy(&merge.stdout).trim(),
+        "refs/heads/sessions/main-b",
+        "b's upstream was lost"
+    );
+    let fetch = String::from_utf8_lossy(&config("remote.origin.fetch").stdout).into_owned();
+    assert_eq!(fetch.lines().count(), 3, "a fetch line was lost: {fetch}");
+    assert!(
+        fetch.contains("+refs/heads/sessions/main-a:refs/remotes/origin/sessions/main-a"),
+        "a's exact fetch line was lost: {fetch}"
+    );
+}
+
+/// Red team: every way plain git can name another session's branch is refused before upload: a
+/// forced refspec, a deletion, `--all` and `--mirror` (which carry it among others), and a push
+/// by URL instead of `origin`. b's branch and the main session's stay as they were.
+#[test]
+fn other_spellings_of_a_push_to_another_sessions_branch_are_refused() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    let b = s.add_agent(&main, "b");
+    s.save_in(&b, "b's first").assert_code(0);
+    let b_tip = s.remote("sessions/main-b");
+    s.commit(&a, "a.txt", "a\n");
+    let url = s.w.git(&a, &["remote", "get-url", "origin"]);
+    let cases: [&[&str]; 6] = [
+        &["push", "origin", "+HEAD:refs/heads/sessions/main-b"],
+        &["push", "origin", ":refs/heads/sessions/main-b"],
+        &["push", "origin", "--delete", "sessions/main-b"],
+        &["push", "--all", "origin"],
+        &["push", "--mirror", "origin"],
+        &["push", &url, "+HEAD:refs/heads/sessions/main-b"],
+    ];
+    for args in cases {
+        let said = s.shell_git_refused(&a, args);
+        assert!(
+            said.contains("session branch") || said.contains("session's branch"),
+            "{args:?}: {said}"
+        );
+        assert_eq!(
+            s.remote("sessions/main-b"),
+            b_tip,
+            "{args:?} moved b's branch"
+        );
+        assert_eq!(
+            s.remote(BRANCH),
+            None,
+            "{args:?} made the main session's branch"
+        );
+    }
+}

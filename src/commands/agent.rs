@@ -434,15 +434,21 @@ fn remove(args: &AgentRemoveArgs, dir: &Path) -> Result<Success> {
     let session = main_session(dir)?;
     let name = name(&args.name)?;
     let _main_lock = crate::repo::lease::WriteLock::acquire(session.own_dir())?;
-    let agent = worktree::agents(&session.common_dir)?
-        .into_iter()
-        .find(|a| a.name == name.as_str())
-        .ok_or_else(|| {
-            Error::Usage(
-                Refusal::Invalid,
-                format!("there is no agent {name} in this session (git-session agent list)"),
-            )
-        })?;
+    let find = || {
+        worktree::agents(&session.common_dir)?
+            .into_iter()
+            .find(|a| a.name == name.as_str())
+            .ok_or_else(|| {
+                Error::Usage(
+                    Refusal::Invalid,
+                    format!("there is no agent {name} in this session (git-session agent list)"),
+                )
+            })
+    };
+    // What is unpushed is decided holding the agent's lock, from its record as of then: a save
+    // of the agent's under way meanwhile (it holds that lock) commits before this looks.
+    let _lock = crate::repo::lease::WriteLock::acquire(&find()?.git_dir)?;
+    let agent = find()?;
     let repo = crate::repo::open(&session.git_dir)?;
     let entry = describe(&repo, &agent);
     let unpushed = entry.ahead > 0 || entry.changed > 0;
@@ -457,7 +463,6 @@ fn remove(args: &AgentRemoveArgs, dir: &Path) -> Result<Success> {
             Hint::AgentRemoveForce(name.clone())
         )));
     }
-    let _lock = crate::repo::lease::WriteLock::acquire(&agent.git_dir)?;
     if let Some(workdir) = &agent.workdir {
         remove_tree(workdir)?;
     }

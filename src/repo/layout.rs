@@ -445,56 +445,48 @@ fn pending_refspec(b: &SessionBranch) -> String {
 /// # Errors
 /// [`Error::Internal`] when the config cannot be read or written.
 pub fn settle_origin(git_dir: &Path, b: &SessionBranch) -> Result<()> {
-    let path = git_dir.join("config");
-    let mut config =
-        gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
-            .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
-    let err = |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
-    let mut changed = false;
-    let pending = pending_refspec(b);
-    // `origin` fetches the main session's branch and each agent's (one `fetch` line each): the
-    // line of `b`'s pattern becomes exact, the others stay as they are, in their order.
-    if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
-        && origin.values("fetch").iter().any(|v| v == pending.as_str())
-    {
-        // Normalised (unquoted): `push` quotes each again as it needs.
-        let lines = origin.values("fetch");
-        while origin.remove("fetch").is_some() {}
-        for line in lines {
-            let line = if line == pending.as_str() {
-                changed = true;
-                exact_refspec(b).into()
-            } else {
-                line
-            };
-            origin
-                .push("fetch", Some(line.as_ref()))
-                .map_err(|e| err(&e))?;
+    edit_config(git_dir, |config, path| {
+        let err =
+            |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
+        let mut changed = false;
+        let pending = pending_refspec(b);
+        // `origin` fetches the main session's branch and each agent's (one `fetch` line each): the
+        // line of `b`'s pattern becomes exact, the others stay as they are, in their order.
+        if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
+            && origin.values("fetch").iter().any(|v| v == pending.as_str())
+        {
+            // Normalised (unquoted): `push` quotes each again as it needs.
+            let lines = origin.values("fetch");
+            while origin.remove("fetch").is_some() {}
+            for line in lines {
+                let line = if line == pending.as_str() {
+                    changed = true;
+                    exact_refspec(b).into()
+                } else {
+                    line
+                };
+                origin
+                    .push("fetch", Some(line.as_ref()))
+                    .map_err(|e| err(&e))?;
+            }
         }
-    }
-    let merge_key = format!("branch.{}.merge", b.as_str());
-    if config.string(merge_key.as_str()).is_none() {
-        config
-            .set_raw_value_by("branch", Some(b.as_str().into()), "remote", "origin")
-            .map_err(|e| err(&e))?;
-        config
-            .set_raw_value_by(
-                "branch",
-                Some(b.as_str().into()),
-                "merge",
-                b.full_ref().as_str(),
-            )
-            .map_err(|e| err(&e))?;
-        changed = true;
-    }
-    if !changed {
-        return Ok(());
-    }
-    let mut bytes = Vec::new();
-    config
-        .write_to(&mut bytes)
-        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-    write_atomic(&path, &bytes)
+        let merge_key = format!("branch.{}.merge", b.as_str());
+        if config.string(merge_key.as_str()).is_none() {
+            config
+                .set_raw_value_by("branch", Some(b.as_str().into()), "remote", "origin")
+                .map_err(|e| err(&e))?;
+            config
+                .set_raw_value_by(
+                    "branch",
+                    Some(b.as_str().into()),
+                    "merge",
+                    b.full_ref().as_str(),
+                )
+                .map_err(|e| err(&e))?;
+            changed = true;
+        }
+        Ok(changed)
+    })
 }
 
 /// Make `origin`'s `b` the upstream of the local branch `b` (`branch.<b>.remote`/`merge`, what a
@@ -505,45 +497,37 @@ pub fn settle_origin(git_dir: &Path, b: &SessionBranch) -> Result<()> {
 /// # Errors
 /// [`Error::Internal`] when the config cannot be read or written.
 pub fn track_branch(git_dir: &Path, b: &SessionBranch) -> Result<()> {
-    let path = git_dir.join("config");
-    let mut config =
-        gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
-            .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
-    let err = |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
-    let mut changed = false;
-    let fetched = [pending_refspec(b), exact_refspec(b)];
-    if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
-        && !origin
-            .values("fetch")
-            .iter()
-            .any(|v| fetched.iter().any(|f| v == f.as_str()))
-    {
-        origin
-            .push("fetch", Some(fetched[0].as_str().into()))
-            .map_err(|e| err(&e))?;
-        changed = true;
-    }
-    if config
-        .string(format!("branch.{}.merge", b.as_str()).as_str())
-        .is_none()
-    {
-        let sub = Some(b.as_str().into());
-        config
-            .set_raw_value_by("branch", sub, "remote", "origin")
-            .map_err(|e| err(&e))?;
-        config
-            .set_raw_value_by("branch", sub, "merge", b.full_ref().as_str())
-            .map_err(|e| err(&e))?;
-        changed = true;
-    }
-    if !changed {
-        return Ok(());
-    }
-    let mut bytes = Vec::new();
-    config
-        .write_to(&mut bytes)
-        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-    write_atomic(&path, &bytes)
+    edit_config(git_dir, |config, path| {
+        let err =
+            |e: &dyn std::fmt::Display| Error::internal(format!("editing {}", path.display()), e);
+        let mut changed = false;
+        let fetched = [pending_refspec(b), exact_refspec(b)];
+        if let Ok(mut origin) = config.section_mut("remote", Some("origin".into()))
+            && !origin
+                .values("fetch")
+                .iter()
+                .any(|v| fetched.iter().any(|f| v == f.as_str()))
+        {
+            origin
+                .push("fetch", Some(fetched[0].as_str().into()))
+                .map_err(|e| err(&e))?;
+            changed = true;
+        }
+        if config
+            .string(format!("branch.{}.merge", b.as_str()).as_str())
+            .is_none()
+        {
+            let sub = Some(b.as_str().into());
+            config
+                .set_raw_value_by("branch", sub, "remote", "origin")
+                .map_err(|e| err(&e))?;
+            config
+                .set_raw_value_by("branch", sub, "merge", b.full_ref().as_str())
+                .map_err(|e| err(&e))?;
+            changed = true;
+        }
+        Ok(changed)
+    })
 }
 
 /// Write the loose ref `name` (e.g. `refs/heads/x`) to point at `id`.
@@ -577,6 +561,107 @@ pub fn write_shallow(git_dir: &Path, ids: &[gix::ObjectId]) -> Result<()> {
     sorted.sort();
     sorted.dedup();
     write_atomic(&path, (sorted.join("\n") + "\n").as_bytes())
+}
+
+/// Edit `<git_dir>/config` as git does: `config.lock` made (`O_EXCL`; waited for while another
+/// process holds it, up to `GIT_SESSION_LOCK_WAIT_S`), the config read, `edit` run on it (it
+/// returns whether it changed anything), the result written into the lock and renamed over the
+/// config. The agents of a repository edit its one config from processes of their own (a save's
+/// fetch line, `agent add`'s upstream): none loses another's edit, nor a plain `git config`'s.
+/// Barrier `hold-config-edit`: the config read, not yet written.
+///
+/// # Errors
+/// [`Error::Conflict`] when the lock stays taken; [`Error::Internal`] when the config cannot be
+/// read or written; those of `edit`.
+fn edit_config(
+    git_dir: &Path,
+    edit: impl FnOnce(&mut gix::config::File, &Path) -> Result<bool>,
+) -> Result<()> {
+    let path = git_dir.join("config");
+    let lock = ConfigLock::take(&path)?;
+    let mut config =
+        gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
+            .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
+    crate::failpoint::barrier("hold-config-edit");
+    if !edit(&mut config, &path)? {
+        return Ok(());
+    }
+    let mut bytes = Vec::new();
+    config
+        .write_to(&mut bytes)
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+    lock.commit(&path, &bytes)
+}
+
+/// Git's lock on a config file: `config.lock`, ours while this lives (removed on drop unless
+/// renamed over the config).
+struct ConfigLock {
+    path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl ConfigLock {
+    fn take(config: &Path) -> Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let path = config.with_file_name("config.lock");
+        let wait = crate::knobs::get().lock_wait;
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let made = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+                .open(&path);
+            match made {
+                Ok(file) => {
+                    return Ok(ConfigLock {
+                        path,
+                        file: Some(file),
+                    });
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AlreadyExists
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(Error::conflict(format!(
+                        "{} has been there for over {} s (GIT_SESSION_LOCK_WAIT_S): another \
+                         process is editing the repository's config, or one that was killed left \
+                         it (then remove it); nothing was changed",
+                        path.display(),
+                        wait.as_secs()
+                    )));
+                }
+                Err(e) => return Err(Error::io(format!("creating {}", path.display()), e)),
+            }
+        }
+    }
+
+    /// Write `bytes` into the lock and rename it over `config`.
+    fn commit(mut self, config: &Path, bytes: &[u8]) -> Result<()> {
+        use std::io::Write as _;
+        let mut file = self.file.take().expect("a lock is committed once");
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        drop(file);
+        let done = written.and_then(|()| std::fs::rename(&self.path, config));
+        if let Err(e) = done {
+            let _ = std::fs::remove_file(&self.path);
+            return Err(Error::io(format!("writing {}", config.display()), e));
+        }
+        crate::fs::sync_dir(config.parent().unwrap_or(Path::new(".")));
+        Ok(())
+    }
+}
+
+impl Drop for ConfigLock {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -82,9 +82,15 @@ pub fn materialise(
         let stat = match entry.mode {
             Mode::COMMIT => writer.folder(rel).map(|()| Stat::default())?,
             Mode::FILE | Mode::FILE_EXECUTABLE => {
-                if let Some(stat) = copy_if_clean(main, &mut writer, entry, path, rel, &mut done)? {
+                let copied = copy_if_clean(main, &mut writer, entry, path, rel, &mut done)?;
+                if let Some(Copy::Whole(stat)) = copied {
                     done.copied += 1;
                     stat
+                } else if let Some(Copy::Torn(dst)) = copied {
+                    // Rewritten in the main tree while it was copied: from the object store.
+                    let blob = blob(repo, &entry.id, path, &mut buf)?;
+                    done.written += 1;
+                    rewrite(&writer, dst, rel, &form.convert(blob, path)?)?
                 } else {
                     let blob = blob(repo, &entry.id, path, &mut buf)?;
                     done.written += 1;
@@ -129,8 +135,20 @@ fn blob(
     Ok(found.data.to_vec())
 }
 
+/// What [`copy_if_clean`] made of a clean file.
+enum Copy {
+    /// Copied whole, its stat data.
+    Whole(Stat),
+    /// Created, but the main tree's file changed while it was copied (its stat data moved, or it
+    /// shrank): what it holds may be torn, so it is written again from the object store.
+    Torn(std::fs::File),
+}
+
 /// Copy the main tree's `rel` into the agent's tree when it is clean there by its index entry;
-/// `None` (nothing written) when it is not, or cannot be opened as a regular file.
+/// `None` (nothing written) when it is not, or cannot be opened as a regular file. The source's
+/// stat data is taken again once copied: a file rewritten in place meanwhile is [`Copy::Torn`],
+/// never a copy the agent's index would call clean. Barrier `hold-agent-copy`: each file between
+/// its check and its copy.
 fn copy_if_clean(
     main: &MainCheckout<'_>,
     writer: &mut super::write::Writer<'_>,
@@ -138,7 +156,7 @@ fn copy_if_clean(
     path: &gix::bstr::BStr,
     rel: &Path,
     done: &mut Materialised,
-) -> Result<Option<Stat>> {
+) -> Result<Option<Copy>> {
     let Some(theirs) = main.index.entry_by_path(path) else {
         return Ok(None);
     };
@@ -159,12 +177,56 @@ fn copy_if_clean(
     {
         return Ok(None);
     }
-    copy_file(writer, src, rel, entry.mode == Mode::FILE_EXECUTABLE, done).map(Some)
+    crate::failpoint::barrier("hold-agent-copy");
+    let executable = entry.mode == Mode::FILE_EXECUTABLE;
+    let dst = writer.open_new(rel, executable)?;
+    let len = meta.len();
+    let copied = crate::fs::reflink::clone_into(&src, &dst, len);
+    let after = gix::index::fs::Metadata::from_file(&src)
+        .ok()
+        .and_then(|m| Stat::from_fs(&m).ok());
+    let cloned = match copied {
+        Ok(how) if after == Some(now) => how == crate::fs::reflink::Copied::Cloned,
+        Ok(_) => return Ok(Some(Copy::Torn(dst))),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            return Ok(Some(Copy::Torn(dst)));
+        }
+        Err(e) => {
+            return Err(Error::io(
+                format!("copying {}", writer.shown(rel).display()),
+                e,
+            ));
+        }
+    };
+    done.cloned += u64::from(cloned);
+    stat_of(writer, &dst, rel).map(|stat| Some(Copy::Whole(stat)))
 }
 
-/// Create `rel` in the agent's tree holding what `src` holds; returns its stat data. The one
-/// place a file is copied: by copy-on-write where the file system shares extents, exactly the
-/// length `src` has when opened (one growing meanwhile is not copied without end).
+/// The stat data of the agent's file `dst` (`rel`).
+fn stat_of(writer: &super::write::Writer<'_>, dst: &std::fs::File, rel: &Path) -> Result<Stat> {
+    let meta = gix::index::fs::Metadata::from_file(dst)
+        .map_err(|e| Error::io(format!("reading {}", writer.shown(rel).display()), e))?;
+    Stat::from_fs(&meta).map_err(|e| Error::internal("reading a file's times", e))
+}
+
+/// Make the agent's file `dst` (`rel`), a torn copy, hold exactly `data`; its stat data.
+fn rewrite(
+    writer: &super::write::Writer<'_>,
+    dst: std::fs::File,
+    rel: &Path,
+    data: &[u8],
+) -> Result<Stat> {
+    use std::os::unix::fs::FileExt as _;
+    dst.set_len(0)
+        .and_then(|()| dst.write_all_at(data, 0))
+        .map_err(|e| Error::io(format!("writing {}", writer.shown(rel).display()), e))?;
+    stat_of(writer, &dst, rel)
+}
+
+/// Create `rel` in the agent's tree holding what `src` (an LFS object of the shared store, which
+/// is never rewritten) holds; returns its stat data. By copy-on-write where the file system shares
+/// extents, exactly the length `src` has when opened (one growing meanwhile is not copied without
+/// end).
 fn copy_file(
     writer: &mut super::write::Writer<'_>,
     src: std::fs::File,
@@ -181,9 +243,7 @@ fn copy_file(
     {
         done.cloned += 1;
     }
-    let meta = gix::index::fs::Metadata::from_file(&dst)
-        .map_err(|e| Error::io(format!("reading {shown}"), e))?;
-    Stat::from_fs(&meta).map_err(|e| Error::internal("reading a file's times", e))
+    stat_of(writer, &dst, rel)
 }
 
 /// The shared LFS store's object for `blob` when it is an LFS pointer whose object is there.
