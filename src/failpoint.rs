@@ -11,7 +11,8 @@
 //! `mid-submodules` (a submodule checked out), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
 //! the lease is not recorded yet). `agent add`'s: `agent-layout-written` (the folder, the linked git dir,
 //! the branch and the `.git` file written; no file yet), `mid-agent-checkout` (half of the agent's
-//! files written). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of
+//! files written). Any edit of the shared config's: `config-lock-taken` (`config.lock` held, the
+//! config read, not yet written). Barriers (see [`barrier`]): `hold-mid-checkout` (restore, once half of
 //! the files after the transfer are read; no early checkout runs), `hold-mid-extract` (an archive
 //! restore, once ten files are extracted), `before-lock` (restore, and `save`,
 //! `push` and the pre-push check before the tree's write lock), `after-lease-check` (`push`, and

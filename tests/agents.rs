@@ -875,3 +875,57 @@ fn other_spellings_of_a_push_to_another_sessions_branch_are_refused() {
         );
     }
 }
+
+/// An edit of the shared config killed while it holds `config.lock` (`kill -9`) never blocks the
+/// next command: the rerun removes the lock the killed one made and goes on at once; a
+/// `config.lock` some other git process made is still respected (waited for, then exit 7).
+#[test]
+fn a_config_lock_left_by_a_killed_save_is_taken_back_by_the_rerun() {
+    let s = Setup::new();
+    let main = s.main_tree();
+    let a = s.add_agent(&main, "a");
+    std::fs::write(a.join("by-a.txt"), "a\n").unwrap();
+    let url = s.url();
+    let common = main.join(".git");
+    let lock = common.join("config.lock");
+    let run = |fail: &str| {
+        let mut vars = vec![
+            ("PUSH_URL", url.as_str()),
+            ("READ_URL", url.as_str()),
+            ("GIT_SESSION_LOCK_WAIT_S", "20"),
+        ];
+        if !fail.is_empty() {
+            vars.push(("GIT_SESSION_FAILPOINT", fail));
+        }
+        s.w.run(&a, &["save", "-m", "a's work", "--json"], &vars)
+    };
+    let killed = run("config-lock-taken");
+    assert_ne!(killed.code, Some(0), "the failpoint was not reached");
+    assert!(
+        killed.stderr.contains("config-lock-taken"),
+        "{}",
+        killed.stderr
+    );
+    assert!(lock.exists(), "the killed save left no config.lock");
+    let started = std::time::Instant::now();
+    run("").assert_code(0);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "the rerun waited {:?} for the killed save's lock",
+        started.elapsed()
+    );
+    assert!(!lock.exists(), "config.lock is still there");
+    assert!(
+        s.remote("sessions/main-a").is_some(),
+        "a's work did not land"
+    );
+    // Another process's lock is respected: the next edit waits for it, then says so (exit 7).
+    std::fs::write(&lock, "[core]\n").unwrap();
+    let b = s.w.run(
+        &main,
+        &["agent", "add", "b", "--json"],
+        &[("GIT_SESSION_LOCK_WAIT_S", "1")],
+    );
+    b.assert_code(7);
+    assert!(lock.exists(), "another process's config.lock was removed");
+}

@@ -578,11 +578,12 @@ fn edit_config(
     edit: impl FnOnce(&mut gix::config::File, &Path) -> Result<bool>,
 ) -> Result<()> {
     let path = git_dir.join("config");
-    let lock = ConfigLock::take(&path)?;
+    let lock = super::config_lock::ConfigLock::take(&path)?;
     let mut config =
         gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
             .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
     crate::failpoint::barrier("hold-config-edit");
+    crate::failpoint::hit("config-lock-taken");
     if !edit(&mut config, &path)? {
         return Ok(());
     }
@@ -591,77 +592,6 @@ fn edit_config(
         .write_to(&mut bytes)
         .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
     lock.commit(&path, &bytes)
-}
-
-/// Git's lock on a config file: `config.lock`, ours while this lives (removed on drop unless
-/// renamed over the config).
-struct ConfigLock {
-    path: std::path::PathBuf,
-    file: Option<std::fs::File>,
-}
-
-impl ConfigLock {
-    fn take(config: &Path) -> Result<Self> {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let path = config.with_file_name("config.lock");
-        let wait = crate::knobs::get().lock_wait;
-        let deadline = std::time::Instant::now() + wait;
-        loop {
-            let made = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-                .open(&path);
-            match made {
-                Ok(file) => {
-                    return Ok(ConfigLock {
-                        path,
-                        file: Some(file),
-                    });
-                }
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::AlreadyExists
-                        && std::time::Instant::now() < deadline =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    return Err(Error::conflict(format!(
-                        "{} has been there for over {} s (GIT_SESSION_LOCK_WAIT_S): another \
-                         process is editing the repository's config, or one that was killed left \
-                         it (then remove it); nothing was changed",
-                        path.display(),
-                        wait.as_secs()
-                    )));
-                }
-                Err(e) => return Err(Error::io(format!("creating {}", path.display()), e)),
-            }
-        }
-    }
-
-    /// Write `bytes` into the lock and rename it over `config`.
-    fn commit(mut self, config: &Path, bytes: &[u8]) -> Result<()> {
-        use std::io::Write as _;
-        let mut file = self.file.take().expect("a lock is committed once");
-        let written = file.write_all(bytes).and_then(|()| file.sync_all());
-        drop(file);
-        let done = written.and_then(|()| std::fs::rename(&self.path, config));
-        if let Err(e) = done {
-            let _ = std::fs::remove_file(&self.path);
-            return Err(Error::io(format!("writing {}", config.display()), e));
-        }
-        crate::fs::sync_dir(config.parent().unwrap_or(Path::new(".")));
-        Ok(())
-    }
-}
-
-impl Drop for ConfigLock {
-    fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
 }
 
 #[cfg(test)]
