@@ -208,6 +208,9 @@ def ratios(r):
     lines = [f"- server CPU per baked boot ÷ per cold boot: {ratio_verdict(b['server_cpu_s'], c['server_cpu_s'], GOAL_CPU)}",
              f"- p95 ÷ p50 of the baked boots: {ratio_verdict(b['p95'] or 0, b['p50'] or 0, GOAL_SPREAD)}",
              f"- bytes sent per baked boot ÷ per cold boot: {ratio(b['sent_bytes'], c['sent_bytes'])}"]
+    if r["cpu_method"] == "cgroup":
+        lines.append("- server CPU as /proc/PID/stat counts it (the server and the children it had reaped), for "
+                     "comparison: " + ", ".join(f"{kind} {x['proc_cpu_s']:.2f} s" for kind, x in k.items()))
     if g:
         lines += [f"- p50 wall, baked-boot ÷ git-cold: {ratio(b['p50'] or 0, g['p50'])}; cold-restore ÷ git-cold: "
                   f"{ratio(c['p50'] or 0, g['p50'])}",
