@@ -66,10 +66,14 @@ class CpuGroup:
         return int((self.dir / "cpuacct.usage").read_text()) / 1e9
 
     def close(self):
-        try:
-            self.dir and self.dir.rmdir()
-        except OSError:
-            pass
+        """Removed once empty (the server's last processes may take a moment to leave)."""
+        for _ in range(20):
+            try:
+                self.dir and self.dir.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+        common.say(f"fleet: could not remove the cgroup {self.dir}")
 
 
 def snapshot(pid, group, sent, requests):
