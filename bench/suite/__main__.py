@@ -2,7 +2,7 @@
                            [--object-format sha1|sha256|both] [BARE_REPO_PATH]
 
 (scripts/bench runs the same program.) MODE: restore, save, archive, baked, version, lfs, sparse, signing,
-agents, sessions, timeline, or
+agents, sessions, timeline, fleet, or
 all (the default: restore, save, archive, baked and version, in that order; with only --link or
 --protocol, restore).
 
@@ -12,7 +12,7 @@ are kept). --tables runs nothing: it regenerates the sections of the results kep
 given, or all). `charts` (alone: runs nothing) draws the charts at the top of BENCHMARKS.md from the
 results kept (charts.py); every --write and --tables redraws them too. Sections: restore, restore-v0, restore-link-RATE, restore-sha256, save, save-sha256,
 save-signed, archive, baked, baked-link-RATE, version, lfs, lfs-link-RATE, sparse, agents, sessions,
-sessions-link-RATE, timeline.
+sessions-link-RATE, timeline, fleet.
 
 Whole-command timings go through hyperfine (installed when missing) with --export-json; peak RSS and
 CPU through GNU time (/usr/bin/time -f), the server's CPU through /proc. Restore, save, archive and
@@ -43,9 +43,12 @@ Environment knobs:
   BENCH_AGENTS_REPO        agents: the repository (git/git's mirror)
   BENCH_AGENTS_FS_MIB=4096 agents: size of each loop-device file system (a sparse image)
   BENCH_SESSIONS_REPO      sessions: the repository served three times (git/git's mirror)
+  BENCH_FLEET_N=100        fleet: boots at once (of each kind)
+  BENCH_FLEET_REPO         fleet: the repository served (tokio's mirror)
   BENCH_LINK=RATE[,RTT]    lfs: the remote-server model (as --link)
   BENCH_NO_BUILD=1         skip `cargo build` (use the binaries already in target/release)
   BENCH_BIN=PATH           the git-session binary to measure (default: target/release/git-session)
+  BENCH_SERVE=PATH         the test server, examples/serve (default: target/release/examples/serve)
   BENCH_WORK=DIR           work folder (default: bench-work/ in the repository root)
   BENCH_RESULTS=DIR        where results are kept (default: bench/results; e.g. elsewhere for a smoke run)
   BENCH_DOC=FILE           the file --write and --tables write (default: BENCHMARKS.md)
@@ -61,7 +64,7 @@ import sys
 from . import charts, common, link
 
 MODES = ["restore", "save", "archive", "baked", "version", "lfs", "sparse", "signing", "agents",
-         "sessions", "timeline"]
+         "sessions", "timeline", "fleet"]
 DEFAULT = MODES[:5]
 WITH_REPO = {"restore", "save", "archive", "baked", "signing", "timeline"}
 EXTRAS = ["link", "protocol", "formats", "charts"]  # the options' modules, described after the modes

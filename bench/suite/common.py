@@ -19,7 +19,7 @@ RUNS = WORK / "runs"
 RESULTS = Path(os.environ.get("BENCH_RESULTS", ROOT / "bench" / "results")).absolute()
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")).absolute()
 BIN = Path(os.environ.get("BENCH_BIN", TARGET / "release/git-session")).absolute()
-SERVE = TARGET / "release/examples/serve"
+SERVE = Path(os.environ.get("BENCH_SERVE", TARGET / "release/examples/serve")).absolute()
 STAMP = BIN.with_name(BIN.name + ".built-from")
 DOC = Path(os.environ.get("BENCH_DOC", ROOT / "BENCHMARKS.md")).absolute()
 TIME = "/usr/bin/time"
@@ -27,16 +27,16 @@ BRANCH = "sessions/bench"
 # BENCHMARKS.md's sections by kind, in their order (a section named after a kind and a link rate,
 # restore-link-12.5, sits with its kind).
 SECTIONS = ["restore", "restore-v0", "restore-link", "restore-sha256", "timeline", "save", "save-sha256", "save-signed", "archive", "baked",
-            "baked-link", "version", "lfs", "sparse", "lfs-link", "agents", "sessions", "sessions-link"]
+            "baked-link", "version", "lfs", "sparse", "lfs-link", "agents", "sessions", "sessions-link", "fleet"]
 # The knobs and their defaults: those that differ are written into the command a section gives.
 KNOBS = {"BENCH_ROUNDS": "5", "BENCH_WARMUP": "1", "BENCH_ARCHIVE_ROUNDS": "3", "BENCH_BIG_MIB": "1024",
          "BENCH_VERSION_RUNS": "200", "BENCH_BAKED_BASE": "30", "BENCH_BAKED_TIP": "3",
          "BENCH_LOAD": "16", "BENCH_SAVE_EDIT": "middle", "BENCH_SETTLE": "3", "BENCH_SETTLE_DELETED": "310",
          "BENCH_SETTLE_MAX": "900",
-         "BENCH_BIN": None,
+         "BENCH_BIN": None, "BENCH_SERVE": None,
          "BENCH_LFS_FILES": "200", "BENCH_SPARSE_REPO": None, "BENCH_SPARSE_DIR": "Documentation",
          "BENCH_AGENTS_REPO": None, "BENCH_AGENTS_FS_MIB": "4096",
-         "BENCH_SESSIONS_REPO": None}
+         "BENCH_SESSIONS_REPO": None, "BENCH_FLEET_N": "100", "BENCH_FLEET_REPO": None}
 
 
 class Failed(SystemExit):
