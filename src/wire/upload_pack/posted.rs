@@ -1,0 +1,123 @@
+//! Steps 1 and 2 in one request: over protocol v2 the capability advertisement can be skipped
+//! (`gitprotocol-http` "Smart Clients" lets a stateless client send a v2 command with
+//! `Git-Protocol: version=2` straight to `POST git-upload-pack`). [`connect`] posts the `ls-refs`
+//! of the session branch that way, taking for granted what every v2 upload-pack offers
+//! ([`assumed`]); only when the answer is not a v2 `ls-refs` answer (a v0/v1 server answers the
+//! v2 command with an empty body, an error status or an `ERR` line) does it fall back to
+//! [`handshake`]'s `GET info/refs`: one extra request, never a failed boot. A 401/403 is not a
+//! fallback: it is the credential's, reported as the handshake would.
+//!
+//! A [`Server::Assumed`] fetches with the assumed capabilities; one the server refuses (git's
+//! upload-pack ends the answer before its first byte: "unexpected line") is sent again after the
+//! handshake, with what the server advertised ([`super::fetch`]).
+
+use super::handshake::{Capabilities, Server, handshake};
+use super::ls_refs::read_ls_refs;
+use super::request::{command_body, v2_headers};
+use crate::error::{Error, Result};
+use crate::types::{Format, FullSha, RemoteUrl, SessionBranch, format_name};
+use crate::wire::http::{Http, Protocol, Request};
+
+/// What [`connect`] learned: the server, and where the session branch is when the posted
+/// `ls-refs` answered it (`Some(None)`: the remote has no such branch; `None`: not looked up yet,
+/// [`super::ls_ref`] does it).
+#[derive(Debug)]
+pub struct Connected {
+    /// What the later steps take.
+    pub server: Server,
+    /// The session branch's commit, when the posted `ls-refs` was answered.
+    pub tip: Option<Option<FullSha>>,
+}
+
+/// What a posted request takes for granted of a protocol v2 upload-pack (`gitprotocol-v2`
+/// "Capability Advertisement"; git advertises all of them unconditionally): `agent`, `ls-refs`,
+/// `fetch=shallow` (`deepen`), and `object-format` only for SHA-256 (a v2 server takes a request
+/// without one as SHA-1, and one older than `object-format` refuses it by name).
+pub fn assumed(format: Format, branch: &SessionBranch) -> Server {
+    let mut lines = b"version 2\nagent=git/2\nls-refs\nfetch=shallow\n".to_vec();
+    if format != Format::Sha1 {
+        lines.extend_from_slice(format!("object-format={}\n", format_name(format)).as_bytes());
+    }
+    let caps = Capabilities::from_lines(lines.into())
+        .expect("the assumed capabilities are a well-formed advertisement");
+    Server::Assumed {
+        caps,
+        branch: branch.clone(),
+    }
+}
+
+/// Steps 1 and 2: post the `ls-refs` of `branch` straight to upload-pack (protocol v2, the
+/// capabilities of [`assumed`] for `format`, the format of `TIP_SHA`); when the server does not
+/// answer it as v2, or with `post` false (a caller that needs the advertised capabilities, e.g.
+/// `filter`) or `GIT_SESSION_PROTOCOL=0`, the [`handshake`] instead. One request against a v2
+/// server, one more than the handshake alone against any other.
+///
+/// # Errors
+/// [`Error::Auth`] (exit 4) when the posted request is refused for its credential; else as
+/// [`handshake`].
+pub fn connect(
+    http: &Http,
+    url: &RemoteUrl,
+    branch: &SessionBranch,
+    format: Format,
+    post: bool,
+) -> Result<Connected> {
+    if post && http.protocol != Protocol::V0 {
+        let server = assumed(format, branch);
+        match posted_ls_ref(http, url, &server, branch) {
+            Ok(tip) => {
+                return Ok(Connected {
+                    server,
+                    tip: Some(tip),
+                });
+            }
+            Err(e @ Error::Auth(_)) => return Err(e),
+            Err(e) => tracing::info!(
+                "{url} did not answer the ls-refs posted without the capability advertisement \
+                 as protocol v2 ({e}): asking for its capabilities"
+            ),
+        }
+    }
+    Ok(Connected {
+        server: handshake(http, url, branch)?,
+        tip: None,
+    })
+}
+
+/// `POST git-upload-pack` with `command=ls-refs` and `ref-prefix refs/heads/<branch>`, no
+/// handshake before it; the answer read as [`super::ls_ref`] reads it, and a Content-Type other
+/// than upload-pack's result refused.
+fn posted_ls_ref(
+    http: &Http,
+    url: &RemoteUrl,
+    server: &Server,
+    branch: &SessionBranch,
+) -> Result<Option<FullSha>> {
+    let Server::Assumed { caps, .. } = server else {
+        return Err(Error::internal(
+            "posting ls-refs",
+            "not with assumed capabilities",
+        ));
+    };
+    let full = branch.full_ref();
+    let body = command_body(caps, "ls-refs", &[format!("ref-prefix {full}")])?;
+    let resp = http.send(
+        url,
+        Request {
+            endpoint: "git-upload-pack",
+            headers: v2_headers(true),
+            body: Some(body.into()),
+        },
+    )?;
+    let ctype = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if ctype != "application/x-git-upload-pack-result" {
+        return Err(Error::Protocol(format!(
+            "{url} answered git-upload-pack with Content-Type '{ctype}'"
+        )));
+    }
+    read_ls_refs(url, resp, &full, server.format())
+}
