@@ -49,8 +49,8 @@ pub fn fetch_pack(
 
 /// The fetch of a [`Server::Assumed`]: sent with the assumed capabilities; when they cannot
 /// make it (a filter is asked for) or the server refuses it (its answer ends before the first
-/// byte, as git's upload-pack ends it on an argument it does not take; or an error status), the
-/// handshake
+/// byte, as git's upload-pack ends it on an argument it does not take; an `ERR` line that is
+/// not "not found", as a v0/v1 JGit sends; or an error status), the handshake
 /// (`GET info/refs`) and the fetch again with what the server advertised: one extra request,
 /// and the error the handshake's path gives when the server cannot make the fetch at all.
 fn fetch_assumed(
@@ -64,10 +64,17 @@ fn fetch_assumed(
         Ok(body) => match send_fetch(http, url, v2_headers(true), body) {
             Ok(resp) => {
                 let mut resp = BufReader::new(resp);
-                if !resp.fill_buf().map_err(|e| body_error(url, e))?.is_empty() {
-                    return read_fetch(url, resp, want, interrupt);
+                let first = resp.fill_buf().map_err(|e| body_error(url, e))?;
+                // JGit answers a v2 command with `ERR expected 'want'`; git with nothing.
+                let err_line = first.get(4..8) == Some(b"ERR ");
+                if first.is_empty() {
+                    "an empty answer".to_owned()
+                } else {
+                    match read_fetch(url, resp, want, interrupt) {
+                        Err(Error::Protocol(why)) if err_line => why,
+                        other => return other,
+                    }
                 }
-                "an empty answer".to_owned()
             }
             Err(e @ Error::Auth(_)) => return Err(e),
             // An error status: the handshake's answer says what the server is.
