@@ -137,11 +137,7 @@ pub(super) fn connect(
     // Once the posted request was not answered as v2, the retries go to the handshake.
     let post = std::cell::Cell::new(post);
     http.with_retries(read, "asking the server what it speaks", |url| {
-        let result = fetch::connect(http, url, &opts.branch, opts.tip.format(), post.get());
-        if !matches!(result, Err(Error::Auth(_))) {
-            post.set(matches!(&result, Ok(c) if c.tip.is_some()));
-        }
-        let connected = result?;
+        let connected = fetch::connect(http, url, &opts.branch, opts.tip.format(), &post)?;
         connected.server.check_tip(url, "TIP_SHA", opts.tip)?;
         Ok(connected)
     })

@@ -38,35 +38,40 @@ pub fn fetch_pack(
     let caps = match server {
         Server::V2(caps) => caps,
         Server::V0 { refs, .. } => return fetch_pack_v0(http, url, refs, want, interrupt),
-        Server::Assumed { caps, branch } => {
-            return fetch_assumed(http, url, (caps, branch), want, interrupt);
+        Server::Assumed {
+            caps,
+            branch,
+            confirmed,
+        } => {
+            return fetch_assumed(http, url, (caps, branch, *confirmed), want, interrupt);
         }
     };
     let body = fetch_request(url, caps, &want)?;
-    let resp = send_fetch(http, url, v2_headers(true), body)?;
+    let resp = send_fetch(http, url, v2_headers(true), body, false)?;
     read_fetch(url, resp, want, interrupt)
 }
 
 /// The fetch of a [`Server::Assumed`]: sent with the assumed capabilities; when they cannot
 /// make it (a filter is asked for) or the server refuses it (its answer ends before the first
-/// byte, as git's upload-pack ends it on an argument it does not take; an `ERR` line that is
-/// not "not found", as a v0/v1 JGit sends; or an error status), the handshake
+/// byte, as git's upload-pack ends it on an argument it does not take; from a server not yet
+/// known to speak v2, an `ERR` line that is not "not found", as a v0/v1 JGit sends; or an error status other than 401/403 and the
+/// retried ones), the handshake
 /// (`GET info/refs`) and the fetch again with what the server advertised: one extra request,
 /// and the error the handshake's path gives when the server cannot make the fetch at all.
 fn fetch_assumed(
     http: &Http,
     url: &RemoteUrl,
-    (caps, branch): (&Capabilities, &SessionBranch),
+    (caps, branch, confirmed): (&Capabilities, &SessionBranch, bool),
     want: Want<'_>,
     interrupt: &AtomicBool,
 ) -> Result<Fetched> {
     let why = match fetch_request(url, caps, &want) {
-        Ok(body) => match send_fetch(http, url, v2_headers(true), body) {
+        Ok(body) => match send_fetch(http, url, v2_headers(true), body, !confirmed) {
             Ok(resp) => {
                 let mut resp = BufReader::new(resp);
                 let first = resp.fill_buf().map_err(|e| body_error(url, e))?;
                 // JGit answers a v2 command with `ERR expected 'want'`; git with nothing.
-                let err_line = first.get(4..8) == Some(b"ERR ");
+                let err_line = !confirmed && first.get(4..8) == Some(b"ERR ");
                 if first.is_empty() {
                     "an empty answer".to_owned()
                 } else {
@@ -76,7 +81,7 @@ fn fetch_assumed(
                     }
                 }
             }
-            Err(e @ Error::Auth(_)) => return Err(e),
+            Err(e) if matches!(e, Error::Auth(_)) || e.is_transient() => return Err(e),
             // An error status: the handshake's answer says what the server is.
             Err(e) => e.to_string(),
         },

@@ -41,6 +41,9 @@ pub enum Server {
         caps: Capabilities,
         /// The session branch, for the handshake of a fallback.
         branch: SessionBranch,
+        /// Whether the server answered a posted `ls-refs` as v2 (else nothing was asked yet: a
+        /// template's fetch, and an `ERR` line in answer to it may be a v0/v1 server's).
+        confirmed: bool,
     },
 }
 

@@ -3,20 +3,24 @@
 //! `Git-Protocol: version=2` straight to `POST git-upload-pack`). [`connect`] posts the `ls-refs`
 //! of the session branch that way, taking for granted what every v2 upload-pack offers
 //! ([`assumed`]); only when the answer is not a v2 `ls-refs` answer (a v0/v1 server answers the
-//! v2 command with an empty body, an error status or an `ERR` line) does it fall back to
-//! [`handshake`]'s `GET info/refs`: one extra request, never a failed boot. A 401/403 is not a
-//! fallback: it is the credential's, reported as the handshake would.
+//! v2 command with an empty body, JGit with an `ERR` line, others with an error status) does it
+//! fall back to [`handshake`]'s `GET info/refs`: one extra request, never a failed boot. A
+//! 401/403 is not a fallback: it is the credential's, reported as the handshake would; nor is a
+//! transient failure (5xx, a stall, an answer cut short): the caller's retries post it again.
 //!
 //! A [`Server::Assumed`] fetches with the assumed capabilities; one the server refuses (git's
 //! upload-pack ends the answer before its first byte: "unexpected line") is sent again after the
 //! handshake, with what the server advertised ([`super::fetch`]).
+
+use std::cell::Cell;
+use std::io::{BufRead as _, BufReader};
 
 use super::handshake::{Capabilities, Server, handshake};
 use super::ls_refs::read_ls_refs;
 use super::request::{command_body, v2_headers};
 use crate::error::{Error, Result};
 use crate::types::{Format, FullSha, RemoteUrl, SessionBranch, format_name};
-use crate::wire::http::{Http, Protocol, Request};
+use crate::wire::http::{Http, Protocol, Request, body_error};
 
 /// What [`connect`] learned: the server, and where the session branch is when the posted
 /// `ls-refs` answered it (`Some(None)`: the remote has no such branch; `None`: not looked up yet,
@@ -43,12 +47,13 @@ pub fn assumed(format: Format, branch: &SessionBranch) -> Server {
     Server::Assumed {
         caps,
         branch: branch.clone(),
+        confirmed: false,
     }
 }
 
 /// Steps 1 and 2: post the `ls-refs` of `branch` straight to upload-pack (protocol v2, the
 /// capabilities of [`assumed`] for `format`, the format of `TIP_SHA`); when the server does not
-/// answer it as v2, or with `post` false (a caller that needs the advertised capabilities, e.g.
+/// answer it as v2 (`post` is then set false, for the retries), or with `post` false (a caller that needs the advertised capabilities, e.g.
 /// `filter`) or `GIT_SESSION_PROTOCOL=0`, the [`handshake`] instead. One request against a v2
 /// server, one more than the handshake alone against any other.
 ///
@@ -60,23 +65,33 @@ pub fn connect(
     url: &RemoteUrl,
     branch: &SessionBranch,
     format: Format,
-    post: bool,
+    post: &Cell<bool>,
 ) -> Result<Connected> {
-    if post && http.protocol != Protocol::V0 {
-        let server = assumed(format, branch);
+    if post.get() && http.protocol != Protocol::V0 {
+        let mut server = assumed(format, branch);
         match posted_ls_ref(http, url, &server, branch) {
-            Ok(tip) => {
+            Ok(Some(tip)) => {
+                if let Server::Assumed { confirmed, .. } = &mut server {
+                    *confirmed = true;
+                }
                 return Ok(Connected {
                     server,
                     tip: Some(tip),
                 });
             }
-            Err(e @ Error::Auth(_)) => return Err(e),
+            // The credential's, or the network's (retried as it is).
+            Err(e) if matches!(e, Error::Auth(_)) || e.is_transient() => return Err(e),
+            Ok(None) => tracing::info!(
+                "{url} answered the ls-refs posted without the capability advertisement with \
+                 nothing (not protocol v2): asking for its capabilities"
+            ),
             Err(e) => tracing::info!(
                 "{url} did not answer the ls-refs posted without the capability advertisement \
                  as protocol v2 ({e}): asking for its capabilities"
             ),
         }
+        // Its retries go to the handshake.
+        post.set(false);
     }
     Ok(Connected {
         server: handshake(http, url, branch)?,
@@ -86,13 +101,16 @@ pub fn connect(
 
 /// `POST git-upload-pack` with `command=ls-refs` and `ref-prefix refs/heads/<branch>`, no
 /// handshake before it; the answer read as [`super::ls_ref`] reads it, and a Content-Type other
-/// than upload-pack's result refused.
+/// than upload-pack's result refused. `None`: an empty answer (not protocol v2).
+///
+/// # Errors
+/// As [`super::ls_ref`]; an answer that is not a v2 `ls-refs` answer is [`Error::Protocol`].
 fn posted_ls_ref(
     http: &Http,
     url: &RemoteUrl,
     server: &Server,
     branch: &SessionBranch,
-) -> Result<Option<FullSha>> {
+) -> Result<Option<Option<FullSha>>> {
     let Server::Assumed { caps, .. } = server else {
         return Err(Error::internal(
             "posting ls-refs",
@@ -101,7 +119,7 @@ fn posted_ls_ref(
     };
     let full = branch.full_ref();
     let body = command_body(caps, "ls-refs", &[format!("ref-prefix {full}")])?;
-    let resp = http.send(
+    let resp = http.send_unchecked(
         url,
         Request {
             endpoint: "git-upload-pack",
@@ -109,6 +127,7 @@ fn posted_ls_ref(
             body: Some(body.into()),
         },
     )?;
+    let resp = refused_status(http, url, resp)?;
     let ctype = resp
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -119,5 +138,34 @@ fn posted_ls_ref(
             "{url} answered git-upload-pack with Content-Type '{ctype}'"
         )));
     }
-    read_ls_refs(url, resp, &full, server.format())
+    let mut resp = BufReader::new(resp);
+    if resp.fill_buf().map_err(|e| body_error(url, e))?.is_empty() {
+        // git's upload-pack of v0/v1 ends the answer to a v2 command before its first byte.
+        return Ok(None);
+    }
+    match read_ls_refs(url, resp, &full, server.format()) {
+        Ok(tip) => Ok(Some(tip)),
+        // An answer cut short is the network's; anything else is not a v2 ls-refs answer.
+        Err(e) if e.is_transient() => Err(e),
+        Err(e) => Err(Error::Protocol(e.to_string())),
+    }
+}
+
+/// The status of an answer to a request posted without the handshake: 2xx passes; 401, 403 and
+/// 407 are the credential's ([`Http::check_status`]); any other is a server that does not take
+/// the request (Dulwich answers a v2 command with HTTP 500): [`Error::Protocol`], which the caller
+/// falls back from.
+///
+/// # Errors
+/// As above.
+pub(super) fn refused_status(
+    http: &Http,
+    url: &RemoteUrl,
+    resp: crate::wire::http::Body,
+) -> Result<crate::wire::http::Body> {
+    let status = resp.status();
+    if status.is_success() || matches!(status.as_u16(), 401 | 403 | 407) {
+        return http.check_status(url, resp);
+    }
+    Err(Error::Protocol(format!("{url} answered HTTP {status}")))
 }
