@@ -169,3 +169,49 @@ pub(super) fn refused_status(
     }
     Err(Error::Protocol(format!("{url} answered HTTP {status}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::testing::url;
+    use crate::wire::upload_pack::handshake::fetch_supports;
+
+    #[test]
+    fn the_assumed_capabilities_are_v2_with_shallow_and_the_tip_s_format() {
+        let branch: SessionBranch = "sessions/abc".parse().unwrap();
+        for format in [Format::Sha1, Format::Sha256] {
+            let server = assumed(format, &branch);
+            assert_eq!(server.version(), 2);
+            assert_eq!(server.format(), format);
+            assert!(fetch_supports(&server, "shallow"));
+            assert!(
+                !fetch_supports(&server, "filter"),
+                "asked for only when advertised"
+            );
+            let Server::Assumed {
+                caps, confirmed, ..
+            } = &server
+            else {
+                unreachable!()
+            };
+            assert!(!confirmed);
+            let body = command_body(caps, "ls-refs", &["ref-prefix x".into()]).unwrap();
+            let body = String::from_utf8_lossy(&body);
+            // SHA-1 is what a v2 server takes a request without `object-format` for.
+            assert_eq!(
+                body.contains("object-format=sha256"),
+                format == Format::Sha256,
+                "{body}"
+            );
+            assert_eq!(body.contains("object-format"), format == Format::Sha256);
+            assert!(body.contains("agent=git-session/"), "{body}");
+            let other = if format == Format::Sha1 {
+                "0123456789012345678901234567890123456789012345678901234567890123"
+            } else {
+                "0123456789012345678901234567890123456789"
+            };
+            let other: FullSha = other.parse().unwrap();
+            assert!(server.check_tip(&url(), "TIP_SHA", other).is_err());
+        }
+    }
+}
