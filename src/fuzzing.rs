@@ -109,6 +109,7 @@ pub fn upload_pack(data: &[u8]) {
                     assert_eq!(tip.format(), server.format());
                 }
             }
+            Ok(up::Server::Assumed { .. }) => unreachable!("never read from an answer"),
             Err(e) => assert!(
                 matches!(e, Error::Protocol(_) | Error::Network(_) | Error::Usage(..)),
                 "{e:?}"

@@ -1091,6 +1091,111 @@ fn a_template_of_the_other_format_is_refused_and_not_used_as_a_cache() {
     w.git(&seeded, &["fsck", "--no-progress"]);
 }
 
+/// What a boot and a cold restore put on the wire (issue 43, "one round trip at the base"): the
+/// `ls-refs` of the session branch posted straight to upload-pack (protocol v2, no capability
+/// advertisement first), then the fetch only when the commit is not here. A boot at the base is
+/// ONE request, a boot at the base's child two (ls-refs, fetch), a cold restore two; each result
+/// judged by the git CLI. Before: one more each (`info/refs` first).
+#[test]
+fn a_boot_at_the_base_is_one_request_and_at_its_child_two() {
+    let b = Baked::new();
+    let w = &b.w;
+    let dir = b.baked_tree("t");
+    b.srv.clear_log();
+    let run = b.boot(&dir, &[("TIP_SHA", b.base())], &[]);
+    run.assert_code(0);
+    assert_eq!(b.srv.requests(), ["ls-refs"], "a boot at the base");
+    let ls_refs = &b.srv.log()[0];
+    assert_eq!(ls_refs.method, "POST");
+    assert_eq!(ls_refs.git_protocol.as_deref(), Some("version=2"));
+    let body = String::from_utf8_lossy(&ls_refs.body).into_owned();
+    assert!(
+        body.contains("ref-prefix refs/heads/sessions/baked"),
+        "{body}"
+    );
+    // The format goes with the request only where it is not git's default.
+    let sha256 = crate::support::object_format() == "sha256";
+    assert_eq!(body.contains("object-format=sha256"), sha256, "{body}");
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert_eq!(
+        w.git(&dir, &["symbolic-ref", "HEAD"]),
+        "refs/heads/sessions/baked"
+    );
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+    w.git(&dir, &["fsck", "--no-progress"]);
+
+    // The base's child (commit 2), from a template baked again.
+    let child = b.ids[2].clone();
+    let dir = b.baked_tree("t2");
+    b.srv.clear_log();
+    b.boot(&dir, &[("TIP_SHA", child.as_str())], &[])
+        .assert_code(0);
+    assert_eq!(
+        b.srv.requests(),
+        ["ls-refs", "fetch"],
+        "a boot at the child"
+    );
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), child);
+    w.git(&dir, &["diff", "--quiet", &child]);
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+    w.git(&dir, &["fsck", "--no-progress"]);
+
+    // A cold restore: the same two requests, the session branch looked up by the first.
+    b.srv.clear_log();
+    let cold = w.path("cold");
+    let run = b.boot(&cold, &[], &[]);
+    run.assert_code(0);
+    assert_eq!(b.srv.requests(), ["ls-refs", "fetch"], "a cold restore");
+    assert_eq!(w.git(&cold, &["rev-parse", "HEAD"]), b.tip());
+    assert_eq!(w.git(&cold, &["status", "--porcelain"]), "");
+    w.git(&cold, &["fsck", "--no-progress"]);
+}
+
+/// A server that does not take the posted `ls-refs` (git's http-backend answering v0 only: it
+/// ends the v2 command's answer before its first byte) costs one extra request, never a failed
+/// boot: the handshake (`info/refs`) and on as before; the results judged by the git CLI.
+#[test]
+fn a_server_that_refuses_the_posted_ls_refs_costs_one_request() {
+    let b = Baked::new();
+    let w = &b.w;
+    b.srv.knobs.v0_only.store(true, Ordering::SeqCst);
+    let dir = b.baked_tree("t");
+    b.srv.clear_log();
+    let run = b.boot(&dir, &[("TIP_SHA", b.base())], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["warnings"], serde_json::json!([]));
+    assert_eq!(b.srv.requests(), ["ls-refs", "info/refs"], "at the base");
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
+
+    let dir = b.baked_tree("t2");
+    b.srv.clear_log();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["warnings"], serde_json::json!([]));
+    assert_eq!(
+        b.srv.requests(),
+        ["ls-refs", "info/refs", "fetch v0"],
+        "at the tip"
+    );
+    b.assert_booted(&dir);
+
+    b.srv.clear_log();
+    let cold = w.path("cold");
+    b.boot(&cold, &[], &[]).assert_code(0);
+    assert_eq!(b.srv.requests(), ["ls-refs", "info/refs", "fetch v0"]);
+    assert_eq!(w.git(&cold, &["rev-parse", "HEAD"]), b.tip());
+    assert_eq!(w.git(&cold, &["status", "--porcelain"]), "");
+    w.git(&cold, &["fsck", "--no-progress"]);
+
+    // GIT_SESSION_PROTOCOL=0 goes to the handshake directly.
+    b.srv.clear_log();
+    let forced = w.path("forced");
+    b.boot(&forced, &[("GIT_SESSION_PROTOCOL", "0")], &[])
+        .assert_code(0);
+    assert_eq!(b.srv.requests(), ["info/refs", "fetch v0"]);
+}
+
 crate::sha256_too!(
     a_baked_tree_boots_with_only_the_difference,
     a_killed_boot_is_completed_by_the_rerun,
@@ -1100,4 +1205,6 @@ crate::sha256_too!(
     a_template_of_the_other_format_is_refused_and_not_used_as_a_cache,
     a_boot_at_the_base_fetches_nothing_and_writes_nothing,
     a_boot_over_protocol_v0_fetches_only_the_difference,
+    a_boot_at_the_base_is_one_request_and_at_its_child_two,
+    a_server_that_refuses_the_posted_ls_refs_costs_one_request,
 );

@@ -35,8 +35,17 @@ impl Hostile {
         self.w.srv().join("repo.git")
     }
 
+    /// Answer as `s` says. A scripted advertisement comes with an empty answer to the posted
+    /// ls-refs before it (as git's v0/v1 upload-pack answers a v2 command), so that the client
+    /// asks for the advertisement.
     fn script(&self, s: Scripted) {
-        self.srv.knobs.scripted.lock().unwrap().push(s);
+        let mut scripts = self.srv.knobs.scripted.lock().unwrap();
+        if s.on == Endpoint::UploadPackAdvertisement {
+            let mut refused = Scripted::once(Endpoint::LsRefs, Vec::new());
+            refused.times = s.times;
+            scripts.push(refused);
+        }
+        scripts.push(s);
     }
 
     /// Answer the next fetches (up to 10, for the retries) with `pack`.

@@ -288,7 +288,9 @@ fn saves_and_a_stale_save_is_refused(peer: Peer) {
 
 /// Bake at the first commit (a release branch's tip: Dulwich serves tips only), boot at the
 /// session branch's tip: only the difference is fetched (the base named as `shallow` and `have`,
-/// a thin pack), and the boot's tree is the tip's; the same from a cache (`--cache`).
+/// a thin pack), and the boot's tree is the tip's; the same from a cache (`--cache`). Over git's
+/// http-backend the boot is two requests (the posted ls-refs, the fetch), three where it answers
+/// v0 only (the posted ls-refs refused, then `info/refs`).
 fn boots_a_baked_template(peer: Peer) {
     let s = Served::new(peer);
     s.w.git(&s.bare(), &["update-ref", "refs/heads/release", &s.ids[0]]);
@@ -301,8 +303,19 @@ fn boots_a_baked_template(peer: Peer) {
     )
     .assert_code(0);
     assert_eq!(s.w.git(&dir, &["rev-parse", "HEAD"]), s.ids[0]);
+    if let Running::Git(srv) = &s.running {
+        srv.clear_log();
+    }
     let (_, run) = s.restore("t", BRANCH, &s.ids[2]);
     run.assert_code(0);
+    // The ls-refs posted without the advertisement; a v0 server costs one request more.
+    if let Running::Git(srv) = &s.running {
+        let expected: &[&str] = match peer {
+            Peer::GitV2 => &["ls-refs", "fetch"],
+            _ => &["ls-refs", "info/refs", "fetch v0"],
+        };
+        assert_eq!(srv.requests(), expected, "{peer:?}");
+    }
     assert_eq!(
         run.json()["warnings"],
         serde_json::json!([]),

@@ -28,8 +28,9 @@ use crate::wire::upload_pack as fetch;
 /// unsafe tree entry; not found (8); io (10) when the disk refuses.
 #[derive(Default)]
 pub struct Git {
-    /// The client and the server's capabilities, once connected.
-    connected: Option<(Http, fetch::Server)>,
+    /// The client and the server's capabilities (and the session branch when the posted
+    /// `ls-refs` found it), once connected.
+    connected: Option<(Http, fetch::Connected)>,
     /// Why the cache was not used.
     cache_warning: Option<String>,
     /// Whether anything was written into the target.
@@ -59,12 +60,10 @@ impl Source for Git {
         }
         let read = read_source(opts)?;
         let http = Http::new()?;
-        let caps = http.with_retries(read, "asking the server what it speaks", |url| {
-            let server = fetch::handshake(&http, url, &opts.branch)?;
-            server.check_tip(url, "TIP_SHA", opts.tip)?;
-            Ok(server)
-        })?;
-        self.connected = Some((http, caps));
+        // A sparse restore asks for the advertisement: whether the server filters (`filter`)
+        // decides its fetch.
+        let connected = connect(&http, read, opts, opts.sparse.is_none())?;
+        self.connected = Some((http, connected));
         Ok(Prepared::Restore)
     }
 
@@ -75,10 +74,11 @@ impl Source for Git {
         staging: &Path,
     ) -> Result<(SessionRecord, RestoreReport)> {
         let read = read_source(opts)?;
-        let (http, caps) = self
+        let (http, connected) = self
             .connected
             .as_ref()
             .ok_or_else(|| Error::Internal("a git restore filled before it connected".into()))?;
+        let caps = &connected.server;
         // The one handle every write into the tree goes through (SPEC rule 7).
         let tree = Tree::open(&opts.dir)
             .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
@@ -89,6 +89,7 @@ impl Source for Git {
             read,
             http,
             caps,
+            remote_tip: connected.tip,
             staging,
             read_url: read.load()?,
             push_url: opts.push.as_ref().map(|p| p.load()).transpose()?,
@@ -112,6 +113,36 @@ impl Source for Git {
     }
 }
 
+/// Steps 1 and 2 of the wire ([`fetch::connect`]): the `ls-refs` of the session branch posted
+/// straight to upload-pack where `post` (falling back to the handshake when the answer is not
+/// protocol v2's), else the handshake alone; `TIP_SHA` checked against the server's format.
+///
+/// # Errors
+/// As [`fetch::connect`], after the retries; usage (2) for a `TIP_SHA` of another format.
+pub(super) fn connect(
+    http: &Http,
+    read: &crate::wire::http::UrlSource,
+    opts: &RestoreOptions,
+    post: bool,
+) -> Result<fetch::Connected> {
+    let post = post && http.protocol != crate::wire::http::Protocol::V0;
+    if opts.template && post {
+        // A template has no session branch to look up: its fetch is the first request, with
+        // the capabilities of protocol v2 assumed (a server that refuses it gets the handshake).
+        return Ok(fetch::Connected {
+            server: fetch::assumed(opts.tip.format(), &opts.branch),
+            tip: None,
+        });
+    }
+    // Once the posted request was not answered as v2, the retries go to the handshake.
+    let post = std::cell::Cell::new(post);
+    http.with_retries(read, "asking the server what it speaks", |url| {
+        let connected = fetch::connect(http, url, &opts.branch, opts.tip.format(), &post)?;
+        connected.server.check_tip(url, "TIP_SHA", opts.tip)?;
+        Ok(connected)
+    })
+}
+
 fn read_source(opts: &RestoreOptions) -> Result<&crate::wire::http::UrlSource> {
     opts.read.as_ref().ok_or_else(|| {
         Error::Usage(Refusal::Missing, "READ_URL is not set: put the read URL in READ_URL or READ_URL_FILE (--read-url takes only a URL without credentials)".into())
@@ -125,6 +156,8 @@ struct Run<'a> {
     read: &'a crate::wire::http::UrlSource,
     http: &'a Http,
     caps: &'a fetch::Server,
+    /// The session branch's commit, when the posted `ls-refs` found it.
+    remote_tip: Option<Option<FullSha>>,
     staging: &'a Path,
     tree: &'a Tree,
     read_url: crate::types::RemoteUrl,
@@ -253,6 +286,7 @@ impl Run<'_> {
         early: Option<&EarlyCheckout>,
     ) -> Result<(FullSha, fetch::Fetched, Vec<String>)> {
         let (opts, http, read, caps) = (self.opts, self.http, self.read, self.caps);
+        let remote_tip = self.remote_tip;
         let interrupt = AtomicBool::new(false);
         let pack_dir = self.staging.join("objects/pack");
         let (remote_tip, fetched) = std::thread::scope(|scope| {
@@ -260,6 +294,9 @@ impl Run<'_> {
                 if opts.template {
                     // A template has no session branch, hence no lease.
                     return Ok(None);
+                }
+                if let Some(tip) = remote_tip {
+                    return Ok(tip);
                 }
                 http.with_retries(read, "looking up the session branch", |url| {
                     fetch::ls_ref(http, url, caps, &opts.branch)

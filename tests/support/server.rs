@@ -951,4 +951,21 @@ impl GitServer {
     pub fn receive_pack_bytes(&self) -> usize {
         self.receive_pack_posts().iter().map(|e| e.body_len).sum()
     }
+
+    /// The requests the server has logged, in order, each in a word: `info/refs` (upload-pack's
+    /// advertisement), `ls-refs`, `fetch` (v2), `fetch v0`, else the method and path.
+    pub fn requests(&self) -> Vec<String> {
+        self.log()
+            .into_iter()
+            .map(
+                |e| match endpoint_of(&e.method, &e.path, &e.query, &e.body) {
+                    Some(Endpoint::UploadPackAdvertisement) => "info/refs".to_owned(),
+                    Some(Endpoint::LsRefs) => "ls-refs".to_owned(),
+                    Some(Endpoint::Fetch) => "fetch".to_owned(),
+                    Some(Endpoint::FetchV0) => "fetch v0".to_owned(),
+                    _ => format!("{} {}", e.method, e.path),
+                },
+            )
+            .collect()
+    }
 }

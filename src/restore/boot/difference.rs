@@ -22,7 +22,7 @@ pub(super) fn fetch_checked(
     git_dir: &Path,
     http: &Http,
     read: &crate::wire::http::UrlSource,
-    caps: &fetch::Server,
+    connected: &fetch::Connected,
 ) -> Result<Fetched> {
     let pack_dir = git_dir.join("objects/pack");
     let packs = super::super::verify::list(&pack_dir);
@@ -39,7 +39,7 @@ pub(super) fn fetch_checked(
         opts,
         template,
         git_dir,
-        (http, read, caps),
+        (http, read, connected),
         damaged.is_none(),
     );
     let checked = full
@@ -52,7 +52,7 @@ pub(super) fn fetch_checked(
             // The thin pack was completed from damaged objects: it goes too.
             super::super::verify::set_aside(&super::super::verify::list(&pack_dir))?;
             damaged = Some(why);
-            fetch_difference(opts, template, git_dir, (http, read, caps), false)?
+            fetch_difference(opts, template, git_dir, (http, read, connected), false)?
         }
     };
     if let Some(why) = damaged {
@@ -73,9 +73,10 @@ pub(super) fn fetch_difference(
     opts: &RestoreOptions,
     template: &TemplateRecord,
     git_dir: &Path,
-    (http, read, caps): (&Http, &crate::wire::http::UrlSource, &fetch::Server),
+    (http, read, connected): (&Http, &crate::wire::http::UrlSource, &fetch::Connected),
     use_base: bool,
 ) -> Result<Fetched> {
+    let caps = &connected.server;
     let repo = crate::repo::open(git_dir)?;
     let mut shallow = if use_base {
         read_shallow(git_dir, template.object_format)?
@@ -88,10 +89,12 @@ pub(super) fn fetch_difference(
     let before = pack_indexes(&pack_dir, template.object_format)?;
     let mut warnings = Vec::new();
     let (remote_tip, fetched) = std::thread::scope(|scope| {
-        let lookup = scope.spawn(|| {
-            http.with_retries(read, "looking up the session branch", |url| {
+        let lookup = scope.spawn(|| match connected.tip {
+            // The posted ls-refs answered it.
+            Some(tip) => Ok(tip),
+            None => http.with_retries(read, "looking up the session branch", |url| {
                 fetch::ls_ref(http, url, caps, &opts.branch)
-            })
+            }),
         });
         let fetched = if have_tip {
             tracing::info!("{} is here already (an earlier boot fetched it)", opts.tip);

@@ -36,7 +36,6 @@ use crate::repo::layout::{self, OriginConfig};
 use crate::repo::session::SessionRecord;
 use crate::repo::template::TemplateRecord;
 use crate::wire::http::Http;
-use crate::wire::upload_pack as fetch;
 use difference::{fetch_checked, parents_here};
 use intent::{BOOT_INTENT, begin};
 use switch::{Switched, lfs_after_switch, switch};
@@ -93,15 +92,11 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         move || Survey::of(&workdir, &git_dir, base, max_entries)
     });
     let http = Http::new()?;
-    let caps = http.with_retries(read, "asking the server what it speaks", |url| {
-        let server = fetch::handshake(&http, url, &opts.branch)?;
-        server.check_tip(url, "TIP_SHA", opts.tip)?;
-        Ok(server)
-    })?;
+    let connected = super::git::connect(&http, read, opts, true)?;
     let pack_dir = git_dir.join("objects/pack");
     let before = super::verify::list(&pack_dir);
     let (lease, mut warnings, mut shallow) =
-        fetch_checked(opts, template, &git_dir, &http, read, &caps)?;
+        fetch_checked(opts, template, &git_dir, &http, read, &connected)?;
     crate::failpoint::hit("after-fetch");
 
     let repo = crate::repo::open(&git_dir)?;

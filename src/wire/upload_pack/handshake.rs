@@ -33,13 +33,25 @@ pub enum Server {
         /// The ref whose id [`Advertised::tip`] holds.
         branch: String,
     },
+    /// Protocol v2 taken for granted, without the capability advertisement: a posted `ls-refs`
+    /// was answered ([`super::connect`]). A fetch the server refuses with these capabilities
+    /// falls back to the handshake.
+    Assumed {
+        /// What a v2 server is assumed to offer ([`super::assumed`]).
+        caps: Capabilities,
+        /// The session branch, for the handshake of a fallback.
+        branch: SessionBranch,
+        /// Whether the server answered a posted `ls-refs` as v2 (else nothing was asked yet: a
+        /// template's fetch, and an `ERR` line in answer to it may be a v0/v1 server's).
+        confirmed: bool,
+    },
 }
 
 impl Server {
     /// The protocol version spoken: 2, or 0 for v0/v1.
     pub fn version(&self) -> u8 {
         match self {
-            Server::V2(_) => 2,
+            Server::V2(_) | Server::Assumed { .. } => 2,
             Server::V0 { .. } => 0,
         }
     }
@@ -48,7 +60,9 @@ impl Server {
     /// SHA-1; an unknown value was refused by the handshake).
     pub fn format(&self) -> Format {
         match self {
-            Server::V2(caps) => v2_format(caps).unwrap_or(Format::Sha1),
+            Server::V2(caps) | Server::Assumed { caps, .. } => {
+                v2_format(caps).unwrap_or(Format::Sha1)
+            }
             Server::V0 { refs, .. } => refs.format,
         }
     }
@@ -84,7 +98,7 @@ fn v2_format(caps: &Capabilities) -> Option<Format> {
 /// v0's capability of that name.
 pub fn fetch_supports(server: &Server, feature: &str) -> bool {
     match server {
-        Server::V2(caps) => fetch_supports_v2(caps, feature),
+        Server::V2(caps) | Server::Assumed { caps, .. } => fetch_supports_v2(caps, feature),
         Server::V0 { refs, .. } => refs.has(feature),
     }
 }

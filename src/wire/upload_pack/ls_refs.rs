@@ -36,7 +36,7 @@ pub fn ls_ref(
 ) -> Result<Option<FullSha>> {
     let full = branch.full_ref();
     let caps = match server {
-        Server::V2(caps) => caps,
+        Server::V2(caps) | Server::Assumed { caps, .. } => caps,
         // v0/v1 advertised every ref in the first answer.
         Server::V0 { refs, branch } if *branch == full => return Ok(refs.tip),
         Server::V0 { branch, .. } => {

@@ -14,6 +14,10 @@
 //! 1. `handshake`: [`handshake()`], the first request; its answer, a [`Server`], goes to every
 //!    step.
 //! 2. `ls_refs`: [`ls_ref`], where the session branch is.
+//!
+//! Steps 1 and 2 in one request over protocol v2 (`posted`): [`connect`] posts the `ls-refs`
+//! without the capability advertisement and falls back to the handshake when the answer is not
+//! v2's ([`Server::Assumed`]).
 //! 3. `fetch`: [`fetch_pack`], a [`Want`] sent as the `fetch` request; its answer read by
 //!    `response` (the sections before the pack), then `packfile` (the pack into `crate::pack`),
 //!    into [`Fetched`]. Over v0/v1, [`v0`] sends its own request and reads the lines before the
@@ -27,6 +31,7 @@ mod handshake;
 mod lines;
 mod ls_refs;
 mod packfile;
+mod posted;
 mod request;
 mod response;
 pub mod v0;
@@ -38,6 +43,7 @@ pub use self::handshake::{Capabilities, Server, fetch_supports, handshake};
 pub use self::lines::MAX_SECTION_BYTES;
 pub(crate) use self::ls_refs::read_ls_refs;
 pub use self::ls_refs::{MAX_LS_REFS_BYTES, ls_ref};
+pub use self::posted::{Connected, assumed, connect};
 pub(crate) use self::response::read_fetch;
 pub(crate) use self::v0::read_fetch_v0;
 pub use self::want::{Base, Fetched, Want};

@@ -56,21 +56,30 @@ pub(super) fn command_body(caps: &Capabilities, command: &str, args: &[String]) 
 }
 
 /// `POST git-upload-pack` with a fetch request; the answer's bytes counted for the progress.
+///
+/// `posted`: sent without the handshake, an error status other than the credential's is
+/// [`Error::Protocol`] ([`super::posted::refused_status`]).
 pub(super) fn send_fetch(
     http: &Http,
     url: &RemoteUrl,
     headers: Vec<(HeaderName, HeaderValue)>,
     body: Vec<u8>,
+    posted: bool,
 ) -> Result<impl Read> {
-    let resp = http
-        .send(
-            url,
-            Request {
-                endpoint: "git-upload-pack",
-                headers,
-                body: Some(body.into()),
-            },
-        )?
+    let resp = http.send_unchecked(
+        url,
+        Request {
+            endpoint: "git-upload-pack",
+            headers,
+            body: Some(body.into()),
+        },
+    )?;
+    let resp = if posted {
+        super::posted::refused_status(http, url, resp)?
+    } else {
+        http.check_status(url, resp)?
+    };
+    let resp = resp
         // The pack's bytes are measured instead (in receive_packfile): keep-alives come before them.
         .unmeasured();
     Ok(crate::progress::Counted {

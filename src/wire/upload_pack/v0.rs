@@ -55,8 +55,8 @@ pub(super) fn fetch_pack_v0(
     let body = request(url, refs, &v0_ask(&want))?;
     let mut headers = v2_headers(true);
     headers.retain(|(name, _)| name.as_str() != "git-protocol");
-    let resp =
-        send_fetch(http, url, headers, body).map_err(|e| failed_want(refs, want.commit, e))?;
+    let resp = send_fetch(http, url, headers, body, false)
+        .map_err(|e| failed_want(refs, want.commit, e))?;
     read_fetch_v0(url, resp, refs, want, interrupt)
         .map_err(|e| refused_want(url, refs, want.commit, e))
 }
