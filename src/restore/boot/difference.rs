@@ -19,29 +19,26 @@ pub(super) type Fetched = (FullSha, Vec<String>, Vec<gix::ObjectId>);
 pub(super) fn fetch_checked(
     opts: &RestoreOptions,
     template: &TemplateRecord,
-    git_dir: &Path,
+    repo: &mut gix::Repository,
     http: &Http,
     read: &crate::wire::http::UrlSource,
     caps: &fetch::Server,
 ) -> Result<Fetched> {
+    let git_dir = repo.git_dir().to_owned();
     let pack_dir = git_dir.join("objects/pack");
     let packs = super::super::verify::list(&pack_dir);
     let format = template.object_format;
     let mut damaged = super::super::verify::quick(&packs, format).err();
     if damaged.is_some() {
         super::super::verify::set_aside(&packs)?;
+        // Opened afresh: the handle may know the packs just set aside.
+        *repo = crate::repo::open(&git_dir)?;
     }
     let full = {
         let packs = if damaged.is_some() { Vec::new() } else { packs };
         std::thread::spawn(move || super::super::verify::full(&packs, format))
     };
-    let first = fetch_difference(
-        opts,
-        template,
-        git_dir,
-        (http, read, caps),
-        damaged.is_none(),
-    );
+    let first = fetch_difference(opts, template, repo, (http, read, caps), damaged.is_none());
     let checked = full
         .join()
         .unwrap_or_else(|_| Err("the check of the template's packs panicked".into()));
@@ -52,7 +49,8 @@ pub(super) fn fetch_checked(
             // The thin pack was completed from damaged objects: it goes too.
             super::super::verify::set_aside(&super::super::verify::list(&pack_dir))?;
             damaged = Some(why);
-            fetch_difference(opts, template, git_dir, (http, read, caps), false)?
+            *repo = crate::repo::open(&git_dir)?;
+            fetch_difference(opts, template, repo, (http, read, caps), false)?
         }
     };
     if let Some(why) = damaged {
@@ -72,11 +70,11 @@ pub(super) fn fetch_checked(
 pub(super) fn fetch_difference(
     opts: &RestoreOptions,
     template: &TemplateRecord,
-    git_dir: &Path,
+    repo: &gix::Repository,
     (http, read, caps): (&Http, &crate::wire::http::UrlSource, &fetch::Server),
     use_base: bool,
 ) -> Result<Fetched> {
-    let repo = crate::repo::open(git_dir)?;
+    let git_dir = repo.git_dir();
     let mut shallow = if use_base {
         read_shallow(git_dir, template.object_format)?
     } else {
