@@ -200,7 +200,8 @@ fn git_ssl_cainfo_is_honoured_as_ssl_cert_file_is() {
         "{}",
         run.stderr
     );
-    // A file git could not use either: refused before any connection, naming the variable.
+    // A file git could not use either: refused at the first handshake (before any request is
+    // sent; git too reads it only for https://), naming the variable.
     let missing = w.tmp.path().join("missing.pem").display().to_string();
     let run = restore(
         &w,

@@ -14,6 +14,7 @@ mod agents;
 mod alloc_limit;
 mod archive_git;
 mod bake;
+mod boot_at_base;
 mod cli;
 mod docs;
 mod early_checkout;

@@ -30,6 +30,35 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// [`write_atomic`] unless the regular file at `path` holds `bytes` already ([`holds`]): an
+/// unchanged file keeps its inode and mtime (git's stat data of it stays valid, and nothing
+/// watching the folder sees a change). Returns whether it wrote.
+///
+/// # Errors
+/// As [`write_atomic`].
+pub fn write_atomic_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
+    if holds(path, bytes) {
+        return Ok(false);
+    }
+    write_atomic(path, bytes)?;
+    Ok(true)
+}
+
+/// Whether the regular file at `path` (not followed) holds exactly `bytes`: its size first,
+/// then at most that many bytes read.
+pub fn holds(path: &Path, bytes: &[u8]) -> bool {
+    let Ok(file) = open_regular(path, false) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.len() == bytes.len() as u64) {
+        return false;
+    }
+    let mut existing = Vec::with_capacity(bytes.len());
+    let limit = bytes.len() as u64 + 1;
+    std::io::Read::read_to_end(&mut std::io::Read::take(&file, limit), &mut existing).is_ok()
+        && existing == bytes
+}
+
 /// Open the file at `path` to read it without ever waiting on it: `O_NONBLOCK` (a FIFO or a
 /// device put in a file's place by whoever owns the folder can hold neither the open nor a
 /// read), then checked to be a regular file; through no symlink unless `follow`. Every file of a

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::fs::write_atomic;
+use crate::fs::{write_atomic, write_atomic_if_changed};
 use crate::types::{Format, FullSha, RemoteUrl, SessionBranch};
 
 /// The remote settings restore writes: credential-free URLs only.
@@ -195,7 +195,7 @@ fn create_folders(git_dir: &Path) -> Result<()> {
 /// # Errors
 /// [`Error::Internal`] on I/O failure.
 pub fn write_config(git_dir: &Path, origin: &OriginConfig<'_>) -> Result<()> {
-    write_atomic(&git_dir.join("config"), config_text(origin).as_bytes())
+    write_atomic_if_changed(&git_dir.join("config"), config_text(origin).as_bytes()).map(|_| ())
 }
 
 fn config_text(origin: &OriginConfig<'_>) -> String {
@@ -540,7 +540,7 @@ pub fn write_ref(git_dir: &Path, name: &str, id: FullSha) -> Result<()> {
         std::fs::create_dir_all(parent)
             .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
     }
-    write_atomic(&path, format!("{id}\n").as_bytes())
+    write_atomic_if_changed(&path, format!("{id}\n").as_bytes()).map(|_| ())
 }
 
 /// Write `shallow` with the given commits (gitrepository-layout(5) "shallow"); none removes it.
@@ -560,7 +560,7 @@ pub fn write_shallow(git_dir: &Path, ids: &[gix::ObjectId]) -> Result<()> {
     let mut sorted: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
     sorted.sort();
     sorted.dedup();
-    write_atomic(&path, (sorted.join("\n") + "\n").as_bytes())
+    write_atomic_if_changed(&path, (sorted.join("\n") + "\n").as_bytes()).map(|_| ())
 }
 
 /// Edit `<git_dir>/config` as git does: `config.lock` made (`O_EXCL`; waited for while another

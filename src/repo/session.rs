@@ -233,7 +233,7 @@ impl SessionRecord {
     pub fn write(&self, git_dir: &Path) -> Result<()> {
         let json = serde_json::to_vec_pretty(self)
             .map_err(|e| Error::internal("encoding the session record", e))?;
-        write_atomic(&Self::path(git_dir), &json)
+        crate::fs::write_atomic_if_changed(&Self::path(git_dir), &json).map(|_| ())
     }
 }
 

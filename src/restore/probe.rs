@@ -68,6 +68,9 @@ pub(super) struct Probe<'repo> {
     survey: HashMap<BString, Seen>,
     /// The metadata `local` read last, for `mode_differs` on the same path.
     last: Option<(BString, std::fs::Metadata)>,
+    /// The template index's own mtime: an entry whose file was modified at or after it is
+    /// racily clean (git's rule), so its stat data proves nothing.
+    index_time: (i64, u32),
 }
 
 impl<'repo> Probe<'repo> {
@@ -93,6 +96,10 @@ impl<'repo> Probe<'repo> {
             folders: survey.folders,
             survey: survey.seen,
             last: None,
+            index_time: {
+                let t = base.timestamp();
+                (t.unix_seconds(), t.nanoseconds())
+            },
         })
     }
 
@@ -146,6 +153,7 @@ impl<'repo> Probe<'repo> {
         self.last = Some((path.to_owned(), meta.clone()));
         if let Some(b) = base
             && same_size_and_mtime(&b.stat, &meta)
+            && !racily_clean(&b.stat, self.index_time)
         {
             return Ok(Local::Blob(b.id));
         }
@@ -214,6 +222,16 @@ pub(super) fn same_size_and_mtime(
         && (meta.mtime_nsec() == 0 || i64::from(stat.mtime.nsecs) == meta.mtime_nsec())
 }
 
+/// Git's racy-clean rule, to the nanosecond (as git built with `USE_NSEC` compares, and as an
+/// agent's copy judges the main tree): an entry whose file was modified at or after the moment
+/// its index was written (`index_time`, seconds and nanoseconds) may have been changed again
+/// within the file system's timestamp granularity at the same size, so its stat data cannot
+/// tell and the file is read. An index whose mtime lost its nanoseconds makes its whole second
+/// racy.
+pub(super) fn racily_clean(entry: &gix::index::entry::Stat, index_time: (i64, u32)) -> bool {
+    (i64::from(entry.mtime.secs), entry.mtime.nsecs) >= index_time
+}
+
 /// What [`look`] found at a path.
 enum Seen {
     /// Nothing of the work tree's own: no file, or a leading folder that is a symlink or a file.
@@ -249,33 +267,75 @@ pub(super) struct Survey {
 }
 
 impl Survey {
-    /// Read what `workdir` holds at every path of the index in `git_dir`, and check that index
+    /// Read what `workdir` holds at every path of `repo`'s index, and check that index
     /// against the tree of `base`; an empty survey when the index cannot be read (the switch
     /// reads it again and reports why).
     pub(super) fn of(
         workdir: &Path,
-        git_dir: &Path,
+        repo: &gix::Repository,
         base: crate::types::FullSha,
         max_entries: u64,
     ) -> Survey {
-        let Ok(repo) = crate::repo::open(git_dir) else {
-            return Survey::default();
-        };
         let Ok(index) = repo.index_or_empty() else {
             return Survey::default();
         };
         let mut survey = Survey {
-            base_index: base_index_unless_same(&repo, &index, base, max_entries),
+            base_index: base_index_unless_same(repo, &index, base, max_entries),
             ..Survey::default()
         };
-        for entry in index.entries() {
-            let path = entry.path(&index);
-            if let Ok(seen) = look(workdir, &path.to_path_lossy(), &survey.folders) {
-                survey.seen.insert(path.to_owned(), seen);
-            }
-        }
+        let paths: Vec<&BStr> = index.entries().iter().map(|e| e.path(&index)).collect();
+        let (seen, folders) = look_all(workdir, &paths);
+        survey.seen = seen;
+        survey.folders = Folders(std::cell::RefCell::new(folders));
         survey
     }
+}
+
+/// Below this many paths the survey is one thread's: a thread costs more than it saves.
+const PATHS_PER_THREAD: usize = 1024;
+
+/// [`look`] at every one of `paths`, split in runs (neighbours share their folders) over up to
+/// four threads: the statx calls of a large tree are the survey's whole cost, and they wait on
+/// the file system, not on each other. Returns what each path holds (those that could not be
+/// read left out) and what each leading folder is.
+fn look_all(
+    workdir: &Path,
+    paths: &[&BStr],
+) -> (HashMap<BString, Seen>, HashMap<PathBuf, Option<bool>>) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, 4)
+        .min(paths.len().div_ceil(PATHS_PER_THREAD).max(1));
+    let run = paths.len().div_ceil(threads).max(1);
+    let look_run = |part: &[&BStr]| {
+        let folders = Folders::default();
+        let seen: Vec<(BString, Seen)> = part
+            .iter()
+            .filter_map(|p| {
+                let seen = look(workdir, &p.to_path_lossy(), &folders).ok()?;
+                Some(((*p).to_owned(), seen))
+            })
+            .collect();
+        (seen, folders.0.into_inner())
+    };
+    let parts: Vec<_> = if threads == 1 {
+        vec![look_run(paths)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = paths
+                .chunks(run)
+                .map(|part| scope.spawn(move || look_run(part)))
+                .collect();
+            // A run whose thread failed is left out: the probe reads its paths itself.
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        })
+    };
+    let (mut seen, mut folders) = (HashMap::with_capacity(paths.len()), HashMap::new());
+    for (part_seen, part_folders) in parts {
+        seen.extend(part_seen);
+        folders.extend(part_folders);
+    }
+    (seen, folders)
 }
 
 /// The index of `base`'s tree (its objects checked against their ids), unless `index` holds

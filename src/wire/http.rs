@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, StatusCode};
 
-use super::{proxy, watch};
+use super::{proxy, tls, watch};
 use crate::error::{Error, Result};
 use crate::types::RemoteUrl;
 
@@ -53,47 +53,6 @@ fn client_builder(tls: rustls::ClientConfig, connect_timeout: Duration) -> reqwe
         })),
         _ => builder.no_proxy(),
     }
-}
-
-/// The CA roots: `SSL_CERT_FILE`/`SSL_CERT_DIR`'s, else the system's; then git's
-/// `GIT_SSL_CAINFO` and `GIT_PROXY_SSL_CAINFO` added (as git-lfs adds them), so the one file a
-/// template sets for plain git serves git-session too; bundled Mozilla roots when all are empty.
-///
-/// # Errors
-/// [`Error::Usage`] when a git variable names a file without a readable certificate (git refuses
-/// to run then too).
-fn roots() -> Result<rustls::RootCertStore> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(cert);
-    }
-    for var in ["GIT_SSL_CAINFO", "GIT_PROXY_SSL_CAINFO"] {
-        let Some(file) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
-            continue;
-        };
-        let found = rustls_native_certs::load_certs_from_paths(Some(file.as_ref()), None);
-        if found.certs.is_empty() {
-            let why = found.errors.first().map_or_else(
-                || "it holds no PEM certificate".to_owned(),
-                ToString::to_string,
-            );
-            return Err(Error::Usage(
-                crate::error::Refusal::Invalid,
-                format!(
-                    "{var} names a CA file git-session cannot use: {}",
-                    crate::text::line_str(&why)
-                ),
-            ));
-        }
-        for cert in found.certs {
-            let _ = roots.add(cert);
-        }
-    }
-    if roots.is_empty() {
-        tracing::debug!("no CA roots found; using the bundled Mozilla roots");
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    }
-    Ok(roots)
 }
 
 /// One HTTP client for the whole process, with the retry policy. Its connections run on one
@@ -144,23 +103,17 @@ impl Failure {
 }
 
 impl Http {
-    /// Build the client: rustls with the ring provider, the roots of [`roots`], the proxies of
-    /// [`proxy`].
+    /// Build the client: the TLS configuration of [`tls`] (its CA roots read on the first
+    /// handshake, so a plain `http://` run reads none), the proxies of [`proxy`].
     ///
     /// # Errors
-    /// [`Error::Usage`] for an unusable proxy variable or CA file; [`Error::Internal`] when the
+    /// [`Error::Usage`] for an unusable proxy variable (a git CA variable naming an unusable
+    /// file is refused on the first handshake, [`tls::refusal`]); [`Error::Internal`] when the
     /// TLS configuration, the runtime or the client cannot be built.
     pub fn new() -> Result<Self> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         proxy::get()?;
-        let roots = roots()?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| Error::internal("TLS configuration", e))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let tls = tls::client_config()?;
 
         let knobs = crate::knobs::get();
         // One worker: connections (and an upload's body) make progress while the caller is
@@ -394,7 +347,8 @@ impl Http {
         let via = via_proxy(&target);
         self.exchange(method, target, headers, req.body)
             .map_err(|f| match f {
-                Failure::Transport(e) => transport_error(url, e),
+                // A git CA variable the handshake found unusable: exit 2, naming it.
+                Failure::Transport(e) => tls::refusal().unwrap_or_else(|| transport_error(url, e)),
                 Failure::Stalled(stall) => {
                     Error::Network(format!("{url}: {}{via}", stall.describe()))
                 }

@@ -16,6 +16,7 @@ pub mod proxy;
 pub mod receive_pack;
 pub mod signing;
 pub mod streaming;
+pub mod tls;
 pub mod upload_pack;
 pub mod watch;
 

@@ -19,17 +19,20 @@ pub(super) type Fetched = (FullSha, Vec<String>, Vec<gix::ObjectId>);
 pub(super) fn fetch_checked(
     opts: &RestoreOptions,
     template: &TemplateRecord,
-    git_dir: &Path,
+    repo: &mut gix::Repository,
     http: &Http,
     read: &crate::wire::http::UrlSource,
     connected: &fetch::Connected,
 ) -> Result<Fetched> {
+    let git_dir = repo.git_dir().to_owned();
     let pack_dir = git_dir.join("objects/pack");
     let packs = super::super::verify::list(&pack_dir);
     let format = template.object_format;
     let mut damaged = super::super::verify::quick(&packs, format).err();
     if damaged.is_some() {
         super::super::verify::set_aside(&packs)?;
+        // Opened afresh: the handle may know the packs just set aside.
+        *repo = crate::repo::open(&git_dir)?;
     }
     let full = {
         let packs = if damaged.is_some() { Vec::new() } else { packs };
@@ -38,7 +41,7 @@ pub(super) fn fetch_checked(
     let first = fetch_difference(
         opts,
         template,
-        git_dir,
+        repo,
         (http, read, connected),
         damaged.is_none(),
     );
@@ -52,7 +55,8 @@ pub(super) fn fetch_checked(
             // The thin pack was completed from damaged objects: it goes too.
             super::super::verify::set_aside(&super::super::verify::list(&pack_dir))?;
             damaged = Some(why);
-            fetch_difference(opts, template, git_dir, (http, read, connected), false)?
+            *repo = crate::repo::open(&git_dir)?;
+            fetch_difference(opts, template, repo, (http, read, connected), false)?
         }
     };
     if let Some(why) = damaged {
@@ -72,12 +76,12 @@ pub(super) fn fetch_checked(
 pub(super) fn fetch_difference(
     opts: &RestoreOptions,
     template: &TemplateRecord,
-    git_dir: &Path,
+    repo: &gix::Repository,
     (http, read, connected): (&Http, &crate::wire::http::UrlSource, &fetch::Connected),
     use_base: bool,
 ) -> Result<Fetched> {
     let caps = &connected.server;
-    let repo = crate::repo::open(git_dir)?;
+    let git_dir = repo.git_dir();
     let mut shallow = if use_base {
         read_shallow(git_dir, template.object_format)?
     } else {

@@ -26,7 +26,8 @@ impl BootIntent {
     pub(super) fn write(&self, git_dir: &Path) -> Result<()> {
         let bytes =
             serde_json::to_vec(self).map_err(|e| Error::internal("encoding the intent", e))?;
-        crate::fs::write_atomic(&git_dir.join(BOOT_INTENT), &bytes)
+        // The switch writes it again before its first file: unchanged when it writes none.
+        crate::fs::write_atomic_if_changed(&git_dir.join(BOOT_INTENT), &bytes).map(|_| ())
     }
 }
 

@@ -84,22 +84,25 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     })?;
     let read_url = read.load()?;
     let push_url = opts.push.as_ref().map(|p| p.load()).transpose()?;
+    // The repository is opened once (`HEAD`, `commondir`, `config` read once) and that handle
+    // serves the survey, the fetch and the switch alike: a pack the fetch adds is found by the
+    // object store's refresh on its first miss.
+    let mut repo = crate::repo::open(&git_dir)?;
     // The stat calls of the switch's plan depend on the template alone: made while the server
     // computes the pack.
     let survey = std::thread::spawn({
-        let (workdir, git_dir) = (opts.dir.clone(), git_dir.clone());
+        let (workdir, repo) = (opts.dir.clone(), repo.clone().into_sync());
         let (base, max_entries) = (template.base, opts.limits.max_tree_entries);
-        move || Survey::of(&workdir, &git_dir, base, max_entries)
+        move || Survey::of(&workdir, &repo.to_thread_local(), base, max_entries)
     });
     let http = Http::new()?;
     let connected = super::git::connect(&http, read, opts, true)?;
     let pack_dir = git_dir.join("objects/pack");
     let before = super::verify::list(&pack_dir);
     let (lease, mut warnings, mut shallow) =
-        fetch_checked(opts, template, &git_dir, &http, read, &connected)?;
+        fetch_checked(opts, template, &mut repo, &http, read, &connected)?;
     crate::failpoint::hit("after-fetch");
 
-    let repo = crate::repo::open(&git_dir)?;
     let switched = (|| {
         if !shallow.contains(&opts.tip.id()) && !parents_here(&repo, opts.tip)? {
             // The fetch was skipped (an earlier, killed boot made it) or its shallow-info is gone.
@@ -136,7 +139,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     if lease == opts.tip {
         layout::write_ref(&git_dir, &opts.branch.tracking_ref(), opts.tip)?;
     }
-    crate::fs::write_atomic(
+    crate::fs::write_atomic_if_changed(
         &git_dir.join("HEAD"),
         format!("ref: {}\n", opts.branch.full_ref()).as_bytes(),
     )?;

@@ -97,8 +97,8 @@ pub(super) fn switch(
         );
     }
     apply_stats(&mut index, &moves.stats);
-    checkout::write_index(&mut index)?;
-    tracing::debug!("switch: the index written after {} ms", ms());
+    let wrote = checkout::write_index_if_changed(&mut index)?;
+    tracing::debug!("switch: the index (written: {wrote}) after {} ms", ms());
     moves.kept.sort();
     let mut warnings = kept_warnings(opts, &moves.kept);
     if base_index.is_some() {

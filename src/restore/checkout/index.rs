@@ -107,3 +107,22 @@ pub fn write_index(index: &mut gix::index::File) -> Result<()> {
         .write(gix::index::write::Options::default())
         .map_err(|e| Error::from_chain("writing the index", &e))
 }
+
+/// [`write_index`] unless the index file holds these bytes already (a boot that changed
+/// nothing): the file keeps its inode and mtime, so git's racy-clean check of the entries still
+/// measures against the time the index was really written. Returns whether it wrote.
+///
+/// # Errors
+/// [`Error::Internal`] on I/O failure.
+pub fn write_index_if_changed(index: &mut gix::index::File) -> Result<bool> {
+    let mut bytes = Vec::new();
+    index
+        .write_to(&mut bytes, gix::index::write::Options::default())
+        .map_err(|e| Error::from_chain("writing the index", &e))?;
+    let same = crate::fs::holds(index.path(), &bytes);
+    if same {
+        return Ok(false);
+    }
+    write_index(index)?;
+    Ok(true)
+}

@@ -28,7 +28,9 @@ use set_aside::{set_big_files_aside, set_early_files_aside, set_skipped_aside};
 
 pub use crate::names::protections;
 pub use in_the_way::refuse_what_is_in_the_way;
-pub use index::{gitlink_warning, index_from_tree, require_blobs, write_index};
+pub use index::{
+    gitlink_warning, index_from_tree, require_blobs, write_index, write_index_if_changed,
+};
 pub use measure::{MAX_TREE_DEPTH, MAX_TREE_PATH_BYTES, measure_tree};
 
 /// Where [`checkout`] writes and what is there already.

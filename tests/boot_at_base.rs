@@ -1,0 +1,193 @@
+//! What a boot does not do (issue 43, "where the time goes"): over plain `http://` it reads no
+//! CA file; what it would write unchanged it leaves alone (same inode, same mtime); and the
+//! stat data it trusts never hides a file rewritten after the bake within the index's second
+//! (git's racy-clean rule).
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::bake::Baked;
+use crate::support::{GitServer, TOKEN, TestCa};
+
+/// A file whose access time is set two days before its mtime: relatime updates it on the next
+/// read (atime older than mtime), so a changed atime means someone read the file.
+struct Watched(PathBuf);
+
+impl Watched {
+    fn new(path: PathBuf, pem: &str) -> Self {
+        std::fs::write(&path, pem).unwrap();
+        let w = Watched(path);
+        w.arm();
+        w
+    }
+
+    fn arm(&self) {
+        let mtime = std::fs::metadata(&self.0).unwrap().modified().unwrap();
+        let times = std::fs::FileTimes::new()
+            .set_accessed(mtime - Duration::from_secs(2 * 86_400))
+            .set_modified(mtime);
+        std::fs::File::options()
+            .write(true)
+            .open(&self.0)
+            .unwrap()
+            .set_times(times)
+            .unwrap();
+    }
+
+    fn read_since_armed(&self) -> bool {
+        let m = std::fs::metadata(&self.0).unwrap();
+        m.accessed().unwrap() >= m.modified().unwrap()
+    }
+}
+
+/// A boot at the base over plain `http://` opens no CA file, not even those `SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` name; over `https://` the bundle is read (the watch works), and the folder
+/// only when the bundle lacks the issuer.
+#[test]
+fn a_plain_http_boot_reads_no_ca_file() {
+    let b = Baked::new();
+    let w = &b.w;
+    let dir = b.baked_tree("t");
+    let ca = TestCa::new();
+    let certs = w.tmp.path().join("certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    let bundle = Watched::new(w.tmp.path().join("bundle.pem"), &ca.ca_pem);
+    let single = Watched::new(certs.join("ca.pem"), &ca.ca_pem);
+    let (file_var, dir_var) = (bundle.0.display().to_string(), certs.display().to_string());
+    let tls_vars = [
+        ("SSL_CERT_FILE", file_var.as_str()),
+        ("SSL_CERT_DIR", dir_var.as_str()),
+    ];
+    let mut vars = vec![("TIP_SHA", b.base())];
+    vars.extend(tls_vars);
+    b.boot(&dir, &vars, &[]).assert_code(0);
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert!(
+        !bundle.read_since_armed() && !single.read_since_armed(),
+        "a plain http:// boot read the CA files"
+    );
+
+    // Over TLS the same files are what the server is checked against: read.
+    let srv = GitServer::start_tls(&w.srv(), Some(TOKEN), &ca);
+    let url = srv.url("repo.git", Some(&crate::support::userinfo()));
+    let mut vars = vec![("READ_URL", url.as_str()), ("TIP_SHA", b.base())];
+    vars.extend(tls_vars);
+    w.run(&w.path("tls"), &["bake"], &vars).assert_code(0);
+    assert!(
+        bundle.read_since_armed(),
+        "SSL_CERT_FILE was not read for https://"
+    );
+    // The bundle holds the server's issuer: the folder (the same certificates, one a file) is
+    // not read as well.
+    assert!(
+        !single.read_since_armed(),
+        "SSL_CERT_DIR read besides the bundle"
+    );
+}
+
+/// (inode, mtime) of each file.
+fn stamps(dir: &Path, files: &[&str]) -> Vec<(String, u64, i64, i64)> {
+    files
+        .iter()
+        .map(|f| {
+            let m = std::fs::metadata(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+            (f.to_string(), m.ino(), m.mtime(), m.mtime_nsec())
+        })
+        .collect()
+}
+
+/// What a boot would write as it is already is left alone: at the base, the index and
+/// `shallow`; a boot at the base killed before its record and run again finds the config,
+/// `HEAD`, the branch, the index, the hook and `shallow` as the first run wrote them, and
+/// rewrites none of them.
+#[test]
+fn a_boot_that_changes_nothing_rewrites_nothing() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    let kept = [".git/index", ".git/shallow"];
+    let before = stamps(&dir, &kept);
+    // A second apart at least: a rewrite shows in the mtime even if the inode were reused.
+    std::thread::sleep(Duration::from_millis(1100));
+    b.boot(&dir, &[("TIP_SHA", b.base())], &[]).assert_code(0);
+    assert_eq!(
+        stamps(&dir, &kept),
+        before,
+        "rewritten by a boot at the base"
+    );
+    assert_eq!(
+        b.w.git(&dir, &["status", "--porcelain"]),
+        "?? node_modules/"
+    );
+
+    let dir = b.baked_tree("k");
+    let at_base = ("TIP_SHA", b.base());
+    let run = b.boot(
+        &dir,
+        &[at_base, ("GIT_SESSION_FAILPOINT", "before-record")],
+        &[],
+    );
+    assert!(
+        run.stderr.contains("failpoint 'before-record'"),
+        "{}",
+        run.stderr
+    );
+    let files = [
+        ".git/config",
+        ".git/HEAD",
+        ".git/refs/heads/sessions/baked",
+        ".git/index",
+        ".git/hooks/pre-push",
+        ".git/shallow",
+    ];
+    let before = stamps(&dir, &files);
+    std::thread::sleep(Duration::from_millis(1100));
+    b.boot(&dir, &[at_base], &[]).assert_code(0);
+    assert_eq!(stamps(&dir, &files), before, "rewritten by the rerun");
+    assert_eq!(b.w.git(&dir, &["rev-parse", "HEAD"]), b.base());
+    assert_eq!(
+        b.w.git(&dir, &["status", "--porcelain"]),
+        "?? node_modules/"
+    );
+}
+
+/// A tracked file rewritten after the bake within the second the index was written, at the same
+/// size and with the same mtime (git's racily clean entry), is still seen as changed: the tip
+/// changes it too, so the boot refuses (exit 7) and the edit is kept.
+#[test]
+fn a_racily_clean_edit_after_the_bake_is_still_seen() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    let edit = dir.join("edit.txt");
+    let mtime = std::fs::metadata(&edit).unwrap().modified().unwrap();
+    let mine = "one\nt_o\nthree\n";
+    assert_eq!(mine.len(), "one\ntwo\nthree\n".len());
+    std::fs::write(&edit, mine).unwrap();
+    set_mtime(&edit, mtime);
+    // The index written in that same second (as a fast bake writes it).
+    set_mtime(&dir.join(".git/index"), mtime);
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(run.stderr.contains("edit.txt"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&edit).unwrap(), mine);
+
+    // Not racy (the index written a second later): the stat data is trusted, and a file the
+    // bake left is judged without being read.
+    let dir = b.baked_tree("u");
+    let index_time = std::fs::metadata(dir.join(".git/index"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    set_mtime(&dir.join(".git/index"), index_time + Duration::from_secs(2));
+    b.boot(&dir, &[], &[]).assert_code(0);
+    b.assert_booted(&dir);
+}
+
+fn set_mtime(path: &Path, t: SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_times(std::fs::FileTimes::new().set_modified(t))
+        .unwrap();
+}
