@@ -16,7 +16,14 @@ const RELEASE_EVERY: usize = 1 << 20;
 pub struct ReleasingMap {
     pub(super) map: memmap2::Mmap,
     served: AtomicUsize,
+    /// The fault-around window ([`WINDOW`]) the last read at an offset ([`ReleasingMap::note_at`])
+    /// ended in.
+    window: AtomicUsize,
 }
+
+/// The bytes the kernel maps around a read fault of a file mapping (`fault_around_bytes`, 64 KiB
+/// by default, aligned): a read of a few bytes in a window not yet resident makes all of it so.
+const WINDOW: usize = 64 << 10;
 
 impl ReleasingMap {
     /// Map `file` read-only.
@@ -30,7 +37,19 @@ impl ReleasingMap {
         Ok(ReleasingMap {
             map,
             served: AtomicUsize::new(0),
+            window: AtomicUsize::new(usize::MAX),
         })
+    }
+
+    /// Count the `len` bytes at `offset` as served, and a whole [`WINDOW`] more when they start
+    /// outside the window the last such read ended in (the pages faulted around them): a delta
+    /// resolution that reads small entries scattered over the pack makes a window resident for
+    /// each, many times the bytes it reads.
+    pub fn note_at(&self, offset: usize, len: usize) {
+        let end = (offset + len.max(1) - 1) / WINDOW;
+        let last = self.window.swap(end, Ordering::Relaxed);
+        let around = if last == offset / WINDOW { 0 } else { WINDOW };
+        self.note(len + around);
     }
 
     /// Count `bytes` as served, and release the resident pages once enough were.
