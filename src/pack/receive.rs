@@ -500,6 +500,6 @@ fn merge_big_objects(
 
 /// The bytes of one pack entry, for the delta resolution of [`receive`].
 fn resolve_entry(range: gix_pack::data::EntryRange, map: &ReleasingMap) -> Option<&[u8]> {
-    map.note((range.end - range.start) as usize);
+    map.note_at(range.start as usize, (range.end - range.start) as usize);
     map.map.get(range.start as usize..range.end as usize)
 }

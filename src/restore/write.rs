@@ -66,11 +66,14 @@ impl<'t> Writer<'t> {
         objects: &impl gix::objs::Find,
         form: &mut WorktreeForm<'_>,
     ) -> Result<()> {
-        let half = index.entries().len() / 2;
+        // Entries outside a sparse checkout's cone get no file (and keep their empty stat).
+        let inside = |e: &&gix::index::Entry| !super::sparse::skipped(e);
+        let count = index.entries().iter().filter(inside).count();
         let mut buf = Vec::new();
-        let mut stats = Vec::with_capacity(index.entries().len());
-        for (n, entry) in index.entries().iter().enumerate() {
-            if self.failpoints && n == half {
+        let mut stats = Vec::with_capacity(count);
+        let entries = index.entries().iter().enumerate();
+        for (k, (n, entry)) in entries.filter(|(_, e)| inside(e)).enumerate() {
+            if self.failpoints && k == count / 2 {
                 failpoint::hit("mid-checkout");
                 failpoint::barrier("hold-mid-checkout");
             }

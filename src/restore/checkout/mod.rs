@@ -24,7 +24,7 @@ use std::path::Path;
 
 use crate::error::Result;
 use big_file::write_big_file;
-use set_aside::{set_big_files_aside, set_early_files_aside, set_skipped_aside};
+use set_aside::{set_big_files_aside, set_early_files_aside};
 
 pub use crate::names::protections;
 pub use in_the_way::refuse_what_is_in_the_way;
@@ -73,8 +73,6 @@ pub fn checkout(
         .count();
     // The conversions are read from the whole tree's `.gitattributes`, before any is set aside.
     let mut form = super::write::WorktreeForm::new(repo, index)?;
-    // Entries outside a sparse checkout's cone get no file.
-    let outside = set_skipped_aside(index);
     // Files over the big-object threshold are streamed from the pack; the others are held whole.
     let big = set_big_files_aside(index, &objects)?;
     let early = set_early_files_aside(index, tree, early)?;
@@ -101,9 +99,6 @@ pub fn checkout(
             file.mode,
             file.path.as_ref(),
         );
-    }
-    for (path, id, mode, flags) in outside {
-        index.dangerously_push_entry(Default::default(), id, flags, mode, path.as_ref());
     }
     index.sort_entries();
     Ok(total)

@@ -1,6 +1,7 @@
 //! The entries the checkout does not write with the others, taken out of the index before it and
-//! put back after: those outside a sparse checkout's cone, those the early checkout wrote, and the
-//! big files (streamed one by one, [`super::big_file`]).
+//! put back after: those the early checkout wrote, and the big files (streamed one by one,
+//! [`super::big_file`]). Those outside a sparse checkout's cone stay in place (the writer passes
+//! them by): copying them out and back held a second copy of their paths through the checkout.
 
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
@@ -8,27 +9,6 @@ use std::path::Path;
 use super::super::early::Written;
 use super::super::sparse;
 use crate::error::{Error, Result};
-
-/// Take the entries with git's skip-worktree bit (outside a sparse checkout's cone) out of
-/// `index`; they go back in, with no stat, once the others are written.
-pub(super) fn set_skipped_aside(
-    index: &mut gix::index::File,
-) -> Vec<(
-    gix::bstr::BString,
-    gix::ObjectId,
-    gix::index::entry::Mode,
-    gix::index::entry::Flags,
-)> {
-    let mut out = Vec::new();
-    index.remove_entries(|_, path, entry| {
-        let skip = sparse::skipped(entry);
-        if skip {
-            out.push((path.to_owned(), entry.id, entry.mode, entry.flags));
-        }
-        skip
-    });
-    out
-}
 
 /// Take the entries the early checkout wrote (same path, blob and mode) out of `index`, so gix's
 /// checkout does not write them again; returns them. A file written early that the index does not
@@ -51,6 +31,9 @@ pub(super) fn set_early_files_aside<'w>(
         let Some(w) = by_path.get(path) else {
             return false;
         };
+        if sparse::skipped(entry) {
+            return false;
+        }
         let same = w.id == entry.id && w.mode == entry.mode;
         if same {
             kept.push(*w);
@@ -90,7 +73,7 @@ pub(super) fn set_big_files_aside(
 ) -> Result<Vec<BigFile>> {
     let mut big = Vec::new();
     for entry in index.entries() {
-        if entry.mode == gix::index::entry::Mode::COMMIT {
+        if entry.mode == gix::index::entry::Mode::COMMIT || sparse::skipped(entry) {
             continue;
         }
         let Some(blob) = objects.big(&entry.id) else {
