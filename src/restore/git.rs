@@ -62,7 +62,7 @@ impl Source for Git {
         let http = Http::new()?;
         // A sparse restore asks for the advertisement: whether the server filters (`filter`)
         // decides its fetch.
-        let connected = connect(&http, read, opts, opts.sparse.is_none())?;
+        let connected = super::connect::connect(&http, read, opts, opts.sparse.is_none())?;
         self.connected = Some((http, connected));
         Ok(Prepared::Restore)
     }
@@ -111,36 +111,6 @@ impl Source for Git {
     fn wrote_into_target(&self) -> bool {
         self.written_any.get()
     }
-}
-
-/// Steps 1 and 2 of the wire ([`fetch::connect`]): the `ls-refs` of the session branch posted
-/// straight to upload-pack where `post` (falling back to the handshake when the answer is not
-/// protocol v2's), else the handshake alone; `TIP_SHA` checked against the server's format.
-///
-/// # Errors
-/// As [`fetch::connect`], after the retries; usage (2) for a `TIP_SHA` of another format.
-pub(super) fn connect(
-    http: &Http,
-    read: &crate::wire::http::UrlSource,
-    opts: &RestoreOptions,
-    post: bool,
-) -> Result<fetch::Connected> {
-    let post = post && http.protocol != crate::wire::http::Protocol::V0;
-    if opts.template && post {
-        // A template has no session branch to look up: its fetch is the first request, with
-        // the capabilities of protocol v2 assumed (a server that refuses it gets the handshake).
-        return Ok(fetch::Connected {
-            server: fetch::assumed(opts.tip.format(), &opts.branch),
-            tip: None,
-        });
-    }
-    // Once the posted request was not answered as v2, the retries go to the handshake.
-    let post = std::cell::Cell::new(post);
-    http.with_retries(read, "asking the server what it speaks", |url| {
-        let connected = fetch::connect(http, url, &opts.branch, opts.tip.format(), &post)?;
-        connected.server.check_tip(url, "TIP_SHA", opts.tip)?;
-        Ok(connected)
-    })
 }
 
 fn read_source(opts: &RestoreOptions) -> Result<&crate::wire::http::UrlSource> {

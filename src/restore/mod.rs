@@ -24,6 +24,7 @@ pub mod archive;
 mod boot;
 mod cache;
 pub mod checkout;
+mod connect;
 pub(crate) mod early;
 mod git;
 mod intent;

@@ -96,7 +96,7 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         move || Survey::of(&workdir, &repo.to_thread_local(), base, max_entries)
     });
     let http = Http::new()?;
-    let connected = super::git::connect(&http, read, opts, true)?;
+    let connected = super::connect::connect(&http, read, opts, true)?;
     let pack_dir = git_dir.join("objects/pack");
     let before = super::verify::list(&pack_dir);
     let (lease, mut warnings, mut shallow) =

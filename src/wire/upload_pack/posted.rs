@@ -127,7 +127,7 @@ fn posted_ls_ref(
             body: Some(body.into()),
         },
     )?;
-    let resp = refused_status(http, url, resp)?;
+    let resp = super::request::refused_status(http, url, resp)?;
     let ctype = resp
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -149,25 +149,6 @@ fn posted_ls_ref(
         Err(e) if e.is_transient() => Err(e),
         Err(e) => Err(Error::Protocol(e.to_string())),
     }
-}
-
-/// The status of an answer to a request posted without the handshake: 2xx passes; 401, 403 and
-/// 407 are the credential's ([`Http::check_status`]); any other is a server that does not take
-/// the request (Dulwich answers a v2 command with HTTP 500): [`Error::Protocol`], which the caller
-/// falls back from.
-///
-/// # Errors
-/// As above.
-pub(super) fn refused_status(
-    http: &Http,
-    url: &RemoteUrl,
-    resp: crate::wire::http::Body,
-) -> Result<crate::wire::http::Body> {
-    let status = resp.status();
-    if status.is_success() || matches!(status.as_u16(), 401 | 403 | 407) {
-        return http.check_status(url, resp);
-    }
-    Err(Error::Protocol(format!("{url} answered HTTP {status}")))
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ pub(super) fn command_body(caps: &Capabilities, command: &str, args: &[String]) 
 /// `POST git-upload-pack` with a fetch request; the answer's bytes counted for the progress.
 ///
 /// `posted`: sent without the handshake, an error status other than the credential's is
-/// [`Error::Protocol`] ([`super::posted::refused_status`]).
+/// [`Error::Protocol`] ([`refused_status`]).
 pub(super) fn send_fetch(
     http: &Http,
     url: &RemoteUrl,
@@ -75,7 +75,7 @@ pub(super) fn send_fetch(
         },
     )?;
     let resp = if posted {
-        super::posted::refused_status(http, url, resp)?
+        refused_status(http, url, resp)?
     } else {
         http.check_status(url, resp)?
     };
@@ -86,4 +86,23 @@ pub(super) fn send_fetch(
         inner: resp,
         progress: crate::progress::Progress::bytes("receiving objects"),
     })
+}
+
+/// The status of an answer to a request posted without the handshake: 2xx passes; 401, 403 and
+/// 407 are the credential's ([`Http::check_status`]); any other is a server that does not take
+/// the request (Dulwich answers a v2 command with HTTP 500): [`Error::Protocol`], which the caller
+/// falls back from.
+///
+/// # Errors
+/// As above.
+pub(super) fn refused_status(
+    http: &Http,
+    url: &RemoteUrl,
+    resp: crate::wire::http::Body,
+) -> Result<crate::wire::http::Body> {
+    let status = resp.status();
+    if status.is_success() || matches!(status.as_u16(), 401 | 403 | 407) {
+        return http.check_status(url, resp);
+    }
+    Err(Error::Protocol(format!("{url} answered HTTP {status}")))
 }
