@@ -6,7 +6,7 @@ use std::io::Read;
 use gix_packetline::PacketLineRef;
 use gix_packetline::blocking_io::StreamingPeekableIter;
 
-use super::handshake::Server;
+use super::handshake::{Capabilities, Server};
 use super::lines::{for_each_line, pkt_err};
 use super::request::{command_body, v2_headers};
 use crate::error::{Error, Result};
@@ -46,16 +46,22 @@ pub fn ls_ref(
             ));
         }
     };
-    let body = command_body(caps, "ls-refs", &[format!("ref-prefix {full}")])?;
-    let resp = http.send(
-        url,
-        Request {
-            endpoint: "git-upload-pack",
-            headers: v2_headers(true),
-            body: Some(body.into()),
-        },
-    )?;
+    let resp = http.send(url, ls_refs_request(caps, &full)?)?;
     read_ls_refs(url, resp, &full, server.format())
+}
+
+/// The `ls-refs` of `full` alone (`ref-prefix`), as a `POST git-upload-pack` of protocol v2
+/// with `caps`' `object-format`: what [`ls_ref`] and the posted lookup send.
+///
+/// # Errors
+/// As [`command_body`].
+pub(super) fn ls_refs_request(caps: &Capabilities, full: &str) -> Result<Request<'static>> {
+    let body = command_body(caps, "ls-refs", &[format!("ref-prefix {full}")])?;
+    Ok(Request {
+        endpoint: "git-upload-pack",
+        headers: v2_headers(true),
+        body: Some(body.into()),
+    })
 }
 
 /// Parse an `ls-refs` response (`gitprotocol-v2` "ls-refs": `<oid> <refname>` lines up to a

@@ -17,10 +17,9 @@ use std::io::{BufRead as _, BufReader};
 
 use super::handshake::{Capabilities, Server, handshake};
 use super::ls_refs::read_ls_refs;
-use super::request::{command_body, v2_headers};
 use crate::error::{Error, Result};
 use crate::types::{Format, FullSha, RemoteUrl, SessionBranch, format_name};
-use crate::wire::http::{Http, Protocol, Request, body_error};
+use crate::wire::http::{Http, Protocol, body_error};
 
 /// What [`connect`] learned: the server, and where the session branch is when the posted
 /// `ls-refs` answered it (`Some(None)`: the remote has no such branch; `None`: not looked up yet,
@@ -118,15 +117,7 @@ fn posted_ls_ref(
         ));
     };
     let full = branch.full_ref();
-    let body = command_body(caps, "ls-refs", &[format!("ref-prefix {full}")])?;
-    let resp = http.send_unchecked(
-        url,
-        Request {
-            endpoint: "git-upload-pack",
-            headers: v2_headers(true),
-            body: Some(body.into()),
-        },
-    )?;
+    let resp = http.send_unchecked(url, super::ls_refs::ls_refs_request(caps, &full)?)?;
     let resp = super::request::refused_status(http, url, resp)?;
     let ctype = resp
         .headers()
@@ -156,6 +147,7 @@ mod tests {
     use super::*;
     use crate::wire::testing::url;
     use crate::wire::upload_pack::handshake::fetch_supports;
+    use crate::wire::upload_pack::request::command_body;
 
     #[test]
     fn the_assumed_capabilities_are_v2_with_shallow_and_the_tip_s_format() {
