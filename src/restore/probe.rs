@@ -170,6 +170,15 @@ impl<'repo> Probe<'repo> {
             self.tip.get(path).map(|(id, mode)| (*id, *mode, true)),
             base.map(|b| (b.id, b.mode, false)),
         ];
+        // The bytes as they are, hashed as git would store them: the answer whenever no filter
+        // changes them, and it needs no object (a damaged baked pack may have lost the base's).
+        let ids = || candidates.iter().flatten().map(|(id, _, _)| *id);
+        if let Some(kind) = ids().next().map(|id| id.kind())
+            && let Ok(stored) = gix::objs::compute_hash(kind, gix::objs::Kind::Blob, &on_disk)
+            && ids().any(|id| id == stored)
+        {
+            return Ok(Local::Blob(stored));
+        }
         for (id, mode, is_tip) in candidates.into_iter().flatten() {
             let mut buf = Vec::new();
             let objects = super::verify::Verified(&self.repo.objects);
