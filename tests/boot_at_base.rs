@@ -183,6 +183,26 @@ fn a_racily_clean_edit_after_the_bake_is_still_seen() {
     b.assert_booted(&dir);
 }
 
+/// An index entry git never measured against its file (stat size 0 for a blob that is not
+/// empty: `git read-tree`, `update-index --cacheinfo`) proves nothing, as git's "racily
+/// smudged" rule says: a tracked file emptied after the bake, its mtime reset to the epoch (an
+/// image exported with `SOURCE_DATE_EPOCH=0`), is a local change that `TIP_SHA` also changes
+/// (exit 7, the file kept). It was judged unchanged by its stat data and overwritten.
+#[test]
+fn an_entry_git_never_measured_proves_nothing() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    // The base's tree again, every entry's stat data zero.
+    b.w.git(&dir, &["read-tree", "HEAD"]);
+    let edit = dir.join("edit.txt");
+    std::fs::write(&edit, "").unwrap();
+    set_mtime(&edit, SystemTime::UNIX_EPOCH);
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(run.stderr.contains("edit.txt"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&edit).unwrap(), "");
+}
+
 fn set_mtime(path: &Path, t: SystemTime) {
     std::fs::File::options()
         .write(true)
