@@ -43,6 +43,7 @@ impl Liar {
                 ("SESSION_BRANCH", "sessions/h"),
                 ("TIP_SHA", self.tip.as_str()),
                 ("RUST_LOG", "debug"),
+                ("GIT_SESSION_RETRY_BASE_MS", "10"),
             ],
         )
     }
@@ -169,6 +170,36 @@ fn a_v2_answer_then_a_401_or_a_redirect_on_the_fetch_is_no_checkout() {
             !dir.join("a.txt").exists(),
             "{case}: nothing checked out: {}",
             run.stdout
+        );
+    }
+}
+
+/// An overloaded server (429, 502, 503, 504: what a proxy or a server under a fleet's boots
+/// answers) refusing the posted `ls-refs` is the network's, as the posted request's documentation
+/// says: the retry posts it again after the backoff. It was taken for a server that does not speak
+/// v2 (as Dulwich's 500 is): the handshake sent at once, without a backoff, to a server that had
+/// just said it was overloaded, and every later step of the boot on the slower path (4 requests
+/// where 3 do).
+#[test]
+fn an_overloaded_server_s_refusal_of_the_posted_ls_refs_is_retried_as_posted() {
+    let l = Liar::new();
+    for status in [429, 502, 503, 504] {
+        let mut s = Scripted::once(Endpoint::LsRefs, b"busy, try later\n".to_vec());
+        s.status = status;
+        s.content_type = "text/plain";
+        {
+            let mut scripts = l.srv.knobs.scripted.lock().unwrap();
+            scripts.clear();
+            scripts.push(s);
+        }
+        let case = format!("s{status}");
+        let run = l.restore(&case, &[]);
+        run.assert_code(0);
+        assert_eq!(run.json()["lease"], l.tip.as_str(), "{case}");
+        assert_eq!(
+            l.srv.requests(),
+            ["ls-refs", "ls-refs", "fetch"],
+            "{case}: posted again, no handshake"
         );
     }
 }
