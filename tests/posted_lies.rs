@@ -85,10 +85,10 @@ impl Liar {
 
 /// A v0/v1 ref advertisement in the body of the answer to the posted `ls-refs` (a server, or
 /// something in front of it, answering every upload-pack request with it), and an answer of
-/// `ls-refs` lines in the other object format naming other branches only: neither is a v2
-/// answer for this repository, so neither may say "no such branch" (lease zero). Both were taken
-/// as "no such branch": the lease was the zero id and the session's first `save` a create that
-/// the server refuses (exit 3).
+/// `ls-refs` lines in the other object format naming other branches only, a delimiter or
+/// response-end packet where the flush belongs: none is a v2 answer for this repository, so none
+/// may say "no such branch" (lease zero). All were taken as "no such branch": the lease was the
+/// zero id and the session's first `save` a create that the server refuses (exit 3).
 #[test]
 fn answers_that_are_not_v2_ls_refs_are_not_an_absent_branch() {
     let l = Liar::new();
@@ -115,7 +115,15 @@ fn answers_that_are_not_v2_ls_refs_are_not_an_absent_branch() {
     let other = "ab".repeat(other_len / 2);
     let mut wrong_format = pkt(&format!("{other} refs/heads/sessions/h-old\n")).into_bytes();
     wrong_format.extend(&flush);
-    for (case, body) in [("v0", v0), ("format", wrong_format)] {
+    // A v2 delimiter or response-end packet where the flush ending an ls-refs answer belongs.
+    let delim = b"0001".to_vec();
+    let response_end = b"0002".to_vec();
+    for (case, body) in [
+        ("v0", v0),
+        ("format", wrong_format),
+        ("delim", delim),
+        ("response-end", response_end),
+    ] {
         l.lie_once(body);
         let run = l.restore(case, &[]);
         l.assert_leased_after_the_handshake(case, &run);
@@ -123,12 +131,17 @@ fn answers_that_are_not_v2_ls_refs_are_not_an_absent_branch() {
 }
 
 /// An `ERR` line with terminal escapes (a title change, a colour, a bell, a cursor move) in the
-/// answer to the posted `ls-refs`: the fallback's log line at `-vv` shows them escaped, never raw.
+/// answer to the posted `ls-refs`, echoing the token: the fallback's log line at `-vv` shows them
+/// escaped, never raw, and the token redacted.
 #[test]
 fn an_err_line_with_terminal_escapes_is_shown_escaped() {
     let l = Liar::new();
-    let evil = "ERR \x1b]0;owned\x07\x1b[31mred\x1b[2J\x1b[H\x08\r\n";
-    l.lie_once(pkt(evil).into_bytes());
+    // With the token echoed (the harness checks every output for it).
+    let evil = format!(
+        "ERR \x1b]0;owned\x07\x1b[31mred\x1b[2J\x1b[H\x08 you sent {}\r\n",
+        crate::support::TOKEN
+    );
+    l.lie_once(pkt(&evil).into_bytes());
     let run = l.restore("err", &["-vv"]);
     l.assert_leased_after_the_handshake("err", &run);
     for (name, out) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {

@@ -96,6 +96,10 @@ pub(crate) fn read_ls_refs(
         }
         Ok(())
     })?;
+    // A delimiter or response-end packet where the flush belongs ends no ls-refs answer.
+    if lines.stopped_at() != Some(PacketLineRef::Flush) {
+        return Err(pkt_err(url, "ls-refs answer not ended by a flush packet"));
+    }
     Ok(found)
 }
 
@@ -190,6 +194,8 @@ mod tests {
             V0_ADVERTISEMENT.to_vec(),
             other_format,
             nul,
+            b"0001".to_vec(),
+            b"0002".to_vec(),
         ] {
             assert_err!(
                 read_ls_refs(&url(), body.as_slice(), BRANCH, Format::Sha1),
