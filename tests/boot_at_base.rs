@@ -203,6 +203,20 @@ fn an_entry_git_never_measured_proves_nothing() {
     assert_eq!(std::fs::read_to_string(&edit).unwrap(), "");
 }
 
+/// A template whose `.git/HEAD` is gone (removed as the refusal of a FIFO in its place
+/// suggests: "remove it if git can do without it") is a local fault named as one, exit 7, not an
+/// internal error (exit 1, "does not appear to be a git repository"); so is a session tree's.
+#[test]
+fn a_git_dir_without_head_is_a_conflict_not_an_internal_error() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    std::fs::remove_file(dir.join(".git/HEAD")).unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    let msg = run.error_message();
+    assert!(msg.contains(".git/HEAD"), "{msg}");
+}
+
 fn set_mtime(path: &Path, t: SystemTime) {
     std::fs::File::options()
         .write(true)
