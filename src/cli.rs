@@ -50,7 +50,7 @@ pub enum Command {
     #[command(after_long_help = network_help())]
     Restore(RestoreArgs),
     /// Bake the tree of a base commit into a template (no session yet); a later restore there
-    /// fetches and writes only what changed since
+    /// fetches and writes only what changed since that commit
     #[command(after_long_help = network_help())]
     Bake(BakeArgs),
     /// Stage everything, commit (signed when SIGNING_* set signing up), and push to the session

@@ -29,6 +29,7 @@ mod local_faults;
 mod manifest;
 mod manifest_save;
 mod pack_thin;
+mod posted_lies;
 mod proxy;
 mod push;
 mod reflink;

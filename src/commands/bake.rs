@@ -58,7 +58,7 @@ pub fn run(args: &BakeArgs, dir: std::path::PathBuf) -> Result<Success> {
         )
     } else {
         format!(
-            "baked {tip} into {} ({} files): a restore there fetches only what changed since",
+            "baked {tip} into {} ({} files): a restore there fetches only what changed since this base",
             opts.dir.display(),
             report.files
         )

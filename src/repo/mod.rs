@@ -51,6 +51,14 @@ const READ_WHOLE: [&str; 11] = [
     "info/exclude",
 ];
 
+/// The first of what every git dir holds (`HEAD`, `objects/`, `refs/`) that `git_dir` lacks:
+/// a local fault (exit 7) when the open fails, not an internal error.
+fn missing_part(git_dir: &Path) -> Option<&'static str> {
+    ["HEAD", "objects", "refs"]
+        .into_iter()
+        .find(|part| std::fs::symlink_metadata(git_dir.join(part)).is_err())
+}
+
 /// Each of [`READ_WHOLE`] that is there must be (or lead by symlink to) a regular file: one
 /// pointed at `/dev/zero` or a FIFO would be read without end, or block, by every command (a
 /// root boot included). Called before every open.
@@ -125,7 +133,16 @@ where
     let failed = |e: &(dyn std::error::Error + 'static)| {
         Error::from_chain(format!("opening {}", git_dir.display()), e)
     };
-    let mut repo = gix::open_opts(git_dir, options).map_err(|e| failed(&e))?;
+    let mut repo = gix::open_opts(git_dir, options).map_err(|e| match missing_part(git_dir) {
+        // Removed or moved after git wrote it: the tree's fault, not ours.
+        Some(part) => Error::conflict(format!(
+            "{} is missing: git cannot open {} as a repository without it; put it back, or \
+             restore into a new folder",
+            git_dir.join(part).display(),
+            git_dir.display()
+        )),
+        None => failed(&e),
+    })?;
     if repo.workdir().is_some()
         && let Some(parent) = dirs::workdir_of(git_dir)
     {

@@ -154,6 +154,7 @@ impl<'repo> Probe<'repo> {
         if let Some(b) = base
             && same_size_and_mtime(&b.stat, &meta)
             && !racily_clean(&b.stat, self.index_time)
+            && !never_stated(b)
         {
             return Ok(Local::Blob(b.id));
         }
@@ -239,6 +240,15 @@ pub(super) fn same_size_and_mtime(
 /// racy.
 pub(super) fn racily_clean(entry: &gix::index::entry::Stat, index_time: (i64, u32)) -> bool {
     (i64::from(entry.mtime.secs), entry.mtime.nsecs) >= index_time
+}
+
+/// Git's "racily smudged" rule (`ce_match_stat_basic`): an entry whose stat size is 0 for a
+/// blob that is not empty was never measured against its file (`git read-tree`,
+/// `update-index --cacheinfo`, an index built from a tree) or was smudged by git, so its stat
+/// data proves nothing (an emptied file whose mtime was reset to the epoch, as an image's
+/// `SOURCE_DATE_EPOCH=0` export leaves it, matched it).
+pub(super) fn never_stated(entry: &gix::index::Entry) -> bool {
+    entry.stat.size == 0 && entry.id != gix::ObjectId::empty_blob(entry.id.kind())
 }
 
 /// What [`look`] found at a path.

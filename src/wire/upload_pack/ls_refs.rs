@@ -66,7 +66,7 @@ pub(super) fn ls_refs_request(caps: &Capabilities, full: &str) -> Result<Request
 
 /// Parse an `ls-refs` response (`gitprotocol-v2` "ls-refs": `<oid> <refname>` lines up to a
 /// flush) for the id of `full_ref`, reading at most [`MAX_LS_REFS_BYTES`] and keeping nothing
-/// else. `url` is for messages only.
+/// else; every line's object id must be one of `format`. `url` is for messages only.
 ///
 /// # Errors
 /// As [`ls_ref`], but for the HTTP ones.
@@ -83,13 +83,23 @@ pub(crate) fn read_ls_refs(
         let (Some(oid), Some(name)) = (parts.next(), parts.next()) else {
             return Err(pkt_err(url, "ls-refs line without a ref name"));
         };
+        // Every line, not only the one asked for: a v0 advertisement (`# service=…`, a NUL
+        // before the capabilities) or lines of the other object format are no v2 answer for
+        // this repository, and must not read as "no such branch".
+        let id = FullSha::from_wire_in(format, oid)
+            .ok_or_else(|| pkt_err(url, "ls-refs line with a malformed object id"))?;
+        if name.contains(&0) {
+            return Err(pkt_err(url, "ls-refs line with a NUL in its ref name"));
+        }
         if name == full_ref.as_bytes() && found.is_none() {
-            let id = FullSha::from_wire_in(format, oid)
-                .ok_or_else(|| pkt_err(url, "ls-refs line with a malformed object id"))?;
             found = Some(id);
         }
         Ok(())
     })?;
+    // A delimiter or response-end packet where the flush belongs ends no ls-refs answer.
+    if lines.stopped_at() != Some(PacketLineRef::Flush) {
+        return Err(pkt_err(url, "ls-refs answer not ended by a flush packet"));
+    }
     Ok(found)
 }
 
@@ -166,7 +176,27 @@ mod tests {
             b"0000",
         ]
         .concat();
-        for body in [no_name, bad_id, pkt(b"ERR ls-refs failed")] {
+        // Lines for other refs are checked too: a v0 advertisement, an id of the other format.
+        let other_format = [
+            &pkt(format!("{} refs/heads/other\n", "ab".repeat(32)).as_bytes())[..],
+            b"0000",
+        ]
+        .concat();
+        let nul = [
+            &pkt(format!("{COMMIT3} HEAD\0multi_ack\n").as_bytes())[..],
+            b"0000",
+        ]
+        .concat();
+        for body in [
+            no_name,
+            bad_id,
+            pkt(b"ERR ls-refs failed"),
+            V0_ADVERTISEMENT.to_vec(),
+            other_format,
+            nul,
+            b"0001".to_vec(),
+            b"0002".to_vec(),
+        ] {
             assert_err!(
                 read_ls_refs(&url(), body.as_slice(), BRANCH, Format::Sha1),
                 Error::Protocol(_)

@@ -89,9 +89,10 @@ pub(super) fn send_fetch(
 }
 
 /// The status of an answer to a request posted without the handshake: 2xx passes; 401, 403 and
-/// 407 are the credential's ([`Http::check_status`]); any other is a server that does not take
-/// the request (Dulwich answers a v2 command with HTTP 500): [`Error::Protocol`], which the caller
-/// falls back from.
+/// 407 are the credential's, 429, 502, 503 and 504 an overloaded server's or proxy's (retried,
+/// posted again after the backoff) ([`Http::check_status`]); any other is a server that does not
+/// take the request (Dulwich answers a v2 command with HTTP 500): [`Error::Protocol`], which the
+/// caller falls back from.
 ///
 /// # Errors
 /// As above.
@@ -101,7 +102,7 @@ pub(super) fn refused_status(
     resp: crate::wire::http::Body,
 ) -> Result<crate::wire::http::Body> {
     let status = resp.status();
-    if status.is_success() || matches!(status.as_u16(), 401 | 403 | 407) {
+    if status.is_success() || matches!(status.as_u16(), 401 | 403 | 407 | 429 | 502 | 503 | 504) {
         return http.check_status(url, resp);
     }
     Err(Error::Protocol(format!("{url} answered HTTP {status}")))
