@@ -339,6 +339,14 @@ impl Tree {
     }
 }
 
+/// Order `made` (what several writers made into one tree, each list oldest first) so that
+/// [`Tree::undo`], which goes newest first, removes every file and symlink before any folder and
+/// each folder before the one holding it: the folders first, shallowest first (a folder is always
+/// made after its parent, whoever made that), then the rest.
+pub fn order_for_undo(made: &mut [Made]) {
+    made.sort_by_key(|m| (!m.dir, if m.dir { m.rel.components().count() } else { 0 }));
+}
+
 /// How every lookup below the handle resolves: beneath it, through no symlink.
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH
     .union(ResolveFlags::NO_SYMLINKS)
