@@ -140,7 +140,8 @@ impl<'t> Writer<'t> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(2, 4));
         let chunk = inside.len().div_ceil(threads).max(256);
         let half = self.failpoints.then(|| Half::new(inside.len()));
-        let (tree, overwrite, failpoints, half) = (self.tree, self.overwrite, self.failpoints, &half);
+        let (tree, overwrite, failpoints, half) =
+            (self.tree, self.overwrite, self.failpoints, &half);
         let shared: &gix::index::File = index;
         let parts: Vec<Result<(Vec<(usize, Stat)>, Vec<Made>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = inside
@@ -160,8 +161,9 @@ impl<'t> Writer<'t> {
             handles
                 .into_iter()
                 .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Internal("a writing thread panicked".into())))
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal("a writing thread panicked".into()))
+                    })
                 })
                 .collect()
         });
@@ -313,11 +315,7 @@ impl Half {
     }
 
     fn step(&self) {
-        if self
-            .taken
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-            == self.at
-        {
+        if self.taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == self.at {
             failpoint::hit("mid-checkout");
             failpoint::barrier("hold-mid-checkout");
         }
