@@ -514,6 +514,32 @@ mod tests {
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     }
 
+    /// Two writers' lists, one of which made `d` after the other had begun (it made `d/x` inside
+    /// it later): ordered for the undo, everything goes, `d` too; taken in the order the lists
+    /// came, `d` (not empty yet) would be left behind.
+    #[test]
+    fn what_several_writers_made_is_undone_whole_once_ordered() {
+        let top = tempfile::tempdir().unwrap();
+        let tree = Tree::open(top.path()).unwrap();
+        let first_writer = {
+            let mut made = Vec::new();
+            made.push(tree.create_dir(Path::new("e")).unwrap());
+            made.push(tree.create_file(Path::new("e/f"), false).unwrap().1);
+            made
+        };
+        let second_writer = vec![tree.create_dir(Path::new("d")).unwrap()];
+        let later = [
+            tree.create_dir(Path::new("d/x")).unwrap(),
+            tree.create_file(Path::new("d/x/f"), false).unwrap().1,
+        ];
+        let mut made: Vec<Made> = later.into_iter().chain(first_writer).collect();
+        made.extend(second_writer);
+        order_for_undo(&mut made);
+        tree.undo(&made).unwrap();
+        let left: Vec<_> = std::fs::read_dir(top.path()).unwrap().collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
     /// Inside the tree too: `a -> b/c` is never followed, by any operation, whichever way the
     /// path is resolved (`openat2`, or the walk where the kernel lacks it).
     #[test]
