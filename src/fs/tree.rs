@@ -521,12 +521,10 @@ mod tests {
     fn what_several_writers_made_is_undone_whole_once_ordered() {
         let top = tempfile::tempdir().unwrap();
         let tree = Tree::open(top.path()).unwrap();
-        let first_writer = {
-            let mut made = Vec::new();
-            made.push(tree.create_dir(Path::new("e")).unwrap());
-            made.push(tree.create_file(Path::new("e/f"), false).unwrap().1);
-            made
-        };
+        let first_writer = vec![
+            tree.create_dir(Path::new("e")).unwrap(),
+            tree.create_file(Path::new("e/f"), false).unwrap().1,
+        ];
         let second_writer = vec![tree.create_dir(Path::new("d")).unwrap()];
         let later = [
             tree.create_dir(Path::new("d/x")).unwrap(),

@@ -143,7 +143,7 @@ impl<'t> Writer<'t> {
         let (tree, overwrite, failpoints, half) =
             (self.tree, self.overwrite, self.failpoints, &half);
         let shared: &gix::index::File = index;
-        let parts: Vec<Result<(Vec<(usize, Stat)>, Vec<Made>)>> = std::thread::scope(|scope| {
+        let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
             let handles: Vec<_> = inside
                 .chunks(chunk.max(1))
                 .map(|part| {
@@ -290,6 +290,10 @@ impl<'t> Writer<'t> {
         ))
     }
 }
+
+/// What one thread of [`Writer::write_entries_in_parallel`] wrote: the stat data by entry number,
+/// and what it made.
+type Part = (Vec<(usize, Stat)>, Vec<Made>);
 
 /// Set the stat data of the entries numbered so.
 fn set_stats(index: &mut gix::index::File, stats: Vec<(usize, Stat)>) {

@@ -72,15 +72,18 @@ pub struct Target {
     pub before_first_file: Box<dyn FnOnce() -> crate::error::Result<()> + Send>,
 }
 
+/// What is called once, before the first file is written.
+type BeforeFirstFile = Box<dyn FnOnce() -> crate::error::Result<()> + Send>;
+
 /// The call every writer makes before its first file: the first one runs `before_first_file`
 /// (the others wait for it under the lock); none writes a file when it failed.
 pub(super) struct Gate {
-    first: std::sync::Mutex<Option<Box<dyn FnOnce() -> crate::error::Result<()> + Send>>>,
+    first: std::sync::Mutex<Option<BeforeFirstFile>>,
     failed: std::sync::atomic::AtomicBool,
 }
 
 impl Gate {
-    pub(super) fn new(first: Box<dyn FnOnce() -> crate::error::Result<()> + Send>) -> Self {
+    pub(super) fn new(first: BeforeFirstFile) -> Self {
         Gate {
             first: std::sync::Mutex::new(Some(first)),
             failed: std::sync::atomic::AtomicBool::new(false),
