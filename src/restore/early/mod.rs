@@ -9,7 +9,7 @@
 //!   reads the commit `TIP_SHA` and the trees it names, and hands each blob whose path is known to
 //!   the writer when nothing can make its checked-out form differ from the blob: a regular file
 //!   (symlinks and submodules wait), no `.gitattributes` on its way that could convert it
-//!   (`eol=crlf`, `ident`, `filter`, `working-tree-encoding`, macros: see `attributes`). The
+//!   (`eol=crlf`, `ident`, `filter=lfs`, `working-tree-encoding`, macros: see `attributes`). The
 //!   `.gitattributes` files wait too: gix's checkout reads them from the index it is given. It
 //!   never drops an entry (the stream waits for it instead), so it names every object of the
 //!   pack, and [`crate::pack::receive()`] writes the pack's index from those ids rather than
