@@ -1428,3 +1428,46 @@ crate::sha256_too!(
     a_kill_at_every_failpoint_is_completed_by_the_next_run,
     an_id_of_the_other_format_is_refused_after_the_capability_exchange,
 );
+
+/// A forced restore (no early checkout: everything is written after the transfer) of 600 files
+/// in 12 folders is written by several threads, each a run of the index: every file is there with
+/// its content, the conversions of the whole tree's `.gitattributes` applied in each thread (a
+/// `eol=crlf` file at both ends of the index), and every index entry's stat data is that of its
+/// file (`git diff-files` names no stat-dirty entry, without refreshing).
+#[test]
+fn a_checkout_after_the_transfer_written_by_several_threads_is_whole() {
+    let w = World::new();
+    let mut files: Vec<(String, Option<String>)> = (0..600)
+        .map(|i| {
+            (
+                format!("d{:02}/f{i:03}.txt", i % 12),
+                Some(format!("file {i}\n")),
+            )
+        })
+        .collect();
+    files.push((".gitattributes".into(), Some("*.crlf eol=crlf\n".into())));
+    files.push(("a.crlf".into(), Some("a\nb\n".into())));
+    files.push(("z/z.crlf".into(), Some("y\nz\n".into())));
+    let commit: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_deref()))
+        .collect();
+    let ids = w.repo("repo.git", &[&commit]);
+    let srv = GitServer::start(&w.srv(), None);
+    let dir = w.path("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("other.txt"), "kept\n").unwrap();
+    let url = srv.url("repo.git", None);
+    let run = w.restore_with(&dir, &url, "s", &ids[0], &["--force"], &[]);
+    run.assert_code(0);
+    for i in [0, 299, 300, 599] {
+        let path = dir.join(format!("d{:02}/f{i:03}.txt", i % 12));
+        assert_eq!(read_text(&path), format!("file {i}\n"));
+    }
+    assert_eq!(read_text(dir.join("a.crlf")), "a\r\nb\r\n");
+    assert_eq!(read_text(dir.join("z/z.crlf")), "y\r\nz\r\n");
+    assert_eq!(w.git(&dir, &["diff-files", "--name-only"]), "");
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? other.txt");
+    let listed = w.git(&dir, &["ls-files"]);
+    assert_eq!(listed.lines().count(), 603);
+}

@@ -339,6 +339,14 @@ impl Tree {
     }
 }
 
+/// Order `made` (what several writers made into one tree, each list oldest first) so that
+/// [`Tree::undo`], which goes newest first, removes every file and symlink before any folder and
+/// each folder before the one holding it: the folders first, shallowest first (a folder is always
+/// made after its parent, whoever made that), then the rest.
+pub fn order_for_undo(made: &mut [Made]) {
+    made.sort_by_key(|m| (!m.dir, if m.dir { m.rel.components().count() } else { 0 }));
+}
+
 /// How every lookup below the handle resolves: beneath it, through no symlink.
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH
     .union(ResolveFlags::NO_SYMLINKS)
@@ -504,6 +512,30 @@ mod tests {
             Some(PathBuf::from("a"))
         );
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    /// Two writers' lists, one of which made `d` after the other had begun (it made `d/x` inside
+    /// it later): ordered for the undo, everything goes, `d` too; taken in the order the lists
+    /// came, `d` (not empty yet) would be left behind.
+    #[test]
+    fn what_several_writers_made_is_undone_whole_once_ordered() {
+        let top = tempfile::tempdir().unwrap();
+        let tree = Tree::open(top.path()).unwrap();
+        let first_writer = vec![
+            tree.create_dir(Path::new("e")).unwrap(),
+            tree.create_file(Path::new("e/f"), false).unwrap().1,
+        ];
+        let second_writer = vec![tree.create_dir(Path::new("d")).unwrap()];
+        let later = [
+            tree.create_dir(Path::new("d/x")).unwrap(),
+            tree.create_file(Path::new("d/x/f"), false).unwrap().1,
+        ];
+        let mut made: Vec<Made> = later.into_iter().chain(first_writer).collect();
+        made.extend(second_writer);
+        order_for_undo(&mut made);
+        tree.undo(&made).unwrap();
+        let left: Vec<_> = std::fs::read_dir(top.path()).unwrap().collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
     }
 
     /// Inside the tree too: `a -> b/c` is never followed, by any operation, whichever way the

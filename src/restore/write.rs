@@ -67,16 +67,31 @@ impl<'t> Writer<'t> {
         form: &mut WorktreeForm<'_>,
     ) -> Result<()> {
         // Entries outside a sparse checkout's cone get no file (and keep their empty stat).
-        let inside = |e: &&gix::index::Entry| !super::sparse::skipped(e);
-        let count = index.entries().iter().filter(inside).count();
+        let inside: Vec<usize> = (0..index.entries().len())
+            .filter(|&n| !super::sparse::skipped(&index.entries()[n]))
+            .collect();
+        let half = self.failpoints.then(|| Half::new(inside.len()));
+        let stats = self.write_part(index, &inside, objects, form, half.as_ref())?;
+        set_stats(index, stats);
+        Ok(())
+    }
+
+    /// Write the entries numbered `part` of `index`; returns their stat data by number.
+    fn write_part(
+        &mut self,
+        index: &gix::index::File,
+        part: &[usize],
+        objects: &impl gix::objs::Find,
+        form: &mut WorktreeForm<'_>,
+        half: Option<&Half>,
+    ) -> Result<Vec<(usize, Stat)>> {
         let mut buf = Vec::new();
-        let mut stats = Vec::with_capacity(count);
-        let entries = index.entries().iter().enumerate();
-        for (k, (n, entry)) in entries.filter(|(_, e)| inside(e)).enumerate() {
-            if self.failpoints && k == count / 2 {
-                failpoint::hit("mid-checkout");
-                failpoint::barrier("hold-mid-checkout");
+        let mut stats = Vec::with_capacity(part.len());
+        for &n in part {
+            if let Some(half) = half {
+                half.step();
             }
+            let entry = &index.entries()[n];
             let path = entry.path(index);
             let rel = Path::new(std::ffi::OsStr::from_bytes(path));
             let stat = match entry.mode {
@@ -103,11 +118,71 @@ impl<'t> Writer<'t> {
             };
             stats.push((n, stat));
         }
-        let entries = index.entries_mut();
-        for (n, stat) in stats {
-            entries[n].stat = stat;
+        Ok(stats)
+    }
+
+    /// [`Writer::write_entries`] with a few threads, each a contiguous run of the index (so
+    /// rarely two in one folder) with its own writer, conversions (`stack`, read from the whole
+    /// tree's `.gitattributes`) and pack reader; what they made becomes this writer's.
+    ///
+    /// # Errors
+    /// As [`Writer::write_entries`]: the first thread's error.
+    pub fn write_entries_in_parallel(
+        &mut self,
+        repo: &gix::Repository,
+        index: &mut gix::index::File,
+        objects: &crate::pack::PackObjects,
+        stack: &gix::worktree::Stack,
+    ) -> Result<()> {
+        let inside: Vec<usize> = (0..index.entries().len())
+            .filter(|&n| !super::sparse::skipped(&index.entries()[n]))
+            .collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(2, 4));
+        let chunk = inside.len().div_ceil(threads).max(256);
+        let half = self.failpoints.then(|| Half::new(inside.len()));
+        let (tree, overwrite, failpoints, half) =
+            (self.tree, self.overwrite, self.failpoints, &half);
+        let shared: &gix::index::File = index;
+        let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = inside
+                .chunks(chunk.max(1))
+                .map(|part| {
+                    let (repo, objects, stack) = (repo.clone(), objects.clone(), stack.clone());
+                    scope.spawn(move || {
+                        let mut form = WorktreeForm::with_stack(&repo, stack)?;
+                        let mut writer = Writer::new(tree, overwrite);
+                        writer.failpoints = failpoints;
+                        let stats =
+                            writer.write_part(shared, part, &objects, &mut form, half.as_ref())?;
+                        Ok((stats, writer.made))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Internal("a writing thread panicked".into()))
+                    })
+                })
+                .collect()
+        });
+        let mut made = std::mem::take(&mut self.made);
+        let mut failed = None;
+        for part in parts {
+            match part {
+                Ok((stats, part_made)) => {
+                    made.extend(part_made);
+                    set_stats(index, stats);
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         }
-        Ok(())
+        crate::fs::tree::order_for_undo(&mut made);
+        self.made = made;
+        failed.map_or(Ok(()), Err)
     }
 
     /// Write the file `rel` holding `data`; returns its stat data.
@@ -216,6 +291,41 @@ impl<'t> Writer<'t> {
     }
 }
 
+/// What one thread of [`Writer::write_entries_in_parallel`] wrote: the stat data by entry number,
+/// and what it made.
+type Part = (Vec<(usize, Stat)>, Vec<Made>);
+
+/// Set the stat data of the entries numbered so.
+fn set_stats(index: &mut gix::index::File, stats: Vec<(usize, Stat)>) {
+    let entries = index.entries_mut();
+    for (n, stat) in stats {
+        entries[n].stat = stat;
+    }
+}
+
+/// The checkout's failpoints, once half of the entries were taken (by whichever writer):
+/// `mid-checkout` aborts, `hold-mid-checkout` holds once.
+struct Half {
+    at: usize,
+    taken: std::sync::atomic::AtomicUsize,
+}
+
+impl Half {
+    fn new(count: usize) -> Self {
+        Half {
+            at: count / 2,
+            taken: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn step(&self) {
+        if self.taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == self.at {
+            failpoint::hit("mid-checkout");
+            failpoint::barrier("hold-mid-checkout");
+        }
+    }
+}
+
 /// Refuse a tree whose `.gitattributes` hold a pattern matching could take exponential time on
 /// (`crate::glob`), before git's attribute matching ever sees it: the server chose both the
 /// patterns and the paths.
@@ -259,15 +369,28 @@ pub(crate) struct WorktreeForm<'repo> {
 impl<'repo> WorktreeForm<'repo> {
     /// The conversions `index`'s `.gitattributes` ask for.
     pub(crate) fn new(repo: &'repo gix::Repository, index: &gix::index::File) -> Result<Self> {
+        Self::with_stack(repo, Self::stack(repo, index)?.detach())
+    }
+
+    /// What [`WorktreeForm::new`] reads from `index`: its `.gitattributes`, checked first.
+    pub(crate) fn stack<'r>(
+        repo: &'r gix::Repository,
+        index: &gix::index::File,
+    ) -> Result<gix::AttributeStack<'r>> {
         check_attribute_patterns(repo, index)?;
-        let cache = repo
-            .attributes_only(
-                index,
-                gix::worktree::stack::state::attributes::Source::IdMapping,
-            )
-            .map_err(|e| Error::from_chain("reading the tree's .gitattributes", &e))?
-            .detach();
-        let pipeline = gix::filter::Pipeline::new(repo, cache)
+        repo.attributes_only(
+            index,
+            gix::worktree::stack::state::attributes::Source::IdMapping,
+        )
+        .map_err(|e| Error::from_chain("reading the tree's .gitattributes", &e))
+    }
+
+    /// The conversions of `stack` (from [`WorktreeForm::stack`]), for `repo`.
+    pub(crate) fn with_stack(
+        repo: &'repo gix::Repository,
+        stack: gix::worktree::Stack,
+    ) -> Result<Self> {
+        let pipeline = gix::filter::Pipeline::new(repo, stack)
             .map_err(|e| Error::from_chain("preparing git's conversions", &e))?;
         Ok(WorktreeForm { pipeline })
     }

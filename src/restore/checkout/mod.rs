@@ -72,14 +72,14 @@ pub fn checkout(
         .filter(|e| !super::sparse::skipped(e))
         .count();
     // The conversions are read from the whole tree's `.gitattributes`, before any is set aside.
-    let mut form = super::write::WorktreeForm::new(repo, index)?;
+    let stack = super::write::WorktreeForm::stack(repo, index)?.detach();
     // Files over the big-object threshold are streamed from the pack; the others are held whole.
     let big = set_big_files_aside(index, &objects)?;
     let early = set_early_files_aside(index, tree, early)?;
     let _progress = crate::progress::Progress::spinner(&format!("checking out {total} files"));
     let mut writer = super::write::Writer::new(tree, super::write::Overwrite { files: overwrite })
         .with_failpoints();
-    writer.write_entries(index, &objects, &mut form)?;
+    writer.write_entries_in_parallel(repo, index, &objects, &stack)?;
     for file in big {
         before_big_file(Path::new(std::ffi::OsStr::from_bytes(&file.path)))?;
         let stat = write_big_file(&mut writer, &file, &objects)?;

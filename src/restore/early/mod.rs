@@ -9,7 +9,7 @@
 //!   reads the commit `TIP_SHA` and the trees it names, and hands each blob whose path is known to
 //!   the writer when nothing can make its checked-out form differ from the blob: a regular file
 //!   (symlinks and submodules wait), no `.gitattributes` on its way that could convert it
-//!   (`eol=crlf`, `ident`, `filter`, `working-tree-encoding`, macros: see `attributes`). The
+//!   (`eol=crlf`, `ident`, `filter=lfs`, `working-tree-encoding`, macros: see `attributes`). The
 //!   `.gitattributes` files wait too: gix's checkout reads them from the index it is given. It
 //!   never drops an entry (the stream waits for it instead), so it names every object of the
 //!   pack, and [`crate::pack::receive()`] writes the pack's index from those ids rather than
@@ -53,15 +53,15 @@ use writer::Writer;
 
 pub use writer::{Outcome, Target, Written};
 
-/// The early checkout of one restore: an [`EntryObserver`] for the fetch, and its two threads —
+/// The early checkout of one restore: an [`EntryObserver`] for the fetch, and its threads —
 /// the resolver (names every object: it never drops an entry, so the pack's index can be
-/// written from its ids) and the writer (writes files; when it falls behind, files are left to
-/// the checkout after the transfer).
+/// written from its ids) and a few writers (write files, each those of some folders; when they
+/// fall behind, files are left to the checkout after the transfer).
 pub struct EarlyCheckout {
     tx: Option<mpsc::Sender<Message>>,
     budget: Arc<Budget>,
     resolver: Option<std::thread::JoinHandle<()>>,
-    writer: Option<std::thread::JoinHandle<Outcome>>,
+    writers: Vec<std::thread::JoinHandle<Outcome>>,
 }
 
 impl std::fmt::Debug for EarlyCheckout {
@@ -70,50 +70,72 @@ impl std::fmt::Debug for EarlyCheckout {
     }
 }
 
+/// How many writers: creating files is mostly the kernel's work, which a second core shares (and
+/// on a busy machine, each thread gets its own share of the cores).
+/// One only with the `mid-early-checkout` failpoint armed: it kills the run at the third file
+/// written, which another writer must not pass meanwhile.
+fn writers_wanted() -> usize {
+    if crate::failpoint::armed("mid-early-checkout") {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(2, 4))
+}
+
 impl EarlyCheckout {
-    /// Start the resolver and the writer for `target`.
+    /// Start the resolver and the writers for `target`.
     pub fn start(target: Target) -> Self {
         let (tx, rx) = mpsc::channel();
-        let (jobs_tx, jobs_rx) = mpsc::sync_channel(16 * 1024);
         let budget = Arc::new(Budget::default());
         let writing = Arc::new(AtomicUsize::new(0));
         let tip = target.tip;
-        let writer = {
-            let writer = Writer::new(target, writing.clone());
-            std::thread::Builder::new()
-                .name("early-checkout-writer".into())
+        let gate = Arc::new(writer::Gate::new(target.before_first_file));
+        let mut trees = vec![target.tree];
+        while trees.len() < writers_wanted() {
+            match trees[0].try_clone() {
+                Ok(t) => trees.push(t),
+                Err(_) => break,
+            }
+        }
+        let (mut jobs, mut writers) = (Vec::new(), Vec::new());
+        for (n, tree) in trees.into_iter().enumerate() {
+            let (jobs_tx, jobs_rx) = mpsc::sync_channel(16 * 1024);
+            let writer = Writer::new(tree, gate.clone(), writing.clone());
+            if let Ok(handle) = std::thread::Builder::new()
+                .name(format!("early-checkout-writer-{n}"))
                 .spawn(move || writer.run(jobs_rx))
-                .ok()
-        };
-        let resolver = {
-            let budget = budget.clone();
-            let resolver = Resolver::new(tip, budget, jobs_tx, writing);
-            writer.as_ref().and_then(|_| {
+            {
+                jobs.push(jobs_tx);
+                writers.push(handle);
+            }
+        }
+        let resolver = (!jobs.is_empty())
+            .then(|| {
+                let resolver = Resolver::new(tip, budget.clone(), jobs, writing);
                 std::thread::Builder::new()
                     .name("early-checkout".into())
                     .spawn(move || resolver.run(rx))
                     .ok()
             })
-        };
+            .flatten();
         EarlyCheckout {
             tx: resolver.is_some().then_some(tx),
             budget,
             resolver,
-            writer,
+            writers,
         }
     }
 
-    /// Wait for both threads to finish what they were given, and return what was written.
+    /// Wait for the threads to finish what they were given, and return what was written.
     pub fn finish(mut self) -> Outcome {
         self.tx = None;
         if let Some(r) = self.resolver.take() {
             let _ = r.join();
         }
-        let outcome = self
-            .writer
-            .take()
-            .and_then(|w| w.join().ok())
-            .unwrap_or_default();
+        let outcomes = std::mem::take(&mut self.writers)
+            .into_iter()
+            .filter_map(|w| w.join().ok())
+            .collect();
+        let outcome = Outcome::merge(outcomes);
         tracing::debug!("early checkout: {} files written", outcome.files.len());
         outcome
     }

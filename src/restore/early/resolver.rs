@@ -72,7 +72,8 @@ impl Cache {
 pub(super) struct Resolver {
     tip: gix::ObjectId,
     budget: Arc<Budget>,
-    jobs: mpsc::SyncSender<Job>,
+    /// One queue a writer; a file goes to the writer of its folder.
+    jobs: Vec<mpsc::SyncSender<Job>>,
     /// Bytes waiting for the writer: over [`QUEUE_BYTES`], files are left to the later checkout.
     writing: Arc<AtomicUsize>,
     cache: Cache,
@@ -101,7 +102,7 @@ impl Resolver {
     pub(super) fn new(
         tip: gix::ObjectId,
         budget: Arc<Budget>,
-        jobs: mpsc::SyncSender<Job>,
+        jobs: Vec<mpsc::SyncSender<Job>>,
         writing: Arc<AtomicUsize>,
     ) -> Self {
         Resolver {
@@ -357,13 +358,27 @@ impl Resolver {
             mode,
             data: data.clone(),
         };
-        if self.jobs.try_send(job).is_ok() {
+        if self.jobs[writer_of(path.as_ref(), self.jobs.len())]
+            .try_send(job)
+            .is_ok()
+        {
             self.sent.insert(path);
         } else {
             self.writing.fetch_sub(len, Ordering::Relaxed);
             self.counts.2 += 1;
         }
     }
+}
+
+/// Which of `writers` writes the file at `path`: the same for every file of a folder, so two
+/// writers never write one path, and rarely create files in the same folder (the kernel takes a
+/// folder's lock for each).
+fn writer_of(path: &BStr, writers: usize) -> usize {
+    use std::hash::{Hash as _, Hasher as _};
+    let folder = path.rfind_byte(b'/').map_or(&path[..0], |i| &path[..i]);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    folder.hash(&mut h);
+    usize::try_from(h.finish() % writers.max(1) as u64).unwrap_or(0)
 }
 
 impl Drop for Resolver {

@@ -28,14 +28,30 @@ pub struct Written {
     pub stat: gix::index::entry::Stat,
 }
 
-/// What the early checkout left: its files, and everything it made (files and folders, oldest
-/// first, each known by its inode: [`crate::fs::tree::Tree::undo`] removes them on a failure).
+/// What the early checkout left: its files, and everything it made (files and folders, each
+/// known by its inode: [`crate::fs::tree::Tree::undo`] removes them on a failure).
 #[derive(Debug, Default)]
 pub struct Outcome {
-    /// The files, in the order they were written.
+    /// The files, each writer's in the order it wrote them.
     pub files: Vec<Written>,
-    /// Every file and folder made.
+    /// Every file and folder made, in an order [`crate::fs::tree::Tree::undo`] can take back:
+    /// every folder after the one holding it (see [`Outcome::merge`]).
     pub made: Vec<Made>,
+}
+
+impl Outcome {
+    /// The outcomes of several writers as one: their files, and what they made ordered so an undo
+    /// (newest first) removes every file, then the folders deepest first — a writer may have
+    /// made a folder inside one another made.
+    pub(super) fn merge(outcomes: Vec<Outcome>) -> Outcome {
+        let mut all = Outcome::default();
+        for o in outcomes {
+            all.files.extend(o.files);
+            all.made.extend(o.made);
+        }
+        crate::fs::tree::order_for_undo(&mut all.made);
+        all
+    }
 }
 
 /// A file for the writer: its path, blob, mode and content.
@@ -56,10 +72,44 @@ pub struct Target {
     pub before_first_file: Box<dyn FnOnce() -> crate::error::Result<()> + Send>,
 }
 
-/// Writes the files the resolver hands over.
+/// What is called once, before the first file is written.
+type BeforeFirstFile = Box<dyn FnOnce() -> crate::error::Result<()> + Send>;
+
+/// The call every writer makes before its first file: the first one runs `before_first_file`
+/// (the others wait for it under the lock); none writes a file when it failed.
+pub(super) struct Gate {
+    first: std::sync::Mutex<Option<BeforeFirstFile>>,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Gate {
+    pub(super) fn new(first: BeforeFirstFile) -> Self {
+        Gate {
+            first: std::sync::Mutex::new(Some(first)),
+            failed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Whether files may be written (`before_first_file` ran, and succeeded).
+    fn pass(&self) -> bool {
+        let Ok(mut first) = self.first.lock() else {
+            return false;
+        };
+        if let Some(f) = first.take()
+            && f().is_err()
+        {
+            self.failed.store(true, Ordering::SeqCst);
+        }
+        !self.failed.load(Ordering::SeqCst)
+    }
+}
+
+/// Writes the files the resolver hands over (one of a few writers, each given the files of
+/// some folders: two never write the same path).
 pub(super) struct Writer {
     tree: Tree,
-    before_first_file: Option<Box<dyn FnOnce() -> crate::error::Result<()> + Send>>,
+    gate: Arc<Gate>,
+    passed: bool,
     writing: Arc<AtomicUsize>,
     /// Folders known to exist as folders.
     folders: HashSet<BString>,
@@ -70,10 +120,11 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn new(target: Target, writing: Arc<AtomicUsize>) -> Self {
+    pub(super) fn new(tree: Tree, gate: Arc<Gate>, writing: Arc<AtomicUsize>) -> Self {
         Writer {
-            tree: target.tree,
-            before_first_file: Some(target.before_first_file),
+            tree,
+            gate,
+            passed: false,
             writing,
             folders: HashSet::from([BString::default()]),
             done: HashSet::new(),
@@ -96,11 +147,12 @@ impl Writer {
         if self.done.contains(&job.path) {
             return;
         }
-        if let Some(first) = self.before_first_file.take()
-            && first().is_err()
-        {
-            self.stopped = true;
-            return;
+        if !self.passed {
+            if !self.gate.pass() {
+                self.stopped = true;
+                return;
+            }
+            self.passed = true;
         }
         match self.write_file(job.path.as_ref(), job.mode, &job.data) {
             Ok(Some(stat)) => {
