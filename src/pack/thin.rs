@@ -305,7 +305,7 @@ impl Spooled {
     }
 }
 
-/// One pack entry holding `data` whole: the type-and-size header, then the zlib-compressed data.
+/// One pack entry holding `data` whole: the type-and-size header, then `data` as a zlib stream.
 fn write_whole_entry(out: &mut dyn Write, kind: gix::objs::Kind, data: &[u8]) -> io::Result<()> {
     use gix::objs::Kind;
     let header = match kind {
@@ -315,11 +315,55 @@ fn write_whole_entry(out: &mut dyn Write, kind: gix::objs::Kind, data: &[u8]) ->
         Kind::Tag => Header::Tag,
     };
     header.write_to(data.len() as u64, out)?;
-    // The pack stays on this machine and the bases are the slow part of completing it: the fast
-    // level (as `index-pack --fix-thin` with `core.compression=1`), not the best.
-    let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::fast());
-    z.write_all(data)?;
-    z.finish().map(|_| ())
+    write_stored_zlib(out, data)
+}
+
+/// The largest stored deflate block (RFC 1951 3.2.4: LEN is 16 bits).
+const STORED_BLOCK: usize = 0xffff;
+
+/// `data` as a zlib stream of stored (uncompressed) deflate blocks (RFC 1950, RFC 1951 3.2.4), as
+/// `index-pack --fix-thin` writes with `core.compression=0`. The pack stays on this machine and
+/// the bases are on the boot's path after the pack's last byte: deflating them (even at the fast
+/// level, whose every stream zeroes a fresh 200 KiB state) cost more than the whole rest of the
+/// completion, and every later read of a base (the indexing just after, the switch's files)
+/// inflated them again. Stored, each costs a copy and an Adler-32 both ways; the pack is larger
+/// by the bases' compression (the received deltas stay as the server compressed them).
+fn write_stored_zlib(out: &mut dyn Write, data: &[u8]) -> io::Result<()> {
+    // CMF 0x78 (deflate, 32 KiB window), FLG 0x01: no dictionary, level "fastest", and
+    // 0x7801 a multiple of 31 (FCHECK).
+    out.write_all(&[0x78, 0x01])?;
+    let mut blocks = data.chunks(STORED_BLOCK).peekable();
+    if blocks.peek().is_none() {
+        // An empty object: one final, empty stored block.
+        out.write_all(&[0x01, 0x00, 0x00, 0xff, 0xff])?;
+    }
+    while let Some(block) = blocks.next() {
+        let last = u8::from(blocks.peek().is_none());
+        let len = u16::try_from(block.len()).expect("a stored block is at most 0xffff bytes");
+        // BFINAL and BTYPE 00 in the first three bits, the rest of the byte padding.
+        out.write_all(&[last])?;
+        out.write_all(&len.to_le_bytes())?;
+        out.write_all(&(!len).to_le_bytes())?;
+        out.write_all(block)?;
+    }
+    out.write_all(&adler32(data).to_be_bytes())
+}
+
+/// The Adler-32 checksum of `data` (RFC 1950 8.2).
+fn adler32(data: &[u8]) -> u32 {
+    const MOD: u32 = 65_521;
+    // The most bytes summed before `b` could overflow 32 bits (zlib's NMAX).
+    const NMAX: usize = 5552;
+    let (mut a, mut b) = (1u32, 0u32);
+    for chunk in data.chunks(NMAX) {
+        for &byte in chunk {
+            a += u32::from(byte);
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    (b << 16) | a
 }
 
 /// The hash (`format`'s) of the first `len` bytes of `file`, read `CHUNK` bytes at a time.
@@ -404,5 +448,57 @@ fn name_missing(err: ReceiveError, missing: &[ObjectId]) -> ReceiveError {
             ))
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read as _;
+
+    fn inflated(stream: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        flate2::read::ZlibDecoder::new(stream)
+            .read_to_end(&mut out)
+            .expect("a valid zlib stream");
+        out
+    }
+
+    #[test]
+    fn stored_zlib_streams_inflate_to_their_data_at_every_block_boundary() {
+        let big: Vec<u8> = (0..3 * STORED_BLOCK + 17)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        for len in [
+            0,
+            1,
+            100,
+            STORED_BLOCK - 1,
+            STORED_BLOCK,
+            STORED_BLOCK + 1,
+            big.len(),
+        ] {
+            let data = &big[..len];
+            let mut stream = Vec::new();
+            write_stored_zlib(&mut stream, data).unwrap();
+            assert_eq!(inflated(&stream), data, "{len} bytes");
+            let blocks = len.div_ceil(STORED_BLOCK).max(1);
+            assert_eq!(stream.len(), 2 + 5 * blocks + len + 4, "{len} bytes");
+        }
+    }
+
+    #[test]
+    fn adler32_is_zlibs() {
+        // RFC 1950's example value for "Wikipedia", and the checksum of nothing.
+        assert_eq!(adler32(b"Wikipedia"), 0x11E6_0398);
+        assert_eq!(adler32(b""), 1);
+        // Past NMAX bytes of 0xff, where an unreduced sum would overflow.
+        let ff = vec![0xffu8; 100_000];
+        let mut z = flate2::Compress::new(flate2::Compression::fast(), true);
+        let mut out = Vec::with_capacity(200_000);
+        z.compress_vec(&ff, &mut out, flate2::FlushCompress::Finish)
+            .unwrap();
+        let tail: [u8; 4] = out[out.len() - 4..].try_into().unwrap();
+        assert_eq!(adler32(&ff), u32::from_be_bytes(tail));
     }
 }
