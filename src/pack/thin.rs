@@ -39,7 +39,8 @@ const CHUNK: usize = 64 * 1024;
 ///   removed when this returns, whatever the outcome.
 /// - A base named by a `REF_DELTA` entry is *external* when `local` has it and no object of the
 ///   pack has its id. External bases are appended, each as a whole object (type-and-size
-///   header, zlib data), in the order of their ids; the header's count grows by their number and
+///   header, zlib data), in the order the pack first names them; the header's count grows by their
+///   number and
 ///   the trailing SHA-1 is recomputed over the whole file. The result's `num_objects` counts them.
 /// - A pack with no `REF_DELTA` against an object `local` has (an empty pack, a pack that is not
 ///   thin) is indexed as it came: the result is what [`receive()`](super::receive()) gives.
@@ -70,7 +71,7 @@ pub fn receive_thin(
     format: gix::hash::Kind,
 ) -> Result<Received, ReceiveError> {
     let started = std::time::Instant::now();
-    let spooled = Spooled::read(input, pack_dir, limits, format)?;
+    let spooled = Spooled::read(input, pack_dir, limits, format, local)?;
     let (mut external, missing) = spooled.partition_bases(local, limits)?;
     tracing::debug!(
         "thin pack: received after {} ms, {} delta bases",
@@ -121,6 +122,8 @@ struct Spooled {
     entries_end: u64,
     /// Every base a `REF_DELTA` entry names.
     bases: BTreeSet<ObjectId>,
+    /// The bases `local` had, read and written as whole entries while the stream arrived.
+    prepared: Option<Prepared>,
     pack_dir: std::path::PathBuf,
     /// The repository's object format.
     format: gix::hash::Kind,
@@ -134,8 +137,10 @@ impl Spooled {
         pack_dir: &Path,
         limits: PackLimits,
         format: gix::hash::Kind,
+        local: &impl gix::objs::FindObjectOrHeader,
     ) -> Result<Self, ReceiveError> {
         let (file, writer) = temporary_pack(pack_dir)?;
+        let mut prepared = Prepared::new(pack_dir);
         let tee = Tee {
             reader: &mut *input,
             file: writer.clone(),
@@ -156,7 +161,13 @@ impl Spooled {
                 })
             })?;
             if let Header::RefDelta { base_id } = entry.header {
-                bases.insert(base_id);
+                if bases.insert(base_id)
+                    && let Some(p) = prepared.as_mut()
+                    && p.add(base_id, local, limits).is_err()
+                {
+                    // The file system refused the side file: complete the pack as before.
+                    prepared = None;
+                }
             }
         }
         drop(entries);
@@ -171,6 +182,7 @@ impl Spooled {
             num_objects,
             entries_end,
             bases,
+            prepared: prepared.and_then(Prepared::finish),
             pack_dir: pack_dir.to_owned(),
             format,
         })
@@ -230,7 +242,15 @@ impl Spooled {
         out.seek(io::SeekFrom::Start(self.entries_end))
             .map_err(|e| io_err("appending the delta bases to the pack", e))?;
         let mut buf = Vec::new();
-        for id in bases {
+        let ready = self.prepared.as_ref().filter(|p| p.holds_exactly(bases));
+        if let Some(p) = ready {
+            let copied = p.file.try_clone().and_then(|mut from| {
+                from.seek(io::SeekFrom::Start(0))?;
+                io::copy(&mut from, &mut out)
+            });
+            copied.map_err(|e| io_err("appending the delta bases to the pack", e))?;
+        }
+        for id in bases.iter().filter(|_| ready.is_none()) {
             let object = local
                 .try_find(id, &mut buf)
                 .map_err(|e| read_base_error(id, &e, &self.pack_dir))?
@@ -302,6 +322,70 @@ impl Spooled {
             .filter(|e| e.pack_offset < self.entries_end && appended.binary_search(&e.oid).is_ok())
             .map(|e| e.oid)
             .collect())
+    }
+}
+
+/// The delta bases the local repository has, each read and written as a whole pack entry to a
+/// temporary file beside the pack as soon as the stream first names it: done while the server is
+/// still sending, the completion after the last byte is one copy.
+struct Prepared {
+    file: std::fs::File,
+    out: BufWriter<std::fs::File>,
+    /// The bases written, in their order in the file.
+    ids: Vec<ObjectId>,
+    buf: Vec<u8>,
+}
+
+impl Prepared {
+    /// A side file in `pack_dir`, unnamed (removed when closed); `None` when the file system
+    /// refuses it.
+    fn new(pack_dir: &Path) -> Option<Self> {
+        let file = tempfile::tempfile_in(pack_dir).ok()?;
+        let out = BufWriter::with_capacity(CHUNK, file.try_clone().ok()?);
+        Some(Prepared {
+            file,
+            out,
+            ids: Vec::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Write `id` as a whole entry if `local` has it within `limits` (else leave it to the
+    /// completion, which refuses or reports it). Errors are the side file's only.
+    fn add(
+        &mut self,
+        id: ObjectId,
+        local: &impl gix::objs::FindObjectOrHeader,
+        limits: PackLimits,
+    ) -> io::Result<()> {
+        let small = local
+            .try_header(&id)
+            .ok()
+            .flatten()
+            .is_some_and(|h| h.size <= limits.big_object_bytes);
+        if !small {
+            return Ok(());
+        }
+        let Ok(Some(object)) = local.try_find(&id, &mut self.buf) else {
+            return Ok(());
+        };
+        write_whole_entry(&mut self.out, object.kind, object.data)?;
+        self.ids.push(id);
+        Ok(())
+    }
+
+    /// The side file flushed, `None` when that fails.
+    fn finish(mut self) -> Option<Self> {
+        self.out.flush().ok()?;
+        self.buf = Vec::new();
+        Some(self)
+    }
+
+    /// Whether the file holds exactly the entries of `bases` (sorted, as the completion lists them).
+    fn holds_exactly(&self, bases: &[ObjectId]) -> bool {
+        let mut ids = self.ids.clone();
+        ids.sort_unstable();
+        ids == bases
     }
 }
 
