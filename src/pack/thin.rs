@@ -160,14 +160,13 @@ impl Spooled {
                     ReceiveError::Corrupt(format!("reading the pack: {}", crate::error::chain(&e)))
                 })
             })?;
-            if let Header::RefDelta { base_id } = entry.header {
-                if bases.insert(base_id)
-                    && let Some(p) = prepared.as_mut()
-                    && p.add(base_id, local, limits).is_err()
-                {
-                    // The file system refused the side file: complete the pack as before.
-                    prepared = None;
-                }
+            if let Header::RefDelta { base_id } = entry.header
+                && bases.insert(base_id)
+                && let Some(p) = prepared.as_mut()
+                && p.add(base_id, local, limits).is_err()
+            {
+                // The file system refused the side file: complete the pack as before.
+                prepared = None;
             }
         }
         drop(entries);
@@ -538,12 +537,10 @@ fn name_missing(err: ReceiveError, missing: &[ObjectId]) -> ReceiveError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read as _;
 
     fn inflated(stream: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        flate2::read::ZlibDecoder::new(stream)
-            .read_to_end(&mut out)
+        io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(stream), &mut out)
             .expect("a valid zlib stream");
         out
     }
