@@ -39,7 +39,8 @@ const CHUNK: usize = 64 * 1024;
 ///   removed when this returns, whatever the outcome.
 /// - A base named by a `REF_DELTA` entry is *external* when `local` has it and no object of the
 ///   pack has its id. External bases are appended, each as a whole object (type-and-size
-///   header, zlib data), in the order of their ids; the header's count grows by their number and
+///   header, zlib data), in the order the pack first names them; the header's count grows by their
+///   number and
 ///   the trailing SHA-1 is recomputed over the whole file. The result's `num_objects` counts them.
 /// - A pack with no `REF_DELTA` against an object `local` has (an empty pack, a pack that is not
 ///   thin) is indexed as it came: the result is what [`receive()`](super::receive()) gives.
@@ -70,7 +71,7 @@ pub fn receive_thin(
     format: gix::hash::Kind,
 ) -> Result<Received, ReceiveError> {
     let started = std::time::Instant::now();
-    let spooled = Spooled::read(input, pack_dir, limits, format)?;
+    let spooled = Spooled::read(input, pack_dir, limits, format, local)?;
     let (mut external, missing) = spooled.partition_bases(local, limits)?;
     tracing::debug!(
         "thin pack: received after {} ms, {} delta bases",
@@ -121,6 +122,8 @@ struct Spooled {
     entries_end: u64,
     /// Every base a `REF_DELTA` entry names.
     bases: BTreeSet<ObjectId>,
+    /// The bases `local` had, read and written as whole entries while the stream arrived.
+    prepared: Option<Prepared>,
     pack_dir: std::path::PathBuf,
     /// The repository's object format.
     format: gix::hash::Kind,
@@ -134,8 +137,10 @@ impl Spooled {
         pack_dir: &Path,
         limits: PackLimits,
         format: gix::hash::Kind,
+        local: &impl gix::objs::FindObjectOrHeader,
     ) -> Result<Self, ReceiveError> {
         let (file, writer) = temporary_pack(pack_dir)?;
+        let mut prepared = Prepared::new(pack_dir);
         let tee = Tee {
             reader: &mut *input,
             file: writer.clone(),
@@ -155,8 +160,13 @@ impl Spooled {
                     ReceiveError::Corrupt(format!("reading the pack: {}", crate::error::chain(&e)))
                 })
             })?;
-            if let Header::RefDelta { base_id } = entry.header {
-                bases.insert(base_id);
+            if let Header::RefDelta { base_id } = entry.header
+                && bases.insert(base_id)
+                && let Some(p) = prepared.as_mut()
+                && p.add(base_id, local, limits).is_err()
+            {
+                // The file system refused the side file: complete the pack as before.
+                prepared = None;
             }
         }
         drop(entries);
@@ -171,6 +181,7 @@ impl Spooled {
             num_objects,
             entries_end,
             bases,
+            prepared: prepared.and_then(Prepared::finish),
             pack_dir: pack_dir.to_owned(),
             format,
         })
@@ -230,7 +241,15 @@ impl Spooled {
         out.seek(io::SeekFrom::Start(self.entries_end))
             .map_err(|e| io_err("appending the delta bases to the pack", e))?;
         let mut buf = Vec::new();
-        for id in bases {
+        let ready = self.prepared.as_ref().filter(|p| p.holds_exactly(bases));
+        if let Some(p) = ready {
+            let copied = p.file.try_clone().and_then(|mut from| {
+                from.seek(io::SeekFrom::Start(0))?;
+                io::copy(&mut from, &mut out)
+            });
+            copied.map_err(|e| io_err("appending the delta bases to the pack", e))?;
+        }
+        for id in bases.iter().filter(|_| ready.is_none()) {
             let object = local
                 .try_find(id, &mut buf)
                 .map_err(|e| read_base_error(id, &e, &self.pack_dir))?
@@ -305,7 +324,71 @@ impl Spooled {
     }
 }
 
-/// One pack entry holding `data` whole: the type-and-size header, then the zlib-compressed data.
+/// The delta bases the local repository has, each read and written as a whole pack entry to a
+/// temporary file beside the pack as soon as the stream first names it: done while the server is
+/// still sending, the completion after the last byte is one copy.
+struct Prepared {
+    file: std::fs::File,
+    out: BufWriter<std::fs::File>,
+    /// The bases written, in their order in the file.
+    ids: Vec<ObjectId>,
+    buf: Vec<u8>,
+}
+
+impl Prepared {
+    /// A side file in `pack_dir`, unnamed (removed when closed); `None` when the file system
+    /// refuses it.
+    fn new(pack_dir: &Path) -> Option<Self> {
+        let file = tempfile::tempfile_in(pack_dir).ok()?;
+        let out = BufWriter::with_capacity(CHUNK, file.try_clone().ok()?);
+        Some(Prepared {
+            file,
+            out,
+            ids: Vec::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Write `id` as a whole entry if `local` has it within `limits` (else leave it to the
+    /// completion, which refuses or reports it). Errors are the side file's only.
+    fn add(
+        &mut self,
+        id: ObjectId,
+        local: &impl gix::objs::FindObjectOrHeader,
+        limits: PackLimits,
+    ) -> io::Result<()> {
+        let small = local
+            .try_header(&id)
+            .ok()
+            .flatten()
+            .is_some_and(|h| h.size <= limits.big_object_bytes);
+        if !small {
+            return Ok(());
+        }
+        let Ok(Some(object)) = local.try_find(&id, &mut self.buf) else {
+            return Ok(());
+        };
+        write_whole_entry(&mut self.out, object.kind, object.data)?;
+        self.ids.push(id);
+        Ok(())
+    }
+
+    /// The side file flushed, `None` when that fails.
+    fn finish(mut self) -> Option<Self> {
+        self.out.flush().ok()?;
+        self.buf = Vec::new();
+        Some(self)
+    }
+
+    /// Whether the file holds exactly the entries of `bases` (sorted, as the completion lists them).
+    fn holds_exactly(&self, bases: &[ObjectId]) -> bool {
+        let mut ids = self.ids.clone();
+        ids.sort_unstable();
+        ids == bases
+    }
+}
+
+/// One pack entry holding `data` whole: the type-and-size header, then `data` as a zlib stream.
 fn write_whole_entry(out: &mut dyn Write, kind: gix::objs::Kind, data: &[u8]) -> io::Result<()> {
     use gix::objs::Kind;
     let header = match kind {
@@ -315,11 +398,55 @@ fn write_whole_entry(out: &mut dyn Write, kind: gix::objs::Kind, data: &[u8]) ->
         Kind::Tag => Header::Tag,
     };
     header.write_to(data.len() as u64, out)?;
-    // The pack stays on this machine and the bases are the slow part of completing it: the fast
-    // level (as `index-pack --fix-thin` with `core.compression=1`), not the best.
-    let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::fast());
-    z.write_all(data)?;
-    z.finish().map(|_| ())
+    write_stored_zlib(out, data)
+}
+
+/// The largest stored deflate block (RFC 1951 3.2.4: LEN is 16 bits).
+const STORED_BLOCK: usize = 0xffff;
+
+/// `data` as a zlib stream of stored (uncompressed) deflate blocks (RFC 1950, RFC 1951 3.2.4), as
+/// `index-pack --fix-thin` writes with `core.compression=0`. The pack stays on this machine and
+/// the bases are on the boot's path after the pack's last byte: deflating them (even at the fast
+/// level, whose every stream zeroes a fresh 200 KiB state) cost more than the whole rest of the
+/// completion, and every later read of a base (the indexing just after, the switch's files)
+/// inflated them again. Stored, each costs a copy and an Adler-32 both ways; the pack is larger
+/// by the bases' compression (the received deltas stay as the server compressed them).
+fn write_stored_zlib(out: &mut dyn Write, data: &[u8]) -> io::Result<()> {
+    // CMF 0x78 (deflate, 32 KiB window), FLG 0x01: no dictionary, level "fastest", and
+    // 0x7801 a multiple of 31 (FCHECK).
+    out.write_all(&[0x78, 0x01])?;
+    let mut blocks = data.chunks(STORED_BLOCK).peekable();
+    if blocks.peek().is_none() {
+        // An empty object: one final, empty stored block.
+        out.write_all(&[0x01, 0x00, 0x00, 0xff, 0xff])?;
+    }
+    while let Some(block) = blocks.next() {
+        let last = u8::from(blocks.peek().is_none());
+        let len = u16::try_from(block.len()).expect("a stored block is at most 0xffff bytes");
+        // BFINAL and BTYPE 00 in the first three bits, the rest of the byte padding.
+        out.write_all(&[last])?;
+        out.write_all(&len.to_le_bytes())?;
+        out.write_all(&(!len).to_le_bytes())?;
+        out.write_all(block)?;
+    }
+    out.write_all(&adler32(data).to_be_bytes())
+}
+
+/// The Adler-32 checksum of `data` (RFC 1950 8.2).
+fn adler32(data: &[u8]) -> u32 {
+    const MOD: u32 = 65_521;
+    // The most bytes summed before `b` could overflow 32 bits (zlib's NMAX).
+    const NMAX: usize = 5552;
+    let (mut a, mut b) = (1u32, 0u32);
+    for chunk in data.chunks(NMAX) {
+        for &byte in chunk {
+            a += u32::from(byte);
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    (b << 16) | a
 }
 
 /// The hash (`format`'s) of the first `len` bytes of `file`, read `CHUNK` bytes at a time.
@@ -404,5 +531,55 @@ fn name_missing(err: ReceiveError, missing: &[ObjectId]) -> ReceiveError {
             ))
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inflated(stream: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(stream), &mut out)
+            .expect("a valid zlib stream");
+        out
+    }
+
+    #[test]
+    fn stored_zlib_streams_inflate_to_their_data_at_every_block_boundary() {
+        let big: Vec<u8> = (0..3 * STORED_BLOCK + 17)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        for len in [
+            0,
+            1,
+            100,
+            STORED_BLOCK - 1,
+            STORED_BLOCK,
+            STORED_BLOCK + 1,
+            big.len(),
+        ] {
+            let data = &big[..len];
+            let mut stream = Vec::new();
+            write_stored_zlib(&mut stream, data).unwrap();
+            assert_eq!(inflated(&stream), data, "{len} bytes");
+            let blocks = len.div_ceil(STORED_BLOCK).max(1);
+            assert_eq!(stream.len(), 2 + 5 * blocks + len + 4, "{len} bytes");
+        }
+    }
+
+    #[test]
+    fn adler32_is_zlibs() {
+        // RFC 1950's example value for "Wikipedia", and the checksum of nothing.
+        assert_eq!(adler32(b"Wikipedia"), 0x11E6_0398);
+        assert_eq!(adler32(b""), 1);
+        // Past NMAX bytes of 0xff, where an unreduced sum would overflow.
+        let ff = vec![0xffu8; 100_000];
+        let mut z = flate2::Compress::new(flate2::Compression::fast(), true);
+        let mut out = Vec::with_capacity(200_000);
+        z.compress_vec(&ff, &mut out, flate2::FlushCompress::Finish)
+            .unwrap();
+        let tail: [u8; 4] = out[out.len() - 4..].try_into().unwrap();
+        assert_eq!(adler32(&ff), u32::from_be_bytes(tail));
     }
 }

@@ -168,8 +168,8 @@ pub(super) fn write_in_place_part(
             .ok()
             .and_then(|f| f.metadata().ok().map(|m| (f, m)))
             .filter(|(_, m)| m.is_file());
-        let file = match file {
-            Some((file, meta)) if meta.nlink() == 1 && small => file,
+        let (mut file, before) = match file {
+            Some((file, meta)) if meta.nlink() == 1 && small => (file, meta),
             Some((_, meta)) if meta.nlink() > 1 => {
                 // Another name of the same file (a template's hard link) keeps its content:
                 // the checkout writes a new file here, never through the link.
@@ -183,7 +183,6 @@ pub(super) fn write_in_place_part(
                 continue;
             }
         };
-        let mut file = file;
         let blob = gix::objs::Find::try_find(
             &super::super::verify::Verified(&repo.objects),
             &entry.id,
@@ -196,8 +195,13 @@ pub(super) fn write_in_place_part(
         let data = form.convert(blob, path)?;
         let io = |e| Error::io(format!("writing {}", full.display()), e);
         std::io::Write::write_all(&mut file, &data).map_err(io)?;
-        file.set_len(data.len() as u64).map_err(io)?;
-        let mode = file.metadata().map_err(io)?.permissions().mode();
+        // Cut only a file that was longer: writing from the start already set a length at least
+        // the old one's (one `ftruncate` a file saved on most of a switch's files).
+        if before.len() > data.len() as u64 {
+            file.set_len(data.len() as u64).map_err(io)?;
+        }
+        // Writing changes no permission bits: the mode read when the file was opened holds.
+        let mode = before.permissions().mode();
         let want = if exec {
             mode | (mode & 0o444) >> 2
         } else {
