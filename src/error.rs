@@ -180,7 +180,8 @@ pub fn exit_table() -> Vec<ExitRow> {
             7,
             "conflict",
             "local content in the way (a symlink, FIFO or oversized file in place of a record \
-             git-session wrote among it), a merge in progress, a locked index, history not \
+             git-session wrote among it; `HEAD`, `objects/` or `refs/` gone from the git dir), a \
+             merge in progress, a locked index, history not \
              descending from the lease, unpushed work in an agent's tree to remove"
                 .to_owned(),
         ),
