@@ -1437,10 +1437,11 @@ crate::sha256_too!(
 #[test]
 fn a_checkout_after_the_transfer_written_by_several_threads_is_whole() {
     let w = World::new();
-    let mut files: Vec<(String, Option<String>)> = (0..600)
+    // Over twice the fewest entries a checkout thread is given (4096), so two threads write.
+    let mut files: Vec<(String, Option<String>)> = (0..8300)
         .map(|i| {
             (
-                format!("d{:02}/f{i:03}.txt", i % 12),
+                format!("d{:02}/f{i:04}.txt", i % 12),
                 Some(format!("file {i}\n")),
             )
         })
@@ -1460,8 +1461,8 @@ fn a_checkout_after_the_transfer_written_by_several_threads_is_whole() {
     let url = srv.url("repo.git", None);
     let run = w.restore_with(&dir, &url, "s", &ids[0], &["--force"], &[]);
     run.assert_code(0);
-    for i in [0, 299, 300, 599] {
-        let path = dir.join(format!("d{:02}/f{i:03}.txt", i % 12));
+    for i in [0, 4149, 4150, 8299] {
+        let path = dir.join(format!("d{:02}/f{i:04}.txt", i % 12));
         assert_eq!(read_text(&path), format!("file {i}\n"));
     }
     assert_eq!(read_text(dir.join("a.crlf")), "a\r\nb\r\n");
@@ -1469,5 +1470,5 @@ fn a_checkout_after_the_transfer_written_by_several_threads_is_whole() {
     assert_eq!(w.git(&dir, &["diff-files", "--name-only"]), "");
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? other.txt");
     let listed = w.git(&dir, &["ls-files"]);
-    assert_eq!(listed.lines().count(), 603);
+    assert_eq!(listed.lines().count(), 8303);
 }

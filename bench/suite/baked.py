@@ -66,8 +66,8 @@ def check(name, d, tip, log):
 def spec(info):
     """The base and TIP_SHA, first-parent commits behind the default branch."""
     base_n, tip_n = common.knob("BENCH_BAKED_BASE"), common.knob("BENCH_BAKED_TIP")
-    if tip_n >= base_n:
-        common.die(f"BENCH_BAKED_TIP ({tip_n}) must be fewer commits back than BENCH_BAKED_BASE ({base_n})")
+    if tip_n > base_n:
+        common.die(f"BENCH_BAKED_TIP ({tip_n}) must be no more commits back than BENCH_BAKED_BASE ({base_n}) (equal: a boot at the base)")
     path, ref, branch = info["path"], info["ref"], info["branch"]
     base = common.git(path, "rev-parse", "-q", "--verify", f"{ref}~{base_n}^{{commit}}", check=False)
     if not base:
