@@ -219,19 +219,52 @@ fn a_git_dir_without_head_is_a_conflict_not_an_internal_error() {
 
 /// A template whose `.git/index` is gone (removed as the refusal of a FIFO in its place
 /// suggests) still holds the base's files: each is compared by content with the base's and
-/// `TIP_SHA`'s blobs, and those the bake left as they were are no local change. Today an empty
-/// index makes the probe compare with `TIP_SHA`'s blob only, so every file `TIP_SHA` changes is
-/// "changed in the template since it was baked" (exit 7; `--force` needed). Not fixed: the
-/// cache seeding (`--cache`, an empty folder) also boots with no index and relies on a missing
-/// file meaning "write it", so the base's tree may serve as content only, not as stat data.
+/// `TIP_SHA`'s blobs, and those the bake left as they were are no local change (before: an empty
+/// index made the probe compare with `TIP_SHA`'s blob only, so every file `TIP_SHA` changes was
+/// "changed in the template since it was baked", exit 7). A file whose content is neither is
+/// still a local change: a conflict where `TIP_SHA` changes it, left alone (untracked, as git
+/// sees a file no index names) where `TIP_SHA` removes it. The cache seeding (an empty folder,
+/// no index) relies on a missing file meaning "write it": so it does here too.
 #[test]
-#[ignore = "finding (redteam43): a template without its index refuses every file TIP_SHA changes"]
 fn a_template_without_its_index_boots_by_content() {
     let b = Baked::new();
     let dir = b.baked_tree("t");
     std::fs::remove_file(dir.join(".git/index")).unwrap();
     b.boot(&dir, &[], &[]).assert_code(0);
     b.assert_booted(&dir);
+
+    let dir = b.baked_tree("changed");
+    std::fs::remove_file(dir.join(".git/index")).unwrap();
+    std::fs::write(dir.join("edit.txt"), "mine\n").unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(
+        run.error_message().contains("edit.txt"),
+        "{}",
+        run.error_message()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("edit.txt")).unwrap(),
+        "mine\n"
+    );
+
+    std::fs::write(dir.join("edit.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(dir.join("gone.txt"), "mine\n").unwrap();
+    std::fs::remove_file(dir.join("lib/f03.txt")).unwrap();
+    b.boot(&dir, &[], &[]).assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("gone.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(!dir.join("sub/gone2.txt").exists());
+    assert!(
+        dir.join("lib/f03.txt").is_file(),
+        "a missing file is written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("edit.txt")).unwrap(),
+        "one\nTWO\nthree\n"
+    );
 }
 
 fn set_mtime(path: &Path, t: SystemTime) {
