@@ -231,6 +231,10 @@ fn a_template_without_its_index_boots_by_content() {
     let dir = b.baked_tree("t");
     std::fs::remove_file(dir.join(".git/index")).unwrap();
     b.boot(&dir, &[], &[]).assert_code(0);
+    // The entry of a file judged by its content has its file's stat data (size 0 would make git
+    // read it again on every status), before any git command refreshes the index.
+    let debug = b.w.git(&dir, &["ls-files", "--debug", "keep.txt"]);
+    assert!(debug.contains("size: 5\t"), "{debug}");
     b.assert_booted(&dir);
 
     let dir = b.baked_tree("changed");

@@ -124,6 +124,23 @@ impl<'repo> Probe<'repo> {
         }
     }
 
+    /// The stat data of the file at `path` (`None` unless [`Probe::local`] read it last, and it
+    /// is still the file it read): for the index entry of a file judged by its content.
+    pub(super) fn last_stat(&self, path: &BStr) -> Option<gix::index::entry::Stat> {
+        use std::os::unix::fs::MetadataExt as _;
+        let (last, read) = self.last.as_ref()?;
+        if last != path {
+            return None;
+        }
+        let full = self.workdir.join(path.to_path_lossy());
+        let meta = gix::index::fs::Metadata::from_path_no_follow(&full).ok()?;
+        let same = meta.ino() == read.ino()
+            && meta.len() == read.size()
+            && meta.modified() == read.modified().ok();
+        same.then(|| gix::index::entry::Stat::from_fs(&meta).ok())
+            .flatten()
+    }
+
     /// Whether a real folder is at `path` (from the survey when it read the path).
     pub(super) fn is_dir(&self, path: &BStr) -> bool {
         match self.survey.get(path) {

@@ -73,18 +73,7 @@ pub(super) fn plan_moves(
     let mut moves = Moves::default();
     // Changed conversions change the work-tree form of files whose blobs did not change: those
     // are written again, as a fresh checkout writes them.
-    let attributes_changed = index
-        .entries()
-        .iter()
-        .filter(|e| e.path(index).ends_with(b".gitattributes"))
-        .map(|e| (e.path(index), e.id))
-        .collect::<std::collections::BTreeSet<_>>()
-        != old
-            .entries()
-            .iter()
-            .filter(|e| e.path(old).ends_with(b".gitattributes"))
-            .map(|e| (e.path(old), e.id))
-            .collect::<std::collections::BTreeSet<_>>();
+    let attributes_changed = attributes_differ(index, old);
     for entry in index.entries() {
         let path = entry.path(index);
         let base = old_entries.get(path).copied();
@@ -117,7 +106,11 @@ pub(super) fn plan_moves(
                 moves.stats.insert(path.to_owned(), b.stat);
             }
         } else if local == Local::Blob(entry.id) && !probe.mode_differs(path, entry.mode) {
-            // As `TIP_SHA` has it already: an earlier, killed boot wrote it.
+            // As `TIP_SHA` has it already (an earlier, killed boot wrote it, or a template
+            // without an index holds it): read whole, so its stat data is the entry's.
+            if let Some(stat) = probe.last_stat(path) {
+                moves.stats.insert(path.to_owned(), stat);
+            }
         } else if local == base.map_or(Local::Missing, |b| Local::Blob(b.id))
             || base_content.is_some_and(|b| local == Local::Blob(b.id))
             || base.is_none() && local == Local::Dir
@@ -146,6 +139,18 @@ pub(super) fn plan_moves(
     )?;
     refuse_what_is_in_the_way(&opts.dir, &mut moves, &probe)?;
     Ok(moves)
+}
+
+/// Whether `index` and `old` hold different `.gitattributes` (a path or an id).
+fn attributes_differ(index: &gix::index::File, old: &gix::index::File) -> bool {
+    let of = |f: &gix::index::File| {
+        f.entries()
+            .iter()
+            .filter(|e| e.path(f).ends_with(b".gitattributes"))
+            .map(|e| (e.path(f).to_owned(), e.id))
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    of(index) != of(old)
 }
 
 /// The base's files `TIP_SHA` no longer has (`new_paths`): removed when still as the base had
