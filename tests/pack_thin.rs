@@ -472,12 +472,7 @@ fn thin_pack_cut_at_every_byte_is_corrupt_and_leaves_nothing() {
 fn ref_delta(base: &str, delta: &[u8]) -> Vec<u8> {
     use crate::support::wire::{entry_header, zlib};
     let mut e = entry_header(7, delta.len() as u64);
-    e.extend_from_slice(
-        &gix::ObjectId::from_hex(base.as_bytes())
-            .unwrap()
-            .as_bytes()
-            .to_vec(),
-    );
+    e.extend_from_slice(gix::ObjectId::from_hex(base.as_bytes()).unwrap().as_bytes());
     e.extend_from_slice(&zlib(delta));
     e
 }

@@ -241,6 +241,8 @@ impl Spooled {
         out.seek(io::SeekFrom::Start(self.entries_end))
             .map_err(|e| io_err("appending the delta bases to the pack", e))?;
         let mut buf = Vec::new();
+        // Used once at most: the copy frees it. A second completion (some bases turned out to be
+        // the pack's own) has fewer bases, so it reads them from `local` again.
         let ready = self.prepared.as_ref().filter(|p| p.holds_exactly(bases));
         if let Some(p) = ready {
             copy_freeing(&p.file, &mut out)
