@@ -1327,3 +1327,52 @@ fn a_full_disk_during_the_thin_fetch_is_exit_10_at_every_stage_and_the_rerun_com
 fn view(f: &[(String, Option<String>)]) -> Vec<(&str, Option<&str>)> {
     f.iter().map(|(p, c)| (p.as_str(), c.as_deref())).collect()
 }
+
+/// SIGKILL at a sweep of moments through a boot (the thin fetch, the side file, the switch's
+/// writes in place, the index, the record), then a rerun: the tree is exactly `TIP_SHA`'s, what
+/// the template build added is kept, and git finds the repository sound.
+#[test]
+fn a_boot_killed_at_any_moment_is_completed_by_the_rerun() {
+    let b = Baked::new();
+    let whole = {
+        let dir = b.baked_tree("whole");
+        let started = std::time::Instant::now();
+        b.boot(&dir, &[], &[]).assert_code(0);
+        started.elapsed()
+    };
+    let mut killed = 0;
+    for round in 1..=8u32 {
+        let dir = b.baked_tree(&format!("k{round}"));
+        let url = b.url();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["restore", "--json"])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(b.w.env())
+            .env("READ_URL", &url)
+            .env("PUSH_URL", &url)
+            .env("SESSION_BRANCH", "sessions/baked")
+            .env("TIP_SHA", b.tip())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let at = whole * round / 9;
+        std::thread::sleep(at);
+        let _ = child.kill();
+        killed += usize::from(child.wait().unwrap().code().is_none());
+        let run = b.boot(&dir, &[], &[]);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "round {round} (killed after {at:?} of {whole:?}): {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        b.assert_booted(&dir);
+    }
+    assert!(
+        killed >= 4,
+        "only {killed} of 8 boots were killed before they ended"
+    );
+}
