@@ -279,3 +279,36 @@ fn set_mtime(path: &Path, t: SystemTime) {
         .set_times(std::fs::FileTimes::new().set_modified(t))
         .unwrap();
 }
+
+/// A local edit after the bake that makes a file hold `TIP_SHA`'s blob as it is, where
+/// `TIP_SHA`'s `.gitattributes` convert it (`eol=crlf`): not "as `TIP_SHA` has it" (its checkout
+/// writes CRLF), but a local change `TIP_SHA` also changes, as git's checkout refuses it (exit 7,
+/// kept); `--force` writes `TIP_SHA`'s form, byte for byte git's. Before, the file's bytes hashed
+/// to the tip's blob were taken as the tip's: exit 0, the file left with LF endings.
+#[test]
+fn a_local_edit_equal_to_the_tip_s_unconverted_blob_is_a_local_change() {
+    let b = Baked::of(&[
+        &[("seed.txt", Some("seed\n"))],
+        &[("x.txt", Some("old\n")), ("keep.txt", Some("keep\n"))],
+        &[("seed.txt", Some("seed 2\n"))],
+        &[
+            (".gitattributes", Some("*.txt eol=crlf\n")),
+            ("x.txt", Some("new\n")),
+        ],
+    ]);
+    let dir = b.w.path("t");
+    b.bake(&dir).assert_code(0);
+    std::fs::write(dir.join("x.txt"), "new\n").unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(
+        run.error_message().contains("x.txt"),
+        "{}",
+        run.error_message()
+    );
+    assert_eq!(std::fs::read(dir.join("x.txt")).unwrap(), b"new\n");
+    b.boot(&dir, &[], &["--force"]).assert_code(0);
+    assert_eq!(std::fs::read(dir.join("x.txt")).unwrap(), b"new\r\n");
+    assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"keep\r\n");
+    assert_eq!(b.w.git(&dir, &["status", "--porcelain"]), "");
+}

@@ -188,12 +188,17 @@ impl<'repo> Probe<'repo> {
             self.tip.get(path).map(|(id, mode)| (*id, *mode, true)),
             base.map(|b| (b.id, b.mode, false)),
         ];
-        // The bytes as they are, hashed as git would store them: the answer whenever no filter
-        // changes them, and it needs no object (a damaged baked pack may have lost the base's).
+        // The bytes as they are, hashed as git would store them: the base's blob when they are
+        // its (git's status, which normalises what it reads, finds such a file unchanged), and it
+        // needs no object (a damaged baked pack may have lost the base's). Not so for `TIP_SHA`'s
+        // alone: its checkout writes its blob converted, so a file holding the blob as it is was
+        // not written by a killed boot when a conversion applies (a local edit: git's checkout
+        // refuses it) — the loop below compares with its form.
         let ids = || candidates.iter().flatten().map(|(id, _, _)| *id);
+        let base_id = candidates[1].map(|(id, _, _)| id);
         if let Some(kind) = ids().next().map(|id| id.kind())
             && let Ok(stored) = gix::objs::compute_hash(kind, gix::objs::Kind::Blob, &on_disk)
-            && ids().any(|id| id == stored)
+            && base_id == Some(stored)
         {
             return Ok(Local::Blob(stored));
         }
