@@ -312,3 +312,27 @@ fn a_local_edit_equal_to_the_tip_s_unconverted_blob_is_a_local_change() {
     assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"keep\r\n");
     assert_eq!(b.w.git(&dir, &["status", "--porcelain"]), "");
 }
+
+/// A template without its index, booted to a commit whose `.gitattributes` now convert files the
+/// commit does not change (`eol=crlf`): those are written again in their new form, as with an
+/// index and as git's checkout writes them.
+#[test]
+fn a_template_without_its_index_takes_the_tip_s_new_conversions() {
+    let b = Baked::of(&[
+        &[("seed.txt", Some("seed\n"))],
+        &[("x.txt", Some("a\nb\n")), ("y.txt", Some("y\n"))],
+        &[("seed.txt", Some("seed 2\n"))],
+        &[
+            (".gitattributes", Some("*.txt eol=crlf\n")),
+            ("y.txt", Some("y2\n")),
+        ],
+    ]);
+    let dir = b.w.path("t");
+    b.bake(&dir).assert_code(0);
+    std::fs::remove_file(dir.join(".git/index")).unwrap();
+    b.boot(&dir, &[], &[]).assert_code(0);
+    assert_eq!(std::fs::read(dir.join("x.txt")).unwrap(), b"a\r\nb\r\n");
+    assert_eq!(std::fs::read(dir.join("y.txt")).unwrap(), b"y2\r\n");
+    assert_eq!(std::fs::read(dir.join("seed.txt")).unwrap(), b"seed 2\r\n");
+    assert_eq!(b.w.git(&dir, &["status", "--porcelain"]), "");
+}

@@ -63,17 +63,12 @@ pub(super) fn plan_moves(
         .iter()
         .flat_map(|c| c.entries().iter().map(move |e| (e.path(c), e)))
         .collect();
-    let mut probe = Probe::new(
-        repo,
-        &opts.dir,
-        index,
-        by_content.as_ref().unwrap_or(old),
-        survey,
-    )?;
+    let base_index = by_content.as_ref().unwrap_or(old);
+    let mut probe = Probe::new(repo, &opts.dir, index, base_index, survey)?;
     let mut moves = Moves::default();
     // Changed conversions change the work-tree form of files whose blobs did not change: those
     // are written again, as a fresh checkout writes them.
-    let attributes_changed = attributes_differ(index, old);
+    let attributes_changed = attributes_differ(index, base_index);
     for entry in index.entries() {
         let path = entry.path(index);
         let base = old_entries.get(path).copied();
@@ -106,8 +101,16 @@ pub(super) fn plan_moves(
                 moves.stats.insert(path.to_owned(), b.stat);
             }
         } else if local == Local::Blob(entry.id) && !probe.mode_differs(path, entry.mode) {
-            // As `TIP_SHA` has it already (an earlier, killed boot wrote it, or a template
-            // without an index holds it): read whole, so its stat data is the entry's.
+            // As `TIP_SHA` has it (a killed boot wrote it, or a template without an index holds
+            // it: then written again if its conversions changed, as `unchanged_by_tip` above).
+            if attributes_changed
+                && base_content.is_some_and(|b| b.id == entry.id)
+                && entry.mode != gix::index::entry::Mode::SYMLINK
+            {
+                moves.to_write.push(path.to_owned());
+                continue;
+            }
+            // Read whole: its stat data is the entry's.
             if let Some(stat) = probe.last_stat(path) {
                 moves.stats.insert(path.to_owned(), stat);
             }
