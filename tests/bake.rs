@@ -1208,3 +1208,202 @@ crate::sha256_too!(
     a_boot_at_the_base_is_one_request_and_at_its_child_two,
     a_server_that_refuses_the_posted_ls_refs_costs_one_request,
 );
+
+/// A disk that fills during the boot's thin fetch, at a sweep of free space (100 KB steps): while
+/// the pack arrives, while the local bases are written beside it (20 bases of 40 KB, stored
+/// whole: 0.8 MB), while they are appended and the pack indexed. Each boot is exit 10 saying to
+/// free some space (never 6, a pack judged corrupt, nor 1), the template is sound (`git fsck`),
+/// nothing half-made stays in `objects/pack`, and the boot completes once twice the bases' size
+/// (and 200 KB) is free: the completed pack is copied once by its indexing, but the side file is
+/// freed as it is appended (before, it needed more than 2.35 MB, three copies of the bases; git's
+/// `index-pack --fix-thin`, the bases deflated, about 0.5 MB).
+#[test]
+fn a_full_disk_during_the_thin_fetch_is_exit_10_at_every_stage_and_the_rerun_completes() {
+    let mut seed = 11u64;
+    let files: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            let noise = crate::support::incompressible(20_000, &mut seed);
+            let hex: String = noise.iter().map(|b| format!("{b:02x}")).collect();
+            let lines: String = hex
+                .as_bytes()
+                .chunks(80)
+                .map(|l| format!("{}\n", String::from_utf8_lossy(l)))
+                .collect();
+            (format!("lib/f{i:02}.txt"), lines)
+        })
+        .collect();
+    let edited: Vec<(String, String)> = files
+        .iter()
+        .map(|(p, c)| (p.clone(), c.replacen('0', "X", 1)))
+        .collect();
+    let as_commit = |f: &[(String, String)]| -> Vec<(String, Option<String>)> {
+        f.iter()
+            .map(|(p, c)| (p.clone(), Some(c.clone())))
+            .collect()
+    };
+    let (base_files, tip_files) = (as_commit(&files), as_commit(&edited));
+    let (base_view, tip_view) = (view(&base_files), view(&tip_files));
+    let b = Baked::of(&[
+        &[("seed.txt", Some("seed\n"))],
+        &base_view,
+        &[("seed.txt", Some("seed 2\n"))],
+        &tip_view,
+    ]);
+    let mnt = b.w.tmp.path().join("mnt");
+    let Some(_fs) = crate::support::Tmpfs::mount(&mnt, "16m") else {
+        return;
+    };
+    let dir = mnt.join("tree");
+    b.bake(&dir).assert_code(0);
+    let avail = |p: &Path| -> u64 {
+        let out = std::process::Command::new("df")
+            .args(["--output=avail", "-B1"])
+            .arg(p)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let pack_dir = dir.join(".git/objects/pack");
+    let packs_before = crate::support::all_files(&pack_dir);
+    let filler = mnt.join("filler");
+    let mut booted = false;
+    let bases: u64 = files.iter().map(|(_, c)| c.len() as u64).sum();
+    let enough = 2 * bases + (200 << 10);
+    for leave in (0..).map(|k| k * (100 << 10)).take_while(|l| *l <= enough) {
+        let free = avail(&mnt);
+        std::fs::write(&filler, vec![0u8; free.saturating_sub(leave) as usize]).unwrap();
+        let run = b.boot(&dir, &[], &[]);
+        std::fs::remove_file(&filler).unwrap();
+        if run.code == Some(0) {
+            booted = true;
+            break;
+        }
+        assert_eq!(
+            run.code,
+            Some(10),
+            "{leave} bytes free: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        let msg = run.error_message();
+        assert!(msg.contains("free some space"), "{leave} bytes free: {msg}");
+        let mut now = crate::support::all_files(&pack_dir);
+        now.retain(|p| !packs_before.contains(p));
+        // A pack and its index the fetch finished may stay (the rerun uses them): never a
+        // pack without its index, nor a temporary file.
+        for p in &now {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                !name.starts_with("tmp")
+                    && (!name.ends_with(".pack") || p.with_extension("idx").exists()),
+                "{leave} bytes free: left in objects/pack: {now:?}"
+            );
+        }
+        b.w.git(&dir, &["fsck", "--no-progress", "--connectivity-only"]);
+        let f00 = std::fs::read_to_string(dir.join("lib/f00.txt")).unwrap();
+        assert!(
+            f00 == files[0].1 || f00 == edited[0].1,
+            "{leave} bytes free: lib/f00.txt is neither the base's nor the tip's"
+        );
+    }
+    assert!(
+        booted,
+        "{enough} bytes free were not enough for {bases} bytes of delta bases"
+    );
+    let w = &b.w;
+    assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.tip());
+    w.git(&dir, &["diff", "--quiet", b.tip()]);
+    assert_eq!(w.git(&dir, &["status", "--porcelain"]), "");
+    w.git(&dir, &["fsck", "--no-progress"]);
+}
+
+/// `(path, content)` pairs as a commit's list.
+fn view(f: &[(String, Option<String>)]) -> Vec<(&str, Option<&str>)> {
+    f.iter().map(|(p, c)| (p.as_str(), c.as_deref())).collect()
+}
+
+/// SIGKILL at a sweep of moments through a boot (the thin fetch, the side file, the switch's
+/// writes in place, the index, the record), then a rerun: the tree is exactly `TIP_SHA`'s, what
+/// the template build added is kept, and git finds the repository sound. Ignored: fails about one
+/// run in six on a loaded machine, a kill while the index is written (see
+/// [`a_boot_killed_while_writing_the_index_is_completed_by_the_rerun`]).
+#[test]
+#[ignore = "finding (redteam18): a boot killed while writing the index leaves .git/index.lock; the rerun is exit 10"]
+fn a_boot_killed_at_any_moment_is_completed_by_the_rerun() {
+    let b = Baked::new();
+    let whole = {
+        let dir = b.baked_tree("whole");
+        let started = std::time::Instant::now();
+        b.boot(&dir, &[], &[]).assert_code(0);
+        started.elapsed()
+    };
+    let mut killed = 0;
+    for round in 1..=8u32 {
+        let dir = b.baked_tree(&format!("k{round}"));
+        let url = b.url();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["restore", "--json"])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(b.w.env())
+            .env("READ_URL", &url)
+            .env("PUSH_URL", &url)
+            .env("SESSION_BRANCH", "sessions/baked")
+            .env("TIP_SHA", b.tip())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let at = whole * round / 9;
+        std::thread::sleep(at);
+        let _ = child.kill();
+        killed += usize::from(child.wait().unwrap().code().is_none());
+        let run = b.boot(&dir, &[], &[]);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "round {round} (killed after {at:?} of {whole:?}): {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        b.assert_booted(&dir);
+    }
+    assert!(
+        killed >= 4,
+        "only {killed} of 8 boots were killed before they ended"
+    );
+}
+
+/// A boot killed while it writes the new index (gix's `.git/index.lock` made, not yet renamed:
+/// emulated by a kill at `mid-switch` and the lock a kill a moment later leaves, a partial index)
+/// is completed by the rerun, as every other kill of a boot is. Ignored, a finding not fixed: the
+/// rerun is exit 10 ("writing the index: Could not acquire lock for index file … index.lock …
+/// something is already on the path: move it aside"); seen first from
+/// [`a_boot_killed_at_any_moment_is_completed_by_the_rerun`] (round 5 of 8, killed 254 ms into a
+/// 458 ms boot). `save` has the machinery (`save/index_lock.rs`: the lock's inode recorded before
+/// it becomes `index.lock`, so a rerun removes only its own); the boot writes the index through
+/// gix's lock, whose file a SIGKILL leaves. A fix moves that lock below `save/` and `restore/`
+/// (to `repo/`) and takes it for the boot's index (and the restore's `write_index_if_changed`).
+#[test]
+#[ignore = "finding (redteam18): a boot killed while writing the index leaves .git/index.lock; the rerun is exit 10"]
+fn a_boot_killed_while_writing_the_index_is_completed_by_the_rerun() {
+    let b = Baked::new();
+    let dir = b.baked_tree("k");
+    let run = b.boot(&dir, &[("GIT_SESSION_FAILPOINT", "mid-switch")], &[]);
+    assert!(
+        run.stderr.contains("failpoint 'mid-switch'"),
+        "{}",
+        run.stderr
+    );
+    std::fs::write(dir.join(".git/index.lock"), b"DIRC\0\0\0\x02").unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(0);
+    b.assert_booted(&dir);
+    assert!(!dir.join(".git/index.lock").exists());
+}

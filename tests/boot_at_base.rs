@@ -219,19 +219,56 @@ fn a_git_dir_without_head_is_a_conflict_not_an_internal_error() {
 
 /// A template whose `.git/index` is gone (removed as the refusal of a FIFO in its place
 /// suggests) still holds the base's files: each is compared by content with the base's and
-/// `TIP_SHA`'s blobs, and those the bake left as they were are no local change. Today an empty
-/// index makes the probe compare with `TIP_SHA`'s blob only, so every file `TIP_SHA` changes is
-/// "changed in the template since it was baked" (exit 7; `--force` needed). Not fixed: the
-/// cache seeding (`--cache`, an empty folder) also boots with no index and relies on a missing
-/// file meaning "write it", so the base's tree may serve as content only, not as stat data.
+/// `TIP_SHA`'s blobs, and those the bake left as they were are no local change (before: an empty
+/// index made the probe compare with `TIP_SHA`'s blob only, so every file `TIP_SHA` changes was
+/// "changed in the template since it was baked", exit 7). A file whose content is neither is
+/// still a local change: a conflict where `TIP_SHA` changes it, left alone (untracked, as git
+/// sees a file no index names) where `TIP_SHA` removes it. The cache seeding (an empty folder,
+/// no index) relies on a missing file meaning "write it": so it does here too.
 #[test]
-#[ignore = "finding (redteam43): a template without its index refuses every file TIP_SHA changes"]
 fn a_template_without_its_index_boots_by_content() {
     let b = Baked::new();
     let dir = b.baked_tree("t");
     std::fs::remove_file(dir.join(".git/index")).unwrap();
     b.boot(&dir, &[], &[]).assert_code(0);
+    // The entry of a file judged by its content has its file's stat data (size 0 would make git
+    // read it again on every status), before any git command refreshes the index.
+    let debug = b.w.git(&dir, &["ls-files", "--debug", "keep.txt"]);
+    assert!(debug.contains("size: 5\t"), "{debug}");
     b.assert_booted(&dir);
+
+    let dir = b.baked_tree("changed");
+    std::fs::remove_file(dir.join(".git/index")).unwrap();
+    std::fs::write(dir.join("edit.txt"), "mine\n").unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(
+        run.error_message().contains("edit.txt"),
+        "{}",
+        run.error_message()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("edit.txt")).unwrap(),
+        "mine\n"
+    );
+
+    std::fs::write(dir.join("edit.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(dir.join("gone.txt"), "mine\n").unwrap();
+    std::fs::remove_file(dir.join("lib/f03.txt")).unwrap();
+    b.boot(&dir, &[], &[]).assert_code(0);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("gone.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(!dir.join("sub/gone2.txt").exists());
+    assert!(
+        dir.join("lib/f03.txt").is_file(),
+        "a missing file is written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("edit.txt")).unwrap(),
+        "one\nTWO\nthree\n"
+    );
 }
 
 fn set_mtime(path: &Path, t: SystemTime) {
@@ -241,4 +278,61 @@ fn set_mtime(path: &Path, t: SystemTime) {
         .unwrap()
         .set_times(std::fs::FileTimes::new().set_modified(t))
         .unwrap();
+}
+
+/// A local edit after the bake that makes a file hold `TIP_SHA`'s blob as it is, where
+/// `TIP_SHA`'s `.gitattributes` convert it (`eol=crlf`): not "as `TIP_SHA` has it" (its checkout
+/// writes CRLF), but a local change `TIP_SHA` also changes, as git's checkout refuses it (exit 7,
+/// kept); `--force` writes `TIP_SHA`'s form, byte for byte git's. Before, the file's bytes hashed
+/// to the tip's blob were taken as the tip's: exit 0, the file left with LF endings.
+#[test]
+fn a_local_edit_equal_to_the_tip_s_unconverted_blob_is_a_local_change() {
+    let b = Baked::of(&[
+        &[("seed.txt", Some("seed\n"))],
+        &[("x.txt", Some("old\n")), ("keep.txt", Some("keep\n"))],
+        &[("seed.txt", Some("seed 2\n"))],
+        &[
+            (".gitattributes", Some("*.txt eol=crlf\n")),
+            ("x.txt", Some("new\n")),
+        ],
+    ]);
+    let dir = b.w.path("t");
+    b.bake(&dir).assert_code(0);
+    std::fs::write(dir.join("x.txt"), "new\n").unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(
+        run.error_message().contains("x.txt"),
+        "{}",
+        run.error_message()
+    );
+    assert_eq!(std::fs::read(dir.join("x.txt")).unwrap(), b"new\n");
+    b.boot(&dir, &[], &["--force"]).assert_code(0);
+    assert_eq!(std::fs::read(dir.join("x.txt")).unwrap(), b"new\r\n");
+    assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"keep\r\n");
+    assert_eq!(b.w.git(&dir, &["status", "--porcelain"]), "");
+}
+
+/// A template without its index, booted to a commit whose `.gitattributes` now convert files the
+/// commit does not change (`eol=crlf`): those are written again in their new form, as with an
+/// index and as git's checkout writes them.
+#[test]
+fn a_template_without_its_index_takes_the_tip_s_new_conversions() {
+    let b = Baked::of(&[
+        &[("seed.txt", Some("seed\n"))],
+        &[("x.txt", Some("a\nb\n")), ("y.txt", Some("y\n"))],
+        &[("seed.txt", Some("seed 2\n"))],
+        &[
+            (".gitattributes", Some("*.txt eol=crlf\n")),
+            ("y.txt", Some("y2\n")),
+        ],
+    ]);
+    let dir = b.w.path("t");
+    b.bake(&dir).assert_code(0);
+    std::fs::remove_file(dir.join(".git/index")).unwrap();
+    b.boot(&dir, &[], &[]).assert_code(0);
+    assert_eq!(std::fs::read(dir.join("x.txt")).unwrap(), b"a\r\nb\r\n");
+    assert_eq!(std::fs::read(dir.join("y.txt")).unwrap(), b"y2\r\n");
+    assert_eq!(std::fs::read(dir.join("seed.txt")).unwrap(), b"seed 2\r\n");
+    assert_eq!(b.w.git(&dir, &["status", "--porcelain"]), "");
 }

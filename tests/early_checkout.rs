@@ -524,3 +524,140 @@ fn verify_pack(w: &crate::support::World, dir: &std::path::Path) -> String {
         .unwrap();
     w.git(dir, &["verify-pack", "-v", idx.to_str().unwrap()])
 }
+
+/// The owner of the work folder swaps a folder the early checkout made for a symlink to a folder
+/// outside while the pack's end is held (a file of it, converted by `eol=crlf`, still to be
+/// written after the transfer): nothing is ever written, changed or removed outside (a file of
+/// the same name as one written early stays as it was), the run ends with a typed refusal, and a
+/// rerun once the folder is put back completes the restore exactly.
+#[test]
+fn a_folder_swapped_for_a_symlink_mid_restore_writes_nothing_outside() {
+    let mut files = numbered(30);
+    files.push((".gitattributes".into(), "*.crlf eol=crlf\n".into()));
+    files.push(("d0/z.crlf".into(), "z1\nz2\n".into()));
+    let h = Held::of(&files);
+    let dir = h.w.path("s");
+    let outside = h.w.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("f00.txt"), "outside\n").unwrap();
+    let mut child = h.spawn(&dir, &[]);
+    let early = |_: &[String]| {
+        std::fs::read_to_string(dir.join("d0/f00.txt")).is_ok_and(|s| s == files[0].1)
+    };
+    h.during_the_hold(&dir, &mut child, early);
+    std::fs::rename(dir.join("d0"), h.w.path("d0-moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("d0")).unwrap();
+    let (code, text) = h.wait(child);
+    let outside_files = work_tree_files(&outside);
+    assert_eq!(outside_files, vec!["f00.txt".to_owned()], "written outside");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("f00.txt")).unwrap(),
+        "outside\n"
+    );
+    assert!(
+        matches!(code, Some(7 | 10)),
+        "expected a typed refusal (7 or 10), got {code:?}: {text}"
+    );
+    std::fs::remove_file(dir.join("d0")).unwrap();
+    let run = h.w.run(
+        &dir,
+        &["restore", "--json"],
+        &[
+            ("READ_URL", &h.srv.url("repo.git", None)),
+            ("SESSION_BRANCH", "s"),
+            ("TIP_SHA", &h.tip),
+        ],
+    );
+    run.assert_code(0);
+    h.assert_restored(&dir);
+    assert_eq!(work_tree_files(&outside), vec!["f00.txt".to_owned()]);
+}
+
+/// The pack of `tip` in `bare` made by hand in a hostile order: the commit, its trees, every
+/// blob, and the `.gitattributes` blobs last (each object whole, no deltas).
+fn attributes_last_pack(w: &World, bare: &Path, tip: &str) -> Vec<u8> {
+    use crate::support::wire::{entry_header, raw_pack, zlib};
+    let listed = w.git(bare, &["rev-list", "--objects", "--no-walk", tip]);
+    let mut objects: Vec<(String, bool)> = listed
+        .lines()
+        .map(|l| {
+            let (id, path) = l.split_once(' ').unwrap_or((l, ""));
+            (id.to_owned(), path.ends_with(".gitattributes"))
+        })
+        .collect();
+    objects.sort_by_key(|(_, attributes)| *attributes);
+    let entries: Vec<Vec<u8>> = objects
+        .iter()
+        .map(|(id, _)| {
+            let kind = w.git(bare, &["cat-file", "-t", id]);
+            let data = w.git_stdin_bytes(bare, &["cat-file", &kind, id], b"");
+            let code = match kind.as_str() {
+                "commit" => 1,
+                "tree" => 2,
+                _ => 3,
+            };
+            [entry_header(code, data.len() as u64), zlib(&data)].concat()
+        })
+        .collect();
+    raw_pack(&entries)
+}
+
+/// `.gitattributes` files that arrive last in the pack (after every file they convert) and mark
+/// paths `text eol=crlf`, `filter=lfs` (a file that is no pointer), another filter (no driver
+/// runs: written as it is) or a macro: every file is byte for byte what `git clone` writes, and
+/// git finds the tree clean.
+#[test]
+fn attributes_arriving_after_the_files_they_convert_are_applied_as_git_applies_them() {
+    let files: &[(&str, Option<&str>)] = &[
+        (
+            ".gitattributes",
+            Some(
+                "[attr]crlfy text eol=crlf\n*.txt text eol=crlf\n*.bin filter=lfs diff=lfs \
+                 merge=lfs -text\n*.po filter=gettext\n*.w crlfy\n",
+            ),
+        ),
+        ("a.txt", Some("a1\na2\n")),
+        ("b.bin", Some("not a pointer\n")),
+        ("c.po", Some("msgid \"x\"\n")),
+        ("d.w", Some("w1\nw2\n")),
+        ("plain.c", Some("int x;\n")),
+        ("sub/.gitattributes", Some("*.md eol=crlf\n*.txt -text\n")),
+        ("sub/e.md", Some("e1\ne2\n")),
+        ("sub/f.txt", Some("f1\nf2\n")),
+        ("sub/g.c", Some("g\n")),
+    ];
+    let w = World::new();
+    let tip = w.repo("repo.git", &[files]).remove(0);
+    let srv = GitServer::start(&w.srv(), None);
+    let h = Held { w, srv, tip };
+    let pack = attributes_last_pack(&h.w, &h.bare(), &h.tip);
+    h.srv
+        .knobs
+        .scripted
+        .lock()
+        .unwrap()
+        .push(held_answer(&pack, 2000));
+    let dir = h.w.path("s");
+    let child = h.spawn(&dir, &[]);
+    let (code, text) = h.wait(child);
+    assert_eq!(code, Some(0), "{text}");
+    h.assert_restored(&dir);
+    let clone = h.w.path("clone");
+    h.w.git(
+        &h.w.path(""),
+        &[
+            "clone",
+            "-q",
+            h.bare().to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    for (path, _) in files {
+        assert_eq!(
+            std::fs::read(dir.join(path)).unwrap(),
+            std::fs::read(clone.join(path)).unwrap(),
+            "{path} differs from git's checkout"
+        );
+    }
+    assert_eq!(std::fs::read(dir.join("a.txt")).unwrap(), b"a1\r\na2\r\n");
+}

@@ -1258,3 +1258,48 @@ crate::sha256_too!(
     a_pack_missing_a_blob_is_exit_6_and_nothing_is_written,
     a_ref_delta_whose_base_comes_later_in_the_pack_is_restored,
 );
+
+/// A file system out of inodes (a tmpfs with few) while 8300 files are written by several early
+/// writers, then again (more inodes, still too few) while the rerun's checkout writes the rest
+/// with two threads: each run is exit 10, kind `io`, saying to free some space, never 1 or 7;
+/// with inodes enough the next rerun completes the restore exactly.
+#[test]
+fn running_out_of_inodes_under_several_writers_is_exit_10_and_the_rerun_completes() {
+    let files: Vec<(String, String)> = (0..8300)
+        .map(|i| (format!("d{:02}/f{i:04}.txt", i % 12), format!("file {i}\n")))
+        .collect();
+    let commit: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), Some(c.as_str())))
+        .collect();
+    let h = Hostile::new(&[&commit]);
+    let tip = h.ids[0].clone();
+    let mnt = h.w.tmp.path().join("mnt");
+    let Some(fs) = Tmpfs::mount(&mnt, "256m,nr_inodes=3000") else {
+        return;
+    };
+    let dir = mnt.join("tree");
+    for inodes in ["3000", "7000"] {
+        fs.resize(&format!("256m,nr_inodes={inodes}"));
+        let run = h.restore(&dir, &tip, &[]);
+        assert_eq!(
+            run.code,
+            Some(10),
+            "{inodes} inodes: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        let j = run.json();
+        assert_eq!(j["error"]["kind"], "io", "{inodes} inodes");
+        let msg = j["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("free some space"), "{inodes} inodes: {msg}");
+    }
+    fs.resize("256m,nr_inodes=20000");
+    h.restore(&dir, &tip, &[]).assert_code(0);
+    assert_eq!(h.w.git(&dir, &["rev-parse", "HEAD"]), tip);
+    assert_eq!(
+        h.w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert_eq!(h.w.git(&dir, &["ls-files"]).lines().count(), 8300);
+}

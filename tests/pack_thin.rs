@@ -441,3 +441,124 @@ fn base_over_the_big_object_threshold_is_refused_before_it_is_read() {
         other => panic!("expected TooLarge, got {other:?}"),
     }
 }
+
+/// A thin pack cut at every byte (its header, an entry's header, a base id, the deltas, the
+/// checksum) is refused as corrupt, never taken, never a panic or a local fault, and leaves
+/// nothing in the pack folder (the side file of local bases included); the whole pack is then
+/// received into the same repository.
+#[test]
+fn thin_pack_cut_at_every_byte_is_corrupt_and_leaves_nothing() {
+    let t = Thin::new();
+    let thin = t.thin_pack(&[], &t.base);
+    let local = t.local("cut.git", Some("base"));
+    let pack_dir = local.join("objects/pack");
+    let before = names_in(&pack_dir);
+    for len in 0..thin.len() {
+        match receive_thin(&local, &thin[..len], LIMITS) {
+            Err(ReceiveError::Corrupt(_)) => {}
+            other => panic!(
+                "cut at {len} of {}: expected Corrupt, got {other:?}",
+                thin.len()
+            ),
+        }
+        assert_eq!(names_in(&pack_dir), before, "cut at {len}: left behind");
+    }
+    let got = receive_thin(&local, &thin, LIMITS).unwrap();
+    assert!(got.num_objects > 0);
+    t.w.git(&local, &["fsck", "--no-progress", "--no-dangling"]);
+}
+
+/// A `REF_DELTA` entry of `data` (a delta) against `base` (a full id, hex).
+fn ref_delta(base: &str, delta: &[u8]) -> Vec<u8> {
+    use crate::support::wire::{entry_header, zlib};
+    let mut e = entry_header(7, delta.len() as u64);
+    e.extend_from_slice(gix::ObjectId::from_hex(base.as_bytes()).unwrap().as_bytes());
+    e.extend_from_slice(&zlib(delta));
+    e
+}
+
+/// A delta from a base of `base_len` bytes: all of it copied, then `tail` inserted.
+fn copy_then_insert(base_len: usize, tail: &[u8]) -> Vec<u8> {
+    use crate::support::wire::delta_size;
+    assert!(base_len > 0 && base_len < 1 << 16 && !tail.is_empty() && tail.len() < 128);
+    let mut d = delta_size(base_len as u64);
+    d.extend(delta_size((base_len + tail.len()) as u64));
+    // Copy: offset 0, size in two bytes (flags 0x10 | 0x20).
+    d.extend([
+        0x80 | 0x10 | 0x20,
+        (base_len & 0xff) as u8,
+        (base_len >> 8) as u8,
+    ]);
+    d.push(tail.len() as u8);
+    d.extend_from_slice(tail);
+    d
+}
+
+/// The id git gives a blob of `data`.
+fn blob_id(data: &[u8]) -> String {
+    gix::objs::compute_hash(crate::support::gix_format(), gix::objs::Kind::Blob, data)
+        .unwrap()
+        .to_string()
+}
+
+/// Two entries deltas against one local base: the base is appended once, both objects are
+/// there, and git finds the pack sound.
+#[test]
+fn thin_pack_naming_one_base_several_times_appends_it_once() {
+    let t = Thin::new();
+    let local = t.local("repeated.git", Some("base"));
+    let readme = t.blob(&t.base, "README.md");
+    let content =
+        t.w.git_stdin_bytes(&local, &["cat-file", "blob", &readme], b"");
+    let one = copy_then_insert(content.len(), b"one\n");
+    let two = copy_then_insert(content.len(), b"two\n");
+    let pack =
+        crate::support::wire::raw_pack(&[ref_delta(&readme, &one), ref_delta(&readme, &two)]);
+    let got = receive_thin(&local, &pack, LIMITS).unwrap();
+    assert_eq!(got.num_objects, 3, "two entries and the base once");
+    for tail in [&b"one\n"[..], b"two\n"] {
+        let id = blob_id(&[content.as_slice(), tail].concat());
+        t.w.git(&local, &["cat-file", "-e", &id]);
+    }
+    t.w.git(&local, &["fsck", "--no-progress", "--no-dangling"]);
+}
+
+/// A chain of 3000 `REF_DELTA` entries, each against the one before and the first against a
+/// local base (a chain git would never send, 3000 deep): received within bounds, or refused as
+/// corrupt or too large; never a crash (a recursion per link would overflow the stack).
+#[test]
+fn thin_pack_with_a_very_deep_delta_chain_is_bounded() {
+    let t = Thin::new();
+    let local = t.local("deep.git", Some("base"));
+    let readme = t.blob(&t.base, "README.md");
+    let mut content =
+        t.w.git_stdin_bytes(&local, &["cat-file", "blob", &readme], b"");
+    let (mut entries, mut base) = (Vec::new(), readme);
+    for i in 0..3000 {
+        let tail = format!("{i}\n");
+        entries.push(ref_delta(
+            &base,
+            &copy_then_insert(content.len(), tail.as_bytes()),
+        ));
+        content.extend_from_slice(tail.as_bytes());
+        base = blob_id(&content);
+        if content.len() > 60_000 {
+            break;
+        }
+    }
+    let pack = crate::support::wire::raw_pack(&entries);
+    let started = std::time::Instant::now();
+    match receive_thin(&local, &pack, LIMITS) {
+        Ok(got) => {
+            assert_eq!(got.num_objects as usize, entries.len() + 1);
+            t.w.git(&local, &["cat-file", "-e", &base]);
+        }
+        Err(ReceiveError::Corrupt(_) | ReceiveError::TooLarge(_)) => {}
+        Err(e) => panic!("expected a bounded refusal, got {e:?}"),
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+}

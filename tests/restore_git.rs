@@ -1472,3 +1472,81 @@ fn a_checkout_after_the_transfer_written_by_several_threads_is_whole() {
     let listed = w.git(&dir, &["ls-files"]);
     assert_eq!(listed.lines().count(), 8303);
 }
+
+/// SIGKILL at a sweep of moments through a restore of 8300 files (written early by several
+/// writers, the rest after the transfer by several threads), some converted by `eol=crlf`, some
+/// named `filter=` (written early as they are), then a rerun: the tree is exactly the commit
+/// (git's judgement: nothing modified, nothing untracked, no staging folder left).
+#[test]
+fn a_restore_killed_at_any_moment_is_completed_exactly_by_the_rerun() {
+    let w = World::new();
+    let mut files: Vec<(String, Option<String>)> = (0..8300)
+        .map(|i| {
+            (
+                format!("d{:02}/f{i:04}.txt", i % 12),
+                Some(format!("file {i}\n").repeat(1 + i % 50)),
+            )
+        })
+        .collect();
+    files.push((
+        ".gitattributes".into(),
+        Some("*.crlf text eol=crlf\n*.po filter=gettext\n".into()),
+    ));
+    for i in 0..40 {
+        files.push((
+            format!("c{}/x{i}.crlf", i % 4),
+            Some("a\nb\n".repeat(i + 1)),
+        ));
+        files.push((
+            format!("po/l{i}.po"),
+            Some(format!("msgid {i}\n").repeat(100)),
+        ));
+    }
+    let commit: Vec<(&str, Option<&str>)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_deref()))
+        .collect();
+    let ids = w.repo("repo.git", &[&commit]);
+    let srv = GitServer::start(&w.srv(), None);
+    let url = srv.url("repo.git", None);
+    let started = std::time::Instant::now();
+    w.restore_with(&w.path("whole"), &url, "s", &ids[0], &[], &[])
+        .assert_code(0);
+    let whole = started.elapsed();
+    for round in 1..=5u32 {
+        let dir = w.path(&format!("k{round}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_git-session"))
+            .args(["restore", "--json"])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(w.env())
+            .env("READ_URL", &url)
+            .env("SESSION_BRANCH", "s")
+            .env("TIP_SHA", &ids[0])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(whole * round / 6);
+        let _ = child.kill();
+        let _ = child.wait();
+        let run = w.restore_with(&dir, &url, "s", &ids[0], &[], &[]);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "round {round} (killed after {:?} of {whole:?}): {}\n{}",
+            whole * round / 6,
+            run.stdout,
+            run.stderr
+        );
+        assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), ids[0]);
+        assert_eq!(
+            w.git(&dir, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "round {round}"
+        );
+        assert_eq!(read_text(dir.join("c1/x1.crlf")), "a\r\nb\r\na\r\nb\r\n");
+        assert!(!dir.join(".git-session-restore").exists(), "round {round}");
+    }
+}

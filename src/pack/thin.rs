@@ -241,13 +241,12 @@ impl Spooled {
         out.seek(io::SeekFrom::Start(self.entries_end))
             .map_err(|e| io_err("appending the delta bases to the pack", e))?;
         let mut buf = Vec::new();
+        // Used once at most: the copy frees it. A second completion (some bases turned out to be
+        // the pack's own) has fewer bases, so it reads them from `local` again.
         let ready = self.prepared.as_ref().filter(|p| p.holds_exactly(bases));
         if let Some(p) = ready {
-            let copied = p.file.try_clone().and_then(|mut from| {
-                from.seek(io::SeekFrom::Start(0))?;
-                io::copy(&mut from, &mut out)
-            });
-            copied.map_err(|e| io_err("appending the delta bases to the pack", e))?;
+            copy_freeing(&p.file, &mut out)
+                .map_err(|e| io_err("appending the delta bases to the pack", e))?;
         }
         for id in bases.iter().filter(|_| ready.is_none()) {
             let object = local
@@ -385,6 +384,28 @@ impl Prepared {
         let mut ids = self.ids.clone();
         ids.sort_unstable();
         ids == bases
+    }
+}
+
+/// Copy the whole of `side` (the side file of local bases) to `out`, each part freed in `side` once
+/// copied (`FALLOC_FL_PUNCH_HOLE`): the bases, stored whole, would otherwise be on the disk twice
+/// at the copy's end (20 bases of 40 KB on a nearly full disk: the boot needed 1.6 MB free where
+/// the pack grew by 0.8 MB). A file system that punches no holes keeps them until the side file
+/// is closed, as before.
+fn copy_freeing(side: &std::fs::File, out: &mut impl Write) -> io::Result<()> {
+    use rustix::fs::FallocateFlags;
+    use std::os::unix::fs::FileExt as _;
+    let mut buf = vec![0u8; 16 * CHUNK];
+    let mut at = 0u64;
+    loop {
+        let n = side.read_at(&mut buf, at)?;
+        if n == 0 {
+            return Ok(());
+        }
+        out.write_all(&buf[..n])?;
+        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        let _ = rustix::fs::fallocate(side, flags, at, n as u64);
+        at += n as u64;
     }
 }
 

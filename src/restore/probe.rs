@@ -124,6 +124,23 @@ impl<'repo> Probe<'repo> {
         }
     }
 
+    /// The stat data of the file at `path` (`None` unless [`Probe::local`] read it last, and it
+    /// is still the file it read): for the index entry of a file judged by its content.
+    pub(super) fn last_stat(&self, path: &BStr) -> Option<gix::index::entry::Stat> {
+        use std::os::unix::fs::MetadataExt as _;
+        let (last, read) = self.last.as_ref()?;
+        if last != path {
+            return None;
+        }
+        let full = self.workdir.join(path.to_path_lossy());
+        let meta = gix::index::fs::Metadata::from_path_no_follow(&full).ok()?;
+        let same = meta.ino() == read.ino()
+            && meta.len() == read.size()
+            && meta.modified() == read.modified().ok();
+        same.then(|| gix::index::entry::Stat::from_fs(&meta).ok())
+            .flatten()
+    }
+
     /// Whether a real folder is at `path` (from the survey when it read the path).
     pub(super) fn is_dir(&self, path: &BStr) -> bool {
         match self.survey.get(path) {
@@ -171,12 +188,17 @@ impl<'repo> Probe<'repo> {
             self.tip.get(path).map(|(id, mode)| (*id, *mode, true)),
             base.map(|b| (b.id, b.mode, false)),
         ];
-        // The bytes as they are, hashed as git would store them: the answer whenever no filter
-        // changes them, and it needs no object (a damaged baked pack may have lost the base's).
+        // The bytes as they are, hashed as git would store them: the base's blob when they are
+        // its (git's status, which normalises what it reads, finds such a file unchanged), and it
+        // needs no object (a damaged baked pack may have lost the base's). Not so for `TIP_SHA`'s
+        // alone: its checkout writes its blob converted, so a file holding the blob as it is was
+        // not written by a killed boot when a conversion applies (a local edit: git's checkout
+        // refuses it) — the loop below compares with its form.
         let ids = || candidates.iter().flatten().map(|(id, _, _)| *id);
+        let base_id = candidates[1].map(|(id, _, _)| id);
         if let Some(kind) = ids().next().map(|id| id.kind())
             && let Ok(stored) = gix::objs::compute_hash(kind, gix::objs::Kind::Blob, &on_disk)
-            && ids().any(|id| id == stored)
+            && base_id == Some(stored)
         {
             return Ok(Local::Blob(stored));
         }
@@ -283,6 +305,11 @@ pub(super) struct Survey {
     /// The index of the base's tree, when the template's index (written earlier, by the bake)
     /// does not hold exactly that tree: its ids, modes and stat data are not to be trusted.
     pub(super) base_index: Option<gix::index::File>,
+    /// The index of the base's tree when the template has no index but has files (its
+    /// `.git/index` removed): nothing is known of them but their content, so a file is the
+    /// base's when its bytes are the base's blob in its work-tree form, as `git status` would
+    /// find by hashing it. `None` for a template with no files (seeded by `--cache`).
+    pub(super) by_content: Option<gix::index::File>,
 }
 
 impl Survey {
@@ -300,6 +327,9 @@ impl Survey {
         };
         let mut survey = Survey {
             base_index: base_index_unless_same(repo, &index, base, max_entries),
+            by_content: (index.entries().is_empty() && holds_files(workdir))
+                .then(|| base_tree_index(repo, base, max_entries))
+                .flatten(),
             ..Survey::default()
         };
         let paths: Vec<&BStr> = index.entries().iter().map(|e| e.path(&index)).collect();
@@ -368,15 +398,32 @@ fn base_index_unless_same(
     max_entries: u64,
 ) -> Option<gix::index::File> {
     if index.entries().is_empty() {
-        // No index (a template seeded from a cache): nothing of it is trusted anyway.
+        // No index (a template seeded from a cache, or its index removed): it claims nothing;
+        // `Survey::by_content` is then the base's tree.
         return None;
     }
-    let objects = super::verify::Verified(&repo.objects);
-    let tree = super::verify::commit(&objects, base).ok()?;
-    let ours = checkout::index_from_tree(repo, &objects, tree, max_entries).ok()?;
+    let ours = base_tree_index(repo, base, max_entries)?;
     let same = index.entries().len() == ours.entries().len()
         && index.entries().iter().zip(ours.entries()).all(|(a, b)| {
             a.id == b.id && a.mode == b.mode && a.stage_raw() == 0 && a.path(index) == b.path(&ours)
         });
     (!same).then_some(ours)
+}
+
+/// The index of `base`'s tree, its objects checked against their ids (no stat data); `None` when
+/// the base cannot be read.
+fn base_tree_index(
+    repo: &gix::Repository,
+    base: crate::types::FullSha,
+    max_entries: u64,
+) -> Option<gix::index::File> {
+    let objects = super::verify::Verified(&repo.objects);
+    let tree = super::verify::commit(&objects, base).ok()?;
+    checkout::index_from_tree(repo, &objects, tree, max_entries).ok()
+}
+
+/// Whether `workdir` holds anything but `.git` (a template seeded by `--cache` holds nothing).
+fn holds_files(workdir: &Path) -> bool {
+    std::fs::read_dir(workdir)
+        .is_ok_and(|mut entries| entries.any(|e| e.is_ok_and(|e| e.file_name() != ".git")))
 }

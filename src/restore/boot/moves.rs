@@ -53,26 +53,22 @@ pub(super) fn plan_moves(
     index: &gix::index::File,
     old: &gix::index::File,
     cut_short: &std::collections::HashSet<&str>,
-    survey: Survey,
+    mut survey: Survey,
 ) -> Result<Moves> {
     let old_entries: HashMap<&BStr, &gix::index::Entry> =
         old.entries().iter().map(|e| (e.path(old), e)).collect();
-    let mut probe = Probe::new(repo, &opts.dir, index, old, survey)?;
+    // A template without an index: its files are judged by content against the base's tree.
+    let by_content = survey.by_content.take();
+    let content_entries: HashMap<&BStr, &gix::index::Entry> = by_content
+        .iter()
+        .flat_map(|c| c.entries().iter().map(move |e| (e.path(c), e)))
+        .collect();
+    let base_index = by_content.as_ref().unwrap_or(old);
+    let mut probe = Probe::new(repo, &opts.dir, index, base_index, survey)?;
     let mut moves = Moves::default();
     // Changed conversions change the work-tree form of files whose blobs did not change: those
     // are written again, as a fresh checkout writes them.
-    let attributes_changed = index
-        .entries()
-        .iter()
-        .filter(|e| e.path(index).ends_with(b".gitattributes"))
-        .map(|e| (e.path(index), e.id))
-        .collect::<std::collections::BTreeSet<_>>()
-        != old
-            .entries()
-            .iter()
-            .filter(|e| e.path(old).ends_with(b".gitattributes"))
-            .map(|e| (e.path(old), e.id))
-            .collect::<std::collections::BTreeSet<_>>();
+    let attributes_changed = attributes_differ(index, base_index);
     for entry in index.entries() {
         let path = entry.path(index);
         let base = old_entries.get(path).copied();
@@ -84,10 +80,12 @@ pub(super) fn plan_moves(
             }
             continue;
         }
-        let local = probe.local(path, base)?;
+        // Known by content only: a file as the base had it is written, a missing one too.
+        let base_content = base.is_none().then(|| content_entries.get(path)).flatten();
+        let local = probe.local(path, base.or(base_content.copied()))?;
         let unchanged_by_tip = base.is_some_and(|b| b.id == entry.id && b.mode == entry.mode);
         // A changed exec bit (or kind) is a local change too, as git counts it.
-        let local = match (local, base) {
+        let local = match (local, base.or(base_content.copied())) {
             (Local::Blob(id), Some(b)) if id == b.id && probe.mode_differs(path, b.mode) => {
                 Local::Other
             }
@@ -103,8 +101,21 @@ pub(super) fn plan_moves(
                 moves.stats.insert(path.to_owned(), b.stat);
             }
         } else if local == Local::Blob(entry.id) && !probe.mode_differs(path, entry.mode) {
-            // As `TIP_SHA` has it already: an earlier, killed boot wrote it.
+            // As `TIP_SHA` has it (a killed boot wrote it, or a template without an index holds
+            // it: then written again if its conversions changed, as `unchanged_by_tip` above).
+            if attributes_changed
+                && base_content.is_some_and(|b| b.id == entry.id)
+                && entry.mode != gix::index::entry::Mode::SYMLINK
+            {
+                moves.to_write.push(path.to_owned());
+                continue;
+            }
+            // Read whole: its stat data is the entry's.
+            if let Some(stat) = probe.last_stat(path) {
+                moves.stats.insert(path.to_owned(), stat);
+            }
         } else if local == base.map_or(Local::Missing, |b| Local::Blob(b.id))
+            || base_content.is_some_and(|b| local == Local::Blob(b.id))
             || base.is_none() && local == Local::Dir
             || opts.force
             || cut_short.contains(path.to_str_lossy().as_ref())
@@ -121,7 +132,54 @@ pub(super) fn plan_moves(
     }
     let new_paths: std::collections::HashSet<&BStr> =
         index.entries().iter().map(|e| e.path(index)).collect();
-    for (path, base) in &old_entries {
+    plan_removals(
+        opts,
+        &new_paths,
+        &old_entries,
+        &content_entries,
+        &mut probe,
+        &mut moves,
+    )?;
+    refuse_what_is_in_the_way(&opts.dir, &mut moves, &probe)?;
+    Ok(moves)
+}
+
+/// Whether `index` and `old` hold different `.gitattributes` (a path or an id).
+fn attributes_differ(index: &gix::index::File, old: &gix::index::File) -> bool {
+    let of = |f: &gix::index::File| {
+        f.entries()
+            .iter()
+            .filter(|e| e.path(f).ends_with(b".gitattributes"))
+            .map(|e| (e.path(f).to_owned(), e.id))
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    of(index) != of(old)
+}
+
+/// The base's files `TIP_SHA` no longer has (`new_paths`): removed when still as the base had
+/// them; a local change there is a conflict (`--force`: removed), a gitlink's folder removed
+/// when empty. `content` is the base's tree when the template has no index (`old` empty).
+fn plan_removals(
+    opts: &RestoreOptions,
+    new_paths: &std::collections::HashSet<&BStr>,
+    old_entries: &HashMap<&BStr, &gix::index::Entry>,
+    content_entries: &HashMap<&BStr, &gix::index::Entry>,
+    probe: &mut Probe,
+    moves: &mut Moves,
+) -> Result<()> {
+    // Without an index, a file of the base's tree is the base's only while its content is:
+    // anything else there is untracked, as git sees it, and left alone.
+    for (path, base) in content_entries {
+        if !new_paths.contains(path)
+            && !old_entries.contains_key(path)
+            && base.mode != gix::index::entry::Mode::COMMIT
+            && probe.local(path, Some(*base))? == Local::Blob(base.id)
+            && !probe.mode_differs(path, base.mode)
+        {
+            moves.to_remove.push(path.to_path_lossy().into_owned());
+        }
+    }
+    for (path, base) in old_entries {
         if new_paths.contains(path) {
             continue;
         }
@@ -139,8 +197,7 @@ pub(super) fn plan_moves(
             _ => moves.conflicts.push(path.to_string()),
         }
     }
-    refuse_what_is_in_the_way(&opts.dir, &mut moves, &probe)?;
-    Ok(moves)
+    Ok(())
 }
 
 /// Untracked content in the way of a file `TIP_SHA` adds — a file or symlink where it has a
