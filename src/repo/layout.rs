@@ -578,7 +578,7 @@ fn edit_config(
     edit: impl FnOnce(&mut gix::config::File, &Path) -> Result<bool>,
 ) -> Result<()> {
     let path = git_dir.join("config");
-    let lock = super::config_lock::ConfigLock::take(&path)?;
+    let lock = super::file_lock::FileLock::take(&path, super::file_lock::Locked::Config)?;
     let mut config =
         gix::config::File::from_path_no_includes(path.clone(), gix::config::Source::Local)
             .map_err(|e| Error::from_chain(format!("reading {}", path.display()), &e))?;
@@ -591,7 +591,7 @@ fn edit_config(
     config
         .write_to(&mut bytes)
         .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-    lock.commit(&path, &bytes)
+    lock.commit(&path, &bytes, true)
 }
 
 #[cfg(test)]

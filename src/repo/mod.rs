@@ -6,8 +6,8 @@
 //! Opened with nothing from user or system git config (SPEC rule 8). Knows no wire and no
 //! command.
 
-mod config_lock;
 pub mod dirs;
+pub mod file_lock;
 pub mod layout;
 pub mod lease;
 pub mod lfs;

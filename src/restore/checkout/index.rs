@@ -103,9 +103,19 @@ pub fn gitlink_warning(gitlinks: &[String], again: &Hint) -> Option<String> {
 /// # Errors
 /// [`Error::Internal`] on I/O failure.
 pub fn write_index(index: &mut gix::index::File) -> Result<()> {
+    let mut bytes = Vec::new();
     index
-        .write(gix::index::write::Options::default())
-        .map_err(|e| Error::from_chain("writing the index", &e))
+        .write_to(&mut bytes, gix::index::write::Options::default())
+        .map_err(|e| Error::from_chain("writing the index", &e))?;
+    commit_index(index, &bytes)
+}
+
+/// `bytes` written as `index`'s file under git-session's `index.lock` (one a killed restore left
+/// is removed by the next; gix's own lock would stay and block every rerun).
+fn commit_index(index: &gix::index::File, bytes: &[u8]) -> Result<()> {
+    use crate::repo::file_lock::{FileLock, Locked};
+    let path = index.path();
+    FileLock::take(path, Locked::Index)?.commit(path, bytes, false)
 }
 
 /// [`write_index`] unless the index file holds these bytes already (a boot that changed
@@ -119,10 +129,9 @@ pub fn write_index_if_changed(index: &mut gix::index::File) -> Result<bool> {
     index
         .write_to(&mut bytes, gix::index::write::Options::default())
         .map_err(|e| Error::from_chain("writing the index", &e))?;
-    let same = crate::fs::holds(index.path(), &bytes);
-    if same {
+    if crate::fs::holds(index.path(), &bytes) {
         return Ok(false);
     }
-    write_index(index)?;
+    commit_index(index, &bytes)?;
     Ok(true)
 }

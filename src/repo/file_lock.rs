@@ -1,0 +1,258 @@
+//! Git's lock on a file of the git dir (`config.lock`, `index.lock`), taken as git takes it
+//! (created beside the file, renamed over it to commit), so that no edit is lost, neither between
+//! git-session's processes (the agents of one repository edit its one config) nor against a plain
+//! git command; and made so that a command killed while holding it (`kill -9` at any moment) never
+//! blocks the next one (a boot killed while writing its index is completed by the rerun).
+//!
+//! As `save`'s `index.lock`: the holder holds an exclusive `flock` on its record
+//! (`<git dir>/git-session-<name>-lock`) for as long as it may hold the lock, so git-session's
+//! commands take turns and whoever takes the `flock` knows the last holder is gone. The lock file
+//! is created under a name of its own, its inode written to the record, and only then linked to
+//! `<name>.lock`: a lock with the recorded inode is one a killed git-session left, and is removed;
+//! any other is another git process's, waited for on the one clock. The index's record is the one
+//! `save` keeps (`ino <inode>` first in both), so either removes what the other left.
+
+use std::fs::File;
+use std::io::{Seek as _, Write as _};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+
+/// The suffix of the file made before it becomes the lock.
+const MAKING_SUFFIX: &str = ".git-session-making";
+
+/// Which file of the git dir is locked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Locked {
+    /// `config`: the repository's shared config.
+    Config,
+    /// `index`: a work tree's index (its git dir's own).
+    Index,
+}
+
+impl Locked {
+    /// The file's name in the git dir.
+    fn name(self) -> &'static str {
+        match self {
+            Locked::Config => "config",
+            Locked::Index => "index",
+        }
+    }
+
+    /// The record's name (flock'd while the lock is held; its content: `ino <inode>` or nothing).
+    pub fn record(self) -> &'static str {
+        match self {
+            Locked::Config => "git-session-config-lock",
+            Locked::Index => "git-session-index-lock",
+        }
+    }
+
+    /// What the holder does, for the messages.
+    fn doing(self) -> &'static str {
+        match self {
+            Locked::Config => "editing the repository's config",
+            Locked::Index => "writing the work tree's index",
+        }
+    }
+}
+
+/// Git's lock on a file of the git dir: `<name>.lock`, ours while this lives (removed on drop
+/// unless renamed over the file).
+pub struct FileLock {
+    path: PathBuf,
+    file: Option<File>,
+    /// Flock'd for as long as the lock may exist.
+    record: File,
+    locked: Locked,
+}
+
+impl FileLock {
+    /// Take `<name>.lock` beside `target` (a file named as `locked` says), first removing one a
+    /// killed git-session left.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] (exit 7) when another git-session command, or another git process,
+    /// holds it past `GIT_SESSION_LOCK_WAIT_S`; local I/O errors otherwise.
+    pub fn take(target: &Path, locked: Locked) -> Result<Self> {
+        let dir = target.parent().unwrap_or(Path::new("."));
+        let name = locked.name();
+        let path = target.with_file_name(format!("{name}.lock"));
+        let record_path = dir.join(locked.record());
+        let record = open_record(&record_path)?;
+        crate::clock::lock(
+            &record,
+            &record_path,
+            &format!("another git-session command {}", locked.doing()),
+        )?;
+        remove_what_a_killed_holder_left(&record, &path, name);
+        let making = dir.join(format!("{name}.lock.{}{MAKING_SUFFIX}", std::process::id()));
+        let file = create_new(&making)?;
+        let ino = file
+            .metadata()
+            .map_err(|e| Error::io(format!("reading {}", making.display()), e))?
+            .ino();
+        let mut held = FileLock {
+            path,
+            file: Some(file),
+            record,
+            locked,
+        };
+        held.write_record(&format!("ino {ino}\n"))
+            .map_err(|e| Error::io(format!("writing {}", record_path.display()), e))?;
+        let linked = held.link(&making);
+        let _ = std::fs::remove_file(&making);
+        if linked.is_err() {
+            held.file = None;
+            let _ = held.write_record("");
+        }
+        linked.map(|()| held)
+    }
+
+    /// Link the made file to the lock, waiting while another git process holds it.
+    fn link(&self, making: &Path) -> Result<()> {
+        let wait = crate::knobs::get().lock_wait;
+        let deadline = Instant::now() + wait;
+        loop {
+            match std::fs::hard_link(making, &self.path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if Instant::now() >= deadline {
+                        return Err(held_by_another(&self.path, wait.as_secs(), self.locked));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                // No hard links on this file system: rename instead (atomic, but it would
+                // replace a lock another process made in between; git's own never is).
+                Err(_) if !self.path.exists() => {
+                    return std::fs::rename(making, &self.path)
+                        .map_err(|e| Error::io(format!("creating {}", self.path.display()), e));
+                }
+                Err(e) => return Err(Error::io(format!("creating {}", self.path.display()), e)),
+            }
+        }
+    }
+
+    fn write_record(&mut self, text: &str) -> std::io::Result<()> {
+        self.record.set_len(0)?;
+        self.record.rewind()?;
+        self.record.write_all(text.as_bytes())?;
+        // The index is not flushed to disk (see `commit`): nor is its record.
+        if self.locked == Locked::Config {
+            self.record.sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Write `bytes` into the lock and rename it over `target`; `durable`: flushed to disk first
+    /// (git does so for the config; the index is a cache of the tree, as git's default treats it).
+    /// Failpoint `mid-index`: an index's bytes written into the lock, not yet renamed.
+    ///
+    /// # Errors
+    /// Local I/O errors (the lock is removed).
+    pub fn commit(mut self, target: &Path, bytes: &[u8], durable: bool) -> Result<()> {
+        let mut file = self.file.take().expect("a lock is committed once");
+        let mut written = file.write_all(bytes);
+        if durable {
+            written = written.and_then(|()| file.sync_all());
+        }
+        drop(file);
+        if self.locked == Locked::Index {
+            crate::failpoint::hit("mid-index");
+        }
+        let done = written.and_then(|()| std::fs::rename(&self.path, target));
+        if let Err(e) = done {
+            let _ = std::fs::remove_file(&self.path);
+            let _ = self.write_record("");
+            return Err(Error::io(format!("writing {}", target.display()), e));
+        }
+        if durable {
+            crate::fs::sync_dir(target.parent().unwrap_or(Path::new(".")));
+        }
+        let _ = self.write_record("");
+        Ok(())
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+            let _ = self.write_record("");
+        }
+    }
+}
+
+fn open_record(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(format!("opening {}", path.display()), e))
+}
+
+fn create_new(path: &Path) -> Result<File> {
+    let _ = std::fs::remove_file(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(format!("creating {}", path.display()), e))
+}
+
+/// Under the record's `flock`: a lock whose inode the record names was made by a holder that is
+/// gone (the kernel dropped its `flock`); so were its half-made files (`<name>.lock.*-making`).
+fn remove_what_a_killed_holder_left(mut record: &File, lock: &Path, name: &str) {
+    use std::io::Read as _;
+    let mut text = String::new();
+    if record.rewind().is_err() || record.read_to_string(&mut text).is_err() {
+        return;
+    }
+    let recorded = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ino "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    if let (Some(ino), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
+        && meta.is_file()
+        && meta.ino() == ino
+    {
+        tracing::info!("removing {}, left by a killed git-session", lock.display());
+        let _ = std::fs::remove_file(lock);
+    }
+    let Some(dir) = lock.parent() else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let lock_name = name;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name
+            .strip_prefix(lock_name)
+            .is_some_and(|n| n.starts_with(".lock."))
+            && name.ends_with(MAKING_SUFFIX)
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn held_by_another(lock: &Path, secs: u64, locked: Locked) -> Error {
+    let result = match locked {
+        Locked::Config => "nothing was changed",
+        Locked::Index => "run the command again once it is gone",
+    };
+    Error::conflict(format!(
+        "{} has been there for over {secs} s (GIT_SESSION_LOCK_WAIT_S): another git process is \
+         {} (wait for it to end), or one that was killed left it (then remove it); {result}",
+        lock.display(),
+        locked.doing(),
+    ))
+}
