@@ -96,7 +96,12 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         move || Survey::of(&workdir, &repo.to_thread_local(), base, max_entries)
     });
     let http = Http::new()?;
-    let connected = super::connect::connect(&http, read, opts, true)?;
+    // The ls-refs and the fetch at once where the bake found the server taking both posted
+    // (`posted_v2`), else the ls-refs first.
+    let connected = match super::connect::at_once(&http, opts, template.posted_v2) {
+        Some(connected) => connected,
+        None => super::connect::connect(&http, read, opts, true)?,
+    };
     let pack_dir = git_dir.join("objects/pack");
     let before = super::verify::list(&pack_dir);
     let (lease, mut warnings, mut shallow) =
