@@ -21,13 +21,104 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| Error::io(format!("creating a temporary file in {}", dir.display()), e))?;
+    let batched = BATCH.with(|b| b.borrow().is_some());
     tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
+        .and_then(|_| {
+            if batched {
+                write_out(tmp.as_file())
+            } else {
+                tmp.as_file().sync_all()
+            }
+        })
         .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-    tmp.persist(path)
+    let file = tmp
+        .persist(path)
         .map_err(|e| Error::io(format!("renaming into {}", path.display()), e.error))?;
-    sync_dir(dir);
+    if batched {
+        BATCH.with(|b| {
+            if let Some(pending) = b.borrow_mut().as_mut() {
+                pending.push((file, path.to_owned()));
+            }
+        });
+    } else {
+        sync_dir(dir);
+    }
     Ok(())
+}
+
+thread_local! {
+    /// The files [`write_atomic`] renamed into place inside [`durable_batch`], to fsync at its end.
+    static BATCH: std::cell::RefCell<Option<Vec<(std::fs::File, std::path::PathBuf)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with the fsyncs of its [`write_atomic`]s batched, as git's `core.fsyncMethod=batch`
+/// batches them: each file's data is written out to the disk (not flushed: `sync_file_range`)
+/// before its rename, and at the end every file is fsynced, then every folder once. On return
+/// (`Ok` or not) all of them are as durable as one by one, for one journal commit instead of
+/// two per file (ext4: 5–10 ms each on this machine). A crash inside the batch may leave any
+/// of its files old or new, never one renamed in place without its data (the data reached the
+/// disk before the rename, whose commit flushes the disk's cache first): callers batch only
+/// files that something written after the batch (a record) vouches for. Not nested: a batch
+/// inside a batch is part of it.
+///
+/// # Errors
+/// `f`'s, else [`Error::LocalIo`] when a file's fsync fails.
+pub fn durable_batch<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let outer = BATCH.with(|b| {
+        let mut b = b.borrow_mut();
+        let outer = b.is_some();
+        if !outer {
+            *b = Some(Vec::new());
+        }
+        outer
+    });
+    if outer {
+        return f();
+    }
+    let out = f();
+    let pending = BATCH.with(|b| b.borrow_mut().take()).unwrap_or_default();
+    let mut dirs: Vec<&Path> = Vec::new();
+    let mut synced = Ok(());
+    for (file, path) in &pending {
+        if let Err(e) = file.sync_all()
+            && synced.is_ok()
+        {
+            synced = Err(Error::io(format!("writing {}", path.display()), e));
+        }
+        let dir = path.parent().unwrap_or(Path::new("."));
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    for dir in dirs {
+        sync_dir(dir);
+    }
+    let out = out?;
+    synced.map(|()| out)
+}
+
+/// Start writing `file`'s data out to the disk and wait for it, without a journal commit or a
+/// cache flush (`sync_file_range`, which no crate of ours wraps: the one unsafe call here);
+/// elsewhere than on Linux, or where the call is refused, an fsync.
+#[allow(unsafe_code)]
+fn write_out(file: &std::fs::File) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd as _;
+        let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        // SAFETY: a valid open descriptor, the whole file (0, 0), known flags.
+        if unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENOSYS) && e.raw_os_error() != Some(libc::EINVAL) {
+            return Err(e);
+        }
+    }
+    file.sync_all()
 }
 
 /// [`write_atomic`] unless the regular file at `path` holds `bytes` already ([`holds`]): an
