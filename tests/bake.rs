@@ -1130,11 +1130,10 @@ fn a_boot_at_the_base_is_one_request_and_at_its_child_two() {
     b.srv.clear_log();
     b.boot(&dir, &[("TIP_SHA", child.as_str())], &[])
         .assert_code(0);
-    assert_eq!(
-        b.srv.requests(),
-        ["ls-refs", "fetch"],
-        "a boot at the child"
-    );
+    // At once (the template records that the server took the posted fetch): in either order.
+    let mut requests = b.srv.requests();
+    requests.sort();
+    assert_eq!(requests, ["fetch", "ls-refs"], "a boot at the child");
     assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), child);
     w.git(&dir, &["diff", "--quiet", &child]);
     assert_eq!(w.git(&dir, &["status", "--porcelain"]), "?? node_modules/");
@@ -1196,7 +1195,83 @@ fn a_server_that_refuses_the_posted_ls_refs_costs_one_request() {
     assert_eq!(b.srv.requests(), ["info/refs", "fetch v0"]);
 }
 
+/// A template baked against a server that took the fetch posted without the capability
+/// advertisement records so (`posted_v2`), and a boot from it posts its `ls-refs` and its fetch
+/// at once: with every `ls-refs` held 2 s by the server, the fetch arrives well before the
+/// `ls-refs` is answered (one after the other, it came 2 s later). The lease still comes from
+/// the `ls-refs`. A server that stopped taking posted requests since the bake costs requests
+/// (the handshake), never the boot; a template baked against such a server records false and
+/// its boot asks first, as before.
+#[test]
+fn a_boot_posts_its_ls_refs_and_its_fetch_at_once() {
+    let b = Baked::new();
+    let w = &b.w;
+    let template = |dir: &Path| -> serde_json::Value {
+        let text = std::fs::read(dir.join(".git/git-session-template.json")).unwrap();
+        serde_json::from_slice(&text).unwrap()
+    };
+    // The session branch is on the server, at the tip: its lease is the tip.
+    w.git(
+        &w.srv().join("repo.git"),
+        &["update-ref", "refs/heads/sessions/baked", b.tip()],
+    );
+    let dir = b.baked_tree("t");
+    assert_eq!(template(&dir)["posted_v2"], true);
+    let hold = std::time::Duration::from_millis(2000);
+    b.srv
+        .knobs
+        .hold_ls_refs_ms
+        .store(hold.as_millis() as u64, Ordering::SeqCst);
+    b.srv.clear_log();
+    b.boot(&dir, &[], &[]).assert_code(0);
+    let log = b.srv.log();
+    let at = |what: &str| {
+        let names = b.srv.requests();
+        let i = names.iter().position(|n| n == what).unwrap_or_else(|| {
+            panic!("no {what} among {names:?}");
+        });
+        log[i].at
+    };
+    let mut requests = b.srv.requests();
+    requests.sort();
+    assert_eq!(requests, ["fetch", "ls-refs"]);
+    let (ls_refs, fetch) = (at("ls-refs"), at("fetch"));
+    let apart = fetch.max(ls_refs) - fetch.min(ls_refs);
+    assert!(
+        apart < hold / 2,
+        "the fetch came {apart:?} from the ls-refs, held {hold:?}: one after the other"
+    );
+    b.assert_booted(&dir);
+    assert_eq!(crate::support::session_record(&dir)["lease"], b.tip());
+    b.srv.knobs.hold_ls_refs_ms.store(0, Ordering::SeqCst);
+
+    // Baked against a v2 server that takes posted requests, booted against one that does not.
+    let dir = b.baked_tree("t2");
+    b.srv.knobs.v0_only.store(true, Ordering::SeqCst);
+    b.srv.clear_log();
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(0);
+    assert_eq!(run.json()["warnings"], serde_json::json!([]));
+    let mut requests = b.srv.requests();
+    requests.sort();
+    assert_eq!(
+        requests,
+        ["fetch", "fetch v0", "info/refs", "info/refs", "ls-refs"]
+    );
+    b.assert_booted(&dir);
+    assert_eq!(crate::support::session_record(&dir)["lease"], b.tip());
+
+    // Baked against that server: recorded, and the boot asks first.
+    let dir = b.baked_tree("t3");
+    assert_eq!(template(&dir)["posted_v2"], false);
+    b.srv.clear_log();
+    b.boot(&dir, &[], &[]).assert_code(0);
+    assert_eq!(b.srv.requests(), ["ls-refs", "info/refs", "fetch v0"]);
+    b.assert_booted(&dir);
+}
+
 crate::sha256_too!(
+    a_boot_posts_its_ls_refs_and_its_fetch_at_once,
     a_baked_tree_boots_with_only_the_difference,
     a_killed_boot_is_completed_by_the_rerun,
     a_base_the_server_lacks_still_boots,

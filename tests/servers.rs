@@ -289,8 +289,8 @@ fn saves_and_a_stale_save_is_refused(peer: Peer) {
 /// Bake at the first commit (a release branch's tip: Dulwich serves tips only), boot at the
 /// session branch's tip: only the difference is fetched (the base named as `shallow` and `have`,
 /// a thin pack), and the boot's tree is the tip's; the same from a cache (`--cache`). Over git's
-/// http-backend the boot is two requests (the posted ls-refs, the fetch), three where it answers
-/// v0 only (the posted ls-refs refused, then `info/refs`).
+/// http-backend the boot is two requests (the posted ls-refs and the fetch, at once), three where
+/// it answers v0 only (the posted ls-refs refused, then `info/refs`).
 fn boots_a_baked_template(peer: Peer) {
     let s = Served::new(peer);
     s.w.git(&s.bare(), &["update-ref", "refs/heads/release", &s.ids[0]]);
@@ -308,13 +308,18 @@ fn boots_a_baked_template(peer: Peer) {
     }
     let (_, run) = s.restore("t", BRANCH, &s.ids[2]);
     run.assert_code(0);
-    // The ls-refs posted without the advertisement; a v0 server costs one request more.
+    // The ls-refs posted without the advertisement, beside the fetch where the bake found the
+    // server taking it (in either order); a v0 server costs one request more.
     if let Running::Git(srv) = &s.running {
+        let mut requests = srv.requests();
+        if peer == Peer::GitV2 {
+            requests.sort();
+        }
         let expected: &[&str] = match peer {
-            Peer::GitV2 => &["ls-refs", "fetch"],
+            Peer::GitV2 => &["fetch", "ls-refs"],
             _ => &["ls-refs", "info/refs", "fetch v0"],
         };
-        assert_eq!(srv.requests(), expected, "{peer:?}");
+        assert_eq!(requests, expected, "{peer:?}");
     }
     assert_eq!(
         run.json()["warnings"],

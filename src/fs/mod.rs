@@ -21,13 +21,118 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| Error::io(format!("creating a temporary file in {}", dir.display()), e))?;
+    let batched = BATCH.with(|b| b.borrow().is_some());
     tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
+        .and_then(|_| {
+            if batched {
+                write_out(tmp.as_file())
+            } else {
+                tmp.as_file().sync_all()
+            }
+        })
         .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-    tmp.persist(path)
+    let file = tmp
+        .persist(path)
         .map_err(|e| Error::io(format!("renaming into {}", path.display()), e.error))?;
-    sync_dir(dir);
+    if batched {
+        BATCH.with(|b| {
+            if let Some(pending) = b.borrow_mut().as_mut() {
+                pending.push((file, path.to_owned()));
+            }
+        });
+    } else {
+        sync_dir(dir);
+    }
     Ok(())
+}
+
+thread_local! {
+    /// The files [`write_atomic`] renamed into place inside [`durable_batch`], to fsync at its end.
+    static BATCH: std::cell::RefCell<Option<Vec<(std::fs::File, std::path::PathBuf)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with the fsyncs of its [`write_atomic`]s batched, as git's `core.fsyncMethod=batch`
+/// batches them: each file's data is written out to the disk (`sync_file_range`, no cache
+/// flush) before its rename, and at the end every file and every folder once are fsynced, all
+/// at once (their cache flushes merge). On return (`Ok` or not) all of them are as durable as
+/// one by one: 17 fsyncs one after the other in a child boot (4–12 ms each on this machine)
+/// become three batches. A crash inside the batch may leave any of its files old or new, never
+/// one renamed in place without its data (the data reached the disk before the rename): callers
+/// batch only files that something written after the batch (a record) vouches for. Not nested:
+/// a batch inside a batch is part of it.
+///
+/// # Errors
+/// `f`'s, else [`Error::LocalIo`] when a file's fsync fails.
+pub fn durable_batch<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let outer = BATCH.with(|b| {
+        let mut b = b.borrow_mut();
+        let outer = b.is_some();
+        if !outer {
+            *b = Some(Vec::new());
+        }
+        outer
+    });
+    if outer {
+        return f();
+    }
+    let out = f();
+    let pending = BATCH.with(|b| b.borrow_mut().take()).unwrap_or_default();
+    let mut dirs: Vec<&Path> = Vec::new();
+    for (_, path) in &pending {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    // All at once: the disk's cache flushes of fsyncs made together are merged (six files and
+    // their folders: 2 ms together against 24 ms one after the other, on this machine's disk).
+    let synced = std::thread::scope(|scope| {
+        let files: Vec<_> = pending
+            .iter()
+            .map(|(file, path)| {
+                scope.spawn(move || {
+                    file.sync_all()
+                        .map_err(|e| Error::io(format!("writing {}", path.display()), e))
+                })
+            })
+            .collect();
+        for dir in dirs {
+            scope.spawn(move || sync_dir(dir));
+        }
+        files
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Internal("an fsync panicked".into())))
+            })
+            .collect::<Result<Vec<()>>>()
+    });
+    let out = out?;
+    synced.map(|_| out)
+}
+
+/// Start writing `file`'s data out to the disk and wait for it, without a journal commit or a
+/// cache flush (`sync_file_range`, which no crate of ours wraps: the one unsafe call here);
+/// elsewhere than on Linux, or where the call is refused, an fsync.
+#[allow(unsafe_code)]
+fn write_out(file: &std::fs::File) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd as _;
+        let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+            | libc::SYNC_FILE_RANGE_WRITE
+            | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+        // SAFETY: a valid open descriptor, the whole file (0, 0), known flags.
+        if unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, flags) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENOSYS) && e.raw_os_error() != Some(libc::EINVAL) {
+            return Err(e);
+        }
+    }
+    file.sync_all()
 }
 
 /// [`write_atomic`] unless the regular file at `path` holds `bytes` already ([`holds`]): an
@@ -117,4 +222,39 @@ pub fn sync_dir(dir: &Path) {
 /// The current time as RFC 3339 UTC with seconds.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    /// Inside a batch every write is in place at once (a later write reads it back), a batch
+    /// inside it is part of it, and at its end nothing is left pending; an error of `f` is
+    /// returned after the files it wrote are synced.
+    #[test]
+    fn a_batch_writes_in_place_at_once_and_ends_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        durable_batch(|| {
+            write_atomic(&a, b"one")?;
+            assert_eq!(std::fs::read(&a).unwrap(), b"one");
+            assert!(!write_atomic_if_changed(&a, b"one")?);
+            durable_batch(|| write_atomic(&b, b"two"))?;
+            assert_eq!(BATCH.with(|p| p.borrow().as_ref().map(Vec::len)), Some(2));
+            Ok(())
+        })
+        .unwrap();
+        assert!(BATCH.with(|p| p.borrow().is_none()));
+        assert_eq!(std::fs::read(&b).unwrap(), b"two");
+        let failed: Result<()> = durable_batch(|| {
+            write_atomic(&a, b"three")?;
+            Err(Error::Internal("later".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read(&a).unwrap(), b"three");
+        assert!(BATCH.with(|p| p.borrow().is_none()));
+        // No temporary file left beside them.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
 }

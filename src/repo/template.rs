@@ -37,6 +37,13 @@ pub struct TemplateRecord {
         default = "crate::types::sha::sha1_format"
     )]
     pub object_format: crate::types::Format,
+    /// Whether the server answered the bake's fetch as protocol v2 posted straight to
+    /// upload-pack, without the capability advertisement: a boot then posts its `ls-refs` and
+    /// its fetch at once (two connections), as neither needs the other's answer. Absent (a
+    /// template baked before, or against a server that needed the handshake): one after the
+    /// other, as before.
+    #[serde(default)]
+    pub posted_v2: bool,
 }
 
 impl TemplateRecord {

@@ -35,3 +35,41 @@ pub(super) fn connect(
         Ok(connected)
     })
 }
+
+/// Steps 1 and 2 of a boot whose template's bake found the server taking requests posted
+/// without the capability advertisement (`posted_v2`): nothing is asked yet. The fetch goes
+/// with the assumed capabilities of protocol v2 (a server that refuses it gets the handshake,
+/// [`fetch::fetch_pack`]), while [`lease`] looks the session branch up beside it: two requests
+/// at once instead of one after the other. `None` when the boot asks first ([`connect`]):
+/// protocol v0 forced, or a template baked before this was recorded or against a server that
+/// needed the handshake.
+pub(super) fn at_once(
+    http: &Http,
+    opts: &RestoreOptions,
+    posted_v2: bool,
+) -> Option<fetch::Connected> {
+    (posted_v2 && http.protocol != crate::wire::http::Protocol::V0).then(|| fetch::Connected {
+        server: fetch::assumed(opts.tip.format(), &opts.branch),
+        tip: None,
+    })
+}
+
+/// Where the session branch is on the server (`None`: no such branch), for a boot whose fetch
+/// is on its way already ([`at_once`]): the posted `ls-refs` ([`connect`]), or after the
+/// handshake a server that did not take it needs, that server's answer.
+///
+/// # Errors
+/// As [`connect`] and [`fetch::ls_ref`], after the retries.
+pub(super) fn lease(
+    http: &Http,
+    read: &crate::wire::http::UrlSource,
+    opts: &RestoreOptions,
+) -> Result<Option<crate::types::FullSha>> {
+    let connected = connect(http, read, opts, true)?;
+    match connected.tip {
+        Some(tip) => Ok(tip),
+        None => http.with_retries(read, "looking up the session branch", |url| {
+            fetch::ls_ref(http, url, &connected.server, &opts.branch)
+        }),
+    }
+}

@@ -220,6 +220,7 @@ impl Run<'_> {
             lfs_files: self.lfs_files.get(),
             submodules: subs.0.iter().map(|s| s.path.clone()).collect(),
             sparse: opts.sparse.as_ref().map(|c| c.dirs().to_vec()),
+            posted_v2: fetched.posted,
         };
         if let Some(cone) = &opts.sparse {
             layout::add_sparse_config(self.staging, &cone.patterns())?;

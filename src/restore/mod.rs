@@ -93,7 +93,7 @@ pub(crate) fn restore(opts: &RestoreOptions, source: &mut impl Source) -> Result
         // 6. Publish: the session record, then the rename to `.git`.
         .and_then(|(mut record, report)| {
             record.signing = opts.signing.as_ref().map(|s| s.record.clone());
-            staging::publish(opts, &staging, &record)?;
+            staging::publish(opts, &staging, &record, report.extras.posted_v2)?;
             Ok(report)
         });
     if result.is_err() && !source.wrote_into_target() && !plan.interrupted {

@@ -34,6 +34,9 @@ pub struct Extras {
     pub submodules: Vec<String>,
     /// The cone's folders of a sparse restore.
     pub sparse: Option<Vec<String>>,
+    /// The server answered the fetch posted without the capability advertisement as protocol
+    /// v2 (a bake records it in the template: [`crate::repo::template::TemplateRecord`]).
+    pub posted_v2: bool,
 }
 
 impl RestoreReport {

@@ -82,8 +82,15 @@ pub(super) fn note_big_file(staging: &Path, rel: &Path) -> Result<()> {
     crate::fs::write_atomic(&path, &bytes)
 }
 
-/// Write the record and move the staging folder to `.git`: the restore is finished.
-pub(super) fn publish(opts: &RestoreOptions, staging: &Path, record: &SessionRecord) -> Result<()> {
+/// Write the record and move the staging folder to `.git`: the restore is finished. A
+/// template's record notes `posted_v2` (the server took the fetch posted without the
+/// handshake).
+pub(super) fn publish(
+    opts: &RestoreOptions,
+    staging: &Path,
+    record: &SessionRecord,
+    posted_v2: bool,
+) -> Result<()> {
     crate::failpoint::hit("before-record");
     if opts.template {
         crate::repo::template::TemplateRecord {
@@ -92,6 +99,7 @@ pub(super) fn publish(opts: &RestoreOptions, staging: &Path, record: &SessionRec
             baked_at: record.restored_at.clone(),
             tool_version: record.tool_version.clone(),
             object_format: opts.tip.format(),
+            posted_v2,
         }
         .write(staging)?;
     } else {

@@ -43,6 +43,8 @@ pub struct LogEntry {
     pub body: Vec<u8>,
     /// The `Authorization` header as sent, if any (which credential reached this server).
     pub authorization: Option<String>,
+    /// When the request arrived.
+    pub at: std::time::Instant,
 }
 
 /// Fault injection and auth, changeable while the server runs.
@@ -92,6 +94,9 @@ pub struct Knobs {
     /// Scripted answers of a hostile server, in place of `git http-backend` for the requests they
     /// name (the first matching one with answers left is used).
     pub scripted: Mutex<Vec<Scripted>>,
+    /// When non-zero, every `ls-refs` is answered only after this many milliseconds (a slow ref
+    /// lookup): what a client sends meanwhile shows what it did not wait for.
+    pub hold_ls_refs_ms: std::sync::atomic::AtomicU64,
 }
 
 /// Which request a [`Scripted`] answer replaces.
@@ -597,6 +602,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             .get(hyper::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
+        at: std::time::Instant::now(),
     };
     let respond = |state: &State, mut entry: LogEntry, resp: Response<Body>| {
         entry.status = resp.status().as_u16();
@@ -692,6 +698,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
         entry.body = body.to_vec();
     }
     if let Some(on) = endpoint_of(&method, &path, &query, &body) {
+        let hold = state.knobs.hold_ls_refs_ms.load(Ordering::SeqCst);
+        if on == Endpoint::LsRefs && hold > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(hold)).await;
+        }
         let script = {
             let mut scripts = state.knobs.scripted.lock().unwrap();
             scripts

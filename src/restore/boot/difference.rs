@@ -96,6 +96,17 @@ pub(super) fn fetch_difference(
         let lookup = scope.spawn(|| match connected.tip {
             // The posted ls-refs answered it.
             Some(tip) => Ok(tip),
+            // Nothing asked yet (`connect::at_once`): the ls-refs goes beside the fetch.
+            None if matches!(
+                caps,
+                fetch::Server::Assumed {
+                    confirmed: false,
+                    ..
+                }
+            ) =>
+            {
+                super::super::connect::lease(http, read, opts)
+            }
             None => http.with_retries(read, "looking up the session branch", |url| {
                 fetch::ls_ref(http, url, caps, &opts.branch)
             }),

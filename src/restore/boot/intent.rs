@@ -26,8 +26,12 @@ impl BootIntent {
     pub(super) fn write(&self, git_dir: &Path) -> Result<()> {
         let bytes =
             serde_json::to_vec(self).map_err(|e| Error::internal("encoding the intent", e))?;
-        // The switch writes it again before its first file: unchanged when it writes none.
-        crate::fs::write_atomic_if_changed(&git_dir.join(BOOT_INTENT), &bytes).map(|_| ())
+        // The switch writes it again before its first file: unchanged when it writes none. One
+        // journal commit (the fsyncs batched), not two.
+        crate::fs::durable_batch(|| {
+            crate::fs::write_atomic_if_changed(&git_dir.join(BOOT_INTENT), &bytes)
+        })
+        .map(|_| ())
     }
 }
 

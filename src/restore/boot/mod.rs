@@ -96,7 +96,12 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         move || Survey::of(&workdir, &repo.to_thread_local(), base, max_entries)
     });
     let http = Http::new()?;
-    let connected = super::connect::connect(&http, read, opts, true)?;
+    // The ls-refs and the fetch at once where the bake found the server taking both posted
+    // (`posted_v2`), else the ls-refs first.
+    let connected = match super::connect::at_once(&http, opts, template.posted_v2) {
+        Some(connected) => connected,
+        None => super::connect::connect(&http, read, opts, true)?,
+    };
     let pack_dir = git_dir.join("objects/pack");
     let before = super::verify::list(&pack_dir);
     let (lease, mut warnings, mut shallow) =
@@ -124,31 +129,14 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     let lfs_files = lfs_after_switch(opts, &repo, &http, &read_url, &mut warnings)?;
     drop(repo);
 
-    let origin = OriginConfig {
-        url: Some(&read_url),
-        push_url: push_url.as_ref(),
-        branch: &opts.branch,
-        on_remote: !lease.is_zero(),
-        promisor: false,
-        promisor_filter: false,
-        format: opts.tip.format(),
-        signing: opts.signing.as_ref(),
-    };
-    layout::write_shallow(&git_dir, &shallow)?;
-    layout::write_ref(&git_dir, &opts.branch.full_ref(), opts.tip)?;
-    if lease == opts.tip {
-        layout::write_ref(&git_dir, &opts.branch.tracking_ref(), opts.tip)?;
-    }
-    crate::fs::write_atomic_if_changed(
-        &git_dir.join("HEAD"),
-        format!("ref: {}\n", opts.branch.full_ref()).as_bytes(),
-    )?;
-    layout::write_config(&git_dir, &origin)?;
-    if lfs_files > 0 || git_dir.join("lfs/objects").is_dir() {
-        layout::add_lfs_config(&git_dir)?;
-    }
-    warnings.extend(crate::repo::prepush::remove_template_hooks(&git_dir)?);
-    crate::repo::prepush::install(&git_dir)?;
+    warnings.extend(write_state(
+        opts,
+        &git_dir,
+        (&read_url, push_url.as_ref()),
+        lease,
+        &shallow,
+        lfs_files,
+    )?);
     crate::failpoint::hit("before-record");
     let mut record = SessionRecord::of_git_restore(
         opts.branch.clone(),
@@ -159,9 +147,52 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
         opts.depth,
     );
     record.signing = opts.signing.as_ref().map(|s| s.record.clone());
-    record.write(&git_dir)?;
+    // Its own batch: durable only after everything it vouches for is.
+    crate::fs::durable_batch(|| record.write(&git_dir))?;
     let _ = std::fs::remove_file(TemplateRecord::path(&git_dir));
     let _ = std::fs::remove_file(git_dir.join(BOOT_INTENT));
     crate::fs::sync_dir(&git_dir);
     Ok(RestoreReport::of_git(opts, lease, files, warnings))
+}
+
+/// Step 4's state files: `shallow`, the branch (and its tracking ref when the lease is the tip),
+/// `HEAD`, the config, the hook; their fsyncs batched (one journal commit: the session record
+/// written after them vouches for them all, and a rerun after a crash before it writes them
+/// again). Returns a warning for each template hook removed.
+fn write_state(
+    opts: &RestoreOptions,
+    git_dir: &std::path::Path,
+    (read_url, push_url): (&crate::types::RemoteUrl, Option<&crate::types::RemoteUrl>),
+    lease: crate::types::FullSha,
+    shallow: &[gix::ObjectId],
+    lfs_files: usize,
+) -> Result<Vec<String>> {
+    crate::fs::durable_batch(|| {
+        let origin = OriginConfig {
+            url: Some(read_url),
+            push_url,
+            branch: &opts.branch,
+            on_remote: !lease.is_zero(),
+            promisor: false,
+            promisor_filter: false,
+            format: opts.tip.format(),
+            signing: opts.signing.as_ref(),
+        };
+        layout::write_shallow(git_dir, shallow)?;
+        layout::write_ref(git_dir, &opts.branch.full_ref(), opts.tip)?;
+        if lease == opts.tip {
+            layout::write_ref(git_dir, &opts.branch.tracking_ref(), opts.tip)?;
+        }
+        crate::fs::write_atomic_if_changed(
+            &git_dir.join("HEAD"),
+            format!("ref: {}\n", opts.branch.full_ref()).as_bytes(),
+        )?;
+        layout::write_config(git_dir, &origin)?;
+        if lfs_files > 0 || git_dir.join("lfs/objects").is_dir() {
+            layout::add_lfs_config(git_dir)?;
+        }
+        let removed = crate::repo::prepush::remove_template_hooks(git_dir)?;
+        crate::repo::prepush::install(git_dir)?;
+        Ok(removed)
+    })
 }

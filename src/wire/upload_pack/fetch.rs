@@ -77,7 +77,12 @@ fn fetch_assumed(
                 } else {
                     match read_fetch(url, resp, want, interrupt) {
                         Err(Error::Protocol(why)) if err_line => why,
-                        other => return other,
+                        other => {
+                            return other.map(|fetched| Fetched {
+                                posted: true,
+                                ..fetched
+                            });
+                        }
                     }
                 }
             }

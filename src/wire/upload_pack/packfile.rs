@@ -97,6 +97,7 @@ pub(super) fn checked(
         pack_path: received.data_path,
         objects: received.num_objects,
         big: received.big,
+        posted: false,
     })
 }
 

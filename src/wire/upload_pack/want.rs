@@ -18,6 +18,9 @@ pub struct Fetched {
     pub objects: u32,
     /// The objects over the big-object threshold.
     pub big: Vec<gix::ObjectId>,
+    /// Whether the server answered the fetch as protocol v2 posted without the capability
+    /// advertisement ([`super::Server::Assumed`]): what a bake records for the boots.
+    pub posted: bool,
 }
 
 /// What the local repository already holds, for a fetch of only the difference: a shallow
