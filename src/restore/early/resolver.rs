@@ -15,7 +15,7 @@ use super::attributes::Rules;
 use super::limits::{
     CACHE_BYTES, MAX_ENTRY_BYTES, PATH_BYTES, PATH_COST, QUEUE_BYTES, SEEN_TREE_BYTES,
 };
-use super::writer::Job;
+use super::writer::{Data, Job};
 
 /// What the pack stream, through [`super::EarlyCheckout`], sends the resolver, in order.
 pub(super) enum Message {
@@ -44,13 +44,13 @@ pub(super) struct Budget {
 /// Recent objects by pack offset, for the deltas that follow them; oldest out first.
 #[derive(Default)]
 struct Cache {
-    objects: HashMap<u64, (gix::objs::Kind, Arc<[u8]>)>,
+    objects: HashMap<u64, (gix::objs::Kind, Data)>,
     order: VecDeque<u64>,
     bytes: usize,
 }
 
 impl Cache {
-    fn insert(&mut self, offset: u64, kind: gix::objs::Kind, data: Arc<[u8]>) {
+    fn insert(&mut self, offset: u64, kind: gix::objs::Kind, data: Data) {
         if data.len() > CACHE_BYTES {
             return;
         }
@@ -82,7 +82,7 @@ pub(super) struct Resolver {
     /// Trees named by the commit or a used tree, not seen yet: their folders.
     trees: HashMap<gix::ObjectId, Vec<BString>>,
     /// Trees seen, by id (up to [`SEEN_TREE_BYTES`]).
-    seen_trees: HashMap<gix::ObjectId, Arc<[u8]>>,
+    seen_trees: HashMap<gix::ObjectId, Data>,
     seen_bytes: usize,
     /// Blobs named by a used tree, not seen yet: their paths and modes (`None`: not a file to write
     /// early, only an attributes file to read).
@@ -159,7 +159,7 @@ impl Resolver {
     }
 
     fn entry(&mut self, offset: u64, header: Header, data: Vec<u8>) {
-        let (kind, data): (_, Arc<[u8]>) = match header {
+        let (kind, data): (_, Data) = match header {
             Header::OfsDelta { base_distance } => {
                 let Some((kind, base)) = offset
                     .checked_sub(base_distance)
@@ -174,14 +174,14 @@ impl Resolver {
                     return;
                 };
                 self.counts.0 += 1;
-                (*kind, object.into())
+                (*kind, Arc::new(object))
             }
             Header::RefDelta { .. } => {
                 self.counts.1 += 1;
                 return;
             }
             _ => match header.as_kind() {
-                Some(kind) => (kind, data.into()),
+                Some(kind) => (kind, Arc::new(data)),
                 None => return,
             },
         };
@@ -193,7 +193,7 @@ impl Resolver {
         self.cache.insert(offset, kind, data);
     }
 
-    fn object(&mut self, id: gix::ObjectId, kind: gix::objs::Kind, data: &Arc<[u8]>) {
+    fn object(&mut self, id: gix::ObjectId, kind: gix::objs::Kind, data: &Data) {
         match kind {
             gix::objs::Kind::Commit if id == self.tip => {
                 let tree = gix::objs::CommitRefIter::from_bytes(data, self.tip.kind())
@@ -243,7 +243,7 @@ impl Resolver {
     /// The tree of `folder` arrived: name its entries, and those of the subtrees seen already —
     /// with a work list, not recursion: a hostile pack may send a deep tree children first.
     fn tree(&mut self, folder: &BStr, data: &[u8]) {
-        let mut work: Vec<(BString, Arc<[u8]>)> = vec![(folder.to_owned(), data.into())];
+        let mut work: Vec<(BString, Data)> = vec![(folder.to_owned(), Arc::new(data.to_vec()))];
         while let Some((folder, data)) = work.pop() {
             if self.path_bytes > PATH_BYTES {
                 return;
@@ -341,7 +341,7 @@ impl Resolver {
         path: BString,
         id: gix::ObjectId,
         mode: gix::index::entry::Mode,
-        data: &Arc<[u8]>,
+        data: &Data,
     ) {
         if self.sent.contains(&path) || !self.plain(path.as_ref()) {
             return;
