@@ -606,4 +606,51 @@ mod tests {
         crate::pack::entries::write_index(vec![(sha256, 12, 0)], &sha256, &mut out).unwrap();
         assert_eq!(out.len(), 8 + 1024 + 32 + 4 + 4 + 32 + 32);
     }
+
+    /// A one-blob SHA-1 pack, its trailer made with `trailer`.
+    fn one_blob_pack(trailer: impl Fn(&[u8]) -> Vec<u8>) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut pack = b"PACK\0\0\0\x02\0\0\0\x01".to_vec();
+        pack.push(0x32); // a blob of 2 bytes
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(b"hi").unwrap();
+        pack.extend(z.finish().unwrap());
+        let t = trailer(&pack);
+        pack.extend(t);
+        pack
+    }
+
+    /// The pack's checksum (now hashed by the `sha1` crate, without collision detection) is still
+    /// checked: the right one passes, one flipped bit is refused naming both.
+    #[test]
+    fn the_pack_checksum_is_checked() {
+        use sha1::Digest as _;
+        let dir = tempfile::tempdir().unwrap();
+        let entries = |pack: &[u8]| {
+            let (stream, learned) = super::EntryStream::new(
+                pack,
+                super::PackLimits::default(),
+                dir.path(),
+                gix::hash::Kind::Sha1,
+            )
+            .map_err(|e| format!("{e:?}"))?;
+            let n = stream.count();
+            let failure = learned.borrow_mut().failure.take();
+            match failure {
+                Some(e) => Err(format!("{e:?}")),
+                None => Ok((n, learned.borrow().trailer)),
+            }
+        };
+        let good = one_blob_pack(|b| sha1::Sha1::digest(b).to_vec());
+        let (n, trailer) = entries(&good).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(trailer.unwrap().as_slice(), &good[good.len() - 20..]);
+        let bad = one_blob_pack(|b| {
+            let mut t = sha1::Sha1::digest(b).to_vec();
+            t[0] ^= 1;
+            t
+        });
+        let e = entries(&bad).unwrap_err();
+        assert!(e.contains("bytes hash to"), "{e}");
+    }
 }
