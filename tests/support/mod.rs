@@ -360,7 +360,13 @@ impl World {
         for d in ["home", "srv", "work"] {
             std::fs::create_dir_all(tmp.path().join(d)).unwrap();
         }
-        std::fs::write(tmp.path().join("home/.gitconfig"), "").unwrap();
+        // No automatic gc: one detached after a big commit packs the loose objects that a
+        // `clone` of the same repository is copying (its "failed to copy file … No such file").
+        std::fs::write(
+            tmp.path().join("home/.gitconfig"),
+            "[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n",
+        )
+        .unwrap();
         std::fs::write(tmp.path().join("gitconfig-system"), "").unwrap();
         World { tmp }
     }
