@@ -93,11 +93,16 @@ pub(super) fn fetch_difference(
     let before = pack_indexes(&pack_dir, template.object_format)?;
     let mut warnings = Vec::new();
     // The thin pack's delta bases (3,217 on the bench's generated repository, 30 commits apart)
-    // are read from all over the template's pack, whose every page then stays resident in the
-    // mapping that read them: through a store of their own, dropped when this returns, those
-    // pages are not carried into the switch (peak RSS of that boot 71 -> 47 MiB).
+    // are read from all over the template's pack, whose every page would stay resident in the
+    // mapping that read them: read through stores of their own, replaced every few MiB and
+    // dropped when this returns, they are neither all resident at once nor carried into the
+    // switch.
     let local = (use_base && !have_tip)
-        .then(|| crate::repo::with_own_objects(repo))
+        .then(|| {
+            let dir = repo.objects.store_ref().path().to_owned();
+            crate::pack::ReleasingObjects::at(dir.clone(), repo.object_hash())
+                .map_err(|e| Error::io(format!("opening the objects of {}", dir.display()), e))
+        })
         .transpose()?;
     let (remote_tip, fetched) = std::thread::scope(|scope| {
         let lookup = scope.spawn(|| match connected.tip {
@@ -115,7 +120,7 @@ pub(super) fn fetch_difference(
             let base = fetch::Base {
                 shallow: &shallow,
                 haves: &haves,
-                local: &local.objects,
+                local,
             };
             let thin = http.with_retries(read, "fetching the commit", |url| {
                 fetch::fetch_pack(
