@@ -36,24 +36,6 @@ pub fn open(git_dir: &Path) -> Result<gix::Repository> {
     open_with(git_dir, std::iter::empty::<BString>())
 }
 
-/// `repo` (its config, paths and refs as opened) reading its objects through a store of its own:
-/// the pack files that store maps, and the pages of them its reads made resident, go when the
-/// returned handle (and every clone of it) is dropped, while `repo`'s own store never mapped
-/// them. For a pass that reads objects scattered over a large pack once (the trees of a base, the
-/// bases of a thin pack's deltas) before a longer phase that reads few of them.
-///
-/// # Errors
-/// [`Error::Io`] when the object database cannot be opened.
-pub fn with_own_objects(repo: &gix::Repository) -> Result<gix::Repository> {
-    let format = repo.object_hash();
-    let dir = repo.objects.store_ref().path().to_owned();
-    let store = gix::odb::at(&dir, format)
-        .map_err(|e| Error::io(format!("opening the objects of {}", dir.display()), e))?;
-    let mut apart = repo.clone();
-    apart.objects = gix::odb::memory::Proxy::new(store, format);
-    Ok(apart)
-}
-
 /// The files of a git dir that gix (or git-session) reads whole when present.
 const READ_WHOLE: [&str; 11] = [
     "HEAD",

@@ -89,13 +89,9 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     // object store's refresh on its first miss.
     let mut repo = crate::repo::open(&git_dir)?;
     // The stat calls of the switch's plan depend on the template alone: made while the server
-    // computes the pack. The base's trees it reads are scattered over the template's pack: read
-    // through a store of its own, the pages they made resident go with the survey's handle.
+    // computes the pack.
     let survey = std::thread::spawn({
-        let (workdir, repo) = (
-            opts.dir.clone(),
-            crate::repo::with_own_objects(&repo)?.into_sync(),
-        );
+        let (workdir, repo) = (opts.dir.clone(), repo.clone().into_sync());
         let (base, max_entries) = (template.base, opts.limits.max_tree_entries);
         move || Survey::of(&workdir, &repo.to_thread_local(), base, max_entries)
     });
