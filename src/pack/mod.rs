@@ -15,6 +15,7 @@ mod limits;
 mod map;
 pub mod objects;
 pub mod receive;
+mod released;
 pub mod thin;
 
 pub use entries::EntryObserver;
@@ -25,4 +26,5 @@ pub use limits::{
 pub use map::{ReleasingMap, SharedMap};
 pub use objects::{BigBlob, Compared, PackObjects};
 pub use receive::{Received, receive};
+pub use released::ReleasingObjects;
 pub use thin::receive_thin;

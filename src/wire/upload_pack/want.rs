@@ -34,7 +34,7 @@ pub struct Base<'a> {
     /// Commits the repository has, with their trees and blobs.
     pub haves: &'a [gix::ObjectId],
     /// The repository's objects: the bases of the thin pack's deltas.
-    pub local: &'a gix::OdbHandle,
+    pub local: &'a crate::pack::ReleasingObjects,
 }
 
 impl std::fmt::Debug for Base<'_> {
