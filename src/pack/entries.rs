@@ -627,9 +627,9 @@ mod tests {
         use sha1::Digest as _;
         let dir = tempfile::tempdir().unwrap();
         let entries = |pack: &[u8]| {
-            let (stream, learned) = super::EntryStream::new(
+            let (stream, learned) = crate::pack::entries::EntryStream::new(
                 pack,
-                super::PackLimits::default(),
+                crate::pack::limits::PackLimits::default(),
                 dir.path(),
                 gix::hash::Kind::Sha1,
             )
