@@ -396,7 +396,7 @@ fn a_fifo_in_place_of_saves_lock_record_is_refused_not_waited_on() {
     assert!(
         as_nobody(
             &dir,
-            "mkfifo .git/git-session-index-lock && echo x >> README.md"
+            "rm -f .git/git-session-index-lock && mkfifo .git/git-session-index-lock && echo x >> README.md"
         )
         .status()
         .unwrap()

@@ -481,6 +481,8 @@ fn state_files_are_never_followed_or_read_past_their_cap() {
     let outside_too = w.path("outside-too.txt");
     std::fs::write(&outside_too, "not the lock's owner\n").unwrap();
     let lock_owner = dir.join(".git/git-session-index-lock");
+    // The boot's index lock left its (empty) record: replaced.
+    let _ = std::fs::remove_file(&lock_owner);
     std::os::unix::fs::symlink(&outside_too, &lock_owner).unwrap();
     std::fs::write(dir.join("keep.txt"), "edited\n").unwrap();
     let url = b.url();

@@ -185,7 +185,7 @@ impl Drop for FileLock {
 }
 
 fn open_record(path: &Path) -> Result<File> {
-    std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -193,7 +193,26 @@ fn open_record(path: &Path) -> Result<File> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|e| Error::io(format!("opening {}", path.display()), e))
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                crate::fs::state::refused(
+                    path,
+                    "a symlink",
+                    "remove it, then run the command again",
+                )
+            } else {
+                Error::io(format!("opening {}", path.display()), e)
+            }
+        })?;
+    // O_RDWR opens a FIFO without waiting, but reading the record would wait forever.
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(crate::fs::state::refused(
+            path,
+            "not a regular file",
+            "remove it, then run the command again",
+        ));
+    }
+    Ok(file)
 }
 
 fn create_new(path: &Path) -> Result<File> {
@@ -255,4 +274,28 @@ fn held_by_another(lock: &Path, secs: u64, locked: Locked) -> Error {
         lock.display(),
         locked.doing(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A FIFO or a symlink in place of a lock's record is refused at once (reading a FIFO's record
+    /// would wait forever), for the index a restore writes as for the config.
+    #[test]
+    fn a_record_that_is_not_a_regular_file_is_refused_not_waited_on() {
+        for locked in [Locked::Index, Locked::Config] {
+            let dir = tempfile::tempdir().unwrap();
+            let record = dir.path().join(locked.record());
+            let made = std::process::Command::new("mkfifo").arg(&record).status();
+            assert!(made.unwrap().success());
+            let target = dir.path().join(locked.name());
+            let err = FileLock::take(&target, locked).err().expect("refused");
+            assert!(format!("{err}").contains("not a regular file"), "{err}");
+            std::fs::remove_file(&record).unwrap();
+            std::os::unix::fs::symlink("/etc/passwd", &record).unwrap();
+            let err = FileLock::take(&target, locked).err().expect("refused");
+            assert!(format!("{err}").contains("symlink"), "{err}");
+        }
+    }
 }
