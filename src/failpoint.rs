@@ -8,7 +8,7 @@
 //! during the transfer half written; no early checkout runs when `mid-checkout` is armed), `mid-checkout` (once half of the files
 //! are written), `mid-big-file` (half of a file over the big-object threshold written), `mid-lfs` (an LFS
 //! object stored whole), `mid-smudge` (half of the LFS files written with their content),
-//! `mid-submodules` (a submodule checked out), `mid-index` (the new index written into `index.lock`, not yet renamed over the index), `before-record`, `after-publish`. Push's: `after-push` (the server reported `ok`,
+//! `mid-submodules` (a submodule checked out), `mid-index` (the new index written into `index.lock`, not yet renamed over the index), `before-record`, `boot-recorded` (a boot's session record written, the template's record not yet removed), `after-publish`. Push's: `after-push` (the server reported `ok`,
 //! the lease is not recorded yet). `agent add`'s: `agent-layout-written` (the folder, the linked git dir,
 //! the branch and the `.git` file written; no file yet), `mid-agent-checkout` (half of the agent's
 //! files written). Any edit of the shared config's: `config-lock-taken` (`config.lock` held, the

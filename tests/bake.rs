@@ -1454,6 +1454,24 @@ fn a_boot_killed_at_any_moment_is_completed_by_the_rerun() {
     );
 }
 
+/// A boot killed after its session record was written, before the template's record went
+/// (failpoint `boot-recorded`): the rerun finds the session and removes the template's record
+/// (failed before: exit 0, `git-session-template.json` left; seen first from the SIGKILL sweep).
+#[test]
+fn a_boot_killed_after_its_record_is_completed_by_the_rerun() {
+    let b = Baked::new();
+    let dir = b.baked_tree("k");
+    let run = b.boot(&dir, &[("GIT_SESSION_FAILPOINT", "boot-recorded")], &[]);
+    assert!(
+        run.stderr.contains("failpoint 'boot-recorded'"),
+        "{}",
+        run.stderr
+    );
+    assert!(dir.join(".git/git-session-template.json").exists());
+    b.boot(&dir, &[], &[]).assert_code(0);
+    b.assert_booted(&dir);
+}
+
 /// A boot killed while it writes the new index (`.git/index.lock` made and written, not yet
 /// renamed: failpoint `mid-index`) is completed by the rerun, as every other kill of a boot is,
 /// while an `index.lock` another git process holds is still respected (exit 7 once

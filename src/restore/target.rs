@@ -26,6 +26,8 @@ pub(super) fn inspect(dir: &Path) -> Result<Target> {
     let git_dir = dir.join(".git");
     if git_dir.exists() {
         if let Some(record) = SessionRecord::read(&git_dir)? {
+            // A boot killed after its session record, before its template's record went.
+            super::boot::forget_template(&git_dir);
             return Ok(Target::Session(Box::new(record)));
         }
         return Ok(
