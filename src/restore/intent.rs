@@ -8,6 +8,21 @@ use std::path::{Path, PathBuf};
 
 pub(super) const INTENT_FILE: &str = "git-session-intent.json";
 
+/// The boot intent's file name inside `.git` (`boot::intent`): which boot is under way.
+pub(super) const BOOT_INTENT: &str = "git-session-boot.json";
+
+/// A boot's last step, once the session record is written: the template's record and the boot's
+/// intent removed. Also run by a rerun that finds both records (a boot killed between the two),
+/// which then has nothing else left to do.
+pub(super) fn forget_template(git_dir: &Path) {
+    let template =
+        std::fs::remove_file(crate::repo::template::TemplateRecord::path(git_dir)).is_ok();
+    let intent = std::fs::remove_file(git_dir.join(BOOT_INTENT)).is_ok();
+    if template || intent {
+        crate::fs::sync_dir(git_dir);
+    }
+}
+
 /// What the staging folder says about the restore that created it.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 pub(super) struct Intent {

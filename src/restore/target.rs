@@ -27,7 +27,7 @@ pub(super) fn inspect(dir: &Path) -> Result<Target> {
     if git_dir.exists() {
         if let Some(record) = SessionRecord::read(&git_dir)? {
             // A boot killed after its session record, before its template's record went.
-            super::boot::forget_template(&git_dir);
+            super::intent::forget_template(&git_dir);
             return Ok(Target::Session(Box::new(record)));
         }
         return Ok(

@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 
-/// The boot intent's file name inside `.git`.
-pub(super) const BOOT_INTENT: &str = "git-session-boot.json";
+pub(super) use super::super::intent::BOOT_INTENT;
 
 /// What an interrupted boot was doing.
 #[derive(Debug, Serialize, Deserialize)]

@@ -37,7 +37,7 @@ use crate::repo::session::SessionRecord;
 use crate::repo::template::TemplateRecord;
 use crate::wire::http::Http;
 use difference::{fetch_checked, parents_here};
-use intent::{BOOT_INTENT, begin};
+use intent::begin;
 use switch::{Switched, lfs_after_switch, switch};
 
 /// A boot refused for what the server sent (exit 6: a commit whose objects are not all there, an
@@ -150,19 +150,8 @@ pub fn boot(opts: &RestoreOptions, template: &TemplateRecord) -> Result<RestoreR
     // Its own batch: durable only after everything it vouches for is.
     crate::fs::durable_batch(|| record.write(&git_dir))?;
     crate::failpoint::hit("boot-recorded");
-    forget_template(&git_dir);
+    super::intent::forget_template(&git_dir);
     Ok(RestoreReport::of_git(opts, lease, files, warnings))
-}
-
-/// The boot's last step, once the session record is written: the template's record and the
-/// boot's intent removed. Also run by a rerun that finds both records (a boot killed between
-/// the two), which then has nothing else left to do.
-pub(in crate::restore) fn forget_template(git_dir: &std::path::Path) {
-    let template = std::fs::remove_file(TemplateRecord::path(git_dir)).is_ok();
-    let intent = std::fs::remove_file(git_dir.join(BOOT_INTENT)).is_ok();
-    if template || intent {
-        crate::fs::sync_dir(git_dir);
-    }
 }
 
 /// Step 4's state files: `shallow`, the branch (and its tracking ref when the lease is the tip),
