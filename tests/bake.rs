@@ -1195,6 +1195,36 @@ fn a_server_that_refuses_the_posted_ls_refs_costs_one_request() {
     assert_eq!(b.srv.requests(), ["info/refs", "fetch v0"]);
 }
 
+/// A server (or a proxy before it) whose Content-Type carries parameters (`; charset=utf-8`)
+/// answers with the same media type: git compares the type without them. Before: the posted
+/// `ls-refs` was taken as "not v2" (one request more), and a v0 server's advertisement as "not a
+/// smart-HTTP git server" (the restore failed).
+#[test]
+fn a_content_type_with_parameters_is_the_same_type() {
+    let b = Baked::new();
+    let w = &b.w;
+    *b.srv.knobs.content_type_params.lock().unwrap() = Some("; charset=utf-8".into());
+    let cold = w.path("cold");
+    b.srv.clear_log();
+    b.boot(&cold, &[], &[]).assert_code(0);
+    assert_eq!(b.srv.requests(), ["ls-refs", "fetch"], "protocol v2");
+    assert_eq!(w.git(&cold, &["rev-parse", "HEAD"]), b.tip());
+    assert_eq!(w.git(&cold, &["status", "--porcelain"]), "");
+
+    b.srv.knobs.v0_only.store(true, Ordering::SeqCst);
+    let cold = w.path("cold-v0");
+    b.srv.clear_log();
+    b.boot(&cold, &[], &[]).assert_code(0);
+    assert_eq!(
+        b.srv.requests(),
+        ["ls-refs", "info/refs", "fetch v0"],
+        "protocol v0"
+    );
+    assert_eq!(w.git(&cold, &["rev-parse", "HEAD"]), b.tip());
+    assert_eq!(w.git(&cold, &["status", "--porcelain"]), "");
+    w.git(&cold, &["fsck", "--no-progress"]);
+}
+
 /// A template baked against a server that took the fetch posted without the capability
 /// advertisement records so (`posted_v2`), and a boot from it posts its `ls-refs` and its fetch
 /// at once: with every `ls-refs` held 2 s by the server, the fetch arrives well before the

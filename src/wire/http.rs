@@ -237,12 +237,7 @@ impl Http {
                 body: None,
             },
         )?;
-        let ctype = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+        let ctype = resp.media_type();
         if ctype != format!("application/x-{service}-advertisement") {
             return Err(Error::Protocol(format!(
                 "{url} is not a smart-HTTP git server for {service} (Content-Type '{ctype}')"
@@ -576,6 +571,13 @@ impl Body {
         self
     }
 
+    /// The response's media type: its Content-Type without parameters (`; charset=…`), in lower
+    /// case, as git compares it (RFC 9110 8.3.1: the type is case-insensitive); empty when absent
+    /// or not visible ASCII.
+    pub fn media_type(&self) -> String {
+        media_type(self.headers().get(reqwest::header::CONTENT_TYPE))
+    }
+
     /// The response's headers.
     pub fn headers(&self) -> &HeaderMap {
         self.inner.headers()
@@ -639,6 +641,13 @@ impl std::io::Read for Body {
 }
 
 /// The last attempt's error, saying how many were made and for how long.
+/// A Content-Type's media type (see [`Body::media_type`]).
+fn media_type(value: Option<&HeaderValue>) -> String {
+    let text = value.and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let kind = text.split_once(';').map_or(text, |(kind, _)| kind);
+    kind.trim().to_ascii_lowercase()
+}
+
 fn gave_up(err: Error, tries: u32, took: Duration) -> Error {
     match err {
         Error::Network(msg) if tries > 1 => Error::Network(format!(
@@ -746,4 +755,20 @@ pub fn body_error(url: &RemoteUrl, err: std::io::Error) -> Error {
         return Error::Network(format!("{url}: {err}"));
     }
     Error::Network(format!("the transfer from {url} broke off: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_media_type_is_compared_without_parameters_or_case() {
+        let v = |s: &'static str| media_type(Some(&HeaderValue::from_static(s)));
+        let t = "application/x-git-upload-pack-result";
+        assert_eq!(v(t), t);
+        assert_eq!(v("Application/X-Git-Upload-Pack-Result ; charset=UTF-8"), t);
+        assert_eq!(v("application/x-git-upload-pack-result;q"), t);
+        assert_eq!(media_type(None), "");
+        assert_eq!(v("text/plain"), "text/plain");
+    }
 }

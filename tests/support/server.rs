@@ -97,6 +97,9 @@ pub struct Knobs {
     /// When non-zero, every `ls-refs` is answered only after this many milliseconds (a slow ref
     /// lookup): what a client sends meanwhile shows what it did not wait for.
     pub hold_ls_refs_ms: std::sync::atomic::AtomicU64,
+    /// When set, appended to the Content-Type of every `git http-backend` answer (`; charset=…`:
+    /// parameters some servers and proxies add).
+    pub content_type_params: Mutex<Option<String>>,
 }
 
 /// Which request a [`Scripted`] answer replaces.
@@ -795,6 +798,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
                     .and_then(|c| c.parse().ok())
                     .unwrap_or(500);
                 status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            } else if k.eq_ignore_ascii_case("content-type") {
+                let params = state.knobs.content_type_params.lock().unwrap().clone();
+                headers.push((k.to_owned(), v + params.as_deref().unwrap_or_default()));
             } else {
                 headers.push((k.to_owned(), v));
             }

@@ -119,11 +119,7 @@ fn posted_ls_ref(
     let full = branch.full_ref();
     let resp = http.send_unchecked(url, super::ls_refs::ls_refs_request(caps, &full)?)?;
     let resp = super::request::refused_status(http, url, resp)?;
-    let ctype = resp
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let ctype = resp.media_type();
     if ctype != "application/x-git-upload-pack-result" {
         return Err(Error::Protocol(format!(
             "{url} answered git-upload-pack with Content-Type '{ctype}'"
