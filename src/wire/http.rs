@@ -640,7 +640,6 @@ impl std::io::Read for Body {
     }
 }
 
-/// The last attempt's error, saying how many were made and for how long.
 /// A Content-Type's media type (see [`Body::media_type`]).
 fn media_type(value: Option<&HeaderValue>) -> String {
     let text = value.and_then(|v| v.to_str().ok()).unwrap_or_default();
@@ -648,6 +647,7 @@ fn media_type(value: Option<&HeaderValue>) -> String {
     kind.trim().to_ascii_lowercase()
 }
 
+/// The last attempt's error, saying how many were made and for how long.
 fn gave_up(err: Error, tries: u32, took: Duration) -> Error {
     match err {
         Error::Network(msg) if tries > 1 => Error::Network(format!(
