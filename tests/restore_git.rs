@@ -655,6 +655,11 @@ fn tls_with_test_ca_works_and_untrusted_ca_is_refused() {
         "{}",
         run.stderr
     );
+    // The same certificate would be refused again: no retries, and the hint names the knob.
+    assert!(!run.stderr.contains("gave up after"), "{}", run.stderr);
+    assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
+    assert!(run.stderr.contains("GIT_SSL_CAINFO"), "{}", run.stderr);
+    assert_eq!(run.json()["error"]["kind"], "network", "{}", run.stdout);
 }
 
 #[test]

@@ -727,6 +727,28 @@ fn causes(err: &reqwest::Error) -> impl Iterator<Item = &(dyn std::error::Error 
     std::iter::successors(std::error::Error::source(err), |e| e.source())
 }
 
+/// The certificate error among `err`'s causes (an unknown issuer, another name, expired…), if
+/// any. rustls's error sits inside `io::Error`s (one in another), whose `source` skips it.
+fn certificate_refused(err: &reqwest::Error) -> Option<String> {
+    causes(err).find_map(|cause| {
+        let mut e: &(dyn std::error::Error + 'static) = cause;
+        // Bounded: the nesting is the connectors' (two deep today).
+        for _ in 0..8 {
+            if let Some(rustls::Error::InvalidCertificate(c)) = e.downcast_ref::<rustls::Error>() {
+                return Some(format!("{c:?}"));
+            }
+            match e
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+            {
+                Some(inner) => e = inner,
+                None => return None,
+            }
+        }
+        None
+    })
+}
+
 /// `: cause: cause…` of `err` (never the URL).
 fn cause_text(err: &reqwest::Error) -> String {
     causes(err).map(|s| format!(": {s}")).collect()
@@ -741,6 +763,14 @@ pub fn described(err: &reqwest::Error) -> String {
 /// secret); a proxy the request went through is named.
 pub fn transport_error(url: &RemoteUrl, err: reqwest::Error) -> Error {
     let causes = cause_text(&err);
+    if let Some(cert) = certificate_refused(&err) {
+        // The same certificate is refused again on every attempt: not retried.
+        return Error::Protocol(format!(
+            "the TLS certificate of {url} was refused ({cert}){}: give the CA it chains to in \
+             GIT_SSL_CAINFO (or SSL_CERT_FILE), or fix the server's certificate",
+            through_proxy(&err).map_or_else(String::new, |p| format!(" (through the proxy {p})"))
+        ));
+    }
     Error::Network(match through_proxy(&err) {
         Some(p) if proxy_unreachable(&err) => {
             format!("could not connect to the proxy {p} to reach {url}{causes}")
