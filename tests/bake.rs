@@ -1523,6 +1523,14 @@ fn a_boot_killed_while_writing_the_index_is_completed_by_the_rerun() {
         dir.join(".git/index.lock").is_file(),
         "the kill left no lock"
     );
+    // The record naming the lock, grown to 2 GiB (sparse) by the folder's hostile owner: read
+    // only as far as its cap (it was read whole: an allocation of 2 GiB, the alloc-limit abort).
+    let record = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(".git/git-session-index-lock"))
+        .unwrap();
+    record.set_len(2 << 30).unwrap();
+    drop(record);
     let run = b.boot(&dir, &[], &[]);
     run.assert_code(0);
     b.assert_booted(&dir);

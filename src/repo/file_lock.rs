@@ -231,7 +231,13 @@ fn create_new(path: &Path) -> Result<File> {
 fn remove_what_a_killed_holder_left(mut record: &File, lock: &Path, name: &str) {
     use std::io::Read as _;
     let mut text = String::new();
-    if record.rewind().is_err() || record.read_to_string(&mut text).is_err() {
+    // Bounded: the record is a line of ours, but the folder's owner can grow it.
+    if record.rewind().is_err()
+        || record
+            .take(crate::fs::state::RECORD_CAP)
+            .read_to_string(&mut text)
+            .is_err()
+    {
         return;
     }
     let recorded = text
