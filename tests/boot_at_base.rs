@@ -183,6 +183,24 @@ fn a_racily_clean_edit_after_the_bake_is_still_seen() {
     b.assert_booted(&dir);
 }
 
+/// A tracked file grown after the bake to 2 GiB (sparse: the folder's owner decides a file's
+/// size) is a local change found without reading it whole: the tip changes it too, so the boot
+/// refuses (exit 7) naming it, and the file is kept. Before, the probe read it whole to hash it
+/// (an allocation of 2 GiB: the alloc-limit build's abort, exit 134).
+#[test]
+fn a_tracked_file_grown_huge_is_a_local_change_never_read_whole() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    let edit = dir.join("edit.txt");
+    let file = std::fs::OpenOptions::new().write(true).open(&edit).unwrap();
+    file.set_len(2 << 30).unwrap();
+    drop(file);
+    let run = b.boot(&dir, &[], &[]);
+    run.assert_code(7);
+    assert!(run.stderr.contains("edit.txt"), "{}", run.stderr);
+    assert_eq!(std::fs::metadata(&edit).unwrap().len(), 2 << 30);
+}
+
 /// An index entry git never measured against its file (stat size 0 for a blob that is not
 /// empty: `git read-tree`, `update-index --cacheinfo`) proves nothing, as git's "racily
 /// smudged" rule says: a tracked file emptied after the bake, its mtime reset to the epoch (an

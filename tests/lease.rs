@@ -459,6 +459,28 @@ fn a_hook_managers_changes_are_undone_and_its_hooks_chained() {
     assert_eq!(s.remote_state(&c), "lease");
 }
 
+/// A `pre-push` hook grown to 2 GiB (sparse) by the tree's owner is someone else's hook, judged
+/// without reading it whole: moved aside as `pre-push.chained`, the check put back, with the
+/// warning. Before, it was read whole (an allocation of 2 GiB: the alloc-limit build's abort).
+#[test]
+fn a_huge_pre_push_hook_is_moved_aside_never_read_whole() {
+    let s = Setup::new();
+    let a = s.sandbox("a", "sessions/huge", &s.ids[1]);
+    let hook = a.join(".git/hooks/pre-push");
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    let file = std::fs::OpenOptions::new().write(true).open(&hook).unwrap();
+    file.set_len(2 << 30).unwrap();
+    drop(file);
+    let run = s.w.run(&a, &["status", "--json"], &[]);
+    run.assert_code(0);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(warnings.contains("replaced"), "{warnings}");
+    let chained = a.join(".git/hooks/pre-push.chained");
+    assert_eq!(std::fs::metadata(&chained).unwrap().len(), 2 << 30);
+    let ours = std::fs::read_to_string(&hook).unwrap();
+    assert!(ours.contains("git-session pre-push check"), "{ours}");
+}
+
 /// A new session (the branch not on the remote yet): `git status` never says the upstream is
 /// gone, plain `git fetch` does not fail on the absent branch (`git pull` says there is no
 /// upstream yet, as README says), and the first plain

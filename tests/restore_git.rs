@@ -1263,6 +1263,29 @@ fn forced_or_resumed_restores_delete_nothing_in_the_way() {
     run.assert_code(0);
     assert_restored(w, &dir, "s", &ids[1]);
 
+    // A file grown to 2 GiB (sparse) after the kill: longer than its blob, so neither it nor a
+    // start of it, judged without reading it whole (it was read whole: the alloc-limit abort).
+    let dir = w.path("resume-huge");
+    killed_at(&dir, "mid-checkout");
+    let grown = all_files(&dir)
+        .into_iter()
+        .find(|p| p.starts_with(dir.join("many")))
+        .unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&grown)
+        .unwrap();
+    file.set_len(2 << 30).unwrap();
+    drop(file);
+    let run = s.restore(&dir, &ids[1], &[]);
+    run.assert_code(7);
+    assert!(
+        run.error_message().contains(grown.to_str().unwrap()),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(std::fs::metadata(&grown).unwrap().len(), 2 << 30);
+
     // A person's edit that only shortens a file (here: empties it), made after the kill, is not
     // mistaken for a file the kill cut short.
     let dir = w.path("resume-shortened");

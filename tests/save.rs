@@ -1212,6 +1212,36 @@ fn refuses_while_another_git_holds_the_index_lock() {
     s.save(&dir, &[]).assert_code(0);
 }
 
+/// A save killed while it records its branch update (failpoint `index-lock-ref-recording`: the
+/// record names the update), then a `HEAD.lock` of 2 GiB (sparse) put there by the tree's owner:
+/// the rerun reads no more of it than a lock of its own could hold, so it is not taken for one:
+/// kept, and the rerun refused (exit 7) naming a lock. Before, it was read whole to be compared
+/// (an allocation of 2 GiB: the alloc-limit build's abort).
+#[test]
+fn a_huge_ref_lock_after_a_killed_save_is_never_read_whole() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    write(&dir, "edited.txt", "one");
+    let status = spawn_save(
+        &s.w,
+        &dir,
+        &[("GIT_SESSION_FAILPOINT", "index-lock-ref-recording")],
+    )
+    .wait()
+    .unwrap();
+    assert_eq!(status.code(), None, "not killed");
+    let lock = dir.join(".git/HEAD.lock");
+    let file = std::fs::File::create(&lock).unwrap();
+    file.set_len(2 << 30).unwrap();
+    drop(file);
+    let run = s.save(&dir, &[]);
+    run.assert_code(7);
+    assert!(run.error_message().contains("lock"), "{}", run.stdout);
+    assert_eq!(std::fs::metadata(&lock).unwrap().len(), 2 << 30);
+    std::fs::remove_file(&lock).unwrap();
+    s.save(&dir, &[]).assert_code(0);
+}
+
 /// A save killed (`kill -9`) while it holds `index.lock` never blocks the next one: at the points
 /// around taking the lock (failpoints that abort like a kill) and at a sweep of random moments,
 /// the rerun commits (exit 0) and leaves no lock. A lock that a live git process holds (`git

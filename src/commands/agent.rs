@@ -203,7 +203,7 @@ fn plan(args: &AgentAddArgs, session: &Session) -> Result<AddPlan> {
     }
     let start = start(args.at.as_deref(), session)?;
     let local = session.refs_dir().join(branch.full_ref());
-    if let Ok(bytes) = crate::fs::read_regular(&local, false)
+    if let Ok(bytes) = crate::fs::read_regular(&local, false, crate::fs::state::RECORD_CAP)
         && bytes.trim_ascii() != start.to_string().as_bytes()
     {
         return Err(Error::Usage(

@@ -188,14 +188,34 @@ pub fn open_regular(path: &Path, follow: bool) -> std::io::Result<std::fs::File>
     Ok(file)
 }
 
-/// The whole content of the regular file at `path`, opened with [`open_regular`].
+/// The whole content of the regular file at `path`, opened with [`open_regular`], when it holds
+/// at most `cap` bytes: never more than `cap + 1` are read (its size is its owner's, and it can
+/// grow between a stat and the read).
 ///
 /// # Errors
-/// As [`open_regular`], or the read's error.
-pub fn read_regular(path: &Path, follow: bool) -> std::io::Result<Vec<u8>> {
-    let mut file = open_regular(path, follow)?;
+/// As [`open_regular`], or the read's error; [`std::io::ErrorKind::FileTooLarge`] when it holds
+/// more than `cap` bytes.
+pub fn read_regular(path: &Path, follow: bool, cap: u64) -> std::io::Result<Vec<u8>> {
+    let file = open_regular(path, follow)?;
+    read_capped(&file, cap)
+}
+
+/// All of `reader` when it holds at most `cap` bytes (at most `cap + 1` read).
+///
+/// # Errors
+/// The read's error; [`std::io::ErrorKind::FileTooLarge`] past `cap`.
+pub fn read_capped(reader: impl std::io::Read, cap: u64) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
-    std::io::Read::read_to_end(&mut file, &mut out)?;
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(reader, cap.saturating_add(1)),
+        &mut out,
+    )?;
+    if out.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("over {cap} bytes"),
+        ));
+    }
     Ok(out)
 }
 
@@ -228,6 +248,17 @@ pub fn now_rfc3339() -> String {
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+
+    /// Up to the cap a file is read whole; past it, never more than one byte over is read.
+    #[test]
+    fn a_read_stops_one_byte_past_its_cap() {
+        assert_eq!(read_capped(&b"abc"[..], 3).unwrap(), b"abc");
+        let err = read_capped(&b"abcd"[..], 3).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge);
+        // An endless source ends too.
+        let err = read_capped(std::io::repeat(b'x'), 1 << 20).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge);
+    }
 
     /// Inside a batch every write is in place at once (a later write reads it back), a batch
     /// inside it is part of it, and at its end nothing is left pending; an error of `f` is

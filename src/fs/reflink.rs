@@ -152,7 +152,7 @@ mod tests {
     }
 
     fn read(dir: &tempfile::TempDir) -> Vec<u8> {
-        crate::fs::read_regular(&dir.path().join("dst"), false).unwrap()
+        crate::fs::read_regular(&dir.path().join("dst"), false, 1 << 30).unwrap()
     }
 
     #[test]

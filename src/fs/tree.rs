@@ -287,24 +287,24 @@ impl Tree {
         self.in_parent(rel, |dir, name| dir.remove_dir(name))
     }
 
-    /// The bytes of the file `rel`, or the target of the symlink `rel`.
+    /// The bytes of the file `rel` when it holds at most `cap` (never more than `cap + 1` read:
+    /// its size is the folder owner's, and it can grow after a stat), or the target of the
+    /// symlink `rel`.
     ///
     /// # Errors
-    /// `rel` cannot be read.
-    pub fn read(&self, rel: &Path, symlink: bool) -> io::Result<Vec<u8>> {
+    /// `rel` cannot be read; [`io::ErrorKind::FileTooLarge`] past `cap`.
+    pub fn read(&self, rel: &Path, symlink: bool, cap: u64) -> io::Result<Vec<u8>> {
         if symlink {
             use std::os::unix::ffi::OsStringExt as _;
             let target = self.in_parent(rel, |dir, name| dir.read_link_contents(name))?;
             return Ok(target.into_os_string().into_vec());
         }
         // Never blocks on a FIFO put in a file's place.
-        let mut file = self.open_in(rel, OFlags::RDONLY | OFlags::NONBLOCK, 0)?;
+        let file = self.open_in(rel, OFlags::RDONLY | OFlags::NONBLOCK, 0)?;
         if !file.metadata()?.is_file() {
             return Err(io::Error::other("not a regular file"));
         }
-        let mut out = Vec::new();
-        io::Read::read_to_end(&mut file, &mut out)?;
-        Ok(out)
+        super::read_capped(file, cap)
     }
 
     /// Undo what a run made, newest first: each is removed only while it is still the file,
@@ -556,7 +556,7 @@ mod tests {
         refused(tree.create_dir(Path::new("a/d")).map(drop));
         refused(tree.symlink(Path::new("x"), Path::new("a/l")).map(drop));
         refused(tree.open_existing(Path::new("a/kept")).map(drop));
-        refused(tree.read(Path::new("a/kept"), false).map(drop));
+        refused(tree.read(Path::new("a/kept"), false, 1 << 20).map(drop));
         refused(tree.remove_file(Path::new("a/kept")));
         refused(tree.symlink_metadata(Path::new("a/kept")).map(drop));
         refused(tree.entries(Path::new("a")).map(drop));

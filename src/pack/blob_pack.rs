@@ -221,7 +221,7 @@ mod tests {
         }
         let path = pack.finish().unwrap();
         // The trailer, and the name, are the format's hash of the rest.
-        let bytes = crate::fs::read_regular(&path, false).unwrap();
+        let bytes = crate::fs::read_regular(&path, false, 1 << 30).unwrap();
         let (body, trailer) = bytes.split_at(bytes.len() - format.len_in_bytes());
         let mut hasher = gix::hash::hasher(format);
         hasher.update(body);

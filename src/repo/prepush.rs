@@ -59,6 +59,9 @@ const MARKER: &str = "# git-session pre-push check";
 const SHIM_MARKER: &str = "# git-session shim";
 /// Where a foreign `pre-push` found in our hooks folder is kept and run after the check.
 const CHAINED_HOOK: &str = "pre-push.chained";
+/// The most of a hook read to see whether it is ours (ours are a few hundred bytes; the folder's
+/// owner decides the size of what is there).
+const HOOK_CAP: u64 = 1 << 20;
 /// The config key remembering the hooks folder a hook manager had set.
 const CHAINED_KEY: &str = "gitSession.chainedHooksPath";
 /// Set by the hook for the hooks it chains, so our own script run again (pre-commit's
@@ -122,7 +125,7 @@ pub fn remove_template_hooks(git_dir: &Path) -> Result<Vec<String>> {
                     .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
                 let ours = entry.file_name() == "pre-push"
                     && meta.is_file()
-                    && crate::fs::read_regular(&path, true)
+                    && crate::fs::read_regular(&path, true, HOOK_CAP)
                         .is_ok_and(|text| text.find(MARKER).is_some());
                 if !ours {
                     remove(&path, meta.is_dir())?;
@@ -220,7 +223,15 @@ fn put_the_hook_back(
     warnings: &mut Vec<String>,
 ) -> Result<()> {
     let hook = hooks.join("pre-push");
-    match crate::fs::read_regular(&hook, true) {
+    // A hook over the cap is not ours: someone else's, moved aside as any other.
+    let existing = crate::fs::read_regular(&hook, true, HOOK_CAP).or_else(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            Ok(Vec::new())
+        } else {
+            Err(e)
+        }
+    });
+    match existing {
         Ok(existing) if existing == script.as_bytes() => {}
         Ok(existing) if existing.starts_with(b"#!/bin/sh\n") && existing.find(MARKER).is_some() => {
             // An earlier version of ours (another binary path): rewritten quietly.
@@ -238,7 +249,7 @@ fn put_the_hook_back(
             write_script(&hook, script)?;
             // pre-commit keeps the hook it replaced as `pre-push.legacy` and runs it: ours, so
             // the check ran all along; the replacement now runs after it instead.
-            let ran_ours = crate::fs::read_regular(&hooks.join("pre-push.legacy"), true)
+            let ran_ours = crate::fs::read_regular(&hooks.join("pre-push.legacy"), true, HOOK_CAP)
                 .is_ok_and(|legacy| legacy.find(MARKER).is_some());
             if !ran_ours {
                 warnings.push(format!(
@@ -388,7 +399,7 @@ fn shim_chained_hooks(ours: &Path, workdir: &Path, dir: &str) -> Result<()> {
              git-session's check was put back (nothing when it is gone).\n\
              [ -x {target} ] || exit 0\nexec {target} \"$@\"\n"
         );
-        match crate::fs::read_regular(&shim, true) {
+        match crate::fs::read_regular(&shim, true, HOOK_CAP) {
             Ok(existing) if existing == text.as_bytes() => {}
             Ok(existing) if existing.find(SHIM_MARKER).is_none() => {} // the person's own hook
             _ => write_script(&shim, &text)?,
@@ -780,7 +791,7 @@ fn own_git_dir(cwd: &Path) -> PathBuf {
         .map(|d| cwd.join(d))
         .unwrap_or_else(|| cwd.join(".git"));
     if dot_git.is_file() {
-        crate::fs::read_regular(&dot_git, true)
+        crate::fs::read_regular(&dot_git, true, crate::fs::state::RECORD_CAP)
             .ok()
             .and_then(|t| String::from_utf8(t).ok())
             .and_then(|t| {
@@ -797,7 +808,11 @@ fn own_git_dir(cwd: &Path) -> PathBuf {
 
 /// The common dir of the git dir `git_dir` (itself unless it has a `commondir`).
 fn common_of(git_dir: PathBuf) -> PathBuf {
-    match crate::fs::read_regular(&git_dir.join("commondir"), true) {
+    match crate::fs::read_regular(
+        &git_dir.join("commondir"),
+        true,
+        crate::fs::state::RECORD_CAP,
+    ) {
         Ok(common) => {
             let common = String::from_utf8_lossy(&common);
             let common = git_dir.join(common.trim());

@@ -256,7 +256,7 @@ pub struct Session {
 /// named when its `.git` file and `commondir` lead there.
 fn linked_work_tree(linked: &Path) -> Error {
     let read = |p: &Path| {
-        crate::fs::read_regular(p, true)
+        crate::fs::read_regular(p, true, crate::fs::state::RECORD_CAP)
             .ok()
             .map(|t| String::from_utf8_lossy(&t).into_owned())
     };

@@ -149,7 +149,7 @@ pub fn find_in_tree(tree: &Tree, index: &gix::index::File, mode: LfsMode) -> Res
         let rel = Path::new(std::ffi::OsStr::from_bytes(path));
         let meta = tree.symlink_metadata(rel).ok()?;
         (meta.is_file() && meta.len() <= cap)
-            .then(|| tree.read(rel, false).ok())
+            .then(|| tree.read(rel, false, cap).ok())
             .flatten()
     };
     let regular = |e: &gix::index::Entry| {

@@ -151,6 +151,23 @@ impl<'repo> Probe<'repo> {
         }
     }
 
+    /// The longest form of `path`'s blobs (`TIP_SHA`'s and the base's) a file can be compared
+    /// with: twice a blob's size (a conversion to CRLF at most doubles it), and the base's size
+    /// as the template wrote it.
+    fn longest_form(&self, path: &BStr, base: Option<&gix::index::Entry>) -> u64 {
+        let tip = self.tip.get(path).map(|(id, _)| *id);
+        let blobs = tip.into_iter().chain(base.map(|b| b.id)).map(|id| {
+            gix::odb::Header::try_header(&self.repo.objects, &id)
+                .ok()
+                .flatten()
+                .map_or(0, |h| h.size().saturating_mul(2))
+        });
+        blobs
+            .chain(base.map(|b| u64::from(b.stat.size)))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// What is at `path`, whose entry in the template's index is `base`.
     pub(super) fn local(&mut self, path: &BStr, base: Option<&gix::index::Entry>) -> Result<Local> {
         let rel = path.to_path_lossy();
@@ -178,7 +195,12 @@ impl<'repo> Probe<'repo> {
         let on_disk = if meta.file_type().is_symlink() {
             std::fs::read_link(&full).map(|t| t.into_os_string().into_encoded_bytes())
         } else if meta.file_type().is_file() {
-            read_regular(&full)
+            // Longer than every form it is compared with below: none of them, and never read
+            // (its size is the folder owner's).
+            match crate::fs::read_regular(&full, false, self.longest_form(path, base)) {
+                Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => return Ok(Local::Other),
+                read => read,
+            }
         } else {
             // A FIFO, socket or device: never opened (a FIFO would hold the boot forever).
             return Ok(Local::Other);
@@ -222,23 +244,6 @@ impl<'repo> Probe<'repo> {
         }
         Ok(Local::Other)
     }
-}
-
-/// The bytes of the regular file `path`: opened without blocking and without following a
-/// symlink, so a FIFO swapped in after its metadata was read fails the read instead of waiting.
-fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut out = Vec::new();
-    file.read_to_end(&mut out)?;
-    Ok(out)
 }
 
 /// A template copied layer by layer keeps sizes and mtimes, not inodes or ctimes: only those two

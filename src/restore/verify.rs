@@ -241,7 +241,7 @@ mod tests {
         trailer_sha1(&pack).unwrap();
         full(std::slice::from_ref(&pack), gix::hash::Kind::Sha1).unwrap();
 
-        let mut bytes = crate::fs::read_regular(&pack, false).unwrap();
+        let mut bytes = crate::fs::read_regular(&pack, false, 1 << 30).unwrap();
         bytes[9] ^= 0x01;
         std::fs::write(&pack, &bytes).unwrap();
         assert!(!gix_ok(&pack));

@@ -37,6 +37,9 @@ pub trait Env {
     fn var(&self, name: &str) -> Option<std::ffi::OsString>;
 }
 
+/// The most of a git configuration file read (git's own are a few KiB).
+const CONFIG_CAP: u64 = 16 << 20;
+
 /// The process environment.
 pub struct ProcessEnv;
 
@@ -53,8 +56,15 @@ impl UserConfig {
         let mut out = UserConfig::default();
         let mut excludes: Option<BString> = None;
         for (path, source) in config_files(git_dir, env) {
-            let bytes = match crate::fs::read_regular(&path, true) {
+            let bytes = match crate::fs::read_regular(&path, true, CONFIG_CAP) {
                 Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                    out.warnings.push(format!(
+                        "ignored the git configuration file {} ({e})",
+                        path.display()
+                    ));
+                    continue;
+                }
                 // Missing (or unreadable, e.g. a directory) files are skipped, as git does for
                 // the optional user and system files.
                 Err(_) => continue,

@@ -212,9 +212,10 @@ fn left_by_the_killed_run(
             let src_meta = from.symlink_metadata(rel).ok();
             let regular = meta.file_type().is_file()
                 && src_meta.as_ref().is_some_and(|m| m.file_type().is_file());
+            let src_len = src_meta.map_or(0, |m| m.len());
             let prefix = regular
-                && meta.len() < src_meta.map_or(0, |m| m.len())
-                && matches!((from.read(rel, false), to.read(rel, false)), (Ok(a), Ok(b)) if a.starts_with(&b));
+                && meta.len() < src_len
+                && matches!((from.read(rel, false, src_len), to.read(rel, false, meta.len())), (Ok(a), Ok(b)) if a.starts_with(&b));
             if prefix {
                 cut.prefix(dst, mtime);
             }
@@ -232,8 +233,8 @@ fn same_entry(from: &Tree, to: &Tree, rel: &Path, meta: &cap_std::fs::Metadata) 
     if link || meta.file_type().is_symlink() {
         return link
             && meta.file_type().is_symlink()
-            && matches!((from.read(rel, true), to.read(rel, true)), (Ok(a), Ok(b)) if a == b);
+            && matches!((from.read(rel, true, 0), to.read(rel, true, 0)), (Ok(a), Ok(b)) if a == b);
     }
     src_meta.len() == meta.len()
-        && matches!((from.read(rel, false), to.read(rel, false)), (Ok(a), Ok(b)) if a == b)
+        && matches!((from.read(rel, false, meta.len()), to.read(rel, false, meta.len())), (Ok(a), Ok(b)) if a == b)
 }

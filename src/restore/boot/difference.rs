@@ -266,7 +266,7 @@ pub(super) fn read_shallow(
     format: crate::types::Format,
 ) -> Result<Vec<gix::ObjectId>> {
     let path = git_dir.join("shallow");
-    let text = match crate::fs::read_regular(&path, false) {
+    let text = match crate::fs::read_regular(&path, false, crate::fs::state::RECORD_CAP) {
         Ok(t) => String::from_utf8_lossy(&t).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),

@@ -149,7 +149,7 @@ pub(super) fn lfs_after_switch(
         tree.symlink_metadata(rel)
             .is_ok_and(|m| m.is_file() && m.len() <= crate::wire::lfs::MAX_POINTER_BYTES)
             && tree
-                .read(rel, false)
+                .read(rel, false, crate::wire::lfs::MAX_POINTER_BYTES)
                 .is_ok_and(|b| b == f.pointer.encode().as_bytes())
     });
     if plan.files.is_empty() {

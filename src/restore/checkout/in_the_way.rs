@@ -166,7 +166,8 @@ impl InTheWay<'_> {
                     .map(|t| t.into_os_string().into_encoded_bytes())
                     .ok()
             } else {
-                crate::fs::read_regular(path, false).ok()
+                // No longer than the blob: a longer file is neither it nor a start of it.
+                crate::fs::read_regular(path, false, blob.len() as u64).ok()
             };
             let same_kind = symlink == (entry.mode == gix::index::entry::Mode::SYMLINK);
             match on_disk {
