@@ -1506,3 +1506,104 @@ fn a_boot_killed_while_writing_the_index_is_completed_by_the_rerun() {
     assert!(run.stderr.contains("index.lock"), "{}", run.stderr);
     assert!(dir.join(".git/index.lock").exists());
 }
+
+/// redteam19: a template record whose `base` was changed after the bake (the template's owner is
+/// not trusted): the tip itself, the base's child, the base's parent (none of them in the store),
+/// an id no repository has, a commit of another repository on the server. Each boot either ends
+/// with exactly `TIP_SHA`'s tree (what the template build added kept, git finds it sound) or is a
+/// typed refusal (never 1 or 10) leaving the template's files as they were. The index the bake
+/// wrote still says what the files are: the switch goes from it, whatever the record claims.
+#[test]
+fn a_template_record_whose_base_was_changed_boots_right_or_is_refused() {
+    let b = Baked::new();
+    let w = &b.w;
+    let other = w.repo("other.git", &[&[("other.txt", Some("other\n"))]]);
+    let no_one = "7".repeat(crate::support::hex_len());
+    let cases = [
+        ("the tip", b.tip().to_owned()),
+        ("the base's child", b.ids[2].clone()),
+        ("the base's parent", b.ids[0].clone()),
+        ("an id no repository has", no_one),
+        ("a commit of another repository", other[0].clone()),
+    ];
+    for (i, (case, base)) in cases.iter().enumerate() {
+        let dir = b.baked_tree(&format!("t{i}"));
+        let path = dir.join(".git/git-session-template.json");
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        record["base"] = serde_json::Value::String(base.clone());
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+        let run = b.boot(&dir, &[], &[]);
+        match run.code {
+            Some(0) => {
+                b.assert_booted(&dir);
+            }
+            Some(code) if ![1, 10].contains(&code) => {
+                assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base(), "{case}");
+                assert_eq!(
+                    w.git(&dir, &["status", "--porcelain"]),
+                    "?? node_modules/",
+                    "{case}: {}",
+                    run.stderr
+                );
+            }
+            _ => panic!("{case}: {}\n{}", run.stdout, run.stderr),
+        }
+    }
+}
+
+/// redteam19: the index lock's record names a killed boot's `index.lock` by inode number alone
+/// (failpoint `mid-index`). Once that lock is removed by hand, the number is free and the file
+/// system gives it at once (ext4 does) to the next file made: a live `git commit`'s
+/// `index.lock`. The rerun took that for the killed boot's and removed it under the live git. A
+/// lock is the killed holder's only when it is the very file (inode and birth time): else it is
+/// another's, waited for, then exit 7, left alone.
+#[test]
+fn a_live_gits_lock_that_reuses_a_killed_boots_inode_is_respected() {
+    use std::os::unix::fs::MetadataExt as _;
+    let b = Baked::new();
+    let dir = b.baked_tree("k");
+    let run = b.boot(&dir, &[("GIT_SESSION_FAILPOINT", "mid-index")], &[]);
+    assert!(
+        run.stderr.contains("failpoint 'mid-index'"),
+        "{}",
+        run.stderr
+    );
+    let lock = dir.join(".git/index.lock");
+    let killed = std::fs::metadata(&lock).unwrap().ino();
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::write(dir.join("keep.txt"), "edited by the person\n").unwrap();
+    let stop = b.w.path("stop-editor");
+    let mut git = std::process::Command::new("git")
+        .args(["commit", "-q", "-a"])
+        .current_dir(&dir)
+        .env_clear()
+        .envs(b.w.env())
+        .env(
+            "GIT_EDITOR",
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.05; done; true",
+                stop.display()
+            ),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !lock.exists() {
+        assert!(std::time::Instant::now() < deadline, "git took no lock");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let reused = std::fs::metadata(&lock).unwrap().ino() == killed;
+    let run = b.boot(&dir, &[("GIT_SESSION_LOCK_WAIT_S", "1")], &[]);
+    let kept = lock.exists();
+    std::fs::write(&stop, "").unwrap();
+    let _ = git.wait();
+    if !reused {
+        eprintln!("this file system did not reuse the inode at once: nothing to check");
+        return;
+    }
+    assert!(kept, "git's live lock was removed: {}", run.stderr);
+    run.assert_code(7);
+}
