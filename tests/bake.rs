@@ -1571,8 +1571,10 @@ fn a_live_gits_lock_that_reuses_a_killed_boots_inode_is_respected() {
     );
     let lock = dir.join(".git/index.lock");
     let killed = std::fs::metadata(&lock).unwrap().ino();
-    std::fs::remove_file(&lock).unwrap();
     std::fs::write(dir.join("keep.txt"), "edited by the person\n").unwrap();
+    std::fs::remove_file(&lock).unwrap();
+    // As the file system would hand it on a quiet machine (other tests make files meanwhile).
+    let fillers = crate::support::free_for_the_next_file(&dir.join(".git"), killed);
     let stop = b.w.path("stop-editor");
     let mut git = std::process::Command::new("git")
         .args(["commit", "-q", "-a"])
@@ -1596,6 +1598,9 @@ fn a_live_gits_lock_that_reuses_a_killed_boots_inode_is_respected() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let reused = std::fs::metadata(&lock).unwrap().ino() == killed;
+    for filler in fillers {
+        std::fs::remove_file(filler).unwrap();
+    }
     let run = b.boot(&dir, &[("GIT_SESSION_LOCK_WAIT_S", "1")], &[]);
     let kept = lock.exists();
     std::fs::write(&stop, "").unwrap();
@@ -1606,4 +1611,75 @@ fn a_live_gits_lock_that_reuses_a_killed_boots_inode_is_respected() {
     }
     assert!(kept, "git's live lock was removed: {}", run.stderr);
     run.assert_code(7);
+}
+
+/// redteam19: a child boot from a template that records `posted_v2` sends its `ls-refs` and its
+/// fetch at once, on two connections; a server answers one of them badly while the other goes
+/// well: the credential refused (401: exit 4), a redirect (302, 307: exit 5, not followed). The
+/// boot fails with that code, the token nowhere in its output, the template's files and `HEAD` as
+/// baked, its record kept; and once the server answers well, the rerun completes. An `ls-refs`
+/// that puts the branch elsewhere than the fetched `TIP_SHA` (the branch moved between the two
+/// answers): the tree is `TIP_SHA`'s, and a warning says the backend handed out a stale tip.
+#[test]
+fn a_child_boot_whose_two_requests_are_answered_differently() {
+    use crate::support::{Endpoint, Scripted};
+    let b = Baked::new();
+    let w = &b.w;
+    w.git(
+        &w.srv().join("repo.git"),
+        &["update-ref", "refs/heads/sessions/baked", b.tip()],
+    );
+    let retry = [("GIT_SESSION_RETRY_BASE_MS", "10")];
+    for (on, status, code) in [
+        (Endpoint::LsRefs, 401, 4),
+        (Endpoint::LsRefs, 302, 5),
+        (Endpoint::LsRefs, 307, 5),
+        (Endpoint::Fetch, 401, 4),
+        (Endpoint::Fetch, 302, 5),
+    ] {
+        let case = format!("{on:?} {status}");
+        let dir = b.baked_tree(&format!("t{on:?}{status}"));
+        let mut s = Scripted::once(on, b"Location: http://127.0.0.1:9/elsewhere\n".to_vec());
+        s.status = status;
+        s.times = 20;
+        {
+            let mut scripts = b.srv.knobs.scripted.lock().unwrap();
+            scripts.clear();
+            scripts.push(s);
+        }
+        let run = b.boot(&dir, &retry, &[]);
+        assert_eq!(run.code, Some(code), "{case}: {}\n{}", run.stdout, run.stderr);
+        assert_no_secret("stdout", run.stdout.as_bytes());
+        assert_no_secret("stderr", run.stderr.as_bytes());
+        assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base(), "{case}");
+        assert_eq!(
+            w.git(&dir, &["status", "--porcelain"]),
+            "?? node_modules/",
+            "{case}"
+        );
+        assert!(dir.join(".git/git-session-template.json").exists(), "{case}");
+        b.srv.knobs.scripted.lock().unwrap().clear();
+        let run = b.boot(&dir, &retry, &[]);
+        assert_eq!(run.code, Some(0), "{case} rerun: {}\n{}", run.stdout, run.stderr);
+        b.assert_booted(&dir);
+    }
+
+    // The branch moved between the two answers: ls-refs names the base's child.
+    let dir = b.baked_tree("moved");
+    let moved = format!("{} refs/heads/sessions/baked\n", b.ids[2]);
+    let body = [crate::support::wire::pkt(&moved).into_bytes(), b"0000".to_vec()].concat();
+    b.srv
+        .knobs
+        .scripted
+        .lock()
+        .unwrap()
+        .push(Scripted::once(Endpoint::LsRefs, body));
+    let run = b.boot(&dir, &retry, &[]);
+    run.assert_code(0);
+    b.assert_booted(&dir);
+    let warnings = run.json()["warnings"].to_string();
+    assert!(
+        warnings.contains("stale tip") && warnings.contains(&b.ids[2]),
+        "{warnings}"
+    );
 }

@@ -1611,8 +1611,13 @@ fn a_live_gits_lock_that_reuses_a_killed_saves_inode_is_respected() {
     assert_eq!(recorded_ino(&git_dir, "git-session-index-lock"), Some(killed));
     // The person removes the lock, then commits with git.
     std::fs::remove_file(&lock).unwrap();
+    // As the file system would hand it on a quiet machine (other tests make files meanwhile).
+    let fillers = crate::support::free_for_the_next_file(&git_dir, killed);
     let stop = s.w.path("stop-editor");
     let mut git = live_git_commit(&s.w, &dir, &stop);
+    for filler in fillers {
+        std::fs::remove_file(filler).unwrap();
+    }
     let reused = std::fs::metadata(&lock).unwrap().ino() == killed;
     let run = s.save(&dir, &[]);
     let kept = lock.exists();
