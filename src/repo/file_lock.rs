@@ -11,6 +11,11 @@
 //! `<name>.lock`: a lock with the recorded inode is one a killed git-session left, and is removed;
 //! any other is another git process's, waited for on the one clock. The index's record is the one
 //! `save` keeps (`ino <inode>` first in both), so either removes what the other left.
+//!
+//! The record names the lock by inode number and, where the file system keeps one, birth time
+//! ([`identity`]): a number alone is reused at once (ext4 gives a freed inode to the next file
+//! made), so once a killed holder's lock was removed by hand, a live git's `index.lock` could
+//! carry the number the record still names.
 
 use std::fs::File;
 use std::io::{Seek as _, Write as _};
@@ -41,7 +46,8 @@ impl Locked {
         }
     }
 
-    /// The record's name (flock'd while the lock is held; its content: `ino <inode>` or nothing).
+    /// The record's name (flock'd while the lock is held; its content: the lock's [`identity`]
+    /// or nothing).
     pub fn record(self) -> &'static str {
         match self {
             Locked::Config => "git-session-config-lock",
@@ -89,17 +95,16 @@ impl FileLock {
         remove_what_a_killed_holder_left(&record, &path, name);
         let making = dir.join(format!("{name}.lock.{}{MAKING_SUFFIX}", std::process::id()));
         let file = create_new(&making)?;
-        let ino = file
+        let made = file
             .metadata()
-            .map_err(|e| Error::io(format!("reading {}", making.display()), e))?
-            .ino();
+            .map_err(|e| Error::io(format!("reading {}", making.display()), e))?;
         let mut held = FileLock {
             path,
             file: Some(file),
             record,
             locked,
         };
-        held.write_record(&format!("ino {ino}\n"))
+        held.write_record(&format!("{}\n", identity(&made)))
             .map_err(|e| Error::io(format!("writing {}", record_path.display()), e))?;
         let linked = held.link(&making);
         let _ = std::fs::remove_file(&making);
@@ -234,13 +239,9 @@ fn remove_what_a_killed_holder_left(mut record: &File, lock: &Path, name: &str) 
     if record.rewind().is_err() || record.read_to_string(&mut text).is_err() {
         return;
     }
-    let recorded = text
-        .lines()
-        .find_map(|l| l.strip_prefix("ino "))
-        .and_then(|n| n.trim().parse::<u64>().ok());
-    if let (Some(ino), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
-        && meta.is_file()
-        && meta.ino() == ino
+    let recorded = text.lines().find(|l| l.starts_with("ino "));
+    if let (Some(line), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
+        && names(line, &meta)
     {
         tracing::info!("removing {}, left by a killed git-session", lock.display());
         let _ = std::fs::remove_file(lock);
@@ -263,6 +264,44 @@ fn remove_what_a_killed_holder_left(mut record: &File, lock: &Path, name: &str) 
     }
 }
 
+/// How a record names the lock file `meta` is of: `ino <inode>`, and ` born <s>.<ns>` where the
+/// file system keeps a birth time (ext4, xfs, btrfs, tmpfs): an inode number is reused at once,
+/// the pair never.
+pub fn identity(meta: &std::fs::Metadata) -> String {
+    match born(meta) {
+        Some((s, ns)) => format!("ino {} born {s}.{ns:09}", meta.ino()),
+        None => format!("ino {}", meta.ino()),
+    }
+}
+
+/// Whether the record's line `line` ([`identity`]) names the regular file `meta` is of. A line
+/// without a birth time (written by a git-session before this one, or on a file system keeping
+/// none) names it by its inode number alone, as before.
+pub fn names(line: &str, meta: &std::fs::Metadata) -> bool {
+    let Some(rest) = line.strip_prefix("ino ") else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let ino = fields.next().and_then(|n| n.parse::<u64>().ok());
+    if !meta.is_file() || ino != Some(meta.ino()) {
+        return false;
+    }
+    match (fields.next(), fields.next(), fields.next()) {
+        (None, _, _) => true,
+        (Some("born"), Some(at), None) => {
+            born(meta).is_some_and(|(s, ns)| at == format!("{s}.{ns:09}"))
+        }
+        _ => false,
+    }
+}
+
+/// The birth time of the file `meta` is of, as seconds and nanoseconds since the epoch.
+fn born(meta: &std::fs::Metadata) -> Option<(u64, u32)> {
+    let at = meta.created().ok()?;
+    let since = at.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some((since.as_secs(), since.subsec_nanos()))
+}
+
 fn held_by_another(lock: &Path, secs: u64, locked: Locked) -> Error {
     let result = match locked {
         Locked::Config => "nothing was changed",
@@ -279,6 +318,33 @@ fn held_by_another(lock: &Path, secs: u64, locked: Locked) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record names the lock file by inode and birth time: a file of the recorded number but
+    /// another birth (the number reused at once once the killed holder's lock was removed: ext4
+    /// does) is not named; a line of an older git-session (no birth time) still is, by number.
+    #[test]
+    fn a_record_names_its_lock_by_inode_and_birth_not_by_number_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.lock");
+        std::fs::write(&path, b"").unwrap();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(names(&identity(&meta), &meta));
+        assert!(names(&format!("ino {}", meta.ino()), &meta));
+        assert!(!names(&format!("ino {}", meta.ino() + 1), &meta));
+        assert!(!names(&format!("ino {} x", meta.ino()), &meta));
+        assert!(!names(&format!("{} born 1.5", identity(&meta)), &meta));
+        if meta.created().is_ok() {
+            let reborn = format!("ino {} born 1.000000000", meta.ino());
+            assert!(!names(&reborn, &meta), "another file of the same number");
+        }
+        let link = dir.path().join("other");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let symlink = std::fs::symlink_metadata(&link).unwrap();
+        assert!(
+            !names(&identity(&symlink), &symlink),
+            "a symlink is never ours"
+        );
+    }
 
     /// A FIFO or a symlink in place of a lock's record is refused at once (reading a FIFO's record
     /// would wait forever), for the index a restore writes as for the config.
