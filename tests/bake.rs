@@ -1562,55 +1562,57 @@ fn a_template_record_whose_base_was_changed_boots_right_or_is_refused() {
 fn a_live_gits_lock_that_reuses_a_killed_boots_inode_is_respected() {
     use std::os::unix::fs::MetadataExt as _;
     let b = Baked::new();
-    let dir = b.baked_tree("k");
-    let run = b.boot(&dir, &[("GIT_SESSION_FAILPOINT", "mid-index")], &[]);
-    assert!(
-        run.stderr.contains("failpoint 'mid-index'"),
-        "{}",
-        run.stderr
-    );
-    let lock = dir.join(".git/index.lock");
-    let killed = std::fs::metadata(&lock).unwrap().ino();
-    std::fs::write(dir.join("keep.txt"), "edited by the person\n").unwrap();
-    std::fs::remove_file(&lock).unwrap();
-    // As the file system would hand it on a quiet machine (other tests make files meanwhile).
-    let fillers = crate::support::free_for_the_next_file(&dir.join(".git"), killed);
-    let stop = b.w.path("stop-editor");
-    let mut git = std::process::Command::new("git")
-        .args(["commit", "-q", "-a"])
-        .current_dir(&dir)
-        .env_clear()
-        .envs(b.w.env())
-        .env(
-            "GIT_EDITOR",
-            format!(
-                "while [ ! -e '{}' ]; do sleep 0.05; done; true",
-                stop.display()
-            ),
-        )
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !lock.exists() {
-        assert!(std::time::Instant::now() < deadline, "git took no lock");
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    // Other processes on the machine make and free files too: tried until the number is reused.
+    for attempt in 0..8 {
+        let dir = b.baked_tree(&format!("k{attempt}"));
+        let run = b.boot(&dir, &[("GIT_SESSION_FAILPOINT", "mid-index")], &[]);
+        assert!(
+            run.stderr.contains("failpoint 'mid-index'"),
+            "{}",
+            run.stderr
+        );
+        let lock = dir.join(".git/index.lock");
+        let killed = std::fs::metadata(&lock).unwrap().ino();
+        std::fs::write(dir.join("keep.txt"), "edited by the person\n").unwrap();
+        std::fs::remove_file(&lock).unwrap();
+        let fillers = crate::support::free_for_the_next_file(&dir.join(".git"), killed);
+        let stop = b.w.path(&format!("stop-editor-{attempt}"));
+        let mut git = std::process::Command::new("git")
+            .args(["commit", "-q", "-a"])
+            .current_dir(&dir)
+            .env_clear()
+            .envs(b.w.env())
+            .env(
+                "GIT_EDITOR",
+                format!(
+                    "while [ ! -e '{}' ]; do sleep 0.05; done; true",
+                    stop.display()
+                ),
+            )
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !lock.exists() {
+            assert!(std::time::Instant::now() < deadline, "git took no lock");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let reused = std::fs::metadata(&lock).unwrap().ino() == killed;
+        for filler in fillers {
+            std::fs::remove_file(filler).unwrap();
+        }
+        let run = b.boot(&dir, &[("GIT_SESSION_LOCK_WAIT_S", "1")], &[]);
+        let kept = lock.exists();
+        std::fs::write(&stop, "").unwrap();
+        let _ = git.wait();
+        if reused {
+            assert!(kept, "git's live lock was removed: {}", run.stderr);
+            run.assert_code(7);
+            return;
+        }
     }
-    let reused = std::fs::metadata(&lock).unwrap().ino() == killed;
-    for filler in fillers {
-        std::fs::remove_file(filler).unwrap();
-    }
-    let run = b.boot(&dir, &[("GIT_SESSION_LOCK_WAIT_S", "1")], &[]);
-    let kept = lock.exists();
-    std::fs::write(&stop, "").unwrap();
-    let _ = git.wait();
-    if !reused {
-        eprintln!("this file system did not reuse the inode at once: nothing to check");
-        return;
-    }
-    assert!(kept, "git's live lock was removed: {}", run.stderr);
-    run.assert_code(7);
+    eprintln!("this file system did not reuse the inode at once: nothing to check");
 }
 
 /// redteam19: a child boot from a template that records `posted_v2` sends its `ls-refs` and its
@@ -1648,7 +1650,13 @@ fn a_child_boot_whose_two_requests_are_answered_differently() {
             scripts.push(s);
         }
         let run = b.boot(&dir, &retry, &[]);
-        assert_eq!(run.code, Some(code), "{case}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.code,
+            Some(code),
+            "{case}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
         assert_no_secret("stdout", run.stdout.as_bytes());
         assert_no_secret("stderr", run.stderr.as_bytes());
         assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base(), "{case}");
@@ -1657,17 +1665,30 @@ fn a_child_boot_whose_two_requests_are_answered_differently() {
             "?? node_modules/",
             "{case}"
         );
-        assert!(dir.join(".git/git-session-template.json").exists(), "{case}");
+        assert!(
+            dir.join(".git/git-session-template.json").exists(),
+            "{case}"
+        );
         b.srv.knobs.scripted.lock().unwrap().clear();
         let run = b.boot(&dir, &retry, &[]);
-        assert_eq!(run.code, Some(0), "{case} rerun: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "{case} rerun: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
         b.assert_booted(&dir);
     }
 
     // The branch moved between the two answers: ls-refs names the base's child.
     let dir = b.baked_tree("moved");
     let moved = format!("{} refs/heads/sessions/baked\n", b.ids[2]);
-    let body = [crate::support::wire::pkt(&moved).into_bytes(), b"0000".to_vec()].concat();
+    let body = [
+        crate::support::wire::pkt(&moved).into_bytes(),
+        b"0000".to_vec(),
+    ]
+    .concat();
     b.srv
         .knobs
         .scripted
