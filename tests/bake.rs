@@ -1512,7 +1512,9 @@ fn a_boot_killed_while_writing_the_index_is_completed_by_the_rerun() {
 /// an id no repository has, a commit of another repository on the server. Each boot either ends
 /// with exactly `TIP_SHA`'s tree (what the template build added kept, git finds it sound) or is a
 /// typed refusal (never 1 or 10) leaving the template's files as they were. The index the bake
-/// wrote still says what the files are: the switch goes from it, whatever the record claims.
+/// wrote still says what the files are: the switch goes from it, whatever the record claims —
+/// while the record's base cannot be read. Once it can (the tip, fetched by an earlier boot
+/// killed after its fetch), it is believed: see that case below.
 #[test]
 fn a_template_record_whose_base_was_changed_boots_right_or_is_refused() {
     let b = Baked::new();
@@ -1520,14 +1522,27 @@ fn a_template_record_whose_base_was_changed_boots_right_or_is_refused() {
     let other = w.repo("other.git", &[&[("other.txt", Some("other\n"))]]);
     let no_one = "7".repeat(crate::support::hex_len());
     let cases = [
-        ("the tip", b.tip().to_owned()),
-        ("the base's child", b.ids[2].clone()),
-        ("the base's parent", b.ids[0].clone()),
-        ("an id no repository has", no_one),
-        ("a commit of another repository", other[0].clone()),
+        ("the tip", b.tip().to_owned(), false),
+        (
+            "the tip, fetched by a killed boot",
+            b.tip().to_owned(),
+            true,
+        ),
+        ("the base's child", b.ids[2].clone(), false),
+        ("the base's parent", b.ids[0].clone(), false),
+        ("an id no repository has", no_one, false),
+        ("a commit of another repository", other[0].clone(), false),
     ];
-    for (i, (case, base)) in cases.iter().enumerate() {
+    for (i, (case, base, killed)) in cases.iter().enumerate() {
         let dir = b.baked_tree(&format!("t{i}"));
+        if *killed {
+            let run = b.boot(&dir, &[("GIT_SESSION_FAILPOINT", "after-fetch")], &[]);
+            assert!(
+                run.stderr.contains("failpoint 'after-fetch'"),
+                "{}",
+                run.stderr
+            );
+        }
         let path = dir.join(".git/git-session-template.json");
         let mut record: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -1535,6 +1550,25 @@ fn a_template_record_whose_base_was_changed_boots_right_or_is_refused() {
         std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
         let run = b.boot(&dir, &[], &[]);
         match run.code {
+            Some(0) if *killed => {
+                // Found, not fixed: the tip's objects are here, so the record's base (the tip)
+                // is read and the files that are still the real base's are taken for local
+                // changes and kept (`edit.txt` at the base's content, `new/added.txt` missing,
+                // `gone.txt` left untracked, unwarned). Said only by warnings: the template's
+                // index does not hold its base's tree. The template's owner could have changed
+                // the files themselves to the same end; but the tree is not `TIP_SHA`'s.
+                let warnings = run.json()["warnings"].to_string();
+                assert!(
+                    warnings.contains("does not hold the tree of its base"),
+                    "{warnings}"
+                );
+                assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.tip(), "{case}");
+                assert_ne!(
+                    w.git(&dir, &["status", "--porcelain"]),
+                    "?? node_modules/",
+                    "{case}: fixed? make this case assert_booted"
+                );
+            }
             Some(0) => {
                 b.assert_booted(&dir);
             }
