@@ -1738,3 +1738,54 @@ fn a_child_boot_whose_two_requests_are_answered_differently() {
         "{warnings}"
     );
 }
+
+/// redteam19: a child boot's `ls-refs` and fetch at once (`posted_v2`), one of them stalling past
+/// `GIT_SESSION_READ_TIMEOUT_MS` at every try while the other is answered: exit 5 (the network's),
+/// the template's files and `HEAD` as baked; once the server answers, the rerun completes (when
+/// the fetch had landed, it is not fetched again).
+#[test]
+fn a_child_boot_whose_ls_refs_or_fetch_stalls_is_exit_5_and_the_rerun_completes() {
+    use crate::support::{Endpoint, Scripted};
+    let b = Baked::new();
+    let w = &b.w;
+    let quick = [
+        ("GIT_SESSION_RETRY_BASE_MS", "10"),
+        ("GIT_SESSION_READ_TIMEOUT_MS", "400"),
+    ];
+    for stalled in ["ls-refs", "fetch"] {
+        let dir = b.baked_tree(&format!("t-{stalled}"));
+        if stalled == "ls-refs" {
+            b.srv.knobs.hold_ls_refs_ms.store(3000, Ordering::SeqCst);
+        } else {
+            let mut s = Scripted::once(Endpoint::Fetch, b"0008NAK\n".to_vec());
+            s.drip_ms = 3000;
+            s.times = 20;
+            b.srv.knobs.scripted.lock().unwrap().push(s);
+        }
+        let run = b.boot(&dir, &quick, &[]);
+        assert_eq!(
+            run.code,
+            Some(5),
+            "{stalled}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        assert_eq!(w.git(&dir, &["rev-parse", "HEAD"]), b.base(), "{stalled}");
+        assert_eq!(
+            w.git(&dir, &["status", "--porcelain"]),
+            "?? node_modules/",
+            "{stalled}"
+        );
+        b.srv.knobs.hold_ls_refs_ms.store(0, Ordering::SeqCst);
+        b.srv.knobs.scripted.lock().unwrap().clear();
+        let run = b.boot(&dir, &quick, &[]);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "{stalled} rerun: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        b.assert_booted(&dir);
+    }
+}
