@@ -1789,3 +1789,51 @@ fn a_child_boot_whose_ls_refs_or_fetch_stalls_is_exit_5_and_the_rerun_completes(
         b.assert_booted(&dir);
     }
 }
+
+/// redteam19: a bake killed at each failpoint of a restore's path (those it does not reach let it
+/// finish), then run again: exit 0, the template record written, and a boot from it ends exactly
+/// at `TIP_SHA`.
+#[test]
+fn a_bake_killed_at_any_failpoint_is_completed_by_the_rerun() {
+    let b = Baked::new();
+    let points = [
+        "after-staging",
+        "after-fetch",
+        "mid-early-checkout",
+        "mid-checkout",
+        "mid-index",
+        "before-record",
+        "mid-publish",
+        "after-publish",
+    ];
+    for point in points {
+        let dir = b.w.path(&format!("t-{point}"));
+        let url = b.url();
+        let run = b.w.run(
+            &dir,
+            &["bake", "--json"],
+            &[
+                ("READ_URL", url.as_str()),
+                ("TIP_SHA", b.base()),
+                ("GIT_SESSION_FAILPOINT", point),
+            ],
+        );
+        let killed = run.stderr.contains(&format!("failpoint '{point}'"));
+        eprintln!("{point}: killed {killed}");
+        if !killed {
+            run.assert_code(0);
+        }
+        b.bake(&dir).assert_code(0);
+        assert!(
+            dir.join(".git/git-session-template.json").is_file(),
+            "{point}"
+        );
+        std::fs::create_dir_all(dir.join("node_modules/pkg")).unwrap();
+        std::fs::write(dir.join("node_modules/pkg/index.js"), "x\n").unwrap();
+        std::fs::create_dir_all(dir.join("build")).unwrap();
+        std::fs::write(dir.join("build/out.o"), "o\n").unwrap();
+        let run = b.boot(&dir, &[], &[]);
+        assert_eq!(run.code, Some(0), "{point}: {}\n{}", run.stdout, run.stderr);
+        b.assert_booted(&dir);
+    }
+}
