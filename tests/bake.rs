@@ -1837,3 +1837,30 @@ fn a_bake_killed_at_any_failpoint_is_completed_by_the_rerun() {
         b.assert_booted(&dir);
     }
 }
+
+/// redteam19: the index lock's record (`.git/git-session-index-lock`, written in place: emptied,
+/// then given the lock's identity) made a hard link to a file outside the tree by whoever built
+/// the template. A boot run as root on the root-owned template wrote through it: the file outside
+/// was emptied and overwritten with `ino …` (and a save's record the same). A record with another
+/// name is refused as a symlink or a FIFO is (exit 7, naming it), the file outside untouched.
+#[test]
+fn a_lock_record_hard_linked_to_a_file_outside_is_refused_not_written_through() {
+    let b = Baked::new();
+    let dir = b.baked_tree("t");
+    let outside = b.w.path("precious.txt");
+    std::fs::write(&outside, "precious\n").unwrap();
+    let record = dir.join(".git/git-session-index-lock");
+    let _ = std::fs::remove_file(&record);
+    std::fs::hard_link(&outside, &record).unwrap();
+    let run = b.boot(&dir, &[], &[]);
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "precious\n",
+        "written through the hard link: {}",
+        run.stderr
+    );
+    run.assert_says(7, &["git-session-index-lock"]);
+    std::fs::remove_file(&record).unwrap();
+    b.boot(&dir, &[], &[]).assert_code(0);
+    b.assert_booted(&dir);
+}

@@ -1635,3 +1635,23 @@ fn a_live_gits_lock_that_reuses_a_killed_saves_inode_is_respected() {
     }
     eprintln!("this file system did not reuse the inode at once: nothing to check");
 }
+
+/// redteam19: save's record of `index.lock` (written in place) made a hard link to a file
+/// outside the tree: refused (exit 7, naming it), the file outside untouched; it was emptied
+/// and overwritten with `ino …`.
+#[test]
+fn a_lock_record_hard_linked_to_a_file_outside_is_refused_by_save() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    write(&dir, "edited.txt", "one");
+    let outside = s.w.path("precious.txt");
+    std::fs::write(&outside, "precious\n").unwrap();
+    let record = dir.join(".git/git-session-index-lock");
+    let _ = std::fs::remove_file(&record);
+    std::fs::hard_link(&outside, &record).unwrap();
+    let run = s.save(&dir, &[]);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+    run.assert_says(7, &["git-session-index-lock", "hard link"]);
+    std::fs::remove_file(&record).unwrap();
+    s.save(&dir, &[]).assert_code(0);
+}

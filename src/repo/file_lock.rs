@@ -210,10 +210,20 @@ fn open_record(path: &Path) -> Result<File> {
             }
         })?;
     // O_RDWR opens a FIFO without waiting, but reading the record would wait forever.
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
+    let meta = file.metadata().ok().filter(std::fs::Metadata::is_file);
+    let Some(meta) = meta else {
         return Err(crate::fs::state::refused(
             path,
             "not a regular file",
+            "remove it, then run the command again",
+        ));
+    };
+    // Written in place: a hard link (to a file outside the tree, made by whoever built the
+    // template) would have it emptied and overwritten, as root when the tree is root's.
+    if meta.nlink() > 1 {
+        return Err(crate::fs::state::refused(
+            path,
+            "a hard link (the file has other names)",
             "remove it, then run the command again",
         ));
     }
@@ -347,7 +357,8 @@ mod tests {
     }
 
     /// A FIFO or a symlink in place of a lock's record is refused at once (reading a FIFO's record
-    /// would wait forever), for the index a restore writes as for the config.
+    /// would wait forever), for the index a restore writes as for the config; so is a hard link
+    /// (the record is written in place: the file it shares would be emptied).
     #[test]
     fn a_record_that_is_not_a_regular_file_is_refused_not_waited_on() {
         for locked in [Locked::Index, Locked::Config] {
@@ -362,6 +373,14 @@ mod tests {
             std::os::unix::fs::symlink("/etc/passwd", &record).unwrap();
             let err = FileLock::take(&target, locked).err().expect("refused");
             assert!(format!("{err}").contains("symlink"), "{err}");
+            // A hard link to a file elsewhere: refused, that file never written.
+            std::fs::remove_file(&record).unwrap();
+            let outside = dir.path().join("outside");
+            std::fs::write(&outside, "precious\n").unwrap();
+            std::fs::hard_link(&outside, &record).unwrap();
+            let err = FileLock::take(&target, locked).err().expect("refused");
+            assert!(format!("{err}").contains("hard link"), "{err}");
+            assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
         }
     }
 }

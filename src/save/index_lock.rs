@@ -203,10 +203,19 @@ fn open_record(git_dir: &Path) -> Result<File> {
             }
         })?;
     // O_RDWR opens a FIFO without waiting, but a read would wait forever.
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
+    let meta = file.metadata().ok().filter(std::fs::Metadata::is_file);
+    let Some(meta) = meta else {
         return Err(crate::fs::state::refused(
             &path,
             "not a regular file",
+            "remove it, then save again",
+        ));
+    };
+    // Written in place: a hard link would have the file it shares emptied and overwritten.
+    if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        return Err(crate::fs::state::refused(
+            &path,
+            "a hard link (the file has other names)",
             "remove it, then save again",
         ));
     }
