@@ -157,7 +157,7 @@ mod tests {
         std::fs::write(&outside, "").unwrap();
         let link = dir.path().join("ledger");
         std::fs::hard_link(&outside, &link).unwrap();
-        let err = open_append(&link, "fix").err().expect("refused");
+        let err = open_append(&link, "fix").expect_err("refused");
         assert!(format!("{err}").contains("hard link"), "{err}");
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "");
         std::fs::remove_file(&outside).unwrap();
