@@ -6,7 +6,7 @@
 //! before the save, `git diff-files` must be empty (the index carries fresh stat data) and so must
 //! `git status`, and `git fsck` must pass.
 
-use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -1579,3 +1579,109 @@ crate::sha256_too!(
     refuses_unmerged_paths_and_a_merge_in_progress,
     a_save_killed_while_holding_index_lock_does_not_block_the_rerun,
 );
+
+/// A `git commit -a` in `dir`, holding `index.lock` (its editor waits for `stop`) until the
+/// child is waited for after `stop` is made. Returns once the lock is there.
+fn live_git_commit(w: &World, dir: &Path, stop: &Path) -> std::process::Child {
+    let git = std::process::Command::new("git")
+        .args(["commit", "-q", "-a"])
+        .current_dir(dir)
+        .env_clear()
+        .envs(w.env())
+        .env(
+            "GIT_EDITOR",
+            format!(
+                "while [ ! -e '{}' ]; do sleep 0.05; done; true",
+                stop.display()
+            ),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !dir.join(".git/index.lock").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "git commit took no lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    git
+}
+
+/// The inode number in a lock's record (`ino N`, first line).
+fn recorded_ino(git_dir: &Path, record: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(git_dir.join(record)).ok()?;
+    let first = text.lines().next()?.strip_prefix("ino ")?;
+    first.split_whitespace().next()?.parse().ok()
+}
+
+/// redteam19: the record of a killed save names its `index.lock` by inode number alone. Once
+/// that lock is removed by hand (as the exit-7 message says to), the number is free, and the file
+/// system gives it at once to the next file made (ext4 does): a live `git commit`'s `index.lock`.
+/// The next save took that for the killed save's lock and removed it under the live git (which
+/// then lost its commit's index, or renamed the save's lock as its own). A lock is the killed
+/// holder's only when it is the very file (inode and birth time), else it is another's: exit 7,
+/// left alone.
+#[test]
+fn a_live_gits_lock_that_reuses_a_killed_saves_inode_is_respected() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    write(&dir, "edited.txt", "one");
+    s.save(&dir, &[]).assert_code(0);
+    let git_dir = dir.join(".git");
+    let lock = git_dir.join("index.lock");
+    // Other processes on the machine make and free files too: tried until the number is reused.
+    for attempt in 0..8 {
+        write(&dir, "edited.txt", &format!("attempt {attempt}"));
+        let status = spawn_save(&s.w, &dir, &[("GIT_SESSION_FAILPOINT", "index-lock-taken")])
+            .wait()
+            .unwrap();
+        assert_eq!(status.code(), None, "not killed");
+        let killed = std::fs::metadata(&lock).unwrap().ino();
+        assert_eq!(
+            recorded_ino(&git_dir, "git-session-index-lock"),
+            Some(killed)
+        );
+        // The person removes the lock, then commits with git.
+        std::fs::remove_file(&lock).unwrap();
+        let fillers = crate::support::free_for_the_next_file(&git_dir, killed);
+        let stop = s.w.path(&format!("stop-editor-{attempt}"));
+        let mut git = live_git_commit(&s.w, &dir, &stop);
+        for filler in fillers {
+            std::fs::remove_file(filler).unwrap();
+        }
+        let reused = std::fs::metadata(&lock).unwrap().ino() == killed;
+        let run = s.save(&dir, &[]);
+        let kept = lock.exists();
+        std::fs::write(&stop, "").unwrap();
+        let _ = git.wait();
+        if reused {
+            assert!(kept, "git's live lock was removed: {}", run.stdout);
+            run.assert_code(7);
+            return;
+        }
+    }
+    eprintln!("this file system did not reuse the inode at once: nothing to check");
+}
+
+/// redteam19: save's record of `index.lock` (written in place) made a hard link to a file
+/// outside the tree: refused (exit 7, naming it), the file outside untouched; it was emptied
+/// and overwritten with `ino …`.
+#[test]
+fn a_lock_record_hard_linked_to_a_file_outside_is_refused_by_save() {
+    let s = Setup::new();
+    let dir = s.sandbox("sb");
+    write(&dir, "edited.txt", "one");
+    let outside = s.w.path("precious.txt");
+    std::fs::write(&outside, "precious\n").unwrap();
+    let record = dir.join(".git/git-session-index-lock");
+    let _ = std::fs::remove_file(&record);
+    std::fs::hard_link(&outside, &record).unwrap();
+    let run = s.save(&dir, &[]);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+    run.assert_says(7, &["git-session-index-lock", "hard link"]);
+    std::fs::remove_file(&record).unwrap();
+    s.save(&dir, &[]).assert_code(0);
+}

@@ -63,11 +63,11 @@ pub fn read(path: &Path, cap: u64, fix: &str) -> Result<Option<Vec<u8>>> {
 }
 
 /// Open the state file at `path` to append to it, creating it (mode 0644) when missing, never
-/// through a symlink.
+/// through a symlink or a hard link.
 ///
 /// # Errors
-/// [`Error::Conflict`] when something other than a regular file is in its place (naming it and
-/// saying `fix`); [`Error::LocalIo`] when it cannot be opened.
+/// [`Error::Conflict`] when something other than a regular file is in its place, or a file with
+/// other names (naming it and saying `fix`); [`Error::LocalIo`] when it cannot be opened.
 pub fn open_append(path: &Path, fix: &str) -> Result<std::fs::File> {
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -87,6 +87,11 @@ pub fn open_append(path: &Path, fix: &str) -> Result<std::fs::File> {
         .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
     if !meta.is_file() {
         return Err(refused(path, "not a regular file", fix));
+    }
+    // Written in place: a hard link would have the file it shares written (as root, when the
+    // tree is root's).
+    if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        return Err(refused(path, "a hard link (the file has other names)", fix));
     }
     Ok(file)
 }
@@ -140,5 +145,22 @@ mod tests {
         assert!(read(&big, 10, "fix").is_err());
         assert_eq!(read(&big, 11, "fix").unwrap().unwrap().len(), 11);
         assert!(read(&dir.path().join("none"), 10, "fix").unwrap().is_none());
+    }
+
+    /// The ledger is appended to in place (and cut back to its whole lines): a hard link to a
+    /// file outside (an empty one, or one without a line break, passes the ledger's parse) is
+    /// refused, that file never written (it was appended to, or emptied).
+    #[test]
+    fn a_hard_link_is_never_appended_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, "").unwrap();
+        let link = dir.path().join("ledger");
+        std::fs::hard_link(&outside, &link).unwrap();
+        let err = open_append(&link, "fix").expect_err("refused");
+        assert!(format!("{err}").contains("hard link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "");
+        std::fs::remove_file(&outside).unwrap();
+        assert!(open_append(&link, "fix").is_ok(), "its only name now");
     }
 }

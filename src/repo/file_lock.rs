@@ -11,6 +11,11 @@
 //! `<name>.lock`: a lock with the recorded inode is one a killed git-session left, and is removed;
 //! any other is another git process's, waited for on the one clock. The index's record is the one
 //! `save` keeps (`ino <inode>` first in both), so either removes what the other left.
+//!
+//! The record names the lock by inode number and, where the file system keeps one, birth time
+//! ([`identity`]): a number alone is reused at once (ext4 gives a freed inode to the next file
+//! made), so once a killed holder's lock was removed by hand, a live git's `index.lock` could
+//! carry the number the record still names.
 
 use std::fs::File;
 use std::io::{Seek as _, Write as _};
@@ -41,7 +46,8 @@ impl Locked {
         }
     }
 
-    /// The record's name (flock'd while the lock is held; its content: `ino <inode>` or nothing).
+    /// The record's name (flock'd while the lock is held; its content: the lock's [`identity`]
+    /// or nothing).
     pub fn record(self) -> &'static str {
         match self {
             Locked::Config => "git-session-config-lock",
@@ -89,17 +95,16 @@ impl FileLock {
         remove_what_a_killed_holder_left(&record, &path, name);
         let making = dir.join(format!("{name}.lock.{}{MAKING_SUFFIX}", std::process::id()));
         let file = create_new(&making)?;
-        let ino = file
+        let made = file
             .metadata()
-            .map_err(|e| Error::io(format!("reading {}", making.display()), e))?
-            .ino();
+            .map_err(|e| Error::io(format!("reading {}", making.display()), e))?;
         let mut held = FileLock {
             path,
             file: Some(file),
             record,
             locked,
         };
-        held.write_record(&format!("ino {ino}\n"))
+        held.write_record(&format!("{}\n", identity(&made)))
             .map_err(|e| Error::io(format!("writing {}", record_path.display()), e))?;
         let linked = held.link(&making);
         let _ = std::fs::remove_file(&making);
@@ -205,10 +210,20 @@ fn open_record(path: &Path) -> Result<File> {
             }
         })?;
     // O_RDWR opens a FIFO without waiting, but reading the record would wait forever.
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
+    let meta = file.metadata().ok().filter(std::fs::Metadata::is_file);
+    let Some(meta) = meta else {
         return Err(crate::fs::state::refused(
             path,
             "not a regular file",
+            "remove it, then run the command again",
+        ));
+    };
+    // Written in place: a hard link (to a file outside the tree, made by whoever built the
+    // template) would have it emptied and overwritten, as root when the tree is root's.
+    if meta.nlink() > 1 {
+        return Err(crate::fs::state::refused(
+            path,
+            "a hard link (the file has other names)",
             "remove it, then run the command again",
         ));
     }
@@ -240,13 +255,9 @@ fn remove_what_a_killed_holder_left(mut record: &File, lock: &Path, name: &str) 
     {
         return;
     }
-    let recorded = text
-        .lines()
-        .find_map(|l| l.strip_prefix("ino "))
-        .and_then(|n| n.trim().parse::<u64>().ok());
-    if let (Some(ino), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
-        && meta.is_file()
-        && meta.ino() == ino
+    let recorded = text.lines().find(|l| l.starts_with("ino "));
+    if let (Some(line), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
+        && names(line, &meta)
     {
         tracing::info!("removing {}, left by a killed git-session", lock.display());
         let _ = std::fs::remove_file(lock);
@@ -269,6 +280,44 @@ fn remove_what_a_killed_holder_left(mut record: &File, lock: &Path, name: &str) 
     }
 }
 
+/// How a record names the lock file `meta` is of: `ino <inode>`, and ` born <s>.<ns>` where the
+/// file system keeps a birth time (ext4, xfs, btrfs, tmpfs): an inode number is reused at once,
+/// the pair never.
+pub fn identity(meta: &std::fs::Metadata) -> String {
+    match born(meta) {
+        Some((s, ns)) => format!("ino {} born {s}.{ns:09}", meta.ino()),
+        None => format!("ino {}", meta.ino()),
+    }
+}
+
+/// Whether the record's line `line` ([`identity`]) names the regular file `meta` is of. A line
+/// without a birth time (written by a git-session before this one, or on a file system keeping
+/// none) names it by its inode number alone, as before.
+pub fn names(line: &str, meta: &std::fs::Metadata) -> bool {
+    let Some(rest) = line.strip_prefix("ino ") else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let ino = fields.next().and_then(|n| n.parse::<u64>().ok());
+    if !meta.is_file() || ino != Some(meta.ino()) {
+        return false;
+    }
+    match (fields.next(), fields.next(), fields.next()) {
+        (None, _, _) => true,
+        (Some("born"), Some(at), None) => {
+            born(meta).is_some_and(|(s, ns)| at == format!("{s}.{ns:09}"))
+        }
+        _ => false,
+    }
+}
+
+/// The birth time of the file `meta` is of, as seconds and nanoseconds since the epoch.
+fn born(meta: &std::fs::Metadata) -> Option<(u64, u32)> {
+    let at = meta.created().ok()?;
+    let since = at.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some((since.as_secs(), since.subsec_nanos()))
+}
+
 fn held_by_another(lock: &Path, secs: u64, locked: Locked) -> Error {
     let result = match locked {
         Locked::Config => "nothing was changed",
@@ -283,11 +332,41 @@ fn held_by_another(lock: &Path, secs: u64, locked: Locked) -> Error {
 }
 
 #[cfg(test)]
+// The tests read their own fixtures, not a work tree's files.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 
+    /// A record names the lock file by inode and birth time: a file of the recorded number but
+    /// another birth (the number reused at once once the killed holder's lock was removed: ext4
+    /// does) is not named; a line of an older git-session (no birth time) still is, by number.
+    #[test]
+    fn a_record_names_its_lock_by_inode_and_birth_not_by_number_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.lock");
+        std::fs::write(&path, b"").unwrap();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(names(&identity(&meta), &meta));
+        assert!(names(&format!("ino {}", meta.ino()), &meta));
+        assert!(!names(&format!("ino {}", meta.ino() + 1), &meta));
+        assert!(!names(&format!("ino {} x", meta.ino()), &meta));
+        assert!(!names(&format!("{} born 1.5", identity(&meta)), &meta));
+        if meta.created().is_ok() {
+            let reborn = format!("ino {} born 1.000000000", meta.ino());
+            assert!(!names(&reborn, &meta), "another file of the same number");
+        }
+        let link = dir.path().join("other");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let symlink = std::fs::symlink_metadata(&link).unwrap();
+        assert!(
+            !names(&identity(&symlink), &symlink),
+            "a symlink is never ours"
+        );
+    }
+
     /// A FIFO or a symlink in place of a lock's record is refused at once (reading a FIFO's record
-    /// would wait forever), for the index a restore writes as for the config.
+    /// would wait forever), for the index a restore writes as for the config; so is a hard link
+    /// (the record is written in place: the file it shares would be emptied).
     #[test]
     fn a_record_that_is_not_a_regular_file_is_refused_not_waited_on() {
         for locked in [Locked::Index, Locked::Config] {
@@ -302,6 +381,14 @@ mod tests {
             std::os::unix::fs::symlink("/etc/passwd", &record).unwrap();
             let err = FileLock::take(&target, locked).err().expect("refused");
             assert!(format!("{err}").contains("symlink"), "{err}");
+            // A hard link to a file elsewhere: refused, that file never written.
+            std::fs::remove_file(&record).unwrap();
+            let outside = dir.path().join("outside");
+            std::fs::write(&outside, "precious\n").unwrap();
+            std::fs::hard_link(&outside, &record).unwrap();
+            let err = FileLock::take(&target, locked).err().expect("refused");
+            assert!(format!("{err}").contains("hard link"), "{err}");
+            assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
         }
     }
 }

@@ -18,12 +18,13 @@
 //! or of HEAD's symbolic ref (a plain git command writes another id).
 
 use std::fs::File;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-/// The record of the lock a save takes (flock'd while it is held; its content: `ino <inode>`).
+/// The record of the lock a save takes (flock'd while it is held; its content: `ino <inode>`
+/// and the lock's birth time, [`crate::repo::file_lock::identity`]).
 pub const RECORD: &str = "git-session-index-lock";
 /// The suffix of the file made before it becomes `index.lock`.
 const MAKING_SUFFIX: &str = ".git-session-making";
@@ -36,7 +37,7 @@ pub struct IndexLock {
     file: File,
     /// Flock'd for as long as the lock may exist.
     record: File,
-    /// The record's first line (`ino <inode>`).
+    /// The record's first line (`ino <inode> born <time>`).
     ino_line: String,
     done: bool,
 }
@@ -62,16 +63,15 @@ impl IndexLock {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&making)
             .map_err(|e| Error::io(format!("creating {}", making.display()), e))?;
-        let ino = file
+        let made = file
             .metadata()
-            .map_err(|e| Error::io(format!("reading {}", making.display()), e))?
-            .ino();
+            .map_err(|e| Error::io(format!("reading {}", making.display()), e))?;
         let mut held = IndexLock {
             lock,
             index,
             file,
             record,
-            ino_line: format!("ino {ino}\n"),
+            ino_line: format!("{}\n", crate::repo::file_lock::identity(&made)),
             done: false,
         };
         held.write_record(&held.ino_line.clone())
@@ -110,8 +110,10 @@ impl IndexLock {
                     Error::io(format!("creating {}", self.lock.display()), e)
                 }
             })?;
-        let ino = self.file.metadata().map(|m| m.ino()).unwrap_or_default();
-        self.ino_line = format!("ino {ino}\n");
+        self.ino_line = match self.file.metadata() {
+            Ok(made) => format!("{}\n", crate::repo::file_lock::identity(&made)),
+            Err(_) => "ino 0\n".to_owned(),
+        };
         self.write_record(&self.ino_line.clone())
             .map_err(|e| Error::io("recording index.lock", e))
     }
@@ -201,10 +203,19 @@ fn open_record(git_dir: &Path) -> Result<File> {
             }
         })?;
     // O_RDWR opens a FIFO without waiting, but a read would wait forever.
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
+    let meta = file.metadata().ok().filter(std::fs::Metadata::is_file);
+    let Some(meta) = meta else {
         return Err(crate::fs::state::refused(
             &path,
             "not a regular file",
+            "remove it, then save again",
+        ));
+    };
+    // Written in place: a hard link would have the file it shares emptied and overwritten.
+    if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        return Err(crate::fs::state::refused(
+            &path,
+            "a hard link (the file has other names)",
             "remove it, then save again",
         ));
     }
@@ -223,16 +234,12 @@ fn remove_what_a_killed_save_left(dirs: &crate::repo::dirs::GitDirs, lock: &Path
         .take(crate::fs::state::RECORD_CAP)
         .read_to_string(&mut text);
     let mut lines = text.lines();
-    let recorded = lines
-        .next()
-        .and_then(|l| l.strip_prefix("ino "))
-        .and_then(|n| n.trim().parse::<u64>().ok());
+    let recorded = lines.next().filter(|l| l.starts_with("ino "));
     if let Some(update) = lines.next().and_then(|l| l.strip_prefix("ref ")) {
         remove_ref_locks(git_dir, &dirs.common_dir, update);
     }
-    if let (Some(ino), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
-        && meta.is_file()
-        && meta.ino() == ino
+    if let (Some(line), Ok(meta)) = (recorded, std::fs::symlink_metadata(lock))
+        && crate::repo::file_lock::names(line, &meta)
     {
         tracing::info!("removing the index.lock a killed save left");
         let _ = std::fs::remove_file(lock);

@@ -1031,3 +1031,23 @@ pub fn wait_with_limit(
     let _ = child.kill();
     child.wait_with_output().unwrap()
 }
+
+/// Make the freed inode number `ino` the one the next file made in `dir` gets, where the file
+/// system reuses freed numbers lowest first (ext4, within the folder's group): files are made in
+/// `dir` until one gets `ino` (the lower free numbers are then taken), and that one is removed.
+/// Returns the other files made, to remove once the next file is made. Gives up after 20,000
+/// (other file systems: tmpfs never reuses a number).
+pub fn free_for_the_next_file(dir: &Path, ino: u64) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut made = Vec::new();
+    for i in 0..20_000 {
+        let path = dir.join(format!("filler-{i}"));
+        std::fs::write(&path, b"").unwrap();
+        if std::fs::metadata(&path).unwrap().ino() == ino {
+            std::fs::remove_file(&path).unwrap();
+            return made;
+        }
+        made.push(path);
+    }
+    made
+}
