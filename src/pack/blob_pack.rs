@@ -55,13 +55,20 @@ impl BlobPack {
     /// # Errors
     /// The I/O error of creating it.
     pub fn create(dir: &Path, format: gix::hash::Kind) -> io::Result<Self> {
-        // Read back at the end for the checksum.
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // A new file (a symlink or hard link left in its place is removed, never written
+        // through); read back at the end for the checksum.
+        let path = dir.join(TMP);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(true)
-            .open(dir.join(TMP))?;
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)?;
         let mut out = Counted {
             out: BufWriter::with_capacity(256 << 10, file),
             at: 0,
@@ -194,6 +201,25 @@ impl BlobPack {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A symlink (or hard link) where the temporary pack goes is removed, never written through.
+    #[test]
+    fn a_link_in_the_temporary_packs_place_is_not_written_through() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::write(&outside, "theirs\n").unwrap();
+        let dir = tmp.path().join("objects/pack");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(TMP)).unwrap();
+        BlobPack::create(&dir, gix::hash::Kind::Sha1)
+            .unwrap()
+            .abandon();
+        std::fs::hard_link(&outside, dir.join(TMP)).unwrap();
+        BlobPack::create(&dir, gix::hash::Kind::Sha1)
+            .unwrap()
+            .abandon();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "theirs\n");
+    }
 
     #[test]
     fn a_pack_of_blobs_is_read_back_by_gix() {
