@@ -218,7 +218,7 @@ mod tests {
         BlobPack::create(&dir, gix::hash::Kind::Sha1)
             .unwrap()
             .abandon();
-        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "theirs\n");
+        assert_eq!(crate::fs::read_regular(&outside, false, 64).unwrap(), b"theirs\n");
     }
 
     #[test]
