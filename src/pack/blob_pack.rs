@@ -218,7 +218,10 @@ mod tests {
         BlobPack::create(&dir, gix::hash::Kind::Sha1)
             .unwrap()
             .abandon();
-        assert_eq!(crate::fs::read_regular(&outside, false, 64).unwrap(), b"theirs\n");
+        assert_eq!(
+            crate::fs::read_regular(&outside, false, 64).unwrap(),
+            b"theirs\n"
+        );
     }
 
     #[test]
