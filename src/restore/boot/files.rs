@@ -172,17 +172,21 @@ pub(super) fn write_in_place_part(
         };
         let rel = path.to_path_lossy();
         let full = tree.shown(&rel);
-        let small = gix::objs::FindHeader::try_header(&own, &entry.id)
-            .ok()
-            .flatten()
-            .is_some_and(|h| h.size < opts.limits.big_object_bytes);
+        // Looked up only for a file that is there: a cache boot's work tree has none, and each
+        // header read faults in pages of the pack.
+        let small = || {
+            gix::objs::FindHeader::try_header(&own, &entry.id)
+                .ok()
+                .flatten()
+                .is_some_and(|h| h.size < opts.limits.big_object_bytes)
+        };
         let file = tree
             .open_existing(&rel)
             .ok()
             .and_then(|f| f.metadata().ok().map(|m| (f, m)))
             .filter(|(_, m)| m.is_file());
         let (mut file, before) = match file {
-            Some((file, meta)) if meta.nlink() == 1 && small => (file, meta),
+            Some((file, meta)) if meta.nlink() == 1 && small() => (file, meta),
             Some((_, meta)) if meta.nlink() > 1 => {
                 // Another name of the same file (a template's hard link) keeps its content:
                 // the checkout writes a new file here, never through the link.
