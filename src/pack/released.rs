@@ -21,6 +21,9 @@ pub struct ReleasingObjects {
     format: gix::hash::Kind,
     store: RefCell<gix::OdbHandle>,
     served: Cell<usize>,
+    /// What each read is counted as beyond its bytes: [`WINDOW`] for reads scattered over a pack,
+    /// a page for reads in the pack's order.
+    window: usize,
 }
 
 impl ReleasingObjects {
@@ -35,13 +38,31 @@ impl ReleasingObjects {
             format,
             store: RefCell::new(store),
             served: Cell::new(0),
+            window: WINDOW,
+        })
+    }
+
+    /// [`ReleasingObjects::at`], for reads mostly in the order of the pack (a checkout of every
+    /// file of a tree, from a pack written in the tree's order as `pack-objects` writes it): each
+    /// read is counted as its bytes and a page, not a fault-around window, as most reads land in
+    /// the window the previous one faulted in. Counted as scattered, the bench's cache boot
+    /// (24,141 files) opened a store every ~120 files, 200 in all, for about 0.1 s of CPU.
+    /// Reads that are scattered after all leave at most [`RELEASE_EVERY`]'s worth of reads times
+    /// the window resident, never more than the packs they read.
+    ///
+    /// # Errors
+    /// The store's failure to open.
+    pub fn in_pack_order(dir: PathBuf, format: gix::hash::Kind) -> std::io::Result<Self> {
+        Ok(ReleasingObjects {
+            window: 4 << 10,
+            ..Self::at(dir, format)?
         })
     }
 
     /// Count `bytes` read, replacing the store once enough were (keeping it when a new one does
     /// not open: its pages stay, nothing else changes).
     fn note(&self, bytes: usize) {
-        let served = self.served.get() + bytes + WINDOW;
+        let served = self.served.get() + bytes + self.window;
         if served < RELEASE_EVERY {
             self.served.set(served);
             return;

@@ -240,7 +240,7 @@ impl Spooled {
         let mut out = BufWriter::with_capacity(CHUNK, file);
         out.seek(io::SeekFrom::Start(self.entries_end))
             .map_err(|e| io_err("appending the delta bases to the pack", e))?;
-        let (mut buf, mut writer) = (Vec::new(), None);
+        let mut buf = Vec::new();
         // Used once at most: the copy frees it. A second completion (some bases turned out to be
         // the pack's own) has fewer bases, so it reads them from `local` again.
         let ready = self.prepared.as_ref().filter(|p| p.holds_exactly(bases));
@@ -258,9 +258,7 @@ impl Spooled {
                          (another git ran in it?): run the command again"
                     )))
                 })?;
-            writer
-                .get_or_insert_with(BaseWriter::new)
-                .write_entry(&mut out, object.kind, object.data)
+            write_whole_entry(&mut out, object.kind, object.data)
                 .map_err(|e| io_err("appending the delta bases to the pack", e))?;
         }
         let end = out
@@ -334,7 +332,6 @@ struct Prepared {
     /// The bases written, in their order in the file.
     ids: Vec<ObjectId>,
     buf: Vec<u8>,
-    writer: BaseWriter,
 }
 
 impl Prepared {
@@ -348,7 +345,6 @@ impl Prepared {
             out,
             ids: Vec::new(),
             buf: Vec::new(),
-            writer: BaseWriter::new(),
         })
     }
 
@@ -371,8 +367,7 @@ impl Prepared {
         let Ok(Some(object)) = local.try_find(&id, &mut self.buf) else {
             return Ok(());
         };
-        self.writer
-            .write_entry(&mut self.out, object.kind, object.data)?;
+        write_whole_entry(&mut self.out, object.kind, object.data)?;
         self.ids.push(id);
         Ok(())
     }
@@ -414,55 +409,65 @@ fn copy_freeing(side: &std::fs::File, out: &mut impl Write) -> io::Result<()> {
     }
 }
 
-/// Writes the delta bases as whole pack entries (the type-and-size header, then the data as a
-/// zlib stream), through one deflater at the fast level (as `index-pack --fix-thin` with
-/// `core.compression=1`) reset between bases. A fresh encoder for each base (zeroing its
-/// ~300 KiB of state every time) was most of the completion's CPU; stored (uncompressed) blocks
-/// cost none but left the pack larger by the bases' compression (the bench's boot 30 commits
-/// apart: 11.9 MiB instead of 7.5), all of it resident while the pack is indexed and read.
-struct BaseWriter {
-    z: flate2::Compress,
-    /// Deflated bytes on their way to the pack, `CHUNK` at most at a time.
-    chunk: Vec<u8>,
+/// One pack entry holding `data` whole: the type-and-size header, then `data` as a zlib stream.
+fn write_whole_entry(out: &mut dyn Write, kind: gix::objs::Kind, data: &[u8]) -> io::Result<()> {
+    use gix::objs::Kind;
+    let header = match kind {
+        Kind::Blob => Header::Blob,
+        Kind::Tree => Header::Tree,
+        Kind::Commit => Header::Commit,
+        Kind::Tag => Header::Tag,
+    };
+    header.write_to(data.len() as u64, out)?;
+    write_stored_zlib(out, data)
 }
 
-impl BaseWriter {
-    fn new() -> Self {
-        BaseWriter {
-            z: flate2::Compress::new(flate2::Compression::fast(), true),
-            chunk: Vec::with_capacity(CHUNK),
-        }
-    }
+/// The largest stored deflate block (RFC 1951 3.2.4: LEN is 16 bits).
+const STORED_BLOCK: usize = 0xffff;
 
-    /// One entry of `kind` holding `data` whole, written to `out`.
-    fn write_entry(
-        &mut self,
-        out: &mut dyn Write,
-        kind: gix::objs::Kind,
-        data: &[u8],
-    ) -> io::Result<()> {
-        use gix::objs::Kind;
-        let header = match kind {
-            Kind::Blob => Header::Blob,
-            Kind::Tree => Header::Tree,
-            Kind::Commit => Header::Commit,
-            Kind::Tag => Header::Tag,
-        };
-        header.write_to(data.len() as u64, out)?;
-        self.z.reset();
-        loop {
-            self.chunk.clear();
-            let read = usize::try_from(self.z.total_in()).map_err(io::Error::other)?;
-            let status = self
-                .z
-                .compress_vec(&data[read..], &mut self.chunk, flate2::FlushCompress::Finish)
-                .map_err(io::Error::other)?;
-            out.write_all(&self.chunk)?;
-            if status == flate2::Status::StreamEnd {
-                return Ok(());
-            }
-        }
+/// `data` as a zlib stream of stored (uncompressed) deflate blocks (RFC 1950, RFC 1951 3.2.4), as
+/// `index-pack --fix-thin` writes with `core.compression=0`. The pack stays on this machine and
+/// the bases are on the boot's path after the pack's last byte: deflating them (even at the fast
+/// level, whose every stream zeroes a fresh 200 KiB state) cost more than the whole rest of the
+/// completion, and every later read of a base (the indexing just after, the switch's files)
+/// inflated them again. Stored, each costs a copy and an Adler-32 both ways; the pack is larger
+/// by the bases' compression (the received deltas stay as the server compressed them).
+fn write_stored_zlib(out: &mut dyn Write, data: &[u8]) -> io::Result<()> {
+    // CMF 0x78 (deflate, 32 KiB window), FLG 0x01: no dictionary, level "fastest", and
+    // 0x7801 a multiple of 31 (FCHECK).
+    out.write_all(&[0x78, 0x01])?;
+    let mut blocks = data.chunks(STORED_BLOCK).peekable();
+    if blocks.peek().is_none() {
+        // An empty object: one final, empty stored block.
+        out.write_all(&[0x01, 0x00, 0x00, 0xff, 0xff])?;
     }
+    while let Some(block) = blocks.next() {
+        let last = u8::from(blocks.peek().is_none());
+        let len = u16::try_from(block.len()).expect("a stored block is at most 0xffff bytes");
+        // BFINAL and BTYPE 00 in the first three bits, the rest of the byte padding.
+        out.write_all(&[last])?;
+        out.write_all(&len.to_le_bytes())?;
+        out.write_all(&(!len).to_le_bytes())?;
+        out.write_all(block)?;
+    }
+    out.write_all(&adler32(data).to_be_bytes())
+}
+
+/// The Adler-32 checksum of `data` (RFC 1950 8.2).
+fn adler32(data: &[u8]) -> u32 {
+    const MOD: u32 = 65_521;
+    // The most bytes summed before `b` could overflow 32 bits (zlib's NMAX).
+    const NMAX: usize = 5552;
+    let (mut a, mut b) = (1u32, 0u32);
+    for chunk in data.chunks(NMAX) {
+        for &byte in chunk {
+            a += u32::from(byte);
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    (b << 16) | a
 }
 
 /// The hash (`format`'s) of the first `len` bytes of `file`, read `CHUNK` bytes at a time.
@@ -554,40 +559,48 @@ fn name_missing(err: ReceiveError, missing: &[ObjectId]) -> ReceiveError {
 mod tests {
     use super::*;
 
+    fn inflated(stream: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(stream), &mut out)
+            .expect("a valid zlib stream");
+        out
+    }
+
     #[test]
-    fn bases_written_by_one_reused_deflater_inflate_to_their_data() {
-        // Incompressible bytes past two output chunks, then compressible ones, then nothing: each
-        // entry's stream is whole and its own after the previous one left the encoder mid-way.
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let noise: Vec<u8> = (0..3 * CHUNK)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed as u8
-            })
+    fn stored_zlib_streams_inflate_to_their_data_at_every_block_boundary() {
+        let big: Vec<u8> = (0..3 * STORED_BLOCK + 17)
+            .map(|i| (i * 7 % 251) as u8)
             .collect();
-        let text: Vec<u8> = (0..200_000).map(|i| b"abcdefgh"[i % 8]).collect();
-        let mut writer = BaseWriter::new();
-        for data in [&noise[..], &text[..], &[][..], &b"x"[..], &noise[..100]] {
-            let mut entry = Vec::new();
-            writer
-                .write_entry(&mut entry, gix::objs::Kind::Blob, data)
-                .unwrap();
-            let mut header = Vec::new();
-            let header_len = Header::Blob.write_to(data.len() as u64, &mut header).unwrap();
-            assert_eq!(entry[..header_len], header[..], "{} bytes", data.len());
-            let stream = &entry[header_len..];
-            let mut z = flate2::read::ZlibDecoder::new(stream);
-            let mut out = Vec::new();
-            io::Read::read_to_end(&mut z, &mut out).expect("a valid zlib stream");
-            assert_eq!(out, data, "{} bytes", data.len());
-            assert_eq!(z.total_in() as usize, stream.len(), "{} bytes", data.len());
+        for len in [
+            0,
+            1,
+            100,
+            STORED_BLOCK - 1,
+            STORED_BLOCK,
+            STORED_BLOCK + 1,
+            big.len(),
+        ] {
+            let data = &big[..len];
+            let mut stream = Vec::new();
+            write_stored_zlib(&mut stream, data).unwrap();
+            assert_eq!(inflated(&stream), data, "{len} bytes");
+            let blocks = len.div_ceil(STORED_BLOCK).max(1);
+            assert_eq!(stream.len(), 2 + 5 * blocks + len + 4, "{len} bytes");
         }
-        let mut entry = Vec::new();
-        writer
-            .write_entry(&mut entry, gix::objs::Kind::Blob, &text)
+    }
+
+    #[test]
+    fn adler32_is_zlibs() {
+        // RFC 1950's example value for "Wikipedia", and the checksum of nothing.
+        assert_eq!(adler32(b"Wikipedia"), 0x11E6_0398);
+        assert_eq!(adler32(b""), 1);
+        // Past NMAX bytes of 0xff, where an unreduced sum would overflow.
+        let ff = vec![0xffu8; 100_000];
+        let mut z = flate2::Compress::new(flate2::Compression::fast(), true);
+        let mut out = Vec::with_capacity(200_000);
+        z.compress_vec(&ff, &mut out, flate2::FlushCompress::Finish)
             .unwrap();
-        assert!(entry.len() < text.len() / 10, "deflated: {} bytes", entry.len());
+        let tail: [u8; 4] = out[out.len() - 4..].try_into().unwrap();
+        assert_eq!(adler32(&ff), u32::from_be_bytes(tail));
     }
 }
