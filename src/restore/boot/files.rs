@@ -34,16 +34,27 @@ pub(super) fn remove_files(tree: &Tree, paths: &[PathBuf]) -> Result<()> {
 }
 
 /// The repository's objects through a store of their own, replaced every few MiB read
-/// ([`crate::pack::ReleasingObjects`], counted as reads in the pack's order: the checkout's
-/// paths follow the tree as the packs do): the switch reads blobs from all over the packs (every
-/// blob of `TIP_SHA`'s tree on a cache boot, the changed files' bases at the new pack's end on a
-/// baked boot), and the repository's own store keeps every page a read made resident until the
-/// boot ends (the bench's cache boot: 25 MiB of the template's pack and 12 MiB of the new one;
-/// its baked boot: 11 MiB of the new one).
-pub(super) fn releasing(repo: &gix::Repository) -> Result<crate::pack::ReleasingObjects> {
+/// ([`crate::pack::ReleasingObjects`]): the switch reads blobs from all over the packs (every
+/// blob of `TIP_SHA`'s tree on a cache boot, the changed files' deltas and their bases at the
+/// new pack's end on a baked boot), and the repository's own store keeps every page a read made
+/// resident until the boot ends (the bench's cache boot: 25 MiB of the template's pack and
+/// 12 MiB of the new one; its baked boot: 11 MiB of the new one). `in_order`: the reads follow
+/// the tree, as the template's pack does (the files a cache boot writes: every file of the
+/// tree), not scattered (the changed files a baked boot rewrites and the trees it reads, whose
+/// deltas and bases are apart in the new pack: counted as in order, they left all 11 MiB of it
+/// resident).
+pub(super) fn releasing(
+    repo: &gix::Repository,
+    in_order: bool,
+) -> Result<crate::pack::ReleasingObjects> {
     let dir = repo.objects.store_ref().path().to_owned();
-    crate::pack::ReleasingObjects::in_pack_order(dir.clone(), repo.object_hash())
-        .map_err(|e| Error::io(format!("opening the objects of {}", dir.display()), e))
+    let (format, at) = (repo.object_hash(), dir.clone());
+    let opened = if in_order {
+        crate::pack::ReleasingObjects::in_pack_order(at, format)
+    } else {
+        crate::pack::ReleasingObjects::at(at, format)
+    };
+    opened.map_err(|e| Error::io(format!("opening the objects of {}", dir.display()), e))
 }
 
 /// Write `paths` (entries of `index`) through the tree's handle — symlinks, exec bits,
@@ -79,7 +90,7 @@ pub(super) fn write_files(
     let mut form = super::super::write::WorktreeForm::new(repo, index)?;
     let mut writer =
         super::super::write::Writer::new(tree, super::super::write::Overwrite { files: true });
-    let own = releasing(repo)?;
+    let own = releasing(repo, true)?;
     writer.write_entries(
         &mut part,
         &super::super::verify::Verified(&own),
@@ -155,7 +166,7 @@ pub(super) fn write_in_place_part(
 ) -> Result<InPlace> {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let mut form = super::super::write::WorktreeForm::new(repo, index)?;
-    let own = releasing(repo)?;
+    let own = releasing(repo, false)?;
     let mut done = InPlace {
         rest: Vec::new(),
         stats: Vec::with_capacity(entries.len()),

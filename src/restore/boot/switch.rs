@@ -37,7 +37,7 @@ pub(super) fn switch(
     // dropped when done: a cache boot reads every object of `TIP_SHA`'s tree from all over the
     // template's pack and the new one, whose every page would stay resident in the
     // repository's mapping that read them.
-    let own = super::files::releasing(repo)?;
+    let own = super::files::releasing(repo, false)?;
     let objects = super::super::verify::Verified(&own);
     let tip_tree = super::super::verify::commit(&objects, opts.tip)?;
     let mut index =
