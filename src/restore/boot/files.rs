@@ -91,11 +91,7 @@ pub(super) fn write_files(
     let mut writer =
         super::super::write::Writer::new(tree, super::super::write::Overwrite { files: true });
     let own = releasing(repo, true)?;
-    writer.write_entries(
-        &mut part,
-        &super::super::verify::Verified(&own),
-        &mut form,
-    )?;
+    writer.write_entries(&mut part, &super::super::verify::Verified(&own), &mut form)?;
     Ok(Some(part))
 }
 
@@ -213,15 +209,14 @@ pub(super) fn write_in_place_part(
                 continue;
             }
         };
-        let blob = gix::objs::Find::try_find(
-            &super::super::verify::Verified(&own),
-            &entry.id,
-            &mut buf,
-        )
-        .map_err(|e| Error::from_chain(format!("reading {}", entry.id), &e))?
-        .ok_or_else(|| Error::Integrity(format!("blob {} of '{path}' is missing", entry.id)))?
-        .data
-        .to_vec();
+        let blob =
+            gix::objs::Find::try_find(&super::super::verify::Verified(&own), &entry.id, &mut buf)
+                .map_err(|e| Error::from_chain(format!("reading {}", entry.id), &e))?
+                .ok_or_else(|| {
+                    Error::Integrity(format!("blob {} of '{path}' is missing", entry.id))
+                })?
+                .data
+                .to_vec();
         let data = form.convert(blob, path)?;
         let io = |e| Error::io(format!("writing {}", full.display()), e);
         std::io::Write::write_all(&mut file, &data).map_err(io)?;
@@ -283,9 +278,8 @@ mod tests {
             .tree_id()
             .unwrap()
             .detach();
-        let index =
-            super::super::super::checkout::index_from_tree(&repo, &objects, tree, u64::MAX)
-                .unwrap();
+        let index = super::super::super::checkout::index_from_tree(&repo, &objects, tree, u64::MAX)
+            .unwrap();
         let paths: Vec<BString> = index
             .entries()
             .iter()
