@@ -27,4 +27,6 @@ pub use map::{ReleasingMap, SharedMap};
 pub use objects::{BigBlob, Compared, PackObjects};
 pub use receive::{Received, receive};
 pub use released::ReleasingObjects;
+#[cfg(test)]
+pub(crate) use released::fixture;
 pub use thin::receive_thin;

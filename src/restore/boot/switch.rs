@@ -32,11 +32,17 @@ pub(super) fn switch(
 ) -> Result<Switched> {
     let started = std::time::Instant::now();
     let ms = || started.elapsed().as_millis();
-    // Every object read from the template's packs is checked against its id.
-    let objects = super::super::verify::Verified(&repo.objects);
+    // Every object read from the template's packs is checked against its id. The trees (and
+    // below, the blobs) are read through stores of the switch's own, replaced every few MiB and
+    // dropped when done: a cache boot reads every object of `TIP_SHA`'s tree from all over the
+    // template's pack and the new one, whose every page would stay resident in the
+    // repository's mapping that read them.
+    let own = super::files::releasing(repo, false)?;
+    let objects = super::super::verify::Verified(&own);
     let tip_tree = super::super::verify::commit(&objects, opts.tip)?;
     let mut index =
         checkout::index_from_tree(repo, &objects, tip_tree, opts.limits.max_tree_entries)?;
+    drop(own);
     tracing::debug!("switch: the index of {} built after {} ms", opts.tip, ms());
     let gitlinks =
         checkout::require_blobs(&index, |id| gix::objs::Exists::exists(&repo.objects, id))?;
