@@ -222,8 +222,8 @@ pub(crate) mod fixture {
 
 #[cfg(test)]
 mod tests {
-    use super::fixture::{big_pack, resident_kib};
     use super::*;
+    use crate::pack::released::fixture::{big_pack, resident_kib};
 
     /// Reading 40 MiB of objects scattered over a pack leaves at most about one store's share of
     /// it resident (gix's own store keeps every page a read touched: the baked boot's 24 of the
@@ -232,7 +232,7 @@ mod tests {
     #[test]
     fn objects_read_leave_at_most_one_stores_share_of_the_pack_resident() {
         let tmp = tempfile::tempdir().unwrap();
-        let super::fixture::BigPack {
+        let crate::pack::released::fixture::BigPack {
             objects,
             pack,
             blobs: ids,
