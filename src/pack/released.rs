@@ -108,7 +108,8 @@ impl gix::objs::FindHeader for ReleasingObjects {
 pub(crate) mod fixture {
     use std::path::{Path, PathBuf};
 
-    /// Resident KiB of this process's mappings of files whose name ends with `suffix`.
+    /// Resident KiB of this process's mappings of files whose name ends with `suffix` (give the
+    /// whole path: tests running at once make packs of the same content, so of the same name).
     pub(crate) fn resident_kib(suffix: &str) -> u64 {
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
         let (mut ours, mut kib) = (false, 0);
@@ -135,6 +136,17 @@ pub(crate) mod fixture {
         pub(crate) blobs: Vec<gix::ObjectId>,
         /// A commit whose tree holds every blob, as `f1` to `f320`.
         pub(crate) commit: gix::ObjectId,
+    }
+
+    impl BigPack {
+        /// The pack's whole path, as the process's mappings name it.
+        pub(crate) fn path(&self) -> String {
+            self.objects
+                .join("pack")
+                .join(&self.pack)
+                .display()
+                .to_string()
+        }
     }
 
     /// A pack of 40 MiB of incompressible blobs (320 of 128 KiB) and a commit of them all, in a
@@ -232,12 +244,13 @@ mod tests {
     #[test]
     fn objects_read_leave_at_most_one_stores_share_of_the_pack_resident() {
         let tmp = tempfile::tempdir().unwrap();
+        let big = big_pack(tmp.path(), true);
+        let pack = big.path();
         let crate::pack::released::fixture::BigPack {
             objects,
-            pack,
             blobs: ids,
             ..
-        } = big_pack(tmp.path(), true);
+        } = big;
         let mut buf = Vec::new();
         {
             use gix::objs::Find as _;

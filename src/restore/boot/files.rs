@@ -286,13 +286,13 @@ mod tests {
             .map(|e| e.path(&index).to_owned())
             .collect();
         assert_eq!(paths.len(), big.blobs.len());
-        let before = resident_kib(&big.pack);
+        let before = resident_kib(&big.path());
         let work = Tree::open(tmp.path()).unwrap();
         let written = write_files(&repo, &work, &index, &paths, &[]).unwrap();
         assert_eq!(written.map(|w| w.entries().len()), Some(paths.len()));
         let len = std::fs::metadata(tmp.path().join("f320")).unwrap().len();
         assert_eq!(len, 128 << 10);
-        let after = resident_kib(&big.pack);
+        let after = resident_kib(&big.path());
         assert!(
             after <= before + 1024,
             "{after} KiB of the pack resident after the writes ({before} before)"
