@@ -86,7 +86,7 @@ impl FileLock {
         let name = locked.name();
         let path = target.with_file_name(format!("{name}.lock"));
         let record_path = dir.join(locked.record());
-        let record = open_record(&record_path)?;
+        let record = open_record(&record_path, "run the command again")?;
         crate::clock::lock(
             &record,
             &record_path,
@@ -189,7 +189,14 @@ impl Drop for FileLock {
     }
 }
 
-fn open_record(path: &Path) -> Result<File> {
+/// Open (or create, mode 0600) the lock record at `path`, refused when it is a symlink, not a
+/// regular file or a hard link (it is written in place); `then`: what the refusal's hint says to
+/// do once it is removed.
+///
+/// # Errors
+/// [`Error::Conflict`]-kind refusals of [`crate::fs::state::refused`]; local I/O errors.
+pub fn open_record(path: &Path, then: &str) -> Result<File> {
+    let hint = format!("remove it, then {then}");
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -200,11 +207,7 @@ fn open_record(path: &Path) -> Result<File> {
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
-                crate::fs::state::refused(
-                    path,
-                    "a symlink",
-                    "remove it, then run the command again",
-                )
+                crate::fs::state::refused(path, "a symlink", &hint)
             } else {
                 Error::io(format!("opening {}", path.display()), e)
             }
@@ -212,11 +215,7 @@ fn open_record(path: &Path) -> Result<File> {
     // O_RDWR opens a FIFO without waiting, but reading the record would wait forever.
     let meta = file.metadata().ok().filter(std::fs::Metadata::is_file);
     let Some(meta) = meta else {
-        return Err(crate::fs::state::refused(
-            path,
-            "not a regular file",
-            "remove it, then run the command again",
-        ));
+        return Err(crate::fs::state::refused(path, "not a regular file", &hint));
     };
     // Written in place: a hard link (to a file outside the tree, made by whoever built the
     // template) would have it emptied and overwritten, as root when the tree is root's.
@@ -224,7 +223,7 @@ fn open_record(path: &Path) -> Result<File> {
         return Err(crate::fs::state::refused(
             path,
             "a hard link (the file has other names)",
-            "remove it, then run the command again",
+            &hint,
         ));
     }
     Ok(file)

@@ -187,38 +187,7 @@ impl Drop for IndexLock {
 /// `flock` is free unless a save of an older version runs without it: then wait like it.
 fn open_record(git_dir: &Path) -> Result<File> {
     let path = git_dir.join(RECORD);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                crate::fs::state::refused(&path, "a symlink", "remove it, then save again")
-            } else {
-                Error::io(format!("opening {}", path.display()), e)
-            }
-        })?;
-    // O_RDWR opens a FIFO without waiting, but a read would wait forever.
-    let meta = file.metadata().ok().filter(std::fs::Metadata::is_file);
-    let Some(meta) = meta else {
-        return Err(crate::fs::state::refused(
-            &path,
-            "not a regular file",
-            "remove it, then save again",
-        ));
-    };
-    // Written in place: a hard link would have the file it shares emptied and overwritten.
-    if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
-        return Err(crate::fs::state::refused(
-            &path,
-            "a hard link (the file has other names)",
-            "remove it, then save again",
-        ));
-    }
+    let file = crate::repo::file_lock::open_record(&path, "save again")?;
     crate::clock::lock(&file, &path, "a save of an older git-session")?;
     Ok(file)
 }
