@@ -440,14 +440,13 @@ fn a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives() {
     );
 }
 
-/// A delta whose base came more than the early checkout's cache of bases before it (8 MiB of
-/// objects in between): the observer cannot name it, and that one entry is decoded from the pack
-/// written instead of gix-pack indexing the whole pack again (the debug log says which);
-/// `git fsck` and `git verify-pack` check the index written.
-#[test]
-fn a_delta_far_from_its_base_is_named_from_the_pack() {
-    let body =
-        "a line that both versions of the file share, long enough to be worth a delta\n".repeat(60);
+/// A restore of `a.txt` (the base, `body` repeated `times` and a few lines more), five files of
+/// random text (9.5 MB: more than the early checkout's 8 MiB cache of bases) and `z.txt` (a delta
+/// of `a.txt`), in that order in the pack; its debug log. `git fsck` (`assert_restored`) and
+/// `git verify-pack` check the tree and the index written.
+fn restore_far_delta(times: usize) -> String {
+    let body = "a line that both versions of the file share, long enough to be worth a delta\n"
+        .repeat(times);
     let base = format!("{body}and a few more lines in the bigger one\n").repeat(2);
     let mut seed = 7u64;
     let mut filler = |n: usize| {
@@ -492,17 +491,44 @@ fn a_delta_far_from_its_base_is_named_from_the_pack() {
     let child = h.spawn(&dir, &[("RUST_LOG", "git_session=debug")]);
     let (code, out) = h.wait(child);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("1 without their base at hand"), "{out}");
-    assert!(
-        out.contains("1 entries the observer could not name decoded from the pack"),
-        "{out}"
-    );
     assert!(out.contains("indexed from the 9 ids"), "{out}");
     h.assert_restored(&dir);
     let verified = verify_pack(&h.w, &dir);
     assert!(
         verified.contains("chain length = 1: 1 object"),
         "{verified}"
+    );
+    out
+}
+
+/// A delta whose base came more than the early checkout's cache of bases before it: the base is
+/// read back from the pack written so far while the rest is on the wire, so the delta's file is
+/// written early like the others and nothing is left to decode after the last byte (it used to be
+/// decoded twice there: to name it for the index, then to check it out).
+#[test]
+fn a_delta_far_from_its_base_is_resolved_while_the_pack_streams_in() {
+    let out = restore_far_delta(60);
+    assert!(
+        out.contains("(1 bases read back from the pack), 0 without their base at hand"),
+        "{out}"
+    );
+    assert!(out.contains("early checkout: 7 files written"), "{out}");
+    assert!(!out.contains("could not name"), "{out}");
+}
+
+/// A delta whose base is over what the early checkout collects (2 MiB): never held, not read
+/// back either, so that one entry is decoded from the pack after the last byte instead of
+/// gix-pack indexing the whole pack again (the debug log says which).
+#[test]
+fn a_delta_whose_base_the_observer_never_held_is_named_from_the_pack() {
+    let out = restore_far_delta(16_000);
+    assert!(
+        out.contains("(0 bases read back from the pack), 1 without their base at hand"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 entries the observer could not name decoded from the pack"),
+        "{out}"
     );
 }
 
@@ -512,7 +538,8 @@ crate::sha256_too!(
     a_kill_during_the_early_checkout_is_completed_by_the_rerun,
     a_restore_refused_after_files_were_written_early_leaves_nothing,
     a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives,
-    a_delta_far_from_its_base_is_named_from_the_pack,
+    a_delta_far_from_its_base_is_resolved_while_the_pack_streams_in,
+    a_delta_whose_base_the_observer_never_held_is_named_from_the_pack,
 );
 
 /// `git verify-pack -v` of the restored tree's one pack (git checks it; its lines are returned).

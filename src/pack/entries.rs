@@ -46,6 +46,9 @@ pub struct BigObject {
 pub trait EntryObserver: std::fmt::Debug {
     /// A pack begins (a retried fetch starts over): offsets seen before mean nothing now.
     fn begin(&self);
+    /// Right after [`EntryObserver::begin`], where the entries that passed can be read again
+    /// (a delta whose base the observer no longer holds).
+    fn pack_so_far(&self, _pack: super::so_far::PackSoFar) {}
     /// Whether it wants the inflated data of an entry of `size` bytes (an object's content, or a
     /// delta's instructions): only such entries are collected, so this bounds the memory.
     fn wants(&self, size: u64) -> bool;

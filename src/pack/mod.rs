@@ -16,6 +16,7 @@ mod map;
 pub mod objects;
 pub mod receive;
 mod released;
+mod so_far;
 pub mod thin;
 
 pub use entries::EntryObserver;
@@ -29,4 +30,5 @@ pub use receive::{Received, receive};
 pub use released::ReleasingObjects;
 #[cfg(test)]
 pub(crate) use released::fixture;
+pub use so_far::PackSoFar;
 pub use thin::receive_thin;

@@ -170,7 +170,7 @@ pub(super) fn local_io(pack_dir: &Path, what: &str, e: io::Error) -> ReceiveErro
     ))
 }
 
-pub(super) type PackWriter = Arc<Mutex<BufWriter<std::fs::File>>>;
+pub(super) use super::so_far::PackWriter;
 
 /// Stream the pack's entries from `stream` into gix-pack's index writer, which resolves the
 /// deltas through a [`ReleasingMap`] of the pack file `writer` fills; big objects held back by
@@ -236,6 +236,7 @@ fn index(
         .map_err(|e| local_io(pack_dir, "writing the pack index", e))?;
     drop(out);
     drop(entries);
+    tracing::debug!("pack: every entry read");
     let learned = std::mem::take(&mut *learned.borrow_mut());
     // Objects held back from gix-pack (over the big-object threshold) go into the index too.
     let outcome = if learned.big.is_empty() {
@@ -265,6 +266,11 @@ fn index_observed(
 ) -> Result<(gix_pack::index::write::Outcome, super::entries::Learned), ReceiveError> {
     let (entries, learned) = super::entries::EntryStream::new(stream, limits, pack_dir, format)?;
     let mut entries = entries.observed(Some(observer));
+    observer.pack_so_far(super::so_far::PackSoFar::new(
+        writer.clone(),
+        data_tmp.path().to_owned(),
+        format,
+    ));
     // Grown as entries arrive: the header's count is only a claim.
     let mut crcs: Vec<(u64, u32)> = Vec::new();
     for entry in &mut entries {
@@ -283,6 +289,7 @@ fn index_observed(
         }
     }
     drop(entries);
+    tracing::debug!("pack: every entry read");
     let learned = std::mem::take(&mut *learned.borrow_mut());
     let trailer = learned
         .trailer

@@ -80,6 +80,10 @@ pub fn checkout(
     let mut writer = super::write::Writer::new(tree, super::write::Overwrite { files: overwrite })
         .with_failpoints();
     writer.write_entries_in_parallel(repo, index, &objects, &stack)?;
+    tracing::debug!(
+        "checkout: {} entries written after the early ones",
+        index.entries().len()
+    );
     for file in big {
         before_big_file(Path::new(std::ffi::OsStr::from_bytes(&file.path)))?;
         let stat = write_big_file(&mut writer, &file, &objects)?;

@@ -148,6 +148,12 @@ impl EntryObserver for EarlyCheckout {
         }
     }
 
+    fn pack_so_far(&self, pack: crate::pack::PackSoFar) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Message::Pack(pack));
+        }
+    }
+
     fn wants(&self, size: u64) -> bool {
         self.tx.is_some() && size <= MAX_ENTRY_BYTES
     }

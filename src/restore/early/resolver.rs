@@ -20,6 +20,8 @@ use super::writer::{Data, Job};
 /// What the pack stream, through [`super::EarlyCheckout`], sends the resolver, in order.
 pub(super) enum Message {
     Begin,
+    /// Where the entries that passed can be read again (a delta's base no longer cached).
+    Pack(crate::pack::PackSoFar),
     Entry {
         offset: u64,
         header: Header,
@@ -77,6 +79,8 @@ pub(super) struct Resolver {
     /// Bytes waiting for the writer: over [`QUEUE_BYTES`], files are left to the later checkout.
     writing: Arc<AtomicUsize>,
     cache: Cache,
+    /// The pack written so far, for the bases the cache no longer holds.
+    pack: Option<crate::pack::PackSoFar>,
     /// Every entry's object, by offset: the pack's index when it is complete.
     ids: Vec<(u64, gix::ObjectId)>,
     /// Trees named by the commit or a used tree, not seen yet: their folders.
@@ -92,8 +96,9 @@ pub(super) struct Resolver {
     rules: HashMap<gix::ObjectId, Rules>,
     /// Paths handed to the writer.
     sent: HashSet<BString>,
-    /// Deltas resolved, deltas whose base was not at hand, files left (writer behind).
-    counts: (usize, usize, usize),
+    /// Deltas resolved, deltas whose base was not at hand, files left (writer behind), bases
+    /// read back from the pack so far.
+    counts: (usize, usize, usize, usize),
     /// What the paths named so far cost (see [`PATH_BYTES`]); never lowered.
     path_bytes: usize,
 }
@@ -111,6 +116,7 @@ impl Resolver {
             jobs,
             writing,
             cache: Cache::default(),
+            pack: None,
             ids: Vec::new(),
             trees: HashMap::new(),
             seen_trees: HashMap::new(),
@@ -119,7 +125,7 @@ impl Resolver {
             attributes: HashMap::new(),
             rules: HashMap::new(),
             sent: HashSet::new(),
-            counts: (0, 0, 0),
+            counts: (0, 0, 0, 0),
             path_bytes: 0,
         }
     }
@@ -129,8 +135,10 @@ impl Resolver {
             match message {
                 Message::Begin => {
                     self.cache = Cache::default();
+                    self.pack = None;
                     self.ids.clear();
                 }
+                Message::Pack(pack) => self.pack = Some(pack),
                 Message::Entry {
                     offset,
                     header,
@@ -149,10 +157,12 @@ impl Resolver {
             }
         }
         tracing::debug!(
-            "early checkout: {} objects named; {} deltas resolved, {} without their base at \
-             hand; {} files left to the checkout after the transfer (the writer was behind)",
+            "early checkout: {} objects named; {} deltas resolved ({} bases read back from the \
+             pack), {} without their base at hand; {} files left to the checkout after the \
+             transfer (the writer was behind)",
             self.ids.len(),
             self.counts.0,
+            self.counts.3,
             self.counts.1,
             self.counts.2
         );
@@ -161,10 +171,11 @@ impl Resolver {
     fn entry(&mut self, offset: u64, header: Header, data: Vec<u8>) {
         let (kind, data): (_, Data) = match header {
             Header::OfsDelta { base_distance } => {
-                let Some((kind, base)) = offset
-                    .checked_sub(base_distance)
-                    .and_then(|b| self.cache.objects.get(&b))
-                else {
+                let base = offset.checked_sub(base_distance);
+                if let Some(b) = base.filter(|b| !self.cache.objects.contains_key(b)) {
+                    self.read_back(b);
+                }
+                let Some((kind, base)) = base.and_then(|b| self.cache.objects.get(&b)) else {
                     self.counts.1 += 1;
                     return;
                 };
@@ -191,6 +202,20 @@ impl Resolver {
         self.ids.push((offset, id));
         self.object(id, kind, &data);
         self.cache.insert(offset, kind, data);
+    }
+
+    /// The base at `offset`, evicted from the cache (or never given: over
+    /// [`MAX_ENTRY_BYTES`]), read back from the pack written so far into the cache.
+    fn read_back(&mut self, offset: u64) {
+        let Some((kind, data)) = self
+            .pack
+            .as_ref()
+            .and_then(|p| p.object_at(offset, MAX_ENTRY_BYTES))
+        else {
+            return;
+        };
+        self.counts.3 += 1;
+        self.cache.insert(offset, kind, Arc::new(data));
     }
 
     fn object(&mut self, id: gix::ObjectId, kind: gix::objs::Kind, data: &Data) {
