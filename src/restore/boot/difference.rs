@@ -105,63 +105,16 @@ pub(super) fn fetch_difference(
         })
         .transpose()?;
     let (remote_tip, fetched) = std::thread::scope(|scope| {
-        let lookup = scope.spawn(|| match connected.tip {
-            // The posted ls-refs answered it.
-            Some(tip) => Ok(tip),
-            // Nothing asked yet (`connect::at_once`): the ls-refs goes beside the fetch.
-            None if matches!(
-                caps,
-                fetch::Server::Assumed {
-                    confirmed: false,
-                    ..
-                }
-            ) =>
-            {
-                super::super::connect::lease(http, read, opts)
-            }
-            None => http.with_retries(read, "looking up the session branch", |url| {
-                fetch::ls_ref(http, url, caps, &opts.branch)
-            }),
-        });
+        let lookup = scope.spawn(|| remote_tip(opts, http, read, connected));
         let fetched = if have_tip {
             tracing::info!("{} is here already (an earlier boot fetched it)", opts.tip);
             Ok(None)
-        } else if let Some(local) = &local {
-            let haves = [template.base.id()];
-            let base = fetch::Base {
-                shallow: &shallow,
-                haves: &haves,
-                local,
-            };
-            let thin = http.with_retries(read, "fetching the commit", |url| {
-                fetch::fetch_pack(
-                    http,
-                    url,
-                    caps,
-                    want(opts, &pack_dir, Some(base)),
-                    &interrupt,
-                )
-            });
-            match thin {
-                Err(e) if e.exit_code() == 6 => {
-                    // The cache must never fail a boot: fetch the whole commit instead.
-                    warnings.push(format!(
-                        "the fetch of what changed since the template's base {} failed ({e}): \
-                         fetched the whole commit instead",
-                        template.base
-                    ));
-                    http.with_retries(read, "fetching the commit", |url| {
-                        fetch::fetch_pack(http, url, caps, want(opts, &pack_dir, None), &interrupt)
-                    })
-                    .map(Some)
-                }
-                other => other.map(Some),
-            }
         } else {
-            http.with_retries(read, "fetching the commit", |url| {
-                fetch::fetch_pack(http, url, caps, want(opts, &pack_dir, None), &interrupt)
-            })
-            .map(Some)
+            let thin = local
+                .as_ref()
+                .map(|local| (template, shallow.as_slice(), local));
+            let get = (http, read, caps, &interrupt);
+            fetch_objects(opts, &pack_dir, get, thin, &mut warnings).map(Some)
         };
         let remote_tip = lookup
             .join()
@@ -172,22 +125,109 @@ pub(super) fn fetch_difference(
     if let Some(fetched) = fetched {
         tracing::info!("received {} objects", fetched.objects);
         if let Some(pack) = &fetched.pack_path {
-            let known = already_here(pack, &before, template.object_format)?;
-            // A thin pack holds only new objects, plus at most one appended delta base per
-            // delta; a server that ignored the `have` sends the unchanged objects too.
-            if known > 0 && u64::from(known) * 2 > u64::from(fetched.objects) {
-                warnings.push(format!(
-                    "the server did not use the template's base {} ({known} of the {} objects \
-                     it sent were in the template already): this boot fetched the whole commit; \
-                     bake the template again at a commit the server has",
-                    template.base, fetched.objects
-                ));
-            }
+            warn_if_the_base_was_not_used(pack, &before, template, fetched.objects, &mut warnings)?;
         }
         shallow.extend(fetched.shallow);
     }
     let lease = super::super::plan::lease_from(&opts.branch, opts.tip, remote_tip, &mut warnings);
     Ok((lease, warnings, shallow))
+}
+
+/// The session branch's value on the remote (the lease), beside the fetch.
+fn remote_tip(
+    opts: &RestoreOptions,
+    http: &Http,
+    read: &crate::wire::http::UrlSource,
+    connected: &fetch::Connected,
+) -> Result<Option<FullSha>> {
+    let caps = &connected.server;
+    match connected.tip {
+        // The posted ls-refs answered it.
+        Some(tip) => Ok(tip),
+        // Nothing asked yet (`connect::at_once`): the ls-refs goes beside the fetch.
+        None if matches!(
+            caps,
+            fetch::Server::Assumed {
+                confirmed: false,
+                ..
+            }
+        ) =>
+        {
+            super::super::connect::lease(http, read, opts)
+        }
+        None => http.with_retries(read, "looking up the session branch", |url| {
+            fetch::ls_ref(http, url, caps, &opts.branch)
+        }),
+    }
+}
+
+/// The fetch of `TIP_SHA`: thin against the template's base when `thin` gives it (its shallow
+/// commits and local objects), else the whole commit; a thin fetch the server fails is followed
+/// by the whole commit, with a warning (the cache must never fail a boot).
+fn fetch_objects(
+    opts: &RestoreOptions,
+    pack_dir: &Path,
+    (http, read, caps, interrupt): (
+        &Http,
+        &crate::wire::http::UrlSource,
+        &fetch::Server,
+        &AtomicBool,
+    ),
+    thin: Option<(
+        &TemplateRecord,
+        &[gix::ObjectId],
+        &crate::pack::ReleasingObjects,
+    )>,
+    warnings: &mut Vec<String>,
+) -> Result<fetch::Fetched> {
+    let whole = || {
+        http.with_retries(read, "fetching the commit", |url| {
+            fetch::fetch_pack(http, url, caps, want(opts, pack_dir, None), interrupt)
+        })
+    };
+    let Some((template, shallow, local)) = thin else {
+        return whole();
+    };
+    let haves = [template.base.id()];
+    let base = fetch::Base {
+        shallow,
+        haves: &haves,
+        local,
+    };
+    match http.with_retries(read, "fetching the commit", |url| {
+        fetch::fetch_pack(http, url, caps, want(opts, pack_dir, Some(base)), interrupt)
+    }) {
+        Err(e) if e.exit_code() == 6 => {
+            warnings.push(format!(
+                "the fetch of what changed since the template's base {} failed ({e}): \
+                 fetched the whole commit instead",
+                template.base
+            ));
+            whole()
+        }
+        other => other,
+    }
+}
+
+/// A thin pack holds only new objects, plus at most one appended delta base per delta; a server
+/// that ignored the `have` sent the unchanged objects too: a warning says so.
+fn warn_if_the_base_was_not_used(
+    pack: &Path,
+    before: &[gix::odb::pack::index::File],
+    template: &TemplateRecord,
+    objects: u32,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let known = already_here(pack, before, template.object_format)?;
+    if known > 0 && u64::from(known) * 2 > u64::from(objects) {
+        warnings.push(format!(
+            "the server did not use the template's base {} ({known} of the {objects} objects it \
+             sent were in the template already): this boot fetched the whole commit; bake the \
+             template again at a commit the server has",
+            template.base
+        ));
+    }
+    Ok(())
 }
 
 /// The fetch of `TIP_SHA` into `pack_dir`, thin against `base` when given.

@@ -69,22 +69,7 @@ pub(super) fn switch(
     // The one handle every write into the tree goes through (SPEC rule 7).
     let tree = Tree::open(&opts.dir)
         .map_err(|e| Error::io(format!("opening {}", opts.dir.display()), e))?;
-    remove_files(&tree, &moves.to_remove)?;
-    for dir in &moves.gitlinks_gone {
-        let _ = tree.remove_dir(dir);
-    }
-    for rel in &moves.gitlinks_new {
-        let in_the_way = tree
-            .create_dirs(rel, 0, &mut Vec::new())
-            .map_err(|e| Error::io(format!("creating {}", tree.shown(rel).display()), e))?;
-        if let Some(blocker) = in_the_way {
-            return Err(Error::conflict(format!(
-                "{} is in the way of the submodule folder {}",
-                tree.shown(&blocker).display(),
-                rel.display()
-            )));
-        }
-    }
+    remove_files_and_folders(&tree, &moves)?;
     crate::failpoint::hit("mid-switch");
     tracing::debug!("switch: removed after {} ms", ms());
     let rest = write_in_place(opts, &tree, repo, &index, &moves.to_write, &mut moves.stats)?;
@@ -123,6 +108,27 @@ pub(super) fn switch(
         files: moves.to_write.len() + moves.to_remove.len(),
         warnings,
     })
+}
+
+/// The files the switch removes, the folders of submodules gone, the (empty) folders of new ones.
+fn remove_files_and_folders(tree: &Tree, moves: &super::moves::Moves) -> Result<()> {
+    remove_files(&tree, &moves.to_remove)?;
+    for dir in &moves.gitlinks_gone {
+        let _ = tree.remove_dir(dir);
+    }
+    for rel in &moves.gitlinks_new {
+        let in_the_way = tree
+            .create_dirs(rel, 0, &mut Vec::new())
+            .map_err(|e| Error::io(format!("creating {}", tree.shown(rel).display()), e))?;
+        if let Some(blocker) = in_the_way {
+            return Err(Error::conflict(format!(
+                "{} is in the way of the submodule folder {}",
+                tree.shown(&blocker).display(),
+                rel.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// After the switch: the LFS files whose file holds their pointer (written by the switch, or
