@@ -169,10 +169,18 @@ fn pem_label(text: &str) -> Option<&str> {
 /// The OpenSSH private key `text`, when it is one git-session signs with.
 fn openssh(text: &str) -> Result<ssh_key::PrivateKey, Refused> {
     let key = ssh_key::PrivateKey::from_openssh(text).map_err(|e| {
-        (
-            SigningCause::KeyMalformed,
-            format!("an OpenSSH private key that does not decode: {e}"),
-        )
+        // ssh-key decodes only the types it signs with: one in 256 P-384 keys (a private scalar
+        // with a leading zero) fails as "length invalid" instead of naming its type.
+        match envelope_algorithm(text).filter(|a| !SIGNED_WITH.contains(&a.as_str())) {
+            Some(algorithm) => (
+                SigningCause::KeyUnsupported,
+                format!("a key of type {algorithm}"),
+            ),
+            None => (
+                SigningCause::KeyMalformed,
+                format!("an OpenSSH private key that does not decode: {e}"),
+            ),
+        }
     })?;
     if key.is_encrypted() {
         return Err((SigningCause::KeyEncrypted, String::new()));
@@ -180,6 +188,42 @@ fn openssh(text: &str) -> Result<ssh_key::PrivateKey, Refused> {
     format::supported(key.public_key().key_data())
         .map_err(|detail| (SigningCause::KeyUnsupported, detail))?;
     Ok(key)
+}
+
+/// The algorithms of the keys git-session signs with ([`format::supported`]), as OpenSSH names them.
+const SIGNED_WITH: [&str; 3] = ["ssh-ed25519", "ecdsa-sha2-nistp256", "ssh-rsa"];
+
+/// The algorithm the public key of the OpenSSH private key `text` names (`PROTOCOL.key`: the
+/// `openssh-key-v1` envelope holds the public key in the clear, before the private part), when it
+/// is a plain name (printable ASCII, at most 64 bytes: it is shown).
+fn envelope_algorithm(text: &str) -> Option<String> {
+    use base64::Engine as _;
+    let body: Zeroizing<String> = Zeroizing::new(
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.starts_with("-----"))
+            .collect(),
+    );
+    let mut bytes = Zeroizing::new(vec![0u8; body.len()]);
+    let len = base64::engine::general_purpose::STANDARD
+        .decode_slice(body.as_bytes(), &mut bytes)
+        .ok()?;
+    let mut at = bytes[..len].strip_prefix(b"openssh-key-v1\0")?;
+    let string = |at: &mut &[u8]| -> Option<Vec<u8>> {
+        let (n, rest) = at.split_first_chunk::<4>()?;
+        let (s, rest) = rest.split_at_checked(u32::from_be_bytes(*n) as usize)?;
+        *at = rest;
+        Some(s.to_vec())
+    };
+    // The cipher, the key derivation and its options, then the number of keys.
+    for _ in 0..3 {
+        string(&mut at)?;
+    }
+    at = at.get(4..)?;
+    let public = string(&mut at)?;
+    let algorithm = string(&mut public.as_slice())?;
+    let plain = algorithm.len() <= 64 && algorithm.iter().all(u8::is_ascii_graphic);
+    plain.then(|| String::from_utf8(algorithm).ok()).flatten()
 }
 
 /// Why a PEM block labelled `label` is not a key to sign with.
@@ -241,6 +285,42 @@ mod tests {
 
     fn cause(text: &str) -> SigningCause {
         SigningKey::from_bytes(text.as_bytes()).unwrap_err().0
+    }
+
+    /// An `openssh-key-v1` envelope whose public key names `algorithm`, its private part garbage.
+    fn envelope(algorithm: &str) -> String {
+        use base64::Engine as _;
+        let string = |s: &[u8]| [&(s.len() as u32).to_be_bytes()[..], s].concat();
+        let public = string(&[string(algorithm.as_bytes()), string(b"public bytes")].concat());
+        let bytes = [
+            &b"openssh-key-v1\0"[..],
+            &string(b"none"),
+            &string(b"none"),
+            &string(b""),
+            &1u32.to_be_bytes(),
+            &public,
+            &string(b"not a private part"),
+        ]
+        .concat();
+        let body = base64::engine::general_purpose::STANDARD.encode(bytes);
+        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----\n")
+    }
+
+    #[test]
+    fn a_key_that_does_not_decode_is_named_by_its_type_when_it_is_no_type_signed_with() {
+        let refused =
+            |algorithm| SigningKey::from_bytes(envelope(algorithm).as_bytes()).unwrap_err();
+        let (cause, detail) = refused("ecdsa-sha2-nistp384");
+        assert_eq!(cause, SigningCause::KeyUnsupported);
+        assert_eq!(detail, "a key of type ecdsa-sha2-nistp384");
+        for algorithm in SIGNED_WITH
+            .into_iter()
+            .chain(["\x1b[31mred", &"x".repeat(65)])
+        {
+            let (cause, detail) = refused(algorithm);
+            assert_eq!(cause, SigningCause::KeyMalformed, "{algorithm}: {detail}");
+            assert!(detail.contains("does not decode"), "{detail}");
+        }
     }
 
     #[test]
