@@ -112,7 +112,7 @@ pub(super) fn switch(
 
 /// The files the switch removes, the folders of submodules gone, the (empty) folders of new ones.
 fn remove_files_and_folders(tree: &Tree, moves: &super::moves::Moves) -> Result<()> {
-    remove_files(&tree, &moves.to_remove)?;
+    remove_files(tree, &moves.to_remove)?;
     for dir in &moves.gitlinks_gone {
         let _ = tree.remove_dir(dir);
     }
