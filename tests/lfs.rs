@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::support::lfs::{Giftless, Reply, Scripted, batch_answer, lfs_repo, oid};
-use crate::support::{GitServer, Run, TOKEN, World, incompressible, userinfo};
+use crate::support::{GitServer, Run, TOKEN, TestCa, World, incompressible, userinfo};
 
 fn restore(w: &World, dir: &Path, url: &str, tip: &str, extra: &[(&str, &str)]) -> Run {
     w.restore_with(dir, url, "sessions/lfs", tip, &["--json"], extra)
@@ -287,6 +287,25 @@ fn an_lfs_server_sending_wrong_content_is_refused() {
             .iter()
             .all(|r| !r.head.contains("Authorization"))
     );
+}
+
+/// An LFS object's link to a server whose TLS certificate is refused (it chains to a CA this
+/// machine does not trust): exit 5 at once naming GIT_SSL_CAINFO, never retried (the same
+/// certificate is refused on every attempt; it was 4 attempts, ending "gave up after").
+#[test]
+fn an_lfs_link_to_a_server_whose_certificate_is_refused_is_not_retried() {
+    let w = World::new();
+    let ca = TestCa::new();
+    let tls = GitServer::start_tls(&w.path("tls"), None, &ca);
+    let base = tls.url("storage", None);
+    assert!(base.starts_with("https://"));
+    let lfs =
+        Scripted::start(move |seen, _| batch_answer(seen, &|oid| format!("{base}/o/{oid}"), &[]));
+    let (run, dir) = restore_against(&w, &lfs.url("org/repo"), b"the content\n");
+    assert_refused(&run, &dir, 5, "TLS certificate of https://localhost:");
+    assert!(run.stderr.contains("GIT_SSL_CAINFO"), "{}", run.stderr);
+    assert!(!run.stderr.contains("gave up after"), "{}", run.stderr);
+    assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
 }
 
 #[test]

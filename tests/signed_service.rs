@@ -344,6 +344,28 @@ fn an_unreachable_service_is_exit_11_naming_the_variable() {
     sb.assert_nothing_committed("unreachable", &head);
 }
 
+/// A service whose TLS certificate is refused (it chains to a CA this machine does not trust):
+/// exit 11 after one attempt, naming GIT_SSL_CAINFO (it was retried as a network failure).
+#[test]
+fn a_service_whose_certificate_is_refused_is_exit_11_without_retries() {
+    let sb = Sandbox::new("ed25519");
+    let head = sb.head();
+    let ca = crate::support::TestCa::new();
+    let tls = crate::support::GitServer::start_tls(&sb.s.w.path("tls"), None, &ca);
+    let url = tls.url("sign", Some(&format!("t:{}", crate::support::pct(TOKEN))));
+    let run = sb.save(&[("SIGNING_URL", &url)]);
+    run.assert_says(
+        11,
+        &[
+            "signing service (SIGNING_URL)",
+            "TLS certificate of https://localhost:",
+            "GIT_SSL_CAINFO",
+        ],
+    );
+    assert!(!run.stderr.contains("requests in"), "{}", run.stderr);
+    sb.assert_nothing_committed("certificate", &head);
+}
+
 #[test]
 fn a_service_without_its_public_key_or_beside_a_key_file_is_refused_before_anything() {
     let sb = Sandbox::new("ed25519");

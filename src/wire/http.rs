@@ -749,6 +749,18 @@ fn certificate_refused(err: &reqwest::Error) -> Option<String> {
     })
 }
 
+/// When `err` is the refusal of a server's TLS certificate: what to say of it, the server shown
+/// as `shown`. Such a failure is never retried (git's requests, LFS transfers, the signing
+/// service): the same certificate is refused on every attempt.
+pub fn certificate_refusal(shown: &str, err: &reqwest::Error) -> Option<String> {
+    let cert = certificate_refused(err)?;
+    Some(format!(
+        "the TLS certificate of {shown} was refused ({cert}){}: give the CA it chains to in \
+         GIT_SSL_CAINFO (or SSL_CERT_FILE), or fix the server's certificate",
+        through_proxy(err).map_or_else(String::new, |p| format!(" (through the proxy {p})"))
+    ))
+}
+
 /// `: cause: cause…` of `err` (never the URL).
 fn cause_text(err: &reqwest::Error) -> String {
     causes(err).map(|s| format!(": {s}")).collect()
@@ -763,13 +775,8 @@ pub fn described(err: &reqwest::Error) -> String {
 /// secret); a proxy the request went through is named.
 pub fn transport_error(url: &RemoteUrl, err: reqwest::Error) -> Error {
     let causes = cause_text(&err);
-    if let Some(cert) = certificate_refused(&err) {
-        // The same certificate is refused again on every attempt: not retried.
-        return Error::Protocol(format!(
-            "the TLS certificate of {url} was refused ({cert}){}: give the CA it chains to in \
-             GIT_SSL_CAINFO (or SSL_CERT_FILE), or fix the server's certificate",
-            through_proxy(&err).map_or_else(String::new, |p| format!(" (through the proxy {p})"))
-        ));
+    if let Some(words) = certificate_refusal(&url.to_string(), &err) {
+        return Error::Protocol(words);
     }
     Error::Network(match through_proxy(&err) {
         Some(p) if proxy_unreachable(&err) => {

@@ -486,7 +486,7 @@ fn follow(
     for _ in 0..=MAX_REDIRECTS {
         let resp = stream
             .send(reqwest::Method::GET, at.clone(), headers.clone())
-            .map_err(|kind| Error::Network(format!("{kind}: {}", origin_of(&at))))?;
+            .map_err(|failure| transfer_error(&at, &failure))?;
         let status = resp.status();
         if status.is_success() {
             stream.http().note_success();
@@ -541,6 +541,11 @@ fn status_error(at: &url::Url, status: reqwest::StatusCode, pointer: &Pointer) -
 }
 
 fn transfer_error(at: &url::Url, failure: &super::http::Failure) -> Error {
+    if let super::http::Failure::Transport(e) = failure
+        && let Some(words) = super::http::certificate_refusal(&origin_of(at), e)
+    {
+        return Error::Protocol(words);
+    }
     let kind = match failure {
         super::http::Failure::Transport(e) => super::http::failure_kind(e),
         super::http::Failure::Stalled(stall) => {

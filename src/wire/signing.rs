@@ -55,6 +55,8 @@ pub enum Fault {
     },
     /// Connecting, sending or receiving failed (the transport's words, never the URL).
     Transport(String),
+    /// The service's TLS certificate was refused (what to say of it): the same one would be.
+    Certificate(String),
     /// A wait ran out (which one, in words).
     Stalled(String),
     /// The answer is over [`MAX_ANSWER`] bytes.
@@ -71,7 +73,7 @@ impl Fault {
             Fault::Status { status, .. } => {
                 status.is_server_error() || *status == reqwest::StatusCode::TOO_MANY_REQUESTS
             }
-            Fault::Url(_) | Fault::TooBig | Fault::Unsendable(_) => false,
+            Fault::Url(_) | Fault::Certificate(_) | Fault::TooBig | Fault::Unsendable(_) => false,
         }
     }
 
@@ -99,6 +101,7 @@ impl fmt::Display for Fault {
                 }
             }
             Fault::Transport(words) => write!(f, "could not be reached: {words}"),
+            Fault::Certificate(words) => write!(f, "could not be reached: {words}"),
             Fault::Stalled(words) => write!(f, "gave no signature in time: {words}"),
             Fault::TooBig => write!(
                 f,
@@ -201,7 +204,15 @@ fn request(
             Some(payload.to_vec().into()),
         )
         .map_err(|f| match f {
-            http::Failure::Transport(e) => Fault::Transport(http::described(&e)),
+            http::Failure::Transport(e) => {
+                match http::certificate_refusal(
+                    &url.endpoint("").origin().ascii_serialization(),
+                    &e,
+                ) {
+                    Some(words) => Fault::Certificate(words),
+                    None => Fault::Transport(http::described(&e)),
+                }
+            }
             http::Failure::Stalled(stall) => Fault::Stalled(format!("{}{via}", stall.describe())),
         })?;
     let status = resp.status();

@@ -77,13 +77,13 @@ impl<'a> Streaming<'a> {
     /// the retry budget, [`watch::bound`]).
     ///
     /// # Errors
-    /// What went wrong in a few words ([`super::http::failure_kind`]; no URL): the caller words it.
+    /// What went wrong ([`super::http::Failure`]): the caller words it.
     pub fn send(
         &self,
         method: Method,
         url: url::Url,
         headers: HeaderMap,
-    ) -> std::result::Result<Body, String> {
+    ) -> std::result::Result<Body, super::http::Failure> {
         // Not the request's own `timeout`: that one bounds the whole body too.
         let send = self.client.request(method, url).headers(headers).send();
         watch::head();
@@ -97,8 +97,8 @@ impl<'a> Streaming<'a> {
             tokio::task::yield_now().await;
             tokio::time::timeout_at(until, send).await
         }) {
-            Err(_) => return Err(stall.describe()),
-            Ok(Err(e)) => return Err(super::http::failure_kind(&e).to_owned()),
+            Err(_) => return Err(super::http::Failure::Stalled(stall)),
+            Ok(Err(e)) => return Err(super::http::Failure::Transport(e)),
             Ok(Ok(inner)) => inner,
         };
         // An object's bytes are data from the first: none for the low-speed time fails. Only a
