@@ -22,6 +22,7 @@ const MAX_DECODES: usize = 256;
 /// The temporary pack file of one [`receive`](super::receive()), readable while it is written.
 pub struct PackSoFar {
     writer: PackWriter,
+    /// Only a name for gix-pack's messages: the file is read through `writer`'s handle.
     path: PathBuf,
     format: gix::hash::Kind,
     decodes: std::sync::atomic::AtomicUsize,
@@ -55,10 +56,20 @@ impl PackSoFar {
         if self.decodes.fetch_add(1, Relaxed) >= MAX_DECODES {
             return None;
         }
-        // What the stream passed may still sit in the writer's buffer.
-        self.writer.lock().ok()?.flush().ok()?;
+        let map = {
+            // What the stream passed may still sit in the writer's buffer.
+            let mut writer = self.writer.lock().ok()?;
+            writer.flush().ok()?;
+            // The file this process writes, through its own handle (never its path, which the
+            // work folder's owner could swap).
+            // SAFETY: the file is only appended to: the bytes mapped here never change, and those
+            // written later lie past the mapping's end.
+            #[allow(unsafe_code)]
+            let map = unsafe { memmap2::Mmap::map(writer.get_ref()) };
+            map.ok()?
+        };
         let limit = usize::try_from(max_bytes.saturating_mul(4)).unwrap_or(usize::MAX);
-        let pack = gix_pack::data::File::at(&self.path, self.format)
+        let pack = gix_pack::data::File::from_data(map, self.path.clone(), self.format)
             .ok()?
             .with_alloc_limit_bytes(Some(limit));
         let entry = pack.entry(offset).ok()?;
@@ -167,7 +178,15 @@ mod tests {
             entries.push((offset, id(&object)));
         }
         let path = dir.join("tmp_pack");
-        let mut writer = BufWriter::with_capacity(1 << 20, std::fs::File::create(&path).unwrap());
+        // Readable as well, as `receive`'s temporary file is.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut writer = BufWriter::with_capacity(1 << 20, file);
         writer.write_all(&pack).unwrap();
         let writer = Arc::new(Mutex::new(writer));
         (PackSoFar::new(writer, path, gix::hash::Kind::Sha1), entries)
@@ -197,6 +216,19 @@ mod tests {
         let (pack, entries) = chain(dir.path(), &[b'x'; 5000], 2);
         assert!(pack.object_at(entries[1].0, 6000).is_some());
         assert!(pack.object_at(entries[1].0, 4999).is_none());
+    }
+
+    #[test]
+    fn the_pack_is_read_through_its_handle_never_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pack, entries) = chain(dir.path(), b"a blob's text", 2);
+        // Another file in its place (the work folder's owner can rename files in `.git`).
+        let path = dir.path().join("tmp_pack");
+        std::fs::rename(&path, dir.path().join("moved")).unwrap();
+        std::fs::write(&path, b"PACK\0\0\0\x02\0\0\0\x03 other bytes entirely").unwrap();
+        for &(offset, id) in &entries[..3] {
+            assert_eq!(pack.object_at(offset, 1 << 20).map(hashed), Some(id));
+        }
     }
 
     #[test]
