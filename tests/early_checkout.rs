@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::wire::{band, pack_of, pack_of_with, pkt};
+use crate::support::wire::{
+    band, delta_size, entry_header, ofs_distance, pack_of, pack_of_with, pkt, zlib,
+};
 use crate::support::{Endpoint, GitServer, Scripted, World, all_files, assert_no_secret};
 
 /// How long the server holds the end of the pack.
@@ -532,6 +534,50 @@ fn a_delta_whose_base_the_observer_never_held_is_named_from_the_pack() {
     );
 }
 
+/// A delta whose base would lie before the pack's start (a lie of the server), left unnamed by
+/// the early checkout: refused as a corrupt pack (exit 6), never a crash (gix-pack's
+/// `base_pack_offset` panics on it; it was "an internal error", exit 1), nothing left behind.
+#[test]
+fn a_delta_whose_base_lies_before_the_pack_s_start_is_refused_not_a_crash() {
+    let w = World::new();
+    let tip = w
+        .repo("repo.git", &[&[("a.txt", Some("a file\n"))]])
+        .remove(0);
+    let bare = w.srv().join("repo.git");
+    let srv = GitServer::start(&w.srv(), None);
+    let listed = w.git(&bare, &["rev-list", "--objects", "--no-walk", &tip]);
+    let ids: Vec<&str> = listed
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    let real = pack_of_with(&w, &bare, &ids, &[]);
+    let format = crate::support::gix_format();
+    let mut pack = real[..real.len() - format.len_in_bytes()].to_vec();
+    let count = u32::from_be_bytes(pack[8..12].try_into().unwrap()) + 1;
+    pack[8..12].copy_from_slice(&count.to_be_bytes());
+    // "Copy 5 bytes from the base, insert '+'", against a base 1000 bytes before the pack.
+    let delta = [delta_size(5), delta_size(6), vec![0x90, 5, 1, b'+']].concat();
+    let at = pack.len() as u64;
+    pack.extend(entry_header(6, delta.len() as u64));
+    pack.extend(ofs_distance(at + 1000));
+    pack.extend(zlib(&delta));
+    let mut hasher = gix::hash::hasher(format);
+    hasher.update(&pack);
+    pack.extend(hasher.try_finalize().unwrap().as_slice());
+    srv.knobs
+        .scripted
+        .lock()
+        .unwrap()
+        .push(held_answer(&pack, 0));
+    let h = Held { w, srv, tip };
+    let dir = h.w.path("s");
+    let (code, out) = h.wait(h.spawn(&dir, &[]));
+    assert!(!out.contains("a bug in git-session"), "{out}");
+    assert_eq!(code, Some(6), "{out}");
+    assert!(work_tree_files(&dir).is_empty(), "{out}");
+    assert!(!dir.join(".git").exists());
+}
+
 crate::sha256_too!(
     files_are_written_while_the_pack_is_still_on_the_wire,
     files_the_attributes_may_convert_wait_for_the_checkout_after_the_transfer,
@@ -540,6 +586,7 @@ crate::sha256_too!(
     a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives,
     a_delta_far_from_its_base_is_resolved_while_the_pack_streams_in,
     a_delta_whose_base_the_observer_never_held_is_named_from_the_pack,
+    a_delta_whose_base_lies_before_the_pack_s_start_is_refused_not_a_crash,
 );
 
 /// `git verify-pack -v` of the restored tree's one pack (git checks it; its lines are returned).

@@ -370,8 +370,10 @@ fn name_the_rest(
     let by_id: std::collections::HashMap<gix::ObjectId, u64> =
         ids.iter().map(|(offset, id)| (*id, *offset)).collect();
     let base_of = |entry: &gix_pack::data::Entry| match entry.header {
+        // A distance past the pack's start (the server's lie): gix-pack indexes the pack and
+        // says what is wrong with it.
         gix_pack::data::entry::Header::OfsDelta { base_distance } => {
-            Some(Some(entry.base_pack_offset(base_distance)))
+            Some(Some(entry.checked_base_pack_offset(base_distance)?))
         }
         gix_pack::data::entry::Header::RefDelta { base_id } => {
             by_id.get(&base_id).map(|o| Some(*o))

@@ -80,7 +80,10 @@ impl PackSoFar {
             }
             match link.header {
                 gix_pack::data::entry::Header::OfsDelta { base_distance } if depth < MAX_CHAIN => {
-                    link = pack.entry(link.base_pack_offset(base_distance)).ok()?;
+                    // A distance past the pack's start is the server's lie, not a bug here.
+                    link = pack
+                        .entry(link.checked_base_pack_offset(base_distance)?)
+                        .ok()?;
                 }
                 gix_pack::data::entry::Header::OfsDelta { .. }
                 | gix_pack::data::entry::Header::RefDelta { .. } => return None,
@@ -229,6 +232,35 @@ mod tests {
         for &(offset, id) in &entries[..3] {
             assert_eq!(pack.object_at(offset, 1 << 20).map(hashed), Some(id));
         }
+    }
+
+    /// An offset delta whose base would lie before the pack's start is a lie of the server:
+    /// read back as nothing (gix-pack's `base_pack_offset` panics on it), also as a chain's link.
+    #[test]
+    fn a_base_before_the_pack_s_start_is_nothing_to_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut pack = b"PACK\0\0\0\x02\0\0\0\x02".to_vec();
+        let delta = [5, 6, 0x90, 5, 1, b'+'];
+        let liar = pack.len() as u64;
+        header(6, delta.len(), &mut pack);
+        pack.push(0x7f); // 127 bytes back from offset 12
+        pack.extend(deflated(&delta));
+        let follower = pack.len() as u64;
+        header(6, delta.len(), &mut pack);
+        pack.push((follower - liar) as u8);
+        pack.extend(deflated(&delta));
+        let path = dir.path().join("tmp_pack");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        let mut writer = BufWriter::new(file);
+        writer.write_all(&pack).unwrap();
+        let pack = PackSoFar::new(Arc::new(Mutex::new(writer)), path, gix::hash::Kind::Sha1);
+        assert!(pack.object_at(liar, 1 << 20).is_none());
+        assert!(pack.object_at(follower, 1 << 20).is_none());
     }
 
     #[test]
