@@ -442,6 +442,24 @@ fn a_pack_of_deltas_is_checked_out_and_indexed_as_it_arrives() {
     );
 }
 
+/// A restore into `s` whose fetch is answered with `pack` (at once, nothing held), with `env`:
+/// the world, the folder, the exit code and the output.
+fn restore_with_pack(
+    h: Held,
+    pack: &[u8],
+    env: &[(&str, &str)],
+) -> (Held, PathBuf, Option<i32>, String) {
+    h.srv
+        .knobs
+        .scripted
+        .lock()
+        .unwrap()
+        .push(held_answer(pack, 0));
+    let dir = h.w.path("s");
+    let (code, out) = h.wait(h.spawn(&dir, env));
+    (h, dir, code, out)
+}
+
 /// A restore of `a.txt` (the base, `body` repeated `times` and a few lines more), five files of
 /// random text (9.5 MB: more than the early checkout's 8 MiB cache of bases) and `z.txt` (a delta
 /// of `a.txt`), in that order in the pack; its debug log. `git fsck` (`assert_restored`) and
@@ -483,15 +501,11 @@ fn restore_far_delta(times: usize) -> String {
     }
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let pack = pack_of_with(&w, &bare, &ids, &["--delta-base-offset"]);
-    srv.knobs
-        .scripted
-        .lock()
-        .unwrap()
-        .push(held_answer(&pack, 0));
-    let h = Held { w, srv, tip };
-    let dir = h.w.path("s");
-    let child = h.spawn(&dir, &[("RUST_LOG", "git_session=debug")]);
-    let (code, out) = h.wait(child);
+    let (h, dir, code, out) = restore_with_pack(
+        Held { w, srv, tip },
+        &pack,
+        &[("RUST_LOG", "git_session=debug")],
+    );
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("indexed from the 9 ids"), "{out}");
     h.assert_restored(&dir);
@@ -564,14 +578,7 @@ fn a_delta_whose_base_lies_before_the_pack_s_start_is_refused_not_a_crash() {
     let mut hasher = gix::hash::hasher(format);
     hasher.update(&pack);
     pack.extend(hasher.try_finalize().unwrap().as_slice());
-    srv.knobs
-        .scripted
-        .lock()
-        .unwrap()
-        .push(held_answer(&pack, 0));
-    let h = Held { w, srv, tip };
-    let dir = h.w.path("s");
-    let (code, out) = h.wait(h.spawn(&dir, &[]));
+    let (_h, dir, code, out) = restore_with_pack(Held { w, srv, tip }, &pack, &[]);
     assert!(!out.contains("a bug in git-session"), "{out}");
     assert_eq!(code, Some(6), "{out}");
     assert!(work_tree_files(&dir).is_empty(), "{out}");
